@@ -1,0 +1,121 @@
+import { sql } from 'kysely'
+import type { Db } from '../src/platform/db/schema.js'
+import { createTenant } from '../src/modules/tenants/index.js'
+import { hashPassword } from '../src/platform/auth/passwords.js'
+import { issueAccessToken } from '../src/platform/auth/tokens.js'
+
+export interface SeededTenant {
+  slug: string
+  tenantId: number
+  adminId: number
+  adminToken: string
+  userId: number
+  userToken: string
+  counts: Record<string, number>
+}
+
+async function tableExists(db: Db, table: string): Promise<boolean> {
+  const { rows } = await sql<{ ok: boolean }>`select to_regclass(${table}) is not null as ok`.execute(db)
+  return rows[0].ok
+}
+
+/**
+ * Seeds one tenant set-based (INSERT … SELECT generate_series), at `scale` (1 = full size):
+ * 100,000 users in 200 departments, and — where the modules' tables exist — notifications,
+ * folders, shared items and their grants. The benchmark user is a non-admin Employee.
+ */
+export async function seedTenant(db: Db, slug: string, scale: number): Promise<SeededTenant> {
+  const n = (full: number) => Math.max(1, Math.round(full * scale))
+  const created = await createTenant(db, { slug, adminPassword: 'bench-password', tokenTtlDays: 30 })
+  const tenantId = created.tenant.id
+  const passwordHash = await hashPassword('bench-password')
+  const users = n(100_000)
+  const departments = Math.max(2, n(200))
+  const counts: Record<string, number> = { users, departments }
+
+  await sql`insert into users (tenant_id, username, password_hash, first_name, last_name, role_id, lang_id, email, staff_number)
+    select ${tenantId}, 'user' || g, ${passwordHash},
+      (array['Anna','Ben','Chloe','Deniz','Emil','Fatma','Greta','Hannes','Ines','Jonas'])[1 + g % 10] || g % 97,
+      (array['Schmidt','Miller','Dubois','Yilmaz','Rossi','Novak','Berg','Keller','Lang','Wolf'])[1 + (g / 10) % 10],
+      ${created.roles.employeeId}, 'en-US', 'user' || g || '@example.com', 'S' || lpad(g::text, 6, '0')
+    from generate_series(1, ${users}) g`.execute(db)
+  await sql`insert into departments (tenant_id, name) select ${tenantId}, 'Department ' || g from generate_series(1, ${departments}) g`.execute(db)
+  await sql`insert into department_users (tenant_id, department_id, user_id)
+    select u.tenant_id, d.ids[1 + (row_number() over (order by u.id)) % ${departments}], u.id
+    from users u, (select array_agg(id order by id) ids from departments where tenant_id = ${tenantId}) d
+    where u.tenant_id = ${tenantId} and u.username like 'user%'`.execute(db)
+
+  const benchUser = await db.selectFrom('users').select('id').where('tenant_id', '=', tenantId).where('username', '=', 'user1').executeTakeFirstOrThrow()
+
+  if (await tableExists(db, 'notifications')) {
+    const total = n(2_000_000)
+    counts.notifications = total
+    // the benchmark user gets 500 (half unread); the rest spread over everyone
+    await sql`insert into notifications (tenant_id, type, notifiable_type, notifiable_id, targetable_type, targetable_id, source_key, data, read_at, seen_at, created_at)
+      select ${tenantId}, 'genericNotification', 'user',
+        case when g <= 500 then ${benchUser.id} else ids.all_ids[1 + g % array_length(ids.all_ids, 1)] end,
+        'genericNotification', g, 'bench:' || g, jsonb_build_object('title', 'Notice ' || g, 'body', '<p>Body ' || g || '</p>', 'url', '/notices/' || g),
+        case when g % 2 = 0 then now() - make_interval(mins => g % 1000) end,
+        case when g % 2 = 0 then now() - make_interval(mins => g % 1000) end,
+        now() - make_interval(secs => g)
+      from generate_series(1, ${total}) g,
+        (select array_agg(id) as all_ids from users where tenant_id = ${tenantId} and id <> ${benchUser.id}) ids`.execute(db).catch((error) => { counts.notifications = -1; console.error('# seeding notifications skipped:', error.message) })
+  }
+
+  const employeeRole = created.roles.employeeId
+  const otherRole = created.roles.administratorId
+
+  if (await tableExists(db, 'folders')) {
+    // 10,000 folders in 6 levels; children inherit their root's type; 10% carry view grants
+    // (half to the benchmark user's role, half to another role, so both visible and hidden ones exist)
+    const total = n(10_000)
+    const perLevel = Math.max(1, Math.floor(total / 6))
+    counts.folders = perLevel * 6
+    await sql`insert into folders (id, tenant_id, type, parent_id, lang_id, path)
+      select x.id, ${tenantId}, (array['department','form','infoboardChannel','report','reportDefinition','role','survey','taskAssignment','taskTemplate'])[1 + x.g % 9],
+        null, 'en-US', array[x.id]
+      from (select nextval('global_id_seq') as id, g from generate_series(1, ${perLevel}) g) x`.execute(db)
+    for (let level = 2; level <= 6; level++) {
+      await sql`with parents as (
+          select id, type, path, row_number() over (order by id) as rn from folders
+          where tenant_id = ${tenantId} and array_length(path, 1) = ${level - 1}),
+        fresh as (select nextval('global_id_seq') as id, g from generate_series(1, ${perLevel}) g)
+        insert into folders (id, tenant_id, type, parent_id, lang_id, path)
+        select f.id, ${tenantId}, p.type, p.id, 'en-US', p.path || f.id
+        from fresh f join parents p on p.rn = 1 + f.g % (select count(*) from parents)`.execute(db)
+    }
+    await sql`insert into folder_translations (tenant_id, folder_id, lang_id, name)
+      select tenant_id, id, 'en-US', 'Folder ' || id from folders where tenant_id = ${tenantId}`.execute(db)
+    await sql`insert into entity_permissions (tenant_id, key, permission_entity, permission_entity_id, target_entity, target_entity_id)
+      select ${tenantId}, 'view', 'role', case when id % 20 = 0 then ${employeeRole}::bigint else ${otherRole}::bigint end, 'folder', id::text
+      from folders where tenant_id = ${tenantId} and id % 10 = 0`.execute(db)
+  }
+
+  let calendarEventIds = false
+  if (await tableExists(db, 'calendar_events')) {
+    // 50,000 content records: calendar events (the shared items point at them)
+    counts.content = n(50_000)
+    await sql`insert into calendar_events (tenant_id, user_id, title, starts_at, ends_at)
+      select ${tenantId}, ${benchUser.id}, 'Event ' || g, now() + make_interval(hours => g), now() + make_interval(hours => g + 1)
+      from generate_series(1, ${counts.content}) g`.execute(db)
+    calendarEventIds = true
+  }
+
+  if (calendarEventIds && (await tableExists(db, 'shared_items'))) {
+    // 100,000 shared items over the events; 10% carry view grants (half for the benchmark role)
+    counts.shared_items = n(100_000)
+    await sql`insert into shared_items (tenant_id, user_id, type, redirect_type, targetable_type, targetable_id, config)
+      select ${tenantId}, ${benchUser.id}, 'calendarEvent', 'redirect', 'calendarEvent', e.ids[1 + g % array_length(e.ids, 1)]::text, '{}'
+      from generate_series(1, ${counts.shared_items}) g,
+        (select array_agg(id) ids from calendar_events where tenant_id = ${tenantId}) e`.execute(db)
+    await sql`insert into entity_permissions (tenant_id, key, permission_entity, permission_entity_id, target_entity, target_entity_id)
+      select ${tenantId}, 'view', 'role', case when n % 2 = 0 then ${employeeRole}::bigint else ${otherRole}::bigint end, 'sharedItem', id::text
+      from (select id, row_number() over (order by created_at, id) as n from shared_items where tenant_id = ${tenantId}) s
+      where n % 10 = 0`.execute(db)
+  }
+
+  const { token: adminToken } = await issueAccessToken(db, tenantId, created.admin.id, 30, 'bench')
+  const { token: userToken } = await issueAccessToken(db, tenantId, benchUser.id, 30, 'bench')
+  await sql`analyze`.execute(db)
+  return { slug, tenantId, adminId: created.admin.id, adminToken, userId: benchUser.id, userToken, counts }
+}

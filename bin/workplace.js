@@ -1,0 +1,6 @@
+#!/usr/bin/env node
+// Runs the TypeScript sources through tsx's loader, so no build step is needed.
+import { register } from 'tsx/esm/api'
+
+register()
+await import('../src/cli.ts')

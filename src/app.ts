@@ -1,0 +1,109 @@
+import Fastify, { type FastifyInstance, type FastifyServerOptions, type RouteOptions } from 'fastify'
+import cors from '@fastify/cors'
+import qs from 'qs'
+import type { Logger } from 'pino'
+import type { Config } from './config.js'
+import type { Db } from './platform/db/schema.js'
+import type { AppDeps } from './platform/app-module.js'
+import { registerErrorHandling } from './platform/http/error-handler.js'
+import { registerValidation } from './platform/http/validation.js'
+import { registerOpenApi } from './platform/http/openapi.js'
+import { authenticateRequest } from './platform/auth/authenticate.js'
+import { AppError } from './platform/http/errors.js'
+import { healthRoutes } from './platform/http/health.js'
+import { registerMultipart } from './platform/http/multipart.js'
+import { appModules } from './modules/index.js'
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** Route is reachable without a bearer token. */
+    public?: boolean
+  }
+}
+
+export interface BuildAppOptions {
+  config: Config
+  db: Db
+  logger?: Logger | boolean
+  /** Observes every registered route (the reliability suite builds its route table from it). */
+  onRoute?: (route: RouteOptions) => void
+  /** The resolved database URL (defaults to config.db.url). */
+  databaseUrl?: string
+}
+
+const QUERY_PARAMETER_LIMIT = 1000
+
+/** Query objects the parser refused; the onRequest hook turns them into a 400 (a parser cannot throw). */
+const refusedQueries = new WeakSet<object>()
+
+function parseQueryString(query: string): Record<string, unknown> {
+  try {
+    // Bracketed keys become nested objects (filter[read_at][null]=true); depth and key count bounded;
+    // null-prototype objects, so a key like filter[hasOwnProperty] is an ordinary (unknown) name.
+    return qs.parse(query, { depth: 4, parameterLimit: QUERY_PARAMETER_LIMIT, throwOnLimitExceeded: true, arrayLimit: 100, plainObjects: true })
+  } catch {
+    const refused = {}
+    refusedQueries.add(refused)
+    return refused
+  }
+}
+
+/** Builds the Fastify app (platform first, then modules). Never listens. */
+export async function buildApp(options: BuildAppOptions): Promise<FastifyInstance> {
+  const { config, db } = options
+  const serverOptions = {
+    loggerInstance: typeof options.logger === 'object' ? options.logger : undefined,
+    logger: typeof options.logger === 'object' ? undefined : (options.logger ?? false) && { level: config.logLevel },
+    bodyLimit: config.http.bodyLimit,
+    routerOptions: { querystringParser: parseQueryString, ignoreTrailingSlash: true },
+    requestIdHeader: 'x-request-id',
+    genReqId: () => crypto.randomUUID(),
+    ajv: undefined,
+    // during shutdown our onRequest hook answers 503 problem+json (Fastify's own 503 is plain JSON)
+    return503OnClosing: false,
+    // on close: idle keep-alive sockets are closed at once, in-flight requests finish
+    forceCloseConnections: 'idle',
+  } as FastifyServerOptions
+  const app = Fastify(serverOptions) as unknown as FastifyInstance
+  if (options.onRoute) app.addHook('onRoute', options.onRoute)
+
+  registerValidation(app)
+  registerErrorHandling(app)
+  // Shutdown: new requests get 503, responses still in flight close their connection, and a keep-alive
+  // connection whose response began before close() is ended once it is sent (else close waits for its
+  // keep-alive timeout). Connections not yet read are left alone: their requests get the 503.
+  let closing = false
+  app.addHook('preClose', async () => {
+    closing = true
+  })
+  app.addHook('onResponse', async (request) => {
+    if (closing) request.raw.socket?.end()
+  })
+  await app.register(cors, {
+    origin: config.http.corsOrigins.length > 0 ? config.http.corsOrigins : false,
+    credentials: true,
+  })
+  await registerMultipart(app, config)
+  app.addHook('onSend', async (request, reply) => {
+    // while shutting down, requests still in flight end their keep-alive connection, so close() can finish
+    if (closing) reply.header('connection', 'close')
+    reply.header('x-content-type-options', 'nosniff')
+    reply.header('x-request-id', request.id)
+  })
+  app.addHook('onRequest', async (request) => {
+    if (closing) throw new AppError(503, 'shutting_down', 'The server is shutting down; retry', undefined, { 'Retry-After': '1', Connection: 'close' })
+    if (refusedQueries.has(request.query as object)) {
+      throw new AppError(400, 'malformed_query', `The query string has more than ${QUERY_PARAMETER_LIMIT} parameters or is malformed`)
+    }
+    if (request.is404 || request.routeOptions.config.public) return
+    await authenticateRequest(db, request)
+  })
+
+  await registerOpenApi(app, config)
+  const deps: AppDeps = { db, config, log: app.log as unknown as Logger, databaseUrl: options.databaseUrl ?? config.db.url }
+  await app.register(healthRoutes, { db })
+  for (const module of appModules) {
+    if (module.routes) await app.register(async (scope) => module.routes!(scope, deps))
+  }
+  return app
+}

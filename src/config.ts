@@ -1,0 +1,69 @@
+import path from 'node:path'
+
+/** Typed, frozen configuration. The only module that reads process.env. */
+export interface Config {
+  http: { host: string; port: number; bodyLimit: number; corsOrigins: string[] }
+  db: { url: string | undefined; dataDir: string }
+  storageDir: string
+  appUrl: string
+  baseUrl: string
+  auth: { tokenTtlDays: number; loginMaxFailures: number; loginWindowSeconds: number }
+  jobs: { runWorker: boolean; concurrency: number }
+  webhooks: { allowPrivateNetworks: boolean }
+  smtpUrl: string | undefined
+  notificationRetentionDays: number | undefined
+  logLevel: string
+  isTest: boolean
+}
+
+function integer(env: NodeJS.ProcessEnv, name: string, fallback: number, problems: string[]): number {
+  const raw = env[name]
+  if (raw === undefined || raw === '') return fallback
+  const value = Number(raw)
+  if (!Number.isInteger(value) || value < 0) problems.push(`${name} must be a non-negative integer`)
+  return value
+}
+
+function bool(env: NodeJS.ProcessEnv, name: string, fallback: boolean, problems: string[]): boolean {
+  const raw = env[name]
+  if (raw === undefined || raw === '') return fallback
+  if (/^(true|1|yes)$/i.test(raw)) return true
+  if (/^(false|0|no)$/i.test(raw)) return false
+  problems.push(`${name} must be true or false`)
+  return fallback
+}
+
+/** Reads and validates the environment once; throws listing every problem. */
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  const problems: string[] = []
+  const host = env.HOST || '127.0.0.1'
+  const port = integer(env, 'PORT', 3000, problems)
+  const dataDir = path.resolve(env.DATA_DIR || './data')
+  const localBase = `http://${host.includes(':') ? `[${host}]` : host}:${port}`
+  const retention = env.NOTIFICATION_RETENTION_DAYS
+  const config: Config = {
+    http: {
+      host,
+      port,
+      bodyLimit: 1024 * 1024,
+      corsOrigins: (env.CORS_ORIGINS || '').split(',').map((s) => s.trim()).filter(Boolean),
+    },
+    db: { url: env.DATABASE_URL || undefined, dataDir },
+    storageDir: path.resolve(env.STORAGE_DIR || path.join(dataDir, 'storage')),
+    appUrl: (env.APP_URL || localBase).replace(/\/+$/, ''),
+    baseUrl: (env.BASE_URL || localBase).replace(/\/+$/, ''),
+    auth: {
+      tokenTtlDays: integer(env, 'TOKEN_TTL_DAYS', 30, problems),
+      loginMaxFailures: 10,
+      loginWindowSeconds: 15 * 60,
+    },
+    jobs: { runWorker: bool(env, 'WORKER', true, problems), concurrency: integer(env, 'WORKER_CONCURRENCY', 4, problems) },
+    webhooks: { allowPrivateNetworks: bool(env, 'WEBHOOK_ALLOW_PRIVATE_NETWORKS', false, problems) },
+    smtpUrl: env.SMTP_URL || undefined,
+    notificationRetentionDays: retention ? integer(env, 'NOTIFICATION_RETENTION_DAYS', 0, problems) : undefined,
+    logLevel: env.LOG_LEVEL || 'info',
+    isTest: env.NODE_ENV === 'test',
+  }
+  if (problems.length > 0) throw new Error(`Invalid configuration:\n- ${problems.join('\n- ')}`)
+  return Object.freeze(config)
+}

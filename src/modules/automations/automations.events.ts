@@ -1,0 +1,47 @@
+import type { Db } from '../../platform/db/schema.js'
+import type { DomainEvent } from '../../platform/events/domain-events.js'
+import * as queries from './automations.queries.js'
+import { enqueueDeliveryAttempt } from './webhook-delivery.job.js'
+
+const CONTENT_ALIASES = [
+  'calendarEvent', 'filemanagerDirectory', 'filemanagerFile', 'form', 'formMessage', 'infoboardPost',
+  'infoboardComment', 'manualChapter', 'manualEntry', 'taskExecution',
+]
+
+/** Domain event types an automation may listen to (contract 00 §9 and contract 30), or `*`. */
+export const AUTOMATION_EVENTS: readonly string[] = [
+  'user.created', 'user.updated', 'user.deleted', 'user.restored', 'user.blackedOut', 'user.loggedOut',
+  'sharedItem.created', 'sharedItem.updated', 'sharedItem.deleted',
+  'folder.created', 'folder.updated', 'folder.deleted',
+  'entityPermission.created', 'entityPermission.deleted',
+  'notification.sent',
+  ...CONTENT_ALIASES.flatMap((alias) => [`${alias}.created`, `${alias}.updated`, `${alias}.deleted`]),
+]
+
+export const TEST_EVENT_TYPE = 'automation.test'
+
+export interface OutgoingEvent { id: string; type: string; data: Record<string, unknown> }
+
+/**
+ * Inserts one delivery per action of each automation and enqueues its first attempt, all through
+ * `db` — the transaction of the change, so deliveries commit or vanish with it (transactional outbox).
+ */
+export async function createDeliveries(db: Db, tenantId: number, automations: Array<{ id: number; actions: queries.StoredAction[] }>, event: OutgoingEvent): Promise<number[]> {
+  const wanted = automations.flatMap((a) => a.actions.map((action, actionIndex) => ({ action, actionIndex, automationId: a.id })))
+    .filter(({ action }) => action.type === 'webhook')
+    .map(({ action, actionIndex, automationId }) => ({
+      automationId, actionIndex, url: String(action.config.url), method: String(action.config.method ?? 'POST'),
+    }))
+  if (wanted.length === 0) return []
+  const rows = await queries.insertDeliveries(db, tenantId, event, wanted)
+  for (const row of rows) await enqueueDeliveryAttempt(db, { tenantId, deliveryId: row.id, series: row.series, attempt: 1 })
+  return rows.map((r) => r.id)
+}
+
+/** Domain-event subscriber: runs inside the recording transaction. */
+export async function enqueueDeliveriesForEvent(db: Db, event: DomainEvent & { id: string }): Promise<void> {
+  const automations = await queries.selectMatchingAutomations(db, event.tenantId, event.type)
+  if (automations.length === 0) return
+  const data = { subject_type: event.subjectType, subject_id: event.subjectId, actor_id: event.actorId, ...(event.data ?? {}) }
+  await createDeliveries(db, event.tenantId, automations, { id: event.id, type: event.type, data })
+}

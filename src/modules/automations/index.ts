@@ -1,0 +1,30 @@
+import type { AppModule } from '../../platform/app-module.js'
+import { subscribeToDomainEvents } from '../../platform/events/domain-events.js'
+import { jwksRoutes } from '../../platform/keys/jwks.routes.js'
+import { automationsRoutes } from './automations.routes.js'
+import { createAutomationsService } from './automations.service.js'
+import { enqueueDeliveriesForEvent } from './automations.events.js'
+import { createWebhookDeliverer, DELIVER_WEBHOOK_JOB, type DeliverWebhookPayload } from './webhook-delivery.job.js'
+
+export { AUTOMATION_EVENTS } from './automations.events.js'
+export { createWebhookDeliverer, DELIVER_WEBHOOK_JOB, type DeliverWebhookPayload } from './webhook-delivery.job.js'
+
+// Every committed domain event enqueues its deliveries inside the recording transaction.
+subscribeToDomainEvents(enqueueDeliveriesForEvent)
+
+export const automationsModule: AppModule = {
+  name: 'automations',
+  routes: async (app, deps) => {
+    await automationsRoutes(app, { automations: createAutomationsService(deps) })
+    // the platform JWKS (public): receivers verify our webhook JWTs (and later grant tokens) with it
+    await jwksRoutes(app, { db: deps.db })
+  },
+  jobs: (deps) => {
+    const deliverer = createWebhookDeliverer(deps)
+    return {
+      [DELIVER_WEBHOOK_JOB]: async (payload) => {
+        await deliverer.deliver(payload as DeliverWebhookPayload)
+      },
+    }
+  },
+}

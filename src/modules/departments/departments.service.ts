@@ -1,0 +1,72 @@
+import type { AppDeps } from '../../platform/app-module.js'
+import type { Actor } from '../../platform/auth/actor.js'
+import { requirePermission } from '../../platform/auth/require-permission.js'
+import { FieldErrorCollector, notFound } from '../../platform/http/errors.js'
+import type { RawListQuery } from '../../platform/query/parse-query.js'
+import { listResource, showResource } from '../../platform/query/run-query.js'
+import type { Db } from '../../platform/db/schema.js'
+import { notificationSettingExists } from '../notifications/index.js'
+import * as queries from './departments.queries.js'
+import { departmentResource } from './departments.resource.js'
+import type { CreateDepartmentBody, UpdateDepartmentBody } from './departments.schemas.js'
+
+export type DepartmentsService = ReturnType<typeof createDepartmentsService>
+
+export function createDepartmentsService({ db }: AppDeps) {
+  const ctx = (actor: Actor) => ({ db, tenantId: actor.tenantId, actor })
+
+  async function checkReferences(trx: Db, tenantId: number, body: UpdateDepartmentBody): Promise<void> {
+    const problems = new FieldErrorCollector()
+    const missing = await queries.missingUserIds(trx, tenantId, body.user_ids ?? [])
+    if (missing.length > 0) problems.add('user_ids', `unknown user ids: ${missing.join(', ')}`)
+    if (body.notification_setting_id && !(await notificationSettingExists(trx, tenantId, body.notification_setting_id))) {
+      problems.add('notification_setting_id', 'does not exist')
+    }
+    problems.throwIfAny()
+  }
+
+  /** Lists the tenant's departments with their member ids. */
+  async function listDepartments(actor: Actor, query: RawListQuery) {
+    requirePermission(actor, 'departments.view')
+    return listResource(ctx(actor), departmentResource, queries.selectDepartments(db, actor.tenantId), query)
+  }
+
+  /** Shows one department with its member ids. */
+  async function getDepartment(actor: Actor, id: number, query: RawListQuery = {}, trx: Db = db) {
+    requirePermission(actor, 'departments.view')
+    return showResource({ db: trx, tenantId: actor.tenantId, actor }, departmentResource, queries.selectDepartments(trx, actor.tenantId).where('d.id', '=', id), query, 'Department')
+  }
+
+  /** Creates a department, optionally with members. */
+  async function createDepartment(actor: Actor, body: CreateDepartmentBody) {
+    requirePermission(actor, 'departments.manage')
+    return db.transaction().execute(async (trx) => {
+      await checkReferences(trx, actor.tenantId, body)
+      const { id } = await queries.insertDepartment(trx, actor.tenantId, body)
+      if (body.user_ids) await queries.replaceMembers(trx, actor.tenantId, id, body.user_ids)
+      return getDepartment({ ...actor, permissions: new Set(['*']) }, id, {}, trx)
+    })
+  }
+
+  /** Updates a department; a sent `user_ids` replaces the membership. */
+  async function updateDepartment(actor: Actor, id: number, body: UpdateDepartmentBody) {
+    requirePermission(actor, 'departments.manage')
+    return db.transaction().execute(async (trx) => {
+      const { user_ids: userIds, ...fields } = body
+      const updated = await queries.updateDepartment(trx, actor.tenantId, id, fields)
+      if (!updated) throw notFound('Department')
+      await checkReferences(trx, actor.tenantId, body)
+      if (userIds) await queries.replaceMembers(trx, actor.tenantId, id, userIds)
+      return getDepartment({ ...actor, permissions: new Set(['*']) }, id, {}, trx)
+    })
+  }
+
+  /** Deletes a department (memberships go with it). */
+  async function deleteDepartment(actor: Actor, id: number) {
+    requirePermission(actor, 'departments.manage')
+    const deleted = await queries.deleteDepartment(db, actor.tenantId, id)
+    if (!deleted) throw notFound('Department')
+  }
+
+  return { listDepartments, getDepartment, createDepartment, updateDepartment, deleteDepartment }
+}

@@ -1,0 +1,8 @@
+import type { AppModule } from '../../platform/app-module.js'
+import { departmentsRoutes } from './departments.routes.js'
+import { createDepartmentsService } from './departments.service.js'
+
+export const departmentsModule: AppModule = {
+  name: 'departments',
+  routes: (app, deps) => departmentsRoutes(app, { departments: createDepartmentsService(deps) }),
+}

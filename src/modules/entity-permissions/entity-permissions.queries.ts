@@ -1,0 +1,101 @@
+import { sql } from 'kysely'
+import type { Db } from '../../platform/db/schema.js'
+import type { PermissionEntity } from './entity-permissions.schemas.js'
+
+export const grantColumns = [
+  'id', 'key', 'permission_entity', 'permission_entity_id', 'target_entity', 'target_entity_id', 'created_at', 'updated_at',
+] as const
+
+export interface GrantRow {
+  id: number
+  key: string
+  permission_entity: PermissionEntity
+  permission_entity_id: number
+  target_entity: string
+  target_entity_id: string
+  created_at: string
+  updated_at: string
+}
+
+export interface GrantValues {
+  key: string
+  permission_entity: PermissionEntity
+  permission_entity_id: number
+  target_entity: string
+  target_entity_id: string
+}
+
+/** The tenant's grants, aliased `ep` (the base of list and show queries). */
+export const selectGrants = (db: Db, tenantId: number) => db.selectFrom('entity_permissions as ep').where('ep.tenant_id', '=', tenantId)
+
+export function findGrant(db: Db, tenantId: number, id: number): Promise<GrantRow | undefined> {
+  return db.selectFrom('entity_permissions').select(grantColumns).where('tenant_id', '=', tenantId).where('id', '=', id).executeTakeFirst()
+}
+
+/** Grants on one or more targets of one alias, in id order. */
+export function selectGrantsOnTargets(db: Db, tenantId: number, alias: string, targetIds: string[]): Promise<GrantRow[]> {
+  if (targetIds.length === 0) return Promise.resolve([])
+  return db.selectFrom('entity_permissions').select(grantColumns)
+    .where('tenant_id', '=', tenantId).where('target_entity', '=', alias).where('target_entity_id', 'in', targetIds)
+    .orderBy('id').execute()
+}
+
+/** Inserts a grant unless the identical one exists (on the table's unique constraint); the new id or undefined. */
+export async function insertGrantIfAbsent(db: Db, tenantId: number, values: GrantValues): Promise<GrantRow | undefined> {
+  return db.insertInto('entity_permissions').values({ tenant_id: tenantId, ...values })
+    .onConflict((oc) => oc.columns(['tenant_id', 'target_entity', 'target_entity_id', 'key', 'permission_entity', 'permission_entity_id']).doNothing())
+    .returning(grantColumns).executeTakeFirst()
+}
+
+export function findIdenticalGrant(db: Db, tenantId: number, values: GrantValues): Promise<GrantRow | undefined> {
+  return db.selectFrom('entity_permissions').select(grantColumns)
+    .where('tenant_id', '=', tenantId).where('target_entity', '=', values.target_entity).where('target_entity_id', '=', values.target_entity_id)
+    .where('key', '=', values.key).where('permission_entity', '=', values.permission_entity)
+    .where('permission_entity_id', '=', values.permission_entity_id)
+    .executeTakeFirst()
+}
+
+export function deleteGrants(db: Db, tenantId: number, ids: number[]): Promise<GrantRow[]> {
+  if (ids.length === 0) return Promise.resolve([])
+  return db.deleteFrom('entity_permissions').where('tenant_id', '=', tenantId).where('id', 'in', ids).returning(grantColumns).execute()
+}
+
+export function deleteGrantsOnTargets(db: Db, tenantId: number, alias: string, targetIds: string[]): Promise<GrantRow[]> {
+  if (targetIds.length === 0) return Promise.resolve([])
+  return db.deleteFrom('entity_permissions')
+    .where('tenant_id', '=', tenantId).where('target_entity', '=', alias).where('target_entity_id', '=', sql<string>`any(${targetIds}::text[])`)
+    .returning(grantColumns).execute()
+}
+
+/** Which of the given principals exist in the tenant, as `entity:id` strings. */
+export async function existingPrincipals(db: Db, tenantId: number, refs: Array<{ entity: PermissionEntity; id: number }>): Promise<Set<string>> {
+  const ids = (entity: PermissionEntity) => [...new Set(refs.filter((r) => r.entity === entity).map((r) => r.id))]
+  const found = new Set<string>()
+  const users = ids('user')
+  const roles = ids('role')
+  const departments = ids('department')
+  if (users.length > 0) {
+    const rows = await db.selectFrom('users').select('id').where('tenant_id', '=', tenantId).where('id', 'in', users).where('blacked_out_at', 'is', null).execute()
+    rows.forEach((r) => found.add(`user:${r.id}`))
+  }
+  if (roles.length > 0) {
+    const rows = await db.selectFrom('roles').select('id').where('tenant_id', '=', tenantId).where('id', 'in', roles).execute()
+    rows.forEach((r) => found.add(`role:${r.id}`))
+  }
+  if (departments.length > 0) {
+    const rows = await db.selectFrom('departments').select('id').where('tenant_id', '=', tenantId).where('id', 'in', departments).execute()
+    rows.forEach((r) => found.add(`department:${r.id}`))
+  }
+  return found
+}
+
+/** Basic fields of roles and departments for the `permissionEntity` relation. */
+export function selectBasicRoles(db: Db, tenantId: number, ids: number[]) {
+  return db.selectFrom('roles').select(['id', 'name', 'active', 'folder_id', 'created_at', 'updated_at'])
+    .where('tenant_id', '=', tenantId).where('id', 'in', ids).execute()
+}
+
+export function selectBasicDepartments(db: Db, tenantId: number, ids: number[]) {
+  return db.selectFrom('departments').select(['id', 'name', 'folder_id', 'created_at', 'updated_at'])
+    .where('tenant_id', '=', tenantId).where('id', 'in', ids).execute()
+}

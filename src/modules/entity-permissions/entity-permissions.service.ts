@@ -1,0 +1,100 @@
+import type { AppDeps } from '../../platform/app-module.js'
+import type { Actor } from '../../platform/auth/actor.js'
+import { can } from '../../platform/auth/permissions.js'
+import type { Db } from '../../platform/db/schema.js'
+import { forbidden, invalidField, notFound } from '../../platform/http/errors.js'
+import type { RawListQuery } from '../../platform/query/parse-query.js'
+import { listResource, showResource } from '../../platform/query/run-query.js'
+import * as queries from './entity-permissions.queries.js'
+import { entityPermissionResource } from './entity-permissions.resource.js'
+import type { CreateEntityPermissionBody } from './entity-permissions.schemas.js'
+import { recordGrantEvents, validateGrantElements } from './entity-permissions.sync.js'
+import { lookupTarget, parseTargetId, registeredTarget, type GrantTarget, type TargetId } from './targets.js'
+
+export type EntityPermissionsService = ReturnType<typeof createEntityPermissionsService>
+
+const MANAGE = 'entityPermissions.manage'
+
+/** Who may manage the grants of a target: `entityPermissions.manage`, or administrate access on it. */
+export async function mayManageGrants(db: Db, actor: Actor, target: GrantTarget, id: TargetId): Promise<boolean> {
+  return can(actor, MANAGE) || target.canAdministrate(db, actor, id)
+}
+
+export function createEntityPermissionsService({ db }: AppDeps) {
+  const ctx = (actor: Actor) => ({ db, tenantId: actor.tenantId, actor })
+
+  /** Resolves alias + id of a body to an existing target, or a 422 naming the offending field. */
+  async function resolveBodyTarget(actor: Actor, alias: string, rawId: unknown) {
+    const found = lookupTarget(alias)
+    if ('problem' in found) throw invalidField('target_entity', found.problem)
+    const id = parseTargetId(found.target, rawId)
+    if (id === undefined) throw invalidField('target_entity_id', `must be a valid ${found.target.idType} id`)
+    const keys = await found.target.allowedKeys(db, actor.tenantId, id)
+    if (!keys) throw invalidField('target_entity_id', `no ${alias} with id ${id} exists`)
+    return { target: found.target, id, keys }
+  }
+
+  async function requireGrantManagement(actor: Actor, alias: string, storedId: string): Promise<void> {
+    if (can(actor, MANAGE)) return
+    const target = registeredTarget(alias)
+    const id = target && parseTargetId(target, storedId)
+    if (!target || id === undefined || !(await target.canAdministrate(db, actor, id))) {
+      throw forbidden('Managing these grants requires administrate access on the target or "entityPermissions.manage"')
+    }
+  }
+
+  /** Lists every grant on one target. */
+  async function listTargetGrants(actor: Actor, alias: string, rawId: string, query: RawListQuery) {
+    const found = lookupTarget(alias)
+    if ('problem' in found) throw invalidField('target_entity', found.problem)
+    const id = parseTargetId(found.target, rawId)
+    if (id === undefined || !(await found.target.allowedKeys(db, actor.tenantId, id))) throw notFound('Target')
+    if (!(await mayManageGrants(db, actor, found.target, id))) throw forbidden('Listing these grants requires administrate access on the target or "entityPermissions.manage"')
+    const base = queries.selectGrants(db, actor.tenantId).where('ep.target_entity', '=', alias).where('ep.target_entity_id', '=', String(id))
+    return listResource(ctx(actor), entityPermissionResource, base, { selects: query.selects, select: query.select, relations: query.relations, include: query.include })
+  }
+
+  /** Shows one grant to whoever may manage the grants of its target. */
+  async function getGrant(actor: Actor, id: number, query: RawListQuery = {}) {
+    const grant = await queries.findGrant(db, actor.tenantId, id)
+    if (!grant) throw notFound('Entity permission')
+    await requireGrantManagement(actor, grant.target_entity, grant.target_entity_id)
+    return showResource(ctx(actor), entityPermissionResource, queries.selectGrants(db, actor.tenantId).where('ep.id', '=', id), query, 'Entity permission')
+  }
+
+  /** Creates a grant, or returns the identical existing one (`created: false`); safe under concurrency. */
+  async function createGrant(actor: Actor, body: CreateEntityPermissionBody) {
+    const { target, id, keys } = await resolveBodyTarget(actor, body.target_entity, body.target_entity_id)
+    if (!(await mayManageGrants(db, actor, target, id))) throw forbidden('Granting on this target requires administrate access on it or "entityPermissions.manage"')
+    const key = body.key ?? 'view'
+    const element = { key, permission_entity: body.permission_entity, permission_entity_id: body.permission_entity_id }
+    await validateGrantElements(db, actor.tenantId, keys, [element], (_index, name) => name)
+    const values: queries.GrantValues = { ...element, target_entity: target.alias, target_entity_id: String(id) }
+    const { grantId, created } = await db.transaction().execute(async (trx) => {
+      // ON CONFLICT on the unique constraint: 50 identical concurrent creates leave exactly one row
+      const inserted = await queries.insertGrantIfAbsent(trx, actor.tenantId, values)
+      if (inserted) {
+        await recordGrantEvents(trx, actor, 'created', [inserted])
+        return { grantId: inserted.id, created: true }
+      }
+      const existing = await queries.findIdenticalGrant(trx, actor.tenantId, values)
+      if (!existing) throw new Error('grant vanished between conflict and read')
+      return { grantId: existing.id, created: false }
+    })
+    const record = await showResource(ctx(actor), entityPermissionResource, queries.selectGrants(db, actor.tenantId).where('ep.id', '=', grantId), {}, 'Entity permission')
+    return { record, created }
+  }
+
+  /** Deletes one grant. */
+  async function deleteGrant(actor: Actor, id: number) {
+    const grant = await queries.findGrant(db, actor.tenantId, id)
+    if (!grant) throw notFound('Entity permission')
+    await requireGrantManagement(actor, grant.target_entity, grant.target_entity_id)
+    await db.transaction().execute(async (trx) => {
+      const deleted = await queries.deleteGrants(trx, actor.tenantId, [id])
+      await recordGrantEvents(trx, actor, 'deleted', deleted)
+    })
+  }
+
+  return { listTargetGrants, getGrant, createGrant, deleteGrant }
+}

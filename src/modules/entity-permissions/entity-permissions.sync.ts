@@ -1,0 +1,110 @@
+import type { Actor } from '../../platform/auth/actor.js'
+import type { Db } from '../../platform/db/schema.js'
+import { recordDomainEvent } from '../../platform/events/domain-events.js'
+import { FieldErrorCollector, notFound } from '../../platform/http/errors.js'
+import * as queries from './entity-permissions.queries.js'
+import { presentGrant } from './entity-permissions.resource.js'
+import { PERMISSION_ENTITIES, type EntityPermissionElement, type PermissionEntity } from './entity-permissions.schemas.js'
+import { registeredTarget, type TargetId } from './targets.js'
+
+const grantKey = (g: { key: string; permission_entity: string; permission_entity_id: number }) =>
+  `${g.key}|${g.permission_entity}|${g.permission_entity_id}`
+
+/** Records `entityPermission.created|deleted` for each grant, in the caller's transaction. */
+export async function recordGrantEvents(trx: Db, actor: Pick<Actor, 'tenantId' | 'userId'>, type: 'created' | 'deleted', grants: queries.GrantRow[]) {
+  for (const grant of grants) {
+    await recordDomainEvent(trx, {
+      type: `entityPermission.${type}`, tenantId: actor.tenantId, actorId: actor.userId,
+      subjectType: 'entityPermission', subjectId: grant.id, data: presentGrant(grant),
+    })
+  }
+}
+
+/** Where a problem of element `index`'s `name` is reported, e.g. `entity_permissions.3.key`. */
+export type ElementPath = (index: number, name: keyof EntityPermissionElement) => string
+
+/**
+ * Checks grant elements against a target: keys the target accepts, grantees that exist in the
+ * tenant. Throws one 422 naming every offending field.
+ */
+export async function validateGrantElements(
+  db: Db, tenantId: number, allowedKeys: readonly string[], elements: Array<Partial<EntityPermissionElement>>, path: ElementPath,
+): Promise<void> {
+  const problems = new FieldErrorCollector()
+  const principals: Array<{ entity: PermissionEntity; id: number; index: number }> = []
+  elements.forEach((element, i) => {
+    const key = element.key ?? 'view'
+    if (!allowedKeys.includes(key)) problems.add(path(i, 'key'), `must be one of: ${allowedKeys.join(', ')}`)
+    if (!PERMISSION_ENTITIES.includes(element.permission_entity as PermissionEntity)) {
+      problems.add(path(i, 'permission_entity'), `must be one of: ${PERMISSION_ENTITIES.join(', ')}`)
+    } else if (!Number.isSafeInteger(element.permission_entity_id) || element.permission_entity_id! < 1) {
+      problems.add(path(i, 'permission_entity_id'), 'must be a positive integer')
+    } else {
+      principals.push({ entity: element.permission_entity!, id: element.permission_entity_id!, index: i })
+    }
+  })
+  const existing = await queries.existingPrincipals(db, tenantId, principals)
+  for (const { entity, id, index } of principals) {
+    if (!existing.has(`${entity}:${id}`)) problems.add(path(index, 'permission_entity_id'), `no ${entity} with id ${id} exists`)
+  }
+  problems.throwIfAny()
+}
+
+/**
+ * Makes the direct grants on one target equal to `elements` inside the caller's transaction:
+ * unchanged grants keep their ids, missing ones are deleted, new ones created (contract 20).
+ * Validates keys and grantees (422 on `<field>.<i>.<key>`). Authorization is the caller's job:
+ * call it after deciding the actor may change the target's grants. Returns the resulting grants.
+ */
+export async function syncEntityPermissions(
+  trx: Db, actor: Pick<Actor, 'tenantId' | 'userId'>, targetAlias: string, targetId: TargetId,
+  elements: Array<Partial<EntityPermissionElement>>, field = 'entity_permissions',
+) {
+  const target = registeredTarget(targetAlias)
+  if (!target) throw new Error(`syncEntityPermissions: target alias "${targetAlias}" is not registered`)
+  const allowedKeys = await target.allowedKeys(trx, actor.tenantId, targetId)
+  if (!allowedKeys) throw notFound('Target')
+  await validateGrantElements(trx, actor.tenantId, allowedKeys, elements, (i, name) => `${field}.${i}.${name}`)
+
+  const storedId = String(targetId)
+  const wanted = new Map<string, queries.GrantValues>()
+  for (const element of elements) {
+    const values: queries.GrantValues = {
+      key: element.key ?? 'view', permission_entity: element.permission_entity!, permission_entity_id: element.permission_entity_id!,
+      target_entity: targetAlias, target_entity_id: storedId,
+    }
+    wanted.set(grantKey(values), values)
+  }
+  const current = await queries.selectGrantsOnTargets(trx, actor.tenantId, targetAlias, [storedId])
+  const stale = current.filter((grant) => !wanted.has(grantKey(grant)))
+  const deleted = await queries.deleteGrants(trx, actor.tenantId, stale.map((g) => g.id))
+  await recordGrantEvents(trx, actor, 'deleted', deleted)
+
+  const kept = new Set(current.map(grantKey))
+  const created: queries.GrantRow[] = []
+  for (const [identity, values] of wanted) {
+    if (kept.has(identity)) continue
+    const row = await queries.insertGrantIfAbsent(trx, actor.tenantId, values)
+    if (row) created.push(row)
+  }
+  await recordGrantEvents(trx, actor, 'created', created)
+  return (await queries.selectGrantsOnTargets(trx, actor.tenantId, targetAlias, [storedId])).map(presentGrant)
+}
+
+/** Deletes every grant on the given targets (e.g. a deleted folder tree), recording the events. */
+export async function deleteEntityPermissionsOnTargets(trx: Db, actor: Pick<Actor, 'tenantId' | 'userId'>, targetAlias: string, targetIds: TargetId[]) {
+  const deleted = await queries.deleteGrantsOnTargets(trx, actor.tenantId, targetAlias, targetIds.map(String))
+  await recordGrantEvents(trx, actor, 'deleted', deleted)
+  return deleted.length
+}
+
+/** Grants on many targets of one alias, grouped by target id as the API shows it (for `entityPermissions` relations). */
+export async function loadEntityPermissionsOfTargets(db: Db, tenantId: number, targetAlias: string, targetIds: TargetId[]) {
+  const rows = await queries.selectGrantsOnTargets(db, tenantId, targetAlias, targetIds.map(String))
+  const byTarget = new Map<TargetId, ReturnType<typeof presentGrant>[]>()
+  for (const row of rows) {
+    const grant = presentGrant(row)
+    byTarget.set(grant.target_entity_id, [...(byTarget.get(grant.target_entity_id) ?? []), grant])
+  }
+  return byTarget
+}

@@ -1,0 +1,102 @@
+import { sql } from 'kysely'
+import type { Actor } from '../../platform/auth/actor.js'
+import { can } from '../../platform/auth/permissions.js'
+import type { Db } from '../../platform/db/schema.js'
+
+/**
+ * The registry of grant-capable target aliases (contract 20). Each module that owns a target kind
+ * registers it from its own index.ts with `registerTarget(...)`, so this module never switches on
+ * aliases. An alias nobody registered (yet) — e.g. `sharedItem`, `form`, `calendarEvent` until their
+ * modules land — answers 422 "unknown or unsupported target", exactly like an unknown alias.
+ */
+
+export type TargetId = number | string
+export type TargetIdType = 'integer' | 'uuid'
+
+export interface GrantTarget {
+  alias: string
+  /** Table holding the targets (for readers; the functions below do the work). */
+  table: string
+  idType: TargetIdType
+  /** Keys accepted for grants on this target, or undefined when it does not exist in the tenant. */
+  allowedKeys(db: Db, tenantId: number, id: TargetId): Promise<readonly string[] | undefined>
+  /** "Administrate access" on an existing target (contract 20): who may manage its grants. */
+  canAdministrate(db: Db, actor: Actor, id: TargetId): Promise<boolean>
+  /** Basic fields of targets for the `targetEntity` relation, keyed by `String(id)`. */
+  loadBasic(db: Db, tenantId: number, ids: TargetId[]): Promise<Map<string, Record<string, unknown>>>
+}
+
+/** Aliases that exist in the platform but never carry grants (contract 20). */
+const WITHOUT_GRANTS = new Set(['user', 'role', 'department', 'notification'])
+
+const registry = new Map<string, GrantTarget>()
+
+/** Registers (or replaces) a grant-capable target alias. */
+export function registerTarget(target: GrantTarget): void {
+  if (WITHOUT_GRANTS.has(target.alias)) throw new Error(`"${target.alias}" does not support entity permissions`)
+  registry.set(target.alias, target)
+}
+
+/** Why an alias cannot carry grants, or the registered target. */
+export function lookupTarget(alias: string): { target: GrantTarget } | { problem: string } {
+  const target = registry.get(alias)
+  if (target) return { target }
+  if (WITHOUT_GRANTS.has(alias)) return { problem: `"${alias}" does not support entity permissions` }
+  return { problem: `unknown or unsupported target "${alias}"` }
+}
+
+export const registeredTarget = (alias: string): GrantTarget | undefined => registry.get(alias)
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
+
+/** Parses a submitted target id for the target's id type; undefined when malformed. */
+export function parseTargetId(target: Pick<GrantTarget, 'idType'>, raw: unknown): TargetId | undefined {
+  if (target.idType === 'uuid') return typeof raw === 'string' && UUID.test(raw) ? raw.toLowerCase() : undefined
+  if (typeof raw === 'number') return Number.isSafeInteger(raw) && raw > 0 ? raw : undefined
+  if (typeof raw === 'string' && /^[1-9]\d{0,15}$/.test(raw) && Number.isSafeInteger(Number(raw))) return Number(raw)
+  return undefined
+}
+
+/** A stored (text) target id as the API shows it: a number for integer targets, the string otherwise. */
+export function presentTargetId(alias: string, stored: string): TargetId {
+  const idType = registry.get(alias)?.idType ?? (/^\d{1,15}$/.test(stored) ? 'integer' : 'uuid')
+  return idType === 'integer' ? Number(stored) : stored
+}
+
+export interface ContentTargetOptions {
+  alias: string
+  table: string
+  /** Module whose `<module>.manage` permission gives administrate access. */
+  module: string
+  keys: readonly string[]
+  /** Columns of the `targetEntity` relation (default `id`, `user_id`, `created_at`, `updated_at`). */
+  basicColumns?: readonly string[]
+  idType?: TargetIdType
+}
+
+/**
+ * The common case for content records: a table with `tenant_id` and `id`, administrated by
+ * `<module>.manage`. Content modules register with `registerTarget(contentTarget({...}))`.
+ */
+export function contentTarget(options: ContentTargetOptions): GrantTarget {
+  const columns = options.basicColumns ?? ['id', 'user_id', 'created_at', 'updated_at']
+  const table = sql.table(options.table)
+  return {
+    alias: options.alias,
+    table: options.table,
+    idType: options.idType ?? 'integer',
+    async allowedKeys(db, tenantId, id) {
+      const { rows } = await sql`select 1 from ${table} where tenant_id = ${tenantId} and id = ${id}`.execute(db)
+      return rows.length > 0 ? options.keys : undefined
+    },
+    async canAdministrate(_db, actor) {
+      return can(actor, `${options.module}.manage`)
+    },
+    async loadBasic(db, tenantId, ids) {
+      const { rows } = await sql<Record<string, unknown>>`
+        select ${sql.join(columns.map((c) => sql.ref(c)))} from ${table}
+        where tenant_id = ${tenantId} and id = any(${ids.map(String)}::${sql.raw(options.idType === 'uuid' ? 'uuid' : 'bigint')}[])`.execute(db)
+      return new Map(rows.map((row) => [String(row.id), row]))
+    },
+  }
+}

@@ -1,0 +1,52 @@
+import { sql } from 'kysely'
+import { Type } from 'typebox'
+import { defineContent } from '../../platform/content/content-resource.js'
+import { contentBodies } from '../../platform/content/content-routes.js'
+import { conflict } from '../../platform/http/errors.js'
+import { IdSchema, Nullable } from '../../platform/http/schemas.js'
+
+/** Directories: a tree by `parent_id`; each carries its own grants (files inherit their directory's). */
+export const directories = defineContent({
+  alias: 'filemanagerDirectory',
+  table: 'filemanager_directories',
+  module: 'filemanager',
+  label: 'Directory',
+  titleColumn: 'name',
+  fields: { name: { type: 'string' }, parent_id: { type: 'id' } },
+  references: { parent_id: 'self' },
+  appPath: (row) => `/filemanager/directories/${row.id}`,
+  async beforeDelete(trx, actor, row) {
+    const { rows } = await sql`select 1 from filemanager_directories where tenant_id = ${actor.tenantId} and parent_id = ${row.id}
+      union all select 1 from filemanager_files where tenant_id = ${actor.tenantId} and directory_id = ${row.id} limit 1`.execute(trx)
+    if (rows.length > 0) throw conflict('directory_not_empty', 'The directory still holds files or directories')
+  },
+})
+
+/** Files: bytes in storage (never in a response field), type detected from magic bytes at upload. */
+export const files = defineContent({
+  alias: 'filemanagerFile',
+  table: 'filemanager_files',
+  module: 'filemanager',
+  label: 'File',
+  titleColumn: 'name',
+  fields: {
+    name: { type: 'string' }, directory_id: { type: 'id' }, size: { type: 'integer' }, media_type: { type: 'string' }, has_poster: { type: 'boolean' },
+  },
+  parent: { column: 'directory_id', resource: directories },
+  references: { directory_id: directories },
+  appPath: (row) => `/filemanager/files/${row.id}`,
+})
+
+export const directoryBodies = contentBodies({ name: Type.String({ minLength: 1, maxLength: 255 }), parent_id: Nullable(IdSchema) }, ['name'])
+
+/** Upload limits (contract 00 §8): 10 MiB per file; posters are images of at most 5 MiB. */
+export const FILE_MAX_BYTES = 10 * 1024 * 1024
+export const POSTER_MAX_BYTES = 5 * 1024 * 1024
+
+export const UploadFileBodySchema = Type.Object({
+  file: Type.Optional(Type.String({ format: 'binary', description: 'the file (required), at most 10 MiB' })),
+  poster: Type.Optional(Type.String({ format: 'binary', description: 'optional JPEG/PNG/GIF/WebP poster, at most 5 MiB' })),
+  name: Type.Optional(Type.String({ minLength: 1, maxLength: 255 })),
+  directory_id: Type.Optional(Nullable(IdSchema)),
+}, { additionalProperties: false })
+export type UploadFileBody = { name?: string; directory_id?: number | null }

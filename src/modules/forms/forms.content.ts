@@ -1,0 +1,39 @@
+import { sql } from 'kysely'
+import { Type } from 'typebox'
+import { defineContent } from '../../platform/content/content-resource.js'
+import { contentBodies } from '../../platform/content/content-routes.js'
+import { IdSchema, Nullable } from '../../platform/http/schemas.js'
+import { folderIdVisibleSql } from '../folders/index.js'
+
+/** Forms, optionally in a form folder whose visibility they inherit. */
+export const forms = defineContent({
+  alias: 'form',
+  table: 'forms',
+  module: 'forms',
+  label: 'Form',
+  titleColumn: 'name',
+  fields: { name: { type: 'string' }, folder_id: { type: 'id' } },
+  folder: { column: 'folder_id', type: 'form', module: 'forms', visibleSql: folderIdVisibleSql },
+  appPath: (row) => `/forms/${row.id}`,
+})
+
+/**
+ * Messages sent through a form. Any viewer of the form may send one; reading them needs the
+ * `viewFormMessages` rule on the form and on its folder (unrestricted unless such grants exist).
+ */
+export const formMessages = defineContent({
+  alias: 'formMessage',
+  table: 'form_messages',
+  module: 'forms',
+  label: 'Form message',
+  fields: { form_id: { type: 'id' }, data: { type: 'json' } },
+  parent: { column: 'form_id', resource: forms },
+  createBy: { viewersOfParent: true },
+  viewRule: (p, alias) => sql<boolean>`(${p.grant('viewFormMessages', 'form', sql.ref(`${alias}.form_id`))} and exists (
+    select 1 from forms vmf where vmf.tenant_id = ${p.tenantId} and vmf.id = ${sql.ref(`${alias}.form_id`)}
+      and ${p.grant('viewFormMessages', 'folder', sql.ref('vmf.folder_id'))}))`,
+  appPath: (row) => `/forms/${row.form_id}/messages/${row.id}`,
+})
+
+export const formBodies = contentBodies({ name: Type.String({ minLength: 1, maxLength: 255 }), folder_id: Nullable(IdSchema) }, ['name'])
+export const formMessageBodies = contentBodies({ data: Type.Record(Type.String({ maxLength: 255 }), Type.Unknown(), { maxProperties: 200 }) }, ['data'])

@@ -1,0 +1,27 @@
+import type { AppModule } from '../../platform/app-module.js'
+import { contentRoutes } from '../../platform/content/content-routes.js'
+import { contentShareTarget } from '../../platform/content/content-share-target.js'
+import { contentTarget, registerTarget } from '../entity-permissions/index.js'
+import { registerFolderReference } from '../folders/index.js'
+import { actorFromGrantToken, registerShareTarget } from '../shared-items/index.js'
+import { formBodies, formMessageBodies, formMessages, forms } from './forms.content.js'
+
+export { forms, formMessages } from './forms.content.js'
+
+registerTarget(contentTarget({ ...forms, keys: ['view', 'viewFormMessages', 'administrate'] }))
+registerShareTarget(contentShareTarget(forms))
+registerShareTarget(contentShareTarget(formMessages))
+registerFolderReference('forms', 'folder_id')
+
+export const formsModule: AppModule = {
+  name: 'forms',
+  routes: async (app, { db }) => {
+    await contentRoutes(app, forms, {
+      db, tag: 'forms', collection: '/api/forms', item: '/api/forms/:id', bodies: formBodies,
+      operations: ['list', 'show', 'create', 'update', 'delete'], grantTokens: actorFromGrantToken,
+    })
+    await contentRoutes(app, formMessages, {
+      db, tag: 'forms', collection: '/api/forms/:id/messages', parentColumn: 'form_id', bodies: formMessageBodies, operations: ['list', 'create'],
+    })
+  },
+}

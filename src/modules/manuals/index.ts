@@ -1,0 +1,33 @@
+import type { AppModule } from '../../platform/app-module.js'
+import { contentRoutes } from '../../platform/content/content-routes.js'
+import { contentShareTarget } from '../../platform/content/content-share-target.js'
+import { contentTarget, registerTarget } from '../entity-permissions/index.js'
+import { registerRecipientsQuery } from '../notifications/index.js'
+import { grantTokenActorFor, registerShareTarget } from '../shared-items/index.js'
+import { chapterBodies, entryBodies, MANUAL_ENTRY_VIEWERS, manualChapters, manualEntries } from './manuals.content.js'
+
+export { manualChapters, manualEntries } from './manuals.content.js'
+
+for (const content of [manualChapters, manualEntries]) {
+  registerTarget(contentTarget({ ...content, keys: ['view', 'write'] }))
+  registerShareTarget(contentShareTarget(content))
+}
+registerRecipientsQuery(MANUAL_ENTRY_VIEWERS, (tenantId, id) => manualEntries.viewersSql(tenantId, id))
+
+export const manualsModule: AppModule = {
+  name: 'manuals',
+  routes: async (app, { db, config }) => {
+    await contentRoutes(app, manualChapters, {
+      db, tag: 'manuals', collection: '/api/manuals/chapters', item: '/api/manuals/chapters/:id', bodies: chapterBodies,
+      operations: ['list', 'show', 'create', 'update', 'delete'], grantTokens: grantTokenActorFor(config.baseUrl),
+    })
+    await contentRoutes(app, manualEntries, {
+      db, tag: 'manuals', collection: '/api/manuals/chapters/:id/entries', parentColumn: 'chapter_id', bodies: { create: entryBodies.create },
+      operations: ['list', 'create'],
+    })
+    await contentRoutes(app, manualEntries, {
+      db, tag: 'manuals', collection: '/api/manuals/entries', item: '/api/manuals/entries/:id', bodies: { update: entryBodies.update },
+      operations: ['show', 'update', 'delete'], grantTokens: grantTokenActorFor(config.baseUrl),
+    })
+  },
+}

@@ -1,0 +1,42 @@
+import type { AppModule } from '../../platform/app-module.js'
+import { resolveDatabaseUrl } from '../../platform/db/database.js'
+import { createPgPubSub } from '../../platform/realtime/pg-pubsub.js'
+import { notificationsRoutes } from './notifications.routes.js'
+import { createNotificationsService } from './notifications.service.js'
+import { createNotificationsSendService } from './notifications-send.service.js'
+import { createNotificationStreams } from './notifications-stream.js'
+import { GENERIC_NOTIFICATION, NOTIFICATION_CRON, notificationJobs } from './notifications.jobs.js'
+import { registerNotificationTargetable } from './notifications.resource.js'
+import { selectGenericNotifications } from './notifications.queries.js'
+
+export { insertDefaultNotificationSettings, notificationSettingExists } from './notification-settings.queries.js'
+/** For content modules: queue notifications in the transaction of the change, or fan out directly. */
+export { enqueueNotifications, fanOutNotifications, registerRecipientsQuery, type NotificationSpec, type RecipientsQuery } from './notifications-fan-out.js'
+export { registerNotificationTargetable, type TargetableLoader } from './notifications.resource.js'
+export { sanitizeNotificationBody } from './notification-html.js'
+
+registerNotificationTargetable(GENERIC_NOTIFICATION, async (ctx, ids) => {
+  const rows = await selectGenericNotifications(ctx.db, ctx.tenantId, ids)
+  return new Map(rows.map((r) => [r.id, r]))
+})
+
+export const notificationsModule: AppModule = {
+  name: 'notifications',
+  routes: async (app, deps) => {
+    // One LISTEN connection per process, opened when the first stream does.
+    const pubsub = createPgPubSub({
+      connectionString: async () => deps.databaseUrl ?? (await resolveDatabaseUrl({ dataDir: deps.config.db.dataDir })).url,
+      onError: (error) => deps.log.warn({ err: error }, 'notifications realtime listener error'),
+    })
+    const streams = createNotificationStreams({ db: deps.db, pubsub, log: deps.log })
+    app.addHook('preClose', async () => streams.closeAll())
+    app.addHook('onClose', async () => pubsub.close())
+    await notificationsRoutes(app, {
+      notifications: createNotificationsService(deps),
+      sending: createNotificationsSendService(deps),
+      streams,
+    })
+  },
+  jobs: notificationJobs,
+  cron: NOTIFICATION_CRON,
+}

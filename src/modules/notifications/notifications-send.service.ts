@@ -1,0 +1,57 @@
+import type { AppDeps } from '../../platform/app-module.js'
+import type { Actor } from '../../platform/auth/actor.js'
+import { requirePermission } from '../../platform/auth/require-permission.js'
+import { recordDomainEvent } from '../../platform/events/domain-events.js'
+import { FieldErrorCollector } from '../../platform/http/errors.js'
+import { enqueue } from '../../platform/jobs/jobs.js'
+import * as queries from './notifications.queries.js'
+import { MAX_BODY_BYTES, type SendNotificationBody } from './notifications.schemas.js'
+import { isAllowedNotificationUrl, sanitizeNotificationBody } from './notification-html.js'
+import type { FanOutPayload } from './notifications-fan-out.js'
+
+export type NotificationsSendService = ReturnType<typeof createNotificationsSendService>
+
+export function createNotificationsSendService({ db }: Pick<AppDeps, 'db'>) {
+  /**
+   * Sends a generic notification: validates it, then stores the send, queues the fan-out and records
+   * `notification.sent` in one transaction. Delivery happens in the worker (the caller gets 202).
+   */
+  async function sendNotification(actor: Actor, body: SendNotificationBody): Promise<void> {
+    requirePermission(actor, 'notifications.send')
+    const problems = new FieldErrorCollector()
+    const userIds = [...new Set(body.user_ids ?? [])]
+    const departmentIds = [...new Set(body.department_ids ?? [])]
+    if (body.title.trim() === '') problems.add('title', 'must not be blank')
+    if (Buffer.byteLength(body.body, 'utf8') > MAX_BODY_BYTES) problems.add('body', `must be at most ${MAX_BODY_BYTES} bytes`)
+    if (!isAllowedNotificationUrl(body.url)) problems.add('url', 'must be an absolute http(s) URL or an app path starting with "/"')
+    if (userIds.length === 0 && departmentIds.length === 0) {
+      problems.add('user_ids', 'user_ids or department_ids must list at least one recipient')
+      problems.add('department_ids', 'user_ids or department_ids must list at least one recipient')
+    }
+    problems.throwIfAny()
+
+    const [missingUsers, missingDepartments] = await Promise.all([
+      queries.findMissingUserIds(db, actor.tenantId, userIds),
+      queries.findMissingDepartmentIds(db, actor.tenantId, departmentIds),
+    ])
+    if (missingUsers.length > 0) problems.add('user_ids', `unknown user IDs: ${missingUsers.join(', ')}`)
+    if (missingDepartments.length > 0) problems.add('department_ids', `unknown department IDs: ${missingDepartments.join(', ')}`)
+    problems.throwIfAny()
+
+    const sanitized = sanitizeNotificationBody(body.body)
+    await db.transaction().execute(async (trx) => {
+      const sent = await queries.insertGenericNotification(trx, actor.tenantId, {
+        title: body.title, body: sanitized, url: body.url, userId: actor.userId, userIds, departmentIds,
+      })
+      const payload: FanOutPayload = { tenantId: actor.tenantId, genericNotificationId: sent.id }
+      await enqueue(trx, 'notifications:fan_out', payload, { key: `notifications:fan_out:genericNotification:${sent.id}`, maxAttempts: 10 })
+      await recordDomainEvent(trx, {
+        type: 'notification.sent', tenantId: actor.tenantId, actorId: actor.userId,
+        subjectType: 'genericNotification', subjectId: sent.id,
+        data: { title: body.title, url: body.url, user_ids: userIds, department_ids: departmentIds },
+      })
+    })
+  }
+
+  return { sendNotification }
+}

@@ -1,0 +1,67 @@
+import type { AppDeps } from '../../platform/app-module.js'
+import type { Db } from '../../platform/db/schema.js'
+import type { JobHandlers } from '../../platform/jobs/jobs.js'
+import * as queries from './notifications.queries.js'
+import { deliverNotifications, type DeliveryDeps } from './notifications-delivery.js'
+import { fanOutNotifications, type DeliverPayload, type FanOutPayload, type NotificationSpec } from './notifications-fan-out.js'
+import { createMailer } from './notifications-mailer.js'
+import { createStoredPushSender } from './notifications-push.js'
+
+/** Read notifications deleted per statement by the retention job. */
+const RETENTION_BATCH_SIZE = 5000
+export const GENERIC_NOTIFICATION = 'genericNotification'
+
+/** Runs a queued fan-out (a generic send, or a spec queued by a content module). Idempotent. */
+export async function runFanOut(db: Db, payload: FanOutPayload, signal?: AbortSignal): Promise<number> {
+  if ('spec' in payload) return fanOutNotifications(db, payload.spec, signal)
+  const sent = await queries.findGenericNotification(db, payload.tenantId, payload.genericNotificationId)
+  if (!sent) return 0 // the tenant was deleted meanwhile
+  const spec: NotificationSpec = {
+    tenantId: payload.tenantId,
+    type: GENERIC_NOTIFICATION,
+    targetableType: GENERIC_NOTIFICATION,
+    targetableId: sent.id,
+    sourceKey: `${GENERIC_NOTIFICATION}:${sent.id}`,
+    data: { title: sent.title, body: sent.body, url: sent.url },
+    recipients: { userIds: sent.user_ids, departmentIds: sent.department_ids },
+  }
+  return fanOutNotifications(db, spec, signal)
+}
+
+/** Deletes read notifications older than the retention period (unset = keep forever), in batches. */
+export async function purgeReadNotifications(db: Db, retentionDays: number | undefined, now = new Date()): Promise<number> {
+  if (retentionDays === undefined) return 0
+  const cutOff = new Date(now.getTime() - retentionDays * 24 * 60 * 60 * 1000)
+  let deleted = 0
+  for (;;) {
+    const batch = await queries.deleteReadNotificationsBatch(db, cutOff, RETENTION_BATCH_SIZE)
+    deleted += batch
+    if (batch < RETENTION_BATCH_SIZE) return deleted
+  }
+}
+
+/** The delivery dependencies of a worker: SMTP when configured, else stored messages. */
+export function createDeliveryDeps({ db, config, log }: AppDeps): DeliveryDeps {
+  return {
+    db, log, appUrl: config.appUrl,
+    mailer: createMailer({ smtpUrl: config.smtpUrl, appUrl: config.appUrl, log }),
+    push: createStoredPushSender(),
+  }
+}
+
+export function notificationJobs(deps: AppDeps): JobHandlers {
+  const delivery = createDeliveryDeps(deps)
+  return {
+    'notifications:fan_out': async (payload, helpers) => {
+      await runFanOut(deps.db, payload as FanOutPayload, helpers.abortSignal)
+    },
+    'notifications:deliver': (payload) => deliverNotifications(delivery, payload as DeliverPayload),
+    'notifications:purge_read': async () => {
+      const deleted = await purgeReadNotifications(deps.db, deps.config.notificationRetentionDays)
+      if (deleted > 0) deps.log.info({ deleted }, 'notification retention: read notifications deleted')
+    },
+  }
+}
+
+/** Daily at 03:15 UTC. */
+export const NOTIFICATION_CRON = ['15 3 * * * notifications:purge_read']

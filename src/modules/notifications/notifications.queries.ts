@@ -1,0 +1,118 @@
+import { sql, type SelectQueryBuilder } from 'kysely'
+import type { Database, Db, NotificationsTable } from '../../platform/db/schema.js'
+
+/** A select over `notifications as n` (the resource alias), possibly filtered. */
+export type NotificationQuery = SelectQueryBuilder<Database & { n: NotificationsTable }, 'n', object>
+
+/** The requester's own notifications: every read and write starts here. */
+export const selectOwnNotifications = (db: Db, tenantId: number, userId: number) =>
+  db.selectFrom('notifications as n').where('n.tenant_id', '=', tenantId).where('n.notifiable_id', '=', userId)
+
+export async function countNotifications(query: NotificationQuery): Promise<number> {
+  const row = await query.select((eb) => eb.fn.countAll<number>().as('count')).executeTakeFirstOrThrow()
+  return Number(row.count)
+}
+
+export async function countUnreadNotifications(db: Db, tenantId: number, userId: number): Promise<number> {
+  return countNotifications(selectOwnNotifications(db, tenantId, userId).where('n.read_at', 'is', null))
+}
+
+export interface SeenReadChange {
+  /** undefined = leave as is; null = clear (single record only). */
+  seenAt?: Date | null
+  readAt?: Date | null
+}
+
+function changeSet({ seenAt, readAt }: SeenReadChange) {
+  const set: Record<string, unknown> = { updated_at: sql`now()` }
+  if (readAt !== undefined) set.read_at = readAt
+  if (seenAt !== undefined) set.seen_at = seenAt
+  // read_at alone supplies seen_at, keeping an earlier seen time (contract 40).
+  else if (readAt) set.seen_at = sql`coalesce(seen_at, ${readAt})`
+  return set
+}
+
+/**
+ * Updates the user's UNREAD records that `matching` (a filtered select of `n.id`) returns; the number
+ * changed. The subquery carries the same filters as the list, so a filter means the same everywhere.
+ */
+export async function markUnreadNotifications(
+  db: Db, tenantId: number, userId: number, change: SeenReadChange,
+  matching: NotificationQuery,
+): Promise<number> {
+  const result = await db.updateTable('notifications')
+    .set(changeSet(change) as never)
+    .where('tenant_id', '=', tenantId)
+    .where('notifiable_id', '=', userId)
+    .where('read_at', 'is', null)
+    .where('id', 'in', matching.where('n.read_at', 'is', null).select('n.id'))
+    .executeTakeFirst()
+  return Number(result.numUpdatedRows)
+}
+
+export async function markNotification(db: Db, tenantId: number, userId: number, id: string, change: SeenReadChange): Promise<boolean> {
+  const row = await db.updateTable('notifications').set(changeSet(change) as never)
+    .where('tenant_id', '=', tenantId).where('notifiable_id', '=', userId).where('id', '=', id)
+    .returning('id').executeTakeFirst()
+  return row !== undefined
+}
+
+/** Deletes up to `batchSize` notifications of a tenant; the number deleted (0 = done). */
+export async function deleteTenantNotificationsBatch(db: Db, tenantId: number, batchSize: number): Promise<number> {
+  const result = await sql`
+    delete from notifications where tenant_id = ${tenantId} and id in (
+      select id from notifications where tenant_id = ${tenantId} limit ${batchSize}
+    )`.execute(db)
+  return Number(result.numAffectedRows ?? 0)
+}
+
+/** Deletes up to `batchSize` read notifications (all tenants) read before the cut-off. */
+export async function deleteReadNotificationsBatch(db: Db, readBefore: Date, batchSize: number): Promise<number> {
+  const result = await sql`
+    delete from notifications where (tenant_id, id) in (
+      select tenant_id, id from notifications where read_at is not null and read_at < ${readBefore} limit ${batchSize}
+    )`.execute(db)
+  return Number(result.numAffectedRows ?? 0)
+}
+
+export const selectNotificationSettings = (db: Db, tenantId: number) =>
+  db.selectFrom('notification_settings as s').where('s.tenant_id', '=', tenantId)
+
+/** The IDs among `ids` that are not present (non-deleted) users / departments of the tenant. */
+export async function findMissingUserIds(db: Db, tenantId: number, ids: number[]): Promise<number[]> {
+  if (ids.length === 0) return []
+  const { rows } = await sql<{ id: number }>`
+    select wanted.id from unnest(${ids}::bigint[]) as wanted(id)
+    where not exists (select 1 from users u where u.tenant_id = ${tenantId} and u.id = wanted.id and u.deleted_at is null)
+    order by wanted.id`.execute(db)
+  return [...new Set(rows.map((r) => Number(r.id)))]
+}
+
+export async function findMissingDepartmentIds(db: Db, tenantId: number, ids: number[]): Promise<number[]> {
+  if (ids.length === 0) return []
+  const { rows } = await sql<{ id: number }>`
+    select wanted.id from unnest(${ids}::bigint[]) as wanted(id)
+    where not exists (select 1 from departments d where d.tenant_id = ${tenantId} and d.id = wanted.id)
+    order by wanted.id`.execute(db)
+  return [...new Set(rows.map((r) => Number(r.id)))]
+}
+
+export function insertGenericNotification(
+  db: Db, tenantId: number,
+  values: { title: string; body: string; url: string; userId: number; userIds: number[]; departmentIds: number[] },
+) {
+  return db.insertInto('generic_notifications').values({
+    tenant_id: tenantId, title: values.title, body: values.body, url: values.url, user_id: values.userId,
+    user_ids: values.userIds, department_ids: values.departmentIds,
+  }).returning(['id', 'title', 'body', 'url', 'user_ids', 'department_ids']).executeTakeFirstOrThrow()
+}
+
+export function findGenericNotification(db: Db, tenantId: number, id: number) {
+  return db.selectFrom('generic_notifications').select(['id', 'title', 'body', 'url', 'user_ids', 'department_ids'])
+    .where('tenant_id', '=', tenantId).where('id', '=', id).executeTakeFirst()
+}
+
+export function selectGenericNotifications(db: Db, tenantId: number, ids: number[]) {
+  return db.selectFrom('generic_notifications').select(['id', 'title', 'body', 'url', 'user_id', 'created_at'])
+    .where('tenant_id', '=', tenantId).where('id', 'in', ids).execute()
+}

@@ -1,0 +1,66 @@
+import type { FastifyInstance } from 'fastify'
+import { Type } from 'typebox'
+import { Envelope, envelope, errorResponses, IdParamsSchema, ListQuerySchema, ShowQuerySchema, UuidParamsSchema } from '../../platform/http/schemas.js'
+import { sendList } from '../../platform/http/list-response.js'
+import {
+  MarkNotificationBodySchema, MarkNotificationsBodySchema, MarkTargetNotificationsBodySchema, NotificationSchema,
+  NotificationSettingSchema, SendNotificationBodySchema, TargetParamsSchema, TargetTypeParamsSchema, type TargetParams,
+} from './notifications.schemas.js'
+import type { NotificationsService } from './notifications.service.js'
+import type { NotificationsSendService } from './notifications-send.service.js'
+import type { NotificationStreams } from './notifications-stream.js'
+
+interface Services {
+  notifications: NotificationsService
+  sending: NotificationsSendService
+  streams: NotificationStreams
+}
+
+const CountQuerySchema = Type.Object({ filter: Type.Optional(Type.Record(Type.String(), Type.Unknown())) }, { additionalProperties: true })
+type IdParams = { id: string }
+
+export async function notificationsRoutes(app: FastifyInstance, { notifications, sending, streams }: Services): Promise<void> {
+  const tags = ['notifications']
+  const list = { 200: Type.Array(NotificationSchema), ...errorResponses }
+  const changed = { 200: Envelope(Type.Integer()), ...errorResponses }
+
+  app.get('/api/notifications', { schema: { tags, querystring: ListQuerySchema, response: list } },
+    async (request, reply) => sendList(reply, await notifications.listNotifications(request.actor, request.query as never)))
+  app.get('/api/notifications/count', { schema: { tags, querystring: CountQuerySchema, response: { 200: Type.Integer(), ...errorResponses } } },
+    (request) => notifications.countNotifications(request.actor, (request.query as { filter?: unknown }).filter))
+  app.get('/api/notifications/stream', {
+    schema: { tags, description: 'Server-Sent Events: `notification` (a new record) and `count` (`{"unread":N}`); a heartbeat comment every 25 s.', response: { 200: Type.String(), ...errorResponses } },
+  }, (request, reply) => streams.open(request.actor, request, reply))
+  app.get('/api/notifications/type/:targetableType', { schema: { tags, params: TargetTypeParamsSchema, querystring: ListQuerySchema, response: list } },
+    async (request, reply) => sendList(reply, await notifications.listTargetNotifications(request.actor, request.params as TargetParams, request.query as never)))
+  app.get('/api/notifications/type/:targetableType/:targetableId', { schema: { tags, params: TargetParamsSchema, querystring: ListQuerySchema, response: list } },
+    async (request, reply) => sendList(reply, await notifications.listTargetNotifications(request.actor, request.params as TargetParams, request.query as never)))
+  app.get('/api/notifications/:id', { schema: { tags, params: UuidParamsSchema, querystring: ShowQuerySchema, response: { 200: NotificationSchema, ...errorResponses } } },
+    (request) => notifications.getNotification(request.actor, (request.params as IdParams).id, request.query as never))
+
+  app.post('/api/notifications', { schema: { tags, body: SendNotificationBodySchema, response: { 202: Envelope(Type.Null()), ...errorResponses } } },
+    async (request, reply) => {
+      await sending.sendNotification(request.actor, request.body as never)
+      return reply.code(202).send(envelope(null))
+    })
+  app.put('/api/notifications', { schema: { tags, body: MarkNotificationsBodySchema, response: changed } },
+    async (request) => envelope(await notifications.markNotifications(request.actor, request.body as never)))
+  app.put('/api/notifications/type/:targetableType', { schema: { tags, params: TargetTypeParamsSchema, body: MarkTargetNotificationsBodySchema, response: changed } },
+    async (request) => envelope(await notifications.markTargetNotifications(request.actor, request.params as TargetParams, request.body as never)))
+  app.put('/api/notifications/type/:targetableType/:targetableId', { schema: { tags, params: TargetParamsSchema, body: MarkTargetNotificationsBodySchema, response: changed } },
+    async (request) => envelope(await notifications.markTargetNotifications(request.actor, request.params as TargetParams, request.body as never)))
+  app.put('/api/notifications/:id', { schema: { tags, params: UuidParamsSchema, body: MarkNotificationBodySchema, response: { 200: Envelope(NotificationSchema), ...errorResponses } } },
+    async (request) => envelope(await notifications.markNotification(request.actor, (request.params as IdParams).id, request.body as never)))
+
+  app.delete('/api/administration/notifications/reset', { schema: { tags, response: { 200: Envelope(Type.Null()), ...errorResponses } } },
+    async (request) => {
+      await notifications.resetNotifications(request.actor)
+      return envelope(null)
+    })
+
+  const settingTags = ['notification-settings']
+  app.get('/api/notification-settings', { schema: { tags: settingTags, querystring: ListQuerySchema, response: { 200: Type.Array(NotificationSettingSchema), ...errorResponses } } },
+    async (request, reply) => sendList(reply, await notifications.listNotificationSettings(request.actor, request.query as never)))
+  app.get('/api/notification-settings/:id', { schema: { tags: settingTags, params: IdParamsSchema, querystring: ShowQuerySchema, response: { 200: NotificationSettingSchema, ...errorResponses } } },
+    (request) => notifications.getNotificationSetting(request.actor, (request.params as { id: number }).id, request.query as never))
+}

@@ -1,0 +1,105 @@
+import type { AppDeps } from '../../platform/app-module.js'
+import type { Actor } from '../../platform/auth/actor.js'
+import { requirePermission } from '../../platform/auth/require-permission.js'
+import { notFound } from '../../platform/http/errors.js'
+import { applyFilters } from '../../platform/query/apply-query.js'
+import { parseFilterOnly, type RawListQuery } from '../../platform/query/parse-query.js'
+import type { QueryContext } from '../../platform/query/resource.js'
+import { listResource, showResource } from '../../platform/query/run-query.js'
+import { publish } from '../../platform/realtime/pg-pubsub.js'
+import * as queries from './notifications.queries.js'
+import { NOTIFICATIONS_CHANNEL, type NotificationsChannelMessage } from './notifications-fan-out.js'
+import { notificationResource, notificationSettingResource } from './notifications.resource.js'
+import type { MarkNotificationBody, MarkNotificationsBody, TargetParams } from './notifications.schemas.js'
+import { parseSeenRead } from './notification-timestamps.js'
+
+export type NotificationsService = ReturnType<typeof createNotificationsService>
+
+/** Records deleted per statement by the reset: short locks even for a tenant with millions. */
+const RESET_BATCH_SIZE = 5000
+
+export function createNotificationsService({ db, config }: Pick<AppDeps, 'db' | 'config'>) {
+  const ctx = (actor: Actor): QueryContext => ({ db, tenantId: actor.tenantId, actor, baseUrl: config.baseUrl, appUrl: config.appUrl })
+  const own = (actor: Actor) => queries.selectOwnNotifications(db, actor.tenantId, actor.userId)
+  const ownOfTarget = (actor: Actor, target: TargetParams) => {
+    let query = own(actor).where('n.targetable_type', '=', target.targetableType)
+    if (target.targetableId !== undefined) query = query.where('n.targetable_id', '=', Number(target.targetableId))
+    return query
+  }
+  const announceCount = (actor: Actor) => {
+    const message: NotificationsChannelMessage = { tenantId: actor.tenantId, userIds: [actor.userId] }
+    return publish(db, NOTIFICATIONS_CHANNEL, message)
+  }
+
+  /** Lists the requester's own notifications (newest first by default). */
+  async function listNotifications(actor: Actor, query: RawListQuery) {
+    return listResource(ctx(actor), notificationResource, own(actor), query)
+  }
+
+  /** Lists the requester's notifications about one target type (and ID). */
+  async function listTargetNotifications(actor: Actor, target: TargetParams, query: RawListQuery) {
+    return listResource(ctx(actor), notificationResource, ownOfTarget(actor, target), query)
+  }
+
+  /** Counts the requester's notifications matching the filters (e.g. `filter[read_at]=null`). */
+  async function countNotifications(actor: Actor, filter: unknown) {
+    const parsed = parseFilterOnly(notificationResource, filter, ctx(actor))
+    return queries.countNotifications(applyFilters(own(actor), notificationResource, parsed, ctx(actor)))
+  }
+
+  /** Shows one of the requester's notifications; another user's is not found. */
+  async function getNotification(actor: Actor, id: string, query: RawListQuery = {}) {
+    return showResource(ctx(actor), notificationResource, own(actor).where('n.id', '=', id), query, 'Notification')
+  }
+
+  /** Marks the requester's UNREAD notifications matching `filter` seen/read; the number changed. */
+  async function markNotifications(actor: Actor, body: MarkNotificationsBody) {
+    const change = parseSeenRead(body)
+    const parsed = parseFilterOnly(notificationResource, body.filter, ctx(actor))
+    const matching = applyFilters(own(actor), notificationResource, parsed, ctx(actor))
+    const changed = await queries.markUnreadNotifications(db, actor.tenantId, actor.userId, change, matching)
+    if (changed > 0) await announceCount(actor)
+    return changed
+  }
+
+  /** Marks the requester's UNREAD notifications of one target type (and ID) seen/read; the number changed. */
+  async function markTargetNotifications(actor: Actor, target: TargetParams, body: { seen_at?: string; read_at?: string }) {
+    const change = parseSeenRead(body)
+    const changed = await queries.markUnreadNotifications(db, actor.tenantId, actor.userId, change, ownOfTarget(actor, target))
+    if (changed > 0) await announceCount(actor)
+    return changed
+  }
+
+  /** Sets seen_at/read_at of one own notification; null marks it unseen/unread again. */
+  async function markNotification(actor: Actor, id: string, body: MarkNotificationBody) {
+    const change = parseSeenRead(body)
+    const updated = await queries.markNotification(db, actor.tenantId, actor.userId, id, change)
+    if (!updated) throw notFound('Notification')
+    await announceCount(actor)
+    return getNotification(actor, id)
+  }
+
+  /** Permanently deletes every notification of the tenant, in batches; settings stay. */
+  async function resetNotifications(actor: Actor) {
+    requirePermission(actor, 'notifications.reset')
+    while ((await queries.deleteTenantNotificationsBatch(db, actor.tenantId, RESET_BATCH_SIZE)) > 0) { /* next batch */ }
+    const message: NotificationsChannelMessage = { tenantId: actor.tenantId, userIds: null }
+    await publish(db, NOTIFICATIONS_CHANNEL, message)
+  }
+
+  /** Lists the tenant's notification settings (any authenticated user). */
+  async function listNotificationSettings(actor: Actor, query: RawListQuery) {
+    return listResource(ctx(actor), notificationSettingResource, queries.selectNotificationSettings(db, actor.tenantId), query)
+  }
+
+  /** Shows one notification setting of the tenant. */
+  async function getNotificationSetting(actor: Actor, id: number, query: RawListQuery = {}) {
+    return showResource(ctx(actor), notificationSettingResource, queries.selectNotificationSettings(db, actor.tenantId).where('s.id', '=', id), query, 'Notification setting')
+  }
+
+  return {
+    listNotifications, listTargetNotifications, countNotifications, getNotification,
+    markNotifications, markTargetNotifications, markNotification, resetNotifications,
+    listNotificationSettings, getNotificationSetting,
+  }
+}

@@ -1,0 +1,63 @@
+import type { AppDeps } from '../../platform/app-module.js'
+import type { Actor } from '../../platform/auth/actor.js'
+import { isKnownPermission } from '../../platform/auth/permissions.js'
+import { requirePermission } from '../../platform/auth/require-permission.js'
+import { conflict, FieldErrorCollector, notFound } from '../../platform/http/errors.js'
+import type { RawListQuery } from '../../platform/query/parse-query.js'
+import { listResource, showResource } from '../../platform/query/run-query.js'
+import * as queries from './roles.queries.js'
+import { roleResource } from './roles.resource.js'
+import type { CreateRoleBody, UpdateRoleBody } from './roles.schemas.js'
+
+export type RolesService = ReturnType<typeof createRolesService>
+
+function checkPermissions(permissions: string[] | undefined): void {
+  const problems = new FieldErrorCollector()
+  permissions?.forEach((p, i) => { if (!isKnownPermission(p)) problems.add(`permissions.${i}`, `unknown permission "${p}"`) })
+  problems.throwIfAny()
+}
+
+export function createRolesService({ db }: AppDeps) {
+  const ctx = (actor: Actor) => ({ db, tenantId: actor.tenantId, actor })
+
+  /** Lists the tenant's roles. */
+  async function listRoles(actor: Actor, query: RawListQuery) {
+    requirePermission(actor, 'roles.view')
+    return listResource(ctx(actor), roleResource, queries.selectRoles(db, actor.tenantId), query)
+  }
+
+  /** Shows one role of the tenant. */
+  async function getRole(actor: Actor, id: number, query: RawListQuery = {}) {
+    requirePermission(actor, 'roles.view')
+    return showResource(ctx(actor), roleResource, queries.selectRoles(db, actor.tenantId).where('r.id', '=', id), query, 'Role')
+  }
+
+  /** Creates a role from known permission strings. */
+  async function createRole(actor: Actor, body: CreateRoleBody) {
+    requirePermission(actor, 'roles.manage')
+    checkPermissions(body.permissions)
+    const { id } = await queries.insertRole(db, actor.tenantId, body)
+    return getRole(actor, id)
+  }
+
+  /** Updates a role. */
+  async function updateRole(actor: Actor, id: number, body: UpdateRoleBody) {
+    requirePermission(actor, 'roles.manage')
+    checkPermissions(body.permissions)
+    const updated = await queries.updateRole(db, actor.tenantId, id, body)
+    if (!updated) throw notFound('Role')
+    return getRole(actor, id)
+  }
+
+  /** Deletes a role; refused with 409 while users hold it. */
+  async function deleteRole(actor: Actor, id: number) {
+    requirePermission(actor, 'roles.manage')
+    await db.transaction().execute(async (trx) => {
+      if (await queries.roleHasUsers(trx, actor.tenantId, id)) throw conflict('role_in_use', 'Users still hold this role')
+      const deleted = await queries.deleteRole(trx, actor.tenantId, id)
+      if (!deleted) throw notFound('Role')
+    })
+  }
+
+  return { listRoles, getRole, createRole, updateRole, deleteRole }
+}

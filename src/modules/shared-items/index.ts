@@ -1,0 +1,24 @@
+import type { AppModule } from '../../platform/app-module.js'
+import { registerTarget } from '../entity-permissions/index.js'
+import { sharedItemGrantTarget } from './shared-items.access.js'
+import { createSharedItemResolver } from './shared-items.resolve.js'
+import { sharedItemsRoutes } from './shared-items.routes.js'
+import { createSharedItemsService } from './shared-items.service.js'
+
+// Public surface for content modules: register share targets, accept grant tokens.
+export {
+  registerShareTarget, lookupShareTarget, unregisterShareTarget, parseShareTargetId, targetClaim,
+  type ShareTargetDef, type ShareTargetId, type ShareTargetIdType, type ShareTargetUrls, type ShareTargetUrlContext,
+} from './share-targets.js'
+export {
+  issueGrantToken, verifyGrantToken, actorFromGrantToken, grantTokenActorFor, grantCoversTarget, GRANT_TOKEN_TTL_SECONDS,
+  type VerifiedGrant, type GrantTokenActor, type IssueGrantTokenInput, type VerifyGrantTokenOptions,
+} from './grant-tokens.js'
+export { SHARED_ITEM_TYPES, REDIRECT_TYPES } from './shared-item-types.js'
+
+registerTarget(sharedItemGrantTarget)
+
+export const sharedItemsModule: AppModule = {
+  name: 'shared-items',
+  routes: (app, deps) => sharedItemsRoutes(app, { sharedItems: createSharedItemsService(deps), resolver: createSharedItemResolver(deps) }),
+}

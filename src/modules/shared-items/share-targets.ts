@@ -1,0 +1,78 @@
+import type { Actor } from '../../platform/auth/actor.js'
+import type { Db } from '../../platform/db/schema.js'
+
+/**
+ * The registry of things a shared item may point at (contract 30). Each content module registers its
+ * target kinds from its own index.ts with `registerShareTarget(...)`; the shared items module never
+ * switches on aliases. A target alias nobody registered answers 422 on create, like an unknown alias.
+ */
+
+export type ShareTargetId = number | string
+export type ShareTargetIdType = 'integer' | 'uuid'
+
+/** The URLs of one target: the app URL, and the file variants where the target has them. */
+export interface ShareTargetUrls {
+  /** The front-end URL under `APP_URL` (contract 30, first table). */
+  target: string
+  /** `{BASE_URL}/api/filemanager/files/{id}/content` etc.; omit a variant the target does not have. */
+  showFileContent?: string
+  downloadFileContent?: string
+  filePoster?: string
+}
+
+export interface ShareTargetUrlContext {
+  appUrl: string
+  baseUrl: string
+  /** For targets whose variants depend on stored state (a file's poster). */
+  db: Db
+  tenantId: number
+}
+
+export interface ShareTargetDef {
+  alias: string
+  /** The shared item types that may point at this alias (contract 30: the type of the same name). */
+  sharedItemTypes: readonly string[]
+  idType: ShareTargetIdType
+  /** Whether the target exists in the tenant. */
+  exists(db: Db, tenantId: number, id: ShareTargetId): Promise<boolean>
+  /**
+   * Whether `actor` can view the target through the normal rules: the module's `.view` permission,
+   * the target's own `view` grants and its folder's visibility. Decided by the content module.
+   */
+  canView(db: Db, actor: Actor, id: ShareTargetId): Promise<boolean>
+  urls(id: ShareTargetId, ctx: ShareTargetUrlContext): ShareTargetUrls | Promise<ShareTargetUrls>
+  /** A display title for `url_context` (null when the target has none). */
+  title?(db: Db, tenantId: number, id: ShareTargetId): Promise<string | null>
+  /** Fields of the `targetable` relation, keyed by `String(id)` (default: none loaded). */
+  loadFields?(db: Db, tenantId: number, ids: ShareTargetId[]): Promise<Map<string, Record<string, unknown>>>
+}
+
+const registry = new Map<string, ShareTargetDef>()
+
+/** Registers (or replaces) a share target alias. */
+export function registerShareTarget(def: ShareTargetDef): void {
+  registry.set(def.alias, def)
+}
+
+/** The registered share target of an alias, or undefined. */
+export function lookupShareTarget(alias: string): ShareTargetDef | undefined {
+  return registry.get(alias)
+}
+
+/** Unregisters an alias (tests that register throwaway targets). */
+export function unregisterShareTarget(alias: string): void {
+  registry.delete(alias)
+}
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
+
+/** Parses a submitted or stored target id for the target's id type; undefined when malformed. */
+export function parseShareTargetId(idType: ShareTargetIdType, raw: unknown): ShareTargetId | undefined {
+  if (idType === 'uuid') return typeof raw === 'string' && UUID.test(raw) ? raw.toLowerCase() : undefined
+  if (typeof raw === 'number') return Number.isSafeInteger(raw) && raw > 0 ? raw : undefined
+  if (typeof raw === 'string' && /^[1-9]\d{0,15}$/.test(raw) && Number.isSafeInteger(Number(raw))) return Number(raw)
+  return undefined
+}
+
+/** The `tgt` claim value naming one target: `"<alias>:<id>"`. */
+export const targetClaim = (alias: string, id: ShareTargetId): string => `${alias}:${typeof id === 'string' ? id.toLowerCase() : id}`

@@ -1,0 +1,75 @@
+import { sql } from 'kysely'
+import type { Db } from '../../platform/db/schema.js'
+
+export interface SharedItemRow {
+  id: string
+  user_id: number | null
+  type: string
+  redirect_type: string
+  targetable_type: string
+  targetable_id: string
+  config: Record<string, unknown>
+  deleted_at: string | null
+}
+
+const columns = ['si.id', 'si.user_id', 'si.type', 'si.redirect_type', 'si.targetable_type', 'si.targetable_id', 'si.config', 'si.deleted_at'] as const
+
+/** The tenant's shared items as `si` (callers add the access rule and query conventions). */
+export function selectSharedItems(db: Db, tenantId: number) {
+  return db.selectFrom('shared_items as si').where('si.tenant_id', '=', tenantId)
+}
+
+export async function findSharedItem(db: Db, tenantId: number, id: string, options: { forUpdate?: boolean } = {}): Promise<SharedItemRow | undefined> {
+  let query = selectSharedItems(db, tenantId).select(columns).where('si.id', '=', id)
+  if (options.forUpdate) query = query.forUpdate()
+  return query.executeTakeFirst()
+}
+
+export interface SharedItemValues {
+  user_id: number
+  type: string
+  redirect_type: string
+  targetable_type: string
+  targetable_id: string
+  config: Record<string, unknown>
+}
+
+export async function insertSharedItem(db: Db, tenantId: number, values: SharedItemValues): Promise<string> {
+  const row = await db.insertInto('shared_items')
+    .values({ tenant_id: tenantId, ...values, config: JSON.stringify(values.config) })
+    .returning('id').executeTakeFirstOrThrow()
+  return row.id
+}
+
+export async function updateSharedItem(
+  db: Db, tenantId: number, id: string,
+  changes: Partial<Pick<SharedItemValues, 'redirect_type' | 'targetable_type' | 'targetable_id' | 'config'>>,
+): Promise<void> {
+  const { config, ...rest } = changes
+  await db.updateTable('shared_items')
+    .set({ ...rest, ...(config !== undefined ? { config: JSON.stringify(config) } : {}), updated_at: sql`now()` as never })
+    .where('tenant_id', '=', tenantId).where('id', '=', id).execute()
+}
+
+/** Sets or clears `deleted_at`; returns whether the row changed state. */
+export async function setSharedItemDeleted(db: Db, tenantId: number, id: string, deleted: boolean): Promise<boolean> {
+  const result = await db.updateTable('shared_items')
+    .set({ deleted_at: deleted ? (sql`now()` as never) : null, updated_at: sql`now()` as never })
+    .where('tenant_id', '=', tenantId).where('id', '=', id)
+    .where('deleted_at', deleted ? 'is' : 'is not', null)
+    .executeTakeFirst()
+  return Number(result.numUpdatedRows) > 0
+}
+
+/** Basic fields of shared items (the `targetEntity` relation of grants). */
+export async function selectBasicSharedItems(db: Db, tenantId: number, ids: string[]) {
+  return selectSharedItems(db, tenantId)
+    .select(['si.id', 'si.user_id', 'si.type', 'si.redirect_type', 'si.targetable_type', 'si.targetable_id', 'si.created_at', 'si.updated_at', 'si.deleted_at'])
+    .where('si.id', 'in', ids).execute()
+}
+
+/** The tenant's slug (the `tid` claim of grant tokens). */
+export async function tenantSlug(db: Db, tenantId: number): Promise<string> {
+  const row = await db.selectFrom('tenants').select('slug').where('id', '=', tenantId).executeTakeFirstOrThrow()
+  return row.slug
+}

@@ -1,0 +1,80 @@
+import type { AppDeps } from '../../platform/app-module.js'
+import type { Actor } from '../../platform/auth/actor.js'
+import { AppError, FieldErrorCollector, notFound } from '../../platform/http/errors.js'
+import { issueGrantToken } from './grant-tokens.js'
+import { lookupShareTarget, parseShareTargetId } from './share-targets.js'
+import { viewableSql } from './shared-items.access.js'
+import * as queries from './shared-items.queries.js'
+import { URL_TYPE_FLAGS, type ResolveQuery, type ResolveResult, type UrlTypeFlag } from './shared-items.schemas.js'
+
+const TRUE = new Set(['', '1', 'true', 'on', 'yes'])
+const FALSE = new Set(['0', 'false', 'off', 'no'])
+const NO_REDIRECT: ResolveResult = { redirect: false, url: null, url_context: null }
+
+/**
+ * The target URL type asked for: at most one of `showFileContent`, `downloadFileContent`,
+ * `filePoster` may be true (a bare `?showFileContent` counts as true). Two or more → 422 on each.
+ */
+export function requestedUrlType(query: ResolveQuery): UrlTypeFlag | undefined {
+  const problems = new FieldErrorCollector()
+  const set: UrlTypeFlag[] = []
+  for (const flag of URL_TYPE_FLAGS) {
+    const raw = query[flag]
+    if (raw === undefined) continue
+    const value = typeof raw === 'boolean' ? raw : TRUE.has(raw.toLowerCase()) ? true : FALSE.has(raw.toLowerCase()) ? false : undefined
+    if (value === undefined) problems.add(flag, 'must be a boolean')
+    else if (value) set.push(flag)
+  }
+  problems.throwIfAny()
+  if (set.length > 1) {
+    for (const flag of set) problems.add(flag, `at most one of ${URL_TYPE_FLAGS.join(', ')} may be given`)
+    problems.throwIfAny('Only one target URL type can be requested at a time')
+  }
+  return set[0]
+}
+
+function withGrantToken(url: string, token: string): string {
+  const parsed = new URL(url)
+  parsed.searchParams.set('grant_token', token)
+  return parsed.toString()
+}
+
+export type SharedItemResolver = ReturnType<typeof createSharedItemResolver>
+
+export function createSharedItemResolver({ db, config }: AppDeps) {
+  /**
+   * Where a shared item leads the actor (contract 30): `none` never redirects; `redirect` only when
+   * the actor can view the target (403 `target_not_accessible` otherwise); `redirectWithGrantToken`
+   * always, with a grant token for exactly that target added to the URL.
+   */
+  async function resolveSharedItem(actor: Actor, id: string, query: ResolveQuery): Promise<ResolveResult> {
+    const urlType = requestedUrlType(query)
+    const item = await queries.selectSharedItems(db, actor.tenantId)
+      .select(['si.id', 'si.redirect_type', 'si.targetable_type', 'si.targetable_id'])
+      .where('si.id', '=', id).where(viewableSql(actor)).executeTakeFirst()
+    if (!item) throw notFound('Shared item')
+    if (item.redirect_type === 'none') return NO_REDIRECT
+
+    const def = lookupShareTarget(item.targetable_type)
+    const targetId = def && parseShareTargetId(def.idType, item.targetable_id)
+    if (!def || targetId === undefined || !(await def.exists(db, actor.tenantId, targetId))) {
+      throw new AppError(404, 'target_not_found', 'The target of this shared item no longer exists')
+    }
+    if (item.redirect_type === 'redirect' && !(await def.canView(db, actor, targetId))) {
+      throw new AppError(403, 'target_not_accessible', 'You cannot view the target of this shared item, so it does not redirect')
+    }
+    const urls = await def.urls(targetId, { appUrl: config.appUrl, baseUrl: config.baseUrl, db, tenantId: actor.tenantId })
+    let url = (urlType && urls[urlType]) || urls.target
+    if (item.redirect_type === 'redirectWithGrantToken') {
+      const token = await issueGrantToken(db, {
+        issuer: config.baseUrl, tenantSlug: await queries.tenantSlug(db, actor.tenantId), userId: actor.userId,
+        sharedItemId: item.id, alias: def.alias, id: targetId,
+      })
+      url = withGrantToken(url, token)
+    }
+    const title = def.title ? await def.title(db, actor.tenantId, targetId) : null
+    return { redirect: true, url, url_context: { type: def.alias, id: targetId, title, url } }
+  }
+
+  return { resolveSharedItem }
+}

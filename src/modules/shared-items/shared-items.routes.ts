@@ -1,0 +1,49 @@
+import type { FastifyInstance } from 'fastify'
+import { Type } from 'typebox'
+import { errorResponses, ListQuerySchema, ShowQuerySchema } from '../../platform/http/schemas.js'
+import { sendList } from '../../platform/http/list-response.js'
+import type { SharedItemResolver } from './shared-items.resolve.js'
+import {
+  CreateSharedItemBodySchema, ResolveQuerySchema, ResolveResultSchema, SharedItemParamsSchema, SharedItemSchema, UpdateSharedItemBodySchema,
+  type ResolveQuery, type SharedItemParams,
+} from './shared-items.schemas.js'
+import type { SharedItemsService } from './shared-items.service.js'
+
+export async function sharedItemsRoutes(app: FastifyInstance, { sharedItems, resolver }: { sharedItems: SharedItemsService; resolver: SharedItemResolver }): Promise<void> {
+  const tags = ['shared-items']
+  const params = SharedItemParamsSchema
+  const idOf = (request: { params: unknown }) => (request.params as SharedItemParams).id.toLowerCase()
+
+  app.get('/api/shared-items', { schema: { tags, querystring: ListQuerySchema, response: { 200: Type.Array(SharedItemSchema), ...errorResponses } } },
+    async (request, reply) => sendList(reply, await sharedItems.listSharedItems(request.actor, request.query as never)))
+  app.get('/api/shared-items/:id', { schema: { tags, params, querystring: ShowQuerySchema, response: { 200: SharedItemSchema, ...errorResponses } } },
+    (request) => sharedItems.getSharedItem(request.actor, idOf(request), request.query as never))
+  app.get('/api/shared-items/:id/resolve', { schema: { tags, params, querystring: ResolveQuerySchema, response: { 200: ResolveResultSchema, ...errorResponses } } },
+    (request) => resolver.resolveSharedItem(request.actor, idOf(request), request.query as ResolveQuery))
+
+  // The stable URL ({BASE_URL}/shared/{id}): a 302 to the target when the item redirects, else the resolve JSON.
+  app.get('/shared/:id', {
+    schema: { tags, params, querystring: ResolveQuerySchema, response: { 200: ResolveResultSchema, 302: Type.Null(), ...errorResponses } },
+  }, async (request, reply) => {
+    const result = await resolver.resolveSharedItem(request.actor, idOf(request), request.query as ResolveQuery)
+    if (result.redirect && result.url) return reply.header('cache-control', 'no-store').redirect(result.url, 302)
+    return result
+  })
+
+  const admin = '/api/administration/shared-items'
+  app.get(admin, { schema: { tags, querystring: ListQuerySchema, response: { 200: Type.Array(SharedItemSchema), ...errorResponses } } },
+    async (request, reply) => sendList(reply, await sharedItems.listAdministrableSharedItems(request.actor, request.query as never)))
+  app.get(`${admin}/:id`, { schema: { tags, params, querystring: ShowQuerySchema, response: { 200: SharedItemSchema, ...errorResponses } } },
+    (request) => sharedItems.getAdministrableSharedItem(request.actor, idOf(request), request.query as never))
+  app.post(admin, { schema: { tags, body: CreateSharedItemBodySchema, response: { 201: SharedItemSchema, ...errorResponses } } },
+    async (request, reply) => reply.code(201).send(await sharedItems.createSharedItem(request.actor, request.body as never)))
+  app.put(`${admin}/:id`, { schema: { tags, params, body: UpdateSharedItemBodySchema, response: { 200: SharedItemSchema, ...errorResponses } } },
+    (request) => sharedItems.updateSharedItem(request.actor, idOf(request), request.body as never))
+  app.delete(`${admin}/:id`, { schema: { tags, params, response: { 204: Type.Null(), ...errorResponses } } },
+    async (request, reply) => {
+      await sharedItems.deleteSharedItem(request.actor, idOf(request))
+      return reply.code(204).send()
+    })
+  app.post(`${admin}/:id/restore`, { schema: { tags, params, response: { 200: SharedItemSchema, ...errorResponses } } },
+    (request) => sharedItems.restoreSharedItem(request.actor, idOf(request)))
+}

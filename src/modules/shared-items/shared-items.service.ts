@@ -1,0 +1,177 @@
+import type { AppDeps } from '../../platform/app-module.js'
+import type { Actor } from '../../platform/auth/actor.js'
+import type { Db } from '../../platform/db/schema.js'
+import { recordDomainEvent } from '../../platform/events/domain-events.js'
+import { FieldErrorCollector, forbidden, notFound } from '../../platform/http/errors.js'
+import type { RawListQuery } from '../../platform/query/parse-query.js'
+import { listResource, showResource } from '../../platform/query/run-query.js'
+import { syncEntityPermissions } from '../entity-permissions/index.js'
+import { lookupShareTarget, parseShareTargetId, type ShareTargetId } from './share-targets.js'
+import { completeConfig, sharedItemType, SHARED_ITEM_TYPE_NAMES } from './shared-item-types.js'
+import { administrableSql, canAdministrateSharedItem, requireAdministrationArea, viewableSql } from './shared-items.access.js'
+import * as queries from './shared-items.queries.js'
+import { sharedItemResource } from './shared-items.resource.js'
+import type { CreateSharedItemBody, UpdateSharedItemBody } from './shared-items.schemas.js'
+
+export type SharedItemsService = ReturnType<typeof createSharedItemsService>
+
+const EVENT_FIELDS = ['type', 'redirect_type', 'targetable_type', 'targetable_id', 'config'] as const
+
+export function createSharedItemsService({ db, config }: AppDeps) {
+  const ctx = (actor: Actor, trx: Db = db) => ({ db: trx, tenantId: actor.tenantId, actor, baseUrl: config.baseUrl, appUrl: config.appUrl })
+
+  /**
+   * Checks a (new) target of a shared item of `type`: its alias must be allowed for the type and
+   * registered, its id well-formed and existing (422 otherwise); then the "may share" rule: the
+   * actor must be able to view it (403).
+   */
+  async function checkShareable(trx: Db, actor: Actor, type: string, alias: string, rawId: unknown, problems: FieldErrorCollector): Promise<ShareTargetId | undefined> {
+    const typeDef = sharedItemType(type)
+    if (!typeDef) return undefined
+    const def = lookupShareTarget(alias)
+    if (!typeDef.targetableTypes.includes(alias)) {
+      problems.add('targetable_type', `must be one of: ${typeDef.targetableTypes.join(', ')} for type "${type}"`)
+      return undefined
+    }
+    if (!def || !def.sharedItemTypes.includes(type)) {
+      problems.add('targetable_type', `"${alias}" targets are not available`)
+      return undefined
+    }
+    const id = parseShareTargetId(def.idType, rawId)
+    if (id === undefined) {
+      problems.add('targetable_id', `must be a valid ${def.idType} id`)
+      return undefined
+    }
+    if (!(await def.exists(trx, actor.tenantId, id))) {
+      problems.add('targetable_id', `no ${alias} with id ${id} exists`)
+      return undefined
+    }
+    problems.throwIfAny()
+    if (!(await def.canView(trx, actor, id))) throw forbidden(`You may only share a ${alias} you can view`, 'target_not_shareable')
+    return id
+  }
+
+  /** The item when the actor administrates it (404 otherwise: existence does not leak), locked for update. */
+  async function requireAdministrable(trx: Db, actor: Actor, id: string): Promise<queries.SharedItemRow> {
+    requireAdministrationArea(actor)
+    const item = await queries.findSharedItem(trx, actor.tenantId, id, { forUpdate: true })
+    if (!item || !(await canAdministrateSharedItem(trx, actor, id))) throw notFound('Shared item')
+    return item
+  }
+
+  const present = (actor: Actor, id: string, trx: Db = db) =>
+    showResource(ctx(actor, trx), sharedItemResource, queries.selectSharedItems(trx, actor.tenantId).where('si.id', '=', id), {}, 'Shared item')
+
+  /** Lists the shared items the actor may view (not soft-deleted; `view` grants in SQL). */
+  async function listSharedItems(actor: Actor, query: RawListQuery) {
+    return listResource(ctx(actor), sharedItemResource, queries.selectSharedItems(db, actor.tenantId).where(viewableSql(actor)), query)
+  }
+
+  /** Shows one shared item the actor may view. */
+  async function getSharedItem(actor: Actor, id: string, query: RawListQuery = {}) {
+    const base = queries.selectSharedItems(db, actor.tenantId).where('si.id', '=', id).where(viewableSql(actor))
+    return showResource(ctx(actor), sharedItemResource, base, query, 'Shared item')
+  }
+
+  /** Lists the shared items the actor administrates, soft-deleted included. */
+  async function listAdministrableSharedItems(actor: Actor, query: RawListQuery) {
+    requireAdministrationArea(actor)
+    return listResource(ctx(actor), sharedItemResource, queries.selectSharedItems(db, actor.tenantId).where(administrableSql(actor)), query)
+  }
+
+  /** Shows one shared item the actor administrates (soft-deleted included). */
+  async function getAdministrableSharedItem(actor: Actor, id: string, query: RawListQuery = {}) {
+    requireAdministrationArea(actor)
+    const base = queries.selectSharedItems(db, actor.tenantId).where('si.id', '=', id).where(administrableSql(actor))
+    return showResource(ctx(actor), sharedItemResource, base, query, 'Shared item')
+  }
+
+  /** Creates a shared item of a target the actor may share; the requester becomes its `user_id`. */
+  async function createSharedItem(actor: Actor, body: CreateSharedItemBody) {
+    requireAdministrationArea(actor)
+    const problems = new FieldErrorCollector()
+    const typeDef = sharedItemType(body.type)
+    if (!typeDef) problems.add('type', `must be one of: ${SHARED_ITEM_TYPE_NAMES.join(', ')}`)
+    const itemConfig = typeDef ? completeConfig(typeDef, body.config as Record<string, unknown> | undefined, problems) : {}
+    const id = await db.transaction().execute(async (trx) => {
+      const targetId = await checkShareable(trx, actor, body.type, body.targetable_type, body.targetable_id, problems)
+      problems.throwIfAny()
+      const values: queries.SharedItemValues = {
+        user_id: actor.userId, type: body.type, redirect_type: body.redirect_type ?? typeDef!.defaultRedirectType,
+        targetable_type: body.targetable_type, targetable_id: String(targetId), config: itemConfig,
+      }
+      const itemId = await queries.insertSharedItem(trx, actor.tenantId, values)
+      if (body.entity_permissions) await syncEntityPermissions(trx, actor, 'sharedItem', itemId, body.entity_permissions)
+      await recordDomainEvent(trx, {
+        type: 'sharedItem.created', tenantId: actor.tenantId, actorId: actor.userId, subjectType: 'sharedItem', subjectId: itemId,
+        data: { ...values, targetable_id: targetId!, entity_permissions: body.entity_permissions?.length ?? 0 },
+      })
+      return itemId
+    })
+    return present(actor, id)
+  }
+
+  /**
+   * Updates a shared item the actor administrates. `type` and `user_id` never change; a new target
+   * passes the share rule; a sent `config` replaces the stored one (defaults filled); a sent
+   * `entity_permissions` array replaces the direct grants.
+   */
+  async function updateSharedItem(actor: Actor, id: string, body: UpdateSharedItemBody) {
+    await db.transaction().execute(async (trx) => {
+      const item = await requireAdministrable(trx, actor, id)
+      const problems = new FieldErrorCollector()
+      if (body.type !== undefined && body.type !== item.type) problems.add('type', 'cannot be changed')
+      const typeDef = sharedItemType(item.type)
+      const changes: Parameters<typeof queries.updateSharedItem>[3] = {}
+      if (body.redirect_type !== undefined) changes.redirect_type = body.redirect_type
+      if (body.config !== undefined && typeDef) changes.config = completeConfig(typeDef, body.config as Record<string, unknown> | undefined, problems)
+      problems.throwIfAny()
+      const alias = body.targetable_type ?? item.targetable_type
+      const rawId = body.targetable_id ?? item.targetable_id
+      const retargets = alias !== item.targetable_type || String(rawId).toLowerCase() !== item.targetable_id
+      if (retargets) {
+        const targetId = await checkShareable(trx, actor, item.type, alias, rawId, problems)
+        problems.throwIfAny()
+        changes.targetable_type = alias
+        changes.targetable_id = String(targetId)
+      }
+      await queries.updateSharedItem(trx, actor.tenantId, id, changes)
+      if (body.entity_permissions) await syncEntityPermissions(trx, actor, 'sharedItem', id, body.entity_permissions)
+      const changed = Object.fromEntries(EVENT_FIELDS.filter((f) => f in changes).map((f) => [f, changes[f as keyof typeof changes]]))
+      await recordDomainEvent(trx, {
+        type: 'sharedItem.updated', tenantId: actor.tenantId, actorId: actor.userId, subjectType: 'sharedItem', subjectId: id,
+        data: { changes: changed, entity_permissions_replaced: body.entity_permissions !== undefined },
+      })
+    })
+    return present(actor, id)
+  }
+
+  /** Soft-deletes a shared item the actor administrates (idempotent: an already deleted item stays as it is). */
+  async function deleteSharedItem(actor: Actor, id: string) {
+    await db.transaction().execute(async (trx) => {
+      await requireAdministrable(trx, actor, id)
+      if (!(await queries.setSharedItemDeleted(trx, actor.tenantId, id, true))) return
+      await recordDomainEvent(trx, {
+        type: 'sharedItem.deleted', tenantId: actor.tenantId, actorId: actor.userId, subjectType: 'sharedItem', subjectId: id, data: { soft: true },
+      })
+    })
+  }
+
+  /** Restores a soft-deleted shared item the actor administrates (recorded as `sharedItem.updated`). */
+  async function restoreSharedItem(actor: Actor, id: string) {
+    await db.transaction().execute(async (trx) => {
+      await requireAdministrable(trx, actor, id)
+      if (!(await queries.setSharedItemDeleted(trx, actor.tenantId, id, false))) return
+      await recordDomainEvent(trx, {
+        type: 'sharedItem.updated', tenantId: actor.tenantId, actorId: actor.userId, subjectType: 'sharedItem', subjectId: id,
+        data: { changes: { deleted_at: null }, restored: true },
+      })
+    })
+    return present(actor, id)
+  }
+
+  return {
+    listSharedItems, getSharedItem, listAdministrableSharedItems, getAdministrableSharedItem,
+    createSharedItem, updateSharedItem, deleteSharedItem, restoreSharedItem,
+  }
+}

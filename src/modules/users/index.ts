@@ -1,0 +1,29 @@
+import type { AppModule } from '../../platform/app-module.js'
+import { createFileStorage } from '../../platform/storage/file-storage.js'
+import { createProfilePictures } from './users-pictures.js'
+import { createUsersImportService } from './users-import.service.js'
+import { createUsersLifecycleService } from './users-lifecycle.service.js'
+import { DERIVE_ACTIVE_CRON, usersJobs } from './users.jobs.js'
+import { usersRoutes } from './users.routes.js'
+import { createUsersService } from './users.service.js'
+
+export { insertUser, findPresentedUser } from './users.queries.js'
+export { userResource } from './users.resource.js'
+export { UserSchema, BASIC_USER_FIELDS } from './users.schemas.js'
+export { deriveActiveForAllTenants } from './users.jobs.js'
+
+export const usersModule: AppModule = {
+  name: 'users',
+  routes: (app, deps) => {
+    const storage = createFileStorage(deps.config.storageDir)
+    const pictures = createProfilePictures(storage)
+    return usersRoutes(app, {
+      users: createUsersService(deps, pictures),
+      lifecycle: createUsersLifecycleService(deps, pictures),
+      imports: createUsersImportService(deps, storage),
+      storageDir: deps.config.storageDir,
+    })
+  },
+  jobs: usersJobs,
+  cron: [DERIVE_ACTIVE_CRON],
+}

@@ -1,0 +1,117 @@
+import { randomBytes } from 'node:crypto'
+import { sql } from 'kysely'
+import type { AppDeps } from '../../platform/app-module.js'
+import type { Actor } from '../../platform/auth/actor.js'
+import { UNUSABLE_PASSWORD_HASH } from '../../platform/auth/passwords.js'
+import { requirePermission } from '../../platform/auth/require-permission.js'
+import { revokeUserTokens } from '../../platform/auth/tokens.js'
+import { recordDomainEvent } from '../../platform/events/domain-events.js'
+import { AppError, FieldErrorCollector, forbidden, notFound } from '../../platform/http/errors.js'
+import type { ProfilePictures } from './users-pictures.js'
+import * as queries from './users.queries.js'
+import { loadRuleContext } from './users.rules.js'
+import type { RestoreUserBody } from './users.schemas.js'
+import { presentBasicUser } from './users.service.js'
+
+export type UsersLifecycleService = ReturnType<typeof createUsersLifecycleService>
+
+/** Every personal column black-out clears (contract 10), besides username, names, password and picture. */
+const PERSONAL_COLUMNS = [
+  'street', 'zipcode', 'city', 'email', 'phone', 'birthdate', 'gender', 'entering_date', 'leaving_date', 'staff_number', 'default_route',
+] as const
+
+export function createUsersLifecycleService(deps: AppDeps, pictures: ProfilePictures) {
+  const { db } = deps
+  const event = (actor: Actor, type: string, id: number) =>
+    ({ type, tenantId: actor.tenantId, actorId: actor.userId, subjectType: 'user', subjectId: id })
+
+  /** Marks a user for logout: their existing tokens stop working. Self unless protected, else `users.administrate`. */
+  async function logoutUser(actor: Actor, id: number) {
+    const self = id === actor.userId
+    if (!self) requirePermission(actor, 'users.administrate')
+    return db.transaction().execute(async (trx) => {
+      const user = await queries.findUserState(trx, actor.tenantId, id, { forUpdate: true })
+      if (!user || user.deleted_at !== null) throw notFound('User')
+      if (self && user.prevent_logout) throw forbidden('This account is protected from logging itself out', 'logout_prevented')
+      // clock_timestamp(): tokens issued later in this same transaction must stay valid
+      await queries.updateUser(trx, actor.tenantId, id, { logout_requested_at: sql`clock_timestamp()` as never })
+      await recordDomainEvent(trx, event(actor, 'user.loggedOut', id))
+      return presentBasicUser(deps, actor, id, trx)
+    })
+  }
+
+  /** Soft-deletes a user and revokes their tokens; refuses the requester's own account. */
+  async function deleteUser(actor: Actor, id: number): Promise<null> {
+    requirePermission(actor, 'users.delete')
+    if (id === actor.userId) throw forbidden('You cannot delete your own account', 'cannot_delete_self')
+    await db.transaction().execute(async (trx) => {
+      const user = await queries.findUserState(trx, actor.tenantId, id, { forUpdate: true })
+      if (!user || user.deleted_at !== null) throw notFound('User')
+      await queries.updateUser(trx, actor.tenantId, id, { deleted_at: sql`now()` as never })
+      await revokeUserTokens(trx, actor.tenantId, id)
+      await recordDomainEvent(trx, event(actor, 'user.deleted', id))
+    })
+    return null
+  }
+
+  /** Restores a soft-deleted user, optionally with a new (active) role; old tokens stay revoked. */
+  async function restoreUser(actor: Actor, id: number, body: RestoreUserBody) {
+    requirePermission(actor, 'users.administrate')
+    if (body.role_id !== undefined) {
+      const problems = new FieldErrorCollector()
+      const rules = await loadRuleContext(db, actor.tenantId, [body.role_id])
+      const active = rules.roles.get(body.role_id)
+      if (active === undefined) problems.add('role_id', 'does not exist')
+      else if (!active) problems.add('role_id', 'is an inactive role')
+      problems.throwIfAny()
+    }
+    return db.transaction().execute(async (trx) => {
+      const user = await queries.findUserState(trx, actor.tenantId, id, { forUpdate: true })
+      if (!user) throw notFound('User')
+      if (user.blacked_out_at !== null) throw new AppError(422, 'blacked_out', 'A blacked-out user cannot be restored')
+      if (user.deleted_at === null) throw new AppError(422, 'not_deleted', 'This user is not deleted')
+      await queries.updateUser(trx, actor.tenantId, id, { deleted_at: null, ...(body.role_id !== undefined ? { role_id: body.role_id } : {}) })
+      await recordDomainEvent(trx, event(actor, 'user.restored', id))
+      return presentBasicUser(deps, actor, id, trx)
+    })
+  }
+
+  /**
+   * Irreversibly anonymizes a user (active or deleted): the row and its id stay so that authored
+   * content keeps its author, but no personal data, picture, session or membership remains.
+   */
+  async function blackOutUser(actor: Actor, id: number) {
+    requirePermission(actor, 'users.administrate')
+    if (id === actor.userId) throw forbidden('You cannot black out your own account', 'cannot_black_out_self')
+    const { result, picture } = await db.transaction().execute(async (trx) => {
+      const user = await queries.findUserState(trx, actor.tenantId, id, { forUpdate: true })
+      if (!user) throw notFound('User')
+      if (user.blacked_out_at !== null) throw new AppError(422, 'already_blacked_out', 'This user is already blacked out')
+      await queries.updateUser(trx, actor.tenantId, id, {
+        ...Object.fromEntries(PERSONAL_COLUMNS.map((c) => [c, null])),
+        username: `blackout-${randomBytes(8).toString('hex')}`,
+        first_name: 'Anonymized',
+        last_name: 'User',
+        profile_picture: null,
+        password_hash: UNUSABLE_PASSWORD_HASH,
+        password_change_required: false,
+        wants_email_notifications: false,
+        prevent_logout: false,
+        active: false,
+        active_derived: false,
+        logout_requested_at: sql`now()` as never,
+        deleted_at: user.deleted_at ?? (sql`now()` as never),
+        blacked_out_at: sql`now()` as never,
+      })
+      await queries.deleteUserTokens(trx, actor.tenantId, id)
+      await queries.deleteLoginFailures(trx, actor.tenantId, user.username)
+      await queries.deleteDepartmentMemberships(trx, actor.tenantId, id)
+      await recordDomainEvent(trx, event(actor, 'user.blackedOut', id))
+      return { result: await presentBasicUser(deps, actor, id, trx), picture: user.profile_picture }
+    })
+    await pictures.remove(actor.tenantId, picture)
+    return result
+  }
+
+  return { logoutUser, deleteUser, restoreUser, blackOutUser }
+}

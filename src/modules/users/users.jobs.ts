@@ -1,0 +1,34 @@
+import type { AppDeps } from '../../platform/app-module.js'
+import { recordDomainEvent } from '../../platform/events/domain-events.js'
+import type { JobHandlers } from '../../platform/jobs/jobs.js'
+import * as queries from './users.queries.js'
+
+export const DERIVE_ACTIVE_JOB = 'users:derive-active'
+/** Daily, shortly after midnight UTC: entering/leaving dates that became "today" take effect. */
+export const DERIVE_ACTIVE_CRON = `5 0 * * * ${DERIVE_ACTIVE_JOB}`
+
+/**
+ * Re-derives `active` for users whose flag follows their dates (contract 10), one transaction per
+ * tenant with a `user.updated` event per change. Idempotent: a second run changes nothing.
+ */
+export async function deriveActiveForAllTenants({ db }: Pick<AppDeps, 'db'>): Promise<number> {
+  let changed = 0
+  for (const tenantId of await queries.selectTenantsWithDerivedUsers(db)) {
+    changed += await db.transaction().execute(async (trx) => {
+      const ids = await queries.rederiveActive(trx, tenantId)
+      for (const id of ids) {
+        await recordDomainEvent(trx, { type: 'user.updated', tenantId, actorId: null, subjectType: 'user', subjectId: id, data: { changed: ['active'] } })
+      }
+      return ids.length
+    })
+  }
+  return changed
+}
+
+export function usersJobs(deps: AppDeps): JobHandlers {
+  return {
+    [DERIVE_ACTIVE_JOB]: async () => {
+      await deriveActiveForAllTenants(deps)
+    },
+  }
+}

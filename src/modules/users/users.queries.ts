@@ -1,0 +1,111 @@
+import { type Insertable, type Updateable, sql } from 'kysely'
+import type { Db, UsersTable } from '../../platform/db/schema.js'
+import { userResource } from './users.resource.js'
+import { applySelects, presentRows } from '../../platform/query/apply-query.js'
+import type { ParsedQuery } from '../../platform/query/parse-query.js'
+import type { QueryContext } from '../../platform/query/resource.js'
+
+export function insertUser(db: Db, values: Insertable<UsersTable>) {
+  return db.insertInto('users').values(values).returning(['id', 'username']).executeTakeFirstOrThrow()
+}
+
+/** One user (deleted ones included) presented per the parsed selects/relations; undefined when absent. */
+export async function findPresentedUser(ctx: QueryContext, userId: number, parsed: ParsedQuery) {
+  const query = applySelects(ctx.db.selectFrom('users as u').where('u.tenant_id', '=', ctx.tenantId).where('u.id', '=', userId), userResource, parsed)
+  const row = await query.executeTakeFirst()
+  if (!row) return undefined
+  const [item] = await presentRows(userResource, parsed, [row as Record<string, unknown>], ctx)
+  return item
+}
+
+/** The tenant's users as the base of list and show queries (alias `u`). */
+export const selectUsers = (db: Db, tenantId: number) => db.selectFrom('users as u').where('u.tenant_id', '=', tenantId)
+
+const stateColumns = [
+  'id', 'username', 'password_hash', 'first_name', 'last_name', 'active', 'active_derived', 'group_account', 'role_id', 'lang_id',
+  'profile_picture', 'street', 'zipcode', 'city', 'email', 'phone', 'birthdate', 'gender', 'entering_date', 'leaving_date',
+  'staff_number', 'wants_email_notifications', 'default_route', 'prevent_logout', 'password_change_required', 'deleted_at', 'blacked_out_at',
+] as const
+
+/** Every stored column a rule may compare against (deleted users included); `forUpdate` locks the row. */
+export function findUserState(db: Db, tenantId: number, id: number, { forUpdate = false } = {}) {
+  let query = db.selectFrom('users').select(stateColumns).where('tenant_id', '=', tenantId).where('id', '=', id)
+  if (forUpdate) query = query.forUpdate()
+  return query.executeTakeFirst()
+}
+export type UserState = NonNullable<Awaited<ReturnType<typeof findUserState>>>
+
+export function updateUser(db: Db, tenantId: number, id: number, values: Updateable<UsersTable>) {
+  return db.updateTable('users').set({ ...values, updated_at: sql`now()` as never })
+    .where('tenant_id', '=', tenantId).where('id', '=', id).returning('id').executeTakeFirst()
+}
+
+/** Role id → active flag for the given ids of the tenant. */
+export async function findRoleStates(db: Db, tenantId: number, ids: number[]): Promise<Map<number, boolean>> {
+  if (ids.length === 0) return new Map()
+  const rows = await db.selectFrom('roles').select(['id', 'active']).where('tenant_id', '=', tenantId).where('id', 'in', ids).execute()
+  return new Map(rows.map((r) => [r.id, r.active]))
+}
+
+export async function findLanguageIds(db: Db): Promise<Set<string>> {
+  const rows = await db.selectFrom('languages').select('id').execute()
+  return new Set(rows.map((r) => r.id))
+}
+
+/** The tenant setting `password_min_length` (default 8). */
+export async function findPasswordMinLength(db: Db, tenantId: number): Promise<number> {
+  const row = await db.selectFrom('tenants').select('settings').where('id', '=', tenantId).executeTakeFirst()
+  const value = row?.settings?.password_min_length
+  return typeof value === 'number' && value > 0 ? value : 8
+}
+
+export async function deleteDepartmentMemberships(db: Db, tenantId: number, userId: number): Promise<void> {
+  await db.deleteFrom('department_users').where('tenant_id', '=', tenantId).where('user_id', '=', userId).execute()
+}
+
+/** Deletes the user's tokens outright (black-out: device names are personal data too). */
+export async function deleteUserTokens(db: Db, tenantId: number, userId: number): Promise<void> {
+  await db.deleteFrom('access_tokens').where('tenant_id', '=', tenantId).where('user_id', '=', userId).execute()
+}
+
+/** Failed-login rows carry the typed username; black-out removes them. */
+export async function deleteLoginFailures(db: Db, tenantId: number, username: string): Promise<void> {
+  await db.deleteFrom('login_failures')
+    .where('tenant_slug', '=', db.selectFrom('tenants').select('slug').where('id', '=', tenantId))
+    .where('username', '=', username.toLowerCase()).execute()
+}
+
+/** Users (not blacked out) whose lower-cased username is in `names`. */
+export function findUsersByUsernames(db: Db, tenantId: number, names: string[]) {
+  if (names.length === 0) return Promise.resolve([])
+  return db.selectFrom('users')
+    .select(['id', 'username', 'role_id', 'group_account', 'first_name', 'last_name', 'entering_date', 'leaving_date', 'deleted_at', sql<string>`lower(username)`.as('key')])
+    .where('tenant_id', '=', tenantId).where('blacked_out_at', 'is', null)
+    .where(sql<boolean>`lower(username) = any(${names}::text[])`).execute()
+}
+
+/** Non-deleted users whose username is not in `names`, except `exceptId` (CSV `delete_users`). */
+export function selectUsersAbsentFrom(db: Db, tenantId: number, names: string[], exceptId: number) {
+  return db.selectFrom('users').select(['id', 'username', 'first_name', 'last_name'])
+    .where('tenant_id', '=', tenantId).where('deleted_at', 'is', null).where('id', '!=', exceptId)
+    .where(sql<boolean>`not (lower(username) = any(${names}::text[]))`).orderBy('id').execute()
+}
+
+/** Tenants that have users whose `active` follows their dates. */
+export async function selectTenantsWithDerivedUsers(db: Db): Promise<number[]> {
+  const rows = await db.selectFrom('users').select('tenant_id').distinct().where('active_derived', '=', true).where('deleted_at', 'is', null).execute()
+  return rows.map((r) => r.tenant_id)
+}
+
+/**
+ * Re-derives `active` from entering/leaving dates (UTC today) for users whose flag is derived and
+ * whose dates crossed today; returns the ids that changed.
+ */
+export async function rederiveActive(db: Db, tenantId: number): Promise<number[]> {
+  const derived = sql<boolean>`not (coalesce(entering_date > current_date, false) or coalesce(leaving_date < current_date, false))`
+  const rows = await db.updateTable('users').set({ active: derived as never, updated_at: sql`now()` as never })
+    .where('tenant_id', '=', tenantId).where('active_derived', '=', true).where('deleted_at', 'is', null)
+    .where(sql<boolean>`active is distinct from ${derived}`)
+    .returning('id').execute()
+  return rows.map((r) => r.id)
+}

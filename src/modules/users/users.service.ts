@@ -1,0 +1,233 @@
+import type { Updateable } from 'kysely'
+import type { AppDeps } from '../../platform/app-module.js'
+import type { Actor } from '../../platform/auth/actor.js'
+import { hashPassword, verifyPassword } from '../../platform/auth/passwords.js'
+import { can } from '../../platform/auth/permissions.js'
+import { requirePermission } from '../../platform/auth/require-permission.js'
+import { revokeUserTokens } from '../../platform/auth/tokens.js'
+import { isUniqueViolation } from '../../platform/db/pg-errors.js'
+import type { Db, UsersTable } from '../../platform/db/schema.js'
+import { recordDomainEvent } from '../../platform/events/domain-events.js'
+import { conflict, FieldErrorCollector, forbidden, notFound } from '../../platform/http/errors.js'
+import type { UploadedFile } from '../../platform/http/multipart.js'
+import { parseShowQuery, type RawListQuery } from '../../platform/query/parse-query.js'
+import type { QueryContext } from '../../platform/query/resource.js'
+import { listResource, showResource } from '../../platform/query/run-query.js'
+import type { ProfilePictures } from './users-pictures.js'
+import * as queries from './users.queries.js'
+import { userResource } from './users.resource.js'
+import { checkUserInput, deriveActive, loadRuleContext, normalizeDate } from './users.rules.js'
+import { BASIC_USER_FIELDS, type CreateUserBody, type UpdateUserBody, type UserInput } from './users.schemas.js'
+
+export type UsersService = ReturnType<typeof createUsersService>
+
+/** Keys a user may change on their own record without `users.update` (contract 00 §5: profile fields). */
+const SELF_EDITABLE = new Set([
+  'first_name', 'last_name', 'password', 'lang_id', 'street', 'zipcode', 'city', 'email', 'phone', 'birthdate', 'gender',
+  'wants_email_notifications', 'default_route',
+])
+/** Input keys that are stored under another column name, or not stored as sent. */
+const NOT_COLUMNS = new Set(['password', 'request_password_change', 'old_password', 'profile_picture'])
+
+export const usernameTaken = () => conflict('username_taken', 'This username is already taken', { username: ['has already been taken'] })
+
+/** Turns a unique violation on the username index into a 409 naming `username`. */
+export async function guardUsername<T>(work: () => Promise<T>): Promise<T> {
+  try {
+    return await work()
+  } catch (error) {
+    if (isUniqueViolation(error, 'users_username_uniq')) throw usernameTaken()
+    throw error
+  }
+}
+
+/** The request context of the resource queries; `extendedFields` unlocks the personal fields. */
+export function userQueryContext({ db, config }: AppDeps, actor: Actor, extendedFields: boolean, trx: Db = db): QueryContext {
+  return { db: trx, tenantId: actor.tenantId, actor, baseUrl: config.baseUrl, appUrl: config.appUrl, flags: { extendedFields } }
+}
+
+/** The basic fields of one user, as the create/update/action envelopes carry them. */
+export async function presentBasicUser(deps: AppDeps, actor: Actor, id: number, trx: Db) {
+  const ctx = userQueryContext(deps, actor, false, trx)
+  const user = await queries.findPresentedUser(ctx, id, parseShowQuery(userResource, { selects: BASIC_USER_FIELDS.join(',') }, ctx))
+  if (!user) throw notFound('User')
+  return user
+}
+
+const sameValue = (key: string, sent: unknown, stored: unknown) => {
+  if (key === 'birthdate' || key === 'entering_date' || key === 'leaving_date') {
+    return (typeof sent === 'string' ? normalizeDate(sent) : sent) === (typeof stored === 'string' ? stored.slice(0, 10) : stored)
+  }
+  return sent === stored
+}
+
+export function createUsersService(deps: AppDeps, pictures: ProfilePictures) {
+  const { db } = deps
+  const mayViewDetails = (actor: Actor, id: number) => id === actor.userId || can(actor, 'users.viewDetails') || can(actor, 'users.administrate')
+
+  /** Lists non-deleted users (basic fields); `filter[text]` searches names, email and staff number. */
+  async function listUsers(actor: Actor, query: RawListQuery) {
+    requirePermission(actor, 'users.view')
+    const base = queries.selectUsers(db, actor.tenantId).where('u.deleted_at', 'is', null)
+    return listResource(userQueryContext(deps, actor, false), userResource, base, query)
+  }
+
+  /** Lists soft-deleted users, blacked-out ones included (user administration only). */
+  async function listDeletedUsers(actor: Actor, query: RawListQuery) {
+    requirePermission(actor, 'users.administrate')
+    const base = queries.selectUsers(db, actor.tenantId).where('u.deleted_at', 'is not', null)
+    return listResource(userQueryContext(deps, actor, false), userResource, base, query)
+  }
+
+  /** Shows one user, deleted included; extended fields only for self, `users.viewDetails` or `users.administrate`. */
+  async function getUser(actor: Actor, id: number, query: RawListQuery) {
+    if (id !== actor.userId) requirePermission(actor, 'users.view')
+    const base = queries.selectUsers(db, actor.tenantId).where('u.id', '=', id)
+    return showResource(userQueryContext(deps, actor, mayViewDetails(actor, id)), userResource, base, query, 'User')
+  }
+
+  /** The requester's own record with every extended field. */
+  function getCurrentUser(actor: Actor, query: RawListQuery) {
+    return getUser(actor, actor.userId, query)
+  }
+
+  /** Checks an uploaded picture by its bytes; adds a 422 problem when it is not an accepted image. */
+  async function checkPicture(upload: UploadedFile | undefined, problems: FieldErrorCollector) {
+    if (!upload) return undefined
+    const type = await pictures.detect(upload)
+    if (!type) problems.add('profile_picture', 'must be a JPEG, PNG, GIF or WebP image')
+    return type
+  }
+
+  /** Stores a checked picture, runs `work`, and removes the new file again if `work` fails. */
+  async function withPicture<T>(actor: Actor, upload: UploadedFile | undefined, extension: string | undefined, work: (name: string | undefined) => Promise<T>) {
+    const name = upload && extension ? await pictures.keep(actor.tenantId, upload, extension) : undefined
+    try {
+      return await work(name)
+    } catch (error) {
+      await pictures.remove(actor.tenantId, name)
+      throw error
+    }
+  }
+
+  /** Creates a user (optionally with a profile picture); `active` defaults to what the dates say. */
+  async function createUser(actor: Actor, body: CreateUserBody, upload?: UploadedFile) {
+    requirePermission(actor, 'users.create')
+    if (body.prevent_logout && !can(actor, 'users.administrate')) throw forbidden('Setting prevent_logout requires the "users.administrate" permission')
+    const input: UserInput = { ...body }
+    const problems = new FieldErrorCollector()
+    checkUserInput(input, undefined, await loadRuleContext(db, actor.tenantId, [input.role_id]), problems)
+    const picture = await checkPicture(upload, problems)
+    problems.throwIfAny()
+
+    const groupAccount = input.group_account ?? false
+    const values = {
+      ...columnsOf(input),
+      tenant_id: actor.tenantId,
+      username: input.username!,
+      role_id: input.role_id!,
+      password_hash: await hashPassword(input.password!),
+      first_name: groupAccount ? '' : input.first_name!.trim(),
+      last_name: groupAccount ? '' : input.last_name!.trim(),
+      active: input.active ?? deriveActive(input.entering_date, input.leaving_date),
+      active_derived: input.active === undefined,
+      password_change_required: input.request_password_change ?? false,
+    }
+    return withPicture(actor, upload, picture?.extension, (profilePicture) => guardUsername(() => db.transaction().execute(async (trx) => {
+      const { id } = await queries.insertUser(trx, { ...values, profile_picture: profilePicture ?? null })
+      await recordDomainEvent(trx, { type: 'user.created', tenantId: actor.tenantId, actorId: actor.userId, subjectType: 'user', subjectId: id })
+      return presentBasicUser(deps, actor, id, trx)
+    })))
+  }
+
+  /** Updates a user: self for profile fields, `users.update` for others (contract 10 update rules). */
+  async function updateUser(actor: Actor, id: number, body: UpdateUserBody, upload?: UploadedFile) {
+    const self = id === actor.userId
+    if (!self) requirePermission(actor, 'users.update')
+    const administrate = can(actor, 'users.administrate')
+    const current = await queries.findUserState(db, actor.tenantId, id)
+    if (!current || current.deleted_at !== null) throw notFound('User')
+
+    const { old_password: oldPassword, profile_picture: removePicture, ...sent } = body
+    const input: UserInput = { ...sent }
+    if (self) {
+      delete input.prevent_logout // never on oneself (contract 10)
+      if (!administrate) {
+        delete input.role_id
+        delete input.active
+      }
+      if (!can(actor, 'users.update')) {
+        const locked = Object.entries(input).filter(([key, value]) => !SELF_EDITABLE.has(key) && !sameValue(key, value, current[key as keyof typeof current]))
+        if (locked.length > 0) throw forbidden(`Changing ${locked.map(([k]) => k).join(', ')} of your own account requires the "users.update" permission`)
+      }
+    } else {
+      if (input.prevent_logout !== undefined && input.prevent_logout !== current.prevent_logout && !administrate) {
+        throw forbidden('Changing prevent_logout requires the "users.administrate" permission')
+      }
+      if (input.password !== undefined && !administrate) throw forbidden('Changing another user\'s password requires the "users.administrate" permission')
+    }
+
+    const problems = new FieldErrorCollector()
+    if (self && input.password !== undefined && !administrate) {
+      if (!oldPassword) problems.add('old_password', 'is required to change your password')
+      else if (!(await verifyPassword(current.password_hash, oldPassword))) problems.add('old_password', 'is not your current password')
+    }
+    checkUserInput(input, current, await loadRuleContext(db, actor.tenantId, [input.role_id]), problems)
+    const picture = await checkPicture(upload, problems)
+    problems.throwIfAny()
+
+    const values: Updateable<UsersTable> = columnsOf(input)
+    const groupAccount = input.group_account ?? current.group_account
+    if (groupAccount) Object.assign(values, { first_name: '', last_name: '' })
+    else for (const key of ['first_name', 'last_name'] as const) if (input[key] !== undefined) values[key] = input[key]!.trim()
+    if (input.active !== undefined) Object.assign(values, { active: input.active, active_derived: false })
+    else if (current.active_derived && (input.entering_date !== undefined || input.leaving_date !== undefined)) {
+      values.active = deriveActive(input.entering_date !== undefined ? input.entering_date : current.entering_date,
+        input.leaving_date !== undefined ? input.leaving_date : current.leaving_date)
+    }
+    if (input.password !== undefined) {
+      values.password_hash = await hashPassword(input.password)
+      // a self-chosen password satisfies a pending "change your password"
+      values.password_change_required = input.request_password_change ?? (self ? false : current.password_change_required)
+    } else if (input.request_password_change !== undefined) values.password_change_required = input.request_password_change
+    if (removePicture === null) values.profile_picture = null
+
+    const result = await withPicture(actor, upload, picture?.extension, (profilePicture) => guardUsername(() => db.transaction().execute(async (trx) => {
+      if (profilePicture) values.profile_picture = profilePicture
+      await queries.updateUser(trx, actor.tenantId, id, values)
+      // a new password ends every other session of that user (the requester's own token survives)
+      if (input.password !== undefined) await revokeUserTokens(trx, actor.tenantId, id, self ? actor.tokenId : undefined)
+      await recordDomainEvent(trx, {
+        type: 'user.updated', tenantId: actor.tenantId, actorId: actor.userId, subjectType: 'user', subjectId: id,
+        data: { changed: Object.keys(values).filter((k) => k !== 'password_hash').concat(input.password !== undefined ? ['password'] : []) },
+      })
+      return presentBasicUser(deps, actor, id, trx)
+    })))
+    if (values.profile_picture !== undefined && current.profile_picture && values.profile_picture !== current.profile_picture) {
+      await pictures.remove(actor.tenantId, current.profile_picture)
+    }
+    return result
+  }
+
+  /** The stored bytes of a user's picture (self or `users.view`); 404 for another name or none. */
+  async function getProfilePicture(actor: Actor, id: number, fileName: string | undefined) {
+    if (id !== actor.userId) requirePermission(actor, 'users.view')
+    const user = await queries.findUserState(db, actor.tenantId, id)
+    if (!user?.profile_picture || (fileName !== undefined && fileName !== user.profile_picture)) throw notFound('Profile picture')
+    const file = await pictures.open(actor.tenantId, user.profile_picture)
+    if (!file) throw notFound('Profile picture')
+    return { ...file, fileName: user.profile_picture }
+  }
+
+  return { listUsers, listDeletedUsers, getUser, getCurrentUser, createUser, updateUser, getProfilePicture }
+}
+
+/** The input keys stored as columns of the same name. */
+function columnsOf(input: UserInput): Updateable<UsersTable> {
+  const values: Record<string, unknown> = {}
+  for (const [key, value] of Object.entries(input)) {
+    if (NOT_COLUMNS.has(key) || key === 'first_name' || key === 'last_name' || key === 'active') continue
+    values[key] = value
+  }
+  return values as Updateable<UsersTable>
+}

@@ -1,0 +1,77 @@
+import { type Expression, type RawBuilder, type SelectQueryBuilder, type SqlBool, sql } from 'kysely'
+import type { Actor } from '../auth/actor.js'
+import type { Db } from '../db/schema.js'
+
+/** Who the grantee test is about: the actor, or any principal with these ids. */
+export type Grantee = Pick<Actor, 'userId' | 'roleId' | 'departmentIds' | 'tenantId'> & { isAdmin?: boolean }
+
+/** SQL: the grant row `ep` names this grantee (user, their role, or one of their departments). */
+function granteeMatches(grantee: Grantee): RawBuilder<boolean> {
+  const departments = grantee.departmentIds.length > 0 ? grantee.departmentIds : [-1]
+  return sql<boolean>`(
+    (ep.permission_entity = 'user' and ep.permission_entity_id = ${grantee.userId})
+    or (ep.permission_entity = 'role' and ep.permission_entity_id = ${grantee.roleId})
+    or (ep.permission_entity = 'department' and ep.permission_entity_id = any(${departments}::bigint[]))
+  )`
+}
+
+/**
+ * SQL: the grant row `ep` names the user of a row being scanned — columns `userId` and `roleId` of an
+ * outer query (e.g. `vu.id`, `vu.role_id`), departments looked up per row. Used to evaluate the rule for
+ * every user of a tenant at once ("who can view X", notification recipients).
+ */
+export function rowGranteeMatches(tenantId: number, userId: Expression<unknown>, roleId: Expression<unknown>): RawBuilder<boolean> {
+  return sql<boolean>`(
+    (ep.permission_entity = 'user' and ep.permission_entity_id = ${userId})
+    or (ep.permission_entity = 'role' and ep.permission_entity_id = ${roleId})
+    or (ep.permission_entity = 'department' and exists (
+      select 1 from department_users du where du.tenant_id = ${tenantId} and du.user_id = ${userId} and du.department_id = ep.permission_entity_id))
+  )`
+}
+
+/**
+ * THE access rule (contract 00 §6) as one SQL predicate about one target, for a grantee described by
+ * `matches` (a predicate on the grant row `ep`): key K is unrestricted on a target that carries no K
+ * grant; otherwise only grantees have K. `targetId` is any SQL expression (usually the id column of
+ * the list being filtered), so lists stay a single statement.
+ */
+export function grantAllowsWhen(tenantId: number, matches: RawBuilder<boolean>, key: string, targetAlias: string, targetId: Expression<unknown>): RawBuilder<boolean> {
+  return sql<boolean>`(
+    not exists (
+      select 1 from entity_permissions ep
+      where ep.tenant_id = ${tenantId} and ep.target_entity = ${targetAlias}
+        and ep.target_entity_id = (${targetId})::text and ep.key = ${key}
+    )
+    or exists (
+      select 1 from entity_permissions ep
+      where ep.tenant_id = ${tenantId} and ep.target_entity = ${targetAlias}
+        and ep.target_entity_id = (${targetId})::text and ep.key = ${key}
+        and ${matches}
+    )
+  )`
+}
+
+/** The access rule for one grantee (an actor); administrators (role `*`) bypass restriction grants. */
+export function grantAllows(grantee: Grantee, key: string, targetAlias: string, targetId: Expression<unknown>): RawBuilder<boolean> {
+  if (grantee.isAdmin) return sql<boolean>`true`
+  return grantAllowsWhen(grantee.tenantId, granteeMatches(grantee), key, targetAlias, targetId)
+}
+
+/** Filters any query of targets to the rows where `grantee` holds `key` (one statement, in SQL). */
+export function whereAccessible<Q extends SelectQueryBuilder<any, any, any>>(
+  query: Q,
+  grantee: Grantee,
+  key: string,
+  targetAlias: string,
+  targetIdColumn: string,
+): Q {
+  if (grantee.isAdmin) return query
+  return query.where(grantAllows(grantee, key, targetAlias, sql.ref(targetIdColumn)) as Expression<SqlBool>) as Q
+}
+
+/** Whether `grantee` holds `key` on one target. */
+export async function hasGrantAccess(db: Db, grantee: Grantee, key: string, targetAlias: string, targetId: number | string): Promise<boolean> {
+  if (grantee.isAdmin) return true
+  const { rows } = await sql<{ allowed: boolean }>`select ${grantAllows(grantee, key, targetAlias, sql`${String(targetId)}`)} as allowed`.execute(db)
+  return rows[0]?.allowed === true
+}

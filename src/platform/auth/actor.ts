@@ -1,0 +1,12 @@
+/** The authenticated principal of a request. */
+export interface Actor {
+  userId: number
+  tenantId: number
+  roleId: number
+  departmentIds: number[]
+  permissions: ReadonlySet<string>
+  /** The role holds `*`: bypasses restriction grants everywhere (contract 00 §6). */
+  isAdmin: boolean
+  langId: string | null
+  tokenId: number
+}

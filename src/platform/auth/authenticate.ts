@@ -1,0 +1,73 @@
+import { type CompiledQuery, sql } from 'kysely'
+import type { FastifyRequest } from 'fastify'
+import type { Db } from '../db/schema.js'
+import { unauthorized } from '../http/errors.js'
+import type { Actor } from './actor.js'
+import { hashAccessToken } from './tokens.js'
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    actor: Actor
+  }
+}
+
+const BEARER = /^Bearer\s+(wp_[A-Za-z0-9_-]{20,200})\s*$/
+
+function actorQuery(db: Db, tokenHash: Buffer) {
+  return db
+    .selectFrom('access_tokens as t')
+    .innerJoin('users as u', (join) => join.onRef('u.id', '=', 't.user_id').onRef('u.tenant_id', '=', 't.tenant_id'))
+    .innerJoin('roles as r', (join) => join.onRef('r.id', '=', 'u.role_id').onRef('r.tenant_id', '=', 'u.tenant_id'))
+    .select([
+      't.id as token_id', 'u.id as user_id', 'u.tenant_id', 'u.role_id', 'u.lang_id', 'r.permissions',
+      sql<number[]>`array(select du.department_id from department_users du where du.tenant_id = u.tenant_id and du.user_id = u.id)`.as('department_ids'),
+    ])
+    .where('t.token_hash', '=', tokenHash)
+    .where('t.revoked_at', 'is', null)
+    .where(sql<boolean>`t.expires_at > now()`)
+    .where('u.deleted_at', 'is', null)
+    .where('u.blacked_out_at', 'is', null)
+    .where('u.active', '=', true)
+    .where(sql<boolean>`(u.logout_requested_at is null or t.created_at > u.logout_requested_at)`)
+}
+
+type ActorRow = Awaited<ReturnType<ReturnType<typeof actorQuery>['executeTakeFirst']>>
+// Runs on every authenticated request: compiled once, executed with the token hash as its only parameter.
+let compiledActorQuery: CompiledQuery | undefined
+
+/**
+ * Resolves a bearer token to an actor in one query. Expired, revoked and unknown tokens, tokens of
+ * inactive/deleted/blacked-out users, and tokens issued before the user's logout mark are refused.
+ */
+export async function resolveActor(db: Db, token: string): Promise<Actor | undefined> {
+  compiledActorQuery ??= actorQuery(db, Buffer.alloc(0)).compile()
+  const { rows } = await db.executeQuery<NonNullable<ActorRow>>({ ...compiledActorQuery, parameters: [hashAccessToken(token), ...compiledActorQuery.parameters.slice(1)] })
+  const row = rows[0]
+  if (!row) return undefined
+  const permissions = new Set(row.permissions)
+  return {
+    userId: row.user_id,
+    tenantId: row.tenant_id,
+    roleId: row.role_id,
+    departmentIds: row.department_ids.map(Number),
+    permissions,
+    isAdmin: permissions.has('*'),
+    langId: row.lang_id,
+    tokenId: row.token_id,
+  }
+}
+
+export function bearerToken(request: FastifyRequest): string | undefined {
+  const header = request.headers.authorization
+  if (!header) return undefined
+  return BEARER.exec(header)?.[1]
+}
+
+/** onRequest hook body: sets `request.actor` or throws 401 (identical for every failure). */
+export async function authenticateRequest(db: Db, request: FastifyRequest): Promise<void> {
+  const token = bearerToken(request)
+  if (!token) throw unauthorized()
+  const actor = await resolveActor(db, token)
+  if (!actor) throw unauthorized()
+  request.actor = actor
+}

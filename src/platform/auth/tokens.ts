@@ -1,0 +1,56 @@
+import { createHash, randomBytes } from 'node:crypto'
+import { sql } from 'kysely'
+import type { Db } from '../db/schema.js'
+
+/** `wp_` + 32 random bytes in base64url; only the SHA-256 of it is stored. */
+export function generateAccessToken(): string {
+  return `wp_${randomBytes(32).toString('base64url')}`
+}
+
+export function hashAccessToken(token: string): Buffer {
+  return createHash('sha256').update(token).digest()
+}
+
+export interface IssuedToken {
+  token: string
+  id: number
+  expiresAt: string
+}
+
+/** Issues an opaque access token for a user. */
+export async function issueAccessToken(
+  db: Db,
+  tenantId: number,
+  userId: number,
+  ttlDays: number,
+  deviceName?: string | null,
+): Promise<IssuedToken> {
+  const token = generateAccessToken()
+  const row = await db
+    .insertInto('access_tokens')
+    .values({
+      tenant_id: tenantId,
+      user_id: userId,
+      token_hash: hashAccessToken(token),
+      device_name: deviceName ?? null,
+      // clock_timestamp(): a token issued after a logout mark in the same transaction must be newer than it.
+      created_at: sql`clock_timestamp()` as never,
+      expires_at: sql`now() + make_interval(days => ${ttlDays})` as never,
+    })
+    .returning(['id', 'expires_at'])
+    .executeTakeFirstOrThrow()
+  return { token, id: row.id, expiresAt: row.expires_at }
+}
+
+export async function revokeAccessToken(db: Db, tenantId: number, tokenId: number): Promise<void> {
+  await db.updateTable('access_tokens').set({ revoked_at: sql`now()` as never })
+    .where('tenant_id', '=', tenantId).where('id', '=', tokenId).where('revoked_at', 'is', null).execute()
+}
+
+/** Revokes every token of a user, optionally keeping one (the token of the current request). */
+export async function revokeUserTokens(db: Db, tenantId: number, userId: number, exceptTokenId?: number): Promise<void> {
+  let query = db.updateTable('access_tokens').set({ revoked_at: sql`now()` as never })
+    .where('tenant_id', '=', tenantId).where('user_id', '=', userId).where('revoked_at', 'is', null)
+  if (exceptTokenId !== undefined) query = query.where('id', '!=', exceptTokenId)
+  await query.execute()
+}

@@ -1,0 +1,306 @@
+import type { Readable } from 'node:stream'
+import { type Expression, type Kysely, type RawBuilder, sql } from 'kysely'
+import type { Actor } from '../auth/actor.js'
+import type { Db } from '../db/schema.js'
+import { recordDomainEvent } from '../events/domain-events.js'
+import { FieldErrorCollector, forbidden, notFound } from '../http/errors.js'
+import type { RawListQuery } from '../query/parse-query.js'
+import { defineResource, type FieldDef, type ResourceDef } from '../query/resource.js'
+import { listResource, showResource } from '../query/run-query.js'
+import { actorPrincipal, type FolderIdVisibleSql, type Principal, userSetPrincipal } from './content-access.js'
+
+/** A content record's folder column (contract 30): a folder of one type whose visibility it inherits. */
+export interface ContentFolder {
+  column: string
+  type: string
+  /** Module of the folder type (`infoboardChannel` → `infoboard`), for the set-based viewer rule. */
+  module: string
+  /** The folders module's `folderIdVisibleSql`. */
+  visibleSql: FolderIdVisibleSql
+}
+
+export type ContentRow = Record<string, unknown> & { id: number; user_id: number | null }
+export type ChangeKind = 'created' | 'updated' | 'deleted'
+export interface ContentChange { kind: ChangeKind; actor: Actor; row: ContentRow; eventId: string }
+
+export interface ContentDeclaration {
+  alias: string
+  table: string
+  /** `<module>.view` / `<module>.manage` govern the records. */
+  module: string
+  label: string
+  /** Output fields besides `id, user_id, created_at, updated_at`; their columns are the writable ones. */
+  fields: Record<string, FieldDef>
+  folder?: ContentFolder
+  /** The record lives inside another content record and is visible only where that one is. */
+  parent?: { column: string; resource: ContentResource }
+  /** Body fields naming other content the requester must be able to view (else 422 on the field). */
+  references?: Record<string, ContentResource | 'self'>
+  /** Extra view condition (e.g. form messages: the form's `viewFormMessages` rule). */
+  viewRule?: (p: Principal, alias: string) => RawBuilder<boolean>
+  /** Who may create: `manage` (default) or viewers of the parent passing `createRule`. */
+  createBy?: { viewersOfParent: true; rule?: (p: Principal, parentAlias: string) => RawBuilder<boolean> }
+  /** The front-end path of a record (under APP_URL), from its stored columns. */
+  appPath: (row: ContentRow) => string
+  /** Field checks and normalization of written values (merged with the stored row on update). */
+  prepare?: (values: Record<string, unknown>, merged: Record<string, unknown>, errors: FieldErrorCollector) => Record<string, unknown>
+  /** Runs in the change's transaction after the domain event (e.g. queue notifications). */
+  afterChange?: (trx: Db, change: ContentChange) => Promise<void>
+  /** Runs in the delete's transaction before the row goes (e.g. refuse a non-empty directory). */
+  beforeDelete?: (trx: Db, actor: Actor, row: ContentRow) => Promise<void>
+  /** Title for shared-item `url_context`. */
+  titleColumn?: string
+}
+
+/** What a content declaration yields: the rule, the service functions, and what other modules need. */
+export interface ContentResource {
+  alias: string
+  table: string
+  module: string
+  label: string
+  titleColumn?: string
+  resource: ResourceDef
+  columns: string[]
+  visibleTo(p: Principal, alias: string): RawBuilder<boolean>
+  canView(db: Db, actor: Actor, id: number): Promise<boolean>
+  exists(db: Db, tenantId: number, id: number): Promise<boolean>
+  findVisible(db: Db, actor: Actor, id: number): Promise<ContentRow | undefined>
+  findStored(db: Db, tenantId: number, id: number): Promise<ContentRow | undefined>
+  list(db: Db, actor: Actor, query: RawListQuery, scope?: Record<string, unknown>): Promise<Readable | Record<string, unknown>[]>
+  show(db: Db, actor: Actor, id: number, query?: RawListQuery, bypassVisibility?: boolean): Promise<Record<string, unknown>>
+  create(db: Db, actor: Actor, body: Record<string, unknown>, trusted?: Record<string, unknown>): Promise<ContentRow>
+  update(db: Db, actor: Actor, id: number, body: Record<string, unknown>): Promise<ContentRow>
+  remove(db: Db, actor: Actor, id: number): Promise<ContentRow>
+  viewersSql(tenantId: number, id: number): RawBuilder<{ id: number }>
+  appUrl(appBase: string, row: ContentRow): string
+  deleteGrantsUnder(trx: Db, tenantId: number, parentId: number): Promise<void>
+  addChild(child: ContentResource): void
+}
+
+const any = (db: Db) => db as unknown as Kysely<any>
+
+/** Binds JSON fields for a jsonb column; everything else as is. */
+function columnValues(fields: Record<string, FieldDef>, values: Record<string, unknown>): Record<string, unknown> {
+  const out: Record<string, unknown> = {}
+  for (const [key, value] of Object.entries(values)) {
+    if (!(key in fields)) continue
+    out[key] = fields[key].type === 'json' && value !== null ? JSON.stringify(value) : value
+  }
+  return out
+}
+
+/**
+ * The generic content resource (contract 30): one declaration gives the visibility rule (module
+ * permission → the record's grants → its folder → its parent, in SQL), list/show with the query
+ * conventions, create/update/delete with domain events in the same transaction, the set-based
+ * "who can view it" query for notifications, and what shared items need (exists/canView/urls).
+ */
+export function defineContent(decl: ContentDeclaration): ContentResource {
+  const resource: ResourceDef = defineResource({
+    name: decl.alias,
+    alias: 'c',
+    uniqueKey: 'id',
+    defaultSort: ['id'],
+    fields: {
+      id: { type: 'id' },
+      user_id: { type: 'id' },
+      ...decl.fields,
+      created_at: { type: 'timestamp' },
+      updated_at: { type: 'timestamp' },
+    },
+  })
+  const columns = Object.keys(decl.fields)
+  const table = sql.table(decl.table)
+  const tableAs = (alias: string) => `${decl.table} as ${alias}`
+
+  /** SQL: the record under `alias` is visible to the principal (the one content rule). */
+  function visibleTo(p: Principal, alias: string): RawBuilder<boolean> {
+    const parts: RawBuilder<boolean>[] = [p.grant('view', decl.alias, sql.ref(`${alias}.id`))]
+    if (decl.folder) parts.push(p.folderVisible(sql.ref(`${alias}.${decl.folder.column}`)))
+    if (decl.parent) {
+      const pa = `${alias}p`
+      const column = sql.ref(`${alias}.${decl.parent.column}`)
+      parts.push(sql<boolean>`(${column} is null or exists (select 1 from ${sql.table(decl.parent.resource.table)} as ${sql.id(pa)}
+        where ${sql.ref(`${pa}.tenant_id`)} = ${p.tenantId} and ${sql.ref(`${pa}.id`)} = ${column}
+        and ${decl.parent.resource.visibleTo(p, pa)}))`)
+    }
+    if (decl.viewRule) parts.push(decl.viewRule(p, alias))
+    return sql<boolean>`(${p.can(`${decl.module}.view`)} and (${p.isAdmin} or (${sql.join(parts, sql` and `)})))`
+  }
+
+  const principal = (actor: Actor) => actorPrincipal(actor, decl.folder?.visibleSql ?? (() => sql<boolean>`true`))
+  const ctx = (db: Db, actor: Actor) => ({ db, tenantId: actor.tenantId, actor })
+
+  /** Records of the tenant visible to the actor, as a query builder under alias `c`. */
+  function visibleQuery(db: Db, actor: Actor, p: Principal = principal(actor)) {
+    return any(db).selectFrom(tableAs('c')).where('c.tenant_id', '=', actor.tenantId).where(visibleTo(p, 'c'))
+  }
+
+  /** The stored row if the actor can view it. */
+  async function findVisible(db: Db, actor: Actor, id: number): Promise<ContentRow | undefined> {
+    return (await visibleQuery(db, actor).selectAll('c').where('c.id', '=', id).executeTakeFirst()) as ContentRow | undefined
+  }
+
+  /** Whether the actor can view the record (module permission, grants, folder, parent). */
+  async function canView(db: Db, actor: Actor, id: number): Promise<boolean> {
+    return (await findVisible(db, actor, id)) !== undefined
+  }
+
+  async function exists(db: Db, tenantId: number, id: number): Promise<boolean> {
+    const { rows } = await sql`select 1 from ${table} where tenant_id = ${tenantId} and id = ${id}`.execute(db)
+    return rows.length > 0
+  }
+
+  /** Lists visible records (filters, sort and limit in the same statement); `scope` pins a parent column. */
+  async function list(db: Db, actor: Actor, query: RawListQuery, scope?: Record<string, unknown>) {
+    if (!actor.permissions.has('*') && !actor.permissions.has(`${decl.module}.view`)) throw forbidden(`This requires the "${decl.module}.view" permission`)
+    const parent = decl.parent
+    if (parent && scope && !(await parent.resource.canView(db, actor, scope[parent.column] as number))) throw notFound(parent.resource.label)
+    let base = visibleQuery(db, actor)
+    for (const [column, value] of Object.entries(scope ?? {})) base = base.where(`c.${column}`, '=', value)
+    return listResource(ctx(db, actor), resource, base, query)
+  }
+
+  /** Shows one record; `bypassVisibility` only for a verified grant token naming exactly this record. */
+  async function show(db: Db, actor: Actor, id: number, query: RawListQuery = {}, bypassVisibility = false) {
+    if (bypassVisibility) {
+      const base = any(db).selectFrom(tableAs('c')).where('c.tenant_id', '=', actor.tenantId).where('c.id', '=', id)
+      return showResource(ctx(db, actor), resource, base, query, decl.label)
+    }
+    if (!actor.permissions.has('*') && !actor.permissions.has(`${decl.module}.view`)) throw forbidden(`This requires the "${decl.module}.view" permission`)
+    return showResource(ctx(db, actor), resource, visibleQuery(db, actor).where('c.id', '=', id), query, decl.label)
+  }
+
+  /** 422 on each referenced record or folder the actor cannot see (or of the wrong folder type). */
+  async function checkReferences(db: Db, actor: Actor, values: Record<string, unknown>, errors: FieldErrorCollector) {
+    for (const [field, target] of Object.entries(decl.references ?? {})) {
+      const id = values[field]
+      const content = target === 'self' ? self : target
+      if (typeof id === 'number' && !(await content.canView(db, actor, id))) errors.add(field, `no such ${content.label.toLowerCase()}`)
+    }
+    const folder = decl.folder
+    const folderId = folder ? values[folder.column] : undefined
+    if (folder && typeof folderId === 'number') {
+      const { rows } = await sql`select 1 from folders f where f.tenant_id = ${actor.tenantId} and f.id = ${folderId}
+        and f.type = ${folder.type} and ${folder.visibleSql(actor, sql.ref('f.id'))}`.execute(db)
+      if (rows.length === 0) errors.add(folder.column, `no such ${folder.type} folder`)
+    }
+  }
+
+  async function recordChange(trx: Db, actor: Actor, kind: ChangeKind, row: ContentRow, data: Record<string, unknown>) {
+    const eventId = await recordDomainEvent(trx, {
+      type: `${decl.alias}.${kind}`, tenantId: actor.tenantId, actorId: actor.userId, subjectType: decl.alias, subjectId: row.id, data,
+    })
+    await decl.afterChange?.(trx, { kind, actor, row, eventId })
+  }
+
+  /** Parent of a nested create: 404 unless visible; 403 unless the create rule passes. */
+  async function checkCreateRights(db: Db, actor: Actor, values: Record<string, unknown>, nestedUnderParent: boolean) {
+    const parent = decl.parent
+    if (parent && nestedUnderParent && !(await parent.resource.canView(db, actor, values[parent.column] as number))) throw notFound(parent.resource.label)
+    if (!decl.createBy) {
+      if (!actor.permissions.has('*') && !actor.permissions.has(`${decl.module}.manage`)) throw forbidden(`This requires the "${decl.module}.manage" permission`)
+      return
+    }
+    if (!parent || !decl.createBy.rule) return
+    const p = principal(actor)
+    const { rows } = await sql`select 1 from ${sql.table(parent.resource.table)} as cp where cp.tenant_id = ${actor.tenantId}
+      and cp.id = ${values[parent.column]} and (${p.isAdmin} or ${decl.createBy.rule(p, 'cp')})`.execute(db)
+    if (rows.length === 0) throw forbidden(`You may not add a ${decl.label.toLowerCase()} here`)
+  }
+
+  /** Creates a record (author = actor); `trusted` columns come from the server (e.g. file sizes). */
+  async function create(db: Db, actor: Actor, body: Record<string, unknown>, trusted: Record<string, unknown> = {}): Promise<ContentRow> {
+    await checkCreateRights(db, actor, { ...body, ...trusted }, decl.parent !== undefined && decl.parent.column in trusted)
+    const errors = new FieldErrorCollector()
+    await checkReferences(db, actor, body, errors)
+    const values = decl.prepare ? decl.prepare(body, body, errors) : body
+    errors.throwIfAny()
+    return db.transaction().execute(async (trx) => {
+      const row = (await any(trx).insertInto(decl.table)
+        .values({ ...columnValues(decl.fields, values), ...trusted, tenant_id: actor.tenantId, user_id: actor.userId })
+        .returningAll().executeTakeFirstOrThrow()) as ContentRow
+      await recordChange(trx, actor, 'created', row, { ...values })
+      return row
+    })
+  }
+
+  /** The visible row, or 404; then `<module>.manage`, or 403. */
+  async function findManageable(db: Db, actor: Actor, id: number): Promise<ContentRow> {
+    const row = await findVisible(db, actor, id)
+    if (!row) throw notFound(decl.label)
+    if (!actor.permissions.has('*') && !actor.permissions.has(`${decl.module}.manage`)) throw forbidden(`This requires the "${decl.module}.manage" permission`)
+    return row
+  }
+
+  /** Updates the sent fields of a record the actor can view and manage. */
+  async function update(db: Db, actor: Actor, id: number, body: Record<string, unknown>): Promise<ContentRow> {
+    const stored = await findManageable(db, actor, id)
+    const errors = new FieldErrorCollector()
+    await checkReferences(db, actor, body, errors)
+    const values = decl.prepare ? decl.prepare(body, { ...stored, ...body }, errors) : body
+    errors.throwIfAny()
+    return db.transaction().execute(async (trx) => {
+      const row = (await any(trx).updateTable(decl.table).set({ ...columnValues(decl.fields, values), updated_at: sql`now()` })
+        .where('tenant_id', '=', actor.tenantId).where('id', '=', id).returningAll().executeTakeFirst()) as ContentRow | undefined
+      if (!row) throw notFound(decl.label)
+      await recordChange(trx, actor, 'updated', row, { ...values })
+      return row
+    })
+  }
+
+  /** Deletes a record the actor can view and manage, with the grants on it and on nested records. */
+  async function remove(db: Db, actor: Actor, id: number): Promise<ContentRow> {
+    const stored = await findManageable(db, actor, id)
+    return db.transaction().execute(async (trx) => {
+      await decl.beforeDelete?.(trx, actor, stored)
+      for (const child of children) await child.deleteGrantsUnder(trx, actor.tenantId, id)
+      await deleteGrants(trx, actor.tenantId, sql`${String(id)}`)
+      const row = (await any(trx).deleteFrom(decl.table).where('tenant_id', '=', actor.tenantId).where('id', '=', id)
+        .returningAll().executeTakeFirst()) as ContentRow | undefined
+      if (!row) throw notFound(decl.label)
+      await recordChange(trx, actor, 'deleted', row, {})
+      return row
+    })
+  }
+
+  function deleteGrants(trx: Db, tenantId: number, ids: RawBuilder<unknown>) {
+    return sql`delete from entity_permissions where tenant_id = ${tenantId} and target_entity = ${decl.alias}
+      and target_entity_id in (${ids})`.execute(trx)
+  }
+
+  /** Nested records cascade with their parent (foreign key); their grants go here. */
+  const children: ContentResource[] = []
+  async function deleteGrantsUnder(trx: Db, tenantId: number, parentId: number) {
+    const column = sql.ref(decl.parent!.column)
+    await deleteGrants(trx, tenantId, sql`select id::text from ${table} where tenant_id = ${tenantId} and ${column} = ${parentId}`)
+  }
+
+  /**
+   * SQL selecting the ids of every user of the tenant who can view record `id` (the same rule as
+   * `visibleTo`, evaluated per user row): the recipients of content notifications.
+   */
+  function viewersSql(tenantId: number, id: number): RawBuilder<{ id: number }> {
+    const p = userSetPrincipal(tenantId, decl.folder?.module)
+    return sql<{ id: number }>`select vu.id from users vu join roles vr on vr.tenant_id = vu.tenant_id and vr.id = vu.role_id
+      where vu.tenant_id = ${tenantId} and exists (
+        select 1 from ${table} as v where v.tenant_id = ${tenantId} and v.id = ${id} and ${visibleTo(p, 'v')})`
+  }
+
+  const appUrl = (appBase: string, row: ContentRow) => `${appBase.replace(/\/$/, '')}${decl.appPath(row)}`
+
+  async function findStored(db: Db, tenantId: number, id: number): Promise<ContentRow | undefined> {
+    return (await any(db).selectFrom(decl.table).selectAll().where('tenant_id', '=', tenantId).where('id', '=', id).executeTakeFirst()) as ContentRow | undefined
+  }
+
+  const self: ContentResource = {
+    alias: decl.alias, table: decl.table, module: decl.module, label: decl.label, titleColumn: decl.titleColumn, resource, columns,
+    visibleTo, canView, exists, findVisible, findStored, list, show, create, update, remove, viewersSql, appUrl, deleteGrantsUnder,
+    addChild: (child) => { children.push(child) },
+  }
+  decl.parent?.resource.addChild(self)
+  return self
+}
+
+export type { Principal }
+export const idRef = (alias: string, column: string): Expression<unknown> => sql.ref(`${alias}.${column}`)

@@ -1,0 +1,127 @@
+import type { FastifyInstance, FastifyRequest } from 'fastify'
+import { Type, type TObject, type TSchema } from 'typebox'
+import type { Actor } from '../auth/actor.js'
+import { authenticateRequest } from '../auth/authenticate.js'
+import { unauthorized } from '../http/errors.js'
+import type { Db } from '../db/schema.js'
+import { sendList } from '../http/list-response.js'
+import { errorResponses, IdParamsSchema, IdSchema, ListQuerySchema, Nullable, ShowQuerySchema, TimestampSchema } from '../http/schemas.js'
+import type { FieldType } from '../query/resource.js'
+import type { ContentResource } from './content-resource.js'
+
+const OUTPUT: Record<FieldType, () => TSchema> = {
+  id: () => Nullable(Type.Integer()),
+  integer: () => Nullable(Type.Integer()),
+  string: () => Nullable(Type.String()),
+  boolean: () => Type.Boolean(),
+  timestamp: () => Nullable(TimestampSchema),
+  date: () => Nullable(TimestampSchema),
+  uuid: () => Nullable(Type.String()),
+  json: () => Type.Unknown(),
+}
+
+/** The response schema of a content record, from its field declarations (every field optional: `selects`). */
+const recordSchemas = new WeakMap<ContentResource, TObject>()
+export function contentRecordSchema(content: ContentResource): TObject {
+  const known = recordSchemas.get(content)
+  if (known) return known
+  const properties = Object.fromEntries(Object.entries(content.resource.fields as Record<string, { type: FieldType }>).map(([name, f]) => [name, Type.Optional(OUTPUT[f.type]())]))
+  const schema = Type.Object(properties, { $id: `${content.alias[0].toUpperCase()}${content.alias.slice(1)}` })
+  recordSchemas.set(content, schema)
+  return schema
+}
+
+/** Create and update body schemas from one map of writable fields (unknown keys → 422). */
+export function contentBodies(fields: Record<string, TSchema>, required: string[]) {
+  const create = Type.Object(Object.fromEntries(Object.entries(fields).map(([k, s]) => [k, required.includes(k) ? s : Type.Optional(s)])), { additionalProperties: false })
+  const update = Type.Object(Object.fromEntries(Object.entries(fields).map(([k, s]) => [k, Type.Optional(s)])), { additionalProperties: false })
+  return { create, update }
+}
+
+/**
+ * How a show route is opened with `?grant_token=` (contract 30): resolves the token for exactly
+ * this target to the actor it was issued to, or throws 401. Set by the module that owns the tokens.
+ */
+export type GrantTokenActor = (db: Db, token: string, alias: string, id: number) => Promise<Actor>
+
+/** Who reads a single target: a grant token for exactly it (visibility bypassed), or the bearer. */
+export interface Viewer { actor: Actor; viaGrantToken: boolean }
+
+export const GrantTokenQuerySchema = Type.Object({ grant_token: Type.Optional(Type.String({ maxLength: 4096 })) })
+
+/** Resolves the viewer of a route marked `public`: `grant_token` when sent, else the bearer token. */
+export async function resolveViewer(request: FastifyRequest, db: Db, alias: string, id: number, grantTokens?: GrantTokenActor): Promise<Viewer> {
+  const token = (request.query as { grant_token?: unknown }).grant_token
+  if (token !== undefined && grantTokens) {
+    if (typeof token !== 'string' || token === '') throw unauthorized()
+    return { actor: await grantTokens(db, token, alias, id), viaGrantToken: true }
+  }
+  await authenticateRequest(db, request)
+  return { actor: request.actor, viaGrantToken: false }
+}
+
+export interface ContentRouteOptions {
+  db: Db
+  tag: string
+  /** `/api/calendar/events`; with `parentParam` the `:id` in it names the parent record. */
+  collection: string
+  /** `/api/calendar/events/:id` (omit for nested records without item routes). */
+  item?: string
+  bodies: { create?: TObject; update?: TObject }
+  operations: Array<'list' | 'show' | 'create' | 'update' | 'delete'>
+  parentColumn?: string
+  /** Show routes accept `grant_token` (and then authenticate themselves). */
+  grantTokens?: GrantTokenActor
+}
+
+type P = { id: number }
+
+/** Registers the standard routes of a content resource; each handler calls one service function. */
+export async function contentRoutes(app: FastifyInstance, content: ContentResource, o: ContentRouteOptions): Promise<void> {
+  const record = contentRecordSchema(content)
+  const tags = [o.tag]
+  const scope = (request: FastifyRequest) => (o.parentColumn ? { [o.parentColumn]: (request.params as P).id } : undefined)
+  const params = o.parentColumn ? { params: IdParamsSchema } : {}
+  if (o.operations.includes('list')) {
+    app.get(o.collection, { schema: { tags, ...params, querystring: ListQuerySchema, response: { 200: Type.Array(record), ...errorResponses } } },
+      async (request, reply) => {
+        return sendList(reply, await content.list(o.db, request.actor, request.query as never, scope(request)))
+      })
+  }
+  if (o.operations.includes('create') && o.bodies.create) {
+    app.post(o.collection, { schema: { tags, ...params, body: o.bodies.create, response: { 201: record, ...errorResponses } } },
+      async (request, reply) => {
+        const row = await content.create(o.db, request.actor, request.body as Record<string, unknown>, scope(request))
+        return reply.code(201).send(await content.show(o.db, request.actor, row.id, {}, true))
+      })
+  }
+  if (!o.item) return
+  if (o.operations.includes('show')) {
+    const tokens = o.grantTokens
+    app.get(o.item, {
+      config: tokens ? { public: true } : {},
+      schema: { tags, params: IdParamsSchema, querystring: Type.Intersect([ShowQuerySchema, GrantTokenQuerySchema]), response: { 200: record, ...errorResponses } },
+    }, async (request) => {
+      const id = (request.params as P).id
+      const { grant_token: _token, ...query } = request.query as Record<string, unknown>
+      const viewer = tokens
+        ? await resolveViewer(request, o.db, content.alias, id, tokens)
+        : { actor: request.actor, viaGrantToken: false }
+      return content.show(o.db, viewer.actor, id, query, viewer.viaGrantToken)
+    })
+  }
+  if (o.operations.includes('update') && o.bodies.update) {
+    app.put(o.item, { schema: { tags, params: IdParamsSchema, body: o.bodies.update, response: { 200: record, ...errorResponses } } },
+      async (request) => {
+        const row = await content.update(o.db, request.actor, (request.params as P).id, request.body as Record<string, unknown>)
+        return content.show(o.db, request.actor, row.id, {}, true)
+      })
+  }
+  if (o.operations.includes('delete')) {
+    app.delete(o.item, { schema: { tags, params: IdParamsSchema, response: { 204: Type.Null(), ...errorResponses } } },
+      async (request, reply) => {
+        await content.remove(o.db, request.actor, (request.params as P).id)
+        return reply.code(204).send()
+      })
+  }
+}

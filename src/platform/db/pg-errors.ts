@@ -1,0 +1,40 @@
+import { AppError } from '../http/errors.js'
+
+interface PgError {
+  code?: string
+  constraint?: string
+  routine?: string
+}
+
+const CONNECTION_FAILURES = new Set(['57P01', '57P02', '57P03', '08000', '08001', '08003', '08006', '53300'])
+const NODE_NETWORK_FAILURES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND'])
+
+/** Maps PostgreSQL errors by SQLSTATE (never by message text) to AppErrors; undefined when unknown. */
+export function mapPgError(error: unknown): AppError | undefined {
+  const pgError = error as PgError & { message?: string }
+  const code = pgError?.code
+  if (!code) {
+    if (error instanceof Error && /timeout exceeded when trying to connect|Connection terminated/i.test(error.message)) {
+      return new AppError(503, 'database_unavailable', 'The database is temporarily unavailable', undefined, { 'Retry-After': '5' })
+    }
+    return undefined
+  }
+  if (code === '23505') return new AppError(409, 'conflict', 'A record with these values already exists')
+  if (code === '23503') return new AppError(422, 'invalid_reference', 'A referenced record does not exist')
+  // class 22 (data exception: NUL bytes 22021, bad escapes 22025, out-of-range values, …) is always
+  // caused by the input; 54000 is a value too large to index (e.g. a huge string in a unique column)
+  if (code === '23514' || code.startsWith('22') || code === '54000') {
+    return new AppError(422, 'validation_failed', 'A value is out of range or malformed')
+  }
+  if (code === '40001' || code === '40P01') return new AppError(409, 'concurrent_update', 'The record was changed concurrently; retry')
+  if (code === '57014') return new AppError(503, 'query_timeout', 'The request took too long', undefined, { 'Retry-After': '1' })
+  if (CONNECTION_FAILURES.has(code) || NODE_NETWORK_FAILURES.has(code)) {
+    return new AppError(503, 'database_unavailable', 'The database is temporarily unavailable', undefined, { 'Retry-After': '5' })
+  }
+  return undefined
+}
+
+export function isUniqueViolation(error: unknown, constraint?: string): boolean {
+  const pgError = error as PgError
+  return pgError?.code === '23505' && (constraint === undefined || pgError.constraint === constraint)
+}

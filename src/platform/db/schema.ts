@@ -1,0 +1,292 @@
+import type { ColumnType, Generated, Kysely, Transaction } from 'kysely'
+
+/** Timestamps come back already formatted `YYYY-MM-DD HH:MM:SS` (see database.ts type parsers). */
+export type Timestamp = ColumnType<string, string | Date | undefined, string | Date>
+export type NullableTimestamp = ColumnType<string | null, string | Date | null | undefined, string | Date | null>
+/** bigint ids are parsed to numbers: they come from one sequence and stay far below 2^53. */
+export type Id = Generated<number>
+
+export interface TenantsTable {
+  id: Id
+  slug: string
+  name: string
+  settings: ColumnType<TenantSettings, string | undefined, string>
+  created_at: Timestamp
+  updated_at: Timestamp
+}
+
+export interface TenantSettings {
+  password_min_length?: number
+  single_session?: boolean
+  system_language?: string
+}
+
+export interface LanguagesTable {
+  id: string
+  name: string
+}
+
+export interface RolesTable {
+  id: Id
+  tenant_id: number
+  name: string
+  permissions: string[]
+  active: Generated<boolean>
+  folder_id: number | null
+  created_at: Timestamp
+  updated_at: Timestamp
+}
+
+export interface DepartmentsTable {
+  id: Id
+  tenant_id: number
+  name: string
+  folder_id: number | null
+  notification_setting_id: number | null
+  created_at: Timestamp
+  updated_at: Timestamp
+}
+
+export interface DepartmentUsersTable {
+  tenant_id: number
+  department_id: number
+  user_id: number
+}
+
+export interface NotificationSettingsTable {
+  id: Id
+  tenant_id: number
+  key: string
+  sort_number: number
+  created_at: Timestamp
+  updated_at: Timestamp
+}
+
+export interface UsersTable {
+  id: Id
+  tenant_id: number
+  username: string
+  password_hash: string
+  first_name: Generated<string>
+  last_name: Generated<string>
+  active: Generated<boolean>
+  active_derived: Generated<boolean>
+  group_account: Generated<boolean>
+  role_id: number
+  lang_id: string | null
+  profile_picture: string | null
+  street: string | null
+  zipcode: string | null
+  city: string | null
+  email: string | null
+  phone: string | null
+  birthdate: NullableTimestamp
+  gender: string | null
+  entering_date: NullableTimestamp
+  leaving_date: NullableTimestamp
+  staff_number: string | null
+  wants_email_notifications: Generated<boolean>
+  default_route: string | null
+  prevent_logout: Generated<boolean>
+  password_change_required: Generated<boolean>
+  logout_requested_at: NullableTimestamp
+  created_at: Timestamp
+  updated_at: Timestamp
+  deleted_at: NullableTimestamp
+  blacked_out_at: NullableTimestamp
+}
+
+export interface AccessTokensTable {
+  id: Id
+  tenant_id: number
+  user_id: number
+  token_hash: Buffer
+  device_name: string | null
+  created_at: Timestamp
+  expires_at: Timestamp
+  revoked_at: NullableTimestamp
+}
+
+export interface LoginFailuresTable {
+  id: Generated<number>
+  tenant_slug: string
+  username: string
+  attempted_at: Timestamp
+}
+
+export interface EntityPermissionsTable {
+  id: Id
+  tenant_id: number
+  key: string
+  permission_entity: 'user' | 'role' | 'department'
+  permission_entity_id: number
+  target_entity: string
+  target_entity_id: string
+  created_at: Timestamp
+  updated_at: Timestamp
+}
+
+export interface DomainEventsTable {
+  id: Generated<string>
+  tenant_id: number
+  type: string
+  occurred_at: Timestamp
+  actor_id: number | null
+  subject_type: string
+  subject_id: string
+  data: ColumnType<Record<string, unknown>, string, string>
+}
+
+export type FolderType = 'department' | 'form' | 'infoboardChannel' | 'report' | 'reportDefinition' | 'role' | 'survey' | 'taskAssignment' | 'taskTemplate'
+
+export interface FoldersTable {
+  id: Id
+  tenant_id: number
+  type: FolderType
+  parent_id: number | null
+  lang_id: string
+  icon_id: number | null
+  show_on_menu: Generated<boolean>
+  user_id: number | null
+  /** Ancestor ids root first, then the folder's own id (maintained by the folders service). */
+  path: number[]
+  created_at: Timestamp
+  updated_at: Timestamp
+}
+
+export interface FolderTranslationsTable {
+  tenant_id: number
+  folder_id: number
+  lang_id: string
+  name: string
+  created_at: Timestamp
+  updated_at: Timestamp
+}
+
+export interface NotificationsTable {
+  id: Generated<string>
+  tenant_id: number
+  type: string
+  notifiable_type: Generated<string>
+  notifiable_id: number
+  targetable_type: string
+  targetable_id: number
+  source_key: string
+  data: ColumnType<Record<string, unknown>, string, string>
+  seen_at: NullableTimestamp
+  read_at: NullableTimestamp
+  created_at: Timestamp
+  updated_at: Timestamp
+}
+
+export interface GenericNotificationsTable {
+  id: Id
+  tenant_id: number
+  title: string
+  body: string
+  url: string
+  user_id: number | null
+  department_ids: ColumnType<number[], number[] | undefined, number[]>
+  user_ids: ColumnType<number[], number[] | undefined, number[]>
+  created_at: Timestamp
+}
+
+export interface OutboundMessagesTable {
+  id: Id
+  tenant_id: number
+  channel: 'email' | 'push'
+  status: 'stored' | 'sent'
+  user_id: number | null
+  notification_id: string | null
+  recipient: string | null
+  subject: string | null
+  body_html: string | null
+  body_text: string | null
+  payload: ColumnType<Record<string, unknown>, string | undefined, string>
+  created_at: Timestamp
+}
+
+export interface AutomationsTable {
+  id: Id
+  tenant_id: number
+  name: string
+  event: string
+  active: Generated<boolean>
+  actions: ColumnType<Array<{ type: string; config: Record<string, unknown> }>, string, string>
+  user_id: number | null
+  created_at: Timestamp
+  updated_at: Timestamp
+}
+
+export interface WebhookDeliveriesTable {
+  id: Id
+  tenant_id: number
+  automation_id: number
+  action_index: number
+  event_id: string
+  event_type: string
+  event_timestamp: string
+  event_data: ColumnType<Record<string, unknown>, string, string>
+  url: string
+  method: string
+  status: Generated<'pending' | 'succeeded' | 'retrying' | 'failed'>
+  series: Generated<number>
+  attempts: Generated<number>
+  response_status: number | null
+  response_time_ms: number | null
+  response_body: string | null
+  error: string | null
+  next_attempt_at: NullableTimestamp
+  created_at: Timestamp
+  updated_at: Timestamp
+}
+
+export interface SigningKeysTable {
+  kid: string
+  alg: string
+  public_jwk: ColumnType<Record<string, unknown>, string, string>
+  private_jwk: ColumnType<Record<string, unknown>, string, string>
+  created_at: Timestamp
+  retired_at: NullableTimestamp
+}
+
+export interface SharedItemsTable {
+  id: Generated<string>
+  tenant_id: number
+  user_id: number | null
+  type: string
+  redirect_type: string
+  targetable_type: string
+  targetable_id: string
+  config: ColumnType<Record<string, unknown>, string, string>
+  created_at: Timestamp
+  updated_at: Timestamp
+  deleted_at: NullableTimestamp
+}
+
+/** One source of truth for table types; modules add their tables here as they land. */
+export interface Database {
+  tenants: TenantsTable
+  languages: LanguagesTable
+  roles: RolesTable
+  departments: DepartmentsTable
+  department_users: DepartmentUsersTable
+  notification_settings: NotificationSettingsTable
+  users: UsersTable
+  access_tokens: AccessTokensTable
+  login_failures: LoginFailuresTable
+  entity_permissions: EntityPermissionsTable
+  domain_events: DomainEventsTable
+  automations: AutomationsTable
+  webhook_deliveries: WebhookDeliveriesTable
+  signing_keys: SigningKeysTable
+  notifications: NotificationsTable
+  generic_notifications: GenericNotificationsTable
+  outbound_messages: OutboundMessagesTable
+  folders: FoldersTable
+  folder_translations: FolderTranslationsTable
+  shared_items: SharedItemsTable
+}
+
+export type Db = Kysely<Database>
+export type Trx = Transaction<Database>

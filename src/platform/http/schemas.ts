@@ -1,0 +1,69 @@
+import { Type, type Static, type TSchema } from 'typebox'
+
+/** Shared schema atoms. Every route response map spreads `errorResponses`. */
+export const IdSchema = Type.Integer({ minimum: 1, maximum: 9007199254740991 })
+export const UuidSchema = Type.String({ format: 'uuid' })
+export const TimestampSchema = Type.String({ pattern: '^\\d{4}-\\d{2}-\\d{2} \\d{2}:\\d{2}:\\d{2}$', examples: ['2026-01-31 09:30:00'] })
+export const NullableTimestampSchema = Type.Union([TimestampSchema, Type.Null()])
+export const Nullable = <T extends TSchema>(schema: T) => Type.Union([schema, Type.Null()])
+
+/** Accepts `YYYY-MM-DD HH:MM:SS`, ISO 8601, or `YYYY-MM-DD` for date fields. */
+export const TimestampInputSchema = Type.String({
+  pattern: '^\\d{4}-\\d{2}-\\d{2}([ T]\\d{2}:\\d{2}(:\\d{2}(\\.\\d{1,9})?)?(Z|[+-]\\d{2}:?\\d{2})?)?$',
+  maxLength: 40,
+})
+
+export const IdParamsSchema = Type.Object({ id: IdSchema })
+export const UuidParamsSchema = Type.Object({ id: UuidSchema })
+
+export const ProblemSchema = Type.Object(
+  {
+    type: Type.String(),
+    title: Type.String(),
+    status: Type.Integer(),
+    detail: Type.String(),
+    code: Type.String(),
+    errors: Type.Optional(Type.Record(Type.String(), Type.Array(Type.String()))),
+  },
+  { $id: 'Problem', description: 'RFC 9457 problem details' },
+)
+export type Problem = Static<typeof ProblemSchema>
+
+/** Spread into every route's `response` so OpenAPI documents the error shape. */
+export const errorResponses = { '4xx': ProblemSchema, '5xx': ProblemSchema } as const
+
+/** `{status: "success", data}` — the envelope of users and notifications create/update/action endpoints. */
+export const Envelope = <T extends TSchema>(data: T) =>
+  Type.Object({ status: Type.Literal('success'), data })
+
+export function envelope<T>(data: T): { status: 'success'; data: T } {
+  return { status: 'success', data }
+}
+
+/** Query keys of every list endpoint (contract 00 §7); values are checked by the resource declaration. */
+export const ListQuerySchema = Type.Object(
+  {
+    selects: Type.Optional(Type.String({ maxLength: 2000 })),
+    select: Type.Optional(Type.String({ maxLength: 2000 })),
+    relations: Type.Optional(Type.String({ maxLength: 2000 })),
+    include: Type.Optional(Type.String({ maxLength: 2000 })),
+    limit: Type.Optional(Type.Integer({ minimum: 0, maximum: 1_000_000_000 })),
+    offset: Type.Optional(Type.Integer({ minimum: 0, maximum: 1_000_000_000 })),
+    sort: Type.Optional(Type.String({ maxLength: 500 })),
+    filter: Type.Optional(Type.Record(Type.String(), Type.Unknown())),
+  },
+  { additionalProperties: true },
+)
+export type ListQuery = Static<typeof ListQuerySchema>
+
+/** Query keys of single reads. */
+export const ShowQuerySchema = Type.Object(
+  {
+    selects: Type.Optional(Type.String({ maxLength: 2000 })),
+    select: Type.Optional(Type.String({ maxLength: 2000 })),
+    relations: Type.Optional(Type.String({ maxLength: 2000 })),
+    include: Type.Optional(Type.String({ maxLength: 2000 })),
+  },
+  { additionalProperties: true },
+)
+export type ShowQuery = Static<typeof ShowQuerySchema>

@@ -1,0 +1,19 @@
+import { Ajv } from 'ajv'
+import addFormatsModule from 'ajv-formats'
+import type { FastifyInstance } from 'fastify'
+
+const addFormats = addFormatsModule as unknown as (ajv: Ajv) => Ajv
+
+function createAjv(coerceTypes: boolean | 'array'): Ajv {
+  // removeAdditional: false — unknown body keys are rejected (422), never silently dropped.
+  const ajv = new Ajv({ allErrors: true, removeAdditional: false, useDefaults: true, coerceTypes, strict: false })
+  addFormats(ajv)
+  return ajv
+}
+
+/** JSON bodies are validated strictly (no type coercion); query strings and params are coerced. */
+export function registerValidation(app: FastifyInstance): void {
+  const strict = createAjv(false)
+  const coercing = createAjv('array')
+  app.setValidatorCompiler(({ schema, httpPart }) => (httpPart === 'body' ? strict : coercing).compile(schema))
+}

@@ -1,0 +1,70 @@
+import { sql } from 'kysely'
+import { run, type Runner, type Task, type TaskList } from 'graphile-worker'
+import type pg from 'pg'
+import type { Db } from '../db/schema.js'
+import { startWorkerLiveness } from './worker-liveness.js'
+
+export interface EnqueueOptions {
+  /** Jobs with the same key are de-duplicated while pending (graphile-worker job_key). */
+  key?: string
+  runAt?: Date
+  maxAttempts?: number
+  queue?: string
+}
+
+/**
+ * Enqueues a job through `db`, which may be a transaction: the job then commits or rolls back with
+ * the state change that caused it (no lost or phantom side effects).
+ */
+export async function enqueue(db: Db, name: string, payload: unknown, options: EnqueueOptions = {}): Promise<void> {
+  await sql`select graphile_worker.add_job(
+    identifier => ${name}::text,
+    payload => ${JSON.stringify(payload ?? {})}::json,
+    queue_name => ${options.queue ?? null}::text,
+    run_at => ${options.runAt ?? null}::timestamptz,
+    max_attempts => ${options.maxAttempts ?? null}::int,
+    job_key => ${options.key ?? null}::text
+  )`.execute(db)
+}
+
+/** Job handlers by name (`<module>:<verb>`: graphile-worker's crontab allows no dots); modules contribute them at composition. */
+export type JobHandlers = Record<string, Task>
+
+export interface WorkerOptions {
+  pool: pg.Pool
+  handlers: JobHandlers
+  concurrency: number
+  cron?: string
+  /** The database URL: enables crash recovery (jobs of killed workers run again within seconds). */
+  url?: string
+}
+
+/** Starts the graphile-worker runner in this process. */
+export async function startWorker(options: WorkerOptions): Promise<Runner> {
+  const liveness = options.url ? await startWorkerLiveness(options.url, options.pool) : undefined
+  const runner = await run({
+    pgPool: options.pool,
+    taskList: options.handlers as TaskList,
+    concurrency: options.concurrency,
+    noHandleSignals: true,
+    pollInterval: 1000,
+    crontab: options.cron,
+    events: liveness?.events,
+  })
+  void runner.promise.finally(() => liveness?.stop()).catch(() => undefined)
+  return runner
+}
+
+/**
+ * Stops a runner within a budget: running jobs get `budgetMs` to finish; after that they are
+ * released (failed with a retry, never lost: every job is idempotent), so shutdown ends in time.
+ */
+export async function stopWorker(runner: Runner, budgetMs = 5_000): Promise<'stopped' | 'released'> {
+  let timer: NodeJS.Timeout | undefined
+  const budget = new Promise<'timeout'>((resolve) => { timer = setTimeout(() => resolve('timeout'), budgetMs) })
+  const outcome = await Promise.race([runner.stop().then(() => 'stopped' as const), budget])
+  clearTimeout(timer)
+  if (outcome === 'stopped') return 'stopped'
+  await runner.kill('shutdown: jobs still running after the budget are released for a retry')
+  return 'released'
+}

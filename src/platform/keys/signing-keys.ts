@@ -1,0 +1,83 @@
+import { sql } from 'kysely'
+import { calculateJwkThumbprint, exportJWK, generateKeyPair, importJWK, type JWK } from 'jose'
+import type { Db } from '../db/schema.js'
+
+/** ES256 (P-256): the JWS algorithm with the widest receiver support after RS256, with small keys. */
+export const SIGNING_ALG = 'ES256'
+
+export interface SigningKey {
+  kid: string
+  alg: string
+  privateKey: CryptoKey
+}
+
+const PUBLIC_MEMBERS = ['kty', 'crv', 'x', 'y'] as const
+const imported = new Map<string, Promise<CryptoKey>>()
+
+function publicPart(jwk: JWK): JWK {
+  const out: JWK = {}
+  for (const member of PUBLIC_MEMBERS) if (jwk[member] !== undefined) (out as Record<string, unknown>)[member] = jwk[member]
+  return out
+}
+
+async function newKeyRow() {
+  const { privateKey } = await generateKeyPair(SIGNING_ALG, { extractable: true })
+  const privateJwk = await exportJWK(privateKey)
+  const publicJwk = publicPart(privateJwk)
+  const kid = await calculateJwkThumbprint(publicJwk, 'sha256')
+  return { kid, alg: SIGNING_ALG, public_jwk: JSON.stringify({ ...publicJwk, kid, alg: SIGNING_ALG, use: 'sig' }), private_jwk: JSON.stringify(privateJwk) }
+}
+
+// One writer at a time: key creation and rotation are serialized across processes.
+const lockKeys = (db: Db) => sql`select pg_advisory_xact_lock(hashtext('workplace:signing_keys'))`.execute(db)
+
+/** Creates the first signing key when none exists (idempotent; safe from parallel processes). */
+export async function ensureSigningKey(db: Db): Promise<void> {
+  const current = await db.selectFrom('signing_keys').select('kid').where('retired_at', 'is', null).executeTakeFirst()
+  if (current) return
+  await db.transaction().execute(async (trx) => {
+    await lockKeys(trx)
+    const again = await trx.selectFrom('signing_keys').select('kid').where('retired_at', 'is', null).executeTakeFirst()
+    if (!again) await trx.insertInto('signing_keys').values(await newKeyRow()).execute()
+  })
+}
+
+/**
+ * Makes a new key current and retires the old one; the retired key stays in the JWKS (as "previous")
+ * so tokens it signed verify until they expire. Returns the new `kid`.
+ */
+export async function rotateSigningKey(db: Db): Promise<{ kid: string; previousKid: string | null }> {
+  const row = await newKeyRow()
+  return db.transaction().execute(async (trx) => {
+    await lockKeys(trx)
+    const retired = await trx.updateTable('signing_keys').set({ retired_at: sql`now()` as never })
+      .where('retired_at', 'is', null).returning('kid').executeTakeFirst()
+    await trx.insertInto('signing_keys').values(row).execute()
+    return { kid: row.kid, previousKid: retired?.kid ?? null }
+  })
+}
+
+/** The current private signing key (created on first use). */
+export async function currentSigningKey(db: Db): Promise<SigningKey> {
+  await ensureSigningKey(db)
+  const row = await db.selectFrom('signing_keys').select(['kid', 'alg', 'private_jwk']).where('retired_at', 'is', null).executeTakeFirstOrThrow()
+  let key = imported.get(row.kid)
+  if (!key) {
+    key = importJWK(row.private_jwk as JWK, row.alg) as Promise<CryptoKey>
+    imported.set(row.kid, key)
+  }
+  return { kid: row.kid, alg: row.alg, privateKey: await key }
+}
+
+/** The public JWK Set: the current key and the previous one (never private members). */
+export async function publicJwks(db: Db): Promise<{ keys: JWK[] }> {
+  await ensureSigningKey(db)
+  const rows = await db.selectFrom('signing_keys').select('public_jwk')
+    .orderBy(sql`retired_at is null`, 'desc').orderBy('retired_at', 'desc').limit(2).execute()
+  return {
+    keys: rows.map((r) => {
+      const jwk = r.public_jwk as JWK
+      return { ...publicPart(jwk), kid: jwk.kid, alg: jwk.alg, use: jwk.use }
+    }),
+  }
+}

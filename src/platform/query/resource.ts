@@ -1,0 +1,63 @@
+import type { Expression, RawBuilder, SqlBool } from 'kysely'
+import type { Db } from '../db/schema.js'
+import type { Actor } from '../auth/actor.js'
+
+export type FieldType = 'integer' | 'string' | 'boolean' | 'timestamp' | 'date' | 'uuid' | 'json' | 'id'
+
+export interface QueryContext {
+  db: Db
+  tenantId: number
+  actor?: Actor
+  /** Public base of this API and of the front end, for computed URL fields. */
+  baseUrl?: string
+  appUrl?: string
+  /** Per-request switches a resource's `visible` rules read (e.g. `extendedFields`). */
+  flags?: Record<string, boolean>
+}
+
+/** A field a client may select, filter or sort by. Column fields default to `<alias>.<name>`. */
+export interface FieldDef<Row = any> {
+  type: FieldType
+  /** SQL expression of the field (default: the column of the same name on the resource alias). */
+  sql?: RawBuilder<unknown>
+  /** Computed in JavaScript from other fields (never filterable/sortable); `requires` lists them. */
+  compute?: (row: Row, ctx: QueryContext) => unknown
+  requires?: string[]
+  filterable?: boolean
+  sortable?: boolean
+  /** Part of the default selection when `selects` is absent (default true, false for computed). */
+  byDefault?: boolean
+  /** Gate on who may select it; selecting it without the right → 422. */
+  visible?: (ctx: QueryContext) => boolean
+  /** Columns that exist only to compute others and are never output. */
+  internal?: boolean
+}
+
+/** A relation loaded in one batched query for all rows of a page. */
+export interface RelationDef<Row = any> {
+  /** The field of the parent row whose values key the relation (e.g. `role_id`, `id`). */
+  key: string
+  many: boolean
+  load: (ctx: QueryContext, keys: Array<Row[keyof Row]>) => Promise<Map<unknown, unknown>>
+}
+
+/** A filter key that is not a plain field (e.g. `filter[text]`, `filter[unread]`). */
+export type CustomFilter = (value: unknown, ctx: QueryContext) => Expression<SqlBool>
+
+export interface ResourceDef<Row = any> {
+  name: string
+  /** SQL alias of the main table in the list query. */
+  alias: string
+  fields: Record<string, FieldDef<Row>>
+  relations?: Record<string, RelationDef<Row>>
+  defaultRelations?: string[]
+  customFilters?: Record<string, CustomFilter>
+  /** Default order, e.g. `['id']` or `['-created_at', '-id']`. */
+  defaultSort: string[]
+  /** Tie-breaker appended to every sort so that paging is stable. */
+  uniqueKey: string
+}
+
+export function defineResource<Row>(def: ResourceDef<Row>): ResourceDef<Row> {
+  return def
+}

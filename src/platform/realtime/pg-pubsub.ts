@@ -1,0 +1,144 @@
+import { sql } from 'kysely'
+import pg from 'pg'
+import type { Db } from '../db/schema.js'
+
+/**
+ * Cross-process publish/subscribe. The PostgreSQL implementation below uses LISTEN/NOTIFY so that
+ * several API processes see the same events without another server; swap it behind this interface
+ * (e.g. Redis) when the NOTIFY rate outgrows one database.
+ */
+export interface PubSub {
+  /** Subscribes to a channel; resolves once listening. Returns the unsubscribe function. */
+  subscribe(channel: string, handler: (payload: unknown) => void): Promise<() => Promise<void>>
+  close(): Promise<void>
+}
+
+const CHANNEL = /^[a-z_][a-z0-9_]{0,62}$/
+/** PostgreSQL drops NOTIFY payloads of 8000 bytes or more; stay well below. */
+export const MAX_NOTIFY_PAYLOAD_BYTES = 7900
+
+function checkChannel(channel: string): void {
+  if (!CHANNEL.test(channel)) throw new Error(`invalid channel name "${channel}"`)
+}
+
+/**
+ * Publishes through `db`, which may be a transaction: PostgreSQL delivers the message only when that
+ * transaction commits, so subscribers never see a change that rolled back.
+ */
+export async function publish(db: Db, channel: string, payload: unknown): Promise<void> {
+  checkChannel(channel)
+  const text = JSON.stringify(payload)
+  if (Buffer.byteLength(text) > MAX_NOTIFY_PAYLOAD_BYTES) throw new Error(`notify payload on "${channel}" exceeds ${MAX_NOTIFY_PAYLOAD_BYTES} bytes`)
+  await sql`select pg_notify(${channel}, ${text})`.execute(db)
+}
+
+export interface PgPubSubOptions {
+  /** Resolved lazily: the listener connects on the first subscription only. */
+  connectionString: () => Promise<string>
+  onError?: (error: unknown) => void
+  reconnectDelayMs?: number
+}
+
+/** LISTEN on one dedicated connection per process (not a pooled one: LISTEN is session state). */
+export function createPgPubSub(options: PgPubSubOptions): PubSub {
+  const handlers = new Map<string, Set<(payload: unknown) => void>>()
+  const reconnectDelay = options.reconnectDelayMs ?? 1000
+  let client: pg.Client | undefined
+  let connecting: Promise<pg.Client> | undefined
+  let closed = false
+  let reconnectTimer: NodeJS.Timeout | undefined
+
+  const report = (error: unknown) => options.onError?.(error)
+
+  function dispatch(message: pg.Notification): void {
+    const set = handlers.get(message.channel)
+    if (!set || message.payload === undefined) return
+    let payload: unknown
+    try {
+      payload = JSON.parse(message.payload)
+    } catch (error) {
+      report(error)
+      return
+    }
+    for (const handler of set) {
+      try {
+        handler(payload)
+      } catch (error) {
+        report(error)
+      }
+    }
+  }
+
+  function scheduleReconnect(): void {
+    if (closed || reconnectTimer || handlers.size === 0) return
+    reconnectTimer = setTimeout(() => {
+      reconnectTimer = undefined
+      connect().catch((error) => {
+        report(error)
+        scheduleReconnect()
+      })
+    }, reconnectDelay)
+    reconnectTimer.unref()
+  }
+
+  async function connect(): Promise<pg.Client> {
+    if (client) return client
+    connecting ??= (async () => {
+      const next = new pg.Client({ connectionString: await options.connectionString() })
+      next.on('notification', dispatch)
+      next.on('error', (error) => {
+        report(error)
+        if (client === next) client = undefined
+        next.end().catch(() => undefined)
+        scheduleReconnect()
+      })
+      next.on('end', () => {
+        if (client === next) {
+          client = undefined
+          scheduleReconnect()
+        }
+      })
+      await next.connect()
+      for (const channel of handlers.keys()) await next.query(`listen ${channel}`)
+      if (closed) {
+        await next.end()
+        throw new Error('pubsub closed')
+      }
+      client = next
+      return next
+    })().finally(() => {
+      connecting = undefined
+    })
+    return connecting
+  }
+
+  return {
+    async subscribe(channel, handler) {
+      checkChannel(channel)
+      if (closed) throw new Error('pubsub closed')
+      let set = handlers.get(channel)
+      const isNewChannel = !set
+      if (!set) handlers.set(channel, (set = new Set()))
+      set.add(handler)
+      const connected = client
+      if (!connected) await connect() // LISTENs every known channel
+      else if (isNewChannel) await connected.query(`listen ${channel}`) // name checked against CHANNEL above
+      return async () => {
+        const current = handlers.get(channel)
+        current?.delete(handler)
+        if (current && current.size === 0) {
+          handlers.delete(channel)
+          await client?.query(`unlisten ${channel}`).catch(report)
+        }
+      }
+    },
+    async close() {
+      closed = true
+      if (reconnectTimer) clearTimeout(reconnectTimer)
+      handlers.clear()
+      const current = client ?? (await connecting?.catch(() => undefined))
+      client = undefined
+      await current?.end().catch(() => undefined)
+    },
+  }
+}

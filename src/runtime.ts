@@ -1,0 +1,39 @@
+import type { Logger } from 'pino'
+import type { Config } from './config.js'
+import { openDatabase, type DatabaseHandle } from './platform/db/database.js'
+import { migrateToLatest } from './platform/db/migrate.js'
+import { startWorker } from './platform/jobs/jobs.js'
+import type { JobHandlers } from './platform/jobs/jobs.js'
+import type { AppDeps } from './platform/app-module.js'
+import { appModules } from './modules/index.js'
+
+/** Opens the configured database (embedded when DATABASE_URL is unset) and applies migrations. */
+export async function openRuntimeDatabase(config: Config, log: Logger, { migrate = true } = {}): Promise<DatabaseHandle> {
+  const handle = await openDatabase({
+    url: config.db.url,
+    dataDir: config.db.dataDir,
+    log: (message) => log.debug({ component: 'embedded-postgres' }, message),
+  })
+  if (migrate) {
+    const applied = await migrateToLatest(handle.db, handle.pool)
+    if (applied.length > 0) log.info({ migrations: applied }, 'migrations applied')
+  }
+  return handle
+}
+
+/** Job handlers and cron lines of every module. */
+export function collectJobs(deps: AppDeps): { handlers: JobHandlers; cron: string } {
+  const handlers: JobHandlers = {}
+  const cron: string[] = []
+  for (const module of appModules) {
+    Object.assign(handlers, module.jobs?.(deps) ?? {})
+    cron.push(...(module.cron ?? []))
+  }
+  return { handlers, cron: cron.join('\n') }
+}
+
+/** Starts the job worker with every module's handlers. */
+export async function runWorker(handle: DatabaseHandle, deps: AppDeps) {
+  const { handlers, cron } = collectJobs(deps)
+  return startWorker({ pool: handle.pool, url: handle.url, handlers, concurrency: deps.config.jobs.concurrency, cron: cron || undefined })
+}

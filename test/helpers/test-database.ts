@@ -1,0 +1,26 @@
+import { Kysely, PostgresDialect } from 'kysely'
+import Cursor from 'pg-cursor'
+import { createPool, preparingPool } from '../../src/platform/db/database.js'
+import type { Database, Db } from '../../src/platform/db/schema.js'
+
+let shared: { db: Db; pool: ReturnType<typeof createPool> } | undefined
+
+export function testDatabaseUrl(): string {
+  const url = process.env.TEST_DB_URL
+  if (!url) throw new Error('TEST_DB_URL is not set: run the tests with `npm test` (test/run-tests.ts prepares the database)')
+  return url
+}
+
+/** One pool per test process, on the migrated test database. */
+export function testDb(): Db {
+  if (!shared) {
+    const pool = createPool(testDatabaseUrl(), 10, true)
+    shared = { pool, db: new Kysely<Database>({ dialect: new PostgresDialect({ pool: preparingPool(pool), cursor: Cursor }) }) }
+  }
+  return shared.db
+}
+
+export async function closeTestDb(): Promise<void> {
+  if (shared) await shared.db.destroy()
+  shared = undefined
+}

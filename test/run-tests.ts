@@ -1,0 +1,89 @@
+/**
+ * `npm test`: prepares a fresh database, migrates it once, then runs node's test runner over every
+ * *.test.ts file with TEST_DB_URL pointing at it. Uses TEST_DATABASE_URL's server when set (a
+ * throwaway database is created there and dropped afterwards), else a private embedded PostgreSQL.
+ */
+import { spawn } from 'node:child_process'
+import { randomBytes } from 'node:crypto'
+import fs from 'node:fs/promises'
+import os from 'node:os'
+import path from 'node:path'
+import pg from 'pg'
+import { ensureDatabase, startEmbeddedPostgres } from '../src/platform/db/embedded-postgres.js'
+import { openDatabase } from '../src/platform/db/database.js'
+import { migrateToLatest } from '../src/platform/db/migrate.js'
+
+const root = path.resolve(import.meta.dirname, '..')
+const args = process.argv.slice(2)
+const suite = args[0] === '--suite' ? args[1] : 'unit'
+const explicitFiles = args[0] === '--suite' ? args.slice(2) : args
+
+async function listTests(dir: string, pattern: RegExp): Promise<string[]> {
+  const found: string[] = []
+  for (const entry of await fs.readdir(dir, { withFileTypes: true })) {
+    const full = path.join(dir, entry.name)
+    if (entry.isDirectory() && entry.name !== 'node_modules') found.push(...(await listTests(full, pattern)))
+    else if (pattern.test(entry.name)) found.push(path.relative(root, full))
+  }
+  return found.sort()
+}
+
+async function dropDatabase(url: string, database: string): Promise<void> {
+  const admin = new URL(url)
+  admin.pathname = '/postgres'
+  const client = new pg.Client({ connectionString: admin.toString() })
+  await client.connect()
+  await client.query(`drop database if exists "${database}" with (force)`).catch(() => undefined)
+  await client.end()
+}
+
+async function main(): Promise<number> {
+  const database = `wp_test_${Date.now()}_${randomBytes(3).toString('hex')}`
+  let url: string
+  let cleanup: () => Promise<void>
+  if (process.env.TEST_DATABASE_URL) {
+    const server = new URL(process.env.TEST_DATABASE_URL)
+    server.pathname = `/${database}`
+    await ensureDatabase(server.toString(), database)
+    url = server.toString()
+    cleanup = () => dropDatabase(url, database)
+    console.log(`# database: external server ${server.host}, throwaway database ${database}`)
+  } else {
+    // os.tmpdir() is traversable by the unprivileged server user even when the checkout is not
+    // one private cluster per run (parallel runs never stop each other's server)
+    const dataDir = process.env.TEST_DATA_DIR ?? (await fs.mkdtemp(path.join(os.tmpdir(), 'workplace-api-test-pg-')))
+    const server = await startEmbeddedPostgres(dataDir, database)
+    url = server.url
+    cleanup = async () => {
+      await dropDatabase(url, database)
+      await server.stop()
+      if (!process.env.TEST_DATA_DIR) await fs.rm(dataDir, { recursive: true, force: true })
+    }
+    console.log(`# database: embedded PostgreSQL in ${dataDir}, database ${database}`)
+  }
+
+  console.log(`# node ${process.version}`)
+  const handle = await openDatabase({ url, dataDir: '' })
+  await migrateToLatest(handle.db, handle.pool)
+  await handle.close()
+
+  const pattern = suite === 'reliability' ? /\.reliability\.ts$/ : /\.test\.ts$/
+  const files = explicitFiles.length > 0 ? explicitFiles : [...(await listTests(path.join(root, 'src'), pattern)), ...(await listTests(path.join(root, 'test'), pattern))]
+  const storage = await fs.mkdtemp(path.join(os.tmpdir(), 'workplace-api-test-storage-'))
+  const code = await new Promise<number>((resolve) => {
+    const child = spawn(process.execPath, ['--import', 'tsx', '--test', `--test-concurrency=${process.env.TEST_CONCURRENCY ?? 2}`, ...files], {
+      cwd: root,
+      stdio: 'inherit',
+      env: { ...process.env, TEST_DB_URL: url, NODE_ENV: 'test', TEST_STORAGE_DIR: storage },
+    })
+    child.on('close', (exitCode) => resolve(exitCode ?? 1))
+  })
+  await cleanup().catch((error) => console.error('# cleanup failed:', error))
+  await fs.rm(storage, { recursive: true, force: true })
+  return code
+}
+
+main().then((code) => process.exit(code), (error) => {
+  console.error(error)
+  process.exit(1)
+})
