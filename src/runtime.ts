@@ -35,5 +35,5 @@ export function collectJobs(deps: AppDeps): { handlers: JobHandlers; cron: strin
 /** Starts the job worker with every module's handlers. */
 export async function runWorker(handle: DatabaseHandle, deps: AppDeps) {
   const { handlers, cron } = collectJobs(deps)
-  return startWorker({ pool: handle.pool, url: handle.url, handlers, concurrency: deps.config.jobs.concurrency, cron: cron || undefined })
+  return startWorker({ pool: handle.pool, url: handle.url, handlers, concurrency: deps.config.jobs.concurrency, cron: cron || undefined, log: deps.log })
 }

@@ -132,7 +132,7 @@ test('SIGTERM under load: in-flight requests complete, new connections are refus
     console.log(`# shutdown: ${results.filter((r) => r.status === 200).length}/${results.length} requests answered 200, new request → ${late.status || late.type}, exit ${code} after ${exitMs} ms`)
     // every request the server had started before the signal completes (200); one it had not read yet
     // gets a retryable 503 problem+json or, on a connection not read yet, a reset; none hangs
-    const lines = server.output().split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as { msg: string; time: number; req?: { url: string } })
+    const lines = server.stdout().split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as { msg: string; time: number; req?: { url: string } })
     const shutdownAt = lines.find((l) => l.msg === 'shutting down')!.time
     const started = lines.filter((l) => l.msg === 'incoming request' && l.time < shutdownAt && /^\/api\/(users|roles)$/.test(l.req!.url)).length
     const completed = results.filter((r) => r.status === 200).length

@@ -1,5 +1,6 @@
 import { sql } from 'kysely'
-import { run, type Runner, type Task, type TaskList } from 'graphile-worker'
+import { Logger, run, type Runner, type Task, type TaskList } from 'graphile-worker'
+import type { Logger as PinoLogger } from 'pino'
 import type pg from 'pg'
 import type { Db } from '../db/schema.js'
 import { startWorkerLiveness } from './worker-liveness.js'
@@ -37,6 +38,18 @@ export interface WorkerOptions {
   cron?: string
   /** The database URL: enables crash recovery (jobs of killed workers run again within seconds). */
   url?: string
+  /** Where graphile-worker logs go (default: its console logger). */
+  log?: PinoLogger
+}
+
+/** graphile-worker's log calls as pino lines, so every line a process prints is structured JSON. */
+function pinoWorkerLogger(log: PinoLogger): Logger {
+  const worker = log.child({ component: 'worker' })
+  return new Logger((scope) => (level, message, meta) => {
+    const method = level === 'warning' ? 'warn' : level
+    const error = meta?.error
+    worker[method]({ scope, ...meta, ...(error instanceof Error ? { error: undefined, err: error } : {}) }, message)
+  })
 }
 
 /** Starts the graphile-worker runner in this process. */
@@ -50,6 +63,7 @@ export async function startWorker(options: WorkerOptions): Promise<Runner> {
     pollInterval: 1000,
     crontab: options.cron,
     events: liveness?.events,
+    ...(options.log ? { logger: pinoWorkerLogger(options.log) } : {}),
   })
   void runner.promise.finally(() => liveness?.stop()).catch(() => undefined)
   return runner

@@ -10,6 +10,8 @@ const root = path.resolve(import.meta.dirname, '../../..')
 export interface Proc {
   child: ChildProcess
   output: () => string
+  /** Only standard output: the process's JSON log lines, never split by interleaved stderr. */
+  stdout: () => string
   exited: Promise<number | null>
 }
 
@@ -21,10 +23,11 @@ export function workplace(command: 'serve' | 'worker', env: Record<string, strin
     cwd: root, env: { ...inherited, LOG_LEVEL: 'warn', NODE_ENV: 'production', ...env }, stdio: ['ignore', 'pipe', 'pipe'],
   })
   let log = ''
-  child.stdout!.on('data', (d) => { log = (log + d).slice(-2_000_000) })
+  let out = ''
+  child.stdout!.on('data', (d) => { log = (log + d).slice(-2_000_000); out = (out + d).slice(-2_000_000) })
   child.stderr!.on('data', (d) => { log = (log + d).slice(-2_000_000) })
   const exited = new Promise<number | null>((resolve) => child.on('exit', (code, signal) => resolve(code ?? (signal ? -1 : null))))
-  return { child, output: () => log, exited }
+  return { child, output: () => log, stdout: () => out, exited }
 }
 
 export async function freePort(): Promise<number> {
