@@ -8,7 +8,8 @@ import type { AppDeps } from './platform/app-module.js'
 import { registerErrorHandling } from './platform/http/error-handler.js'
 import { registerValidation } from './platform/http/validation.js'
 import { registerOpenApi } from './platform/http/openapi.js'
-import { authenticateRequest } from './platform/auth/authenticate.js'
+import { authenticateRequest, useActorCache } from './platform/auth/authenticate.js'
+import { startActorCache } from './platform/auth/actor-cache.js'
 import { AppError } from './platform/http/errors.js'
 import { healthRoutes } from './platform/http/health.js'
 import { registerMultipart } from './platform/http/multipart.js'
@@ -90,6 +91,12 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
     reply.header('x-content-type-options', 'nosniff')
     reply.header('x-request-id', request.id)
   })
+  const databaseUrl = options.databaseUrl ?? config.db.url
+  if (databaseUrl && config.auth.actorCache) {
+    const cache = await startActorCache(databaseUrl, (error) => app.log.warn({ err: error }, 'actor cache listener error'))
+    useActorCache(db, cache)
+    app.addHook('onClose', async () => cache.close())
+  }
   app.addHook('onRequest', async (request) => {
     if (closing) throw new AppError(503, 'shutting_down', 'The server is shutting down; retry', undefined, { 'Retry-After': '1', Connection: 'close' })
     if (refusedQueries.has(request.query as object)) {
@@ -100,7 +107,7 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
   })
 
   await registerOpenApi(app, config)
-  const deps: AppDeps = { db, config, log: app.log as unknown as Logger, databaseUrl: options.databaseUrl ?? config.db.url }
+  const deps: AppDeps = { db, config, log: app.log as unknown as Logger, databaseUrl }
   await app.register(healthRoutes, { db })
   for (const module of appModules) {
     if (module.routes) await app.register(async (scope) => module.routes!(scope, deps))

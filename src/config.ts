@@ -7,7 +7,7 @@ export interface Config {
   storageDir: string
   appUrl: string
   baseUrl: string
-  auth: { tokenTtlDays: number; loginMaxFailures: number; loginWindowSeconds: number }
+  auth: { tokenTtlDays: number; loginMaxFailures: number; loginWindowSeconds: number; actorCache: boolean }
   jobs: { runWorker: boolean; concurrency: number }
   webhooks: { allowPrivateNetworks: boolean }
   smtpUrl: string | undefined
@@ -54,6 +54,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     baseUrl: (env.BASE_URL || localBase).replace(/\/+$/, ''),
     auth: {
       tokenTtlDays: integer(env, 'TOKEN_TTL_DAYS', 30, problems),
+      actorCache: bool(env, 'AUTH_CACHE', true, problems),
       loginMaxFailures: 10,
       loginWindowSeconds: 15 * 60,
     },

@@ -3,6 +3,7 @@ import type { FastifyRequest } from 'fastify'
 import type { Db } from '../db/schema.js'
 import { unauthorized } from '../http/errors.js'
 import type { Actor } from './actor.js'
+import type { ActorCache, CachedActor } from './actor-cache.js'
 import { hashAccessToken } from './tokens.js'
 
 declare module 'fastify' {
@@ -19,7 +20,7 @@ function actorQuery(db: Db, tokenHash: Buffer) {
     .innerJoin('users as u', (join) => join.onRef('u.id', '=', 't.user_id').onRef('u.tenant_id', '=', 't.tenant_id'))
     .innerJoin('roles as r', (join) => join.onRef('r.id', '=', 'u.role_id').onRef('r.tenant_id', '=', 'u.tenant_id'))
     .select([
-      't.id as token_id', 'u.id as user_id', 'u.tenant_id', 'u.role_id', 'u.lang_id', 'r.permissions',
+      't.id as token_id', 't.expires_at', 'u.id as user_id', 'u.tenant_id', 'u.role_id', 'u.lang_id', 'r.permissions',
       sql<number[]>`array(select du.department_id from department_users du where du.tenant_id = u.tenant_id and du.user_id = u.id)`.as('department_ids'),
     ])
     .where('t.token_hash', '=', tokenHash)
@@ -35,17 +36,16 @@ type ActorRow = Awaited<ReturnType<ReturnType<typeof actorQuery>['executeTakeFir
 // Runs on every authenticated request: compiled once, executed with the token hash as its only parameter.
 let compiledActorQuery: CompiledQuery | undefined
 
-/**
- * Resolves a bearer token to an actor in one query. Expired, revoked and unknown tokens, tokens of
- * inactive/deleted/blacked-out users, and tokens issued before the user's logout mark are refused.
- */
-export async function resolveActor(db: Db, token: string): Promise<Actor | undefined> {
+/** `YYYY-MM-DD HH:MM:SS` (UTC, as the driver hands timestamps out) → ms since epoch. */
+const utcMillis = (timestamp: string) => Date.parse(`${timestamp.replace(' ', 'T')}Z`)
+
+async function lookupActor(db: Db, tokenHash: Buffer): Promise<CachedActor | undefined> {
   compiledActorQuery ??= actorQuery(db, Buffer.alloc(0)).compile()
-  const { rows } = await db.executeQuery<NonNullable<ActorRow>>({ ...compiledActorQuery, parameters: [hashAccessToken(token), ...compiledActorQuery.parameters.slice(1)] })
+  const { rows } = await db.executeQuery<NonNullable<ActorRow>>({ ...compiledActorQuery, parameters: [tokenHash, ...compiledActorQuery.parameters.slice(1)] })
   const row = rows[0]
   if (!row) return undefined
   const permissions = new Set(row.permissions)
-  return {
+  const actor: Actor = {
     userId: row.user_id,
     tenantId: row.tenant_id,
     roleId: row.role_id,
@@ -55,6 +55,26 @@ export async function resolveActor(db: Db, token: string): Promise<Actor | undef
     langId: row.lang_id,
     tokenId: row.token_id,
   }
+  return { actor, expiresAt: utcMillis(row.expires_at as unknown as string) }
+}
+
+const actorCaches = new WeakMap<Db, ActorCache>()
+
+/** Makes `resolveActor` on `db` go through `cache` (set up once per app). */
+export function useActorCache(db: Db, cache: ActorCache): void {
+  actorCaches.set(db, cache)
+}
+
+/**
+ * Resolves a bearer token to an actor in one query (or none, from the actor cache). Expired, revoked
+ * and unknown tokens, tokens of inactive/deleted/blacked-out users, and tokens issued before the
+ * user's logout mark are refused.
+ */
+export async function resolveActor(db: Db, token: string): Promise<Actor | undefined> {
+  const tokenHash = hashAccessToken(token)
+  const cache = actorCaches.get(db)
+  if (!cache) return (await lookupActor(db, tokenHash))?.actor
+  return cache.resolve(tokenHash.toString('base64'), () => lookupActor(db, tokenHash))
 }
 
 export function bearerToken(request: FastifyRequest): string | undefined {

@@ -79,10 +79,44 @@ function statementName(text: string): string | undefined {
   return name
 }
 
+type CommitListener = (tables: ReadonlySet<string>) => void
+const commitListeners = new Set<CommitListener>()
+
+/**
+ * Calls `listener` with the tables a statement of this process wrote, once that write is committed
+ * (after `commit`, or right away outside a transaction). In-process caches use it to invalidate
+ * synchronously: the client that made the change sees it on its very next request. Changes made by
+ * other processes reach them through NOTIFY instead.
+ */
+export function onCommittedWrites(listener: CommitListener): () => void {
+  commitListeners.add(listener)
+  return () => commitListeners.delete(listener)
+}
+
+function notifyCommitted(tables: ReadonlySet<string>): void {
+  if (tables.size > 0) for (const listener of commitListeners) listener(tables)
+}
+
+const WRITE = /\b(?:insert\s+into|update|delete\s+from|merge\s+into|truncate(?:\s+table)?)\s+(?:only\s+)?"?([a-z_][a-z0-9_]*)"?/gi
+type StatementKind = { transaction?: 'begin' | 'commit' | 'rollback'; writes: ReadonlySet<string> }
+const statementKinds = new Map<string, StatementKind>()
+
+/** What a SQL text does to transactions and which tables it writes (cached per distinct text). */
+function statementKind(text: string): StatementKind {
+  let kind = statementKinds.get(text)
+  if (kind) return kind
+  const head = text.trimStart().slice(0, 20).toLowerCase()
+  const transaction = /^(begin|start transaction)\b/.test(head) ? 'begin' : /^(commit|end)\b/.test(head) ? 'commit' : /^rollback\b(?!\s+to)/.test(head) ? 'rollback' : undefined
+  kind = { transaction, writes: new Set(Array.from(text.matchAll(WRITE), (m) => m[1].toLowerCase())) }
+  if (statementKinds.size < MAX_NAMED_STATEMENTS) statementKinds.set(text, kind)
+  return kind
+}
+
 /**
  * The pool as Kysely sees it: each checked-out client is wrapped so that Kysely's parameterized
- * queries `query(text, values)` go out as named (prepared) statements. The wrapper lives only for
- * Kysely's checkout; graphile-worker and `pool.query` use the same clients unwrapped.
+ * queries `query(text, values)` go out as named (prepared) statements, and committed writes are
+ * reported to `onCommittedWrites` listeners. The wrapper lives only for Kysely's checkout (a
+ * transaction is one checkout); graphile-worker and `pool.query` use the same clients unwrapped.
  */
 export function preparingPool(pool: pg.Pool): pg.Pool {
   return new Proxy(pool, {
@@ -90,12 +124,28 @@ export function preparingPool(pool: pg.Pool): pg.Pool {
       if (property !== 'connect') return Reflect.get(target, property, receiver)
       return async () => {
         const client = await target.connect()
-        const query = client.query.bind(client) as (...args: unknown[]) => unknown
+        const query = client.query.bind(client) as (...args: unknown[]) => Promise<unknown>
+        let inTransaction = false
+        let uncommitted = new Set<string>()
+        const afterStatement = (kind: StatementKind) => {
+          if (kind.transaction === 'begin') inTransaction = true
+          else if (kind.transaction) {
+            const written = uncommitted
+            inTransaction = false
+            uncommitted = new Set()
+            // a failed commit committed nothing: reporting it anyway only costs a cache refill
+            if (kind.transaction === 'commit') notifyCommitted(written)
+          } else if (inTransaction) for (const table of kind.writes) uncommitted.add(table)
+          else notifyCommitted(kind.writes)
+        }
         const preparedQuery = (...args: unknown[]) => {
           const [text, values] = args
           if (args.length === 2 && typeof text === 'string' && Array.isArray(values)) {
+            const kind = statementKind(text)
             const name = statementName(text)
-            if (name) return query({ name, text, values })
+            const result = name ? query({ name, text, values }) : query(text, values)
+            if (!kind.transaction && kind.writes.size === 0) return result
+            return result.finally(() => afterStatement(kind))
           }
           return query(...args)
         }

@@ -36,6 +36,8 @@ export interface PgPubSubOptions {
   /** Resolved lazily: the listener connects on the first subscription only. */
   connectionString: () => Promise<string>
   onError?: (error: unknown) => void
+  /** Called with true once every channel is LISTENed to, with false when that connection is lost. */
+  onListening?: (listening: boolean) => void
   reconnectDelayMs?: number
 }
 
@@ -49,6 +51,12 @@ export function createPgPubSub(options: PgPubSubOptions): PubSub {
   let reconnectTimer: NodeJS.Timeout | undefined
 
   const report = (error: unknown) => options.onError?.(error)
+  const lost = (lostClient: pg.Client) => {
+    if (client !== lostClient) return false
+    client = undefined
+    options.onListening?.(false)
+    return true
+  }
 
   function dispatch(message: pg.Notification): void {
     const set = handlers.get(message.channel)
@@ -84,19 +92,16 @@ export function createPgPubSub(options: PgPubSubOptions): PubSub {
   async function connect(): Promise<pg.Client> {
     if (client) return client
     connecting ??= (async () => {
-      const next = new pg.Client({ connectionString: await options.connectionString() })
+      const next = new pg.Client({ connectionString: await options.connectionString(), keepAlive: true })
       next.on('notification', dispatch)
       next.on('error', (error) => {
         report(error)
-        if (client === next) client = undefined
+        lost(next)
         next.end().catch(() => undefined)
         scheduleReconnect()
       })
       next.on('end', () => {
-        if (client === next) {
-          client = undefined
-          scheduleReconnect()
-        }
+        if (lost(next)) scheduleReconnect()
       })
       await next.connect()
       for (const channel of handlers.keys()) await next.query(`listen ${channel}`)
@@ -105,6 +110,9 @@ export function createPgPubSub(options: PgPubSubOptions): PubSub {
         throw new Error('pubsub closed')
       }
       client = next
+      // once listening, the connection alone never keeps the process alive (a server has its HTTP socket)
+      ;(next as unknown as { connection?: { stream?: { unref?: () => void } } }).connection?.stream?.unref?.()
+      options.onListening?.(true)
       return next
     })().finally(() => {
       connecting = undefined
@@ -137,6 +145,7 @@ export function createPgPubSub(options: PgPubSubOptions): PubSub {
       if (reconnectTimer) clearTimeout(reconnectTimer)
       handlers.clear()
       const current = client ?? (await connecting?.catch(() => undefined))
+      if (current) lost(current)
       client = undefined
       await current?.end().catch(() => undefined)
     },

@@ -1,0 +1,110 @@
+import { onCommittedWrites } from '../db/database.js'
+import { createPgPubSub, type PubSub } from '../realtime/pg-pubsub.js'
+import type { Actor } from './actor.js'
+
+/** The tables an actor is made of (migration 0070 NOTIFYs `actor_changed` when they change). */
+const ACTOR_TABLES = ['access_tokens', 'users', 'roles', 'department_users']
+export const ACTOR_CHANGED_CHANNEL = 'actor_changed'
+
+export interface CachedActor {
+  actor: Actor
+  /** When the token expires (ms since epoch). */
+  expiresAt: number
+}
+
+export interface ActorCacheOptions {
+  pubsub: PubSub
+  maxEntries?: number
+  /** An upper bound on an entry's life, whatever happens to invalidation. */
+  maxAgeMs?: number
+  onError?: (error: unknown) => void
+}
+
+interface Entry extends CachedActor { tenantId: number; cachedAt: number }
+
+/**
+ * Token hash → actor, so an authenticated request costs no database round trip for its actor.
+ * Never stale (security catalogue: "no stale cache"):
+ * - a change committed by this process clears the cache synchronously, before the response that
+ *   made it is sent (`onCommittedWrites`);
+ * - a change committed by another process arrives by NOTIFY (migration 0070) and clears that tenant;
+ * - while the LISTEN connection is down the cache is off (a missed NOTIFY could not be noticed), and
+ *   it starts empty when listening again;
+ * - a lookup that was running while the cache was cleared is not stored (generation check);
+ * - token expiry is checked on every hit; unknown tokens are never cached (no memory for garbage).
+ */
+export class ActorCache {
+  private readonly entries = new Map<string, Entry>()
+  private generation = 0
+  private listening = false
+  private readonly maxEntries: number
+  private readonly maxAgeMs: number
+  private unsubscribe?: () => Promise<void>
+  private readonly stopWatchingWrites: () => void
+
+  constructor(private readonly options: ActorCacheOptions) {
+    this.maxEntries = options.maxEntries ?? 50_000
+    this.maxAgeMs = options.maxAgeMs ?? 60_000
+    this.stopWatchingWrites = onCommittedWrites((tables) => {
+      if (ACTOR_TABLES.some((table) => tables.has(table))) this.clear()
+    })
+  }
+
+  /** Opens the LISTEN connection; until it is up, every lookup goes to the database. */
+  async start(): Promise<void> {
+    this.unsubscribe = await this.options.pubsub.subscribe(ACTOR_CHANGED_CHANNEL, (tenantId) => this.clearTenant(Number(tenantId)))
+  }
+
+  /** The pubsub reports its connection state: a gap in listening may have hidden a change. */
+  setListening(listening: boolean): void {
+    this.clear()
+    this.listening = listening
+  }
+
+  async resolve(key: string, load: () => Promise<CachedActor | undefined>): Promise<Actor | undefined> {
+    const now = Date.now()
+    const hit = this.entries.get(key)
+    if (hit && hit.expiresAt > now && now - hit.cachedAt < this.maxAgeMs) return hit.actor
+    if (hit) this.entries.delete(key)
+    const generation = this.generation
+    const loaded = await load()
+    if (loaded && this.listening && generation === this.generation) this.store(key, loaded, now)
+    return loaded?.actor
+  }
+
+  clear(): void {
+    this.generation++
+    this.entries.clear()
+  }
+
+  private clearTenant(tenantId: number): void {
+    this.generation++
+    if (!Number.isInteger(tenantId)) return this.entries.clear()
+    for (const [key, entry] of this.entries) if (entry.tenantId === tenantId) this.entries.delete(key)
+  }
+
+  private store(key: string, loaded: CachedActor, now: number): void {
+    if (this.entries.size >= this.maxEntries) {
+      const oldest = this.entries.keys().next()
+      if (!oldest.done) this.entries.delete(oldest.value)
+    }
+    this.entries.set(key, { ...loaded, tenantId: loaded.actor.tenantId, cachedAt: now })
+  }
+
+  async close(): Promise<void> {
+    this.listening = false
+    this.clear()
+    this.stopWatchingWrites()
+    await this.unsubscribe?.().catch((error) => this.options.onError?.(error))
+    await this.options.pubsub.close()
+  }
+}
+
+/** An actor cache with its own LISTEN connection on `url`; off until that connection listens. */
+export async function startActorCache(url: string, onError: (error: unknown) => void): Promise<ActorCache> {
+  let cache: ActorCache | undefined
+  const pubsub = createPgPubSub({ connectionString: async () => url, onError, onListening: (listening) => cache?.setListening(listening) })
+  cache = new ActorCache({ pubsub, onError })
+  await cache.start()
+  return cache
+}
