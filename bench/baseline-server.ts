@@ -6,7 +6,7 @@
 import Fastify from 'fastify'
 import pg from 'pg'
 
-const rawPool = new pg.Pool({ connectionString: process.env.DATABASE_URL, max: 20, options: '-c TimeZone=UTC' })
+const rawPool = new pg.Pool({ connectionString: process.env.DATABASE_URL, max: 20, options: '-c TimeZone=UTC -c jit=off' })
 // prepared (named) statements, as the API uses: the baseline must be the fastest way to the same answer
 const names = new Map<string, string>()
 const pool = {
@@ -60,12 +60,12 @@ app.put('/notifications/:id', async (request) => {
   return { status: 'success', data: rows[0] }
 })
 
-// the access rule written out by hand: a target with K grants admits only their grantees
-const grantOk = (alias: string, idExpr: string) => `(
-  not exists (select 1 from entity_permissions ep where ep.tenant_id = $1 and ep.target_entity = '${alias}' and ep.target_entity_id = (${idExpr})::text and ep.key = 'view')
-  or exists (select 1 from entity_permissions ep where ep.tenant_id = $1 and ep.target_entity = '${alias}' and ep.target_entity_id = (${idExpr})::text and ep.key = 'view'
-    and ((ep.permission_entity = 'user' and ep.permission_entity_id = $2) or (ep.permission_entity = 'role' and ep.permission_entity_id = u.role_id)
-      or (ep.permission_entity = 'department' and ep.permission_entity_id in (select department_id from department_users du where du.tenant_id = $1 and du.user_id = $2)))))`
+// the access rule written out by hand: a target with K grants admits only their grantees (one
+// aggregate probe per target row: no grant → null → visible; the fastest form, as the API uses)
+const grantOk = (alias: string, idExpr: string) => `((
+  select bool_or((ep.permission_entity = 'user' and ep.permission_entity_id = $2) or (ep.permission_entity = 'role' and ep.permission_entity_id = u.role_id)
+      or (ep.permission_entity = 'department' and ep.permission_entity_id in (select department_id from department_users du where du.tenant_id = $1 and du.user_id = $2)))
+  from entity_permissions ep where ep.tenant_id = $1 and ep.target_entity = '${alias}' and ep.target_entity_id = (${idExpr})::text and ep.key = 'view') is not false)`
 
 // S4: first 50 shared items the user may view
 app.get('/shared-items', async (request) => {

@@ -31,7 +31,7 @@ export function rowGranteeMatches(tenantId: number, userId: Expression<unknown>,
 
 /**
  * THE access rule (contract 00 §6) as one SQL predicate about one target, for a grantee described by
- * `matches` (a predicate on the grant row `ep`): key K is unrestricted on a target that carries no K
+ * `matches` (a predicate on the grant row `ep`; for many grantees at once, e.g. `rowGranteeMatches`): key K is unrestricted on a target that carries no K
  * grant; otherwise only grantees have K. `targetId` is any SQL expression (usually the id column of
  * the list being filtered), so lists stay a single statement.
  */
@@ -51,10 +51,21 @@ export function grantAllowsWhen(tenantId: number, matches: RawBuilder<boolean>, 
   )`
 }
 
-/** The access rule for one grantee (an actor); administrators (role `*`) bypass restriction grants. */
+/**
+ * The access rule for one grantee (an actor) over many targets; administrators (role `*`) bypass
+ * restriction grants. The same rule as `grantAllowsWhen`, written as ONE aggregate per target:
+ * no K grant → null (unrestricted), some grant names the grantee → true, else false. PostgreSQL
+ * cannot hash an aggregate subquery, so a page of targets costs one index probe per row it reads
+ * (LIMIT stops early); the two EXISTS form was planned as hashed subplans that read every K grant of
+ * the tenant on each request (13 ms vs 0.4 ms for 50 shared items of 100,000 with 10,000 grants).
+ */
 export function grantAllows(grantee: Grantee, key: string, targetAlias: string, targetId: Expression<unknown>): RawBuilder<boolean> {
   if (grantee.isAdmin) return sql<boolean>`true`
-  return grantAllowsWhen(grantee.tenantId, granteeMatches(grantee), key, targetAlias, targetId)
+  return sql<boolean>`((
+    select bool_or(${granteeMatches(grantee)}) from entity_permissions ep
+    where ep.tenant_id = ${grantee.tenantId} and ep.target_entity = ${targetAlias}
+      and ep.target_entity_id = (${targetId})::text and ep.key = ${key}
+  ) is not false)`
 }
 
 /** Filters any query of targets to the rows where `grantee` holds `key` (one statement, in SQL). */
