@@ -55,6 +55,14 @@ export function findIdenticalGrant(db: Db, tenantId: number, values: GrantValues
     .executeTakeFirst()
 }
 
+/** `selectGrants` narrowed to the grant identical to `values` (the unique key). */
+export function selectIdenticalGrant(db: Db, tenantId: number, values: GrantValues) {
+  return selectGrants(db, tenantId)
+    .where('ep.target_entity', '=', values.target_entity).where('ep.target_entity_id', '=', values.target_entity_id)
+    .where('ep.key', '=', values.key).where('ep.permission_entity', '=', values.permission_entity)
+    .where('ep.permission_entity_id', '=', values.permission_entity_id)
+}
+
 export function deleteGrants(db: Db, tenantId: number, ids: number[]): Promise<GrantRow[]> {
   if (ids.length === 0) return Promise.resolve([])
   return db.deleteFrom('entity_permissions').where('tenant_id', '=', tenantId).where('id', 'in', ids).returning(grantColumns).execute()

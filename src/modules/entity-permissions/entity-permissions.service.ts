@@ -4,7 +4,7 @@ import { can } from '../../platform/auth/permissions.js'
 import type { Db } from '../../platform/db/schema.js'
 import { forbidden, invalidField, notFound } from '../../platform/http/errors.js'
 import type { RawListQuery } from '../../platform/query/parse-query.js'
-import { listResource, showResource } from '../../platform/query/run-query.js'
+import { findResource, listResource, showResource } from '../../platform/query/run-query.js'
 import * as queries from './entity-permissions.queries.js'
 import { entityPermissionResource } from './entity-permissions.resource.js'
 import type { CreateEntityPermissionBody } from './entity-permissions.schemas.js'
@@ -70,6 +70,9 @@ export function createEntityPermissionsService({ db }: AppDeps) {
     const element = { key, permission_entity: body.permission_entity, permission_entity_id: body.permission_entity_id }
     await validateGrantElements(db, actor.tenantId, keys, [element], (_index, name) => name)
     const values: queries.GrantValues = { ...element, target_entity: target.alias, target_entity_id: String(id) }
+    // the common repeat of an existing grant costs one read and no transaction
+    const existing = await findResource(ctx(actor), entityPermissionResource, queries.selectIdenticalGrant(db, actor.tenantId, values), {})
+    if (existing) return { record: existing, created: false }
     const { grantId, created } = await db.transaction().execute(async (trx) => {
       // ON CONFLICT on the unique constraint: 50 identical concurrent creates leave exactly one row
       const inserted = await queries.insertGrantIfAbsent(trx, actor.tenantId, values)

@@ -32,9 +32,21 @@ export async function showResource(
   raw: RawListQuery,
   label = 'Resource',
 ): Promise<Record<string, unknown>> {
+  const item = await findResource(ctx, resource, base, raw)
+  if (!item) throw notFound(label)
+  return item
+}
+
+/** `showResource` for a row that may not exist: undefined instead of a 404. */
+export async function findResource(
+  ctx: QueryContext,
+  resource: ResourceDef,
+  base: AnySelect,
+  raw: RawListQuery,
+): Promise<Record<string, unknown> | undefined> {
   const parsed = parseShowQuery(resource, raw, ctx)
   const row = await applySelects(base, resource, parsed).executeTakeFirst()
-  if (!row) throw notFound(label)
+  if (!row) return undefined
   const [item] = await presentRows(resource, parsed, [row as Record<string, unknown>], ctx)
   return item
 }
