@@ -111,43 +111,56 @@ function statementInfo(text: string): StatementInfo {
 /**
  * The pool as Kysely sees it: each checked-out client is wrapped so that Kysely's parameterized
  * queries `query(text, values)` go out as named (prepared) statements, and committed writes are
- * reported to `onCommittedWrites` listeners. The wrapper lives only for Kysely's checkout (a
+ * reported to `onCommittedWrites` listeners. Transaction state is tracked per checkout (a Kysely
  * transaction is one checkout); graphile-worker and `pool.query` use the same clients unwrapped.
  */
 export function preparingPool(pool: pg.Pool): pg.Pool {
-  return new Proxy(pool, {
-    get(target, property, receiver) {
-      if (property !== 'connect') return Reflect.get(target, property, receiver)
-      return async () => {
-        const client = await target.connect()
-        const query = client.query.bind(client) as (...args: unknown[]) => Promise<unknown>
-        let inTransaction = false
-        let uncommitted = new Set<string>()
-        const afterStatement = (kind: StatementInfo) => {
-          if (kind.transaction === 'begin') inTransaction = true
-          else if (kind.transaction) {
-            const written = uncommitted
-            inTransaction = false
-            uncommitted = new Set()
-            // a failed commit committed nothing: reporting it anyway only costs a cache refill
-            if (kind.transaction === 'commit') notifyCommitted(written)
-          } else if (inTransaction) for (const table of kind.writes) uncommitted.add(table)
-          else notifyCommitted(kind.writes)
-        }
-        const preparedQuery = (...args: unknown[]) => {
-          const [text, values] = args
-          if (args.length === 2 && typeof text === 'string' && Array.isArray(values)) {
-            const kind = statementInfo(text)
-            const result = kind.name ? query({ name: kind.name, text, values }) : query(text, values)
-            if (!kind.transaction && kind.writes.size === 0) return result
-            return result.finally(() => afterStatement(kind))
-          }
-          return query(...args)
-        }
-        return new Proxy(client, { get: (c, p, r) => (p === 'query' ? preparedQuery : Reflect.get(c, p, r)) })
-      }
+  // one wrapper per physical client, reused by every checkout: Kysely keys its connection objects
+  // by the client it gets, so a fresh wrapper per checkout would rebuild them on every query
+  const wrappers = new WeakMap<pg.PoolClient, { client: pg.PoolClient; checkedOut: () => void }>()
+  const connect = async () => {
+    const client = await pool.connect()
+    let wrapper = wrappers.get(client)
+    if (!wrapper) wrappers.set(client, (wrapper = wrapClient(client)))
+    wrapper.checkedOut()
+    return wrapper.client
+  }
+  return new Proxy(pool, { get: (target, property, receiver) => (property === 'connect' ? connect : Reflect.get(target, property, receiver)) })
+}
+
+/** The client with `query(text, values)` prepared and committed writes reported (state kept per checkout). */
+function wrapClient(client: pg.PoolClient) {
+  const query = client.query.bind(client) as (...args: unknown[]) => Promise<unknown>
+  let inTransaction = false
+  let uncommitted = new Set<string>()
+  const afterStatement = (kind: StatementInfo) => {
+    if (kind.transaction === 'begin') inTransaction = true
+    else if (kind.transaction) {
+      const written = uncommitted
+      inTransaction = false
+      uncommitted = new Set()
+      // a failed commit committed nothing: reporting it anyway only costs a cache refill
+      if (kind.transaction === 'commit') notifyCommitted(written)
+    } else if (inTransaction) for (const table of kind.writes) uncommitted.add(table)
+    else notifyCommitted(kind.writes)
+  }
+  const preparedQuery = (...args: unknown[]) => {
+    const [text, values] = args
+    if (args.length === 2 && typeof text === 'string' && Array.isArray(values)) {
+      const kind = statementInfo(text)
+      const result = kind.name ? query({ name: kind.name, text, values }) : query(text, values)
+      if (!kind.transaction && kind.writes.size === 0) return result
+      return result.finally(() => afterStatement(kind))
+    }
+    return query(...args)
+  }
+  return {
+    client: new Proxy(client, { get: (c, p, r) => (p === 'query' ? preparedQuery : Reflect.get(c, p, r)) }),
+    checkedOut() {
+      inTransaction = false
+      if (uncommitted.size > 0) uncommitted = new Set()
     },
-  })
+  }
 }
 
 /** Opens Kysely on the resolved PostgreSQL; `close` ends the pool and stops an embedded server we started. */
