@@ -1,7 +1,10 @@
 /**
- * `npm run bench [-- --quick]` — contract 90's harness: fresh database, set-based seed, the API server
- * and the raw baseline server as separate processes, autocannon (another process) alternating each
- * scenario with its baseline, ratios and pass/fail, results in bench/results/<timestamp>.{json,md}.
+ * `npm run bench [-- --quick] [-- --only=S1,S2,stream,fanout,webhooks]` — contract 90's harness: fresh
+ * database, set-based seed, the API server and the raw baseline server as separate processes,
+ * autocannon (another process) alternating each scenario with its baseline, ratios and pass/fail;
+ * the large streamed read; notification fan-out and webhook delivery rate with a separate worker
+ * process; results in bench/results/<timestamp>.{json,md}. `--only` runs just the listed parts
+ * (scenario ids, `stream`, `fanout`, `webhooks`); what they do not need is not seeded or started.
  */
 import { spawn, type ChildProcess } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
@@ -10,14 +13,23 @@ import net from 'node:net'
 import os from 'node:os'
 import path from 'node:path'
 import { openDatabase } from '../src/platform/db/database.js'
+import type { Db } from '../src/platform/db/schema.js'
 import { ensureDatabase, startEmbeddedPostgres } from '../src/platform/db/embedded-postgres.js'
 import { migrateToLatest } from '../src/platform/db/migrate.js'
 import { seedTenant, type SeededTenant } from './seed.js'
 import { scenarios, type Scenario } from './scenarios.js'
+import { measureFanOut } from './fan-out.js'
+import { measureWebhooks } from './webhooks.js'
+import { startBenchWorker, type BenchWorker } from './worker.js'
+import { errorMessage } from './wait.js'
 
 const root = path.resolve(import.meta.dirname, '..')
 const quick = process.argv.includes('--quick')
-const only = process.argv.find((a) => a.startsWith('--only='))?.slice(7).split(',')
+const only = process.argv.find((a) => a.startsWith('--only='))?.slice(7).split(',').filter(Boolean)
+/** Whether `--only` (absent = everything) selects a part: a scenario id, `stream`, `fanout` or `webhooks`. */
+const runs = (part: string) => !only || only.includes(part)
+const selectedScenarios = scenarios.filter((s) => runs(s.id))
+const webhookEvents = quick ? 200 : 2_000
 const scale = quick ? 0.01 : 1
 const duration = quick ? 3 : 10
 const warmup = quick ? 1 : 3
@@ -68,8 +80,74 @@ function rssMb(pid: number): Promise<number> {
   return fs.readFile(`/proc/${pid}/status`, 'utf8').then((s) => Number(/VmRSS:\s+(\d+)/.exec(s)?.[1] ?? 0) / 1024, () => 0)
 }
 
+type Row = Record<string, unknown>
+
+/** Large read: unlimited `GET /api/users` streams; peak RSS growth of the server. */
+async function measureStream(apiPid: number, apiUrl: string, tenant: SeededTenant): Promise<Row> {
+  const before = await rssMb(apiPid)
+  let peak = before
+  const poll = setInterval(async () => { peak = Math.max(peak, await rssMb(apiPid)) }, 50)
+  const t0 = Date.now()
+  const res = await fetch(`${apiUrl}/api/users`, { headers: { authorization: `Bearer ${tenant.adminToken}` } })
+  const streamAvailable = res.status === 200
+  const reader = res.body!.getReader()
+  let firstByte = 0
+  let bytes = 0
+  for (;;) {
+    const { done, value } = await reader.read()
+    if (done) break
+    if (!firstByte) firstByte = Date.now() - t0
+    bytes += value.length
+  }
+  clearInterval(poll)
+  console.log(`stream     first byte ${firstByte} ms, ${(bytes / 1e6).toFixed(1)} MB, RSS growth ${(peak - before).toFixed(1)} MB`)
+  return streamAvailable
+    ? { id: 'stream', request: `GET /api/users (no limit, ${tenant.counts.users} users)`, first_byte_ms: firstByte, total_ms: Date.now() - t0, bytes, rss_growth_mb: Number((peak - before).toFixed(1)), target: '< 100 MB', pass: peak - before < 100 }
+    : { id: 'stream', request: 'GET /api/users (no limit)', status: `n/a (status ${res.status})` }
+}
+
+/** Fan-out and webhooks need a job worker: a separate process, started only for them (after the reads). */
+async function measureWithWorker(db: Db, databaseUrl: string, apiUrl: string, tenant: SeededTenant): Promise<Row[]> {
+  let worker: BenchWorker
+  try {
+    worker = await startBenchWorker(db, databaseUrl)
+  } catch (error) {
+    const message = `worker: ${errorMessage(error)}`
+    console.log(`worker         FAILED: ${message}`)
+    const ids = [...(runs('fanout') ? ['fanout-5000', 'fanout-100000'] : []), ...(runs('webhooks') ? ['webhooks'] : [])]
+    return ids.map((id) => ({ id, request: 'needs the job worker', pass: false, error: message }))
+  }
+  try {
+    const rows: Row[] = []
+    if (runs('fanout')) rows.push(...(await measureFanOut({ db, apiUrl, tenant, scale })))
+    if (runs('webhooks')) rows.push(await measureWebhooks({ db, apiUrl, tenant, events: webhookEvents }))
+    console.log(`worker         RSS ${Math.round(await rssMb(worker.process.pid!))} MB after the measurements`)
+    return rows
+  } finally {
+    await worker.stop()
+  }
+}
+
+/** The "ratio" column: the ratio, or the row's own figure (MB, deliveries/s, ms). */
+function figure(r: Row): string {
+  if (r.ratio !== undefined) return String(r.ratio)
+  if (r.rss_growth_mb !== undefined) return String(r.rss_growth_mb)
+  if (r.rss_mb !== undefined) return String(r.rss_mb)
+  if (r.rate !== undefined) return `${r.rate}/s`
+  if (r.ms !== undefined) return `${r.ms} ms`
+  return ''
+}
+
+function verdict(r: Row): string {
+  if (r.pass === undefined) return String(r.status ?? '')
+  if (r.pass) return 'pass'
+  return r.error ? `FAIL (${String(r.error).replace(/\|/g, '\\|')})` : 'FAIL'
+}
+
 async function main(): Promise<void> {
   const startedAt = new Date()
+  const unknown = (only ?? []).filter((part) => !['stream', 'fanout', 'webhooks'].includes(part) && !scenarios.some((s) => s.id === part))
+  if (unknown.length > 0) console.warn(`# --only: unknown part(s) ${unknown.join(', ')} (known: scenario ids, stream, fanout, webhooks)`)
   const database = `wp_bench_${randomBytes(4).toString('hex')}`
   let url: string
   let stopDb = async () => {}
@@ -90,21 +168,27 @@ async function main(): Promise<void> {
   const seedStart = Date.now()
   const tenants: Record<string, SeededTenant> = {}
   tenants.big = await seedTenant(handle.db, 'big', scale)
-  tenants.big2 = await seedTenant(handle.db, 'big-two', scale)
-  if (!quick) tenants.small = await seedTenant(handle.db, 'small', 0.01)
+  // the second tenant (isolation must not cost speed) and the small data set only matter to the reads
+  if (selectedScenarios.length > 0 || runs('stream')) tenants.big2 = await seedTenant(handle.db, 'big-two', scale)
+  if (!quick && selectedScenarios.some((s) => s.scaling)) tenants.small = await seedTenant(handle.db, 'small', 0.01)
   const seedSeconds = (Date.now() - seedStart) / 1000
   console.log(`# seeded in ${seedSeconds.toFixed(1)} s`, tenants.big.counts)
 
   const apiPort = await freePort()
-  const basePort = await freePort()
-  const api = start(process.execPath, ['bin/workplace.js', 'serve'], { DATABASE_URL: url, PORT: String(apiPort), WORKER: 'false', LOG_LEVEL: 'warn', NODE_ENV: 'production' })
-  const baseline = start(process.execPath, ['--import', 'tsx', 'bench/baseline-server.ts'], { DATABASE_URL: url, PORT: String(basePort) })
+  // private networks: the webhook measurement's automation targets a receiver on 127.0.0.1 (checked when it is created)
+  const api = start(process.execPath, ['bin/workplace.js', 'serve'], { DATABASE_URL: url, PORT: String(apiPort), WORKER: 'false', LOG_LEVEL: 'warn', NODE_ENV: 'production', WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true' })
   const apiUrl = `http://127.0.0.1:${apiPort}`
-  const baseUrl = `http://127.0.0.1:${basePort}`
+  let baseline: ChildProcess | undefined
+  let baseUrl = ''
+  if (selectedScenarios.length > 0) {
+    const basePort = await freePort()
+    baseline = start(process.execPath, ['--import', 'tsx', 'bench/baseline-server.ts'], { DATABASE_URL: url, PORT: String(basePort) })
+    baseUrl = `http://127.0.0.1:${basePort}`
+  }
   await waitFor(`${apiUrl}/health/ready`)
-  await waitFor(`${baseUrl}/floor`)
+  if (baseline) await waitFor(`${baseUrl}/floor`)
 
-  const rows: Array<Record<string, unknown>> = []
+  const rows: Row[] = []
   const measure = async (scenario: Scenario, tenant: SeededTenant, label: string) => {
     const request = await scenario.request(tenant, handle.db)
     const baseRequest = await scenario.baseline(tenant, handle.db)
@@ -131,15 +215,14 @@ async function main(): Promise<void> {
     console.log(`${label.padEnd(10)} ${String(Math.round(a.rps)).padStart(7)} req/s  p50 ${a.p50} ms  p99 ${a.p99} ms  errors ${errors}  baseline ${Math.round(b.rps)}  ratio ${ratio.toFixed(2)} (target ${scenario.target})`)
   }
 
-  const floor = await load(`${apiUrl}/health/live`, { seconds: duration / 2 })
-  console.log(`floor      ${Math.round(floor.rps)} req/s (constant JSON, no database)`)
-  for (const scenario of scenarios) {
-    if (only && !only.includes(scenario.id)) continue
-    await measure(scenario, tenants.big, scenario.id)
+  let floorRps: number | undefined
+  if (selectedScenarios.length > 0) {
+    floorRps = Math.round((await load(`${apiUrl}/health/live`, { seconds: duration / 2 })).rps)
+    console.log(`floor      ${floorRps} req/s (constant JSON, no database)`)
   }
+  for (const scenario of selectedScenarios) await measure(scenario, tenants.big, scenario.id)
   if (tenants.small) {
-    for (const scenario of scenarios.filter((s) => s.scaling)) {
-      if (only && !only.includes(scenario.id)) continue
+    for (const scenario of selectedScenarios.filter((s) => s.scaling)) {
       await measure(scenario, tenants.small, `${scenario.id}-small`)
       const full = rows.find((r) => r.id === scenario.id)
       const small = rows.find((r) => r.id === `${scenario.id}-small`)
@@ -150,47 +233,27 @@ async function main(): Promise<void> {
     }
   }
 
-  // large read: unlimited GET /api/users streams; peak RSS growth of the server
-  const before = await rssMb(api.pid!)
-  let peak = before
-  const poll = setInterval(async () => { peak = Math.max(peak, await rssMb(api.pid!)) }, 50)
-  const t0 = Date.now()
-  const res = await fetch(`${apiUrl}/api/users`, { headers: { authorization: `Bearer ${tenants.big.adminToken}` } })
-  const streamAvailable = res.status === 200
-  const reader = res.body!.getReader()
-  let firstByte = 0
-  let bytes = 0
-  for (;;) {
-    const { done, value } = await reader.read()
-    if (done) break
-    if (!firstByte) firstByte = Date.now() - t0
-    bytes += value.length
-  }
-  clearInterval(poll)
-  const streamRow = streamAvailable
-    ? { id: 'stream', request: `GET /api/users (no limit, ${tenants.big.counts.users} users)`, first_byte_ms: firstByte, total_ms: Date.now() - t0, bytes, rss_growth_mb: Number((peak - before).toFixed(1)), target: '< 100 MB', pass: peak - before < 100 }
-    : { id: 'stream', request: 'GET /api/users (no limit)', status: `n/a (status ${res.status})` }
-  rows.push(streamRow)
-  console.log(`stream     first byte ${firstByte} ms, ${(bytes / 1e6).toFixed(1)} MB, RSS growth ${(peak - before).toFixed(1)} MB`)
+  if (runs('stream')) rows.push(await measureStream(api.pid!, apiUrl, tenants.big))
+  if (runs('fanout') || runs('webhooks')) rows.push(...(await measureWithWorker(handle.db, url, apiUrl, tenants.big)))
   const finalRss = await rssMb(api.pid!)
   rows.push({ id: 'memory', request: 'server RSS after the run', rss_mb: Math.round(finalRss), target: '< 300 MB', pass: finalRss < 300 })
 
   api.kill('SIGTERM')
-  baseline.kill('SIGTERM')
+  baseline?.kill('SIGTERM')
   await handle.close()
   await stopDb()
 
   const stamp = startedAt.toISOString().replace(/[:.]/g, '-')
   const dir = path.join(root, 'bench/results')
   await fs.mkdir(dir, { recursive: true })
-  const summary = { started_at: startedAt.toISOString(), mode: quick ? 'quick' : 'full', node: process.version, cpus: os.cpus().length, seed_seconds: seedSeconds, floor_rps: Math.round(floor.rps), counts: tenants.big.counts, rows }
+  const summary = { started_at: startedAt.toISOString(), mode: quick ? 'quick' : 'full', only: only ?? null, node: process.version, cpus: os.cpus().length, seed_seconds: seedSeconds, floor_rps: floorRps ?? null, counts: tenants.big.counts, rows }
   await fs.writeFile(path.join(dir, `${stamp}.json`), JSON.stringify(summary, null, 2))
   const header = '| id | request | req/s | p50 ms | p99 ms | errors | baseline req/s | ratio | target | pass |\n|---|---|---|---|---|---|---|---|---|---|'
-  const lines = rows.map((r) => `| ${r.id} | ${r.request} | ${r.rps ?? ''} | ${r.p50 ?? ''} | ${r.p99 ?? ''} | ${r.errors ?? ''} | ${r.baseline_rps ?? ''} | ${r.ratio ?? r.rss_growth_mb ?? r.rss_mb ?? ''} | ${r.target ?? ''} | ${r.pass === undefined ? r.status ?? '' : r.pass ? 'pass' : 'FAIL'} |`)
-  const md = `# Benchmark ${summary.mode} — ${summary.started_at}\n\nNode ${process.version}, ${summary.cpus} cores, seed ${seedSeconds.toFixed(1)} s, floor ${summary.floor_rps} req/s.\n\n${header}\n${lines.join('\n')}\n`
+  const lines = rows.map((r) => `| ${r.id} | ${r.request} | ${r.rps ?? ''} | ${r.p50 ?? ''} | ${r.p99 ?? ''} | ${r.errors ?? ''} | ${r.baseline_rps ?? ''} | ${figure(r)} | ${r.target ?? ''} | ${verdict(r)} |`)
+  const md = `# Benchmark ${summary.mode} — ${summary.started_at}\n\nNode ${process.version}, ${summary.cpus} cores, seed ${seedSeconds.toFixed(1)} s, floor ${floorRps === undefined ? 'n/a' : `${floorRps} req/s`}${only ? `, only ${only.join(', ')}` : ''}.\n\n${header}\n${lines.join('\n')}\n`
   await fs.writeFile(path.join(dir, `${stamp}.md`), md)
   console.log('\n' + md)
-  for (const r of rows) if (r.pass !== undefined) console.log(`${r.pass ? 'PASS' : 'FAIL'} ${r.id} ${r.request}`)
+  for (const r of rows) if (r.pass !== undefined) console.log(`${r.pass ? 'PASS' : 'FAIL'} ${r.id} ${r.request}${r.error ? ` — ${r.error}` : ''}`)
 }
 
 main().then(() => process.exit(0), (error) => { console.error(error); process.exit(1) })
