@@ -64,65 +64,64 @@ function chunks<T>(items: T[], size: number): T[][] {
 }
 
 /**
- * Creates the records of `spec`, set-based: each statement resolves up to CHUNK_SIZE recipients
- * (listed users ∪ department members; active, non-deleted, non-blacked-out personal accounts) and
- * inserts them with ON CONFLICT DO NOTHING, so a retry re-runs safely. Each chunk commits with its
- * realtime NOTIFY and its delivery job; an aborted `signal` stops it between chunks. Returns the number of records created.
+ * The recipients of `spec`, resolved in ONE statement (listed users ∪ department members ∪ the named
+ * query; active, non-deleted, non-blacked-out personal accounts), ascending. Resolving once keeps a
+ * fan-out linear: chunking the resolution itself re-read the members before each chunk (quadratic).
  */
-export async function fanOutNotifications(db: Db, spec: NotificationSpec, signal?: AbortSignal): Promise<number> {
+async function resolveRecipients(db: Db, spec: NotificationSpec, custom: RecipientsQuery | undefined): Promise<number[]> {
+  const t = spec.tenantId
   const userIds = [...new Set(spec.recipients.userIds ?? [])]
   const departmentIds = [...new Set(spec.recipients.departmentIds ?? [])]
+  const extra = custom ? sql`union select q.id from (${custom(t, spec.recipients.query!.targetId)}) q` : sql``
+  const { rows } = await sql<{ ids: number[] }>`
+    select coalesce(array_agg(u.id order by u.id), '{}') as ids from (
+      select unnest(${userIds}::bigint[]) as id
+      union
+      select du.user_id from department_users du
+      where du.tenant_id = ${t} and du.department_id = any(${departmentIds}::bigint[])
+      ${extra}
+    ) r
+    join users u on u.tenant_id = ${t} and u.id = r.id
+    where not (r.id = any(${spec.recipients.exceptUserIds ?? []}::bigint[]))
+      and u.active and u.deleted_at is null and u.blacked_out_at is null and not u.group_account`.execute(db)
+  return rows[0].ids.map(Number)
+}
+
+/**
+ * Creates the records of `spec`, set-based: the recipients are resolved once, then inserted
+ * CHUNK_SIZE per statement with ON CONFLICT DO NOTHING, so a retry re-runs safely. Each chunk commits
+ * with its realtime NOTIFY and its delivery job; an aborted `signal` stops it between chunks. Returns
+ * the number of records created.
+ */
+export async function fanOutNotifications(db: Db, spec: NotificationSpec, signal?: AbortSignal): Promise<number> {
   const named = spec.recipients.query
   const custom = named && recipientsQueries.get(named.name)
   if (named && !custom) throw new Error(`unknown recipients query "${named.name}"`)
-  if (userIds.length === 0 && departmentIds.length === 0 && !custom) return 0
+  if (!spec.recipients.userIds?.length && !spec.recipients.departmentIds?.length && !custom) return 0
   const t = spec.tenantId
-  const extra = custom ? sql`union select q.id from (${custom(t, named!.targetId)}) q` : sql``
-  const except = spec.recipients.exceptUserIds ?? []
-  let after = 0
   let created = 0
-  for (;;) {
-    const done = await db.transaction().execute(async (trx) => {
-      const { rows } = await sql<{ last_id: number | null; size: number; inserted_ids: number[] }>`
-        with recipients as (
-          select r.id from (
-            select unnest(${userIds}::bigint[]) as id
-            union
-            select du.user_id from department_users du
-            where du.tenant_id = ${t} and du.department_id = any(${departmentIds}::bigint[])
-            ${extra}
-          ) r
-          join users u on u.tenant_id = ${t} and u.id = r.id
-          where r.id > ${after} and not (r.id = any(${except}::bigint[])) and u.active and u.deleted_at is null and u.blacked_out_at is null and not u.group_account
-          order by r.id
-          limit ${CHUNK_SIZE}
-        ), inserted as (
-          insert into notifications (tenant_id, type, notifiable_type, notifiable_id, targetable_type, targetable_id, source_key, data)
-          select ${t}, ${spec.type}, 'user', id, ${spec.targetableType}, ${spec.targetableId}, ${spec.sourceKey}, ${JSON.stringify(spec.data)}::jsonb
-          from recipients
-          on conflict (tenant_id, source_key, notifiable_id) do nothing
-          returning notifiable_id
-        )
-        select (select max(id) from recipients) as last_id, (select count(*) from recipients)::int as size,
-               coalesce((select array_agg(notifiable_id order by notifiable_id) from inserted), '{}') as inserted_ids`.execute(trx)
-      const { last_id: lastId, size, inserted_ids: insertedIds } = rows[0]
-      if (lastId === null) return true
-      after = Number(lastId)
-      if (insertedIds.length > 0) {
-        created += insertedIds.length
-        for (const batch of chunks(insertedIds.map(Number), NOTIFY_BATCH)) {
-          const message: NotificationsChannelMessage = { tenantId: t, userIds: batch, sourceKey: spec.sourceKey }
-          await publish(trx, NOTIFICATIONS_CHANNEL, message)
-        }
-        const delivery: DeliverPayload = { tenantId: t, sourceKey: spec.sourceKey, userIds: insertedIds.map(Number) }
-        await enqueue(trx, 'notifications:deliver', delivery, { key: `notifications:deliver:${spec.sourceKey}:${insertedIds[0]}`, maxAttempts: 10 })
-      }
-      return size < CHUNK_SIZE
-    })
-    if (done) return created
+  for (const [index, recipients] of chunks(await resolveRecipients(db, spec, custom), CHUNK_SIZE).entries()) {
     // shutting down: stop between committed chunks; the retried job resumes (inserts are idempotent)
-    if (signal?.aborted) throw new Error(`fan-out ${spec.sourceKey} interrupted by shutdown after ${created} records; it resumes on retry`)
+    if (index > 0 && signal?.aborted) throw new Error(`fan-out ${spec.sourceKey} interrupted by shutdown after ${created} records; it resumes on retry`)
+    await db.transaction().execute(async (trx) => {
+      const { rows } = await sql<{ notifiable_id: number }>`
+        insert into notifications (tenant_id, type, notifiable_type, notifiable_id, targetable_type, targetable_id, source_key, data)
+        select ${t}, ${spec.type}, 'user', id, ${spec.targetableType}, ${spec.targetableId}, ${spec.sourceKey}, ${JSON.stringify(spec.data)}::jsonb
+        from unnest(${recipients}::bigint[]) as id
+        on conflict (tenant_id, source_key, notifiable_id) do nothing
+        returning notifiable_id`.execute(trx)
+      if (rows.length === 0) return
+      const insertedIds = rows.map((row) => Number(row.notifiable_id)).sort((a, b) => a - b)
+      created += insertedIds.length
+      for (const batch of chunks(insertedIds, NOTIFY_BATCH)) {
+        const message: NotificationsChannelMessage = { tenantId: t, userIds: batch, sourceKey: spec.sourceKey }
+        await publish(trx, NOTIFICATIONS_CHANNEL, message)
+      }
+      const delivery: DeliverPayload = { tenantId: t, sourceKey: spec.sourceKey, userIds: insertedIds }
+      await enqueue(trx, 'notifications:deliver', delivery, { key: `notifications:deliver:${spec.sourceKey}:${insertedIds[0]}`, maxAttempts: 10 })
+    })
   }
+  return created
 }
 
 export interface DeliverPayload {

@@ -103,7 +103,8 @@ export class ActorCache {
 /** An actor cache with its own LISTEN connection on `url`; off until that connection listens. */
 export async function startActorCache(url: string, onError: (error: unknown) => void): Promise<ActorCache> {
   let cache: ActorCache | undefined
-  const pubsub = createPgPubSub({ connectionString: async () => url, onError, onListening: (listening) => cache?.setListening(listening) })
+  // the cache's listener never keeps a process alive on its own (a server has its HTTP socket)
+  const pubsub = createPgPubSub({ connectionString: async () => url, onError, keepProcessAlive: false, onListening: (listening) => cache?.setListening(listening) })
   cache = new ActorCache({ pubsub, onError })
   await cache.start()
   return cache

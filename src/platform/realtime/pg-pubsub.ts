@@ -36,6 +36,8 @@ export interface PgPubSubOptions {
   /** Resolved lazily: the listener connects on the first subscription only. */
   connectionString: () => Promise<string>
   onError?: (error: unknown) => void
+  /** Whether the listening connection alone keeps the process alive (default true). */
+  keepProcessAlive?: boolean
   /** Called with true once every channel is LISTENed to, with false when that connection is lost. */
   onListening?: (listening: boolean) => void
   reconnectDelayMs?: number
@@ -110,8 +112,7 @@ export function createPgPubSub(options: PgPubSubOptions): PubSub {
         throw new Error('pubsub closed')
       }
       client = next
-      // once listening, the connection alone never keeps the process alive (a server has its HTTP socket)
-      ;(next as unknown as { connection?: { stream?: { unref?: () => void } } }).connection?.stream?.unref?.()
+      if (options.keepProcessAlive === false) (next as unknown as { connection?: { stream?: { unref?: () => void } } }).connection?.stream?.unref?.()
       options.onListening?.(true)
       return next
     })().finally(() => {
