@@ -29,7 +29,7 @@ const only = process.argv.find((a) => a.startsWith('--only='))?.slice(7).split('
 /** Whether `--only` (absent = everything) selects a part: a scenario id, `stream`, `fanout` or `webhooks`. */
 const runs = (part: string) => !only || only.includes(part)
 const selectedScenarios = scenarios.filter((s) => runs(s.id))
-const webhookEvents = quick ? 200 : 2_000
+const webhookEvents = quick ? 1_000 : 2_000
 const scale = quick ? 0.01 : 1
 const duration = quick ? 3 : 10
 const warmup = quick ? 1 : 3

@@ -8,7 +8,7 @@ export interface Config {
   appUrl: string
   baseUrl: string
   auth: { tokenTtlDays: number; loginMaxFailures: number; loginWindowSeconds: number; actorCache: boolean }
-  jobs: { runWorker: boolean; concurrency: number }
+  jobs: { runWorker: boolean; concurrency: number; localQueueSize: number }
   webhooks: { allowPrivateNetworks: boolean }
   smtpUrl: string | undefined
   notificationRetentionDays: number | undefined
@@ -58,7 +58,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       loginMaxFailures: 10,
       loginWindowSeconds: 15 * 60,
     },
-    jobs: { runWorker: bool(env, 'WORKER', true, problems), concurrency: integer(env, 'WORKER_CONCURRENCY', 4, problems) },
+    jobs: {
+      runWorker: bool(env, 'WORKER', true, problems),
+      concurrency: integer(env, 'WORKER_CONCURRENCY', 10, problems),
+      localQueueSize: integer(env, 'WORKER_LOCAL_QUEUE', integer(env, 'WORKER_CONCURRENCY', 10, []) + 1, problems),
+    },
     webhooks: { allowPrivateNetworks: bool(env, 'WEBHOOK_ALLOW_PRIVATE_NETWORKS', false, problems) },
     smtpUrl: env.SMTP_URL || undefined,
     notificationRetentionDays: retention ? integer(env, 'NOTIFICATION_RETENTION_DAYS', 0, problems) : undefined,

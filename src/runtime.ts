@@ -1,6 +1,6 @@
 import type { Logger } from 'pino'
 import type { Config } from './config.js'
-import { openDatabase, type DatabaseHandle } from './platform/db/database.js'
+import { createPool, kyselyOn, openDatabase, type DatabaseHandle } from './platform/db/database.js'
 import { migrateToLatest } from './platform/db/migrate.js'
 import { startWorker } from './platform/jobs/jobs.js'
 import type { JobHandlers } from './platform/jobs/jobs.js'
@@ -32,8 +32,18 @@ export function collectJobs(deps: AppDeps): { handlers: JobHandlers; cron: strin
   return { handlers, cron: cron.join('\n') }
 }
 
-/** Starts the job worker with every module's handlers. */
+/**
+ * Starts the job worker with every module's handlers, on connections of its own that commit
+ * asynchronously (no WAL flush wait per job step). Nothing is lost by it: every job is idempotent and
+ * at-least-once, and a database crash can only lose a WAL-ordered suffix of commits, so a job's
+ * completion is never kept without its effects; such a job simply runs again. Jobs are enqueued by
+ * the API's own (synchronous) transactions, so no queued work is at risk.
+ */
 export async function runWorker(handle: DatabaseHandle, deps: AppDeps) {
-  const { handlers, cron } = collectJobs(deps)
-  return startWorker({ pool: handle.pool, url: handle.url, handlers, concurrency: deps.config.jobs.concurrency, cron: cron || undefined, log: deps.log })
+  const pool = createPool(handle.url, { max: deps.config.jobs.concurrency + 4, asynchronousCommit: true })
+  const jobsDb = kyselyOn(pool)
+  const { handlers, cron } = collectJobs({ ...deps, db: jobsDb })
+  const runner = await startWorker({ pool, url: handle.url, handlers, concurrency: deps.config.jobs.concurrency, localQueueSize: deps.config.jobs.localQueueSize, cron: cron || undefined, log: deps.log })
+  void runner.promise.finally(() => jobsDb.destroy()).catch(() => undefined)
+  return runner
 }

@@ -373,20 +373,34 @@ test('redeliver starts a new attempt series with the same webhook-id', async (t)
   assert.equal(foreign.statusCode, 404)
 })
 
-test('a host at its concurrency bound defers further deliveries instead of holding a worker slot', async (t) => {
-  const receiver = await startReceiver((_q, res) => setTimeout(() => res.writeHead(200).end(), 300))
+test('a host at its concurrency bound: a further delivery waits briefly for a slot, then is deferred instead of holding a worker slot', async (t) => {
+  let open = 0
+  let mostOpen = 0
+  const receiver = await startReceiver((_q, res) => {
+    mostOpen = Math.max(mostOpen, ++open)
+    setTimeout(() => { open--; res.writeHead(200).end() }, 300)
+  })
   t.after(receiver.close)
   const tenant = await given.tenant(db)
   const automation = await createAutomation(tenant, { actions: [{ type: 'webhook', config: { url: receiver.url, headers: {} } }] })
   const ids = [...(await testEvent(tenant, automation.id)), ...(await testEvent(tenant, automation.id))]
-  const bounded = createWebhookDeliverer({ db, config: privateConfig, log }, { perHostConcurrency: 1 })
-  t.after(() => bounded.close())
+  const impatient = createWebhookDeliverer({ db, config: privateConfig, log }, { perHostConcurrency: 1, hostSlotWaitMs: 50 })
+  t.after(() => impatient.close())
 
-  const outcomes = await Promise.all((await claim(ids)).map((payload) => bounded.deliver(payload)))
+  const outcomes = await Promise.all((await claim(ids)).map((payload) => impatient.deliver(payload)))
 
   assert.deepEqual(outcomes.sort(), ['deferred', 'succeeded'])
-  await drain(ids, bounded)
+  await drain(ids, impatient)
   assert.equal(receiver.received.length, 2)
+
+  const more = [...(await testEvent(tenant, automation.id)), ...(await testEvent(tenant, automation.id))]
+  const patient = createWebhookDeliverer({ db, config: privateConfig, log }, { perHostConcurrency: 1, hostSlotWaitMs: 2000 })
+  t.after(() => patient.close())
+  const waited = await Promise.all((await claim(more)).map((payload) => patient.deliver(payload)))
+
+  assert.deepEqual(waited, ['succeeded', 'succeeded'], 'the second waited for the slot')
+  assert.equal(mostOpen, 1, 'never two requests to the host at once')
+  assert.equal(receiver.received.length, 4)
 })
 
 // ---------------------------------------------------------------- SSRF guard

@@ -1,7 +1,5 @@
-import { Kysely, PostgresDialect } from 'kysely'
-import Cursor from 'pg-cursor'
-import { createPool, preparingPool } from '../../src/platform/db/database.js'
-import type { Database, Db } from '../../src/platform/db/schema.js'
+import { createPool, kyselyOn } from '../../src/platform/db/database.js'
+import type { Db } from '../../src/platform/db/schema.js'
 
 let shared: { db: Db; pool: ReturnType<typeof createPool> } | undefined
 
@@ -14,8 +12,8 @@ export function testDatabaseUrl(): string {
 /** One pool per test process, on the migrated test database. */
 export function testDb(): Db {
   if (!shared) {
-    const pool = createPool(testDatabaseUrl(), 10, true)
-    shared = { pool, db: new Kysely<Database>({ dialect: new PostgresDialect({ pool: preparingPool(pool), cursor: Cursor }) }) }
+    const pool = createPool(testDatabaseUrl(), { max: 10, allowExitOnIdle: true })
+    shared = { pool, db: kyselyOn(pool) }
   }
   return shared.db
 }

@@ -37,9 +37,56 @@ export const WEBHOOK_USER_AGENT = `workplace-api-webhooks/${version}`
 export interface WebhookDelivererOptions {
   retryDelaysMs?: number[]
   timeoutMs?: number
-  /** Parallel deliveries to one host in this process; the rest wait, so one dead host cannot hold every worker slot. */
+  /** Parallel deliveries to one host in this process (default: half the worker's concurrency). */
   perHostConcurrency?: number
+  /** How long a delivery waits for a free slot of its host before it is deferred (default 1 s). */
+  hostSlotWaitMs?: number
   resolve?: ResolveHost
+}
+
+/**
+ * At most `limit` deliveries per host at once. A delivery waits briefly for a slot (a healthy host
+ * frees one within milliseconds); when none frees up in time the host is slow or dead, and the
+ * delivery is deferred instead, so one bad receiver can never hold every worker slot.
+ */
+class HostSlots {
+  private readonly running = new Map<string, number>()
+  private readonly waiting = new Map<string, Array<() => void>>()
+
+  constructor(private readonly limit: number) {}
+
+  acquire(host: string, waitMs: number): Promise<boolean> {
+    const running = this.running.get(host) ?? 0
+    if (running < this.limit) {
+      this.running.set(host, running + 1)
+      return Promise.resolve(true)
+    }
+    return new Promise((resolve) => {
+      const queue = this.waiting.get(host) ?? []
+      this.waiting.set(host, queue)
+      const handOver = () => {
+        clearTimeout(timer)
+        resolve(true)
+      }
+      const timer = setTimeout(() => {
+        queue.splice(queue.indexOf(handOver), 1)
+        if (queue.length === 0) this.waiting.delete(host)
+        resolve(false)
+      }, waitMs)
+      queue.push(handOver)
+    })
+  }
+
+  /** Frees a slot: handed straight to the next waiting delivery of that host, if any. */
+  release(host: string): void {
+    const queue = this.waiting.get(host)
+    const next = queue?.shift()
+    if (queue?.length === 0) this.waiting.delete(host)
+    if (next) return next()
+    const left = (this.running.get(host) ?? 1) - 1
+    if (left > 0) this.running.set(host, left)
+    else this.running.delete(host)
+  }
 }
 
 export type DeliveryOutcome = 'succeeded' | 'retrying' | 'failed' | 'skipped' | 'deferred'
@@ -87,7 +134,8 @@ export function createWebhookDeliverer({ db, config, log }: AppDeps, options: We
     resolve: options.resolve,
     connectionsPerOrigin: perHost,
   })
-  const inFlight = new Map<string, number>()
+  const slots = new HostSlots(perHost)
+  const slotWaitMs = options.hostSlotWaitMs ?? 1_000
 
   async function attempt(target: NonNullable<Awaited<ReturnType<typeof queries.findDeliveryForAttempt>>>, webhook: WebhookConfig): Promise<AttemptResult> {
     const method = webhook.method ?? 'POST'
@@ -128,36 +176,35 @@ export function createWebhookDeliverer({ db, config, log }: AppDeps, options: We
     }
     const webhook = action.config as unknown as WebhookConfig
     const host = new URL(webhook.url).host
-    const running = inFlight.get(host) ?? 0
-    if (running >= perHost) {
-      // the host is saturated: try again shortly without holding a worker slot or counting an attempt
+    if (!(await slots.acquire(host, slotWaitMs))) {
+      // the host stays saturated: try again later without holding a worker slot or counting an attempt
       await enqueue(db, DELIVER_WEBHOOK_JOB, payload, { runAt: new Date(Date.now() + 500 + Math.random() * 1000) })
       return 'deferred'
     }
-    inFlight.set(host, running + 1)
     let result: AttemptResult
     try {
       result = await attempt(target, webhook)
     } finally {
-      const left = (inFlight.get(host) ?? 1) - 1
-      if (left > 0) inFlight.set(host, left)
-      else inFlight.delete(host)
+      slots.release(host)
     }
     let status = result.status
     const delay = delays[payload.attempt - 1]
     if (status === 'retrying' && delay === undefined) status = 'failed'
     const waitMs = status === 'retrying' ? Math.max(delay, result.retryAfterMs ?? 0) : 0
     const nextAttemptAt = status === 'retrying' ? new Date(Date.now() + waitMs) : null
-    await db.transaction().execute(async (trx) => {
-      const recorded = await queries.recordAttempt(trx, payload, {
-        status, error: result.error, nextAttemptAt, url: webhook.url, method: webhook.method ?? 'POST',
-        responseStatus: result.responseStatus, responseTimeMs: result.responseTimeMs, responseBody: result.responseBody,
-      })
-      if (recorded && nextAttemptAt) {
+    const record = {
+      status, error: result.error, nextAttemptAt, url: webhook.url, method: webhook.method ?? 'POST',
+      responseStatus: result.responseStatus, responseTimeMs: result.responseTimeMs, responseBody: result.responseBody,
+    }
+    if (!nextAttemptAt) await queries.recordAttempt(db, payload, record) // final: one statement, no transaction
+    else {
+      await db.transaction().execute(async (trx) => {
+        // the attempt and its successor commit together
+        if (!(await queries.recordAttempt(trx, payload, record))) return
         const next = { ...payload, attempt: payload.attempt + 1 }
         await enqueue(trx, DELIVER_WEBHOOK_JOB, next, { runAt: nextAttemptAt, key: `webhook:${payload.deliveryId}:${payload.series}:${next.attempt}` })
-      }
-    })
+      })
+    }
     log.info({ deliveryId: payload.deliveryId, attempt: payload.attempt, status, error: result.error ?? undefined, responseStatus: result.responseStatus ?? undefined }, 'webhook delivery attempt')
     return status
   }

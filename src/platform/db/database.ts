@@ -46,14 +46,21 @@ export async function resolveDatabaseUrl(options: DatabaseOptions): Promise<{ ur
   return { url: server.url, stop: () => server.stop() }
 }
 
-export function createPool(url: string, max = 20, allowExitOnIdle = false): pg.Pool {
+export interface PoolOptions {
+  max?: number
+  allowExitOnIdle?: boolean
+  /** Commit without waiting for the WAL flush (the job worker's connections, see runtime.ts). */
+  asynchronousCommit?: boolean
+}
+
+export function createPool(url: string, { max = 20, allowExitOnIdle = false, asynchronousCommit = false }: PoolOptions = {}): pg.Pool {
   const pool = new pg.Pool({
     connectionString: url,
     max,
     types,
     // JIT off: it pays off for long analytic queries, not for an API's; PostgreSQL compiles any plan
     // whose estimate passes jit_above_cost (access-rule lists do), adding 200-300 ms to a 9 ms query
-    options: '-c TimeZone=UTC -c jit=off',
+    options: `-c TimeZone=UTC -c jit=off${asynchronousCommit ? ' -c synchronous_commit=off' : ''}`,
     connectionTimeoutMillis: 5_000,
     allowExitOnIdle,
   } as pg.PoolConfig)
@@ -163,11 +170,16 @@ function wrapClient(client: pg.PoolClient) {
   }
 }
 
+/** Kysely on a pool (prepared statements, committed-write reports, cursors for streaming). */
+export function kyselyOn(pool: pg.Pool): Db {
+  return new Kysely<Database>({ dialect: new PostgresDialect({ pool: preparingPool(pool), cursor: Cursor }) })
+}
+
 /** Opens Kysely on the resolved PostgreSQL; `close` ends the pool and stops an embedded server we started. */
 export async function openDatabase(options: DatabaseOptions): Promise<DatabaseHandle> {
   const { url, stop } = await resolveDatabaseUrl(options)
-  const pool = createPool(url, options.poolSize)
-  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool: preparingPool(pool), cursor: Cursor }) })
+  const pool = createPool(url, { max: options.poolSize })
+  const db = kyselyOn(pool)
   return {
     db,
     pool,

@@ -35,6 +35,8 @@ export interface WorkerOptions {
   pool: pg.Pool
   handlers: JobHandlers
   concurrency: number
+  /** Jobs fetched per round trip (graphile-worker local queue); 0 or 1 fetches one at a time. */
+  localQueueSize: number
   cron?: string
   /** The database URL: enables crash recovery (jobs of killed workers run again within seconds). */
   url?: string
@@ -63,6 +65,9 @@ export async function startWorker(options: WorkerOptions): Promise<Runner> {
     pollInterval: 1000,
     crontab: options.cron,
     events: liveness?.events,
+    // jobs fetched (and locked) in batches, completions batched per tick: fewer database round trips per
+    // job when many are queued (webhook bursts); a crashed worker's batch is freed by the liveness sweep
+    ...(options.localQueueSize > 1 ? { preset: { worker: { localQueue: { size: options.localQueueSize }, completeJobBatchDelay: 0, failJobBatchDelay: 0 } } } : {}),
     ...(options.log ? { logger: pinoWorkerLogger(options.log) } : {}),
   })
   void runner.promise.finally(() => liveness?.stop()).catch(() => undefined)
