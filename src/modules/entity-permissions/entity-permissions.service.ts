@@ -68,11 +68,11 @@ export function createEntityPermissionsService({ db }: AppDeps) {
     if (!(await mayManageGrants(db, actor, target, id))) throw forbidden('Granting on this target requires administrate access on it or "entityPermissions.manage"')
     const key = body.key ?? 'view'
     const element = { key, permission_entity: body.permission_entity, permission_entity_id: body.permission_entity_id }
-    await validateGrantElements(db, actor.tenantId, keys, [element], (_index, name) => name)
     const values: queries.GrantValues = { ...element, target_entity: target.alias, target_entity_id: String(id) }
-    // the common repeat of an existing grant costs one read and no transaction
+    // contract 20: an existing identical combination is returned (200); the common repeat costs one read
     const existing = await findResource(ctx(actor), entityPermissionResource, queries.selectIdenticalGrant(db, actor.tenantId, values), {})
     if (existing) return { record: existing, created: false }
+    await validateGrantElements(db, actor.tenantId, keys, [element], (_index, name) => name)
     const { grantId, created } = await db.transaction().execute(async (trx) => {
       // ON CONFLICT on the unique constraint: 50 identical concurrent creates leave exactly one row
       const inserted = await queries.insertGrantIfAbsent(trx, actor.tenantId, values)
