@@ -8,7 +8,7 @@ import { randomBytes } from 'node:crypto'
 import fs from 'node:fs/promises'
 import os from 'node:os'
 import path from 'node:path'
-import pg from 'pg'
+import { dropDatabase } from './helpers/test-database.js'
 import { ensureDatabase, startEmbeddedPostgres } from '../src/platform/db/embedded-postgres.js'
 import { openDatabase } from '../src/platform/db/database.js'
 import { migrateToLatest } from '../src/platform/db/migrate.js'
@@ -26,15 +26,6 @@ async function listTests(dir: string, pattern: RegExp): Promise<string[]> {
     else if (pattern.test(entry.name)) found.push(path.relative(root, full))
   }
   return found.sort()
-}
-
-async function dropDatabase(url: string, database: string): Promise<void> {
-  const admin = new URL(url)
-  admin.pathname = '/postgres'
-  const client = new pg.Client({ connectionString: admin.toString() })
-  await client.connect()
-  await client.query(`drop database if exists "${database}" with (force)`).catch(() => undefined)
-  await client.end()
 }
 
 async function main(): Promise<number> {

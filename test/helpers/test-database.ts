@@ -1,4 +1,7 @@
-import { createPool, kyselyOn } from '../../src/platform/db/database.js'
+import pg from 'pg'
+import { createPool, kyselyOn, openDatabase } from '../../src/platform/db/database.js'
+import { ensureDatabase } from '../../src/platform/db/embedded-postgres.js'
+import { migrateToLatest } from '../../src/platform/db/migrate.js'
 import type { Db } from '../../src/platform/db/schema.js'
 
 let shared: { db: Db; pool: ReturnType<typeof createPool> } | undefined
@@ -21,4 +24,35 @@ export function testDb(): Db {
 export async function closeTestDb(): Promise<void> {
   if (shared) await shared.db.destroy()
   shared = undefined
+}
+
+/** Drops `database` on the server of `url` (connections to it are ended). */
+export async function dropDatabase(url: string, database: string): Promise<void> {
+  const admin = new URL(url)
+  admin.pathname = '/postgres'
+  const client = new pg.Client({ connectionString: admin.toString() })
+  await client.connect()
+  await client.query(`drop database if exists ${client.escapeIdentifier(database)} with (force)`).catch(() => undefined)
+  await client.end()
+}
+
+/**
+ * A migrated database of its own on the test server, for a server process whose job worker must not
+ * run (or be disturbed by) the jobs of test files running at the same time; `close` drops it.
+ */
+export async function privateTestDatabase(suffix: string): Promise<{ url: string; db: Db; close(): Promise<void> }> {
+  const url = new URL(testDatabaseUrl())
+  const name = `${url.pathname.slice(1)}_${suffix}`
+  url.pathname = `/${name}`
+  await ensureDatabase(url.toString(), name)
+  const handle = await openDatabase({ url: url.toString(), dataDir: '' })
+  await migrateToLatest(handle.db, handle.pool)
+  return {
+    url: url.toString(),
+    db: handle.db,
+    async close() {
+      await handle.close()
+      await dropDatabase(url.toString(), name)
+    },
+  }
 }

@@ -102,7 +102,8 @@ test('SIGKILL of the worker during 1,000 webhook deliveries: after restart every
     const second = startWorker()
     await waitFor('every event at the receiver', async () => eventIds.every((id) => received.has(id)), 120_000, 200).catch(async (error) => {
       const jobs = await sql<{ task_identifier: string; n: number; locked: number }>`select task_identifier, count(*)::int as n, count(locked_by)::int as locked from graphile_worker.jobs group by 1`.execute(db)
-      throw new Error(`${error.message}: ${received.size} received; jobs ${JSON.stringify(jobs.rows)}\nsecond worker: ${second.output().slice(-3000)}`)
+      const states = await sql`select status, attempts, error, count(*)::int as n from webhook_deliveries where tenant_id = ${tenant.id} group by 1, 2, 3`.execute(db)
+      throw new Error(`${error.message}: ${received.size} received; jobs ${JSON.stringify(jobs.rows)}; deliveries ${JSON.stringify(states.rows)}\nsecond worker: ${second.output().slice(-3000)}`)
     })
     const redelivered = [...received.values()].filter((n) => n > 1).length
     console.log(`# webhooks: after restart ${received.size} distinct webhook-ids = ${eventIds.length} events (${redelivered} delivered twice)`)

@@ -15,7 +15,7 @@ import { openDatabase } from '../../src/platform/db/database.js'
 import { startEmbeddedPostgres } from '../../src/platform/db/embedded-postgres.js'
 import { migrateToLatest } from '../../src/platform/db/migrate.js'
 import { given } from '../helpers/given.js'
-import { testDatabaseUrl, testDb } from '../helpers/test-database.js'
+import { privateTestDatabase } from '../helpers/test-database.js'
 import { freePort, seedDepartment, waitFor, workplace, type Proc } from './support/processes.js'
 
 interface Sample { at: number; ms: number; status: number; type: string }
@@ -100,12 +100,15 @@ test('PostgreSQL stopped for 5 s under load: 503 problem+json fast, then the sam
   }
 })
 
-test('SIGTERM under load: in-flight requests complete, new connections are refused, exit within 10 s, no job lost', { timeout: 180_000 }, async () => {
-  const db = testDb()
+test('SIGTERM under load: in-flight requests complete, new connections are refused, exit within 10 s, no job lost', { timeout: 180_000 }, async (t) => {
+  // a database of its own: this server's worker must not run the jobs of test files running meanwhile
+  const database = await privateTestDatabase('shutdown')
+  t.after(() => database.close())
+  const db = database.db
   const tenant = await given.tenant(db)
   const departmentId = await seedDepartment(db, tenant, 10_000)
   const port = await freePort()
-  const server = workplace('serve', { DATABASE_URL: testDatabaseUrl(), PORT: String(port), WORKER: 'true', LOG_LEVEL: 'info' })
+  const server = workplace('serve', { DATABASE_URL: database.url, PORT: String(port), WORKER: 'true', LOG_LEVEL: 'info' })
   const base = `http://127.0.0.1:${port}`
   try {
     await waitFor('the server', async () => (await get(`${base}/health/ready`, '')).status === 200, 60_000, 200)
@@ -148,7 +151,7 @@ test('SIGTERM under load: in-flight requests complete, new connections are refus
     // liveness sweep for a job that outlived the 5 s budget) and a new worker finishes the fan-out
     const locked = await sql<{ n: number }>`select count(*)::int as n from graphile_worker._private_jobs where locked_by is not null`.execute(db)
     console.log(`# shutdown: ${locked.rows[0].n} job(s) still locked by the stopped process (released by the next worker's liveness sweep)`)
-    const worker = workplace('worker', { DATABASE_URL: testDatabaseUrl() })
+    const worker = workplace('worker', { DATABASE_URL: database.url })
     try {
       await waitFor('all 10,000 notifications', async () => {
         const row = await db.selectFrom('notifications').select(db.fn.countAll().as('n')).where('tenant_id', '=', tenant.id).executeTakeFirstOrThrow()
