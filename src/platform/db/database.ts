@@ -170,9 +170,38 @@ function wrapClient(client: pg.PoolClient) {
   }
 }
 
+/**
+ * pg-cursor's `close()` waits for the server's ReadyForQuery; after the connection failed mid-stream
+ * or while closing (database restarted) that never comes, and Kysely awaits `close()` in the stream's
+ * `finally`: the request hung forever. A cursor that already failed has nothing to close on the
+ * server, and a connection that ends settles the close.
+ */
+class SettlingCursor extends Cursor {
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- pg-cursor's overloads
+  override close(callback?: (error: Error) => void): any {
+    if (callback) return super.close(callback)
+    const self = this as unknown as { state: string; connection?: { once(event: 'end', listener: () => void): void; removeListener(event: 'end', listener: () => void): void } }
+    if (self.state === 'error') {
+      self.state = 'done'
+      return Promise.resolve()
+    }
+    const connection = self.connection
+    if (!connection) return super.close()
+    // the connection may also end while the portal is being closed
+    return new Promise<void>((resolve) => {
+      const settle = () => {
+        connection.removeListener('end', settle)
+        resolve()
+      }
+      connection.once('end', settle)
+      super.close().then(settle, settle)
+    })
+  }
+}
+
 /** Kysely on a pool (prepared statements, committed-write reports, cursors for streaming). */
 export function kyselyOn(pool: pg.Pool): Db {
-  return new Kysely<Database>({ dialect: new PostgresDialect({ pool: preparingPool(pool), cursor: Cursor }) })
+  return new Kysely<Database>({ dialect: new PostgresDialect({ pool: preparingPool(pool), cursor: SettlingCursor }) })
 }
 
 /** Opens Kysely on the resolved PostgreSQL; `close` ends the pool and stops an embedded server we started. */
