@@ -170,24 +170,29 @@ function wrapClient(client: pg.PoolClient) {
   }
 }
 
+interface CursorConnection {
+  stream?: { destroyed?: boolean; writable?: boolean }
+  once(event: 'end', listener: () => void): void
+  removeListener(event: 'end', listener: () => void): void
+}
+
 /**
- * pg-cursor's `close()` waits for the server's ReadyForQuery; after the connection failed mid-stream
- * or while closing (database restarted) that never comes, and Kysely awaits `close()` in the stream's
- * `finally`: the request hung forever. A cursor that already failed has nothing to close on the
- * server, and a connection that ends settles the close.
+ * pg-cursor's `close()` waits for the server's ReadyForQuery; when the connection dies mid-stream or
+ * while closing (database restarted) that never comes, and Kysely awaits `close()` in the stream's
+ * `finally`: the request hung forever. Here the connection's end settles the close too; by then the
+ * client is marked broken, so the pool drops it instead of lending it out again.
  */
 class SettlingCursor extends Cursor {
   // eslint-disable-next-line @typescript-eslint/no-explicit-any -- pg-cursor's overloads
   override close(callback?: (error: Error) => void): any {
     if (callback) return super.close(callback)
-    const self = this as unknown as { state: string; connection?: { once(event: 'end', listener: () => void): void; removeListener(event: 'end', listener: () => void): void } }
-    if (self.state === 'error') {
+    const self = this as unknown as { state: string; connection?: CursorConnection }
+    const connection = self.connection
+    if (!connection) return super.close()
+    if (connection.stream?.destroyed || connection.stream?.writable === false) {
       self.state = 'done'
       return Promise.resolve()
     }
-    const connection = self.connection
-    if (!connection) return super.close()
-    // the connection may also end while the portal is being closed
     return new Promise<void>((resolve) => {
       const settle = () => {
         connection.removeListener('end', settle)
