@@ -36,6 +36,7 @@ function bool(env: NodeJS.ProcessEnv, name: string, fallback: boolean, problems:
 /** Reads and validates the environment once; throws listing every problem. */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const problems: string[] = []
+  const workerConcurrency = integer(env, 'WORKER_CONCURRENCY', 10, problems)
   const host = env.HOST || '127.0.0.1'
   const port = integer(env, 'PORT', 3000, problems)
   const dataDir = path.resolve(env.DATA_DIR || './data')
@@ -60,8 +61,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     },
     jobs: {
       runWorker: bool(env, 'WORKER', true, problems),
-      concurrency: integer(env, 'WORKER_CONCURRENCY', 10, problems),
-      localQueueSize: integer(env, 'WORKER_LOCAL_QUEUE', integer(env, 'WORKER_CONCURRENCY', 10, []) + 1, problems),
+      concurrency: workerConcurrency,
+      localQueueSize: integer(env, 'WORKER_LOCAL_QUEUE', workerConcurrency + 1, problems),
     },
     webhooks: { allowPrivateNetworks: bool(env, 'WEBHOOK_ALLOW_PRIVATE_NETWORKS', false, problems) },
     smtpUrl: env.SMTP_URL || undefined,

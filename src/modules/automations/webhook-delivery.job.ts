@@ -69,7 +69,8 @@ class HostSlots {
         resolve(true)
       }
       const timer = setTimeout(() => {
-        queue.splice(queue.indexOf(handOver), 1)
+        const at = queue.indexOf(handOver)
+        if (at >= 0) queue.splice(at, 1)
         if (queue.length === 0) this.waiting.delete(host)
         resolve(false)
       }, waitMs)

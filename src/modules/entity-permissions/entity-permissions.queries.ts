@@ -47,20 +47,16 @@ export async function insertGrantIfAbsent(db: Db, tenantId: number, values: Gran
     .returning(grantColumns).executeTakeFirst()
 }
 
-export function findIdenticalGrant(db: Db, tenantId: number, values: GrantValues): Promise<GrantRow | undefined> {
-  return db.selectFrom('entity_permissions').select(grantColumns)
-    .where('tenant_id', '=', tenantId).where('target_entity', '=', values.target_entity).where('target_entity_id', '=', values.target_entity_id)
-    .where('key', '=', values.key).where('permission_entity', '=', values.permission_entity)
-    .where('permission_entity_id', '=', values.permission_entity_id)
-    .executeTakeFirst()
-}
-
 /** `selectGrants` narrowed to the grant identical to `values` (the unique key). */
 export function selectIdenticalGrant(db: Db, tenantId: number, values: GrantValues) {
   return selectGrants(db, tenantId)
     .where('ep.target_entity', '=', values.target_entity).where('ep.target_entity_id', '=', values.target_entity_id)
     .where('ep.key', '=', values.key).where('ep.permission_entity', '=', values.permission_entity)
     .where('ep.permission_entity_id', '=', values.permission_entity_id)
+}
+
+export function findIdenticalGrant(db: Db, tenantId: number, values: GrantValues): Promise<GrantRow | undefined> {
+  return selectIdenticalGrant(db, tenantId, values).select(grantColumns.map((column) => `ep.${column}` as const)).executeTakeFirst() as Promise<GrantRow | undefined>
 }
 
 export function deleteGrants(db: Db, tenantId: number, ids: number[]): Promise<GrantRow[]> {

@@ -31,24 +31,23 @@ export function rowGranteeMatches(tenantId: number, userId: Expression<unknown>,
 
 /**
  * THE access rule (contract 00 §6) as one SQL predicate about one target, for a grantee described by
- * `matches` (a predicate on the grant row `ep`; for many grantees at once, e.g. `rowGranteeMatches`): key K is unrestricted on a target that carries no K
- * grant; otherwise only grantees have K. `targetId` is any SQL expression (usually the id column of
+ * `matches` (a predicate on the grant row `ep`; for many grantees at once, e.g. `rowGranteeMatches`):
+ * key K is unrestricted on a target that carries no K grant; otherwise only grantees have K. `targetId` is any SQL expression (usually the id column of
  * the list being filtered), so lists stay a single statement.
  */
 export function grantAllowsWhen(tenantId: number, matches: RawBuilder<boolean>, key: string, targetAlias: string, targetId: Expression<unknown>): RawBuilder<boolean> {
+  const grants = grantsOfTarget(tenantId, key, targetAlias, targetId)
   return sql<boolean>`(
-    not exists (
-      select 1 from entity_permissions ep
-      where ep.tenant_id = ${tenantId} and ep.target_entity = ${targetAlias}
-        and ep.target_entity_id = (${targetId})::text and ep.key = ${key}
-    )
-    or exists (
-      select 1 from entity_permissions ep
-      where ep.tenant_id = ${tenantId} and ep.target_entity = ${targetAlias}
-        and ep.target_entity_id = (${targetId})::text and ep.key = ${key}
-        and ${matches}
-    )
+    not exists (select 1 from ${grants})
+    or exists (select 1 from ${grants} and ${matches})
   )`
+}
+
+/** SQL: `entity_permissions ep where …` — the K grants of one target (served by the unique index). */
+function grantsOfTarget(tenantId: number, key: string, targetAlias: string, targetId: Expression<unknown>): RawBuilder<unknown> {
+  return sql`entity_permissions ep
+    where ep.tenant_id = ${tenantId} and ep.target_entity = ${targetAlias}
+      and ep.target_entity_id = (${targetId})::text and ep.key = ${key}`
 }
 
 /**
@@ -62,9 +61,7 @@ export function grantAllowsWhen(tenantId: number, matches: RawBuilder<boolean>, 
 export function grantAllows(grantee: Grantee, key: string, targetAlias: string, targetId: Expression<unknown>): RawBuilder<boolean> {
   if (grantee.isAdmin) return sql<boolean>`true`
   return sql<boolean>`((
-    select bool_or(${granteeMatches(grantee)}) from entity_permissions ep
-    where ep.tenant_id = ${grantee.tenantId} and ep.target_entity = ${targetAlias}
-      and ep.target_entity_id = (${targetId})::text and ep.key = ${key}
+    select bool_or(${granteeMatches(grantee)}) from ${grantsOfTarget(grantee.tenantId, key, targetAlias, targetId)}
   ) is not false)`
 }
 
