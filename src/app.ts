@@ -28,7 +28,7 @@ export interface BuildAppOptions {
   logger?: Logger | boolean
   /** Observes every registered route (the reliability suite builds its route table from it). */
   onRoute?: (route: RouteOptions) => void
-  /** The resolved database URL (defaults to config.db.url). */
+  /** A database URL with real sessions, for LISTEN (defaults to config.db.directUrl; never a transaction-mode pooler). */
   databaseUrl?: string
 }
 
@@ -91,7 +91,7 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
     reply.header('x-content-type-options', 'nosniff')
     reply.header('x-request-id', request.id)
   })
-  const databaseUrl = options.databaseUrl ?? config.db.url
+  const databaseUrl = options.databaseUrl ?? config.db.directUrl
   if (databaseUrl && config.auth.actorCache) {
     const cache = await startActorCache(databaseUrl, (error) => app.log.warn({ err: error }, 'actor cache listener error'))
     useActorCache(db, cache)

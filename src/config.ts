@@ -3,7 +3,14 @@ import path from 'node:path'
 /** Typed, frozen configuration. The only module that reads process.env. */
 export interface Config {
   http: { host: string; port: number; bodyLimit: number; corsOrigins: string[] }
-  db: { url: string | undefined; dataDir: string }
+  db: {
+    url: string | undefined
+    /** For what needs a session of its own (LISTEN, migrations, advisory locks): defaults to `url`. */
+    directUrl: string | undefined
+    /** `transaction`: `url` is a transaction-mode pooler (no startup options, session SETs or named statements). */
+    poolMode: 'session' | 'transaction'
+    dataDir: string
+  }
   storageDir: string
   appUrl: string
   baseUrl: string
@@ -33,6 +40,13 @@ function bool(env: NodeJS.ProcessEnv, name: string, fallback: boolean, problems:
   return fallback
 }
 
+function poolMode(env: NodeJS.ProcessEnv, problems: string[]): 'session' | 'transaction' {
+  const raw = env.DATABASE_POOL_MODE || 'session'
+  if (raw === 'session' || raw === 'transaction') return raw
+  problems.push('DATABASE_POOL_MODE must be session or transaction')
+  return 'session'
+}
+
 /** Reads and validates the environment once; throws listing every problem. */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const problems: string[] = []
@@ -49,7 +63,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       bodyLimit: 1024 * 1024,
       corsOrigins: (env.CORS_ORIGINS || '').split(',').map((s) => s.trim()).filter(Boolean),
     },
-    db: { url: env.DATABASE_URL || undefined, dataDir },
+    db: {
+      url: env.DATABASE_URL || undefined,
+      directUrl: env.DATABASE_DIRECT_URL || env.DATABASE_URL || undefined,
+      poolMode: poolMode(env, problems),
+      dataDir,
+    },
     storageDir: path.resolve(env.STORAGE_DIR || path.join(dataDir, 'storage')),
     appUrl: (env.APP_URL || localBase).replace(/\/+$/, ''),
     baseUrl: (env.BASE_URL || localBase).replace(/\/+$/, ''),
@@ -70,6 +89,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     logLevel: env.LOG_LEVEL || 'info',
     isTest: env.NODE_ENV === 'test',
   }
+  if (config.db.poolMode === 'transaction' && !config.db.url) problems.push('DATABASE_POOL_MODE=transaction needs DATABASE_URL (the pooler)')
   if (problems.length > 0) throw new Error(`Invalid configuration:\n- ${problems.join('\n- ')}`)
   return Object.freeze(config)
 }

@@ -15,7 +15,7 @@ export async function serve(config: Config): Promise<void> {
     const demo = await ensureDemoTenant(handle.db, config.auth.tokenTtlDays)
     if (demo.tenant) printDemoCredentials(config, demo.tenant.password)
   }
-  const app = await buildApp({ config, db: handle.db, logger: log, databaseUrl: handle.url })
+  const app = await buildApp({ config, db: handle.db, logger: log, databaseUrl: handle.directUrl })
   let worker: Runner | undefined
   if (config.jobs.runWorker) worker = await runWorker(handle, { db: handle.db, config, log })
 

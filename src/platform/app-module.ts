@@ -9,7 +9,7 @@ export interface AppDeps {
   db: Db
   config: Config
   log: Logger
-  /** The resolved connection URL (also of the embedded server), for dedicated connections such as LISTEN. */
+  /** A connection URL with real sessions (the direct one, also of the embedded server), for dedicated connections such as LISTEN. */
   databaseUrl?: string
 }
 

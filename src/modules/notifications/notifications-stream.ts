@@ -5,10 +5,17 @@ import type { Db } from '../../platform/db/schema.js'
 import { AppError } from '../../platform/http/errors.js'
 import type { PubSub } from '../../platform/realtime/pg-pubsub.js'
 import { openEventStream, type EventStream } from '../../platform/realtime/sse.js'
-import { showResource } from '../../platform/query/run-query.js'
+import { sql } from 'kysely'
+import { listResource, showResource } from '../../platform/query/run-query.js'
 import * as queries from './notifications.queries.js'
 import { NOTIFICATIONS_CHANNEL, type NotificationsChannelMessage } from './notifications-fan-out.js'
 import { notificationResource } from './notifications.resource.js'
+import { advancePosition, createdSeconds, formatPosition, parsePosition, SETTLE_SECONDS, type StreamPosition } from './stream-position.js'
+
+/** One open stream and where it stands (its events' ids). */
+interface StreamState { stream: EventStream; position: StreamPosition }
+
+const REPLAY_PAGE = 200
 
 export type NotificationStreams = ReturnType<typeof createNotificationStreams>
 
@@ -17,17 +24,25 @@ export type NotificationStreams = ReturnType<typeof createNotificationStreams>
  * message is proportional to the streams open HERE for the users named, not to the recipients.
  */
 export function createNotificationStreams({ db, pubsub, log, heartbeatMs }: { db: Db; pubsub: PubSub; log: Logger; heartbeatMs?: number }) {
-  const streams = new Map<number, Map<number, Set<EventStream>>>()
+  const streams = new Map<number, Map<number, Set<StreamState>>>()
   let subscribed: Promise<unknown> | undefined
 
-  async function pushTo(tenantId: number, userId: number, targets: Set<EventStream>, sourceKey?: string) {
+  /** Sends a record unless this stream already has it (live and replayed deliveries overlap). */
+  function deliver(state: StreamState, record: Record<string, unknown>) {
+    const id = String(record.id)
+    if (state.position.delivered.has(id) || createdSeconds(record.created_at) < state.position.watermark) return
+    advancePosition(state.position, id, createdSeconds(record.created_at))
+    state.stream.send('notification', record, formatPosition(state.position))
+  }
+
+  async function pushTo(tenantId: number, userId: number, targets: Set<StreamState>, sourceKey?: string) {
     if (sourceKey) {
       const base = queries.selectOwnNotifications(db, tenantId, userId).where('n.source_key', '=', sourceKey)
       const record = await showResource({ db, tenantId }, notificationResource, base, {}, 'Notification').catch(() => undefined)
-      if (record) for (const stream of targets) stream.send('notification', record)
+      if (record) for (const state of targets) deliver(state, record)
     }
     const unread = await queries.countUnreadNotifications(db, tenantId, userId)
-    for (const stream of targets) stream.send('count', { unread })
+    for (const state of targets) state.stream.send('count', { unread }, formatPosition(state.position))
   }
 
   function onMessage(payload: unknown) {
@@ -42,21 +57,53 @@ export function createNotificationStreams({ db, pubsub, log, heartbeatMs }: { db
     }
   }
 
-  function add(actor: Actor, stream: EventStream) {
+  function add(actor: Actor, state: StreamState) {
     let tenant = streams.get(actor.tenantId)
     if (!tenant) streams.set(actor.tenantId, (tenant = new Map()))
     let set = tenant.get(actor.userId)
     if (!set) tenant.set(actor.userId, (set = new Set()))
-    set.add(stream)
-    stream.onClose(() => {
-      set.delete(stream)
+    set.add(state)
+    state.stream.onClose(() => {
+      set.delete(state)
       if (set.size === 0) tenant.delete(actor.userId)
       if (tenant.size === 0) streams.delete(actor.tenantId)
     })
   }
 
-  /** Opens the requester's stream: the current unread count first, then `notification`/`count` events. */
+  /**
+   * A fresh stream stands at "now": the user's records of the settle window count as delivered, so that
+   * a reconnect replays only what is created from here on.
+   */
+  async function currentPosition(actor: Actor): Promise<StreamPosition> {
+    const { rows: [row] } = await sql<{ now: number; recent: Array<{ id: string; created: number }> }>`
+      select floor(extract(epoch from now()))::bigint - ${SETTLE_SECONDS}::int as now,
+             coalesce((select json_agg(json_build_object('id', n.id, 'created', floor(extract(epoch from n.created_at))::bigint))
+                from notifications n
+               where n.tenant_id = ${actor.tenantId} and n.notifiable_id = ${actor.userId}
+                 and n.created_at >= now() - make_interval(secs => ${SETTLE_SECONDS}::int)), '[]') as recent`.execute(db)
+    return { watermark: Number(row.now), delivered: new Map(row.recent.map((r) => [r.id, Number(r.created)])) }
+  }
+
+  /** What a reconnecting client missed: records at or above its watermark that it was not sent, oldest first. */
+  async function replay(actor: Actor, state: StreamState, seen: string[]): Promise<void> {
+    const ctx = { db, tenantId: actor.tenantId }
+    for (let offset = 0; ; offset += REPLAY_PAGE) {
+      let base = queries.selectOwnNotifications(db, actor.tenantId, actor.userId)
+        .where('n.created_at', '>=', sql<string>`to_timestamp(${state.position.watermark}::bigint)`)
+      if (seen.length > 0) base = base.where('n.id', 'not in', seen)
+      const page = await listResource(ctx, notificationResource, base, { sort: 'created_at,id', limit: REPLAY_PAGE, offset }) as Record<string, unknown>[]
+      for (const record of page) deliver(state, record)
+      if (page.length < REPLAY_PAGE) return
+    }
+  }
+
+  /**
+   * Opens the requester's stream: the current unread count first, then `notification`/`count` events.
+   * With `Last-Event-ID` (a reconnect, possibly to another node) the records created meanwhile come first.
+   */
   async function open(actor: Actor, request: FastifyRequest, reply: FastifyReply): Promise<void> {
+    const lastEventId = request.headers['last-event-id']
+    const resumed = typeof lastEventId === 'string' && lastEventId !== '' ? parsePosition(lastEventId) : undefined
     subscribed ??= pubsub.subscribe(NOTIFICATIONS_CHANNEL, onMessage).catch((error) => {
       subscribed = undefined
       throw error
@@ -67,15 +114,26 @@ export function createNotificationStreams({ db, pubsub, log, heartbeatMs }: { db
       log.error({ err: error }, 'cannot listen for notifications')
       throw new AppError(503, 'realtime_unavailable', 'Realtime notifications are temporarily unavailable', undefined, { 'Retry-After': '5' })
     }
+    const position: StreamPosition = resumed
+      ? { watermark: resumed.watermark, delivered: new Map(resumed.delivered.map((id) => [id, resumed.watermark])) }
+      : await currentPosition(actor)
     const unread = await queries.countUnreadNotifications(db, actor.tenantId, actor.userId)
-    const stream = openEventStream(request, reply, { heartbeatMs })
-    add(actor, stream)
-    stream.send('count', { unread })
+    // listening before the replay query: a record committed in between arrives live, or replayed, once
+    const state: StreamState = { stream: openEventStream(request, reply, { heartbeatMs }), position }
+    add(actor, state)
+    state.stream.send('count', { unread }, formatPosition(state.position))
+    if (resumed) {
+      // the response has begun: a failed replay ends the stream, and the client reconnects from where it stands
+      await replay(actor, state, resumed.delivered).catch((error) => {
+        log.warn({ err: error }, 'notification stream replay failed')
+        state.stream.end()
+      })
+    }
   }
 
   /** Ends every open stream (server shutdown), so that closing the server does not wait for clients. */
   function closeAll() {
-    for (const tenant of streams.values()) for (const set of tenant.values()) for (const stream of set) stream.end()
+    for (const tenant of streams.values()) for (const set of tenant.values()) for (const state of set) state.stream.end()
   }
 
   return { open, closeAll }

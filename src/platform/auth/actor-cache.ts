@@ -39,7 +39,6 @@ export class ActorCache {
   private listening = false
   private readonly maxEntries: number
   private readonly maxAgeMs: number
-  private unsubscribe?: () => Promise<void>
   private readonly stopWatchingWrites: () => void
 
   constructor(private readonly options: ActorCacheOptions) {
@@ -52,7 +51,7 @@ export class ActorCache {
 
   /** Opens the LISTEN connection; until it is up, every lookup goes to the database. */
   async start(): Promise<void> {
-    this.unsubscribe = await this.options.pubsub.subscribe(ACTOR_CHANGED_CHANNEL, (tenantId) => this.clearTenant(Number(tenantId)))
+    await this.options.pubsub.subscribe(ACTOR_CHANGED_CHANNEL, (tenantId) => this.clearTenant(Number(tenantId)))
   }
 
   /** The pubsub reports its connection state: a gap in listening may have hidden a change. */
@@ -95,7 +94,8 @@ export class ActorCache {
     this.listening = false
     this.clear()
     this.stopWatchingWrites()
-    await this.unsubscribe?.().catch((error) => this.options.onError?.(error))
+    // the pubsub is the cache's own: closing it ends the LISTEN (an UNLISTEN first would wait on a socket
+    // that no longer keeps the process alive)
     await this.options.pubsub.close()
   }
 }

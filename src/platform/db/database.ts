@@ -25,42 +25,66 @@ const types = {
   },
 }
 
+/**
+ * `session`: every pooled connection is a server session of its own (direct, or a session-mode pooler).
+ * `transaction`: `url` is a transaction-mode pooler (PgBouncer): consecutive statements outside a
+ * transaction may run on different server connections, so nothing may rely on session state.
+ */
+export type PoolMode = 'session' | 'transaction'
+
 export interface DatabaseHandle {
   db: Db
   pool: pg.Pool
+  /** What the pool connects to (a pooler in `transaction` mode). */
   url: string
+  /** A URL with real sessions, for LISTEN, migrations and session advisory locks. */
+  directUrl: string
+  poolMode: PoolMode
   close(): Promise<void>
 }
 
 export interface DatabaseOptions {
   url?: string
+  /** Defaults to `url`. */
+  directUrl?: string
+  poolMode?: PoolMode
   dataDir: string
   poolSize?: number
   log?: (message: string) => void
 }
 
-/** Resolves the connection URL: the given one, or a private embedded server in `$DATA_DIR/postgres`. */
-export async function resolveDatabaseUrl(options: DatabaseOptions): Promise<{ url: string; stop: () => Promise<void> }> {
-  if (options.url) return { url: options.url, stop: async () => {} }
+/** Resolves the connection URLs: the given ones, or a private embedded server in `$DATA_DIR/postgres`. */
+export async function resolveDatabaseUrl(options: DatabaseOptions): Promise<{ url: string; directUrl: string; stop: () => Promise<void> }> {
+  if (options.url) return { url: options.url, directUrl: options.directUrl ?? options.url, stop: async () => {} }
   const server = await startEmbeddedPostgres(options.dataDir, 'workplace', options.log)
-  return { url: server.url, stop: () => server.stop() }
+  return { url: server.url, directUrl: server.url, stop: () => server.stop() }
 }
 
 export interface PoolOptions {
   max?: number
   allowExitOnIdle?: boolean
-  /** Commit without waiting for the WAL flush (the job worker's connections, see runtime.ts). */
+  /** Commit without waiting for the WAL flush (the job worker's connections, see runtime.ts); session mode only. */
   asynchronousCommit?: boolean
+  poolMode?: PoolMode
 }
 
-export function createPool(url: string, { max = 20, allowExitOnIdle = false, asynchronousCommit = false }: PoolOptions = {}): pg.Pool {
+/**
+ * The settings every statement of the app relies on. In session mode they are sent as startup options;
+ * a transaction-mode pooler refuses or mixes up startup options, so there they must be the database's
+ * own defaults (`applyDatabaseDefaults`, run by `migrate`) and are verified at start (`verifySessionSettings`).
+ * JIT off: it pays off for long analytic queries, not for an API's; PostgreSQL compiles any plan whose
+ * estimate passes jit_above_cost (access-rule lists do), adding 200-300 ms to a 9 ms query.
+ */
+const REQUIRED_SETTINGS = { TimeZone: 'UTC', jit: 'off' } as const
+
+export function createPool(url: string, { max = 20, allowExitOnIdle = false, asynchronousCommit = false, poolMode = 'session' }: PoolOptions = {}): pg.Pool {
+  const startupOptions = Object.entries(REQUIRED_SETTINGS).map(([name, value]) => `-c ${name}=${value}`)
+  if (asynchronousCommit) startupOptions.push('-c synchronous_commit=off')
   const pool = new pg.Pool({
     connectionString: url,
     max,
     types,
-    // JIT off: it pays off for long analytic queries, not for an API's; PostgreSQL compiles any plan
-    // whose estimate passes jit_above_cost (access-rule lists do), adding 200-300 ms to a 9 ms query
-    options: `-c TimeZone=UTC -c jit=off${asynchronousCommit ? ' -c synchronous_commit=off' : ''}`,
+    ...(poolMode === 'session' ? { options: startupOptions.join(' ') } : {}),
     connectionTimeoutMillis: 5_000,
     allowExitOnIdle,
   } as pg.PoolConfig)
@@ -84,6 +108,43 @@ const commitListeners = new Set<CommitListener>()
 export function onCommittedWrites(listener: CommitListener): () => void {
   commitListeners.add(listener)
   return () => commitListeners.delete(listener)
+}
+
+/**
+ * Makes the required settings the database's defaults for the app's role, so that every server
+ * connection a pooler opens has them. Idempotent; needs ownership of the database or of the role
+ * (else a warning: the operator sets them, `verifySessionSettings` tells).
+ */
+export async function applyDatabaseDefaults(pool: pg.Pool, warn: (message: string) => void = () => {}): Promise<void> {
+  const settings = Object.entries(REQUIRED_SETTINGS)
+  const { rows } = await pool.query<{ name: string; value: string | null }>(
+    `select s.name, (select split_part(c, '=', 2) from pg_db_role_setting d, unnest(d.setconfig) c
+                      where d.setdatabase = (select oid from pg_database where datname = current_database())
+                        and d.setrole in (0, (select oid from pg_roles where rolname = current_user))
+                        and lower(split_part(c, '=', 1)) = lower(s.name) order by d.setrole desc limit 1) as value
+       from unnest($1::text[]) s(name)`, [settings.map(([name]) => name)])
+  const missing = settings.filter(([name, value]) => rows.find((r) => r.name === name)?.value?.toLowerCase() !== value.toLowerCase())
+  if (missing.length === 0) return
+  try {
+    const { rows: [who] } = await pool.query<{ role: string; database: string }>('select current_user as role, current_database() as database')
+    const client = pg.Client.prototype
+    for (const [name, value] of missing) {
+      await pool.query(`alter role ${client.escapeIdentifier(who.role)} in database ${client.escapeIdentifier(who.database)} set ${name} to ${client.escapeLiteral(value)}`)
+    }
+  } catch (error) {
+    warn(`cannot make ${missing.map(([n, v]) => `${n}=${v}`).join(', ')} the defaults of this role in this database (${(error as Error).message}); set them yourself for transaction-mode pooling`)
+  }
+}
+
+/** In transaction mode: fails clearly when a server connection the pooler hands out lacks a required setting. */
+export async function verifySessionSettings(pool: pg.Pool): Promise<void> {
+  const names = Object.keys(REQUIRED_SETTINGS)
+  const { rows } = await pool.query<{ name: string; setting: string }>('select name, setting from pg_settings where name = any($1::text[])', [names])
+  const wrong = Object.entries(REQUIRED_SETTINGS).filter(([name, value]) => rows.find((r) => r.name.toLowerCase() === name.toLowerCase())?.setting.toLowerCase() !== value.toLowerCase())
+  if (wrong.length > 0) {
+    throw new Error(`DATABASE_POOL_MODE=transaction: the pooled connections lack ${wrong.map(([n, v]) => `${n}=${v}`).join(', ')}. ` +
+      'Run `workplace migrate` (it makes them the role\'s defaults in this database) or set them with ALTER ROLE … IN DATABASE … SET.')
+  }
 }
 
 function notifyCommitted(tables: ReadonlySet<string>): void {
@@ -121,14 +182,14 @@ function statementInfo(text: string): StatementInfo {
  * reported to `onCommittedWrites` listeners. Transaction state is tracked per checkout (a Kysely
  * transaction is one checkout); graphile-worker and `pool.query` use the same clients unwrapped.
  */
-export function preparingPool(pool: pg.Pool): pg.Pool {
+export function preparingPool(pool: pg.Pool, namedStatements = true): pg.Pool {
   // one wrapper per physical client, reused by every checkout: Kysely keys its connection objects
   // by the client it gets, so a fresh wrapper per checkout would rebuild them on every query
   const wrappers = new WeakMap<pg.PoolClient, { client: pg.PoolClient; checkedOut: () => void }>()
   const connect = async () => {
     const client = await pool.connect()
     let wrapper = wrappers.get(client)
-    if (!wrapper) wrappers.set(client, (wrapper = wrapClient(client)))
+    if (!wrapper) wrappers.set(client, (wrapper = wrapClient(client, namedStatements)))
     wrapper.checkedOut()
     return wrapper.client
   }
@@ -136,7 +197,7 @@ export function preparingPool(pool: pg.Pool): pg.Pool {
 }
 
 /** The client with `query(text, values)` prepared and committed writes reported (state kept per checkout). */
-function wrapClient(client: pg.PoolClient) {
+function wrapClient(client: pg.PoolClient, namedStatements: boolean) {
   const query = client.query.bind(client) as (...args: unknown[]) => Promise<unknown>
   let inTransaction = false
   let uncommitted = new Set<string>()
@@ -155,7 +216,7 @@ function wrapClient(client: pg.PoolClient) {
     const [text, values] = args
     if (args.length === 2 && typeof text === 'string' && Array.isArray(values)) {
       const kind = statementInfo(text)
-      const result = kind.name ? query({ name: kind.name, text, values }) : query(text, values)
+      const result = kind.name && namedStatements ? query({ name: kind.name, text, values }) : query(text, values)
       if (!kind.transaction && kind.writes.size === 0) return result
       return result.finally(() => afterStatement(kind))
     }
@@ -204,20 +265,27 @@ class SettlingCursor extends Cursor {
   }
 }
 
-/** Kysely on a pool (prepared statements, committed-write reports, cursors for streaming). */
-export function kyselyOn(pool: pg.Pool): Db {
-  return new Kysely<Database>({ dialect: new PostgresDialect({ pool: preparingPool(pool), cursor: SettlingCursor }) })
+/**
+ * Kysely on a pool (committed-write reports, cursors for streaming; named prepared statements in
+ * session mode only: a transaction-mode pooler may run the next execution on a server connection
+ * that never saw the statement prepared).
+ */
+export function kyselyOn(pool: pg.Pool, poolMode: PoolMode = 'session'): Db {
+  return new Kysely<Database>({ dialect: new PostgresDialect({ pool: preparingPool(pool, poolMode === 'session'), cursor: SettlingCursor }) })
 }
 
 /** Opens Kysely on the resolved PostgreSQL; `close` ends the pool and stops an embedded server we started. */
 export async function openDatabase(options: DatabaseOptions): Promise<DatabaseHandle> {
-  const { url, stop } = await resolveDatabaseUrl(options)
-  const pool = createPool(url, { max: options.poolSize })
-  const db = kyselyOn(pool)
+  const { url, directUrl, stop } = await resolveDatabaseUrl(options)
+  const poolMode = options.url ? (options.poolMode ?? 'session') : 'session'
+  const pool = createPool(url, { max: options.poolSize, poolMode })
+  const db = kyselyOn(pool, poolMode)
   return {
     db,
     pool,
     url,
+    directUrl,
+    poolMode,
     async close() {
       await db.destroy()
       await stop()

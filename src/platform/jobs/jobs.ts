@@ -1,7 +1,8 @@
 import { sql } from 'kysely'
 import { Logger, run, type Runner, type Task, type TaskList } from 'graphile-worker'
 import type { Logger as PinoLogger } from 'pino'
-import type pg from 'pg'
+import pg from 'pg'
+import type { PoolMode } from '../db/database.js'
 import type { Db } from '../db/schema.js'
 import { startWorkerLiveness } from './worker-liveness.js'
 
@@ -32,14 +33,19 @@ export async function enqueue(db: Db, name: string, payload: unknown, options: E
 export type JobHandlers = Record<string, Task>
 
 export interface WorkerOptions {
+  /** For the jobs' queries (may be a transaction-mode pooler). */
   pool: pg.Pool
+  poolMode?: PoolMode
   handlers: JobHandlers
   concurrency: number
   /** Jobs fetched per round trip (graphile-worker local queue); 0 or 1 fetches one at a time. */
   localQueueSize: number
   cron?: string
-  /** The database URL: enables crash recovery (jobs of killed workers run again within seconds). */
-  url?: string
+  /**
+   * A URL with real sessions: graphile-worker's LISTEN for new jobs, and crash recovery (jobs of killed
+   * workers run again within seconds), which holds session advisory locks.
+   */
+  directUrl?: string
   /** Where graphile-worker logs go (default: its console logger). */
   log?: PinoLogger
 }
@@ -54,14 +60,33 @@ function pinoWorkerLogger(log: PinoLogger): Logger {
   })
 }
 
+/**
+ * graphile-worker takes its LISTEN connection with `pgPool.connect(callback)` and every other client
+ * with `await pgPool.connect()`. That listener must be a real session (a transaction-mode pooler does
+ * not deliver notifications), so the callback form is served by a small pool on the direct URL.
+ */
+function withDirectListener(pool: pg.Pool, directUrl: string): { pool: pg.Pool; end: () => Promise<void> } {
+  const direct = new pg.Pool({ connectionString: directUrl, max: 1 })
+  direct.on('error', () => {})
+  const connect = (...args: unknown[]) => (typeof args[0] === 'function' ? direct.connect(args[0] as never) : pool.connect())
+  return {
+    pool: new Proxy(pool, { get: (target, property, receiver) => (property === 'connect' ? connect : Reflect.get(target, property, receiver)) }),
+    end: () => direct.end(),
+  }
+}
+
 /** Starts the graphile-worker runner in this process. */
 export async function startWorker(options: WorkerOptions): Promise<Runner> {
-  const liveness = options.url ? await startWorkerLiveness(options.url, options.pool) : undefined
+  const liveness = options.directUrl ? await startWorkerLiveness(options.directUrl, options.pool) : undefined
+  const transactionMode = options.poolMode === 'transaction'
+  const listener = transactionMode && options.directUrl ? withDirectListener(options.pool, options.directUrl) : undefined
   const runner = await run({
-    pgPool: options.pool,
+    pgPool: listener?.pool ?? options.pool,
     taskList: options.handlers as TaskList,
     concurrency: options.concurrency,
     noHandleSignals: true,
+    // a transaction-mode pooler may run a statement's next execution on another server connection
+    noPreparedStatements: transactionMode,
     pollInterval: 1000,
     crontab: options.cron,
     events: liveness?.events,
@@ -70,7 +95,7 @@ export async function startWorker(options: WorkerOptions): Promise<Runner> {
     ...(options.localQueueSize > 1 ? { preset: { worker: { localQueue: { size: options.localQueueSize }, completeJobBatchDelay: 0, failJobBatchDelay: 0 } } } : {}),
     ...(options.log ? { logger: pinoWorkerLogger(options.log) } : {}),
   })
-  void runner.promise.finally(() => liveness?.stop()).catch(() => undefined)
+  void runner.promise.finally(() => Promise.all([liveness?.stop(), listener?.end()])).catch(() => undefined)
   return runner
 }
 

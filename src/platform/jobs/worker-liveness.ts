@@ -64,16 +64,11 @@ export async function startWorkerLiveness(url: string, pool: pg.Pool, log: { war
     const dead: string[] = []
     for (const { locked_by: id } of rows) {
       if (workerIds.has(id)) continue
-      const probe = await pool.connect()
-      try {
-        const { rows: [r] } = await probe.query<{ free: boolean }>(`select pg_try_advisory_lock(${lockKey}) as free`, ['graphile-worker:' + id])
-        if (r.free) {
-          dead.push(id)
-          await probe.query(`select pg_advisory_unlock(${lockKey})`, ['graphile-worker:' + id])
-        }
-      } finally {
-        probe.release()
-      }
+      // probe and release in ONE statement: through a transaction-mode pooler two statements may run on
+      // two server connections, and the probe's session lock would stay behind on the first
+      const { rows: [probe] } = await pool.query<{ free: boolean }>(
+        `select case when pg_try_advisory_lock(${lockKey}) then pg_advisory_unlock(${lockKey}) else false end as free`, ['graphile-worker:' + id])
+      if (probe.free) dead.push(id)
     }
     if (dead.length > 0) {
       await pool.query('select graphile_worker.force_unlock_workers($1::text[])', [dead])

@@ -148,6 +148,8 @@ export function createPgPubSub(options: PgPubSubOptions): PubSub {
       const current = client ?? (await connecting?.catch(() => undefined))
       if (current) lost(current)
       client = undefined
+      // an unref'd socket (keepProcessAlive: false) would let the process exit before the goodbye is sent
+      ;(current as unknown as { connection?: { stream?: { ref?: () => void } } } | undefined)?.connection?.stream?.ref?.()
       await current?.end().catch(() => undefined)
     },
   }

@@ -2,7 +2,8 @@ import type { FastifyReply, FastifyRequest } from 'fastify'
 
 /** One open Server-Sent Events response. */
 export interface EventStream {
-  send(event: string, data: unknown): void
+  /** `id` becomes the client's Last-Event-ID, sent back when it reconnects. */
+  send(event: string, data: unknown, id?: string): void
   /** Ends the response (server shutdown); the close callbacks run. */
   end(): void
   onClose(callback: () => void): void
@@ -55,10 +56,10 @@ export function openEventStream(request: FastifyRequest, reply: FastifyReply, op
   raw.on('error', finish)
 
   return {
-    send(event, data) {
+    send(event, data, id) {
       if (closed) return
       // JSON never contains a raw newline, so one data line per event is enough.
-      raw.write(`event: ${event}\ndata: ${JSON.stringify(data)}\n\n`)
+      raw.write(`${id === undefined ? '' : `id: ${id}\n`}event: ${event}\ndata: ${JSON.stringify(data)}\n\n`)
     },
     end() {
       if (!closed) raw.end()

@@ -1,0 +1,117 @@
+import assert from 'node:assert/strict'
+import http from 'node:http'
+import type { AddressInfo } from 'node:net'
+import { randomUUID } from 'node:crypto'
+import { test } from 'node:test'
+import type { FastifyInstance } from 'fastify'
+import { buildApp } from '../src/app.js'
+import { publish } from '../src/platform/realtime/pg-pubsub.js'
+import { NOTIFICATIONS_CHANNEL } from '../src/modules/notifications/notifications-fan-out.js'
+import { testConfig } from './helpers/build-test-app.js'
+import { given, type GivenTenant } from './helpers/given.js'
+import { testDb } from './helpers/test-database.js'
+
+const db = testDb()
+
+interface StreamEvent { id?: string; event: string; data: any }
+
+/** An SSE client on one node; `close()` is what the node's death looks like to it. */
+async function openStream(app: FastifyInstance, token: string, lastEventId?: string) {
+  const { port } = app.server.address() as AddressInfo
+  const events: StreamEvent[] = []
+  let buffer = ''
+  const request = http.get({
+    host: '127.0.0.1', port, path: '/api/notifications/stream',
+    headers: { authorization: `Bearer ${token}`, ...(lastEventId ? { 'last-event-id': lastEventId } : {}) },
+  })
+  const response = await new Promise<http.IncomingMessage>((resolve, reject) => request.on('response', resolve).on('error', reject))
+  response.setEncoding('utf8')
+  response.on('data', (chunk: string) => {
+    buffer += chunk
+    let end
+    while ((end = buffer.indexOf('\n\n')) >= 0) {
+      const block = buffer.slice(0, end)
+      buffer = buffer.slice(end + 2)
+      const event = /^event: (.*)$/m.exec(block)?.[1]
+      const data = /^data: (.*)$/m.exec(block)?.[1]
+      if (event && data) events.push({ id: /^id: (.*)$/m.exec(block)?.[1], event, data: JSON.parse(data) })
+    }
+  })
+  const waitFor = async (predicate: () => boolean, what: string) => {
+    const deadline = Date.now() + 5000
+    while (!predicate()) {
+      if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}; events: ${JSON.stringify(events)}`)
+      await new Promise((resolve) => setTimeout(resolve, 20))
+    }
+  }
+  const notifications = () => events.filter((e) => e.event === 'notification').map((e) => e.data.data.title as string)
+  return { response, events, waitFor, notifications, lastId: () => events.at(-1)?.id, close: () => request.destroy() }
+}
+
+/** A record as a fan-out job writes it, announced to every node like one; `createdAgo` backdates it (a late commit). */
+async function notify(tenant: GivenTenant, userId: number, title: string, createdAgo?: number) {
+  const sourceKey = `resume-test:${randomUUID()}`
+  await db.insertInto('notifications').values({
+    tenant_id: tenant.id, notifiable_id: userId, type: 'genericNotification', targetable_type: 'genericNotification',
+    targetable_id: 1, source_key: sourceKey, data: JSON.stringify({ title, body: '', url: '/' }),
+    ...(createdAgo ? { created_at: new Date(Date.now() - createdAgo * 1000).toISOString() } : {}),
+  }).execute()
+  await publish(db, NOTIFICATIONS_CHANNEL, { tenantId: tenant.id, userIds: [userId], sourceKey })
+}
+
+async function node(): Promise<FastifyInstance> {
+  const app = await buildApp({ config: testConfig(), db })
+  await app.listen({ port: 0, host: '127.0.0.1' })
+  return app
+}
+
+test('a stream resumed on another node with Last-Event-ID receives every notification created meanwhile, none twice', async (t) => {
+  const [nodeA, nodeB] = [await node(), await node()]
+  t.after(() => Promise.all([nodeA.close(), nodeB.close()]))
+  const tenant = await given.tenant(db)
+  const user = await given.user(db, tenant)
+  await notify(tenant, user.id, 'before connecting')
+
+  const first = await openStream(nodeA, user.token)
+  await first.waitFor(() => first.events.length >= 1, 'the first count')
+  assert.ok(first.events[0].id, 'every event carries the stream position as its id')
+  await notify(tenant, user.id, 'live on A')
+  await first.waitFor(() => first.notifications().length === 1, 'the live record on A')
+  const lastId = first.lastId()!
+  first.close()
+
+  // while the client is away: two records, and one whose transaction began before the last delivered
+  // record and committed only now (its created_at is older)
+  await notify(tenant, user.id, 'missed 1')
+  await notify(tenant, user.id, 'missed 2')
+  await notify(tenant, user.id, 'late commit', 5)
+
+  const second = await openStream(nodeB, user.token, lastId)
+  assert.equal(second.response.statusCode, 200)
+  await second.waitFor(() => second.notifications().length >= 3, 'the replay on B')
+  await notify(tenant, user.id, 'live on B')
+  await second.waitFor(() => second.notifications().length >= 4, 'the live record on B')
+  await new Promise((resolve) => setTimeout(resolve, 200))
+  assert.deepEqual(second.notifications().sort(), ['late commit', 'live on B', 'missed 1', 'missed 2'])
+  assert.equal(second.events.find((e) => e.event === 'count')?.data.unread, 5)
+
+  // resuming again from B's last position replays nothing
+  const third = await openStream(nodeA, user.token, second.lastId())
+  await third.waitFor(() => third.events.some((e) => e.event === 'count'), 'the count')
+  await new Promise((resolve) => setTimeout(resolve, 200))
+  assert.deepEqual(third.notifications(), [])
+  second.close()
+  third.close()
+})
+
+test('a Last-Event-ID this server did not send is a 422 naming the header', async (t) => {
+  const nodeA = await node()
+  t.after(() => nodeA.close())
+  const tenant = await given.tenant(db)
+  const user = await given.user(db, tenant)
+  for (const bad of ['abc', '12.nothex', `1.${'a'.repeat(31)}`]) {
+    const res = await nodeA.inject({ method: 'GET', url: '/api/notifications/stream', headers: { authorization: `Bearer ${user.token}`, 'last-event-id': bad } })
+    assert.equal(res.statusCode, 422, bad)
+    assert.ok(res.json().errors['Last-Event-ID'], bad)
+  }
+})
