@@ -58,7 +58,7 @@ async function main(): Promise<number> {
   await migrateToLatest(handle.db, handle.pool)
   await handle.close()
 
-  const pattern = suite === 'reliability' ? /\.reliability\.ts$/ : /\.test\.ts$/
+  const pattern = suite === 'reliability' ? /\.reliability\.ts$/ : suite === 'cluster' ? /\.cluster\.ts$/ : /\.test\.ts$/
   const files = explicitFiles.length > 0 ? explicitFiles : [...(await listTests(path.join(root, 'src'), pattern)), ...(await listTests(path.join(root, 'test'), pattern))]
   const storage = await fs.mkdtemp(path.join(os.tmpdir(), 'workplace-api-test-storage-'))
   const code = await new Promise<number>((resolve) => {

@@ -28,7 +28,8 @@ export function mapPgError(error: unknown): AppError | undefined {
   }
   if (code === '40001' || code === '40P01') return new AppError(409, 'concurrent_update', 'The record was changed concurrently; retry')
   if (code === '57014') return new AppError(503, 'query_timeout', 'The request took too long', undefined, { 'Retry-After': '1' })
-  if (CONNECTION_FAILURES.has(code) || NODE_NETWORK_FAILURES.has(code)) {
+  // class 08 is "connection exception"; a pooler (PgBouncer) answers 08P01 when it cannot serve the client
+  if (CONNECTION_FAILURES.has(code) || code.startsWith('08') || NODE_NETWORK_FAILURES.has(code)) {
     return new AppError(503, 'database_unavailable', 'The database is temporarily unavailable', undefined, { 'Retry-After': '5' })
   }
   return undefined
