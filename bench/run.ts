@@ -5,6 +5,7 @@
  * the large streamed read; notification fan-out and webhook delivery rate with a separate worker
  * process; results in bench/results/<timestamp>.{json,md}. `--only` runs just the listed parts
  * (scenario ids, `stream`, `fanout`, `webhooks`); what they do not need is not seeded or started.
+ * `--fleet` adds S1–S4 on one node with unnamed statements and through HAProxy + PgBouncer (bench/fleet.ts).
  */
 import { spawn, type ChildProcess } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
@@ -20,6 +21,7 @@ import { BULK_TABLES, deferSecondaryIndexes, seedTenant, type SeededTenant } fro
 import { scenarios, type Scenario } from './scenarios.js'
 import { measureFanOut } from './fan-out.js'
 import { measureWebhooks } from './webhooks.js'
+import { measureFleet } from './fleet.js'
 import { startBenchWorker, type BenchWorker } from './worker.js'
 import { errorMessage } from './wait.js'
 
@@ -34,6 +36,7 @@ const scale = quick ? 0.01 : 1
 const duration = quick ? 2 : 10
 const warmup = quick ? 1 : 3
 const connections = 50
+const fleetMode = process.argv.includes('--fleet')
 
 async function freePort(): Promise<number> {
   return new Promise((resolve) => {
@@ -235,6 +238,11 @@ async function main(): Promise<void> {
     }
   }
 
+  if (fleetMode) {
+    rows.push(...(await measureFleet({
+      db: handle.db, url, tenant: tenants.big, scenarios: selectedScenarios, load, seconds: duration, warmup, single: rows, freePort, waitFor,
+    })))
+  }
   if (runs('stream')) rows.push(await measureStream(api.pid!, apiUrl, tenants.big))
   if (runs('fanout') || runs('webhooks')) rows.push(...(await measureWithWorker(handle.db, url, apiUrl, tenants.big)))
   const finalRss = await rssMb(api.pid!)

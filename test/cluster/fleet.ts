@@ -26,8 +26,20 @@ export interface FleetOptions {
 
 interface Daemon { child: ChildProcess; exited: Promise<unknown>; output: () => string }
 
+/** Debian installs both daemons in /usr/sbin, which is not on every user's PATH. */
+function executable(name: string): string {
+  for (const dir of [...(process.env.PATH ?? '').split(':').filter(Boolean), '/usr/sbin', '/usr/local/sbin']) {
+    const candidate = path.join(dir, name)
+    try {
+      execFileSync('test', ['-x', candidate])
+      return candidate
+    } catch { /* next */ }
+  }
+  throw new Error(`${name} is not installed (Debian: apt-get install ${name})`)
+}
+
 function daemon(command: string, args: string[]): Daemon {
-  const child = spawn(command, args, { stdio: ['ignore', 'pipe', 'pipe'] })
+  const child = spawn(executable(command), args, { stdio: ['ignore', 'pipe', 'pipe'] })
   let log = ''
   const keep = (d: Buffer) => { log = (log + d).slice(-200_000) }
   child.stdout!.on('data', keep)
@@ -81,6 +93,9 @@ export class Fleet {
     const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'workplace-fleet-'))
     const fleet = new Fleet(options, dir, await freePort(), await freePort(), await freePort())
     try {
+      // the rollout's first step (docs/deployment.md): migrations, and the settings pooled connections need
+      const migrate = workplace('migrate', { DATABASE_URL: options.directUrl })
+      if ((await migrate.exited) !== 0) throw new Error(`workplace migrate failed: ${migrate.output()}`)
       await fleet.startPooler()
       for (let i = 0; i < options.apiNodes; i++) fleet.nodes.push({ name: `api${i + 1}`, port: await freePort(), proc: undefined as never })
       await Promise.all(fleet.nodes.map((_, i) => fleet.restartNode(i)))

@@ -143,7 +143,8 @@ export async function verifySessionSettings(pool: pg.Pool): Promise<void> {
   const wrong = Object.entries(REQUIRED_SETTINGS).filter(([name, value]) => rows.find((r) => r.name.toLowerCase() === name.toLowerCase())?.setting.toLowerCase() !== value.toLowerCase())
   if (wrong.length > 0) {
     throw new Error(`DATABASE_POOL_MODE=transaction: the pooled connections lack ${wrong.map(([n, v]) => `${n}=${v}`).join(', ')}. ` +
-      'Run `workplace migrate` (it makes them the role\'s defaults in this database) or set them with ALTER ROLE … IN DATABASE … SET.')
+      'Run `workplace migrate` on DATABASE_DIRECT_URL (it makes them the role\'s defaults in this database) or set them with ALTER ROLE … IN DATABASE … SET; ' +
+      'server connections the pooler opened before keep their old settings until it reconnects them (PgBouncer: RECONNECT).')
   }
 }
 

@@ -16,7 +16,7 @@ export interface Proc {
 }
 
 /** Starts `node bin/workplace.js <command>` with the given environment (logs collected for failures). */
-export function workplace(command: 'serve' | 'worker', env: Record<string, string>): Proc {
+export function workplace(command: 'serve' | 'worker' | 'migrate', env: Record<string, string>): Proc {
   // as in production: no tsx CLI hooks inherited from the test runner (they turn SIGTERM into exit 143)
   const inherited = Object.fromEntries(Object.entries(process.env).filter(([k]) => k !== 'NODE_OPTIONS' && !k.startsWith('TSX_')))
   const child = spawn(process.execPath, ['bin/workplace.js', command], {
