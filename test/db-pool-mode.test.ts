@@ -1,0 +1,53 @@
+/** DATABASE_POOL_MODE=transaction: what may reach a transaction-mode pooler, and what the app still relies on. */
+import assert from 'node:assert/strict'
+import { test } from 'node:test'
+import { sql } from 'kysely'
+import { loadConfig } from '../src/config.js'
+import { applyDatabaseDefaults, createPool, kyselyOn, verifySessionSettings } from '../src/platform/db/database.js'
+import { privateTestDatabase } from './helpers/test-database.js'
+
+test('transaction mode sends no startup options and prepares no named statements; session mode does both', async (t) => {
+  const database = await privateTestDatabase('poolmode')
+  t.after(() => database.close())
+  const probe = async (mode: 'session' | 'transaction') => {
+    const pool = createPool(database.url, { max: 1, poolMode: mode })
+    const db = kyselyOn(pool, mode)
+    try {
+      for (let i = 0; i < 3; i++) await db.selectFrom('tenants').select('id').where('id', '=', i).execute()
+      const { rows: [row] } = await sql<{ prepared: number; jit: string; tz: string }>`
+        select (select count(*)::int from pg_prepared_statements) as prepared, current_setting('jit') as jit, current_setting('TimeZone') as tz`.execute(db)
+      return row
+    } finally {
+      await db.destroy()
+    }
+  }
+  const session = await probe('session')
+  assert.ok(session.prepared > 0, 'session mode names (prepares) its statements')
+  assert.deepEqual([session.jit, session.tz], ['off', 'UTC'], 'session mode sets them as startup options')
+
+  // a fresh database: the server defaults (jit on; the cluster's time zone unless it is UTC)
+  const bare = await probe('transaction')
+  assert.equal(bare.prepared, 0, 'transaction mode prepares nothing a pooler could route elsewhere')
+  assert.equal(bare.jit, 'on', 'no startup options in transaction mode')
+  const checkPool = createPool(database.url, { max: 1, poolMode: 'transaction' })
+  await assert.rejects(verifySessionSettings(checkPool), /jit=off/, 'a node refuses to start without the settings')
+  await checkPool.end()
+
+  // `workplace migrate` makes them the role's defaults in this database: new server connections have them
+  const admin = createPool(database.url, { max: 1 })
+  await applyDatabaseDefaults(admin)
+  await admin.end()
+  const configured = await probe('transaction')
+  assert.deepEqual([configured.prepared, configured.jit, configured.tz], [0, 'off', 'UTC'])
+  const verified = createPool(database.url, { max: 1, poolMode: 'transaction' })
+  await verifySessionSettings(verified)
+  await verified.end()
+})
+
+test('DATABASE_POOL_MODE is session or transaction; transaction needs DATABASE_URL; DATABASE_DIRECT_URL defaults to DATABASE_URL', () => {
+  assert.throws(() => loadConfig({ DATABASE_POOL_MODE: 'statement', DATABASE_URL: 'postgres://x/y' }), /DATABASE_POOL_MODE must be session or transaction/)
+  assert.throws(() => loadConfig({ DATABASE_POOL_MODE: 'transaction' }), /needs DATABASE_URL/)
+  const config = loadConfig({ DATABASE_URL: 'postgres://pooler/db', DATABASE_POOL_MODE: 'transaction' })
+  assert.deepEqual([config.db.poolMode, config.db.directUrl], ['transaction', 'postgres://pooler/db'])
+  assert.equal(loadConfig({ DATABASE_URL: 'postgres://pooler/db', DATABASE_DIRECT_URL: 'postgres://db/db' }).db.directUrl, 'postgres://db/db')
+})
