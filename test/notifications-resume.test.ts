@@ -10,33 +10,20 @@ import { NOTIFICATIONS_CHANNEL } from '../src/modules/notifications/notification
 import { testConfig } from './helpers/build-test-app.js'
 import { given, type GivenTenant } from './helpers/given.js'
 import { testDb } from './helpers/test-database.js'
+import { readEventStream, type ServerSentEvent } from './helpers/sse.js'
 
 const db = testDb()
-
-interface StreamEvent { id?: string; event: string; data: any }
 
 /** An SSE client on one node; `close()` is what the node's death looks like to it. */
 async function openStream(app: FastifyInstance, token: string, lastEventId?: string) {
   const { port } = app.server.address() as AddressInfo
-  const events: StreamEvent[] = []
-  let buffer = ''
+  const events: ServerSentEvent[] = []
   const request = http.get({
     host: '127.0.0.1', port, path: '/api/notifications/stream',
     headers: { authorization: `Bearer ${token}`, ...(lastEventId ? { 'last-event-id': lastEventId } : {}) },
   })
   const response = await new Promise<http.IncomingMessage>((resolve, reject) => request.on('response', resolve).on('error', reject))
-  response.setEncoding('utf8')
-  response.on('data', (chunk: string) => {
-    buffer += chunk
-    let end
-    while ((end = buffer.indexOf('\n\n')) >= 0) {
-      const block = buffer.slice(0, end)
-      buffer = buffer.slice(end + 2)
-      const event = /^event: (.*)$/m.exec(block)?.[1]
-      const data = /^data: (.*)$/m.exec(block)?.[1]
-      if (event && data) events.push({ id: /^id: (.*)$/m.exec(block)?.[1], event, data: JSON.parse(data) })
-    }
-  })
+  readEventStream(response, (event) => events.push(event))
   const waitFor = async (predicate: () => boolean, what: string) => {
     const deadline = Date.now() + 5000
     while (!predicate()) {

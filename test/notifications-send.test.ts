@@ -10,6 +10,7 @@ import { buildApp } from '../src/app.js'
 import { buildTestApp, call, testConfig } from './helpers/build-test-app.js'
 import { given, type GivenTenant } from './helpers/given.js'
 import { testDb } from './helpers/test-database.js'
+import { readEventStream } from './helpers/sse.js'
 import { createDeliveryDeps, NOTIFICATION_CRON, runFanOut } from '../src/modules/notifications/notifications.jobs.js'
 import { deliverNotifications } from '../src/modules/notifications/notifications-delivery.js'
 import type { DeliverPayload, FanOutPayload } from '../src/modules/notifications/notifications-fan-out.js'
@@ -302,7 +303,6 @@ test('the SSE stream sends the unread count, then a record created by a send and
   await given.notification(db, tenant, user.id)
 
   const events: Array<{ event: string; data: any }> = []
-  let buffer = ''
   let waiter: (() => void) | undefined
   const request = http.get({ host: '127.0.0.1', port, path: '/api/notifications/stream', headers: { authorization: `Bearer ${user.token}` } })
   const response = await new Promise<http.IncomingMessage>((resolve, reject) => request.on('response', resolve).on('error', reject))
@@ -310,17 +310,8 @@ test('the SSE stream sends the unread count, then a record created by a send and
     request.destroy()
     await app.close()
   })
-  response.setEncoding('utf8')
-  response.on('data', (chunk: string) => {
-    buffer += chunk
-    let end
-    while ((end = buffer.indexOf('\n\n')) >= 0) {
-      const block = buffer.slice(0, end)
-      buffer = buffer.slice(end + 2)
-      const event = /^event: (.*)$/m.exec(block)?.[1]
-      const data = /^data: (.*)$/m.exec(block)?.[1]
-      if (event && data) events.push({ event, data: JSON.parse(data) })
-    }
+  readEventStream(response, (event) => {
+    events.push({ event: event.event, data: event.data })
     waiter?.()
   })
   const waitFor = async (predicate: () => boolean) => {

@@ -1,13 +1,12 @@
 import http from 'node:http'
-
-export interface ReceivedEvent { id?: string; event: string; data: any }
+import { readEventStream, type ServerSentEvent } from '../helpers/sse.js'
 
 /**
  * What a browser's EventSource does: reads events, remembers the last `id`, and when the connection
  * ends reconnects (here after 300 ms instead of the server's `retry`) sending `Last-Event-ID`.
  */
 export function openResumingStream(url: string, token: string) {
-  const events: ReceivedEvent[] = []
+  const events: ServerSentEvent[] = []
   /** The node (HAProxy's x-served-by) of each connection, in order. */
   const connections: string[] = []
   let lastEventId: string | undefined
@@ -31,21 +30,7 @@ export function openResumingStream(url: string, token: string) {
         return
       }
       connections.push(String(response.headers['x-served-by'] ?? '?'))
-      let buffer = ''
-      response.setEncoding('utf8')
-      response.on('data', (chunk: string) => {
-        buffer += chunk
-        let end
-        while ((end = buffer.indexOf('\n\n')) >= 0) {
-          const block = buffer.slice(0, end)
-          buffer = buffer.slice(end + 2)
-          const id = /^id: (.*)$/m.exec(block)?.[1]
-          const event = /^event: (.*)$/m.exec(block)?.[1]
-          const data = /^data: (.*)$/m.exec(block)?.[1]
-          if (id !== undefined) lastEventId = id
-          if (event && data) events.push({ id, event, data: JSON.parse(data) })
-        }
-      })
+      readEventStream(response, (event) => events.push(event), (id) => { lastEventId = id })
       response.on('end', retry)
       response.on('error', retry)
       response.on('close', retry)
