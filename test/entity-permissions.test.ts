@@ -153,7 +153,12 @@ test('managing grants needs entityPermissions.manage or administrate access on t
   assert.equal((await get(employee.token, `/api/entity-permissions/folder/${open}`)).statusCode, 403)
   assert.equal((await get(employee.token, `/api/entity-permissions/${existing}`)).statusCode, 403)
   assert.equal((await remove(employee.token, existing)).statusCode, 403)
-  assert.equal((await create(formsManager.token, body(survey))).statusCode, 403, 'forms.manage does not administrate survey folders')
+  // a survey folder is invisible to a forms manager (no surveys.view): it answers like a folder that does not exist
+  const invisible = await create(formsManager.token, body(survey))
+  const absent = await create(formsManager.token, body(999_999_999))
+  assert.equal(invisible.statusCode, 422, 'the existence rule: an invisible target is "not found"')
+  assert.equal(invisible.body.replaceAll(String(survey), '<id>'), absent.body.replaceAll('999999999', '<id>'))
+  assert.deepEqual(invisible.json().errors.target_entity_id, [`no folder with id ${survey} exists`])
   assert.equal((await create(formsManager.token, body(guarded))).statusCode, 403, 'administrate grants exclude the manager')
   assert.equal((await create(formsManager.token, body(open))).statusCode, 201)
   assert.equal((await get(formsManager.token, `/api/entity-permissions/${existing}`)).statusCode, 200)

@@ -322,16 +322,37 @@ test('PUT on another user without users.update is 403 and changes nothing', asyn
   assert.equal((await db.selectFrom('users').select('first_name').where('id', '=', target.id).executeTakeFirstOrThrow()).first_name, 'Test')
 })
 
-test('a user edits their own profile but their role_id, active and prevent_logout are ignored', async () => {
+test('a user edits their own profile; own prevent_logout is ignored and unchanged administrative values may be sent back', async () => {
   const app = await buildTestApp()
   const tenant = await given.tenant(db)
   const me = await given.user(db, tenant)
 
-  const res = await call(app, me.token, { method: 'PUT', url: `/api/users/${me.id}`, payload: { city: 'Hamburg', role_id: tenant.adminRoleId, active: false, prevent_logout: true, username: me.username } })
+  const res = await call(app, me.token, { method: 'PUT', url: `/api/users/${me.id}`, payload: { city: 'Hamburg', role_id: tenant.employeeRoleId, active: true, prevent_logout: true, username: me.username } })
 
-  assert.equal(res.statusCode, 200)
+  assert.equal(res.statusCode, 200, res.body)
   const row = await db.selectFrom('users').select(['city', 'role_id', 'active', 'prevent_logout']).where('id', '=', me.id).executeTakeFirstOrThrow()
   assert.deepEqual(row, { city: 'Hamburg', role_id: tenant.employeeRoleId, active: true, prevent_logout: false })
+})
+
+test('without users.update, changing a non-profile field of one\'s own account is a 403 naming the field, and nothing changes', async () => {
+  const app = await buildTestApp()
+  const tenant = await given.tenant(db)
+  const me = await given.user(db, tenant)
+  const cases: Array<[string, Record<string, unknown>]> = [
+    ['role_id', { role_id: tenant.adminRoleId }],
+    ['active', { active: false }],
+    ['group_account', { group_account: true }],
+    ['username', { username: 'someone-else' }],
+  ]
+  for (const [field, change] of cases) {
+    const res = await call(app, me.token, { method: 'PUT', url: `/api/users/${me.id}`, payload: { city: 'Bremen', ...change } })
+    assert.equal(res.statusCode, 403, `${field}: ${res.body}`)
+    assert.equal(res.headers['content-type'], 'application/problem+json')
+    assert.equal(res.json().code, 'not_self_editable')
+    assert.deepEqual(Object.keys(res.json().errors), [field])
+  }
+  const row = await db.selectFrom('users').select(['city', 'role_id', 'active', 'group_account', 'username']).where('id', '=', me.id).executeTakeFirstOrThrow()
+  assert.deepEqual(row, { city: null, role_id: tenant.employeeRoleId, active: true, group_account: false, username: me.username })
 })
 
 test('without users.update a user cannot change their own administrative fields', async () => {

@@ -1,6 +1,7 @@
 import type { AppDeps } from '../../platform/app-module.js'
 import type { Actor } from '../../platform/auth/actor.js'
 import { can } from '../../platform/auth/permissions.js'
+import { visibleOrNothing } from '../../platform/access/existence-rule.js'
 import type { Db } from '../../platform/db/schema.js'
 import { forbidden, invalidField, notFound } from '../../platform/http/errors.js'
 import type { RawListQuery } from '../../platform/query/parse-query.js'
@@ -20,8 +21,26 @@ export async function mayManageGrants(db: Db, actor: Actor, target: GrantTarget,
   return can(actor, MANAGE) || target.canAdministrate(db, actor, id)
 }
 
+/** Grant managers know every target; anyone else only those they may see or administrate (the existence rule). */
+async function mayKnowTarget(db: Db, actor: Actor, target: GrantTarget, id: TargetId): Promise<boolean> {
+  return can(actor, MANAGE) || (await target.isVisible(db, actor, id)) || target.canAdministrate(db, actor, id)
+}
+
 export function createEntityPermissionsService({ db }: AppDeps) {
   const ctx = (actor: Actor) => ({ db, tenantId: actor.tenantId, actor })
+
+  /** The grant target's keys when it exists and the actor may know it; undefined answers as "no such target". */
+  const knownTargetKeys = async (actor: Actor, target: GrantTarget, id: TargetId) =>
+    visibleOrNothing(await target.allowedKeys(db, actor.tenantId, id), () => mayKnowTarget(db, actor, target, id))
+
+  /** A stored grant when the actor may know its target; undefined answers as "no such grant". */
+  async function findKnownGrant(actor: Actor, id: number) {
+    return visibleOrNothing(await queries.findGrant(db, actor.tenantId, id), (grant) => {
+      const target = registeredTarget(grant.target_entity)
+      const targetId = target && parseTargetId(target, grant.target_entity_id)
+      return can(actor, MANAGE) || (target !== undefined && targetId !== undefined && mayKnowTarget(db, actor, target, targetId))
+    })
+  }
 
   /** Resolves alias + id of a body to an existing target, or a 422 naming the offending field. */
   async function resolveBodyTarget(actor: Actor, alias: string, rawId: unknown) {
@@ -29,7 +48,7 @@ export function createEntityPermissionsService({ db }: AppDeps) {
     if ('problem' in found) throw invalidField('target_entity', found.problem)
     const id = parseTargetId(found.target, rawId)
     if (id === undefined) throw invalidField('target_entity_id', `must be a valid ${found.target.idType} id`)
-    const keys = await found.target.allowedKeys(db, actor.tenantId, id)
+    const keys = await knownTargetKeys(actor, found.target, id)
     if (!keys) throw invalidField('target_entity_id', `no ${alias} with id ${id} exists`)
     return { target: found.target, id, keys }
   }
@@ -48,7 +67,7 @@ export function createEntityPermissionsService({ db }: AppDeps) {
     const found = lookupTarget(alias)
     if ('problem' in found) throw invalidField('target_entity', found.problem)
     const id = parseTargetId(found.target, rawId)
-    if (id === undefined || !(await found.target.allowedKeys(db, actor.tenantId, id))) throw notFound('Target')
+    if (id === undefined || !(await knownTargetKeys(actor, found.target, id))) throw notFound('Target')
     if (!(await mayManageGrants(db, actor, found.target, id))) throw forbidden('Listing these grants requires administrate access on the target or "entityPermissions.manage"')
     const base = queries.selectGrants(db, actor.tenantId).where('ep.target_entity', '=', alias).where('ep.target_entity_id', '=', String(id))
     return listResource(ctx(actor), entityPermissionResource, base, { selects: query.selects, select: query.select, relations: query.relations, include: query.include })
@@ -56,7 +75,7 @@ export function createEntityPermissionsService({ db }: AppDeps) {
 
   /** Shows one grant to whoever may manage the grants of its target. */
   async function getGrant(actor: Actor, id: number, query: RawListQuery = {}) {
-    const grant = await queries.findGrant(db, actor.tenantId, id)
+    const grant = await findKnownGrant(actor, id)
     if (!grant) throw notFound('Entity permission')
     await requireGrantManagement(actor, grant.target_entity, grant.target_entity_id)
     return showResource(ctx(actor), entityPermissionResource, queries.selectGrants(db, actor.tenantId).where('ep.id', '=', id), query, 'Entity permission')
@@ -90,7 +109,7 @@ export function createEntityPermissionsService({ db }: AppDeps) {
 
   /** Deletes one grant. */
   async function deleteGrant(actor: Actor, id: number) {
-    const grant = await queries.findGrant(db, actor.tenantId, id)
+    const grant = await findKnownGrant(actor, id)
     if (!grant) throw notFound('Entity permission')
     await requireGrantManagement(actor, grant.target_entity, grant.target_entity_id)
     await db.transaction().execute(async (trx) => {

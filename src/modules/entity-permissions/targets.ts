@@ -22,6 +22,8 @@ export interface GrantTarget {
   allowedKeys(db: Db, tenantId: number, id: TargetId): Promise<readonly string[] | undefined>
   /** "Administrate access" on an existing target (contract 20): who may manage its grants. */
   canAdministrate(db: Db, actor: Actor, id: TargetId): Promise<boolean>
+  /** The actor may see (read) the existing target; one who may neither see nor administrate it is told it does not exist. */
+  isVisible(db: Db, actor: Actor, id: TargetId): Promise<boolean>
   /** Basic fields of targets for the `targetEntity` relation, keyed by `String(id)`. */
   loadBasic(db: Db, tenantId: number, ids: TargetId[]): Promise<Map<string, Record<string, unknown>>>
 }
@@ -72,6 +74,8 @@ export interface ContentTargetOptions {
   /** Columns of the `targetEntity` relation (default `id`, `user_id`, `created_at`, `updated_at`). */
   basicColumns?: readonly string[]
   idType?: TargetIdType
+  /** The content rule's single-record visibility (a `ContentResource` passes its own). */
+  canView(db: Db, actor: Actor, id: number): Promise<boolean>
 }
 
 /**
@@ -92,6 +96,7 @@ export function contentTarget(options: ContentTargetOptions): GrantTarget {
     async canAdministrate(_db, actor) {
       return can(actor, `${options.module}.manage`)
     },
+    isVisible: (db, actor, id) => options.canView(db, actor, Number(id)),
     async loadBasic(db, tenantId, ids) {
       const { rows } = await sql<Record<string, unknown>>`
         select ${sql.join(columns.map((c) => sql.ref(c)))} from ${table}

@@ -5,6 +5,7 @@ import type { Db } from '../../platform/db/schema.js'
 import type { GrantTarget } from '../entity-permissions/index.js'
 import { folderGrantKeys, managePermission } from './folder-types.js'
 import * as queries from './folders.queries.js'
+import { folderVisibleSql } from './folders.visibility.js'
 
 /**
  * "Administrate access" on a folder (contract 20): the type's `<module>.manage`, and — when the
@@ -27,6 +28,10 @@ export const folderGrantTarget: GrantTarget = {
   async canAdministrate(db, actor, id) {
     const folder = await queries.findFolder(db, actor.tenantId, Number(id))
     return folder !== undefined && canAdministrateFolder(db, actor, folder)
+  },
+  async isVisible(db, actor, id) {
+    const visible = await queries.selectFolders(db, actor.tenantId).select('f.id').where('f.id', '=', Number(id)).where(folderVisibleSql(actor, 'f')).executeTakeFirst()
+    return visible !== undefined
   },
   async loadBasic(db, tenantId, ids) {
     const rows = await queries.selectBasicFolders(db, tenantId, ids.map(Number))

@@ -49,6 +49,11 @@ export const sharedItemGrantTarget: GrantTarget = {
     return row ? ['view', 'administrate'] : undefined
   },
   canAdministrate: (db, actor, id) => canAdministrateSharedItem(db, actor, String(id)),
+  async isVisible(db, actor, id) {
+    const { rows } = await sql`select 1 from shared_items si where si.tenant_id = ${actor.tenantId} and si.id = ${String(id)}::uuid
+      and ${viewableSql(actor)}`.execute(db)
+    return rows.length > 0
+  },
   async loadBasic(db, tenantId, ids) {
     const rows = await queries.selectBasicSharedItems(db, tenantId, ids.map(String))
     return new Map(rows.map((row) => [row.id, row as unknown as Record<string, unknown>]))

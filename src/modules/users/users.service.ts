@@ -8,7 +8,7 @@ import { revokeUserTokens } from '../../platform/auth/tokens.js'
 import { isUniqueViolation } from '../../platform/db/pg-errors.js'
 import type { Db, UsersTable } from '../../platform/db/schema.js'
 import { recordDomainEvent } from '../../platform/events/domain-events.js'
-import { conflict, FieldErrorCollector, forbidden, notFound } from '../../platform/http/errors.js'
+import { AppError, conflict, FieldErrorCollector, forbidden, notFound } from '../../platform/http/errors.js'
 import type { UploadedFile } from '../../platform/http/multipart.js'
 import { parseShowQuery, type RawListQuery } from '../../platform/query/parse-query.js'
 import type { QueryContext } from '../../platform/query/resource.js'
@@ -151,14 +151,18 @@ export function createUsersService(deps: AppDeps, pictures: ProfilePictures) {
     const { old_password: oldPassword, profile_picture: removePicture, ...sent } = body
     const input: UserInput = { ...sent }
     if (self) {
-      delete input.prevent_logout // never on oneself (contract 10)
+      delete input.prevent_logout // never on oneself (contract 10; the spec's one field ignored silently)
+      if (!can(actor, 'users.update')) {
+        // a field outside the profile is refused, not dropped: the client must learn that nothing changed
+        const locked = Object.entries(input).filter(([key, value]) => !SELF_EDITABLE.has(key) && !sameValue(key, value, current[key as keyof typeof current]))
+        if (locked.length > 0) {
+          throw new AppError(403, 'not_self_editable', `Changing ${locked.map(([k]) => k).join(', ')} of your own account requires the "users.update" permission`,
+            Object.fromEntries(locked.map(([key]) => [key, ['is not a profile field: changing it on your own account requires the "users.update" permission']])))
+        }
+      }
       if (!administrate) {
         delete input.role_id
         delete input.active
-      }
-      if (!can(actor, 'users.update')) {
-        const locked = Object.entries(input).filter(([key, value]) => !SELF_EDITABLE.has(key) && !sameValue(key, value, current[key as keyof typeof current]))
-        if (locked.length > 0) throw forbidden(`Changing ${locked.map(([k]) => k).join(', ')} of your own account requires the "users.update" permission`)
       }
     } else {
       if (input.prevent_logout !== undefined && input.prevent_logout !== current.prevent_logout && !administrate) {
