@@ -168,8 +168,10 @@ export const ROUTE_CLASSES: Record<string, RouteClass> = {
     kind: 'id', permission: 'entityPermissions.manage', lacking: [], path: (f) => (f.folderId ? `/api/entity-permissions/folder/${f.folderId}` : undefined),
   },
   'GET /api/entity-permissions/:id': { kind: 'id', permission: 'entityPermissions.manage', lacking: [], path: grant },
+  // a caller who may not see the target gets the answer for a target that does not exist (422 on
+  // target_entity_id, the existence rule of decision 0004; existence-oracles.reliability.ts checks it)
   'POST /api/entity-permissions': {
-    kind: 'action', permission: 'entityPermissions.manage', lacking: [], path: fixed('/api/entity-permissions'),
+    kind: 'action', permission: 'entityPermissions.manage', lacking: [], lenient: true, path: fixed('/api/entity-permissions'),
     body: (f) => json({ key: 'view', permission_entity: 'user', permission_entity_id: f.victim.id, target_entity: 'folder', target_entity_id: f.folderId ?? 1 }),
   },
   'DELETE /api/entity-permissions/:id': { kind: 'id', permission: 'entityPermissions.manage', lacking: [], path: grant },
