@@ -403,6 +403,29 @@ test('a host at its concurrency bound: a further delivery waits briefly for a sl
   assert.equal(receiver.received.length, 4)
 })
 
+test('the per-host bound holds across worker processes: two deliverers never send more than the bound to one host at once', async (t) => {
+  let open = 0
+  let mostOpen = 0
+  const receiver = await startReceiver((_q, res) => {
+    mostOpen = Math.max(mostOpen, ++open)
+    setTimeout(() => { open--; res.writeHead(200).end() }, 150)
+  })
+  t.after(receiver.close)
+  const tenant = await given.tenant(db)
+  const automation = await createAutomation(tenant, { actions: [{ type: 'webhook', config: { url: receiver.url, headers: {} } }] })
+  const ids: number[] = []
+  for (let i = 0; i < 8; i++) ids.push(...(await testEvent(tenant, automation.id)))
+  // two worker processes: each its own deliverer (own in-process slots), the same database
+  const workers = [0, 1].map(() => createWebhookDeliverer({ db, config: privateConfig, log }, { perHostConcurrency: 2, hostSlotWaitMs: 5_000 }))
+  t.after(() => Promise.all(workers.map((w) => w.close())))
+
+  const outcomes = await Promise.all((await claim(ids)).map((payload, i) => workers[i % 2].deliver(payload)))
+
+  assert.deepEqual(outcomes, Array(8).fill('succeeded'))
+  assert.equal(receiver.received.length, 8)
+  assert.equal(mostOpen, 2, 'at most two requests to the host at once, fleet-wide')
+})
+
 // ---------------------------------------------------------------- SSRF guard
 
 test('address guard: loopback, private, link-local, CGNAT, multicast, unspecified and mapped forms are blocked', () => {

@@ -4,6 +4,7 @@ import type { AppDeps } from '../../platform/app-module.js'
 import { enqueue } from '../../platform/jobs/jobs.js'
 import { currentSigningKey } from '../../platform/keys/signing-keys.js'
 import { SafeHttpClient, type OutboundResult, type ResolveHost } from '../../platform/outbound-http/safe-fetch.js'
+import { createHostSlots } from '../../platform/outbound-http/host-slots.js'
 import * as queries from './automations.queries.js'
 import { authHeaders } from './webhook-auth.js'
 import type { WebhookConfig } from './webhook-config.js'
@@ -37,57 +38,11 @@ export const WEBHOOK_USER_AGENT = `workplace-api-webhooks/${version}`
 export interface WebhookDelivererOptions {
   retryDelaysMs?: number[]
   timeoutMs?: number
-  /** Parallel deliveries to one host in this process (default: half the worker's concurrency). */
+  /** Parallel deliveries to one host across the fleet (default: half a worker's concurrency). */
   perHostConcurrency?: number
   /** How long a delivery waits for a free slot of its host before it is deferred (default 1 s). */
   hostSlotWaitMs?: number
   resolve?: ResolveHost
-}
-
-/**
- * At most `limit` deliveries per host at once. A delivery waits briefly for a slot (a healthy host
- * frees one within milliseconds); when none frees up in time the host is slow or dead, and the
- * delivery is deferred instead, so one bad receiver can never hold every worker slot.
- */
-class HostSlots {
-  private readonly running = new Map<string, number>()
-  private readonly waiting = new Map<string, Array<() => void>>()
-
-  constructor(private readonly limit: number) {}
-
-  acquire(host: string, waitMs: number): Promise<boolean> {
-    const running = this.running.get(host) ?? 0
-    if (running < this.limit) {
-      this.running.set(host, running + 1)
-      return Promise.resolve(true)
-    }
-    return new Promise((resolve) => {
-      const queue = this.waiting.get(host) ?? []
-      this.waiting.set(host, queue)
-      const handOver = () => {
-        clearTimeout(timer)
-        resolve(true)
-      }
-      const timer = setTimeout(() => {
-        const at = queue.indexOf(handOver)
-        if (at >= 0) queue.splice(at, 1)
-        if (queue.length === 0) this.waiting.delete(host)
-        resolve(false)
-      }, waitMs)
-      queue.push(handOver)
-    })
-  }
-
-  /** Frees a slot: handed straight to the next waiting delivery of that host, if any. */
-  release(host: string): void {
-    const queue = this.waiting.get(host)
-    const next = queue?.shift()
-    if (queue?.length === 0) this.waiting.delete(host)
-    if (next) return next()
-    const left = (this.running.get(host) ?? 1) - 1
-    if (left > 0) this.running.set(host, left)
-    else this.running.delete(host)
-  }
 }
 
 export type DeliveryOutcome = 'succeeded' | 'retrying' | 'failed' | 'skipped' | 'deferred'
@@ -135,7 +90,8 @@ export function createWebhookDeliverer({ db, config, log }: AppDeps, options: We
     resolve: options.resolve,
     connectionsPerOrigin: perHost,
   })
-  const slots = new HostSlots(perHost)
+  const timeoutMs = options.timeoutMs ?? DELIVERY_TIMEOUT_MS
+  const slots = createHostSlots(db, { limit: perHost, leaseMs: timeoutMs + 5_000 })
   const slotWaitMs = options.hostSlotWaitMs ?? 1_000
 
   async function attempt(target: NonNullable<Awaited<ReturnType<typeof queries.findDeliveryForAttempt>>>, webhook: WebhookConfig): Promise<AttemptResult> {
@@ -177,7 +133,8 @@ export function createWebhookDeliverer({ db, config, log }: AppDeps, options: We
     }
     const webhook = action.config as unknown as WebhookConfig
     const host = new URL(webhook.url).host
-    if (!(await slots.acquire(host, slotWaitMs))) {
+    const slot = await slots.acquire(host, slotWaitMs)
+    if (!slot) {
       // the host stays saturated: try again later without holding a worker slot or counting an attempt
       await enqueue(db, DELIVER_WEBHOOK_JOB, payload, { runAt: new Date(Date.now() + 500 + Math.random() * 1000) })
       return 'deferred'
@@ -186,7 +143,7 @@ export function createWebhookDeliverer({ db, config, log }: AppDeps, options: We
     try {
       result = await attempt(target, webhook)
     } finally {
-      slots.release(host)
+      await slot.release()
     }
     let status = result.status
     const delay = delays[payload.attempt - 1]

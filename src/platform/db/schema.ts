@@ -265,6 +265,14 @@ export interface SharedItemsTable {
 }
 
 /** One source of truth for table types; modules add their tables here as they land. */
+/** One of a host's outbound delivery slots, leased by a running delivery (fleet-wide per-host bound). */
+export interface OutboundHostLeasesTable {
+  host: string
+  slot: number
+  holder: string
+  leased_until: ColumnType<string, Date | string, Date | string>
+}
+
 export interface Database {
   tenants: TenantsTable
   languages: LanguagesTable
@@ -279,6 +287,7 @@ export interface Database {
   domain_events: DomainEventsTable
   automations: AutomationsTable
   webhook_deliveries: WebhookDeliveriesTable
+  outbound_host_leases: OutboundHostLeasesTable
   signing_keys: SigningKeysTable
   notifications: NotificationsTable
   generic_notifications: GenericNotificationsTable
