@@ -17,6 +17,9 @@ export interface Config {
   auth: { tokenTtlDays: number; loginMaxFailures: number; loginWindowSeconds: number; actorCache: boolean }
   jobs: { runWorker: boolean; concurrency: number; localQueueSize: number }
   webhooks: { allowPrivateNetworks: boolean }
+  push: { contact: string; ttlSeconds: number; allowPrivateNetworks: boolean }
+  /** Hour (UTC) at which daily and weekly email digests go out. */
+  digestHour: number
   smtpUrl: string | undefined
   notificationRetentionDays: number | undefined
   logLevel: string
@@ -38,6 +41,13 @@ function bool(env: NodeJS.ProcessEnv, name: string, fallback: boolean, problems:
   if (/^(false|0|no)$/i.test(raw)) return false
   problems.push(`${name} must be true or false`)
   return fallback
+}
+
+/** The VAPID subject (RFC 8292): a mailto: or https: URL; by default the API's own base URL. */
+function pushContact(raw: string | undefined, baseUrl: string, problems: string[]): string {
+  const contact = raw || (baseUrl.startsWith('https:') ? baseUrl : `mailto:webmaster@${new URL(baseUrl).hostname.includes('.') ? new URL(baseUrl).hostname : 'localhost.invalid'}`)
+  if (!/^(mailto:|https:)/.test(contact)) problems.push('PUSH_CONTACT must be a mailto: or https: URL')
+  return contact
 }
 
 function poolMode(env: NodeJS.ProcessEnv, problems: string[]): 'session' | 'transaction' {
@@ -84,11 +94,18 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       localQueueSize: integer(env, 'WORKER_LOCAL_QUEUE', workerConcurrency + 1, problems),
     },
     webhooks: { allowPrivateNetworks: bool(env, 'WEBHOOK_ALLOW_PRIVATE_NETWORKS', false, problems) },
+    push: {
+      contact: pushContact(env.PUSH_CONTACT, env.BASE_URL || localBase, problems),
+      ttlSeconds: integer(env, 'PUSH_TTL_SECONDS', 86_400, problems),
+      allowPrivateNetworks: bool(env, 'PUSH_ALLOW_PRIVATE_NETWORKS', false, problems),
+    },
+    digestHour: integer(env, 'DIGEST_HOUR', 7, problems),
     smtpUrl: env.SMTP_URL || undefined,
     notificationRetentionDays: retention ? integer(env, 'NOTIFICATION_RETENTION_DAYS', 0, problems) : undefined,
     logLevel: env.LOG_LEVEL || 'info',
     isTest: env.NODE_ENV === 'test',
   }
+  if (config.digestHour > 23) problems.push('DIGEST_HOUR must be an hour from 0 to 23')
   if (config.db.poolMode === 'transaction' && !config.db.url) problems.push('DATABASE_POOL_MODE=transaction needs DATABASE_URL (the pooler)')
   if (problems.length > 0) throw new Error(`Invalid configuration:\n- ${problems.join('\n- ')}`)
   return Object.freeze(config)

@@ -209,7 +209,7 @@ test('content modules queue notifications in their transaction with enqueueNotif
   assert.equal(list.json()[0].data.body, '<p>Hi</p>')
 })
 
-test('delivery stores push payloads for every recipient and emails for those who want them, once', async () => {
+test('delivery emails those who want it, once; push goes to devices only (no subscription: nothing stored)', async () => {
   const tenant = await given.tenant(db)
   const wants = await given.user(db, tenant, { email: 'wants@example.com', wants_email_notifications: true })
   const noEmail = await given.user(db, tenant, { wants_email_notifications: true })
@@ -225,7 +225,7 @@ test('delivery stores push payloads for every recipient and emails for those who
 
   const messages = await db.selectFrom('outbound_messages').select(['channel', 'status', 'user_id', 'recipient', 'subject', 'body_html', 'body_text'])
     .where('tenant_id', '=', tenant.id).orderBy('channel').orderBy('user_id').execute()
-  assert.equal(messages.filter((m) => m.channel === 'push').length, 3)
+  assert.equal(messages.filter((m) => m.channel === 'push').length, 0, 'push payloads are not parked in outbound_messages')
   const emails = messages.filter((m) => m.channel === 'email')
   assert.equal(emails.length, 1)
   assert.equal(emails[0].recipient, 'wants@example.com')
@@ -233,7 +233,7 @@ test('delivery stores push payloads for every recipient and emails for those who
   assert.equal(emails[0].subject, 'Lunch')
   assert.match(emails[0].body_html!, /<p>Pizza &amp; salad<\/p>/)
   assert.match(emails[0].body_html!, /href="http:\/\/app\.test\/canteen"/)
-  assert.equal(emails[0].body_text, 'Pizza & salad\n\nhttp://app.test/canteen')
+  assert.equal(emails[0].body_text, 'Lunch\n\nPizza & salad\n\nhttp://app.test/canteen')
   assert.equal((await recordsOf(tenant)).length, 3, 'delivery never touches the in-app records')
 })
 
@@ -349,8 +349,7 @@ test('the stream requires authentication', async () => {
   assert.equal(res.statusCode, 401)
 })
 
-test('the retention cron line is valid graphile-worker crontab', () => {
+test('the retention and digest cron lines are valid graphile-worker crontab', () => {
   const items = parseCrontab(NOTIFICATION_CRON.join('\n'))
-  assert.equal(items.length, 1)
-  assert.equal(items[0].task, 'notifications:purge_read')
+  assert.deepEqual(items.map((i) => i.task), ['notifications:purge_read', 'notifications:digest'])
 })

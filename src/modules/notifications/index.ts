@@ -2,6 +2,7 @@ import type { AppModule } from '../../platform/app-module.js'
 import { resolveDatabaseUrl } from '../../platform/db/database.js'
 import { createPgPubSub } from '../../platform/realtime/pg-pubsub.js'
 import { notificationsRoutes } from './notifications.routes.js'
+import { pushRoutes } from './push.routes.js'
 import { createNotificationsService } from './notifications.service.js'
 import { createNotificationsSendService } from './notifications-send.service.js'
 import { createNotificationStreams } from './notifications-stream.js'
@@ -14,6 +15,7 @@ export { insertDefaultNotificationSettings, notificationSettingExists } from './
 export { enqueueNotifications, fanOutNotifications, registerRecipientsQuery, type NotificationSpec, type RecipientsQuery } from './notifications-fan-out.js'
 export { registerNotificationTargetable, type TargetableLoader } from './notifications.resource.js'
 export { sanitizeNotificationBody } from './notification-html.js'
+export { deleteUserSubscriptions } from './push-subscriptions.js'
 
 registerNotificationTargetable(GENERIC_NOTIFICATION, async (ctx, ids) => {
   const rows = await selectGenericNotifications(ctx.db, ctx.tenantId, ids)
@@ -31,6 +33,7 @@ export const notificationsModule: AppModule = {
     const streams = createNotificationStreams({ db: deps.db, pubsub, log: deps.log })
     app.addHook('preClose', async () => streams.closeAll())
     app.addHook('onClose', async () => pubsub.close())
+    await pushRoutes(app, deps)
     await notificationsRoutes(app, {
       notifications: createNotificationsService(deps),
       sending: createNotificationsSendService(deps),

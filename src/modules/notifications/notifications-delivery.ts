@@ -1,9 +1,11 @@
 import type { Logger } from 'pino'
 import type { Db } from '../../platform/db/schema.js'
 import type { DeliverPayload } from './notifications-fan-out.js'
-import { absoluteNotificationUrl, escapeHtml, notificationBodyText, sanitizeNotificationBody } from './notification-html.js'
+import { absoluteNotificationUrl, notificationBodyText, sanitizeNotificationBody } from './notification-html.js'
+import { mutedChannels } from './notification-preferences.js'
+import { immediateEmail } from './email-templates.js'
 import type { Mailer } from './notifications-mailer.js'
-import type { PushSender } from './notifications-push.js'
+import type { PushMessage, PushSender } from './notifications-push.js'
 
 export interface DeliveryDeps {
   db: Db
@@ -15,26 +17,35 @@ export interface DeliveryDeps {
 
 interface DeliveryRow {
   id: string
+  type: string
+  created_at: string
   notifiable_id: number
   data: { title?: string; body?: string; url?: string }
   email: string | null
   wants_email_notifications: boolean
+  email_digest: 'immediate' | 'daily' | 'weekly'
 }
 
+/** The push payload's body: plain text, at most 1,000 characters. */
+const PUSH_BODY_CHARS = 1000
+
 function emailFor(row: DeliveryRow, appUrl: string) {
-  const title = row.data.title ?? ''
-  const body = sanitizeNotificationBody(row.data.body ?? '')
-  const link = absoluteNotificationUrl(row.data.url ?? '/', appUrl)
+  const bodyHtml = sanitizeNotificationBody(row.data.body ?? '')
+  return immediateEmail({ title: row.data.title ?? '', bodyHtml, bodyText: notificationBodyText(bodyHtml), link: absoluteNotificationUrl(row.data.url ?? '/', appUrl) })
+}
+
+/** A record as its user's devices receive it. */
+export function pushMessageOf(tenantId: number, row: Pick<DeliveryRow, 'id' | 'type' | 'created_at' | 'notifiable_id' | 'data'>, appUrl: string): PushMessage {
   return {
-    subject: title,
-    html: `${body}\n<p><a href="${escapeHtml(link)}">${escapeHtml(link)}</a></p>`,
-    text: `${notificationBodyText(body)}\n\n${link}`.trim(),
+    tenantId, userId: row.notifiable_id, notificationId: row.id, type: row.type, createdAt: row.created_at,
+    title: row.data.title ?? '', body: notificationBodyText(row.data.body ?? '').slice(0, PUSH_BODY_CHARS), url: absoluteNotificationUrl(row.data.url ?? '/', appUrl),
   }
 }
 
 /**
- * Delivers a batch of new records by push and (for users who want it) email. Idempotent: each
- * message is recorded in `outbound_messages`, and a retry skips what was recorded. A failed email
+ * Delivers a batch of new records by push (every device of each user) and (for users who want it
+ * immediately) email, skipping the channels a user muted for the records' category. Idempotent: push
+ * attempts are recorded in `push_deliveries`, emails in `outbound_messages`, and a retry skips both. A failed email
  * fails the job after the rest of the batch went out, so the queue retries it with backoff; the
  * in-app records were committed by the fan-out and are never touched here.
  */
@@ -43,7 +54,7 @@ export async function deliverNotifications(deps: DeliveryDeps, payload: DeliverP
   if (payload.userIds.length === 0) return
   const rows = (await db.selectFrom('notifications as n')
     .innerJoin('users as u', (j) => j.onRef('u.tenant_id', '=', 'n.tenant_id').onRef('u.id', '=', 'n.notifiable_id'))
-    .select(['n.id', 'n.notifiable_id', 'n.data', 'u.email', 'u.wants_email_notifications'])
+    .select(['n.id', 'n.type', 'n.created_at', 'n.notifiable_id', 'n.data', 'u.email', 'u.wants_email_notifications', 'u.email_digest'])
     .where('n.tenant_id', '=', tenantId)
     .where('n.source_key', '=', payload.sourceKey)
     .where('n.notifiable_id', 'in', payload.userIds)
@@ -52,12 +63,12 @@ export async function deliverNotifications(deps: DeliveryDeps, payload: DeliverP
     .execute()) as DeliveryRow[]
   if (rows.length === 0) return
 
-  await deps.push.send(db, rows.map((r) => ({
-    tenantId, userId: r.notifiable_id, notificationId: r.id,
-    title: r.data.title ?? '', body: notificationBodyText(r.data.body ?? ''), url: absoluteNotificationUrl(r.data.url ?? '/', deps.appUrl),
-  })))
+  // one source key, one type: the category's preferences are read once for the batch
+  const muted = await mutedChannels(db, tenantId, rows[0].type, rows.map((r) => r.notifiable_id))
+  await deps.push.send(db, rows.filter((r) => !muted.push.has(r.notifiable_id)).map((r) => pushMessageOf(tenantId, r, deps.appUrl)))
 
-  const wantEmail = rows.filter((r) => r.wants_email_notifications && r.email)
+  // digest readers get this one in their next digest instead
+  const wantEmail = rows.filter((r) => r.wants_email_notifications && r.email && !muted.email.has(r.notifiable_id) && r.email_digest === 'immediate')
   if (wantEmail.length === 0) return
   const done = new Set((await db.selectFrom('outbound_messages').select('notification_id')
     .where('tenant_id', '=', tenantId).where('channel', '=', 'email')

@@ -1,31 +1,131 @@
+import type { Logger } from 'pino'
+import webPush from 'web-push'
+import type { Config } from '../../config.js'
 import type { Db } from '../../platform/db/schema.js'
+import { enqueue } from '../../platform/jobs/jobs.js'
+import { vapidKeys } from '../../platform/keys/vapid-keys.js'
+import { SafeHttpClient, type OutboundResult } from '../../platform/outbound-http/safe-fetch.js'
 
+/** One new notification record of one user, as its devices receive it. */
 export interface PushMessage {
   tenantId: number
   userId: number
   notificationId: string
+  type: string
   title: string
+  /** Plain text (HTML stripped), at most 1,000 characters. */
   body: string
   url: string
+  createdAt: string
 }
 
-/** A push channel. Device registration is out of scope; a real driver (FCM/APNs/Web Push) plugs in here. */
+/**
+ * A push channel: delivers each message to every device of its user. The Web Push driver below speaks
+ * to browsers' push services; a mobile driver (FCM/APNs) implements the same interface
+ * (docs/notifications-delivery.md).
+ */
 export interface PushSender {
   send(db: Db, messages: PushMessage[]): Promise<void>
 }
 
-/** Stores each payload in `outbound_messages` (no push service is reachable); idempotent per notification. */
-export function createStoredPushSender(): PushSender {
-  return {
+export const PUSH_RETRY_JOB = 'notifications:push_retry'
+export interface PushRetryPayload { tenantId: number; notificationId: string; subscriptionId: number; attempt: number }
+
+/** Waits before attempts 2…6 (then the delivery is recorded as failed). */
+const RETRY_DELAYS_MS = [5_000, 30_000, 120_000, 600_000, 1_800_000]
+const MAX_RETRY_AFTER_MS = 3_600_000
+const PARALLEL_SENDS = 50
+
+interface Subscription { id: number; user_id: number; endpoint: string; p256dh: string; auth: string }
+type Outcome = { status: 'sent' | 'gone' | 'failed' | 'retrying'; responseStatus: number | null; error: string | null; retryAfterMs?: number }
+
+function retryAfterMs(value: string | string[] | undefined): number | undefined {
+  const raw = Array.isArray(value) ? value[0] : value
+  if (!raw) return undefined
+  const ms = /^\d+$/.test(raw) ? Number(raw) * 1000 : Date.parse(raw) - Date.now()
+  return Number.isFinite(ms) && ms > 0 ? Math.min(ms, MAX_RETRY_AFTER_MS) : undefined
+}
+
+/** RFC 8030: 201 accepted; 404/410 the subscription is gone; 429 and 5xx retry later; other answers are final. */
+function judge(result: OutboundResult): Outcome {
+  if (result.kind === 'error') return { status: result.error === 'blocked_address' ? 'failed' : 'retrying', responseStatus: null, error: result.error }
+  const base = { responseStatus: result.status }
+  if (result.status >= 200 && result.status < 300) return { ...base, status: 'sent', error: null }
+  if (result.status === 404 || result.status === 410) return { ...base, status: 'gone', error: `http_${result.status}` }
+  if (result.status === 429 || result.status >= 500) return { ...base, status: 'retrying', error: `http_${result.status}`, retryAfterMs: retryAfterMs(result.headers['retry-after']) }
+  return { ...base, status: 'failed', error: `http_${result.status}` }
+}
+
+/** Runs `work` over `items`, at most `limit` at once. */
+async function inParallel<T>(items: T[], limit: number, work: (item: T) => Promise<void>): Promise<void> {
+  let next = 0
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, async () => {
+    while (next < items.length) await work(items[next++])
+  }))
+}
+
+/**
+ * Web Push (RFC 8030 delivery, RFC 8291 `aes128gcm` payload encryption, RFC 8292 VAPID) with the
+ * `web-push` library, sent through the outbound SSRF guard. Every attempt is recorded in
+ * `push_deliveries`; a retried job skips what was already attempted, so nothing is pushed twice.
+ */
+export function createWebPushSender({ config, log }: { config: Config; log: Logger }) {
+  const http = new SafeHttpClient({ allowPrivateNetworks: config.push.allowPrivateNetworks, timeoutMs: 10_000, maxResponseBytes: 4096, connectionsPerOrigin: PARALLEL_SENDS })
+
+  async function attempt(db: Db, message: PushMessage, subscription: Subscription, attemptNumber: number): Promise<void> {
+    const keys = await vapidKeys(db)
+    const payload = JSON.stringify({ id: message.notificationId, type: message.type, title: message.title, body: message.body, url: message.url, created_at: message.createdAt })
+    const request = webPush.generateRequestDetails({ endpoint: subscription.endpoint, keys: { p256dh: subscription.p256dh, auth: subscription.auth } }, payload, {
+      vapidDetails: { subject: config.push.contact, publicKey: keys.publicKey, privateKey: keys.privateKey },
+      TTL: config.push.ttlSeconds, urgency: message.type.endsWith('Required') ? 'high' : 'normal', contentEncoding: 'aes128gcm',
+    })
+    const outcome = judge(await http.send(request.endpoint, { method: request.method, headers: request.headers as Record<string, string>, body: request.body }))
+    const delay = RETRY_DELAYS_MS[attemptNumber - 1]
+    const status = outcome.status === 'retrying' && delay === undefined ? 'failed' : outcome.status
+    await db.transaction().execute(async (trx) => {
+      await trx.insertInto('push_deliveries').values({
+        tenant_id: message.tenantId, subscription_id: subscription.id, notification_id: message.notificationId, attempt: attemptNumber,
+        status, response_status: outcome.responseStatus, error: outcome.error,
+      }).execute()
+      if (status === 'gone') await trx.deleteFrom('push_subscriptions').where('tenant_id', '=', message.tenantId).where('id', '=', subscription.id).execute()
+      if (status === 'retrying') {
+        const next: PushRetryPayload = { tenantId: message.tenantId, notificationId: message.notificationId, subscriptionId: subscription.id, attempt: attemptNumber + 1 }
+        await enqueue(trx, PUSH_RETRY_JOB, next, {
+          runAt: new Date(Date.now() + Math.max(delay, outcome.retryAfterMs ?? 0)),
+          key: `push:${message.notificationId}:${subscription.id}:${next.attempt}`,
+        })
+      }
+    })
+    if (status !== 'sent') log.info({ notificationId: message.notificationId, subscriptionId: subscription.id, attempt: attemptNumber, status, error: outcome.error }, 'push delivery attempt')
+  }
+
+  const sender: PushSender = {
     async send(db, messages) {
       if (messages.length === 0) return
-      await db.insertInto('outbound_messages')
-        .values(messages.map((m) => ({
-          tenant_id: m.tenantId, channel: 'push' as const, status: 'stored' as const, user_id: m.userId, notification_id: m.notificationId,
-          subject: m.title, payload: JSON.stringify({ title: m.title, body: m.body, url: m.url, notification_id: m.notificationId }),
-        })))
-        .onConflict((oc) => oc.columns(['tenant_id', 'channel', 'notification_id']).doNothing())
-        .execute()
+      const tenantId = messages[0].tenantId
+      const subscriptions = await db.selectFrom('push_subscriptions').select(['id', 'user_id', 'endpoint', 'p256dh', 'auth'])
+        .where('tenant_id', '=', tenantId).where('user_id', 'in', [...new Set(messages.map((m) => m.userId))]).execute()
+      if (subscriptions.length === 0) return
+      const attempted = new Set((await db.selectFrom('push_deliveries').select(['notification_id', 'subscription_id'])
+        .where('tenant_id', '=', tenantId).where('notification_id', 'in', messages.map((m) => m.notificationId)).execute())
+        .map((r) => `${r.notification_id}:${r.subscription_id}`))
+      const byUser = new Map<number, Subscription[]>()
+      for (const s of subscriptions) byUser.set(s.user_id, [...(byUser.get(s.user_id) ?? []), s])
+      const work = messages.flatMap((m) => (byUser.get(m.userId) ?? []).filter((s) => !attempted.has(`${m.notificationId}:${s.id}`)).map((s) => ({ m, s })))
+      await inParallel(work, PARALLEL_SENDS, ({ m, s }) => attempt(db, m, s, 1))
     },
   }
+
+  /** A later attempt of one (notification, subscription); nothing when either is gone or it was attempted. */
+  async function retry(db: Db, payload: PushRetryPayload, load: (db: Db, tenantId: number, notificationId: string) => Promise<PushMessage | undefined>): Promise<void> {
+    const subscription = await db.selectFrom('push_subscriptions').select(['id', 'user_id', 'endpoint', 'p256dh', 'auth'])
+      .where('tenant_id', '=', payload.tenantId).where('id', '=', payload.subscriptionId).executeTakeFirst()
+    const message = subscription && await load(db, payload.tenantId, payload.notificationId)
+    if (!subscription || !message) return
+    const done = await db.selectFrom('push_deliveries').select('id').where('tenant_id', '=', payload.tenantId)
+      .where('notification_id', '=', payload.notificationId).where('subscription_id', '=', payload.subscriptionId).where('attempt', '>=', payload.attempt).executeTakeFirst()
+    if (!done) await attempt(db, message, subscription, payload.attempt)
+  }
+
+  return { sender, retry, close: () => http.close() }
 }

@@ -2,10 +2,11 @@ import type { AppDeps } from '../../platform/app-module.js'
 import type { Db } from '../../platform/db/schema.js'
 import type { JobHandlers } from '../../platform/jobs/jobs.js'
 import * as queries from './notifications.queries.js'
-import { deliverNotifications, type DeliveryDeps } from './notifications-delivery.js'
+import { deliverNotifications, pushMessageOf, type DeliveryDeps } from './notifications-delivery.js'
+import { sendDueDigests } from './notifications-digest.js'
 import { fanOutNotifications, type DeliverPayload, type FanOutPayload, type NotificationSpec } from './notifications-fan-out.js'
 import { createMailer } from './notifications-mailer.js'
-import { createStoredPushSender } from './notifications-push.js'
+import { createWebPushSender, PUSH_RETRY_JOB, type PushRetryPayload } from './notifications-push.js'
 
 /** Read notifications deleted per statement by the retention job. */
 const RETENTION_BATCH_SIZE = 5000
@@ -40,18 +41,32 @@ export async function purgeReadNotifications(db: Db, retentionDays: number | und
   }
 }
 
-/** The delivery dependencies of a worker: SMTP when configured, else stored messages. */
-export function createDeliveryDeps({ db, config, log }: AppDeps): DeliveryDeps {
+/** The delivery dependencies of a worker: SMTP when configured (else stored messages), Web Push. */
+export function createDeliveryDeps({ db, config, log }: AppDeps): DeliveryDeps & { pushRetry: ReturnType<typeof createWebPushSender>['retry'] } {
+  const push = createWebPushSender({ config, log })
   return {
     db, log, appUrl: config.appUrl,
     mailer: createMailer({ smtpUrl: config.smtpUrl, appUrl: config.appUrl, log }),
-    push: createStoredPushSender(),
+    push: push.sender,
+    pushRetry: push.retry,
   }
+}
+
+/** A stored record as a push message (for a later attempt). */
+async function loadPushMessage(db: Db, appUrl: string, tenantId: number, notificationId: string) {
+  const row = await db.selectFrom('notifications').select(['id', 'type', 'created_at', 'notifiable_id', 'data'])
+    .where('tenant_id', '=', tenantId).where('id', '=', notificationId).executeTakeFirst()
+  return row && pushMessageOf(tenantId, row as never, appUrl)
 }
 
 export function notificationJobs(deps: AppDeps): JobHandlers {
   const delivery = createDeliveryDeps(deps)
   return {
+    [PUSH_RETRY_JOB]: (payload) => delivery.pushRetry(deps.db, payload as PushRetryPayload, (db, tenantId, id) => loadPushMessage(db, deps.config.appUrl, tenantId, id)),
+    'notifications:digest': async () => {
+      const sent = await sendDueDigests({ ...delivery, digestHour: deps.config.digestHour })
+      if (sent > 0) deps.log.info({ sent }, 'email digests sent')
+    },
     'notifications:fan_out': async (payload, helpers) => {
       await runFanOut(deps.db, payload as FanOutPayload, helpers.abortSignal)
     },
@@ -63,5 +78,5 @@ export function notificationJobs(deps: AppDeps): JobHandlers {
   }
 }
 
-/** Daily at 03:15 UTC. */
-export const NOTIFICATION_CRON = ['15 3 * * * notifications:purge_read']
+/** Retention daily at 03:15 UTC; digests checked hourly (they go out at DIGEST_HOUR). */
+export const NOTIFICATION_CRON = ['15 3 * * * notifications:purge_read', '0 * * * * notifications:digest']

@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto'
+import { deleteUserSubscriptions } from '../notifications/push-subscriptions.js'
 import { sql } from 'kysely'
 import type { AppDeps } from '../../platform/app-module.js'
 import type { Actor } from '../../platform/auth/actor.js'
@@ -35,6 +36,7 @@ export function createUsersLifecycleService(deps: AppDeps, pictures: ProfilePict
       if (self && user.prevent_logout) throw forbidden('This account is protected from logging itself out', 'logout_prevented')
       // clock_timestamp(): tokens issued later in this same transaction must stay valid
       await queries.updateUser(trx, actor.tenantId, id, { logout_requested_at: sql`clock_timestamp()` as never })
+      await deleteUserSubscriptions(trx, actor.tenantId, id)
       await recordDomainEvent(trx, event(actor, 'user.loggedOut', id))
       return presentBasicUser(deps, actor, id, trx)
     })
@@ -49,6 +51,7 @@ export function createUsersLifecycleService(deps: AppDeps, pictures: ProfilePict
       if (!user || user.deleted_at !== null) throw notFound('User')
       await queries.updateUser(trx, actor.tenantId, id, { deleted_at: sql`now()` as never })
       await revokeUserTokens(trx, actor.tenantId, id)
+      await deleteUserSubscriptions(trx, actor.tenantId, id)
       await recordDomainEvent(trx, event(actor, 'user.deleted', id))
     })
     return null
@@ -104,6 +107,7 @@ export function createUsersLifecycleService(deps: AppDeps, pictures: ProfilePict
         blacked_out_at: sql`now()` as never,
       })
       await queries.deleteUserTokens(trx, actor.tenantId, id)
+      await deleteUserSubscriptions(trx, actor.tenantId, id)
       await queries.deleteLoginFailures(trx, actor.tenantId, user.username)
       await queries.deleteDepartmentMemberships(trx, actor.tenantId, id)
       await recordDomainEvent(trx, event(actor, 'user.blackedOut', id))

@@ -86,6 +86,7 @@ export interface UsersTable {
   leaving_date: NullableTimestamp
   staff_number: string | null
   wants_email_notifications: Generated<boolean>
+  email_digest: Generated<'immediate' | 'daily' | 'weekly'>
   default_route: string | null
   prevent_logout: Generated<boolean>
   password_change_required: Generated<boolean>
@@ -273,6 +274,50 @@ export interface OutboundHostLeasesTable {
   leased_until: ColumnType<string, Date | string, Date | string>
 }
 
+export interface PushVapidKeysTable { id: Generated<number>; public_key: string; private_key: string; created_at: Generated<string> }
+
+export interface PushSubscriptionsTable {
+  id: Generated<number>
+  tenant_id: number
+  user_id: number
+  endpoint: string
+  p256dh: string
+  auth: string
+  expiration_time: number | null
+  user_agent: string | null
+  created_at: Generated<string>
+  updated_at: Generated<string>
+}
+
+export interface PushDeliveriesTable {
+  id: Generated<number>
+  tenant_id: number
+  subscription_id: number
+  notification_id: string
+  attempt: number
+  status: 'sent' | 'retrying' | 'gone' | 'failed'
+  response_status: number | null
+  error: string | null
+  created_at: Generated<string>
+}
+
+export interface NotificationPreferencesTable {
+  tenant_id: number
+  user_id: number
+  notification_setting_id: number
+  push: Generated<boolean>
+  email: Generated<boolean>
+}
+
+export interface EmailDigestsTable {
+  tenant_id: number
+  user_id: number
+  period: string
+  covered_until: ColumnType<string, Date | string, Date | string>
+  notification_count: number
+  sent_at: ColumnType<string | null, Date | string | null | undefined, Date | string | null>
+}
+
 export interface Database {
   tenants: TenantsTable
   languages: LanguagesTable
@@ -288,6 +333,11 @@ export interface Database {
   automations: AutomationsTable
   webhook_deliveries: WebhookDeliveriesTable
   outbound_host_leases: OutboundHostLeasesTable
+  push_vapid_keys: PushVapidKeysTable
+  push_subscriptions: PushSubscriptionsTable
+  push_deliveries: PushDeliveriesTable
+  notification_preferences: NotificationPreferencesTable
+  email_digests: EmailDigestsTable
   signing_keys: SigningKeysTable
   notifications: NotificationsTable
   generic_notifications: GenericNotificationsTable

@@ -1,0 +1,67 @@
+import { createPublicKey } from 'node:crypto'
+import { sql } from 'kysely'
+import type { Actor } from '../../platform/auth/actor.js'
+import type { Db } from '../../platform/db/schema.js'
+import { FieldErrorCollector, notFound } from '../../platform/http/errors.js'
+import type { PushSubscriptionBody } from './push.schemas.js'
+
+const COLUMNS = ['id', 'endpoint', 'expiration_time', 'user_agent', 'created_at', 'updated_at'] as const
+
+function decoded(value: string): Buffer {
+  return Buffer.from(value.replace(/=+$/, ''), 'base64url')
+}
+
+/** 422 per field: an https endpoint (http only when private networks are allowed), a real P-256 point, a 16-byte secret. */
+function checkSubscription(body: PushSubscriptionBody, allowPrivateNetworks: boolean): void {
+  const problems = new FieldErrorCollector()
+  let url: URL | undefined
+  try {
+    url = new URL(body.endpoint)
+  } catch {
+    problems.add('endpoint', 'must be an absolute URL')
+  }
+  if (url && url.protocol !== 'https:' && !(allowPrivateNetworks && url.protocol === 'http:')) problems.add('endpoint', 'must be an https URL')
+  const point = decoded(body.keys.p256dh)
+  if (point.length !== 65 || point[0] !== 4) problems.add('keys.p256dh', 'must be an uncompressed P-256 public key (65 bytes, base64url)')
+  else {
+    try {
+      createPublicKey({ key: { kty: 'EC', crv: 'P-256', x: point.subarray(1, 33).toString('base64url'), y: point.subarray(33).toString('base64url') }, format: 'jwk' })
+    } catch {
+      problems.add('keys.p256dh', 'is not a point on the P-256 curve')
+    }
+  }
+  if (decoded(body.keys.auth).length !== 16) problems.add('keys.auth', 'must be a 16-byte secret (base64url)')
+  problems.throwIfAny()
+}
+
+/**
+ * A browser's subscription, registered for the current user. The same endpoint again (the browser
+ * re-subscribes, or another user logs in on that device) moves the record to the current user: 200.
+ */
+export async function subscribe(db: Db, actor: Actor, body: PushSubscriptionBody, allowPrivateNetworks: boolean) {
+  checkSubscription(body, allowPrivateNetworks)
+  const row = await db.insertInto('push_subscriptions').values({
+    tenant_id: actor.tenantId, user_id: actor.userId, endpoint: body.endpoint, p256dh: body.keys.p256dh, auth: body.keys.auth,
+    expiration_time: body.expirationTime ?? null, user_agent: body.user_agent ?? null,
+  }).onConflict((oc) => oc.columns(['tenant_id', 'endpoint']).doUpdateSet({
+    user_id: actor.userId, p256dh: body.keys.p256dh, auth: body.keys.auth, expiration_time: body.expirationTime ?? null,
+    user_agent: body.user_agent ?? null, updated_at: sql`now()`,
+  })).returning([...COLUMNS, sql<boolean>`xmax = 0`.as('inserted')]).executeTakeFirstOrThrow()
+  const { inserted, ...subscription } = row
+  return { subscription, created: inserted }
+}
+
+export function listOwnSubscriptions(db: Db, actor: Actor) {
+  return db.selectFrom('push_subscriptions').select(COLUMNS).where('tenant_id', '=', actor.tenantId).where('user_id', '=', actor.userId).orderBy('id').execute()
+}
+
+/** Another user's subscription answers like one that does not exist. */
+export async function unsubscribe(db: Db, actor: Actor, id: number): Promise<void> {
+  const deleted = await db.deleteFrom('push_subscriptions').where('tenant_id', '=', actor.tenantId).where('user_id', '=', actor.userId).where('id', '=', id).executeTakeFirst()
+  if (Number(deleted.numDeletedRows) === 0) throw notFound('Push subscription')
+}
+
+/** A user deleted, blacked out or logged out everywhere: their devices get nothing more (same transaction). */
+export async function deleteUserSubscriptions(db: Db, tenantId: number, userId: number): Promise<void> {
+  await db.deleteFrom('push_subscriptions').where('tenant_id', '=', tenantId).where('user_id', '=', userId).execute()
+}
