@@ -58,7 +58,7 @@ before(async () => {
     const alias = GRANT_ALIASES[table]
     if (alias) await given.grant(db, hidden.tenant, { key: 'view', to: ['user', hidden.employee.id], on: [alias, id] })
   }
-  hideableIds = [hidden.folderId, hidden.grantId, hidden.notificationId, ...Object.values(hidden.content)].filter((id) => id !== undefined).map(String)
+  hideableIds = [hidden.folderId, hidden.grantId, hidden.notificationId, hidden.pushSubscriptionId, ...Object.values(hidden.content)].filter((id) => id !== undefined).map(String)
   // every module's view permission and users/roles/departments reading, nothing that manages or administrates
   const reading = ALL_PERMISSIONS.filter((p) => p.endsWith('.view'))
   prober = await given.user(db, hidden.tenant, { roleId: await given.role(db, hidden.tenant, reading) })

@@ -14,6 +14,8 @@ export interface TenantFixtures {
   departmentId: number
   notificationId: string
   notificationSettingId: number
+  /** A push subscription of `employee`. */
+  pushSubscriptionId: number
   automationId: number
   deliveryId: number
   /** Present once the folders module (and its table) exists. */
@@ -53,6 +55,9 @@ export async function buildTenantFixtures(db: Db): Promise<TenantFixtures> {
   const setting = await db.selectFrom('notification_settings').select('id').where('tenant_id', '=', tenant.id).orderBy('id').executeTakeFirst()
   const notificationSettingId = setting?.id ?? (await db.insertInto('notification_settings')
     .values({ tenant_id: tenant.id, key: 'fixture', sort_number: 1 } as never).returning('id').executeTakeFirstOrThrow()).id
+  const subscription = await db.insertInto('push_subscriptions').values({
+    tenant_id: tenant.id, user_id: employee.id, endpoint: `https://push.example.test/${randomUUID()}`, p256dh: 'BAAA', auth: 'AAAA',
+  }).returning('id').executeTakeFirstOrThrow()
   const automation = await db.insertInto('automations' as never).values({
     tenant_id: tenant.id, name: 'fixture automation', event: 'user.updated', active: false,
     actions: JSON.stringify([{ type: 'webhook', config: { url: 'https://hooks.example.test/in', method: 'POST', headers: {}, auth: null } }]), user_id: tenant.adminId,
@@ -76,7 +81,7 @@ export async function buildTenantFixtures(db: Db): Promise<TenantFixtures> {
     content[table] = inserted.id
   }
   return {
-    content, tenant, employee, victim, deletedUserId: deleted.id, roleId, departmentId, notificationId, notificationSettingId,
+    content, tenant, employee, victim, deletedUserId: deleted.id, roleId, departmentId, notificationId, notificationSettingId, pushSubscriptionId: subscription.id,
     automationId: automation.id, deliveryId: delivery.id, folderId, grantId,
   }
 }

@@ -153,6 +153,12 @@ export const ROUTE_CLASSES: Record<string, RouteClass> = {
   'PUT /api/notifications/:id': { kind: 'id', path: (f) => `/api/notifications/${f.notificationId}`, body: () => json({ read_at: stamp }) },
   'DELETE /api/administration/notifications/reset': { kind: 'action', permission: 'notifications.reset', path: fixed('/api/administration/notifications/reset') },
   'GET /api/notification-settings': { kind: 'self', path: fixed('/api/notification-settings') },
+  'GET /api/push/vapid-public-key': { kind: 'self', path: fixed('/api/push/vapid-public-key') },
+  'GET /api/push-subscriptions': { kind: 'self', path: fixed('/api/push-subscriptions') },
+  'POST /api/push-subscriptions': { kind: 'self', path: fixed('/api/push-subscriptions'), skip: "registers the caller's own device (covered by test/push.test.ts)" },
+  'DELETE /api/push-subscriptions/:id': { kind: 'id', path: (f) => `/api/push-subscriptions/${f.pushSubscriptionId}` },
+  'GET /api/users/current/notification-preferences': { kind: 'self', path: fixed('/api/users/current/notification-preferences') },
+  'PUT /api/users/current/notification-preferences': { kind: 'self', path: fixed('/api/users/current/notification-preferences'), body: () => json([]) },
   'GET /api/notification-settings/:id': { kind: 'id', path: (f) => `/api/notification-settings/${f.notificationSettingId}` },
 
   // folders (a `form` folder: forms.view / forms.manage)
