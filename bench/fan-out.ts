@@ -33,7 +33,7 @@ interface FanOutCase {
 }
 
 /** A department of the first `size` seeded users, created set-based. */
-async function createDepartment(db: Db, tenantId: number, name: string, size: number): Promise<number> {
+export async function createDepartment(db: Db, tenantId: number, name: string, size: number): Promise<number> {
   const { rows } = await sql<{ id: string }>`insert into departments (tenant_id, name) values (${tenantId}, ${name}) returning id`.execute(db)
   const departmentId = Number(rows[0].id)
   await sql`insert into department_users (tenant_id, department_id, user_id)

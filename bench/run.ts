@@ -4,7 +4,7 @@
  * autocannon (another process) alternating each scenario with its baseline, ratios and pass/fail;
  * the large streamed read; notification fan-out and webhook delivery rate with a separate worker
  * process; results in bench/results/<timestamp>.{json,md}. `--only` runs just the listed parts
- * (scenario ids, `stream`, `fanout`, `webhooks`); what they do not need is not seeded or started.
+ * (scenario ids, `stream`, `fanout`, `webhooks`, `push`); what they do not need is not seeded or started.
  * `--fleet` adds S1–S4 on one node with unnamed statements and through HAProxy + PgBouncer (bench/fleet.ts).
  */
 import { spawn, type ChildProcess } from 'node:child_process'
@@ -22,6 +22,7 @@ import { scenarios, type Scenario } from './scenarios.js'
 import { measureFanOut } from './fan-out.js'
 import { measureWebhooks } from './webhooks.js'
 import { measureFleet } from './fleet.js'
+import { measurePush } from './push.js'
 import { startBenchWorker, type BenchWorker } from './worker.js'
 import { errorMessage } from './wait.js'
 
@@ -117,13 +118,14 @@ async function measureWithWorker(db: Db, databaseUrl: string, apiUrl: string, te
   } catch (error) {
     const message = `worker: ${errorMessage(error)}`
     console.log(`worker         FAILED: ${message}`)
-    const ids = [...(runs('fanout') ? ['fanout-5000', 'fanout-100000'] : []), ...(runs('webhooks') ? ['webhooks'] : [])]
+    const ids = [...(runs('fanout') ? ['fanout-5000', 'fanout-100000'] : []), ...(runs('webhooks') ? ['webhooks'] : []), ...(runs('push') ? ['push'] : [])]
     return ids.map((id) => ({ id, request: 'needs the job worker', pass: false, error: message }))
   }
   try {
     const rows: Row[] = []
     if (runs('fanout')) rows.push(...(await measureFanOut({ db, apiUrl, tenant, scale })))
     if (runs('webhooks')) rows.push(await measureWebhooks({ db, apiUrl, tenant, events: webhookEvents }))
+    if (runs('push')) rows.push(...(await measurePush({ db, apiUrl, tenant })))
     console.log(`worker         RSS ${Math.round(await rssMb(worker.process.pid!))} MB after the measurements`)
     return rows
   } finally {
@@ -149,7 +151,7 @@ function verdict(r: Row): string {
 
 async function main(): Promise<void> {
   const startedAt = new Date()
-  const unknown = (only ?? []).filter((part) => !['stream', 'fanout', 'webhooks'].includes(part) && !scenarios.some((s) => s.id === part))
+  const unknown = (only ?? []).filter((part) => !['stream', 'fanout', 'webhooks', 'push'].includes(part) && !scenarios.some((s) => s.id === part))
   if (unknown.length > 0) console.warn(`# --only: unknown part(s) ${unknown.join(', ')} (known: scenario ids, stream, fanout, webhooks)`)
   const database = `wp_bench_${randomBytes(4).toString('hex')}`
   let url: string
@@ -244,7 +246,7 @@ async function main(): Promise<void> {
     })))
   }
   if (runs('stream')) rows.push(await measureStream(api.pid!, apiUrl, tenants.big))
-  if (runs('fanout') || runs('webhooks')) rows.push(...(await measureWithWorker(handle.db, url, apiUrl, tenants.big)))
+  if (runs('fanout') || runs('webhooks') || runs('push')) rows.push(...(await measureWithWorker(handle.db, url, apiUrl, tenants.big)))
   const finalRss = await rssMb(api.pid!)
   rows.push({ id: 'memory', request: 'server RSS after the run', rss_mb: Math.round(finalRss), target: '< 300 MB', pass: finalRss < 300 })
 

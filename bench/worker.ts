@@ -23,7 +23,7 @@ export interface BenchWorker {
 export async function startBenchWorker(db: Db, databaseUrl: string): Promise<BenchWorker> {
   const child = spawn(process.execPath, ['bin/workplace.js', 'worker'], {
     cwd: root,
-    env: { ...process.env, DATABASE_URL: databaseUrl, LOG_LEVEL: 'warn', NODE_ENV: 'production', WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true', NOTIFICATION_RETENTION_DAYS: '' },
+    env: { ...process.env, DATABASE_URL: databaseUrl, LOG_LEVEL: 'warn', NODE_ENV: 'production', WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true', PUSH_ALLOW_PRIVATE_NETWORKS: 'true', NOTIFICATION_RETENTION_DAYS: '' },
     stdio: ['ignore', 'ignore', 'inherit'],
   })
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()))

@@ -2,52 +2,6 @@ import { randomUUID } from 'node:crypto'
 import { sql } from 'kysely'
 import type { Db } from '../db/schema.js'
 
-/**
- * In one process: at most `limit` deliveries per host at once, handed over in arrival order. A delivery
- * waits briefly for a slot (a healthy host frees one within milliseconds); when none frees up in time
- * the host is slow or dead, and the caller defers the delivery instead of holding a worker slot.
- */
-class LocalHostSlots {
-  private readonly running = new Map<string, number>()
-  private readonly waiting = new Map<string, Array<() => void>>()
-
-  constructor(private readonly limit: number) {}
-
-  acquire(host: string, waitMs: number): Promise<boolean> {
-    const running = this.running.get(host) ?? 0
-    if (running < this.limit) {
-      this.running.set(host, running + 1)
-      return Promise.resolve(true)
-    }
-    return new Promise((resolve) => {
-      const queue = this.waiting.get(host) ?? []
-      this.waiting.set(host, queue)
-      const handOver = () => {
-        clearTimeout(timer)
-        resolve(true)
-      }
-      const timer = setTimeout(() => {
-        const at = queue.indexOf(handOver)
-        if (at >= 0) queue.splice(at, 1)
-        if (queue.length === 0) this.waiting.delete(host)
-        resolve(false)
-      }, waitMs)
-      queue.push(handOver)
-    })
-  }
-
-  /** Frees a slot: handed straight to the next waiting delivery of that host, if any. */
-  release(host: string): void {
-    const queue = this.waiting.get(host)
-    const next = queue?.shift()
-    if (queue?.length === 0) this.waiting.delete(host)
-    if (next) return next()
-    const left = (this.running.get(host) ?? 1) - 1
-    if (left > 0) this.running.set(host, left)
-    else this.running.delete(host)
-  }
-}
-
 /** How often a delivery looks for a host slot freed by another process while it waits. */
 const FLEET_POLL_MS = 25
 
@@ -60,15 +14,32 @@ export interface HostSlotsOptions {
 
 export interface HostSlot { release(): Promise<void> }
 
+/** A lease is passed on to this process's next waiting delivery for at most this long, then given back (fairness between processes). */
+const HOLD_MS = 1_000
+
+interface HostState {
+  /** Slots of the host this process holds in `outbound_host_leases`, and since when. */
+  held: Map<number, number>
+  waiters: Array<(slot: number | undefined) => void>
+  polling: boolean
+}
+
 /**
- * The per-host bound of outbound deliveries for the whole fleet (stateless nodes): a delivery holds a
- * slot of this process (no database work while the process alone saturates the host) and a lease of
- * one of the host's `limit` rows in `outbound_host_leases` (so N worker processes still send at most
- * `limit` requests to a host at once). Both are waited for up to `waitMs`; undefined means "defer".
+ * The per-host bound of outbound deliveries for the whole fleet (stateless nodes): a delivery runs on
+ * one of the host's `limit` slots, leased in `outbound_host_leases`, so N worker processes still send at
+ * most `limit` requests to a host at once. Leases are amortized: a finished delivery hands its slot to the
+ * next delivery of this process that waits for the host (for up to HOLD_MS), so a burst costs a few
+ * statements per second, not two per delivery. A waiting delivery also looks for slots other processes
+ * free (every FLEET_POLL_MS); after `waitMs` it is told to defer (undefined).
  */
 export function createHostSlots(db: Db, options: HostSlotsOptions) {
-  const local = new LocalHostSlots(options.limit)
   const holder = randomUUID()
+  const hosts = new Map<string, HostState>()
+  const state = (host: string) => {
+    let found = hosts.get(host)
+    if (!found) hosts.set(host, (found = { held: new Map(), waiters: [], polling: false }))
+    return found
+  }
 
   async function lease(host: string): Promise<number | undefined> {
     const { rows } = await sql<{ slot: number }>`
@@ -79,34 +50,73 @@ export function createHostSlots(db: Db, options: HostSlotsOptions) {
        order by random() limit 1
       on conflict (host, slot) do update set holder = excluded.holder, leased_until = excluded.leased_until
        where l.leased_until <= now()
-      returning slot`.execute(db)
+      returning slot`.execute(db).catch(() => ({ rows: [] as Array<{ slot: number }> }))
     return rows[0]?.slot
   }
 
-  async function acquire(host: string, waitMs: number): Promise<HostSlot | undefined> {
-    const deadline = Date.now() + waitMs
-    if (!(await local.acquire(host, waitMs))) return undefined
-    for (;;) {
-      const slot = await lease(host).catch(() => undefined)
-      if (slot !== undefined) {
-        return {
-          async release() {
-            // the lease first: a delivery of this process waiting for the local slot then finds it free
-            await sql`update outbound_host_leases set leased_until = now() - interval '1 second'
-                       where host = ${host} and slot = ${slot} and holder = ${holder}`.execute(db).catch(() => undefined)
-            local.release(host)
-          },
+  async function giveBack(host: string, slot: number): Promise<void> {
+    state(host).held.delete(slot)
+    await sql`update outbound_host_leases set leased_until = now() - interval '1 second'
+               where host = ${host} and slot = ${slot} and holder = ${holder}`.execute(db).catch(() => undefined)
+  }
+
+  const handle = (host: string, slot: number): HostSlot => ({ release: () => release(host, slot) })
+
+  async function release(host: string, slot: number): Promise<void> {
+    const s = state(host)
+    const next = s.waiters.shift()
+    if (next && Date.now() - (s.held.get(slot) ?? 0) < HOLD_MS) return next(slot)
+    if (next) s.waiters.unshift(next)
+    await giveBack(host, slot)
+    if (s.waiters.length > 0) poll(host)
+  }
+
+  /** While deliveries wait and this process holds fewer than `limit` slots: look for one freed elsewhere. */
+  function poll(host: string): void {
+    const s = state(host)
+    if (s.polling) return
+    s.polling = true
+    void (async () => {
+      while (s.waiters.length > 0 && s.held.size < options.limit) {
+        const slot = await lease(host)
+        if (slot === undefined) {
+          await new Promise((resolve) => setTimeout(resolve, FLEET_POLL_MS))
+          continue
         }
+        s.held.set(slot, Date.now())
+        const next = s.waiters.shift()
+        if (next) next(slot)
+        else await giveBack(host, slot)
       }
-      if (Date.now() + FLEET_POLL_MS > deadline) {
-        local.release(host)
-        return undefined
+      s.polling = false
+    })()
+  }
+
+  async function acquire(host: string, waitMs: number): Promise<HostSlot | undefined> {
+    const s = state(host)
+    if (s.waiters.length === 0 && s.held.size < options.limit) {
+      const slot = await lease(host)
+      if (slot !== undefined) {
+        s.held.set(slot, Date.now())
+        return handle(host, slot)
       }
-      await new Promise((resolve) => setTimeout(resolve, FLEET_POLL_MS))
     }
+    const slot = await new Promise<number | undefined>((resolve) => {
+      const waiter = (given: number | undefined) => {
+        clearTimeout(timer)
+        resolve(given)
+      }
+      const timer = setTimeout(() => {
+        const at = s.waiters.indexOf(waiter)
+        if (at >= 0) s.waiters.splice(at, 1)
+        resolve(undefined)
+      }, waitMs)
+      s.waiters.push(waiter)
+      poll(host)
+    })
+    return slot === undefined ? undefined : handle(host, slot)
   }
 
   return { acquire }
 }
-
 export type HostSlots = ReturnType<typeof createHostSlots>
