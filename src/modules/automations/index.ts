@@ -7,6 +7,8 @@ import { enqueueDeliveriesForEvent } from './automations.events.js'
 import { createWebhookDeliverer, DELIVER_WEBHOOK_JOB, type DeliverWebhookPayload } from './webhook-delivery.job.js'
 
 export { AUTOMATION_EVENTS } from './automations.events.js'
+/** For the demo: an automation stored without URL validation (inactive until an operator sets its URL). */
+export { insertAutomation } from './automations.queries.js'
 export { createWebhookDeliverer, DELIVER_WEBHOOK_JOB, type DeliverWebhookPayload } from './webhook-delivery.job.js'
 
 // Every committed domain event enqueues its deliveries inside the recording transaction.
