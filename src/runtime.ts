@@ -40,7 +40,7 @@ export function collectJobs(deps: AppDeps): { handlers: JobHandlers; cron: strin
  * the API's own (synchronous) transactions, so no queued work is at risk.
  */
 export async function runWorker(handle: DatabaseHandle, deps: AppDeps) {
-  const pool = createPool(handle.url, { max: deps.config.jobs.concurrency + 4, asynchronousCommit: true })
+  const pool = createPool(handle.url, { max: deps.config.jobs.concurrency + 4, asynchronousCommit: true, name: 'jobs' })
   const jobsDb = kyselyOn(pool)
   const { handlers, cron } = collectJobs({ ...deps, db: jobsDb })
   const runner = await startWorker({ pool, url: handle.url, handlers, concurrency: deps.config.jobs.concurrency, localQueueSize: deps.config.jobs.localQueueSize, cron: cron || undefined, log: deps.log })

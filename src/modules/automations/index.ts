@@ -1,6 +1,7 @@
 import type { AppModule } from '../../platform/app-module.js'
 import { subscribeToDomainEvents } from '../../platform/events/domain-events.js'
 import { jwksRoutes } from '../../platform/keys/jwks.routes.js'
+import { recordDelivery } from '../../platform/metrics/index.js'
 import { automationsRoutes } from './automations.routes.js'
 import { createAutomationsService } from './automations.service.js'
 import { enqueueDeliveriesForEvent } from './automations.events.js'
@@ -25,7 +26,7 @@ export const automationsModule: AppModule = {
     const deliverer = createWebhookDeliverer(deps)
     return {
       [DELIVER_WEBHOOK_JOB]: async (payload) => {
-        await deliverer.deliver(payload as DeliverWebhookPayload)
+        recordDelivery('webhook', await deliverer.deliver(payload as DeliverWebhookPayload))
       },
     }
   },

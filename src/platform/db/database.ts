@@ -3,6 +3,7 @@ import { createHash } from 'node:crypto'
 import pg from 'pg'
 import Cursor from 'pg-cursor'
 import type { Database, Db } from './schema.js'
+import { observePool } from '../metrics/index.js'
 import { startEmbeddedPostgres } from './embedded-postgres.js'
 
 const TIMESTAMPTZ = 1184
@@ -51,9 +52,11 @@ export interface PoolOptions {
   allowExitOnIdle?: boolean
   /** Commit without waiting for the WAL flush (the job worker's connections, see runtime.ts). */
   asynchronousCommit?: boolean
+  /** The `pool` label of its metrics. */
+  name?: string
 }
 
-export function createPool(url: string, { max = 20, allowExitOnIdle = false, asynchronousCommit = false }: PoolOptions = {}): pg.Pool {
+export function createPool(url: string, { max = 20, allowExitOnIdle = false, asynchronousCommit = false, name = 'api' }: PoolOptions = {}): pg.Pool {
   const pool = new pg.Pool({
     connectionString: url,
     max,
@@ -67,6 +70,7 @@ export function createPool(url: string, { max = 20, allowExitOnIdle = false, asy
   // An idle client losing its connection (database restart) must not crash the process.
   pool.on('error', () => {})
   pool.on('connect', (client) => client.on('error', () => {}))
+  observePool(pool, name)
   return pool
 }
 

@@ -4,6 +4,7 @@ import type { Logger as PinoLogger } from 'pino'
 import type pg from 'pg'
 import type { Db } from '../db/schema.js'
 import { startWorkerLiveness } from './worker-liveness.js'
+import { instrumentJobs } from '../metrics/index.js'
 
 export interface EnqueueOptions {
   /** Jobs with the same key are de-duplicated while pending (graphile-worker job_key). */
@@ -59,7 +60,7 @@ export async function startWorker(options: WorkerOptions): Promise<Runner> {
   const liveness = options.url ? await startWorkerLiveness(options.url, options.pool) : undefined
   const runner = await run({
     pgPool: options.pool,
-    taskList: options.handlers as TaskList,
+    taskList: instrumentJobs(options.handlers) as TaskList,
     concurrency: options.concurrency,
     noHandleSignals: true,
     pollInterval: 1000,
