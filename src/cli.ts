@@ -98,7 +98,7 @@ export async function main(argv: string[]): Promise<void> {
       const reset = parseArgs({ args: argv.slice(1), options: { reset: { type: 'boolean' } } }).values.reset ?? false
       const result = await withDatabase(config, (db) => runDemo(config, db, { reset }))
       if (result.created) process.stdout.write(demoInstructions(`http://${config.http.host}:${config.http.port}`, result).join('\n') + '\n')
-      else process.stdout.write('The demo tenant already exists; use `workplace token create --tenant demo --username admin` for a token.\n')
+      else process.stdout.write('The demo tenant already exists; `workplace token create --tenant demo --username anna` prints a token, `workplace demo --reset` recreates it.\n')
       return
     }
     case 'help':
