@@ -13,6 +13,7 @@ import { startActorCache } from './platform/auth/actor-cache.js'
 import { AppError } from './platform/http/errors.js'
 import { healthRoutes } from './platform/http/health.js'
 import { registerMultipart } from './platform/http/multipart.js'
+import { registerMetrics } from './platform/metrics/index.js'
 import { appModules } from './modules/index.js'
 
 declare module 'fastify' {
@@ -70,6 +71,7 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
 
   registerValidation(app)
   registerErrorHandling(app)
+  await registerMetrics(app, db, config.metrics)
   // Shutdown: new requests get 503, responses still in flight close their connection, and a keep-alive
   // connection whose response began before close() is ended once it is sent (else close waits for its
   // keep-alive timeout). Connections not yet read are left alone: their requests get the 503.

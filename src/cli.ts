@@ -5,7 +5,8 @@ import { openRuntimeDatabase } from './runtime.js'
 import { AppError } from './platform/http/errors.js'
 import { issueAccessToken } from './platform/auth/tokens.js'
 import { rotateSigningKey } from './platform/keys/signing-keys.js'
-import { createTenant, ensureDemoTenant, findTenantBySlug } from './modules/tenants/index.js'
+import { createTenant, demoInstructions, findTenantBySlug } from './modules/tenants/index.js'
+import { runDemo } from './demo.js'
 
 const USAGE = `Usage: workplace <command>
 
@@ -14,7 +15,7 @@ const USAGE = `Usage: workplace <command>
   migrate                                 apply migrations and exit
   tenant create <slug> [--name N] [--admin-username U] [--admin-password P] [--json]
   token create --tenant <slug> --username <u> [--json]
-  demo                                    create the demo tenant if missing
+  demo [--reset]                          create the demo tenant if missing (--reset: delete and recreate it)
   keys rotate                             new signing key (JWKS keeps the previous one)
 `
 
@@ -94,9 +95,10 @@ export async function main(argv: string[]): Promise<void> {
       }
       break
     case 'demo': {
-      const result = await withDatabase(config, (db) => ensureDemoTenant(db, config.auth.tokenTtlDays))
-      if (result.tenant) process.stdout.write(`Created the demo tenant: tenant demo, username admin, password ${result.tenant.password}\n`)
-      else process.stdout.write('The demo tenant already exists; use `workplace token create --tenant demo --username admin` for a token.\n')
+      const reset = parseArgs({ args: argv.slice(1), options: { reset: { type: 'boolean' } } }).values.reset ?? false
+      const result = await withDatabase(config, (db) => runDemo(config, db, { reset }))
+      if (result.created) process.stdout.write(demoInstructions(`http://${config.http.host}:${config.http.port}`, result).join('\n') + '\n')
+      else process.stdout.write('The demo tenant already exists; `workplace token create --tenant demo --username anna` prints a token, `workplace demo --reset` recreates it.\n')
       return
     }
     case 'help':

@@ -21,6 +21,8 @@ export interface Config {
   /** Hour (UTC) at which daily and weekly email digests go out. */
   digestHour: number
   smtpUrl: string | undefined
+  /** Off unless one is set: GET /metrics with this bearer token, and/or a listener on 127.0.0.1:port. */
+  metrics: { token: string | undefined; port: number | undefined }
   notificationRetentionDays: number | undefined
   logLevel: string
   isTest: boolean
@@ -101,6 +103,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     },
     digestHour: integer(env, 'DIGEST_HOUR', 7, problems),
     smtpUrl: env.SMTP_URL || undefined,
+    metrics: { token: env.METRICS_TOKEN || undefined, port: env.METRICS_PORT ? integer(env, 'METRICS_PORT', 0, problems) : undefined },
     notificationRetentionDays: retention ? integer(env, 'NOTIFICATION_RETENTION_DAYS', 0, problems) : undefined,
     logLevel: env.LOG_LEVEL || 'info',
     isTest: env.NODE_ENV === 'test',

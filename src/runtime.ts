@@ -61,7 +61,7 @@ export function collectJobs(deps: AppDeps): { handlers: JobHandlers; cron: strin
  * the API's own (synchronous) transactions, so no queued work is at risk.
  */
 export async function runWorker(handle: DatabaseHandle, deps: AppDeps) {
-  const pool = createPool(handle.url, { max: deps.config.jobs.concurrency + 4, asynchronousCommit: true, poolMode: handle.poolMode })
+  const pool = createPool(handle.url, { max: deps.config.jobs.concurrency + 4, asynchronousCommit: true, poolMode: handle.poolMode, name: 'jobs' })
   const jobsDb = kyselyOn(pool, handle.poolMode)
   const { handlers, cron } = collectJobs({ ...deps, db: jobsDb })
   const runner = await startWorker({

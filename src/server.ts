@@ -5,15 +5,16 @@ import type { Config } from './config.js'
 import { buildApp } from './app.js'
 import { collectJobs, openRuntimeDatabase, runWorker } from './runtime.js'
 import { stopWorker } from './platform/jobs/jobs.js'
-import { ensureDemoTenant, isDatabaseEmpty } from './modules/tenants/index.js'
+import { demoInstructions, isDatabaseEmpty, type DemoResult } from './modules/tenants/index.js'
+import { runDemo } from './demo.js'
 
 /** `workplace serve`: migrate, create the demo tenant on an empty database, serve HTTP and run the worker. */
 export async function serve(config: Config): Promise<void> {
   const log = pino({ level: config.logLevel })
   const handle = await openRuntimeDatabase(config, log)
   if (await isDatabaseEmpty(handle.db)) {
-    const demo = await ensureDemoTenant(handle.db, config.auth.tokenTtlDays)
-    if (demo.tenant) printDemoCredentials(config, demo.tenant.password)
+    const demo = await runDemo(config, handle.db)
+    if (demo.created) printDemoCredentials(config, demo)
   }
   const app = await buildApp({ config, db: handle.db, logger: log, databaseUrl: handle.directUrl })
   let worker: Runner | undefined
@@ -51,18 +52,7 @@ export async function serveWorker(config: Config): Promise<void> {
   await worker.promise
 }
 
-function printDemoCredentials(config: Config, password: string): void {
+function printDemoCredentials(config: Config, demo: DemoResult): void {
   const base = `http://${config.http.host}:${config.http.port}`
-  process.stdout.write(
-    [
-      '',
-      'Created the demo tenant. Log in with (printed once):',
-      `  tenant: demo   username: admin   password: ${password}`,
-      `  curl -s -X POST ${base}/api/auth/login -H 'content-type: application/json' \\`,
-      `       -d '{"tenant":"demo","username":"admin","password":"${password}"}'`,
-      `  (employees anna, ben, chloe and deniz share the same password)`,
-      `API docs: ${base}/docs`,
-      '',
-    ].join('\n') + '\n',
-  )
+  process.stdout.write(['', ...demoInstructions(base, demo), `API docs: ${base}/docs`, ''].join('\n') + '\n')
 }

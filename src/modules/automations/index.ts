@@ -1,12 +1,15 @@
 import type { AppModule } from '../../platform/app-module.js'
 import { subscribeToDomainEvents } from '../../platform/events/domain-events.js'
 import { jwksRoutes } from '../../platform/keys/jwks.routes.js'
+import { recordDelivery } from '../../platform/metrics/index.js'
 import { automationsRoutes } from './automations.routes.js'
 import { createAutomationsService } from './automations.service.js'
 import { enqueueDeliveriesForEvent } from './automations.events.js'
 import { createWebhookDeliverer, DELIVER_WEBHOOK_JOB, type DeliverWebhookPayload } from './webhook-delivery.job.js'
 
 export { AUTOMATION_EVENTS } from './automations.events.js'
+/** For the demo: an automation stored without URL validation (inactive until an operator sets its URL). */
+export { insertAutomation } from './automations.queries.js'
 export { createWebhookDeliverer, DELIVER_WEBHOOK_JOB, type DeliverWebhookPayload } from './webhook-delivery.job.js'
 
 // Every committed domain event enqueues its deliveries inside the recording transaction.
@@ -23,7 +26,7 @@ export const automationsModule: AppModule = {
     const deliverer = createWebhookDeliverer(deps)
     return {
       [DELIVER_WEBHOOK_JOB]: async (payload) => {
-        await deliverer.deliver(payload as DeliverWebhookPayload)
+        recordDelivery('webhook', await deliverer.deliver(payload as DeliverWebhookPayload))
       },
     }
   },

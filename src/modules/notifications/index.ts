@@ -7,6 +7,7 @@ import { createNotificationsService } from './notifications.service.js'
 import { createNotificationsSendService } from './notifications-send.service.js'
 import { createNotificationStreams } from './notifications-stream.js'
 import { GENERIC_NOTIFICATION, NOTIFICATION_CRON, notificationJobs } from './notifications.jobs.js'
+export { runFanOut } from './notifications.jobs.js'
 import { registerNotificationTargetable } from './notifications.resource.js'
 import { selectGenericNotifications } from './notifications.queries.js'
 

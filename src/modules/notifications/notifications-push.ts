@@ -4,6 +4,7 @@ import type { Config } from '../../config.js'
 import type { Db } from '../../platform/db/schema.js'
 import { enqueue } from '../../platform/jobs/jobs.js'
 import { vapidKeys } from '../../platform/keys/vapid-keys.js'
+import { recordDelivery } from '../../platform/metrics/index.js'
 import { SafeHttpClient, type OutboundResult } from '../../platform/outbound-http/safe-fetch.js'
 
 /** One new notification record of one user, as its devices receive it. */
@@ -96,6 +97,7 @@ export function createWebPushSender({ config, log }: { config: Config; log: Logg
         })
       }
     })
+    recordDelivery('push', status)
     if (status !== 'sent') log.info({ notificationId: message.notificationId, subscriptionId: subscription.id, attempt: attemptNumber, status, error: outcome.error }, 'push delivery attempt')
   }
 

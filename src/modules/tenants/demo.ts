@@ -1,39 +1,91 @@
+import { sql } from 'kysely'
 import type { Db } from '../../platform/db/schema.js'
 import { hashPassword } from '../../platform/auth/passwords.js'
 import { insertUser } from '../users/index.js'
-import { createTenant, findTenantBySlug, type CreatedTenant } from './tenants.service.js'
+import { createTenant, findTenantBySlug } from './tenants.service.js'
+import { createDemoContent, type DemoRequest } from './demo-content.js'
+
+export type { DemoRequest } from './demo-content.js'
+
+export const DEMO_SLUG = 'demo'
+export const DEMO_EMPLOYEE = 'anna'
 
 export interface DemoResult {
   created: boolean
-  tenant: CreatedTenant | undefined
+  /** Set when created: the password of the admin and every employee, and a shared item to open. */
+  password?: string
+  openSharedItemId?: string
 }
 
-/** Creates the `demo` tenant with sample users and departments unless it exists. */
-export async function ensureDemoTenant(db: Db, tokenTtlDays: number): Promise<DemoResult> {
-  if (await findTenantBySlug(db, 'demo')) return { created: false, tenant: undefined }
-  const created = await createTenant(db, { slug: 'demo', name: 'Demo Company', adminUsername: 'admin', tokenTtlDays })
+export interface DemoOptions {
+  tokenTtlDays: number
+  /** Calls the API in-process (see src/demo.ts). */
+  api: DemoRequest
+  /** Deletes an existing demo tenant first. */
+  reset?: boolean
+}
+
+/**
+ * Creates the `demo` tenant unless a complete one exists: people first (directly, they need a known
+ * password), then every module's content through the API. A demo left half-made by an interrupted
+ * run is recreated (its settings say `demo: seeding` until the end).
+ */
+export async function ensureDemoTenant(db: Db, options: DemoOptions): Promise<DemoResult> {
+  const existing = await findTenantBySlug(db, DEMO_SLUG)
+  if (existing) {
+    const seeded = (existing.settings as { demo?: string }).demo
+    if (!options.reset && seeded !== 'seeding') return { created: false }
+    // every tenant-owned table cascades from tenants
+    await db.deleteFrom('tenants').where('id', '=', existing.id).execute()
+  }
+  const created = await createTenant(db, { slug: DEMO_SLUG, name: 'Demo Company', adminUsername: 'admin', tokenTtlDays: options.tokenTtlDays })
   const tenantId = created.tenant.id
+  await markDemo(db, tenantId, 'seeding')
   const employeePassword = await hashPassword(created.password)
-  await db.transaction().execute(async (trx) => {
-    const people = [['anna', 'Anna', 'Schmidt'], ['ben', 'Ben', 'Miller'], ['chloe', 'Chloé', 'Dubois'], ['deniz', 'Deniz', 'Yılmaz']]
-    const users = []
-    for (const [username, first, last] of people) {
-      users.push(await insertUser(trx, {
+  const people = await db.transaction().execute(async (trx) => {
+    const names = [['anna', 'Anna', 'Schmidt'], ['ben', 'Ben', 'Miller'], ['chloe', 'Chloé', 'Dubois'], ['deniz', 'Deniz', 'Yılmaz']] as const
+    const users: Record<string, number> = {}
+    for (const [username, first, last] of names) {
+      users[username] = (await insertUser(trx, {
         tenant_id: tenantId, username, password_hash: employeePassword, first_name: first, last_name: last,
-        role_id: created.roles.employeeId, lang_id: 'en-US',
-      }))
+        role_id: created.roles.employeeId, lang_id: username === 'anna' || username === 'deniz' ? 'de-DE' : 'en-US',
+      })).id
     }
-    const departments = await trx.insertInto('departments')
+    const [store, warehouse] = await trx.insertInto('departments')
       .values([{ tenant_id: tenantId, name: 'Store Berlin' }, { tenant_id: tenantId, name: 'Warehouse' }])
       .returning('id').execute()
     await trx.insertInto('department_users').values([
-      { tenant_id: tenantId, department_id: departments[0].id, user_id: users[0].id },
-      { tenant_id: tenantId, department_id: departments[0].id, user_id: users[1].id },
-      { tenant_id: tenantId, department_id: departments[1].id, user_id: users[2].id },
-      { tenant_id: tenantId, department_id: departments[1].id, user_id: users[3].id },
+      { tenant_id: tenantId, department_id: store.id, user_id: users.anna },
+      { tenant_id: tenantId, department_id: store.id, user_id: users.ben },
+      { tenant_id: tenantId, department_id: warehouse.id, user_id: users.chloe },
+      { tenant_id: tenantId, department_id: warehouse.id, user_id: users.deniz },
     ]).execute()
+    return { users: users as Record<'anna' | 'ben' | 'chloe' | 'deniz', number>, departments: { store: store.id, warehouse: warehouse.id } }
   })
-  return { created: true, tenant: created }
+  const content = await createDemoContent(db, options.api, {
+    tenantId, adminId: created.admin.id, adminToken: created.token, password: created.password, ...people,
+  })
+  await markDemo(db, tenantId, 'complete')
+  return { created: true, password: created.password, openSharedItemId: content.openSharedItemId }
+}
+
+async function markDemo(db: Db, tenantId: number, state: 'seeding' | 'complete'): Promise<void> {
+  await db.updateTable('tenants').set({ settings: sql`settings || ${JSON.stringify({ demo: state })}::jsonb` as never })
+    .where('id', '=', tenantId).execute()
+}
+
+/** The ready-to-paste requests printed after the demo is created. */
+export function demoInstructions(baseUrl: string, demo: DemoResult): string[] {
+  if (!demo.password) return []
+  const login = `{"tenant":"${DEMO_SLUG}","username":"${DEMO_EMPLOYEE}","password":"${demo.password}"}`
+  return [
+    'Created the demo tenant (printed once):',
+    `  tenant: ${DEMO_SLUG}   username: admin   password: ${demo.password}   (employees anna, ben, chloe, deniz: same password)`,
+    'Try it (log in as an employee, list unread notifications, open a shared item\'s stable URL):',
+    `  TOKEN=$(curl -s -X POST ${baseUrl}/api/auth/login -H 'content-type: application/json' -d '${login}' | node -pe 'JSON.parse(require("fs").readFileSync(0)).access_token')`,
+    `  curl -s -g '${baseUrl}/api/notifications?filter[read_at][null]=true&selects=id,type,data,created_at' -H "authorization: Bearer $TOKEN"`,
+    `  curl -s -o /dev/null -w '%{http_code} %{redirect_url}\\n' ${baseUrl}/shared/${demo.openSharedItemId} -H "authorization: Bearer $TOKEN"`,
+  ]
 }
 
 export async function isDatabaseEmpty(db: Db): Promise<boolean> {

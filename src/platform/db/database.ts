@@ -3,6 +3,7 @@ import { createHash } from 'node:crypto'
 import pg from 'pg'
 import Cursor from 'pg-cursor'
 import type { Database, Db } from './schema.js'
+import { observePool } from '../metrics/index.js'
 import { startEmbeddedPostgres } from './embedded-postgres.js'
 
 const TIMESTAMPTZ = 1184
@@ -66,6 +67,8 @@ export interface PoolOptions {
   /** Commit without waiting for the WAL flush (the job worker's connections, see runtime.ts); session mode only. */
   asynchronousCommit?: boolean
   poolMode?: PoolMode
+  /** The `pool` label of its metrics. */
+  name?: string
 }
 
 /**
@@ -77,8 +80,8 @@ export interface PoolOptions {
  */
 const REQUIRED_SETTINGS = { TimeZone: 'UTC', jit: 'off' } as const
 
-export function createPool(url: string, { max = 20, allowExitOnIdle = false, asynchronousCommit = false, poolMode = 'session' }: PoolOptions = {}): pg.Pool {
-  const startupOptions = Object.entries(REQUIRED_SETTINGS).map(([name, value]) => `-c ${name}=${value}`)
+export function createPool(url: string, { max = 20, allowExitOnIdle = false, asynchronousCommit = false, poolMode = 'session', name = 'api' }: PoolOptions = {}): pg.Pool {
+  const startupOptions = Object.entries(REQUIRED_SETTINGS).map(([setting, value]) => `-c ${setting}=${value}`)
   if (asynchronousCommit) startupOptions.push('-c synchronous_commit=off')
   const pool = new pg.Pool({
     connectionString: url,
@@ -91,6 +94,7 @@ export function createPool(url: string, { max = 20, allowExitOnIdle = false, asy
   // An idle client losing its connection (database restart) must not crash the process.
   pool.on('error', () => {})
   pool.on('connect', (client) => client.on('error', () => {}))
+  observePool(pool, name)
   return pool
 }
 

@@ -19,6 +19,8 @@ export interface TenantSettings {
   password_min_length?: number
   single_session?: boolean
   system_language?: string
+  /** The demo tenant's state (`seeding` until it is complete; see modules/tenants/demo.ts). */
+  demo?: 'seeding' | 'complete'
 }
 
 export interface LanguagesTable {

@@ -5,6 +5,7 @@ import pg from 'pg'
 import type { PoolMode } from '../db/database.js'
 import type { Db } from '../db/schema.js'
 import { startWorkerLiveness } from './worker-liveness.js'
+import { instrumentJobs } from '../metrics/index.js'
 
 export interface EnqueueOptions {
   /** Jobs with the same key are de-duplicated while pending (graphile-worker job_key). */
@@ -82,7 +83,7 @@ export async function startWorker(options: WorkerOptions): Promise<Runner> {
   const listener = transactionMode && options.directUrl ? withDirectListener(options.pool, options.directUrl) : undefined
   const runner = await run({
     pgPool: listener?.pool ?? options.pool,
-    taskList: options.handlers as TaskList,
+    taskList: instrumentJobs(options.handlers) as TaskList,
     concurrency: options.concurrency,
     noHandleSignals: true,
     // a transaction-mode pooler may run a statement's next execution on another server connection

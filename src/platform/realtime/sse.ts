@@ -1,4 +1,5 @@
 import type { FastifyReply, FastifyRequest } from 'fastify'
+import { trackOpenStream } from '../metrics/index.js'
 
 /** One open Server-Sent Events response. */
 export interface EventStream {
@@ -32,7 +33,7 @@ export function openEventStream(request: FastifyRequest, reply: FastifyReply, op
   })
   raw.write('retry: 5000\n\n')
 
-  const callbacks: Array<() => void> = []
+  const callbacks: Array<() => void> = [trackOpenStream()]
   let closed = false
   const heartbeat = setInterval(() => {
     if (!closed) raw.write(': heartbeat\n\n')
