@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto'
-import { deleteUserSubscriptions } from '../notifications/push-subscriptions.js'
+import { deleteUserSubscriptions } from '../notifications/index.js'
 import { sql } from 'kysely'
 import type { AppDeps } from '../../platform/app-module.js'
 import type { Actor } from '../../platform/auth/actor.js'
