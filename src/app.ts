@@ -7,6 +7,7 @@ import type { Db } from './platform/db/schema.js'
 import type { AppDeps } from './platform/app-module.js'
 import { registerErrorHandling } from './platform/http/error-handler.js'
 import { registerValidation } from './platform/http/validation.js'
+import { registerStrictQueryKeys } from './platform/http/query-keys.js'
 import { registerOpenApi } from './platform/http/openapi.js'
 import { authenticateRequest, useActorCache } from './platform/auth/authenticate.js'
 import { startActorCache } from './platform/auth/actor-cache.js'
@@ -70,6 +71,7 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
 
   registerValidation(app)
   registerErrorHandling(app)
+  registerStrictQueryKeys(app)
   // Shutdown: new requests get 503, responses still in flight close their connection, and a keep-alive
   // connection whose response began before close() is ended once it is sent (else close waits for its
   // keep-alive timeout). Connections not yet read are left alone: their requests get the 503.

@@ -2,7 +2,9 @@ import type { FastifyInstance } from 'fastify'
 import { Type } from 'typebox'
 import { multipartBody } from '../../platform/http/multipart.js'
 import { sendList } from '../../platform/http/list-response.js'
-import { envelope, errorResponses, IdParamsSchema, ListQuerySchema, ShowQuerySchema } from '../../platform/http/schemas.js'
+import { envelope, errorResponses, IdParamsSchema } from '../../platform/http/schemas.js'
+import { listQuerySchema, showQuerySchema } from '../../platform/query/list-query-schema.js'
+import { userResource } from './users.resource.js'
 import { inlineDisposition } from './users-pictures.js'
 import type { UsersImportService } from './users-import.service.js'
 import type { UsersLifecycleService } from './users-lifecycle.service.js'
@@ -14,6 +16,8 @@ import {
 import type { UsersService } from './users.service.js'
 
 type IdParams = { id: number }
+const UserListQuery = listQuerySchema(userResource)
+const UserShowQuery = showQuerySchema(userResource)
 interface UsersRouteDeps {
   users: UsersService
   lifecycle: UsersLifecycleService
@@ -31,15 +35,15 @@ export async function usersRoutes(app: FastifyInstance, { users, lifecycle, impo
     multipartBody({ schema: schema as never, files: { profile_picture: { maxBytes: PROFILE_PICTURE_MAX_BYTES } }, storageDir })
 
   app.get('/api/users', {
-    schema: { tags, summary: 'Users (basic fields); filter[text] searches names, username, email, staff number', querystring: ListQuerySchema, response: { 200: Type.Array(UserSchema), ...errorResponses } },
+    schema: { tags, summary: 'Users (basic fields); filter[text] searches names, username, email, staff number', querystring: UserListQuery, response: { 200: Type.Array(UserSchema), ...errorResponses } },
   }, async (request, reply) => sendList(reply, await users.listUsers(request.actor, request.query as never)))
 
   app.get('/api/users/deleted', {
-    schema: { tags, summary: 'Soft-deleted users, blacked-out ones included', querystring: ListQuerySchema, response: { 200: Type.Array(UserSchema), ...errorResponses } },
+    schema: { tags, summary: 'Soft-deleted users, blacked-out ones included', querystring: UserListQuery, response: { 200: Type.Array(UserSchema), ...errorResponses } },
   }, async (request, reply) => sendList(reply, await users.listDeletedUsers(request.actor, request.query as never)))
 
   app.get('/api/users/current', {
-    schema: { tags, summary: 'The authenticated user', querystring: ShowQuerySchema, response: { 200: UserSchema, ...errorResponses } },
+    schema: { tags, summary: 'The authenticated user', querystring: UserShowQuery, response: { 200: UserSchema, ...errorResponses } },
   }, (request) => users.getCurrentUser(request.actor, request.query as never))
 
   app.get('/api/users/import-template', {
@@ -53,7 +57,7 @@ export async function usersRoutes(app: FastifyInstance, { users, lifecycle, impo
   })
 
   app.get('/api/users/:id', {
-    schema: { tags, summary: 'One user, deleted included; extended fields for self, users.viewDetails, users.administrate', params: IdParamsSchema, querystring: ShowQuerySchema, response: { 200: UserSchema, ...errorResponses } },
+    schema: { tags, summary: 'One user, deleted included; extended fields for self, users.viewDetails, users.administrate', params: IdParamsSchema, querystring: UserShowQuery, response: { 200: UserSchema, ...errorResponses } },
   }, (request) => users.getUser(request.actor, (request.params as IdParams).id, request.query as never))
 
   app.post('/api/users', {

@@ -36,5 +36,26 @@ export async function registerOpenApi(app: FastifyInstance, config: Config): Pro
     staticCSP: true,
     logLevel: 'warn',
   })
-  app.get('/api/openapi.json', { config: { public: true }, schema: { hide: true } }, async () => app.swagger())
+  let document: unknown
+  app.get('/api/openapi.json', { config: { public: true }, schema: { hide: true } }, async () => (document ??= finishDocument(app.swagger())))
+}
+
+type Parameter = { in: string; schema?: Record<string, unknown>; style?: string; explode?: boolean }
+type Document = { paths?: Record<string, Record<string, { parameters?: Parameter[] }>> }
+
+/** Serialization keywords a query schema declares (`filter`: deepObject) move onto its parameter. */
+function finishDocument<T>(doc: T): T {
+  for (const operations of Object.values((doc as Document).paths ?? {})) {
+    for (const operation of Object.values(operations)) {
+      for (const parameter of operation.parameters ?? []) {
+        const schema = parameter.schema
+        if (!schema || parameter.in !== 'query') continue
+        if (typeof schema.style === 'string') parameter.style = schema.style
+        if (typeof schema.explode === 'boolean') parameter.explode = schema.explode
+        delete schema.style
+        delete schema.explode
+      }
+    }
+  }
+  return doc
 }
