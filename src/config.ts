@@ -13,6 +13,8 @@ export interface Config {
   smtpUrl: string | undefined
   notificationRetentionDays: number | undefined
   logLevel: string
+  /** LOG_FORMAT: `json` lines or `pretty`; unset = pretty on a terminal, JSON otherwise. */
+  logFormat: 'json' | 'pretty' | undefined
   isTest: boolean
 }
 
@@ -31,6 +33,14 @@ function bool(env: NodeJS.ProcessEnv, name: string, fallback: boolean, problems:
   if (/^(false|0|no)$/i.test(raw)) return false
   problems.push(`${name} must be true or false`)
   return fallback
+}
+
+function logFormat(env: NodeJS.ProcessEnv, problems: string[]): Config['logFormat'] {
+  const raw = env.LOG_FORMAT
+  if (raw === undefined || raw === '') return undefined
+  if (raw === 'json' || raw === 'pretty') return raw
+  problems.push('LOG_FORMAT must be json or pretty')
+  return undefined
 }
 
 /** Reads and validates the environment once; throws listing every problem. */
@@ -68,6 +78,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     smtpUrl: env.SMTP_URL || undefined,
     notificationRetentionDays: retention ? integer(env, 'NOTIFICATION_RETENTION_DAYS', 0, problems) : undefined,
     logLevel: env.LOG_LEVEL || 'info',
+    logFormat: logFormat(env, problems),
     isTest: env.NODE_ENV === 'test',
   }
   if (problems.length > 0) throw new Error(`Invalid configuration:\n- ${problems.join('\n- ')}`)

@@ -19,7 +19,12 @@ export function problem(status: number, code: string, detail: string, errors?: F
   return { type: 'about:blank', title: STATUS_CODES[status] ?? 'Error', status, detail, code, ...(errors ? { errors } : {}) }
 }
 
+/** The problem code each error answer carried (the request log line names it). */
+const problemCodes = new WeakMap<FastifyReply, string>()
+export const problemCodeOf = (reply: FastifyReply): string | undefined => problemCodes.get(reply)
+
 export function sendProblem(reply: FastifyReply, body: ProblemDetails, headers?: Record<string, string>): FastifyReply {
+  problemCodes.set(reply, body.code)
   if (headers) reply.headers(headers)
   // a too-large upload is refused without reading the rest of it: the connection closes after the answer
   if (body.status === 413) reply.header('connection', 'close')
