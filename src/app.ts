@@ -1,4 +1,4 @@
-import Fastify, { type FastifyInstance, type FastifyServerOptions, type RouteOptions } from 'fastify'
+import Fastify, { LogController, type FastifyInstance, type FastifyServerOptions, type RouteOptions } from 'fastify'
 import cors from '@fastify/cors'
 import qs from 'qs'
 import type { Logger } from 'pino'
@@ -61,7 +61,7 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
     routerOptions: { querystringParser: parseQueryString, ignoreTrailingSlash: true },
     requestIdHeader: 'x-request-id',
     // one line per request instead of two (registerRequestLog)
-    disableRequestLogging: true,
+    logController: new LogController({ disableRequestLogging: true }),
     genReqId: () => crypto.randomUUID(),
     ajv: undefined,
     // during shutdown our onRequest hook answers 503 problem+json (Fastify's own 503 is plain JSON)

@@ -31,7 +31,7 @@ export async function notificationsRoutes(app: FastifyInstance, { notifications,
   app.get('/api/notifications/count', { schema: { tags, querystring: CountQuerySchema, response: { 200: Type.Integer(), ...errorResponses } } },
     (request) => notifications.countNotifications(request.actor, (request.query as { filter?: unknown }).filter))
   app.get('/api/notifications/stream', {
-    schema: { tags, description: 'Server-Sent Events: `notification` (a new record) and `count` (`{"unread":N}`); a heartbeat comment every 25 s.', response: { 200: Type.String(), ...errorResponses } },
+    schema: { tags, description: 'Server-Sent Events: `notification` (a new record) and `count` (`{"unread":N}`); a heartbeat comment every 25 s.', response: { 200: { description: 'An event stream (text/event-stream) that stays open', content: { 'text/event-stream': { schema: Type.String() } } }, ...errorResponses } },
   }, (request, reply) => streams.open(request.actor, request, reply))
   app.get('/api/notifications/type/:targetableType', { schema: { tags, params: TargetTypeParamsSchema, querystring: listQuerySchema(notificationResource), response: list } },
     async (request, reply) => sendList(reply, await notifications.listTargetNotifications(request.actor, request.params as TargetParams, request.query as never)))

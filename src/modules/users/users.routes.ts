@@ -91,11 +91,14 @@ export async function usersRoutes(app: FastifyInstance, { users, lifecycle, impo
     schema: { tags, summary: 'Soft-delete a user', params: IdParamsSchema, response: { 200: NullEnvelopeSchema, ...errorResponses } },
   }, async (request) => envelope(await lifecycle.deleteUser(request.actor, (request.params as IdParams).id)))
 
-  app.get('/users/:id/profile-picture/:fileName?', {
-    schema: {
-      tags, summary: 'Profile-picture bytes (self or users.view)', params: ProfilePictureParamsSchema,
-      response: { 200: { description: 'the image; Content-Type from its magic bytes', content: { 'image/*': { schema: Type.String({ format: 'binary' }) } } }, ...errorResponses },
-    },
+  // the optional trailing file name is two documented routes (an OpenAPI path has no optional segment)
+  const pictureResponse = { 200: { description: 'the image; Content-Type from its magic bytes', content: { 'image/*': { schema: Type.String({ format: 'binary' }) } } }, ...errorResponses }
+  const pictureRoutes = [
+    ['/users/:id/profile-picture', IdParamsSchema, 'users.profilePicture'],
+    ['/users/:id/profile-picture/:fileName', ProfilePictureParamsSchema, 'users.profilePictureNamed'],
+  ] as const
+  for (const [url, params, operationId] of pictureRoutes) app.get(url, {
+    schema: { tags, operationId, summary: 'Profile-picture bytes (self or users.view)', params, response: pictureResponse },
   }, async (request, reply) => {
     const { id, fileName } = request.params as { id: number; fileName?: string }
     const picture = await users.getProfilePicture(request.actor, id, fileName || undefined)

@@ -118,7 +118,7 @@ export type RestoreUserBody = Static<typeof RestoreUserBodySchema>
 export const UserEnvelopeSchema = Envelope(UserSchema)
 export const NullEnvelopeSchema = Envelope(Type.Null())
 
-export const ProfilePictureParamsSchema = Type.Object({ id: IdSchema, fileName: Opt(Type.String({ maxLength: 255 })) })
+export const ProfilePictureParamsSchema = Type.Object({ id: IdSchema, fileName: Type.String({ maxLength: 255, description: 'Any name (ignored): lets a browser save the file under it' }) })
 
 /** Keys a CSV may carry (contract 10): the template's eight plus these profile keys. */
 export const TEMPLATE_KEYS = ['username', 'password', 'first_name', 'last_name', 'active', 'group_account', 'role_id', 'lang_id'] as const

@@ -23,10 +23,9 @@ function sortableFields(resource: ResourceDef): string[] {
 const FilterValueSchema = Type.Union([Type.String(), Type.Array(Type.String())])
 
 function filterFieldSchema(name: string, field: FieldDef): TSchema {
-  const operators = Type.Object(
-    Object.fromEntries(FILTER_OPERATORS.map((op) => [op, Type.Optional(FilterValueSchema)])),
-    { description: `Operators on ${name}` },
-  )
+  // operator → value; the operators are listed in the description (a schema per operator per field
+  // would repeat ten entries for every filterable field of every list in the document)
+  const operators = Type.Record(Type.String(), FilterValueSchema, { description: `Operators on ${name}` })
   return Type.Optional(Type.Union([Type.String(), Type.Array(Type.String()), operators], {
     description: `${name} (${field.type}): filter[${name}]=value, or filter[${name}][op]=value with op one of ${FILTER_OPERATORS.join(', ')}`,
   }))
