@@ -75,3 +75,20 @@ test('every JSON body of every route reports all its wrong fields at once, in re
   }
   assert.ok(checked >= 15, `checked ${checked} bodies`)
 })
+
+test('a short password is reported together with the schema errors of the same body', async () => {
+  const app = await buildTestApp()
+  const tenant = await given.tenant(db)
+  const body = { username: 'x y', password: 'short', first_name: 'A', last_name: 'B', role_id: tenant.employeeRoleId, email: 'not-an-email', gender: 'other', zipcode: null }
+  const res = await call(app, tenant.adminToken, { method: 'POST', url: '/api/users', payload: body })
+  assert.equal(res.statusCode, 422, res.body)
+  const errors = res.json().errors
+  assert.deepEqual(errors.password, ['must be at least 8 characters'])
+  assert.deepEqual(errors.email, ['must be a valid email'])
+  assert.deepEqual(errors.gender, ['must be one of: "male", "female", "diverse"'])
+  assert.deepEqual(errors.username, ['must be letters, digits and . _ @ + - only'])
+  assert.equal(errors.zipcode, undefined, 'null is allowed')
+  const update = await call(app, tenant.adminToken, { method: 'PUT', url: `/api/users/${tenant.adminId}`, payload: { password: 'short', active: 'yes' } })
+  assert.equal(update.statusCode, 422, update.body)
+  assert.deepEqual(Object.keys(update.json().errors).sort(), ['active', 'password'])
+})

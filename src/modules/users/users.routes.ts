@@ -63,6 +63,7 @@ export async function usersRoutes(app: FastifyInstance, { users, lifecycle, impo
   app.post('/api/users', {
     schema: { tags, summary: 'Create a user (JSON, or multipart/form-data with a profile_picture file)', body: jsonOrMultipart(CreateUserBodySchema, CreateUserMultipartSchema), response: { 201: UserEnvelopeSchema, ...errorResponses } },
     preValidation: pictureUpload(CreateUserMultipartSchema),
+    config: { bodyRules: (request) => users.passwordProblems(request.actor, request.body) },
   }, async (request, reply) => reply.code(201).send(envelope(await users.createUser(request.actor, request.body as never, request.uploads?.profile_picture))))
 
   app.post('/api/users/csv', {
@@ -73,6 +74,7 @@ export async function usersRoutes(app: FastifyInstance, { users, lifecycle, impo
   app.put('/api/users/:id', {
     schema: { tags, summary: 'Update a user (JSON, or multipart/form-data with a profile_picture file)', params: IdParamsSchema, body: jsonOrMultipart(UpdateUserBodySchema, UpdateUserMultipartSchema), response: { 200: UserEnvelopeSchema, ...errorResponses } },
     preValidation: pictureUpload(UpdateUserMultipartSchema),
+    config: { bodyRules: (request) => users.passwordProblems(request.actor, request.body) },
   }, async (request) => envelope(await users.updateUser(request.actor, (request.params as IdParams).id, request.body as never, request.uploads?.profile_picture)))
 
   app.post('/api/users/logout/:id', {

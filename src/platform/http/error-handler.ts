@@ -3,6 +3,7 @@ import type { FastifyError, FastifyInstance, FastifyReply } from 'fastify'
 import { AppError, type FieldErrors } from './errors.js'
 import { mapPgError } from '../db/pg-errors.js'
 import { validationErrors, type AjvIssue } from './validation-messages.js'
+import { bodyRuleErrors } from './body-rules.js'
 
 export interface ProblemDetails {
   type: string
@@ -73,8 +74,14 @@ export function toProblem(error: unknown): { body: ProblemDetails; headers?: Rec
 
 /** The one error handler and not-found handler of the app. */
 export function registerErrorHandling(app: FastifyInstance): void {
-  app.setErrorHandler((error, request, reply) => {
+  app.setErrorHandler(async (error, request, reply) => {
     const { body, headers, unexpected } = toProblem(error)
+    if (body.errors && (error as { validationContext?: string }).validationContext === 'body') {
+      for (const [field, messages] of Object.entries((await bodyRuleErrors(request)) ?? {})) {
+        const list = (body.errors[field] ??= [])
+        for (const message of messages) if (!list.includes(message)) list.push(message)
+      }
+    }
     if (unexpected) request.log.error({ err: error }, 'unexpected error')
     else if (body.status >= 500) request.log.warn({ code: body.code }, body.detail)
     return sendProblem(reply, body, headers)
