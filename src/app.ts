@@ -1,4 +1,4 @@
-import Fastify, { type FastifyInstance, type FastifyServerOptions, type RouteOptions } from 'fastify'
+import Fastify, { LogController, type FastifyInstance, type FastifyServerOptions, type RouteOptions } from 'fastify'
 import cors from '@fastify/cors'
 import qs from 'qs'
 import type { Logger } from 'pino'
@@ -7,6 +7,8 @@ import type { Db } from './platform/db/schema.js'
 import type { AppDeps } from './platform/app-module.js'
 import { registerErrorHandling } from './platform/http/error-handler.js'
 import { registerValidation } from './platform/http/validation.js'
+import { registerStrictQueryKeys } from './platform/http/query-keys.js'
+import { registerRequestLog } from './platform/http/request-log.js'
 import { registerOpenApi } from './platform/http/openapi.js'
 import { authenticateRequest, useActorCache } from './platform/auth/authenticate.js'
 import { startActorCache } from './platform/auth/actor-cache.js'
@@ -59,6 +61,8 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
     bodyLimit: config.http.bodyLimit,
     routerOptions: { querystringParser: parseQueryString, ignoreTrailingSlash: true },
     requestIdHeader: 'x-request-id',
+    // one line per request instead of two (registerRequestLog)
+    logController: new LogController({ disableRequestLogging: true }),
     genReqId: () => crypto.randomUUID(),
     ajv: undefined,
     // during shutdown our onRequest hook answers 503 problem+json (Fastify's own 503 is plain JSON)
@@ -72,6 +76,8 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
   registerValidation(app)
   registerErrorHandling(app)
   await registerMetrics(app, db, config.metrics)
+  registerStrictQueryKeys(app)
+  registerRequestLog(app)
   // Shutdown: new requests get 503, responses still in flight close their connection, and a keep-alive
   // connection whose response began before close() is ended once it is sent (else close waits for its
   // keep-alive timeout). Connections not yet read are left alone: their requests get the 503.

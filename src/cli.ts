@@ -8,16 +8,34 @@ import { rotateSigningKey } from './platform/keys/signing-keys.js'
 import { createTenant, demoInstructions, findTenantBySlug } from './modules/tenants/index.js'
 import { runDemo } from './demo.js'
 
-const USAGE = `Usage: workplace <command>
+/** One entry per command: its usage line and what it does (`workplace <command> --help` prints it). */
+const COMMANDS: Record<string, { usage: string; summary: string }> = {
+  serve: { usage: 'serve', summary: 'apply migrations, serve HTTP and run the job worker (npm start)' },
+  worker: { usage: 'worker', summary: 'run the job worker only' },
+  migrate: { usage: 'migrate', summary: 'apply migrations and exit' },
+  tenant: {
+    usage: 'tenant create <slug> [--name N] [--admin-username U] [--admin-password P] [--json]',
+    summary: 'create a tenant with its administrator; a generated admin password is printed once (--json: admin.password)',
+  },
+  token: { usage: 'token create --tenant <slug> --username <u> [--json]', summary: 'issue an access token for a user' },
+  demo: { usage: 'demo [--reset]', summary: 'create the demo tenant if missing (--reset: delete and recreate it)' },
+  keys: { usage: 'keys rotate', summary: 'new signing key (the JWKS keeps the previous one)' },
+  help: { usage: 'help [command]', summary: 'print this help' },
+}
 
-  serve                                   migrate, serve HTTP and run the job worker (npm start)
-  worker                                  run the job worker only
-  migrate                                 apply migrations and exit
-  tenant create <slug> [--name N] [--admin-username U] [--admin-password P] [--json]
-  token create --tenant <slug> --username <u> [--json]
-  demo [--reset]                          create the demo tenant if missing (--reset: delete and recreate it)
-  keys rotate                             new signing key (JWKS keeps the previous one)
+const USAGE = `Usage: workplace <command> [options]
+
+Commands:
+${Object.values(COMMANDS).map((c) => `  ${c.usage}\n      ${c.summary}`).join('\n')}
+
+Every command reads its configuration from the environment (see README, "Configuration").
+\`workplace <command> --help\` prints the usage of one command.
 `
+
+const commandUsage = (name: string) => `Usage: workplace ${COMMANDS[name]!.usage}\n\n${COMMANDS[name]!.summary}\n`
+
+/** A wrong invocation: the caller prints usage and exits 2. */
+class UsageError extends Error {}
 
 async function withDatabase<T>(config: Config, run: (db: Awaited<ReturnType<typeof openRuntimeDatabase>>['db']) => Promise<T>): Promise<T> {
   const log = pino({ level: config.logLevel === 'info' ? 'warn' : config.logLevel }, pino.destination(2))
@@ -36,12 +54,14 @@ async function tenantCreate(config: Config, args: string[]): Promise<void> {
     options: { name: { type: 'string' }, 'admin-username': { type: 'string' }, 'admin-password': { type: 'string' }, json: { type: 'boolean' } },
   })
   const slug = positionals[0]
-  if (!slug) throw new Error('tenant create needs a <slug>')
+  if (!slug) throw new UsageError('tenant create needs a <slug>')
   const created = await withDatabase(config, (db) => createTenant(db, {
     slug, name: values.name, adminUsername: values['admin-username'], adminPassword: values['admin-password'], tokenTtlDays: config.auth.tokenTtlDays,
   }))
   if (values.json) {
-    process.stdout.write(JSON.stringify({ tenant: created.tenant, admin: created.admin, token: created.token }) + '\n')
+    // a generated password exists nowhere else: it is printed once, here (contract 00 §2 shape plus admin.password)
+    const admin = values['admin-password'] ? created.admin : { ...created.admin, password: created.password }
+    process.stdout.write(JSON.stringify({ tenant: created.tenant, admin, token: created.token }) + '\n')
     return
   }
   process.stdout.write(`Created tenant ${created.tenant.slug} (id ${created.tenant.id}).\n`)
@@ -51,7 +71,7 @@ async function tenantCreate(config: Config, args: string[]): Promise<void> {
 
 async function tokenCreate(config: Config, args: string[]): Promise<void> {
   const { values } = parseArgs({ args, options: { tenant: { type: 'string' }, username: { type: 'string' }, json: { type: 'boolean' } } })
-  if (!values.tenant || !values.username) throw new Error('token create needs --tenant and --username')
+  if (!values.tenant || !values.username) throw new UsageError('token create needs --tenant and --username')
   const token = await withDatabase(config, async (db) => {
     const tenant = await findTenantBySlug(db, values.tenant!)
     if (!tenant) throw new Error(`no tenant "${values.tenant}"`)
@@ -66,10 +86,19 @@ async function tokenCreate(config: Config, args: string[]): Promise<void> {
 
 export async function main(argv: string[]): Promise<void> {
   const [command, sub, ...rest] = argv
+  if (command === undefined || command === 'help' || command === '--help' || command === '-h') {
+    process.stdout.write(sub && Object.hasOwn(COMMANDS, sub) ? commandUsage(sub) : USAGE)
+    return
+  }
+  if (!Object.hasOwn(COMMANDS, command)) throw new UsageError(`unknown command "${command}"`)
+  // help never needs configuration, a database or a port
+  if (argv.includes('--help') || argv.includes('-h')) {
+    process.stdout.write(commandUsage(command))
+    return
+  }
   const config = loadConfig()
   switch (command) {
-    case 'serve':
-    case undefined: {
+    case 'serve': {
       const { serve } = await import('./server.js')
       return serve(config)
     }
@@ -101,17 +130,17 @@ export async function main(argv: string[]): Promise<void> {
       else process.stdout.write('The demo tenant already exists; `workplace token create --tenant demo --username anna` prints a token, `workplace demo --reset` recreates it.\n')
       return
     }
-    case 'help':
-    case '--help':
-    case '-h':
-      process.stdout.write(USAGE)
-      return
   }
-  process.stderr.write(USAGE)
-  process.exitCode = 2
+  throw new UsageError(`unknown subcommand "${[command, sub].filter(Boolean).join(' ')}"`)
 }
 
 main(process.argv.slice(2)).catch((error) => {
+  // a wrong invocation (unknown command or option, missing argument) exits 2 with the usage
+  if (error instanceof UsageError || (error as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')) {
+    const [command] = process.argv.slice(2)
+    process.stderr.write(`workplace: ${(error as Error).message}\n\n${command && Object.hasOwn(COMMANDS, command) ? commandUsage(command) : USAGE}`)
+    process.exit(2)
+  }
   const message = error instanceof AppError ? `${error.message}${error.errors ? ` ${JSON.stringify(error.errors)}` : ''}` : (error as Error).message
   process.stderr.write(`workplace: ${message}\n`)
   process.exit(1)

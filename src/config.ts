@@ -25,6 +25,8 @@ export interface Config {
   metrics: { token: string | undefined; port: number | undefined }
   notificationRetentionDays: number | undefined
   logLevel: string
+  /** LOG_FORMAT: `json` lines or `pretty`; unset = pretty on a terminal, JSON otherwise. */
+  logFormat: 'json' | 'pretty' | undefined
   isTest: boolean
 }
 
@@ -57,6 +59,14 @@ function poolMode(env: NodeJS.ProcessEnv, problems: string[]): 'session' | 'tran
   if (raw === 'session' || raw === 'transaction') return raw
   problems.push('DATABASE_POOL_MODE must be session or transaction')
   return 'session'
+}
+
+function logFormat(env: NodeJS.ProcessEnv, problems: string[]): Config['logFormat'] {
+  const raw = env.LOG_FORMAT
+  if (raw === undefined || raw === '') return undefined
+  if (raw === 'json' || raw === 'pretty') return raw
+  problems.push('LOG_FORMAT must be json or pretty')
+  return undefined
 }
 
 /** Reads and validates the environment once; throws listing every problem. */
@@ -106,6 +116,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     metrics: { token: env.METRICS_TOKEN || undefined, port: env.METRICS_PORT ? integer(env, 'METRICS_PORT', 0, problems) : undefined },
     notificationRetentionDays: retention ? integer(env, 'NOTIFICATION_RETENTION_DAYS', 0, problems) : undefined,
     logLevel: env.LOG_LEVEL || 'info',
+    logFormat: logFormat(env, problems),
     isTest: env.NODE_ENV === 'test',
   }
   if (config.digestHour > 23) problems.push('DIGEST_HOUR must be an hour from 0 to 23')

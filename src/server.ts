@@ -1,5 +1,5 @@
 import closeWithGrace from 'close-with-grace'
-import pino from 'pino'
+import { createLogger } from './platform/logging.js'
 import type { Runner } from 'graphile-worker'
 import type { Config } from './config.js'
 import { buildApp } from './app.js'
@@ -10,7 +10,7 @@ import { runDemo } from './demo.js'
 
 /** `workplace serve`: migrate, create the demo tenant on an empty database, serve HTTP and run the worker. */
 export async function serve(config: Config): Promise<void> {
-  const log = pino({ level: config.logLevel })
+  const log = createLogger({ level: config.logLevel, format: config.logFormat })
   const handle = await openRuntimeDatabase(config, log)
   if (await isDatabaseEmpty(handle.db)) {
     const demo = await runDemo(config, handle.db)
@@ -40,7 +40,7 @@ export async function serve(config: Config): Promise<void> {
 
 /** `workplace worker`: only the job runner. */
 export async function serveWorker(config: Config): Promise<void> {
-  const log = pino({ level: config.logLevel })
+  const log = createLogger({ level: config.logLevel, format: config.logFormat })
   const handle = await openRuntimeDatabase(config, log)
   const deps = { db: handle.db, config, log }
   const worker = await runWorker(handle, deps)

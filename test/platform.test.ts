@@ -28,7 +28,7 @@ test('OpenAPI describes the routes from their schemas, and /docs is served offli
   const res = await app.inject({ url: '/api/openapi.json' })
   assert.equal(res.statusCode, 200)
   const doc = res.json()
-  assert.equal(doc.openapi, '3.0.3')
+  assert.equal(doc.openapi, '3.1.0') // issue 19: OpenAPI 3.1
   for (const route of ['/api/auth/login', '/api/users/current', '/api/roles', '/api/roles/{id}', '/api/departments']) {
     assert.ok(doc.paths[route], `documents ${route}`)
   }

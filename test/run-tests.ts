@@ -14,6 +14,8 @@ import { openDatabase } from '../src/platform/db/database.js'
 import { migrateToLatest } from '../src/platform/db/migrate.js'
 
 const root = path.resolve(import.meta.dirname, '..')
+// processes the tests spawn (bin/workplace.js) run the sources under test, never a stale dist/ build
+process.env.WORKPLACE_FROM_SOURCE = '1'
 const args = process.argv.slice(2)
 const suite = args[0] === '--suite' ? args[1] : 'unit'
 const explicitFiles = args[0] === '--suite' ? args.slice(2) : args

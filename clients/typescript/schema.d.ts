@@ -7,72 +7,11 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description RFC 9457 problem details */
-                "4XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: string;
-                            detail: string;
-                            errors?: {
-                                [key: string]: string[];
-                            };
-                            status: number;
-                            title: string;
-                            type: string;
-                        };
-                    };
-                };
-                /** @description RFC 9457 problem details */
-                "5XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: string;
-                            detail: string;
-                            errors?: {
-                                [key: string]: string[];
-                            };
-                            status: number;
-                            title: string;
-                            type: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            keys: {
-                                alg: string;
-                                crv: string;
-                                kid: string;
-                                kty: string;
-                                use: string;
-                                x: string;
-                                y: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-        };
+        /**
+         * Well known jwks json
+         * @description Well known jwks json. No authentication needed.
+         */
+        get: operations["wellKnown.jwksJson"];
         put?: never;
         post?: never;
         delete?: never;
@@ -88,172 +27,17 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        get: {
-            parameters: {
-                query?: {
-                    filter?: {
-                        [key: string]: unknown;
-                    };
-                    include?: string;
-                    limit?: number;
-                    offset?: number;
-                    relations?: string;
-                    select?: string;
-                    selects?: string;
-                    sort?: string;
-                };
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description RFC 9457 problem details */
-                "4XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: string;
-                            detail: string;
-                            errors?: {
-                                [key: string]: string[];
-                            };
-                            status: number;
-                            title: string;
-                            type: string;
-                        };
-                    };
-                };
-                /** @description RFC 9457 problem details */
-                "5XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: string;
-                            detail: string;
-                            errors?: {
-                                [key: string]: string[];
-                            };
-                            status: number;
-                            title: string;
-                            type: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["def-4"][];
-                    };
-                };
-            };
-        };
+        /**
+         * List automations
+         * @description List automations. Needs a bearer token; permissions are checked per record (see docs/permissions.md).
+         */
+        get: operations["administration.automations.list"];
         put?: never;
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        actions: {
-                            config: unknown;
-                            type: string;
-                        }[];
-                        active?: boolean;
-                        event: string;
-                        name: string;
-                    };
-                };
-            };
-            responses: {
-                /** @description RFC 9457 problem details */
-                "4XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: string;
-                            detail: string;
-                            errors?: {
-                                [key: string]: string[];
-                            };
-                            status: number;
-                            title: string;
-                            type: string;
-                        };
-                    };
-                };
-                /** @description RFC 9457 problem details */
-                "5XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: string;
-                            detail: string;
-                            errors?: {
-                                [key: string]: string[];
-                            };
-                            status: number;
-                            title: string;
-                            type: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                201: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            actions?: {
-                                config: {
-                                    auth?: {
-                                        basic?: {
-                                            username?: string;
-                                        };
-                                        header?: {
-                                            name?: string;
-                                        };
-                                        secret?: Record<string, never>;
-                                        type?: string | null;
-                                    } | null;
-                                    headers?: {
-                                        [key: string]: string;
-                                    };
-                                    method?: string | null;
-                                    url?: string;
-                                };
-                                type: string;
-                            }[];
-                            active?: boolean;
-                            /** @example 2026-01-31 09:30:00 */
-                            created_at?: string;
-                            event?: string;
-                            id?: number;
-                            name?: string;
-                            /** @example 2026-01-31 09:30:00 */
-                            updated_at?: string;
-                            user_id?: number | null;
-                        };
-                    };
-                };
-            };
-        };
+        /**
+         * Create one automation
+         * @description Create one automation. Needs a bearer token; permissions are checked per record (see docs/permissions.md).
+         */
+        post: operations["administration.automations.create"];
         delete?: never;
         options?: never;
         head?: never;
@@ -267,256 +51,22 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        get: {
-            parameters: {
-                query?: {
-                    include?: string;
-                    relations?: string;
-                    select?: string;
-                    selects?: string;
-                };
-                header?: never;
-                path: {
-                    id: number;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description RFC 9457 problem details */
-                "4XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: string;
-                            detail: string;
-                            errors?: {
-                                [key: string]: string[];
-                            };
-                            status: number;
-                            title: string;
-                            type: string;
-                        };
-                    };
-                };
-                /** @description RFC 9457 problem details */
-                "5XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: string;
-                            detail: string;
-                            errors?: {
-                                [key: string]: string[];
-                            };
-                            status: number;
-                            title: string;
-                            type: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            actions?: {
-                                config: {
-                                    auth?: {
-                                        basic?: {
-                                            username?: string;
-                                        };
-                                        header?: {
-                                            name?: string;
-                                        };
-                                        secret?: Record<string, never>;
-                                        type?: string | null;
-                                    } | null;
-                                    headers?: {
-                                        [key: string]: string;
-                                    };
-                                    method?: string | null;
-                                    url?: string;
-                                };
-                                type: string;
-                            }[];
-                            active?: boolean;
-                            /** @example 2026-01-31 09:30:00 */
-                            created_at?: string;
-                            event?: string;
-                            id?: number;
-                            name?: string;
-                            /** @example 2026-01-31 09:30:00 */
-                            updated_at?: string;
-                            user_id?: number | null;
-                        };
-                    };
-                };
-            };
-        };
-        put: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    id: number;
-                };
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        actions?: {
-                            config: unknown;
-                            type: string;
-                        }[];
-                        active?: boolean;
-                        event?: string;
-                        name?: string;
-                    };
-                };
-            };
-            responses: {
-                /** @description RFC 9457 problem details */
-                "4XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: string;
-                            detail: string;
-                            errors?: {
-                                [key: string]: string[];
-                            };
-                            status: number;
-                            title: string;
-                            type: string;
-                        };
-                    };
-                };
-                /** @description RFC 9457 problem details */
-                "5XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: string;
-                            detail: string;
-                            errors?: {
-                                [key: string]: string[];
-                            };
-                            status: number;
-                            title: string;
-                            type: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            actions?: {
-                                config: {
-                                    auth?: {
-                                        basic?: {
-                                            username?: string;
-                                        };
-                                        header?: {
-                                            name?: string;
-                                        };
-                                        secret?: Record<string, never>;
-                                        type?: string | null;
-                                    } | null;
-                                    headers?: {
-                                        [key: string]: string;
-                                    };
-                                    method?: string | null;
-                                    url?: string;
-                                };
-                                type: string;
-                            }[];
-                            active?: boolean;
-                            /** @example 2026-01-31 09:30:00 */
-                            created_at?: string;
-                            event?: string;
-                            id?: number;
-                            name?: string;
-                            /** @example 2026-01-31 09:30:00 */
-                            updated_at?: string;
-                            user_id?: number | null;
-                        };
-                    };
-                };
-            };
-        };
+        /**
+         * Get one automation
+         * @description Get one automation. Needs a bearer token; permissions are checked per record (see docs/permissions.md).
+         */
+        get: operations["administration.automations.get"];
+        /**
+         * Update one automation
+         * @description Update one automation. Needs a bearer token; permissions are checked per record (see docs/permissions.md).
+         */
+        put: operations["administration.automations.update"];
         post?: never;
-        delete: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    id: number;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description RFC 9457 problem details */
-                "4XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: string;
-                            detail: string;
-                            errors?: {
-                                [key: string]: string[];
-                            };
-                            status: number;
-                            title: string;
-                            type: string;
-                        };
-                    };
-                };
-                /** @description RFC 9457 problem details */
-                "5XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: string;
-                            detail: string;
-                            errors?: {
-                                [key: string]: string[];
-                            };
-                            status: number;
-                            title: string;
-                            type: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                204: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-            };
-        };
+        /**
+         * Delete one automation
+         * @description Delete one automation. Needs a bearer token; permissions are checked per record (see docs/permissions.md).
+         */
+        delete: operations["administration.automations.delete"];
         options?: never;
         head?: never;
         patch?: never;
@@ -529,75 +79,11 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        get: {
-            parameters: {
-                query?: {
-                    filter?: {
-                        [key: string]: unknown;
-                    };
-                    include?: string;
-                    limit?: number;
-                    offset?: number;
-                    relations?: string;
-                    select?: string;
-                    selects?: string;
-                    sort?: string;
-                };
-                header?: never;
-                path: {
-                    id: number;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description RFC 9457 problem details */
-                "4XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: string;
-                            detail: string;
-                            errors?: {
-                                [key: string]: string[];
-                            };
-                            status: number;
-                            title: string;
-                            type: string;
-                        };
-                    };
-                };
-                /** @description RFC 9457 problem details */
-                "5XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: string;
-                            detail: string;
-                            errors?: {
-                                [key: string]: string[];
-                            };
-                            status: number;
-                            title: string;
-                            type: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["def-5"][];
-                    };
-                };
-            };
-        };
+        /**
+         * List deliveries
+         * @description List deliveries. Needs a bearer token; permissions are checked per record (see docs/permissions.md).
+         */
+        get: operations["administration.automations.deliveries.list"];
         put?: never;
         post?: never;
         delete?: never;
@@ -615,86 +101,11 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    delivery: number;
-                    id: number;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description RFC 9457 problem details */
-                "4XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: string;
-                            detail: string;
-                            errors?: {
-                                [key: string]: string[];
-                            };
-                            status: number;
-                            title: string;
-                            type: string;
-                        };
-                    };
-                };
-                /** @description RFC 9457 problem details */
-                "5XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: string;
-                            detail: string;
-                            errors?: {
-                                [key: string]: string[];
-                            };
-                            status: number;
-                            title: string;
-                            type: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                202: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            action_index?: number;
-                            attempts?: number;
-                            automation_id?: number;
-                            /** @example 2026-01-31 09:30:00 */
-                            created_at?: string;
-                            error?: string | null;
-                            /** Format: uuid */
-                            event_id?: string;
-                            event_type?: string;
-                            id?: number;
-                            method?: string;
-                            /** @example 2026-01-31 09:30:00 */
-                            next_attempt_at?: string | null;
-                            response_body?: string | null;
-                            response_status?: number | null;
-                            response_time_ms?: number | null;
-                            status?: string;
-                            /** @example 2026-01-31 09:30:00 */
-                            updated_at?: string;
-                            url?: string;
-                        };
-                    };
-                };
-            };
-        };
+        /**
+         * Deliveries redeliver
+         * @description Deliveries redeliver. Needs a bearer token; permissions are checked per record (see docs/permissions.md).
+         */
+        post: operations["administration.automations.deliveries.redeliver"];
         delete?: never;
         options?: never;
         head?: never;
@@ -710,66 +121,11 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    id: number;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description RFC 9457 problem details */
-                "4XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: string;
-                            detail: string;
-                            errors?: {
-                                [key: string]: string[];
-                            };
-                            status: number;
-                            title: string;
-                            type: string;
-                        };
-                    };
-                };
-                /** @description RFC 9457 problem details */
-                "5XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: string;
-                            detail: string;
-                            errors?: {
-                                [key: string]: string[];
-                            };
-                            status: number;
-                            title: string;
-                            type: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                202: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            delivery_ids: number[];
-                        };
-                    };
-                };
-            };
-        };
+        /**
+         * Automations test
+         * @description Automations test. Needs a bearer token; permissions are checked per record (see docs/permissions.md).
+         */
+        post: operations["administration.automations.test"];
         delete?: never;
         options?: never;
         head?: never;
@@ -785,72 +141,11 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        config: unknown;
-                        type: string;
-                    };
-                };
-            };
-            responses: {
-                /** @description RFC 9457 problem details */
-                "4XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: string;
-                            detail: string;
-                            errors?: {
-                                [key: string]: string[];
-                            };
-                            status: number;
-                            title: string;
-                            type: string;
-                        };
-                    };
-                };
-                /** @description RFC 9457 problem details */
-                "5XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: string;
-                            detail: string;
-                            errors?: {
-                                [key: string]: string[];
-                            };
-                            status: number;
-                            title: string;
-                            type: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @enum {boolean} */
-                            valid: true;
-                        };
-                    };
-                };
-            };
-        };
+        /**
+         * Automations validate action
+         * @description Automations validate action. Needs a bearer token; permissions are checked per record (see docs/permissions.md).
+         */
+        post: operations["administration.automations.validateAction"];
         delete?: never;
         options?: never;
         head?: never;
@@ -867,67 +162,11 @@ export interface paths {
         get?: never;
         put?: never;
         post?: never;
-        delete: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description RFC 9457 problem details */
-                "4XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: string;
-                            detail: string;
-                            errors?: {
-                                [key: string]: string[];
-                            };
-                            status: number;
-                            title: string;
-                            type: string;
-                        };
-                    };
-                };
-                /** @description RFC 9457 problem details */
-                "5XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: string;
-                            detail: string;
-                            errors?: {
-                                [key: string]: string[];
-                            };
-                            status: number;
-                            title: string;
-                            type: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @enum {object|null} */
-                            data: never | null;
-                            /** @enum {string} */
-                            status: "success";
-                        };
-                    };
-                };
-            };
-        };
+        /**
+         * Delete reset
+         * @description Delete reset. Needs a bearer token; permissions are checked per record (see docs/permissions.md).
+         */
+        delete: operations["administration.notifications.reset.deleteMany"];
         options?: never;
         head?: never;
         patch?: never;
@@ -940,233 +179,17 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        get: {
-            parameters: {
-                query?: {
-                    filter?: {
-                        [key: string]: unknown;
-                    };
-                    include?: string;
-                    limit?: number;
-                    offset?: number;
-                    relations?: string;
-                    select?: string;
-                    selects?: string;
-                    sort?: string;
-                };
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description RFC 9457 problem details */
-                "4XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: string;
-                            detail: string;
-                            errors?: {
-                                [key: string]: string[];
-                            };
-                            status: number;
-                            title: string;
-                            type: string;
-                        };
-                    };
-                };
-                /** @description RFC 9457 problem details */
-                "5XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: string;
-                            detail: string;
-                            errors?: {
-                                [key: string]: string[];
-                            };
-                            status: number;
-                            title: string;
-                            type: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            config?: {
-                                [key: string]: unknown;
-                            };
-                            /** @example 2026-01-31 09:30:00 */
-                            created_at?: string;
-                            /** @example 2026-01-31 09:30:00 */
-                            deleted_at?: string | null;
-                            entityPermissions?: {
-                                /** @example 2026-01-31 09:30:00 */
-                                created_at?: string;
-                                id?: number;
-                                key?: string;
-                                permission_entity?: string;
-                                permission_entity_id?: number;
-                                permissionEntity?: {
-                                    [key: string]: unknown;
-                                } | null;
-                                target_entity?: string;
-                                target_entity_id?: number | string;
-                                targetEntity?: {
-                                    [key: string]: unknown;
-                                } | null;
-                                /** @example 2026-01-31 09:30:00 */
-                                updated_at?: string;
-                            }[];
-                            id?: string;
-                            redirect_type?: string;
-                            targetable?: {
-                                [key: string]: unknown;
-                            } | null;
-                            targetable_id?: number | string;
-                            targetable_type?: string;
-                            type?: string;
-                            /** @example 2026-01-31 09:30:00 */
-                            updated_at?: string;
-                            url?: string;
-                            user?: {
-                                [key: string]: unknown;
-                            } | null;
-                            user_id?: number | null;
-                        }[];
-                    };
-                };
-            };
-        };
+        /**
+         * List shared items
+         * @description List shared items. Needs a bearer token; permissions are checked per record (see docs/permissions.md).
+         */
+        get: operations["administration.sharedItems.list"];
         put?: never;
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        config?: {
-                            [key: string]: unknown;
-                        };
-                        entity_permissions?: {
-                            /** @default view */
-                            key?: string;
-                            /** @enum {unknown} */
-                            permission_entity: "user" | "role" | "department";
-                            permission_entity_id: number;
-                        }[];
-                        /** @enum {unknown} */
-                        redirect_type?: "none" | "redirect" | "redirectWithGrantToken";
-                        targetable_id: number | string;
-                        targetable_type: string;
-                        type: string;
-                        user_id?: number | null;
-                    };
-                };
-            };
-            responses: {
-                /** @description RFC 9457 problem details */
-                "4XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: string;
-                            detail: string;
-                            errors?: {
-                                [key: string]: string[];
-                            };
-                            status: number;
-                            title: string;
-                            type: string;
-                        };
-                    };
-                };
-                /** @description RFC 9457 problem details */
-                "5XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: string;
-                            detail: string;
-                            errors?: {
-                                [key: string]: string[];
-                            };
-                            status: number;
-                            title: string;
-                            type: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                201: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            config?: {
-                                [key: string]: unknown;
-                            };
-                            /** @example 2026-01-31 09:30:00 */
-                            created_at?: string;
-                            /** @example 2026-01-31 09:30:00 */
-                            deleted_at?: string | null;
-                            entityPermissions?: {
-                                /** @example 2026-01-31 09:30:00 */
-                                created_at?: string;
-                                id?: number;
-                                key?: string;
-                                permission_entity?: string;
-                                permission_entity_id?: number;
-                                permissionEntity?: {
-                                    [key: string]: unknown;
-                                } | null;
-                                target_entity?: string;
-                                target_entity_id?: number | string;
-                                targetEntity?: {
-                                    [key: string]: unknown;
-                                } | null;
-                                /** @example 2026-01-31 09:30:00 */
-                                updated_at?: string;
-                            }[];
-                            id?: string;
-                            redirect_type?: string;
-                            targetable?: {
-                                [key: string]: unknown;
-                            } | null;
-                            targetable_id?: number | string;
-                            targetable_type?: string;
-                            type?: string;
-                            /** @example 2026-01-31 09:30:00 */
-                            updated_at?: string;
-                            url?: string;
-                            user?: {
-                                [key: string]: unknown;
-                            } | null;
-                            user_id?: number | null;
-                        };
-                    };
-                };
-            };
-        };
+        /**
+         * Create one shared item
+         * @description Create one shared item. Needs a bearer token; permissions are checked per record (see docs/permissions.md).
+         */
+        post: operations["administration.sharedItems.create"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1180,287 +203,22 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        get: {
-            parameters: {
-                query?: {
-                    include?: string;
-                    relations?: string;
-                    select?: string;
-                    selects?: string;
-                };
-                header?: never;
-                path: {
-                    id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description RFC 9457 problem details */
-                "4XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: string;
-                            detail: string;
-                            errors?: {
-                                [key: string]: string[];
-                            };
-                            status: number;
-                            title: string;
-                            type: string;
-                        };
-                    };
-                };
-                /** @description RFC 9457 problem details */
-                "5XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: string;
-                            detail: string;
-                            errors?: {
-                                [key: string]: string[];
-                            };
-                            status: number;
-                            title: string;
-                            type: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            config?: {
-                                [key: string]: unknown;
-                            };
-                            /** @example 2026-01-31 09:30:00 */
-                            created_at?: string;
-                            /** @example 2026-01-31 09:30:00 */
-                            deleted_at?: string | null;
-                            entityPermissions?: {
-                                /** @example 2026-01-31 09:30:00 */
-                                created_at?: string;
-                                id?: number;
-                                key?: string;
-                                permission_entity?: string;
-                                permission_entity_id?: number;
-                                permissionEntity?: {
-                                    [key: string]: unknown;
-                                } | null;
-                                target_entity?: string;
-                                target_entity_id?: number | string;
-                                targetEntity?: {
-                                    [key: string]: unknown;
-                                } | null;
-                                /** @example 2026-01-31 09:30:00 */
-                                updated_at?: string;
-                            }[];
-                            id?: string;
-                            redirect_type?: string;
-                            targetable?: {
-                                [key: string]: unknown;
-                            } | null;
-                            targetable_id?: number | string;
-                            targetable_type?: string;
-                            type?: string;
-                            /** @example 2026-01-31 09:30:00 */
-                            updated_at?: string;
-                            url?: string;
-                            user?: {
-                                [key: string]: unknown;
-                            } | null;
-                            user_id?: number | null;
-                        };
-                    };
-                };
-            };
-        };
-        put: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    id: string;
-                };
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        config?: {
-                            [key: string]: unknown;
-                        };
-                        entity_permissions?: {
-                            /** @default view */
-                            key?: string;
-                            /** @enum {unknown} */
-                            permission_entity: "user" | "role" | "department";
-                            permission_entity_id: number;
-                        }[];
-                        /** @enum {unknown} */
-                        redirect_type?: "none" | "redirect" | "redirectWithGrantToken";
-                        targetable_id?: number | string;
-                        targetable_type?: string;
-                        type?: string;
-                        user_id?: number | null;
-                    };
-                };
-            };
-            responses: {
-                /** @description RFC 9457 problem details */
-                "4XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: string;
-                            detail: string;
-                            errors?: {
-                                [key: string]: string[];
-                            };
-                            status: number;
-                            title: string;
-                            type: string;
-                        };
-                    };
-                };
-                /** @description RFC 9457 problem details */
-                "5XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: string;
-                            detail: string;
-                            errors?: {
-                                [key: string]: string[];
-                            };
-                            status: number;
-                            title: string;
-                            type: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            config?: {
-                                [key: string]: unknown;
-                            };
-                            /** @example 2026-01-31 09:30:00 */
-                            created_at?: string;
-                            /** @example 2026-01-31 09:30:00 */
-                            deleted_at?: string | null;
-                            entityPermissions?: {
-                                /** @example 2026-01-31 09:30:00 */
-                                created_at?: string;
-                                id?: number;
-                                key?: string;
-                                permission_entity?: string;
-                                permission_entity_id?: number;
-                                permissionEntity?: {
-                                    [key: string]: unknown;
-                                } | null;
-                                target_entity?: string;
-                                target_entity_id?: number | string;
-                                targetEntity?: {
-                                    [key: string]: unknown;
-                                } | null;
-                                /** @example 2026-01-31 09:30:00 */
-                                updated_at?: string;
-                            }[];
-                            id?: string;
-                            redirect_type?: string;
-                            targetable?: {
-                                [key: string]: unknown;
-                            } | null;
-                            targetable_id?: number | string;
-                            targetable_type?: string;
-                            type?: string;
-                            /** @example 2026-01-31 09:30:00 */
-                            updated_at?: string;
-                            url?: string;
-                            user?: {
-                                [key: string]: unknown;
-                            } | null;
-                            user_id?: number | null;
-                        };
-                    };
-                };
-            };
-        };
+        /**
+         * Get one shared item
+         * @description Get one shared item. Needs a bearer token; permissions are checked per record (see docs/permissions.md).
+         */
+        get: operations["administration.sharedItems.get"];
+        /**
+         * Update one shared item
+         * @description Update one shared item. Needs a bearer token; permissions are checked per record (see docs/permissions.md).
+         */
+        put: operations["administration.sharedItems.update"];
         post?: never;
-        delete: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description RFC 9457 problem details */
-                "4XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: string;
-                            detail: string;
-                            errors?: {
-                                [key: string]: string[];
-                            };
-                            status: number;
-                            title: string;
-                            type: string;
-                        };
-                    };
-                };
-                /** @description RFC 9457 problem details */
-                "5XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: string;
-                            detail: string;
-                            errors?: {
-                                [key: string]: string[];
-                            };
-                            status: number;
-                            title: string;
-                            type: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                204: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-            };
-        };
+        /**
+         * Delete one shared item
+         * @description Delete one shared item. Needs a bearer token; permissions are checked per record (see docs/permissions.md).
+         */
+        delete: operations["administration.sharedItems.delete"];
         options?: never;
         head?: never;
         patch?: never;
@@ -1475,105 +233,11 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description RFC 9457 problem details */
-                "4XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: string;
-                            detail: string;
-                            errors?: {
-                                [key: string]: string[];
-                            };
-                            status: number;
-                            title: string;
-                            type: string;
-                        };
-                    };
-                };
-                /** @description RFC 9457 problem details */
-                "5XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: string;
-                            detail: string;
-                            errors?: {
-                                [key: string]: string[];
-                            };
-                            status: number;
-                            title: string;
-                            type: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            config?: {
-                                [key: string]: unknown;
-                            };
-                            /** @example 2026-01-31 09:30:00 */
-                            created_at?: string;
-                            /** @example 2026-01-31 09:30:00 */
-                            deleted_at?: string | null;
-                            entityPermissions?: {
-                                /** @example 2026-01-31 09:30:00 */
-                                created_at?: string;
-                                id?: number;
-                                key?: string;
-                                permission_entity?: string;
-                                permission_entity_id?: number;
-                                permissionEntity?: {
-                                    [key: string]: unknown;
-                                } | null;
-                                target_entity?: string;
-                                target_entity_id?: number | string;
-                                targetEntity?: {
-                                    [key: string]: unknown;
-                                } | null;
-                                /** @example 2026-01-31 09:30:00 */
-                                updated_at?: string;
-                            }[];
-                            id?: string;
-                            redirect_type?: string;
-                            targetable?: {
-                                [key: string]: unknown;
-                            } | null;
-                            targetable_id?: number | string;
-                            targetable_type?: string;
-                            type?: string;
-                            /** @example 2026-01-31 09:30:00 */
-                            updated_at?: string;
-                            url?: string;
-                            user?: {
-                                [key: string]: unknown;
-                            } | null;
-                            user_id?: number | null;
-                        };
-                    };
-                };
-            };
-        };
+        /**
+         * Shared items restore
+         * @description Shared items restore. Needs a bearer token; permissions are checked per record (see docs/permissions.md).
+         */
+        post: operations["administration.sharedItems.restore"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1589,80 +253,11 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Log in and obtain an access token */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        device_name?: string;
-                        password: string;
-                        tenant: string;
-                        username: string;
-                    };
-                };
-            };
-            responses: {
-                /** @description RFC 9457 problem details */
-                "4XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: string;
-                            detail: string;
-                            errors?: {
-                                [key: string]: string[];
-                            };
-                            status: number;
-                            title: string;
-                            type: string;
-                        };
-                    };
-                };
-                /** @description RFC 9457 problem details */
-                "5XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: string;
-                            detail: string;
-                            errors?: {
-                                [key: string]: string[];
-                            };
-                            status: number;
-                            title: string;
-                            type: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            access_token: string;
-                            /** @example 2026-01-31 09:30:00 */
-                            expires_at: string;
-                            password_change_required: boolean;
-                            /** @enum {string} */
-                            token_type: "Bearer";
-                            user: components["schemas"]["def-0"];
-                        };
-                    };
-                };
-            };
-        };
+        /**
+         * Log in and obtain an access token
+         * @description Log in and obtain an access token. No authentication needed.
+         */
+        post: operations["auth.login"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1678,61 +273,11 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Revoke the access token used */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description RFC 9457 problem details */
-                "4XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: string;
-                            detail: string;
-                            errors?: {
-                                [key: string]: string[];
-                            };
-                            status: number;
-                            title: string;
-                            type: string;
-                        };
-                    };
-                };
-                /** @description RFC 9457 problem details */
-                "5XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: string;
-                            detail: string;
-                            errors?: {
-                                [key: string]: string[];
-                            };
-                            status: number;
-                            title: string;
-                            type: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                204: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-            };
-        };
+        /**
+         * Revoke the access token used
+         * @description Revoke the access token used. Needs a bearer token; permissions are checked per record (see docs/permissions.md).
+         */
+        post: operations["auth.logout"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1746,150 +291,17 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        get: {
-            parameters: {
-                query?: {
-                    filter?: {
-                        [key: string]: unknown;
-                    };
-                    include?: string;
-                    limit?: number;
-                    offset?: number;
-                    relations?: string;
-                    select?: string;
-                    selects?: string;
-                    sort?: string;
-                };
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description RFC 9457 problem details */
-                "4XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: string;
-                            detail: string;
-                            errors?: {
-                                [key: string]: string[];
-                            };
-                            status: number;
-                            title: string;
-                            type: string;
-                        };
-                    };
-                };
-                /** @description RFC 9457 problem details */
-                "5XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: string;
-                            detail: string;
-                            errors?: {
-                                [key: string]: string[];
-                            };
-                            status: number;
-                            title: string;
-                            type: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["def-8"][];
-                    };
-                };
-            };
-        };
+        /**
+         * List events
+         * @description List events. Needs a bearer token; permissions are checked per record (see docs/permissions.md).
+         */
+        get: operations["calendar.events.list"];
         put?: never;
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        ends_at: string;
-                        starts_at: string;
-                        title: string;
-                    };
-                };
-            };
-            responses: {
-                /** @description RFC 9457 problem details */
-                "4XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: string;
-                            detail: string;
-                            errors?: {
-                                [key: string]: string[];
-                            };
-                            status: number;
-                            title: string;
-                            type: string;
-                        };
-                    };
-                };
-                /** @description RFC 9457 problem details */
-                "5XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: string;
-                            detail: string;
-                            errors?: {
-                                [key: string]: string[];
-                            };
-                            status: number;
-                            title: string;
-                            type: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                201: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @example 2026-01-31 09:30:00 */
-                            created_at?: string | null;
-                            /** @example 2026-01-31 09:30:00 */
-                            ends_at?: string | null;
-                            id?: number | null;
-                            /** @example 2026-01-31 09:30:00 */
-                            starts_at?: string | null;
-                            title?: string | null;
-                            /** @example 2026-01-31 09:30:00 */
-                            updated_at?: string | null;
-                            user_id?: number | null;
-                        };
-                    };
-                };
-            };
-        };
+        /**
+         * Create one event
+         * @description Create one event. Needs a bearer token; permissions are checked per record (see docs/permissions.md).
+         */
+        post: operations["calendar.events.create"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1903,217 +315,22 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        get: {
-            parameters: {
-                query?: {
-                    grant_token?: string;
-                    include?: string;
-                    relations?: string;
-                    select?: string;
-                    selects?: string;
-                };
-                header?: never;
-                path: {
-                    id: number;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description RFC 9457 problem details */
-                "4XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: string;
-                            detail: string;
-                            errors?: {
-                                [key: string]: string[];
-                            };
-                            status: number;
-                            title: string;
-                            type: string;
-                        };
-                    };
-                };
-                /** @description RFC 9457 problem details */
-                "5XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: string;
-                            detail: string;
-                            errors?: {
-                                [key: string]: string[];
-                            };
-                            status: number;
-                            title: string;
-                            type: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @example 2026-01-31 09:30:00 */
-                            created_at?: string | null;
-                            /** @example 2026-01-31 09:30:00 */
-                            ends_at?: string | null;
-                            id?: number | null;
-                            /** @example 2026-01-31 09:30:00 */
-                            starts_at?: string | null;
-                            title?: string | null;
-                            /** @example 2026-01-31 09:30:00 */
-                            updated_at?: string | null;
-                            user_id?: number | null;
-                        };
-                    };
-                };
-            };
-        };
-        put: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    id: number;
-                };
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        ends_at?: string;
-                        starts_at?: string;
-                        title?: string;
-                    };
-                };
-            };
-            responses: {
-                /** @description RFC 9457 problem details */
-                "4XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: string;
-                            detail: string;
-                            errors?: {
-                                [key: string]: string[];
-                            };
-                            status: number;
-                            title: string;
-                            type: string;
-                        };
-                    };
-                };
-                /** @description RFC 9457 problem details */
-                "5XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: string;
-                            detail: string;
-                            errors?: {
-                                [key: string]: string[];
-                            };
-                            status: number;
-                            title: string;
-                            type: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @example 2026-01-31 09:30:00 */
-                            created_at?: string | null;
-                            /** @example 2026-01-31 09:30:00 */
-                            ends_at?: string | null;
-                            id?: number | null;
-                            /** @example 2026-01-31 09:30:00 */
-                            starts_at?: string | null;
-                            title?: string | null;
-                            /** @example 2026-01-31 09:30:00 */
-                            updated_at?: string | null;
-                            user_id?: number | null;
-                        };
-                    };
-                };
-            };
-        };
+        /**
+         * Get one event
+         * @description Get one event. No authentication needed.
+         */
+        get: operations["calendar.events.get"];
+        /**
+         * Update one event
+         * @description Update one event. Needs a bearer token; permissions are checked per record (see docs/permissions.md).
+         */
+        put: operations["calendar.events.update"];
         post?: never;
-        delete: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    id: number;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description RFC 9457 problem details */
-                "4XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: string;
-                            detail: string;
-                            errors?: {
-                                [key: string]: string[];
-                            };
-                            status: number;
-                            title: string;
-                            type: string;
-                        };
-                    };
-                };
-                /** @description RFC 9457 problem details */
-                "5XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: string;
-                            detail: string;
-                            errors?: {
-                                [key: string]: string[];
-                            };
-                            status: number;
-                            title: string;
-                            type: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                204: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-            };
-        };
+        /**
+         * Delete one event
+         * @description Delete one event. Needs a bearer token; permissions are checked per record (see docs/permissions.md).
+         */
+        delete: operations["calendar.events.delete"];
         options?: never;
         head?: never;
         patch?: never;
@@ -2126,149 +343,17 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        get: {
-            parameters: {
-                query?: {
-                    filter?: {
-                        [key: string]: unknown;
-                    };
-                    include?: string;
-                    limit?: number;
-                    offset?: number;
-                    relations?: string;
-                    select?: string;
-                    selects?: string;
-                    sort?: string;
-                };
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description RFC 9457 problem details */
-                "4XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: string;
-                            detail: string;
-                            errors?: {
-                                [key: string]: string[];
-                            };
-                            status: number;
-                            title: string;
-                            type: string;
-                        };
-                    };
-                };
-                /** @description RFC 9457 problem details */
-                "5XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: string;
-                            detail: string;
-                            errors?: {
-                                [key: string]: string[];
-                            };
-                            status: number;
-                            title: string;
-                            type: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["def-2"][];
-                    };
-                };
-            };
-        };
+        /**
+         * List departments
+         * @description List departments. Needs a bearer token; permissions are checked per record (see docs/permissions.md).
+         */
+        get: operations["departments.list"];
         put?: never;
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        folder_id?: number | null;
-                        name: string;
-                        notification_setting_id?: number | null;
-                        user_ids?: number[];
-                    };
-                };
-            };
-            responses: {
-                /** @description RFC 9457 problem details */
-                "4XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: string;
-                            detail: string;
-                            errors?: {
-                                [key: string]: string[];
-                            };
-                            status: number;
-                            title: string;
-                            type: string;
-                        };
-                    };
-                };
-                /** @description RFC 9457 problem details */
-                "5XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: string;
-                            detail: string;
-                            errors?: {
-                                [key: string]: string[];
-                            };
-                            status: number;
-                            title: string;
-                            type: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                201: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @example 2026-01-31 09:30:00 */
-                            created_at?: string;
-                            folder_id?: number | null;
-                            id?: number;
-                            name?: string;
-                            notification_setting_id?: number | null;
-                            /** @example 2026-01-31 09:30:00 */
-                            updated_at?: string;
-                            user_ids?: number[];
-                        };
-                    };
-                };
-            };
-        };
+        /**
+         * Create one department
+         * @description Create one department. Needs a bearer token; permissions are checked per record (see docs/permissions.md).
+         */
+        post: operations["departments.create"];
         delete?: never;
         options?: never;
         head?: never;
@@ -2282,213 +367,22 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        get: {
-            parameters: {
-                query?: {
-                    include?: string;
-                    relations?: string;
-                    select?: string;
-                    selects?: string;
-                };
-                header?: never;
-                path: {
-                    id: number;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description RFC 9457 problem details */
-                "4XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: string;
-                            detail: string;
-                            errors?: {
-                                [key: string]: string[];
-                            };
-                            status: number;
-                            title: string;
-                            type: string;
-                        };
-                    };
-                };
-                /** @description RFC 9457 problem details */
-                "5XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: string;
-                            detail: string;
-                            errors?: {
-                                [key: string]: string[];
-                            };
-                            status: number;
-                            title: string;
-                            type: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @example 2026-01-31 09:30:00 */
-                            created_at?: string;
-                            folder_id?: number | null;
-                            id?: number;
-                            name?: string;
-                            notification_setting_id?: number | null;
-                            /** @example 2026-01-31 09:30:00 */
-                            updated_at?: string;
-                            user_ids?: number[];
-                        };
-                    };
-                };
-            };
-        };
-        put: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    id: number;
-                };
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        folder_id?: number | null;
-                        name?: string;
-                        notification_setting_id?: number | null;
-                        user_ids?: number[];
-                    };
-                };
-            };
-            responses: {
-                /** @description RFC 9457 problem details */
-                "4XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: string;
-                            detail: string;
-                            errors?: {
-                                [key: string]: string[];
-                            };
-                            status: number;
-                            title: string;
-                            type: string;
-                        };
-                    };
-                };
-                /** @description RFC 9457 problem details */
-                "5XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: string;
-                            detail: string;
-                            errors?: {
-                                [key: string]: string[];
-                            };
-                            status: number;
-                            title: string;
-                            type: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @example 2026-01-31 09:30:00 */
-                            created_at?: string;
-                            folder_id?: number | null;
-                            id?: number;
-                            name?: string;
-                            notification_setting_id?: number | null;
-                            /** @example 2026-01-31 09:30:00 */
-                            updated_at?: string;
-                            user_ids?: number[];
-                        };
-                    };
-                };
-            };
-        };
+        /**
+         * Get one department
+         * @description Get one department. Needs a bearer token; permissions are checked per record (see docs/permissions.md).
+         */
+        get: operations["departments.get"];
+        /**
+         * Update one department
+         * @description Update one department. Needs a bearer token; permissions are checked per record (see docs/permissions.md).
+         */
+        put: operations["departments.update"];
         post?: never;
-        delete: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    id: number;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description RFC 9457 problem details */
-                "4XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: string;
-                            detail: string;
-                            errors?: {
-                                [key: string]: string[];
-                            };
-                            status: number;
-                            title: string;
-                            type: string;
-                        };
-                    };
-                };
-                /** @description RFC 9457 problem details */
-                "5XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: string;
-                            detail: string;
-                            errors?: {
-                                [key: string]: string[];
-                            };
-                            status: number;
-                            title: string;
-                            type: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                204: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-            };
-        };
+        /**
+         * Delete one department
+         * @description Delete one department. Needs a bearer token; permissions are checked per record (see docs/permissions.md).
+         */
+        delete: operations["departments.delete"];
         options?: never;
         head?: never;
         patch?: never;
@@ -2503,117 +397,11 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        /** @default view */
-                        key?: string;
-                        /** @enum {unknown} */
-                        permission_entity: "user" | "role" | "department";
-                        permission_entity_id: number;
-                        target_entity: string;
-                        target_entity_id: number | string;
-                    };
-                };
-            };
-            responses: {
-                /** @description RFC 9457 problem details */
-                "4XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: string;
-                            detail: string;
-                            errors?: {
-                                [key: string]: string[];
-                            };
-                            status: number;
-                            title: string;
-                            type: string;
-                        };
-                    };
-                };
-                /** @description RFC 9457 problem details */
-                "5XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: string;
-                            detail: string;
-                            errors?: {
-                                [key: string]: string[];
-                            };
-                            status: number;
-                            title: string;
-                            type: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @example 2026-01-31 09:30:00 */
-                            created_at?: string;
-                            id?: number;
-                            key?: string;
-                            permission_entity?: string;
-                            permission_entity_id?: number;
-                            permissionEntity?: {
-                                [key: string]: unknown;
-                            } | null;
-                            target_entity?: string;
-                            target_entity_id?: number | string;
-                            targetEntity?: {
-                                [key: string]: unknown;
-                            } | null;
-                            /** @example 2026-01-31 09:30:00 */
-                            updated_at?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                201: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @example 2026-01-31 09:30:00 */
-                            created_at?: string;
-                            id?: number;
-                            key?: string;
-                            permission_entity?: string;
-                            permission_entity_id?: number;
-                            permissionEntity?: {
-                                [key: string]: unknown;
-                            } | null;
-                            target_entity?: string;
-                            target_entity_id?: number | string;
-                            targetEntity?: {
-                                [key: string]: unknown;
-                            } | null;
-                            /** @example 2026-01-31 09:30:00 */
-                            updated_at?: string;
-                        };
-                    };
-                };
-            };
-        };
+        /**
+         * Create one entity permission
+         * @description Create one entity permission. Needs a bearer token; permissions are checked per record (see docs/permissions.md).
+         */
+        post: operations["entityPermissions.create"];
         delete?: never;
         options?: never;
         head?: never;
@@ -2627,144 +415,18 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        get: {
-            parameters: {
-                query?: {
-                    include?: string;
-                    relations?: string;
-                    select?: string;
-                    selects?: string;
-                };
-                header?: never;
-                path: {
-                    id: number;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description RFC 9457 problem details */
-                "4XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: string;
-                            detail: string;
-                            errors?: {
-                                [key: string]: string[];
-                            };
-                            status: number;
-                            title: string;
-                            type: string;
-                        };
-                    };
-                };
-                /** @description RFC 9457 problem details */
-                "5XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: string;
-                            detail: string;
-                            errors?: {
-                                [key: string]: string[];
-                            };
-                            status: number;
-                            title: string;
-                            type: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @example 2026-01-31 09:30:00 */
-                            created_at?: string;
-                            id?: number;
-                            key?: string;
-                            permission_entity?: string;
-                            permission_entity_id?: number;
-                            permissionEntity?: {
-                                [key: string]: unknown;
-                            } | null;
-                            target_entity?: string;
-                            target_entity_id?: number | string;
-                            targetEntity?: {
-                                [key: string]: unknown;
-                            } | null;
-                            /** @example 2026-01-31 09:30:00 */
-                            updated_at?: string;
-                        };
-                    };
-                };
-            };
-        };
+        /**
+         * Get one entity permission
+         * @description Get one entity permission. Needs a bearer token; permissions are checked per record (see docs/permissions.md).
+         */
+        get: operations["entityPermissions.getById"];
         put?: never;
         post?: never;
-        delete: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    id: number;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description RFC 9457 problem details */
-                "4XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: string;
-                            detail: string;
-                            errors?: {
-                                [key: string]: string[];
-                            };
-                            status: number;
-                            title: string;
-                            type: string;
-                        };
-                    };
-                };
-                /** @description RFC 9457 problem details */
-                "5XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: string;
-                            detail: string;
-                            errors?: {
-                                [key: string]: string[];
-                            };
-                            status: number;
-                            title: string;
-                            type: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                204: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-            };
-        };
+        /**
+         * Delete one entity permission
+         * @description Delete one entity permission. Needs a bearer token; permissions are checked per record (see docs/permissions.md).
+         */
+        delete: operations["entityPermissions.delete"];
         options?: never;
         head?: never;
         patch?: never;
@@ -2777,87 +439,11 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        get: {
-            parameters: {
-                query?: {
-                    include?: string;
-                    relations?: string;
-                    select?: string;
-                    selects?: string;
-                };
-                header?: never;
-                path: {
-                    targetEntity: string;
-                    targetEntityId: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description RFC 9457 problem details */
-                "4XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: string;
-                            detail: string;
-                            errors?: {
-                                [key: string]: string[];
-                            };
-                            status: number;
-                            title: string;
-                            type: string;
-                        };
-                    };
-                };
-                /** @description RFC 9457 problem details */
-                "5XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: string;
-                            detail: string;
-                            errors?: {
-                                [key: string]: string[];
-                            };
-                            status: number;
-                            title: string;
-                            type: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @example 2026-01-31 09:30:00 */
-                            created_at?: string;
-                            id?: number;
-                            key?: string;
-                            permission_entity?: string;
-                            permission_entity_id?: number;
-                            permissionEntity?: {
-                                [key: string]: unknown;
-                            } | null;
-                            target_entity?: string;
-                            target_entity_id?: number | string;
-                            targetEntity?: {
-                                [key: string]: unknown;
-                            } | null;
-                            /** @example 2026-01-31 09:30:00 */
-                            updated_at?: string;
-                        }[];
-                    };
-                };
-            };
-        };
+        /**
+         * Get one entity permission
+         * @description Get one entity permission. Needs a bearer token; permissions are checked per record (see docs/permissions.md).
+         */
+        get: operations["entityPermissions.getByTargetEntityAndTargetEntityId"];
         put?: never;
         post?: never;
         delete?: never;
@@ -2873,146 +459,17 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        get: {
-            parameters: {
-                query?: {
-                    filter?: {
-                        [key: string]: unknown;
-                    };
-                    include?: string;
-                    limit?: number;
-                    offset?: number;
-                    relations?: string;
-                    select?: string;
-                    selects?: string;
-                    sort?: string;
-                };
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description RFC 9457 problem details */
-                "4XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: string;
-                            detail: string;
-                            errors?: {
-                                [key: string]: string[];
-                            };
-                            status: number;
-                            title: string;
-                            type: string;
-                        };
-                    };
-                };
-                /** @description RFC 9457 problem details */
-                "5XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: string;
-                            detail: string;
-                            errors?: {
-                                [key: string]: string[];
-                            };
-                            status: number;
-                            title: string;
-                            type: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["def-9"][];
-                    };
-                };
-            };
-        };
+        /**
+         * List directories
+         * @description List directories. Needs a bearer token; permissions are checked per record (see docs/permissions.md).
+         */
+        get: operations["filemanager.directories.list"];
         put?: never;
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        name: string;
-                        parent_id?: number | null;
-                    };
-                };
-            };
-            responses: {
-                /** @description RFC 9457 problem details */
-                "4XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: string;
-                            detail: string;
-                            errors?: {
-                                [key: string]: string[];
-                            };
-                            status: number;
-                            title: string;
-                            type: string;
-                        };
-                    };
-                };
-                /** @description RFC 9457 problem details */
-                "5XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: string;
-                            detail: string;
-                            errors?: {
-                                [key: string]: string[];
-                            };
-                            status: number;
-                            title: string;
-                            type: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                201: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @example 2026-01-31 09:30:00 */
-                            created_at?: string | null;
-                            id?: number | null;
-                            name?: string | null;
-                            parent_id?: number | null;
-                            /** @example 2026-01-31 09:30:00 */
-                            updated_at?: string | null;
-                            user_id?: number | null;
-                        };
-                    };
-                };
-            };
-        };
+        /**
+         * Create one directory
+         * @description Create one directory. Needs a bearer token; permissions are checked per record (see docs/permissions.md).
+         */
+        post: operations["filemanager.directories.create"];
         delete?: never;
         options?: never;
         head?: never;
@@ -3026,137 +483,18 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        get: {
-            parameters: {
-                query?: {
-                    grant_token?: string;
-                    include?: string;
-                    relations?: string;
-                    select?: string;
-                    selects?: string;
-                };
-                header?: never;
-                path: {
-                    id: number;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description RFC 9457 problem details */
-                "4XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: string;
-                            detail: string;
-                            errors?: {
-                                [key: string]: string[];
-                            };
-                            status: number;
-                            title: string;
-                            type: string;
-                        };
-                    };
-                };
-                /** @description RFC 9457 problem details */
-                "5XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: string;
-                            detail: string;
-                            errors?: {
-                                [key: string]: string[];
-                            };
-                            status: number;
-                            title: string;
-                            type: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @example 2026-01-31 09:30:00 */
-                            created_at?: string | null;
-                            id?: number | null;
-                            name?: string | null;
-                            parent_id?: number | null;
-                            /** @example 2026-01-31 09:30:00 */
-                            updated_at?: string | null;
-                            user_id?: number | null;
-                        };
-                    };
-                };
-            };
-        };
+        /**
+         * Get one directory
+         * @description Get one directory. No authentication needed.
+         */
+        get: operations["filemanager.directories.get"];
         put?: never;
         post?: never;
-        delete: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    id: number;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description RFC 9457 problem details */
-                "4XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: string;
-                            detail: string;
-                            errors?: {
-                                [key: string]: string[];
-                            };
-                            status: number;
-                            title: string;
-                            type: string;
-                        };
-                    };
-                };
-                /** @description RFC 9457 problem details */
-                "5XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: string;
-                            detail: string;
-                            errors?: {
-                                [key: string]: string[];
-                            };
-                            status: number;
-                            title: string;
-                            type: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                204: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-            };
-        };
+        /**
+         * Delete one directory
+         * @description Delete one directory. Needs a bearer token; permissions are checked per record (see docs/permissions.md).
+         */
+        delete: operations["filemanager.directories.delete"];
         options?: never;
         head?: never;
         patch?: never;
@@ -3169,160 +507,17 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        get: {
-            parameters: {
-                query?: {
-                    filter?: {
-                        [key: string]: unknown;
-                    };
-                    include?: string;
-                    limit?: number;
-                    offset?: number;
-                    relations?: string;
-                    select?: string;
-                    selects?: string;
-                    sort?: string;
-                };
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description RFC 9457 problem details */
-                "4XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: string;
-                            detail: string;
-                            errors?: {
-                                [key: string]: string[];
-                            };
-                            status: number;
-                            title: string;
-                            type: string;
-                        };
-                    };
-                };
-                /** @description RFC 9457 problem details */
-                "5XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: string;
-                            detail: string;
-                            errors?: {
-                                [key: string]: string[];
-                            };
-                            status: number;
-                            title: string;
-                            type: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["def-10"][];
-                    };
-                };
-            };
-        };
+        /**
+         * List files
+         * @description List files. Needs a bearer token; permissions are checked per record (see docs/permissions.md).
+         */
+        get: operations["filemanager.files.list"];
         put?: never;
-        /** Upload a file (multipart/form-data: file, optional poster, name, directory_id) */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "multipart/form-data": {
-                        directory_id?: number | null;
-                        /**
-                         * Format: binary
-                         * @description the file (required), at most 10 MiB
-                         */
-                        file?: Blob;
-                        name?: string;
-                        /**
-                         * Format: binary
-                         * @description optional JPEG/PNG/GIF/WebP poster, at most 5 MiB
-                         */
-                        poster?: Blob;
-                    };
-                };
-            };
-            responses: {
-                /** @description RFC 9457 problem details */
-                "4XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: string;
-                            detail: string;
-                            errors?: {
-                                [key: string]: string[];
-                            };
-                            status: number;
-                            title: string;
-                            type: string;
-                        };
-                    };
-                };
-                /** @description RFC 9457 problem details */
-                "5XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: string;
-                            detail: string;
-                            errors?: {
-                                [key: string]: string[];
-                            };
-                            status: number;
-                            title: string;
-                            type: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                201: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @example 2026-01-31 09:30:00 */
-                            created_at?: string | null;
-                            directory_id?: number | null;
-                            has_poster?: boolean;
-                            id?: number | null;
-                            media_type?: string | null;
-                            name?: string | null;
-                            size?: number | null;
-                            /** @example 2026-01-31 09:30:00 */
-                            updated_at?: string | null;
-                            user_id?: number | null;
-                        };
-                    };
-                };
-            };
-        };
+        /**
+         * Upload a file (multipart/form-data: file, optional poster, name, directory_id)
+         * @description Upload a file (multipart/form-data: file, optional poster, name, directory_id). Needs a bearer token; permissions are checked per record (see docs/permissions.md).
+         */
+        post: operations["filemanager.files.create"];
         delete?: never;
         options?: never;
         head?: never;
@@ -3336,140 +531,18 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        get: {
-            parameters: {
-                query?: {
-                    grant_token?: string;
-                    include?: string;
-                    relations?: string;
-                    select?: string;
-                    selects?: string;
-                };
-                header?: never;
-                path: {
-                    id: number;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description RFC 9457 problem details */
-                "4XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: string;
-                            detail: string;
-                            errors?: {
-                                [key: string]: string[];
-                            };
-                            status: number;
-                            title: string;
-                            type: string;
-                        };
-                    };
-                };
-                /** @description RFC 9457 problem details */
-                "5XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: string;
-                            detail: string;
-                            errors?: {
-                                [key: string]: string[];
-                            };
-                            status: number;
-                            title: string;
-                            type: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @example 2026-01-31 09:30:00 */
-                            created_at?: string | null;
-                            directory_id?: number | null;
-                            has_poster?: boolean;
-                            id?: number | null;
-                            media_type?: string | null;
-                            name?: string | null;
-                            size?: number | null;
-                            /** @example 2026-01-31 09:30:00 */
-                            updated_at?: string | null;
-                            user_id?: number | null;
-                        };
-                    };
-                };
-            };
-        };
+        /**
+         * Get one file
+         * @description Get one file. No authentication needed.
+         */
+        get: operations["filemanager.files.get"];
         put?: never;
         post?: never;
-        delete: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    id: number;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description RFC 9457 problem details */
-                "4XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: string;
-                            detail: string;
-                            errors?: {
-                                [key: string]: string[];
-                            };
-                            status: number;
-                            title: string;
-                            type: string;
-                        };
-                    };
-                };
-                /** @description RFC 9457 problem details */
-                "5XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: string;
-                            detail: string;
-                            errors?: {
-                                [key: string]: string[];
-                            };
-                            status: number;
-                            title: string;
-                            type: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                204: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-            };
-        };
+        /**
+         * Delete one file
+         * @description Delete one file. Needs a bearer token; permissions are checked per record (see docs/permissions.md).
+         */
+        delete: operations["filemanager.files.delete"];
         options?: never;
         head?: never;
         patch?: never;
@@ -3482,76 +555,11 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** File content (bearer, or grant_token for exactly this file) */
-        get: {
-            parameters: {
-                query?: {
-                    grant_token?: string;
-                };
-                header?: never;
-                path: {
-                    id: number;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description RFC 9457 problem details */
-                "4XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: string;
-                            detail: string;
-                            errors?: {
-                                [key: string]: string[];
-                            };
-                            status: number;
-                            title: string;
-                            type: string;
-                        };
-                    };
-                };
-                /** @description RFC 9457 problem details */
-                "5XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: string;
-                            detail: string;
-                            errors?: {
-                                [key: string]: string[];
-                            };
-                            status: number;
-                            title: string;
-                            type: string;
-                        };
-                    };
-                };
-                /** @description the stored bytes; Content-Type from their magic bytes */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "*/*": Blob;
-                    };
-                };
-                /** @description the stored bytes; Content-Type from their magic bytes */
-                206: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "*/*": Blob;
-                    };
-                };
-            };
-        };
+        /**
+         * File content (bearer, or grant_token for exactly this file)
+         * @description File content (bearer, or grant_token for exactly this file). No authentication needed.
+         */
+        get: operations["filemanager.files.content"];
         put?: never;
         post?: never;
         delete?: never;
@@ -3567,76 +575,11 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** File download (bearer, or grant_token for exactly this file) */
-        get: {
-            parameters: {
-                query?: {
-                    grant_token?: string;
-                };
-                header?: never;
-                path: {
-                    id: number;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description RFC 9457 problem details */
-                "4XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: string;
-                            detail: string;
-                            errors?: {
-                                [key: string]: string[];
-                            };
-                            status: number;
-                            title: string;
-                            type: string;
-                        };
-                    };
-                };
-                /** @description RFC 9457 problem details */
-                "5XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: string;
-                            detail: string;
-                            errors?: {
-                                [key: string]: string[];
-                            };
-                            status: number;
-                            title: string;
-                            type: string;
-                        };
-                    };
-                };
-                /** @description the stored bytes; Content-Type from their magic bytes */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "*/*": Blob;
-                    };
-                };
-                /** @description the stored bytes; Content-Type from their magic bytes */
-                206: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "*/*": Blob;
-                    };
-                };
-            };
-        };
+        /**
+         * File download (bearer, or grant_token for exactly this file)
+         * @description File download (bearer, or grant_token for exactly this file). No authentication needed.
+         */
+        get: operations["filemanager.files.download"];
         put?: never;
         post?: never;
         delete?: never;
@@ -3652,76 +595,11 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** File poster (bearer, or grant_token for exactly this file) */
-        get: {
-            parameters: {
-                query?: {
-                    grant_token?: string;
-                };
-                header?: never;
-                path: {
-                    id: number;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description RFC 9457 problem details */
-                "4XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: string;
-                            detail: string;
-                            errors?: {
-                                [key: string]: string[];
-                            };
-                            status: number;
-                            title: string;
-                            type: string;
-                        };
-                    };
-                };
-                /** @description RFC 9457 problem details */
-                "5XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: string;
-                            detail: string;
-                            errors?: {
-                                [key: string]: string[];
-                            };
-                            status: number;
-                            title: string;
-                            type: string;
-                        };
-                    };
-                };
-                /** @description the stored bytes; Content-Type from their magic bytes */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "*/*": Blob;
-                    };
-                };
-                /** @description the stored bytes; Content-Type from their magic bytes */
-                206: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "*/*": Blob;
-                    };
-                };
-            };
-        };
+        /**
+         * File poster (bearer, or grant_token for exactly this file)
+         * @description File poster (bearer, or grant_token for exactly this file). No authentication needed.
+         */
+        get: operations["filemanager.files.poster"];
         put?: never;
         post?: never;
         delete?: never;
@@ -3737,281 +615,17 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        get: {
-            parameters: {
-                query?: {
-                    filter?: {
-                        [key: string]: unknown;
-                    };
-                    include?: string;
-                    limit?: number;
-                    offset?: number;
-                    relations?: string;
-                    select?: string;
-                    selects?: string;
-                    sort?: string;
-                };
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description RFC 9457 problem details */
-                "4XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: string;
-                            detail: string;
-                            errors?: {
-                                [key: string]: string[];
-                            };
-                            status: number;
-                            title: string;
-                            type: string;
-                        };
-                    };
-                };
-                /** @description RFC 9457 problem details */
-                "5XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: string;
-                            detail: string;
-                            errors?: {
-                                [key: string]: string[];
-                            };
-                            status: number;
-                            title: string;
-                            type: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            children?: {
-                                /** @example 2026-01-31 09:30:00 */
-                                created_at?: string;
-                                icon_id?: number | null;
-                                id?: number;
-                                lang_id?: string;
-                                name?: string | null;
-                                parent_id?: number | null;
-                                show_on_menu?: boolean;
-                                type?: string;
-                                /** @example 2026-01-31 09:30:00 */
-                                updated_at?: string;
-                                user_id?: number | null;
-                            }[];
-                            /** @example 2026-01-31 09:30:00 */
-                            created_at?: string;
-                            entityPermissions?: {
-                                /** @example 2026-01-31 09:30:00 */
-                                created_at?: string;
-                                id?: number;
-                                key?: string;
-                                permission_entity?: string;
-                                permission_entity_id?: number;
-                                permissionEntity?: {
-                                    [key: string]: unknown;
-                                } | null;
-                                target_entity?: string;
-                                target_entity_id?: number | string;
-                                targetEntity?: {
-                                    [key: string]: unknown;
-                                } | null;
-                                /** @example 2026-01-31 09:30:00 */
-                                updated_at?: string;
-                            }[];
-                            icon_id?: number | null;
-                            id?: number;
-                            lang_id?: string;
-                            name?: string | null;
-                            parent?: {
-                                /** @example 2026-01-31 09:30:00 */
-                                created_at?: string;
-                                icon_id?: number | null;
-                                id?: number;
-                                lang_id?: string;
-                                name?: string | null;
-                                parent_id?: number | null;
-                                show_on_menu?: boolean;
-                                type?: string;
-                                /** @example 2026-01-31 09:30:00 */
-                                updated_at?: string;
-                                user_id?: number | null;
-                            } | null;
-                            parent_id?: number | null;
-                            show_on_menu?: boolean;
-                            translations?: {
-                                lang_id: string;
-                                name: string;
-                            }[];
-                            type?: string;
-                            /** @example 2026-01-31 09:30:00 */
-                            updated_at?: string;
-                            user?: {
-                                [key: string]: unknown;
-                            } | null;
-                            user_id?: number | null;
-                        }[];
-                    };
-                };
-            };
-        };
+        /**
+         * List folders
+         * @description List folders. Needs a bearer token; permissions are checked per record (see docs/permissions.md).
+         */
+        get: operations["folders.list"];
         put?: never;
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        entity_permissions?: {
-                            /** @default view */
-                            key?: string;
-                            /** @enum {unknown} */
-                            permission_entity: "user" | "role" | "department";
-                            permission_entity_id: number;
-                        }[];
-                        icon_id?: number | null;
-                        lang_id?: string;
-                        name: string;
-                        parent_id?: number | null;
-                        show_on_menu?: boolean;
-                        /** @enum {unknown} */
-                        type: "department" | "form" | "infoboardChannel" | "report" | "reportDefinition" | "role" | "survey" | "taskAssignment" | "taskTemplate";
-                    };
-                };
-            };
-            responses: {
-                /** @description RFC 9457 problem details */
-                "4XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: string;
-                            detail: string;
-                            errors?: {
-                                [key: string]: string[];
-                            };
-                            status: number;
-                            title: string;
-                            type: string;
-                        };
-                    };
-                };
-                /** @description RFC 9457 problem details */
-                "5XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: string;
-                            detail: string;
-                            errors?: {
-                                [key: string]: string[];
-                            };
-                            status: number;
-                            title: string;
-                            type: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                201: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            children?: {
-                                /** @example 2026-01-31 09:30:00 */
-                                created_at?: string;
-                                icon_id?: number | null;
-                                id?: number;
-                                lang_id?: string;
-                                name?: string | null;
-                                parent_id?: number | null;
-                                show_on_menu?: boolean;
-                                type?: string;
-                                /** @example 2026-01-31 09:30:00 */
-                                updated_at?: string;
-                                user_id?: number | null;
-                            }[];
-                            /** @example 2026-01-31 09:30:00 */
-                            created_at?: string;
-                            entityPermissions?: {
-                                /** @example 2026-01-31 09:30:00 */
-                                created_at?: string;
-                                id?: number;
-                                key?: string;
-                                permission_entity?: string;
-                                permission_entity_id?: number;
-                                permissionEntity?: {
-                                    [key: string]: unknown;
-                                } | null;
-                                target_entity?: string;
-                                target_entity_id?: number | string;
-                                targetEntity?: {
-                                    [key: string]: unknown;
-                                } | null;
-                                /** @example 2026-01-31 09:30:00 */
-                                updated_at?: string;
-                            }[];
-                            icon_id?: number | null;
-                            id?: number;
-                            lang_id?: string;
-                            name?: string | null;
-                            parent?: {
-                                /** @example 2026-01-31 09:30:00 */
-                                created_at?: string;
-                                icon_id?: number | null;
-                                id?: number;
-                                lang_id?: string;
-                                name?: string | null;
-                                parent_id?: number | null;
-                                show_on_menu?: boolean;
-                                type?: string;
-                                /** @example 2026-01-31 09:30:00 */
-                                updated_at?: string;
-                                user_id?: number | null;
-                            } | null;
-                            parent_id?: number | null;
-                            show_on_menu?: boolean;
-                            translations?: {
-                                lang_id: string;
-                                name: string;
-                            }[];
-                            type?: string;
-                            /** @example 2026-01-31 09:30:00 */
-                            updated_at?: string;
-                            user?: {
-                                [key: string]: unknown;
-                            } | null;
-                            user_id?: number | null;
-                        };
-                    };
-                };
-            };
-        };
+        /**
+         * Create one folder
+         * @description Create one folder. Needs a bearer token; permissions are checked per record (see docs/permissions.md).
+         */
+        post: operations["folders.create"];
         delete?: never;
         options?: never;
         head?: never;
@@ -4025,335 +639,22 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        get: {
-            parameters: {
-                query?: {
-                    include?: string;
-                    relations?: string;
-                    select?: string;
-                    selects?: string;
-                };
-                header?: never;
-                path: {
-                    id: number;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description RFC 9457 problem details */
-                "4XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: string;
-                            detail: string;
-                            errors?: {
-                                [key: string]: string[];
-                            };
-                            status: number;
-                            title: string;
-                            type: string;
-                        };
-                    };
-                };
-                /** @description RFC 9457 problem details */
-                "5XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: string;
-                            detail: string;
-                            errors?: {
-                                [key: string]: string[];
-                            };
-                            status: number;
-                            title: string;
-                            type: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            children?: {
-                                /** @example 2026-01-31 09:30:00 */
-                                created_at?: string;
-                                icon_id?: number | null;
-                                id?: number;
-                                lang_id?: string;
-                                name?: string | null;
-                                parent_id?: number | null;
-                                show_on_menu?: boolean;
-                                type?: string;
-                                /** @example 2026-01-31 09:30:00 */
-                                updated_at?: string;
-                                user_id?: number | null;
-                            }[];
-                            /** @example 2026-01-31 09:30:00 */
-                            created_at?: string;
-                            entityPermissions?: {
-                                /** @example 2026-01-31 09:30:00 */
-                                created_at?: string;
-                                id?: number;
-                                key?: string;
-                                permission_entity?: string;
-                                permission_entity_id?: number;
-                                permissionEntity?: {
-                                    [key: string]: unknown;
-                                } | null;
-                                target_entity?: string;
-                                target_entity_id?: number | string;
-                                targetEntity?: {
-                                    [key: string]: unknown;
-                                } | null;
-                                /** @example 2026-01-31 09:30:00 */
-                                updated_at?: string;
-                            }[];
-                            icon_id?: number | null;
-                            id?: number;
-                            lang_id?: string;
-                            name?: string | null;
-                            parent?: {
-                                /** @example 2026-01-31 09:30:00 */
-                                created_at?: string;
-                                icon_id?: number | null;
-                                id?: number;
-                                lang_id?: string;
-                                name?: string | null;
-                                parent_id?: number | null;
-                                show_on_menu?: boolean;
-                                type?: string;
-                                /** @example 2026-01-31 09:30:00 */
-                                updated_at?: string;
-                                user_id?: number | null;
-                            } | null;
-                            parent_id?: number | null;
-                            show_on_menu?: boolean;
-                            translations?: {
-                                lang_id: string;
-                                name: string;
-                            }[];
-                            type?: string;
-                            /** @example 2026-01-31 09:30:00 */
-                            updated_at?: string;
-                            user?: {
-                                [key: string]: unknown;
-                            } | null;
-                            user_id?: number | null;
-                        };
-                    };
-                };
-            };
-        };
-        put: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    id: number;
-                };
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        entity_permissions?: {
-                            /** @default view */
-                            key?: string;
-                            /** @enum {unknown} */
-                            permission_entity: "user" | "role" | "department";
-                            permission_entity_id: number;
-                        }[];
-                        icon_id?: number | null;
-                        lang_id?: string;
-                        name?: string;
-                        parent_id?: number | null;
-                        show_on_menu?: boolean;
-                        /** @enum {unknown} */
-                        type?: "department" | "form" | "infoboardChannel" | "report" | "reportDefinition" | "role" | "survey" | "taskAssignment" | "taskTemplate";
-                    };
-                };
-            };
-            responses: {
-                /** @description RFC 9457 problem details */
-                "4XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: string;
-                            detail: string;
-                            errors?: {
-                                [key: string]: string[];
-                            };
-                            status: number;
-                            title: string;
-                            type: string;
-                        };
-                    };
-                };
-                /** @description RFC 9457 problem details */
-                "5XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: string;
-                            detail: string;
-                            errors?: {
-                                [key: string]: string[];
-                            };
-                            status: number;
-                            title: string;
-                            type: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            children?: {
-                                /** @example 2026-01-31 09:30:00 */
-                                created_at?: string;
-                                icon_id?: number | null;
-                                id?: number;
-                                lang_id?: string;
-                                name?: string | null;
-                                parent_id?: number | null;
-                                show_on_menu?: boolean;
-                                type?: string;
-                                /** @example 2026-01-31 09:30:00 */
-                                updated_at?: string;
-                                user_id?: number | null;
-                            }[];
-                            /** @example 2026-01-31 09:30:00 */
-                            created_at?: string;
-                            entityPermissions?: {
-                                /** @example 2026-01-31 09:30:00 */
-                                created_at?: string;
-                                id?: number;
-                                key?: string;
-                                permission_entity?: string;
-                                permission_entity_id?: number;
-                                permissionEntity?: {
-                                    [key: string]: unknown;
-                                } | null;
-                                target_entity?: string;
-                                target_entity_id?: number | string;
-                                targetEntity?: {
-                                    [key: string]: unknown;
-                                } | null;
-                                /** @example 2026-01-31 09:30:00 */
-                                updated_at?: string;
-                            }[];
-                            icon_id?: number | null;
-                            id?: number;
-                            lang_id?: string;
-                            name?: string | null;
-                            parent?: {
-                                /** @example 2026-01-31 09:30:00 */
-                                created_at?: string;
-                                icon_id?: number | null;
-                                id?: number;
-                                lang_id?: string;
-                                name?: string | null;
-                                parent_id?: number | null;
-                                show_on_menu?: boolean;
-                                type?: string;
-                                /** @example 2026-01-31 09:30:00 */
-                                updated_at?: string;
-                                user_id?: number | null;
-                            } | null;
-                            parent_id?: number | null;
-                            show_on_menu?: boolean;
-                            translations?: {
-                                lang_id: string;
-                                name: string;
-                            }[];
-                            type?: string;
-                            /** @example 2026-01-31 09:30:00 */
-                            updated_at?: string;
-                            user?: {
-                                [key: string]: unknown;
-                            } | null;
-                            user_id?: number | null;
-                        };
-                    };
-                };
-            };
-        };
+        /**
+         * Get one folder
+         * @description Get one folder. Needs a bearer token; permissions are checked per record (see docs/permissions.md).
+         */
+        get: operations["folders.get"];
+        /**
+         * Update one folder
+         * @description Update one folder. Needs a bearer token; permissions are checked per record (see docs/permissions.md).
+         */
+        put: operations["folders.update"];
         post?: never;
-        delete: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    id: number;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description RFC 9457 problem details */
-                "4XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: string;
-                            detail: string;
-                            errors?: {
-                                [key: string]: string[];
-                            };
-                            status: number;
-                            title: string;
-                            type: string;
-                        };
-                    };
-                };
-                /** @description RFC 9457 problem details */
-                "5XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: string;
-                            detail: string;
-                            errors?: {
-                                [key: string]: string[];
-                            };
-                            status: number;
-                            title: string;
-                            type: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                204: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-            };
-        };
+        /**
+         * Delete one folder
+         * @description Delete one folder. Needs a bearer token; permissions are checked per record (see docs/permissions.md).
+         */
+        delete: operations["folders.delete"];
         options?: never;
         head?: never;
         patch?: never;
@@ -4366,146 +667,17 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        get: {
-            parameters: {
-                query?: {
-                    filter?: {
-                        [key: string]: unknown;
-                    };
-                    include?: string;
-                    limit?: number;
-                    offset?: number;
-                    relations?: string;
-                    select?: string;
-                    selects?: string;
-                    sort?: string;
-                };
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description RFC 9457 problem details */
-                "4XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: string;
-                            detail: string;
-                            errors?: {
-                                [key: string]: string[];
-                            };
-                            status: number;
-                            title: string;
-                            type: string;
-                        };
-                    };
-                };
-                /** @description RFC 9457 problem details */
-                "5XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: string;
-                            detail: string;
-                            errors?: {
-                                [key: string]: string[];
-                            };
-                            status: number;
-                            title: string;
-                            type: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["def-11"][];
-                    };
-                };
-            };
-        };
+        /**
+         * List forms
+         * @description List forms. Needs a bearer token; permissions are checked per record (see docs/permissions.md).
+         */
+        get: operations["forms.list"];
         put?: never;
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        folder_id?: number | null;
-                        name: string;
-                    };
-                };
-            };
-            responses: {
-                /** @description RFC 9457 problem details */
-                "4XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: string;
-                            detail: string;
-                            errors?: {
-                                [key: string]: string[];
-                            };
-                            status: number;
-                            title: string;
-                            type: string;
-                        };
-                    };
-                };
-                /** @description RFC 9457 problem details */
-                "5XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: string;
-                            detail: string;
-                            errors?: {
-                                [key: string]: string[];
-                            };
-                            status: number;
-                            title: string;
-                            type: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                201: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @example 2026-01-31 09:30:00 */
-                            created_at?: string | null;
-                            folder_id?: number | null;
-                            id?: number | null;
-                            name?: string | null;
-                            /** @example 2026-01-31 09:30:00 */
-                            updated_at?: string | null;
-                            user_id?: number | null;
-                        };
-                    };
-                };
-            };
-        };
+        /**
+         * Create one form
+         * @description Create one form. Needs a bearer token; permissions are checked per record (see docs/permissions.md).
+         */
+        post: operations["forms.create"];
         delete?: never;
         options?: never;
         head?: never;
@@ -4519,210 +691,22 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        get: {
-            parameters: {
-                query?: {
-                    grant_token?: string;
-                    include?: string;
-                    relations?: string;
-                    select?: string;
-                    selects?: string;
-                };
-                header?: never;
-                path: {
-                    id: number;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description RFC 9457 problem details */
-                "4XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: string;
-                            detail: string;
-                            errors?: {
-                                [key: string]: string[];
-                            };
-                            status: number;
-                            title: string;
-                            type: string;
-                        };
-                    };
-                };
-                /** @description RFC 9457 problem details */
-                "5XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: string;
-                            detail: string;
-                            errors?: {
-                                [key: string]: string[];
-                            };
-                            status: number;
-                            title: string;
-                            type: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @example 2026-01-31 09:30:00 */
-                            created_at?: string | null;
-                            folder_id?: number | null;
-                            id?: number | null;
-                            name?: string | null;
-                            /** @example 2026-01-31 09:30:00 */
-                            updated_at?: string | null;
-                            user_id?: number | null;
-                        };
-                    };
-                };
-            };
-        };
-        put: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    id: number;
-                };
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        folder_id?: number | null;
-                        name?: string;
-                    };
-                };
-            };
-            responses: {
-                /** @description RFC 9457 problem details */
-                "4XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: string;
-                            detail: string;
-                            errors?: {
-                                [key: string]: string[];
-                            };
-                            status: number;
-                            title: string;
-                            type: string;
-                        };
-                    };
-                };
-                /** @description RFC 9457 problem details */
-                "5XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: string;
-                            detail: string;
-                            errors?: {
-                                [key: string]: string[];
-                            };
-                            status: number;
-                            title: string;
-                            type: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @example 2026-01-31 09:30:00 */
-                            created_at?: string | null;
-                            folder_id?: number | null;
-                            id?: number | null;
-                            name?: string | null;
-                            /** @example 2026-01-31 09:30:00 */
-                            updated_at?: string | null;
-                            user_id?: number | null;
-                        };
-                    };
-                };
-            };
-        };
+        /**
+         * Get one form
+         * @description Get one form. No authentication needed.
+         */
+        get: operations["forms.get"];
+        /**
+         * Update one form
+         * @description Update one form. Needs a bearer token; permissions are checked per record (see docs/permissions.md).
+         */
+        put: operations["forms.update"];
         post?: never;
-        delete: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    id: number;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description RFC 9457 problem details */
-                "4XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: string;
-                            detail: string;
-                            errors?: {
-                                [key: string]: string[];
-                            };
-                            status: number;
-                            title: string;
-                            type: string;
-                        };
-                    };
-                };
-                /** @description RFC 9457 problem details */
-                "5XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: string;
-                            detail: string;
-                            errors?: {
-                                [key: string]: string[];
-                            };
-                            status: number;
-                            title: string;
-                            type: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                204: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-            };
-        };
+        /**
+         * Delete one form
+         * @description Delete one form. Needs a bearer token; permissions are checked per record (see docs/permissions.md).
+         */
+        delete: operations["forms.delete"];
         options?: never;
         head?: never;
         patch?: never;
@@ -4735,151 +719,17 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        get: {
-            parameters: {
-                query?: {
-                    filter?: {
-                        [key: string]: unknown;
-                    };
-                    include?: string;
-                    limit?: number;
-                    offset?: number;
-                    relations?: string;
-                    select?: string;
-                    selects?: string;
-                    sort?: string;
-                };
-                header?: never;
-                path: {
-                    id: number;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description RFC 9457 problem details */
-                "4XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: string;
-                            detail: string;
-                            errors?: {
-                                [key: string]: string[];
-                            };
-                            status: number;
-                            title: string;
-                            type: string;
-                        };
-                    };
-                };
-                /** @description RFC 9457 problem details */
-                "5XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: string;
-                            detail: string;
-                            errors?: {
-                                [key: string]: string[];
-                            };
-                            status: number;
-                            title: string;
-                            type: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["def-12"][];
-                    };
-                };
-            };
-        };
+        /**
+         * List messages
+         * @description List messages. Needs a bearer token; permissions are checked per record (see docs/permissions.md).
+         */
+        get: operations["forms.messages.list"];
         put?: never;
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    id: number;
-                };
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        data: {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-            };
-            responses: {
-                /** @description RFC 9457 problem details */
-                "4XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: string;
-                            detail: string;
-                            errors?: {
-                                [key: string]: string[];
-                            };
-                            status: number;
-                            title: string;
-                            type: string;
-                        };
-                    };
-                };
-                /** @description RFC 9457 problem details */
-                "5XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: string;
-                            detail: string;
-                            errors?: {
-                                [key: string]: string[];
-                            };
-                            status: number;
-                            title: string;
-                            type: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                201: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @example 2026-01-31 09:30:00 */
-                            created_at?: string | null;
-                            data?: unknown;
-                            form_id?: number | null;
-                            id?: number | null;
-                            /** @example 2026-01-31 09:30:00 */
-                            updated_at?: string | null;
-                            user_id?: number | null;
-                        };
-                    };
-                };
-            };
-        };
+        /**
+         * Create one message
+         * @description Create one message. Needs a bearer token; permissions are checked per record (see docs/permissions.md).
+         */
+        post: operations["forms.messages.create"];
         delete?: never;
         options?: never;
         head?: never;
@@ -4893,150 +743,17 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        get: {
-            parameters: {
-                query?: {
-                    filter?: {
-                        [key: string]: unknown;
-                    };
-                    include?: string;
-                    limit?: number;
-                    offset?: number;
-                    relations?: string;
-                    select?: string;
-                    selects?: string;
-                    sort?: string;
-                };
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description RFC 9457 problem details */
-                "4XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: string;
-                            detail: string;
-                            errors?: {
-                                [key: string]: string[];
-                            };
-                            status: number;
-                            title: string;
-                            type: string;
-                        };
-                    };
-                };
-                /** @description RFC 9457 problem details */
-                "5XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: string;
-                            detail: string;
-                            errors?: {
-                                [key: string]: string[];
-                            };
-                            status: number;
-                            title: string;
-                            type: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["def-13"][];
-                    };
-                };
-            };
-        };
+        /**
+         * List posts
+         * @description List posts. Needs a bearer token; permissions are checked per record (see docs/permissions.md).
+         */
+        get: operations["infoboard.posts.list"];
         put?: never;
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        body: string;
-                        channel_id: number;
-                        requires_reading_confirmation?: boolean;
-                        title: string;
-                    };
-                };
-            };
-            responses: {
-                /** @description RFC 9457 problem details */
-                "4XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: string;
-                            detail: string;
-                            errors?: {
-                                [key: string]: string[];
-                            };
-                            status: number;
-                            title: string;
-                            type: string;
-                        };
-                    };
-                };
-                /** @description RFC 9457 problem details */
-                "5XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: string;
-                            detail: string;
-                            errors?: {
-                                [key: string]: string[];
-                            };
-                            status: number;
-                            title: string;
-                            type: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                201: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            body?: string | null;
-                            channel_id?: number | null;
-                            /** @example 2026-01-31 09:30:00 */
-                            created_at?: string | null;
-                            id?: number | null;
-                            requires_reading_confirmation?: boolean;
-                            title?: string | null;
-                            /** @example 2026-01-31 09:30:00 */
-                            updated_at?: string | null;
-                            user_id?: number | null;
-                        };
-                    };
-                };
-            };
-        };
+        /**
+         * Create one post
+         * @description Create one post. Needs a bearer token; permissions are checked per record (see docs/permissions.md).
+         */
+        post: operations["infoboard.posts.create"];
         delete?: never;
         options?: never;
         head?: never;
@@ -5050,216 +767,22 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        get: {
-            parameters: {
-                query?: {
-                    grant_token?: string;
-                    include?: string;
-                    relations?: string;
-                    select?: string;
-                    selects?: string;
-                };
-                header?: never;
-                path: {
-                    id: number;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description RFC 9457 problem details */
-                "4XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: string;
-                            detail: string;
-                            errors?: {
-                                [key: string]: string[];
-                            };
-                            status: number;
-                            title: string;
-                            type: string;
-                        };
-                    };
-                };
-                /** @description RFC 9457 problem details */
-                "5XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: string;
-                            detail: string;
-                            errors?: {
-                                [key: string]: string[];
-                            };
-                            status: number;
-                            title: string;
-                            type: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            body?: string | null;
-                            channel_id?: number | null;
-                            /** @example 2026-01-31 09:30:00 */
-                            created_at?: string | null;
-                            id?: number | null;
-                            requires_reading_confirmation?: boolean;
-                            title?: string | null;
-                            /** @example 2026-01-31 09:30:00 */
-                            updated_at?: string | null;
-                            user_id?: number | null;
-                        };
-                    };
-                };
-            };
-        };
-        put: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    id: number;
-                };
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        body?: string;
-                        channel_id?: number;
-                        requires_reading_confirmation?: boolean;
-                        title?: string;
-                    };
-                };
-            };
-            responses: {
-                /** @description RFC 9457 problem details */
-                "4XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: string;
-                            detail: string;
-                            errors?: {
-                                [key: string]: string[];
-                            };
-                            status: number;
-                            title: string;
-                            type: string;
-                        };
-                    };
-                };
-                /** @description RFC 9457 problem details */
-                "5XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: string;
-                            detail: string;
-                            errors?: {
-                                [key: string]: string[];
-                            };
-                            status: number;
-                            title: string;
-                            type: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            body?: string | null;
-                            channel_id?: number | null;
-                            /** @example 2026-01-31 09:30:00 */
-                            created_at?: string | null;
-                            id?: number | null;
-                            requires_reading_confirmation?: boolean;
-                            title?: string | null;
-                            /** @example 2026-01-31 09:30:00 */
-                            updated_at?: string | null;
-                            user_id?: number | null;
-                        };
-                    };
-                };
-            };
-        };
+        /**
+         * Get one post
+         * @description Get one post. No authentication needed.
+         */
+        get: operations["infoboard.posts.get"];
+        /**
+         * Update one post
+         * @description Update one post. Needs a bearer token; permissions are checked per record (see docs/permissions.md).
+         */
+        put: operations["infoboard.posts.update"];
         post?: never;
-        delete: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    id: number;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description RFC 9457 problem details */
-                "4XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: string;
-                            detail: string;
-                            errors?: {
-                                [key: string]: string[];
-                            };
-                            status: number;
-                            title: string;
-                            type: string;
-                        };
-                    };
-                };
-                /** @description RFC 9457 problem details */
-                "5XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: string;
-                            detail: string;
-                            errors?: {
-                                [key: string]: string[];
-                            };
-                            status: number;
-                            title: string;
-                            type: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                204: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-            };
-        };
+        /**
+         * Delete one post
+         * @description Delete one post. Needs a bearer token; permissions are checked per record (see docs/permissions.md).
+         */
+        delete: operations["infoboard.posts.delete"];
         options?: never;
         head?: never;
         patch?: never;
@@ -5272,149 +795,17 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        get: {
-            parameters: {
-                query?: {
-                    filter?: {
-                        [key: string]: unknown;
-                    };
-                    include?: string;
-                    limit?: number;
-                    offset?: number;
-                    relations?: string;
-                    select?: string;
-                    selects?: string;
-                    sort?: string;
-                };
-                header?: never;
-                path: {
-                    id: number;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description RFC 9457 problem details */
-                "4XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: string;
-                            detail: string;
-                            errors?: {
-                                [key: string]: string[];
-                            };
-                            status: number;
-                            title: string;
-                            type: string;
-                        };
-                    };
-                };
-                /** @description RFC 9457 problem details */
-                "5XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: string;
-                            detail: string;
-                            errors?: {
-                                [key: string]: string[];
-                            };
-                            status: number;
-                            title: string;
-                            type: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["def-14"][];
-                    };
-                };
-            };
-        };
+        /**
+         * List comments
+         * @description List comments. Needs a bearer token; permissions are checked per record (see docs/permissions.md).
+         */
+        get: operations["infoboard.posts.comments.list"];
         put?: never;
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    id: number;
-                };
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        body: string;
-                    };
-                };
-            };
-            responses: {
-                /** @description RFC 9457 problem details */
-                "4XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: string;
-                            detail: string;
-                            errors?: {
-                                [key: string]: string[];
-                            };
-                            status: number;
-                            title: string;
-                            type: string;
-                        };
-                    };
-                };
-                /** @description RFC 9457 problem details */
-                "5XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: string;
-                            detail: string;
-                            errors?: {
-                                [key: string]: string[];
-                            };
-                            status: number;
-                            title: string;
-                            type: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                201: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            body?: string | null;
-                            /** @example 2026-01-31 09:30:00 */
-                            created_at?: string | null;
-                            id?: number | null;
-                            post_id?: number | null;
-                            /** @example 2026-01-31 09:30:00 */
-                            updated_at?: string | null;
-                            user_id?: number | null;
-                        };
-                    };
-                };
-            };
-        };
+        /**
+         * Create one comment
+         * @description Create one comment. Needs a bearer token; permissions are checked per record (see docs/permissions.md).
+         */
+        post: operations["infoboard.posts.comments.create"];
         delete?: never;
         options?: never;
         head?: never;
@@ -5428,62 +819,11 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description RFC 9457 problem details */
-                "4XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: string;
-                            detail: string;
-                            errors?: {
-                                [key: string]: string[];
-                            };
-                            status: number;
-                            title: string;
-                            type: string;
-                        };
-                    };
-                };
-                /** @description RFC 9457 problem details */
-                "5XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: string;
-                            detail: string;
-                            errors?: {
-                                [key: string]: string[];
-                            };
-                            status: number;
-                            title: string;
-                            type: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["def-3"][];
-                    };
-                };
-            };
-        };
+        /**
+         * List languages
+         * @description List languages. Needs a bearer token; permissions are checked per record (see docs/permissions.md).
+         */
+        get: operations["languages.list"];
         put?: never;
         post?: never;
         delete?: never;
@@ -5499,144 +839,17 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        get: {
-            parameters: {
-                query?: {
-                    filter?: {
-                        [key: string]: unknown;
-                    };
-                    include?: string;
-                    limit?: number;
-                    offset?: number;
-                    relations?: string;
-                    select?: string;
-                    selects?: string;
-                    sort?: string;
-                };
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description RFC 9457 problem details */
-                "4XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: string;
-                            detail: string;
-                            errors?: {
-                                [key: string]: string[];
-                            };
-                            status: number;
-                            title: string;
-                            type: string;
-                        };
-                    };
-                };
-                /** @description RFC 9457 problem details */
-                "5XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: string;
-                            detail: string;
-                            errors?: {
-                                [key: string]: string[];
-                            };
-                            status: number;
-                            title: string;
-                            type: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["def-15"][];
-                    };
-                };
-            };
-        };
+        /**
+         * List chapters
+         * @description List chapters. Needs a bearer token; permissions are checked per record (see docs/permissions.md).
+         */
+        get: operations["manuals.chapters.list"];
         put?: never;
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        title: string;
-                    };
-                };
-            };
-            responses: {
-                /** @description RFC 9457 problem details */
-                "4XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: string;
-                            detail: string;
-                            errors?: {
-                                [key: string]: string[];
-                            };
-                            status: number;
-                            title: string;
-                            type: string;
-                        };
-                    };
-                };
-                /** @description RFC 9457 problem details */
-                "5XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: string;
-                            detail: string;
-                            errors?: {
-                                [key: string]: string[];
-                            };
-                            status: number;
-                            title: string;
-                            type: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                201: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @example 2026-01-31 09:30:00 */
-                            created_at?: string | null;
-                            id?: number | null;
-                            title?: string | null;
-                            /** @example 2026-01-31 09:30:00 */
-                            updated_at?: string | null;
-                            user_id?: number | null;
-                        };
-                    };
-                };
-            };
-        };
+        /**
+         * Create one chapter
+         * @description Create one chapter. Needs a bearer token; permissions are checked per record (see docs/permissions.md).
+         */
+        post: operations["manuals.chapters.create"];
         delete?: never;
         options?: never;
         head?: never;
@@ -5650,207 +863,22 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        get: {
-            parameters: {
-                query?: {
-                    grant_token?: string;
-                    include?: string;
-                    relations?: string;
-                    select?: string;
-                    selects?: string;
-                };
-                header?: never;
-                path: {
-                    id: number;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description RFC 9457 problem details */
-                "4XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: string;
-                            detail: string;
-                            errors?: {
-                                [key: string]: string[];
-                            };
-                            status: number;
-                            title: string;
-                            type: string;
-                        };
-                    };
-                };
-                /** @description RFC 9457 problem details */
-                "5XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: string;
-                            detail: string;
-                            errors?: {
-                                [key: string]: string[];
-                            };
-                            status: number;
-                            title: string;
-                            type: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @example 2026-01-31 09:30:00 */
-                            created_at?: string | null;
-                            id?: number | null;
-                            title?: string | null;
-                            /** @example 2026-01-31 09:30:00 */
-                            updated_at?: string | null;
-                            user_id?: number | null;
-                        };
-                    };
-                };
-            };
-        };
-        put: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    id: number;
-                };
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        title?: string;
-                    };
-                };
-            };
-            responses: {
-                /** @description RFC 9457 problem details */
-                "4XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: string;
-                            detail: string;
-                            errors?: {
-                                [key: string]: string[];
-                            };
-                            status: number;
-                            title: string;
-                            type: string;
-                        };
-                    };
-                };
-                /** @description RFC 9457 problem details */
-                "5XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: string;
-                            detail: string;
-                            errors?: {
-                                [key: string]: string[];
-                            };
-                            status: number;
-                            title: string;
-                            type: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @example 2026-01-31 09:30:00 */
-                            created_at?: string | null;
-                            id?: number | null;
-                            title?: string | null;
-                            /** @example 2026-01-31 09:30:00 */
-                            updated_at?: string | null;
-                            user_id?: number | null;
-                        };
-                    };
-                };
-            };
-        };
+        /**
+         * Get one chapter
+         * @description Get one chapter. No authentication needed.
+         */
+        get: operations["manuals.chapters.get"];
+        /**
+         * Update one chapter
+         * @description Update one chapter. Needs a bearer token; permissions are checked per record (see docs/permissions.md).
+         */
+        put: operations["manuals.chapters.update"];
         post?: never;
-        delete: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    id: number;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description RFC 9457 problem details */
-                "4XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: string;
-                            detail: string;
-                            errors?: {
-                                [key: string]: string[];
-                            };
-                            status: number;
-                            title: string;
-                            type: string;
-                        };
-                    };
-                };
-                /** @description RFC 9457 problem details */
-                "5XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: string;
-                            detail: string;
-                            errors?: {
-                                [key: string]: string[];
-                            };
-                            status: number;
-                            title: string;
-                            type: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                204: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-            };
-        };
+        /**
+         * Delete one chapter
+         * @description Delete one chapter. Needs a bearer token; permissions are checked per record (see docs/permissions.md).
+         */
+        delete: operations["manuals.chapters.delete"];
         options?: never;
         head?: never;
         patch?: never;
@@ -5863,151 +891,17 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        get: {
-            parameters: {
-                query?: {
-                    filter?: {
-                        [key: string]: unknown;
-                    };
-                    include?: string;
-                    limit?: number;
-                    offset?: number;
-                    relations?: string;
-                    select?: string;
-                    selects?: string;
-                    sort?: string;
-                };
-                header?: never;
-                path: {
-                    id: number;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description RFC 9457 problem details */
-                "4XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: string;
-                            detail: string;
-                            errors?: {
-                                [key: string]: string[];
-                            };
-                            status: number;
-                            title: string;
-                            type: string;
-                        };
-                    };
-                };
-                /** @description RFC 9457 problem details */
-                "5XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: string;
-                            detail: string;
-                            errors?: {
-                                [key: string]: string[];
-                            };
-                            status: number;
-                            title: string;
-                            type: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["def-16"][];
-                    };
-                };
-            };
-        };
+        /**
+         * List entries
+         * @description List entries. Needs a bearer token; permissions are checked per record (see docs/permissions.md).
+         */
+        get: operations["manuals.chapters.entries.list"];
         put?: never;
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    id: number;
-                };
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        body: string;
-                        title: string;
-                    };
-                };
-            };
-            responses: {
-                /** @description RFC 9457 problem details */
-                "4XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: string;
-                            detail: string;
-                            errors?: {
-                                [key: string]: string[];
-                            };
-                            status: number;
-                            title: string;
-                            type: string;
-                        };
-                    };
-                };
-                /** @description RFC 9457 problem details */
-                "5XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: string;
-                            detail: string;
-                            errors?: {
-                                [key: string]: string[];
-                            };
-                            status: number;
-                            title: string;
-                            type: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                201: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            body?: string | null;
-                            chapter_id?: number | null;
-                            /** @example 2026-01-31 09:30:00 */
-                            created_at?: string | null;
-                            id?: number | null;
-                            title?: string | null;
-                            /** @example 2026-01-31 09:30:00 */
-                            updated_at?: string | null;
-                            user_id?: number | null;
-                        };
-                    };
-                };
-            };
-        };
+        /**
+         * Create one entry
+         * @description Create one entry. Needs a bearer token; permissions are checked per record (see docs/permissions.md).
+         */
+        post: operations["manuals.chapters.entries.create"];
         delete?: never;
         options?: never;
         head?: never;
@@ -6021,212 +915,22 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        get: {
-            parameters: {
-                query?: {
-                    grant_token?: string;
-                    include?: string;
-                    relations?: string;
-                    select?: string;
-                    selects?: string;
-                };
-                header?: never;
-                path: {
-                    id: number;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description RFC 9457 problem details */
-                "4XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: string;
-                            detail: string;
-                            errors?: {
-                                [key: string]: string[];
-                            };
-                            status: number;
-                            title: string;
-                            type: string;
-                        };
-                    };
-                };
-                /** @description RFC 9457 problem details */
-                "5XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: string;
-                            detail: string;
-                            errors?: {
-                                [key: string]: string[];
-                            };
-                            status: number;
-                            title: string;
-                            type: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            body?: string | null;
-                            chapter_id?: number | null;
-                            /** @example 2026-01-31 09:30:00 */
-                            created_at?: string | null;
-                            id?: number | null;
-                            title?: string | null;
-                            /** @example 2026-01-31 09:30:00 */
-                            updated_at?: string | null;
-                            user_id?: number | null;
-                        };
-                    };
-                };
-            };
-        };
-        put: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    id: number;
-                };
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        body?: string;
-                        title?: string;
-                    };
-                };
-            };
-            responses: {
-                /** @description RFC 9457 problem details */
-                "4XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: string;
-                            detail: string;
-                            errors?: {
-                                [key: string]: string[];
-                            };
-                            status: number;
-                            title: string;
-                            type: string;
-                        };
-                    };
-                };
-                /** @description RFC 9457 problem details */
-                "5XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: string;
-                            detail: string;
-                            errors?: {
-                                [key: string]: string[];
-                            };
-                            status: number;
-                            title: string;
-                            type: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            body?: string | null;
-                            chapter_id?: number | null;
-                            /** @example 2026-01-31 09:30:00 */
-                            created_at?: string | null;
-                            id?: number | null;
-                            title?: string | null;
-                            /** @example 2026-01-31 09:30:00 */
-                            updated_at?: string | null;
-                            user_id?: number | null;
-                        };
-                    };
-                };
-            };
-        };
+        /**
+         * Get one entry
+         * @description Get one entry. No authentication needed.
+         */
+        get: operations["manuals.entries.get"];
+        /**
+         * Update one entry
+         * @description Update one entry. Needs a bearer token; permissions are checked per record (see docs/permissions.md).
+         */
+        put: operations["manuals.entries.update"];
         post?: never;
-        delete: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    id: number;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description RFC 9457 problem details */
-                "4XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: string;
-                            detail: string;
-                            errors?: {
-                                [key: string]: string[];
-                            };
-                            status: number;
-                            title: string;
-                            type: string;
-                        };
-                    };
-                };
-                /** @description RFC 9457 problem details */
-                "5XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: string;
-                            detail: string;
-                            errors?: {
-                                [key: string]: string[];
-                            };
-                            status: number;
-                            title: string;
-                            type: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                204: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-            };
-        };
+        /**
+         * Delete one entry
+         * @description Delete one entry. Needs a bearer token; permissions are checked per record (see docs/permissions.md).
+         */
+        delete: operations["manuals.entries.delete"];
         options?: never;
         head?: never;
         patch?: never;
@@ -6239,73 +943,11 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        get: {
-            parameters: {
-                query?: {
-                    filter?: {
-                        [key: string]: unknown;
-                    };
-                    include?: string;
-                    limit?: number;
-                    offset?: number;
-                    relations?: string;
-                    select?: string;
-                    selects?: string;
-                    sort?: string;
-                };
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description RFC 9457 problem details */
-                "4XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: string;
-                            detail: string;
-                            errors?: {
-                                [key: string]: string[];
-                            };
-                            status: number;
-                            title: string;
-                            type: string;
-                        };
-                    };
-                };
-                /** @description RFC 9457 problem details */
-                "5XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: string;
-                            detail: string;
-                            errors?: {
-                                [key: string]: string[];
-                            };
-                            status: number;
-                            title: string;
-                            type: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["def-7"][];
-                    };
-                };
-            };
-        };
+        /**
+         * List notification settings
+         * @description List notification settings. Needs a bearer token; permissions are checked per record (see docs/permissions.md).
+         */
+        get: operations["notificationSettings.list"];
         put?: never;
         post?: never;
         delete?: never;
@@ -6321,73 +963,11 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        get: {
-            parameters: {
-                query?: {
-                    include?: string;
-                    relations?: string;
-                    select?: string;
-                    selects?: string;
-                };
-                header?: never;
-                path: {
-                    id: number;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description RFC 9457 problem details */
-                "4XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: string;
-                            detail: string;
-                            errors?: {
-                                [key: string]: string[];
-                            };
-                            status: number;
-                            title: string;
-                            type: string;
-                        };
-                    };
-                };
-                /** @description RFC 9457 problem details */
-                "5XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: string;
-                            detail: string;
-                            errors?: {
-                                [key: string]: string[];
-                            };
-                            status: number;
-                            title: string;
-                            type: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            id?: number;
-                            key?: string;
-                            sort_number?: number;
-                        };
-                    };
-                };
-            };
-        };
+        /**
+         * Get one notification setting
+         * @description Get one notification setting. Needs a bearer token; permissions are checked per record (see docs/permissions.md).
+         */
+        get: operations["notificationSettings.get"];
         put?: never;
         post?: never;
         delete?: never;
@@ -6403,214 +983,21 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        get: {
-            parameters: {
-                query?: {
-                    filter?: {
-                        [key: string]: unknown;
-                    };
-                    include?: string;
-                    limit?: number;
-                    offset?: number;
-                    relations?: string;
-                    select?: string;
-                    selects?: string;
-                    sort?: string;
-                };
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description RFC 9457 problem details */
-                "4XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: string;
-                            detail: string;
-                            errors?: {
-                                [key: string]: string[];
-                            };
-                            status: number;
-                            title: string;
-                            type: string;
-                        };
-                    };
-                };
-                /** @description RFC 9457 problem details */
-                "5XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: string;
-                            detail: string;
-                            errors?: {
-                                [key: string]: string[];
-                            };
-                            status: number;
-                            title: string;
-                            type: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["def-6"][];
-                    };
-                };
-            };
-        };
-        put: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        filter?: {
-                            [key: string]: unknown;
-                        };
-                        read_at?: string;
-                        seen_at?: string;
-                    };
-                };
-            };
-            responses: {
-                /** @description RFC 9457 problem details */
-                "4XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: string;
-                            detail: string;
-                            errors?: {
-                                [key: string]: string[];
-                            };
-                            status: number;
-                            title: string;
-                            type: string;
-                        };
-                    };
-                };
-                /** @description RFC 9457 problem details */
-                "5XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: string;
-                            detail: string;
-                            errors?: {
-                                [key: string]: string[];
-                            };
-                            status: number;
-                            title: string;
-                            type: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            data: number;
-                            /** @enum {string} */
-                            status: "success";
-                        };
-                    };
-                };
-            };
-        };
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        body: string;
-                        department_ids?: number[];
-                        title: string;
-                        url: string;
-                        user_ids?: number[];
-                    };
-                };
-            };
-            responses: {
-                /** @description RFC 9457 problem details */
-                "4XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: string;
-                            detail: string;
-                            errors?: {
-                                [key: string]: string[];
-                            };
-                            status: number;
-                            title: string;
-                            type: string;
-                        };
-                    };
-                };
-                /** @description RFC 9457 problem details */
-                "5XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: string;
-                            detail: string;
-                            errors?: {
-                                [key: string]: string[];
-                            };
-                            status: number;
-                            title: string;
-                            type: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                202: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @enum {object|null} */
-                            data: never | null;
-                            /** @enum {string} */
-                            status: "success";
-                        };
-                    };
-                };
-            };
-        };
+        /**
+         * List notifications
+         * @description List notifications. Needs a bearer token; permissions are checked per record (see docs/permissions.md).
+         */
+        get: operations["notifications.list"];
+        /**
+         * Update notifications
+         * @description Update notifications. Needs a bearer token; permissions are checked per record (see docs/permissions.md).
+         */
+        put: operations["notifications.updateMany"];
+        /**
+         * Notifications
+         * @description Notifications. Needs a bearer token; permissions are checked per record (see docs/permissions.md).
+         */
+        post: operations["notifications"];
         delete?: never;
         options?: never;
         head?: never;
@@ -6624,166 +1011,16 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        get: {
-            parameters: {
-                query?: {
-                    include?: string;
-                    relations?: string;
-                    select?: string;
-                    selects?: string;
-                };
-                header?: never;
-                path: {
-                    id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description RFC 9457 problem details */
-                "4XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: string;
-                            detail: string;
-                            errors?: {
-                                [key: string]: string[];
-                            };
-                            status: number;
-                            title: string;
-                            type: string;
-                        };
-                    };
-                };
-                /** @description RFC 9457 problem details */
-                "5XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: string;
-                            detail: string;
-                            errors?: {
-                                [key: string]: string[];
-                            };
-                            status: number;
-                            title: string;
-                            type: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @example 2026-01-31 09:30:00 */
-                            created_at?: string;
-                            data?: {
-                                body?: string;
-                                title?: string;
-                                url?: string;
-                            } & {
-                                [key: string]: unknown;
-                            };
-                            id?: string;
-                            notifiable?: {
-                                [key: string]: unknown;
-                            } | null;
-                            notifiable_id?: number;
-                            notifiable_type?: string;
-                            /** @example 2026-01-31 09:30:00 */
-                            read_at?: string | null;
-                            /** @example 2026-01-31 09:30:00 */
-                            seen_at?: string | null;
-                            targetable?: {
-                                [key: string]: unknown;
-                            } | null;
-                            targetable_id?: number;
-                            targetable_type?: string;
-                            type?: string;
-                            /** @example 2026-01-31 09:30:00 */
-                            updated_at?: string;
-                        };
-                    };
-                };
-            };
-        };
-        put: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    id: string;
-                };
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        read_at?: string | null;
-                        seen_at?: string | null;
-                    };
-                };
-            };
-            responses: {
-                /** @description RFC 9457 problem details */
-                "4XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: string;
-                            detail: string;
-                            errors?: {
-                                [key: string]: string[];
-                            };
-                            status: number;
-                            title: string;
-                            type: string;
-                        };
-                    };
-                };
-                /** @description RFC 9457 problem details */
-                "5XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: string;
-                            detail: string;
-                            errors?: {
-                                [key: string]: string[];
-                            };
-                            status: number;
-                            title: string;
-                            type: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            data: components["schemas"]["def-6"];
-                            /** @enum {string} */
-                            status: "success";
-                        };
-                    };
-                };
-            };
-        };
+        /**
+         * Get one notification
+         * @description Get one notification. Needs a bearer token; permissions are checked per record (see docs/permissions.md).
+         */
+        get: operations["notifications.get"];
+        /**
+         * Update one notification
+         * @description Update one notification. Needs a bearer token; permissions are checked per record (see docs/permissions.md).
+         */
+        put: operations["notifications.update"];
         post?: never;
         delete?: never;
         options?: never;
@@ -6798,66 +1035,11 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        get: {
-            parameters: {
-                query?: {
-                    filter?: {
-                        [key: string]: unknown;
-                    };
-                };
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description RFC 9457 problem details */
-                "4XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: string;
-                            detail: string;
-                            errors?: {
-                                [key: string]: string[];
-                            };
-                            status: number;
-                            title: string;
-                            type: string;
-                        };
-                    };
-                };
-                /** @description RFC 9457 problem details */
-                "5XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: string;
-                            detail: string;
-                            errors?: {
-                                [key: string]: string[];
-                            };
-                            status: number;
-                            title: string;
-                            type: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": number;
-                    };
-                };
-            };
-        };
+        /**
+         * Notifications count
+         * @description Notifications count. Needs a bearer token; permissions are checked per record (see docs/permissions.md).
+         */
+        get: operations["notifications.count"];
         put?: never;
         post?: never;
         delete?: never;
@@ -6873,63 +1055,11 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** @description Server-Sent Events: `notification` (a new record) and `count` (`{"unread":N}`); a heartbeat comment every 25 s. */
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description RFC 9457 problem details */
-                "4XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: string;
-                            detail: string;
-                            errors?: {
-                                [key: string]: string[];
-                            };
-                            status: number;
-                            title: string;
-                            type: string;
-                        };
-                    };
-                };
-                /** @description RFC 9457 problem details */
-                "5XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: string;
-                            detail: string;
-                            errors?: {
-                                [key: string]: string[];
-                            };
-                            status: number;
-                            title: string;
-                            type: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": string;
-                    };
-                };
-            };
-        };
+        /**
+         * Server-Sent Events: `notification` (a new record) and `count` (`{"unread":N}`); a heartbeat comment every 25 s
+         * @description Server-Sent Events: `notification` (a new record) and `count` (`{"unread":N}`); a heartbeat comment every 25 s.
+         */
+        get: operations["notifications.stream"];
         put?: never;
         post?: never;
         delete?: never;
@@ -6945,144 +1075,16 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        get: {
-            parameters: {
-                query?: {
-                    filter?: {
-                        [key: string]: unknown;
-                    };
-                    include?: string;
-                    limit?: number;
-                    offset?: number;
-                    relations?: string;
-                    select?: string;
-                    selects?: string;
-                    sort?: string;
-                };
-                header?: never;
-                path: {
-                    targetableType: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description RFC 9457 problem details */
-                "4XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: string;
-                            detail: string;
-                            errors?: {
-                                [key: string]: string[];
-                            };
-                            status: number;
-                            title: string;
-                            type: string;
-                        };
-                    };
-                };
-                /** @description RFC 9457 problem details */
-                "5XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: string;
-                            detail: string;
-                            errors?: {
-                                [key: string]: string[];
-                            };
-                            status: number;
-                            title: string;
-                            type: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["def-6"][];
-                    };
-                };
-            };
-        };
-        put: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    targetableType: string;
-                };
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        read_at?: string;
-                        seen_at?: string;
-                    };
-                };
-            };
-            responses: {
-                /** @description RFC 9457 problem details */
-                "4XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: string;
-                            detail: string;
-                            errors?: {
-                                [key: string]: string[];
-                            };
-                            status: number;
-                            title: string;
-                            type: string;
-                        };
-                    };
-                };
-                /** @description RFC 9457 problem details */
-                "5XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: string;
-                            detail: string;
-                            errors?: {
-                                [key: string]: string[];
-                            };
-                            status: number;
-                            title: string;
-                            type: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            data: number;
-                            /** @enum {string} */
-                            status: "success";
-                        };
-                    };
-                };
-            };
-        };
+        /**
+         * Get one type
+         * @description Get one type. Needs a bearer token; permissions are checked per record (see docs/permissions.md).
+         */
+        get: operations["notifications.type.getByTargetableType"];
+        /**
+         * Update one type
+         * @description Update one type. Needs a bearer token; permissions are checked per record (see docs/permissions.md).
+         */
+        put: operations["notifications.type.updateByTargetableType"];
         post?: never;
         delete?: never;
         options?: never;
@@ -7097,146 +1099,16 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        get: {
-            parameters: {
-                query?: {
-                    filter?: {
-                        [key: string]: unknown;
-                    };
-                    include?: string;
-                    limit?: number;
-                    offset?: number;
-                    relations?: string;
-                    select?: string;
-                    selects?: string;
-                    sort?: string;
-                };
-                header?: never;
-                path: {
-                    targetableId: string;
-                    targetableType: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description RFC 9457 problem details */
-                "4XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: string;
-                            detail: string;
-                            errors?: {
-                                [key: string]: string[];
-                            };
-                            status: number;
-                            title: string;
-                            type: string;
-                        };
-                    };
-                };
-                /** @description RFC 9457 problem details */
-                "5XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: string;
-                            detail: string;
-                            errors?: {
-                                [key: string]: string[];
-                            };
-                            status: number;
-                            title: string;
-                            type: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["def-6"][];
-                    };
-                };
-            };
-        };
-        put: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    targetableId: string;
-                    targetableType: string;
-                };
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        read_at?: string;
-                        seen_at?: string;
-                    };
-                };
-            };
-            responses: {
-                /** @description RFC 9457 problem details */
-                "4XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: string;
-                            detail: string;
-                            errors?: {
-                                [key: string]: string[];
-                            };
-                            status: number;
-                            title: string;
-                            type: string;
-                        };
-                    };
-                };
-                /** @description RFC 9457 problem details */
-                "5XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: string;
-                            detail: string;
-                            errors?: {
-                                [key: string]: string[];
-                            };
-                            status: number;
-                            title: string;
-                            type: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            data: number;
-                            /** @enum {string} */
-                            status: "success";
-                        };
-                    };
-                };
-            };
-        };
+        /**
+         * Get one type
+         * @description Get one type. Needs a bearer token; permissions are checked per record (see docs/permissions.md).
+         */
+        get: operations["notifications.type.getByTargetableTypeAndTargetableId"];
+        /**
+         * Update one type
+         * @description Update one type. Needs a bearer token; permissions are checked per record (see docs/permissions.md).
+         */
+        put: operations["notifications.type.updateByTargetableTypeAndTargetableId"];
         post?: never;
         delete?: never;
         options?: never;
@@ -7251,181 +1123,17 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The current user's push subscriptions */
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description RFC 9457 problem details */
-                "4XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: string;
-                            detail: string;
-                            errors?: {
-                                [key: string]: string[];
-                            };
-                            status: number;
-                            title: string;
-                            type: string;
-                        };
-                    };
-                };
-                /** @description RFC 9457 problem details */
-                "5XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: string;
-                            detail: string;
-                            errors?: {
-                                [key: string]: string[];
-                            };
-                            status: number;
-                            title: string;
-                            type: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @example 2026-01-31 09:30:00 */
-                            created_at: string;
-                            endpoint: string;
-                            expiration_time: number | null;
-                            id: number;
-                            /** @example 2026-01-31 09:30:00 */
-                            updated_at: string;
-                            user_agent: string | null;
-                        }[];
-                    };
-                };
-            };
-        };
+        /**
+         * The current user's push subscriptions
+         * @description The current user's push subscriptions. Needs a bearer token; permissions are checked per record (see docs/permissions.md).
+         */
+        get: operations["pushSubscriptions.list"];
         put?: never;
-        /** Registers the browser's PushSubscription for the current user (the same endpoint again: 200, moved to this user) */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        /** @description The push service URL the browser was given (https) */
-                        endpoint: string;
-                        /** @description When the subscription expires (ms since epoch), or null */
-                        expirationTime?: number | null;
-                        keys: {
-                            /** @description The authentication secret: 16 bytes, base64url */
-                            auth: string;
-                            /** @description The user agent public key: an uncompressed P-256 point (65 bytes), base64url */
-                            p256dh: string;
-                        };
-                        user_agent?: string;
-                    };
-                };
-            };
-            responses: {
-                /** @description RFC 9457 problem details */
-                "4XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: string;
-                            detail: string;
-                            errors?: {
-                                [key: string]: string[];
-                            };
-                            status: number;
-                            title: string;
-                            type: string;
-                        };
-                    };
-                };
-                /** @description RFC 9457 problem details */
-                "5XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: string;
-                            detail: string;
-                            errors?: {
-                                [key: string]: string[];
-                            };
-                            status: number;
-                            title: string;
-                            type: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            data: {
-                                /** @example 2026-01-31 09:30:00 */
-                                created_at: string;
-                                endpoint: string;
-                                expiration_time: number | null;
-                                id: number;
-                                /** @example 2026-01-31 09:30:00 */
-                                updated_at: string;
-                                user_agent: string | null;
-                            };
-                            /** @enum {string} */
-                            status: "success";
-                        };
-                    };
-                };
-                /** @description Default Response */
-                201: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            data: {
-                                /** @example 2026-01-31 09:30:00 */
-                                created_at: string;
-                                endpoint: string;
-                                expiration_time: number | null;
-                                id: number;
-                                /** @example 2026-01-31 09:30:00 */
-                                updated_at: string;
-                                user_agent: string | null;
-                            };
-                            /** @enum {string} */
-                            status: "success";
-                        };
-                    };
-                };
-            };
-        };
+        /**
+         * Registers the browser's PushSubscription for the current user (the same endpoint again: 200, moved to this user)
+         * @description Registers the browser's PushSubscription for the current user (the same endpoint again: 200, moved to this user). Needs a bearer token; permissions are checked per record (see docs/permissions.md).
+         */
+        post: operations["pushSubscriptions.create"];
         delete?: never;
         options?: never;
         head?: never;
@@ -7442,63 +1150,11 @@ export interface paths {
         get?: never;
         put?: never;
         post?: never;
-        /** Removes one of the current user's push subscriptions */
-        delete: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    id: number;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description RFC 9457 problem details */
-                "4XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: string;
-                            detail: string;
-                            errors?: {
-                                [key: string]: string[];
-                            };
-                            status: number;
-                            title: string;
-                            type: string;
-                        };
-                    };
-                };
-                /** @description RFC 9457 problem details */
-                "5XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: string;
-                            detail: string;
-                            errors?: {
-                                [key: string]: string[];
-                            };
-                            status: number;
-                            title: string;
-                            type: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                204: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-            };
-        };
+        /**
+         * Removes one of the current user's push subscriptions
+         * @description Removes one of the current user's push subscriptions. Needs a bearer token; permissions are checked per record (see docs/permissions.md).
+         */
+        delete: operations["pushSubscriptions.delete"];
         options?: never;
         head?: never;
         patch?: never;
@@ -7511,66 +1167,11 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The API's VAPID public key (the browser's applicationServerKey) */
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description RFC 9457 problem details */
-                "4XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: string;
-                            detail: string;
-                            errors?: {
-                                [key: string]: string[];
-                            };
-                            status: number;
-                            title: string;
-                            type: string;
-                        };
-                    };
-                };
-                /** @description RFC 9457 problem details */
-                "5XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: string;
-                            detail: string;
-                            errors?: {
-                                [key: string]: string[];
-                            };
-                            status: number;
-                            title: string;
-                            type: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description base64url of the uncompressed P-256 point (applicationServerKey) */
-                            public_key: string;
-                        };
-                    };
-                };
-            };
-        };
+        /**
+         * The API's VAPID public key (the browser's applicationServerKey)
+         * @description The API's VAPID public key (the browser's applicationServerKey). Needs a bearer token; permissions are checked per record (see docs/permissions.md).
+         */
+        get: operations["push.vapidPublicKey"];
         put?: never;
         post?: never;
         delete?: never;
@@ -7586,149 +1187,17 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        get: {
-            parameters: {
-                query?: {
-                    filter?: {
-                        [key: string]: unknown;
-                    };
-                    include?: string;
-                    limit?: number;
-                    offset?: number;
-                    relations?: string;
-                    select?: string;
-                    selects?: string;
-                    sort?: string;
-                };
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description RFC 9457 problem details */
-                "4XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: string;
-                            detail: string;
-                            errors?: {
-                                [key: string]: string[];
-                            };
-                            status: number;
-                            title: string;
-                            type: string;
-                        };
-                    };
-                };
-                /** @description RFC 9457 problem details */
-                "5XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: string;
-                            detail: string;
-                            errors?: {
-                                [key: string]: string[];
-                            };
-                            status: number;
-                            title: string;
-                            type: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["def-1"][];
-                    };
-                };
-            };
-        };
+        /**
+         * List roles
+         * @description List roles. Needs a bearer token; permissions are checked per record (see docs/permissions.md).
+         */
+        get: operations["roles.list"];
         put?: never;
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        active?: boolean;
-                        folder_id?: number | null;
-                        name: string;
-                        permissions: string[];
-                    };
-                };
-            };
-            responses: {
-                /** @description RFC 9457 problem details */
-                "4XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: string;
-                            detail: string;
-                            errors?: {
-                                [key: string]: string[];
-                            };
-                            status: number;
-                            title: string;
-                            type: string;
-                        };
-                    };
-                };
-                /** @description RFC 9457 problem details */
-                "5XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: string;
-                            detail: string;
-                            errors?: {
-                                [key: string]: string[];
-                            };
-                            status: number;
-                            title: string;
-                            type: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                201: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            active?: boolean;
-                            /** @example 2026-01-31 09:30:00 */
-                            created_at?: string;
-                            folder_id?: number | null;
-                            id?: number;
-                            name?: string;
-                            permissions?: string[];
-                            /** @example 2026-01-31 09:30:00 */
-                            updated_at?: string;
-                        };
-                    };
-                };
-            };
-        };
+        /**
+         * Create one role
+         * @description Create one role. Needs a bearer token; permissions are checked per record (see docs/permissions.md).
+         */
+        post: operations["roles.create"];
         delete?: never;
         options?: never;
         head?: never;
@@ -7742,213 +1211,22 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        get: {
-            parameters: {
-                query?: {
-                    include?: string;
-                    relations?: string;
-                    select?: string;
-                    selects?: string;
-                };
-                header?: never;
-                path: {
-                    id: number;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description RFC 9457 problem details */
-                "4XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: string;
-                            detail: string;
-                            errors?: {
-                                [key: string]: string[];
-                            };
-                            status: number;
-                            title: string;
-                            type: string;
-                        };
-                    };
-                };
-                /** @description RFC 9457 problem details */
-                "5XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: string;
-                            detail: string;
-                            errors?: {
-                                [key: string]: string[];
-                            };
-                            status: number;
-                            title: string;
-                            type: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            active?: boolean;
-                            /** @example 2026-01-31 09:30:00 */
-                            created_at?: string;
-                            folder_id?: number | null;
-                            id?: number;
-                            name?: string;
-                            permissions?: string[];
-                            /** @example 2026-01-31 09:30:00 */
-                            updated_at?: string;
-                        };
-                    };
-                };
-            };
-        };
-        put: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    id: number;
-                };
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        active?: boolean;
-                        folder_id?: number | null;
-                        name?: string;
-                        permissions?: string[];
-                    };
-                };
-            };
-            responses: {
-                /** @description RFC 9457 problem details */
-                "4XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: string;
-                            detail: string;
-                            errors?: {
-                                [key: string]: string[];
-                            };
-                            status: number;
-                            title: string;
-                            type: string;
-                        };
-                    };
-                };
-                /** @description RFC 9457 problem details */
-                "5XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: string;
-                            detail: string;
-                            errors?: {
-                                [key: string]: string[];
-                            };
-                            status: number;
-                            title: string;
-                            type: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            active?: boolean;
-                            /** @example 2026-01-31 09:30:00 */
-                            created_at?: string;
-                            folder_id?: number | null;
-                            id?: number;
-                            name?: string;
-                            permissions?: string[];
-                            /** @example 2026-01-31 09:30:00 */
-                            updated_at?: string;
-                        };
-                    };
-                };
-            };
-        };
+        /**
+         * Get one role
+         * @description Get one role. Needs a bearer token; permissions are checked per record (see docs/permissions.md).
+         */
+        get: operations["roles.get"];
+        /**
+         * Update one role
+         * @description Update one role. Needs a bearer token; permissions are checked per record (see docs/permissions.md).
+         */
+        put: operations["roles.update"];
         post?: never;
-        delete: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    id: number;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description RFC 9457 problem details */
-                "4XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: string;
-                            detail: string;
-                            errors?: {
-                                [key: string]: string[];
-                            };
-                            status: number;
-                            title: string;
-                            type: string;
-                        };
-                    };
-                };
-                /** @description RFC 9457 problem details */
-                "5XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: string;
-                            detail: string;
-                            errors?: {
-                                [key: string]: string[];
-                            };
-                            status: number;
-                            title: string;
-                            type: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                204: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-            };
-        };
+        /**
+         * Delete one role
+         * @description Delete one role. Needs a bearer token; permissions are checked per record (see docs/permissions.md).
+         */
+        delete: operations["roles.delete"];
         options?: never;
         head?: never;
         patch?: never;
@@ -7961,114 +1239,11 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        get: {
-            parameters: {
-                query?: {
-                    filter?: {
-                        [key: string]: unknown;
-                    };
-                    include?: string;
-                    limit?: number;
-                    offset?: number;
-                    relations?: string;
-                    select?: string;
-                    selects?: string;
-                    sort?: string;
-                };
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description RFC 9457 problem details */
-                "4XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: string;
-                            detail: string;
-                            errors?: {
-                                [key: string]: string[];
-                            };
-                            status: number;
-                            title: string;
-                            type: string;
-                        };
-                    };
-                };
-                /** @description RFC 9457 problem details */
-                "5XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: string;
-                            detail: string;
-                            errors?: {
-                                [key: string]: string[];
-                            };
-                            status: number;
-                            title: string;
-                            type: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            config?: {
-                                [key: string]: unknown;
-                            };
-                            /** @example 2026-01-31 09:30:00 */
-                            created_at?: string;
-                            /** @example 2026-01-31 09:30:00 */
-                            deleted_at?: string | null;
-                            entityPermissions?: {
-                                /** @example 2026-01-31 09:30:00 */
-                                created_at?: string;
-                                id?: number;
-                                key?: string;
-                                permission_entity?: string;
-                                permission_entity_id?: number;
-                                permissionEntity?: {
-                                    [key: string]: unknown;
-                                } | null;
-                                target_entity?: string;
-                                target_entity_id?: number | string;
-                                targetEntity?: {
-                                    [key: string]: unknown;
-                                } | null;
-                                /** @example 2026-01-31 09:30:00 */
-                                updated_at?: string;
-                            }[];
-                            id?: string;
-                            redirect_type?: string;
-                            targetable?: {
-                                [key: string]: unknown;
-                            } | null;
-                            targetable_id?: number | string;
-                            targetable_type?: string;
-                            type?: string;
-                            /** @example 2026-01-31 09:30:00 */
-                            updated_at?: string;
-                            url?: string;
-                            user?: {
-                                [key: string]: unknown;
-                            } | null;
-                            user_id?: number | null;
-                        }[];
-                    };
-                };
-            };
-        };
+        /**
+         * List shared items
+         * @description List shared items. Needs a bearer token; permissions are checked per record (see docs/permissions.md).
+         */
+        get: operations["sharedItems.list"];
         put?: never;
         post?: never;
         delete?: never;
@@ -8084,110 +1259,11 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        get: {
-            parameters: {
-                query?: {
-                    include?: string;
-                    relations?: string;
-                    select?: string;
-                    selects?: string;
-                };
-                header?: never;
-                path: {
-                    id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description RFC 9457 problem details */
-                "4XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: string;
-                            detail: string;
-                            errors?: {
-                                [key: string]: string[];
-                            };
-                            status: number;
-                            title: string;
-                            type: string;
-                        };
-                    };
-                };
-                /** @description RFC 9457 problem details */
-                "5XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: string;
-                            detail: string;
-                            errors?: {
-                                [key: string]: string[];
-                            };
-                            status: number;
-                            title: string;
-                            type: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            config?: {
-                                [key: string]: unknown;
-                            };
-                            /** @example 2026-01-31 09:30:00 */
-                            created_at?: string;
-                            /** @example 2026-01-31 09:30:00 */
-                            deleted_at?: string | null;
-                            entityPermissions?: {
-                                /** @example 2026-01-31 09:30:00 */
-                                created_at?: string;
-                                id?: number;
-                                key?: string;
-                                permission_entity?: string;
-                                permission_entity_id?: number;
-                                permissionEntity?: {
-                                    [key: string]: unknown;
-                                } | null;
-                                target_entity?: string;
-                                target_entity_id?: number | string;
-                                targetEntity?: {
-                                    [key: string]: unknown;
-                                } | null;
-                                /** @example 2026-01-31 09:30:00 */
-                                updated_at?: string;
-                            }[];
-                            id?: string;
-                            redirect_type?: string;
-                            targetable?: {
-                                [key: string]: unknown;
-                            } | null;
-                            targetable_id?: number | string;
-                            targetable_type?: string;
-                            type?: string;
-                            /** @example 2026-01-31 09:30:00 */
-                            updated_at?: string;
-                            url?: string;
-                            user?: {
-                                [key: string]: unknown;
-                            } | null;
-                            user_id?: number | null;
-                        };
-                    };
-                };
-            };
-        };
+        /**
+         * Get one shared item
+         * @description Get one shared item. Needs a bearer token; permissions are checked per record (see docs/permissions.md).
+         */
+        get: operations["sharedItems.get"];
         put?: never;
         post?: never;
         delete?: never;
@@ -8203,77 +1279,11 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        get: {
-            parameters: {
-                query?: {
-                    downloadFileContent?: boolean | string;
-                    filePoster?: boolean | string;
-                    showFileContent?: boolean | string;
-                };
-                header?: never;
-                path: {
-                    id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description RFC 9457 problem details */
-                "4XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: string;
-                            detail: string;
-                            errors?: {
-                                [key: string]: string[];
-                            };
-                            status: number;
-                            title: string;
-                            type: string;
-                        };
-                    };
-                };
-                /** @description RFC 9457 problem details */
-                "5XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: string;
-                            detail: string;
-                            errors?: {
-                                [key: string]: string[];
-                            };
-                            status: number;
-                            title: string;
-                            type: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            redirect: boolean;
-                            url: string | null;
-                            url_context: {
-                                id: number | string;
-                                title: string | null;
-                                type: string;
-                                url: string;
-                            } | null;
-                        };
-                    };
-                };
-            };
-        };
+        /**
+         * Shared items resolve
+         * @description Shared items resolve. Needs a bearer token; permissions are checked per record (see docs/permissions.md).
+         */
+        get: operations["sharedItems.resolve"];
         put?: never;
         post?: never;
         delete?: never;
@@ -8289,152 +1299,17 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        get: {
-            parameters: {
-                query?: {
-                    filter?: {
-                        [key: string]: unknown;
-                    };
-                    include?: string;
-                    limit?: number;
-                    offset?: number;
-                    relations?: string;
-                    select?: string;
-                    selects?: string;
-                    sort?: string;
-                };
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description RFC 9457 problem details */
-                "4XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: string;
-                            detail: string;
-                            errors?: {
-                                [key: string]: string[];
-                            };
-                            status: number;
-                            title: string;
-                            type: string;
-                        };
-                    };
-                };
-                /** @description RFC 9457 problem details */
-                "5XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: string;
-                            detail: string;
-                            errors?: {
-                                [key: string]: string[];
-                            };
-                            status: number;
-                            title: string;
-                            type: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["def-17"][];
-                    };
-                };
-            };
-        };
+        /**
+         * List executions
+         * @description List executions. Needs a bearer token; permissions are checked per record (see docs/permissions.md).
+         */
+        get: operations["tasks.executions.list"];
         put?: never;
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        done_at?: string | null;
-                        due_at?: string | null;
-                        folder_id?: number | null;
-                        title: string;
-                    };
-                };
-            };
-            responses: {
-                /** @description RFC 9457 problem details */
-                "4XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: string;
-                            detail: string;
-                            errors?: {
-                                [key: string]: string[];
-                            };
-                            status: number;
-                            title: string;
-                            type: string;
-                        };
-                    };
-                };
-                /** @description RFC 9457 problem details */
-                "5XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: string;
-                            detail: string;
-                            errors?: {
-                                [key: string]: string[];
-                            };
-                            status: number;
-                            title: string;
-                            type: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                201: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @example 2026-01-31 09:30:00 */
-                            created_at?: string | null;
-                            /** @example 2026-01-31 09:30:00 */
-                            done_at?: string | null;
-                            /** @example 2026-01-31 09:30:00 */
-                            due_at?: string | null;
-                            folder_id?: number | null;
-                            id?: number | null;
-                            title?: string | null;
-                            /** @example 2026-01-31 09:30:00 */
-                            updated_at?: string | null;
-                            user_id?: number | null;
-                        };
-                    };
-                };
-            };
-        };
+        /**
+         * Create one execution
+         * @description Create one execution. Needs a bearer token; permissions are checked per record (see docs/permissions.md).
+         */
+        post: operations["tasks.executions.create"];
         delete?: never;
         options?: never;
         head?: never;
@@ -8448,220 +1323,22 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        get: {
-            parameters: {
-                query?: {
-                    grant_token?: string;
-                    include?: string;
-                    relations?: string;
-                    select?: string;
-                    selects?: string;
-                };
-                header?: never;
-                path: {
-                    id: number;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description RFC 9457 problem details */
-                "4XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: string;
-                            detail: string;
-                            errors?: {
-                                [key: string]: string[];
-                            };
-                            status: number;
-                            title: string;
-                            type: string;
-                        };
-                    };
-                };
-                /** @description RFC 9457 problem details */
-                "5XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: string;
-                            detail: string;
-                            errors?: {
-                                [key: string]: string[];
-                            };
-                            status: number;
-                            title: string;
-                            type: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @example 2026-01-31 09:30:00 */
-                            created_at?: string | null;
-                            /** @example 2026-01-31 09:30:00 */
-                            done_at?: string | null;
-                            /** @example 2026-01-31 09:30:00 */
-                            due_at?: string | null;
-                            folder_id?: number | null;
-                            id?: number | null;
-                            title?: string | null;
-                            /** @example 2026-01-31 09:30:00 */
-                            updated_at?: string | null;
-                            user_id?: number | null;
-                        };
-                    };
-                };
-            };
-        };
-        put: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    id: number;
-                };
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        done_at?: string | null;
-                        due_at?: string | null;
-                        folder_id?: number | null;
-                        title?: string;
-                    };
-                };
-            };
-            responses: {
-                /** @description RFC 9457 problem details */
-                "4XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: string;
-                            detail: string;
-                            errors?: {
-                                [key: string]: string[];
-                            };
-                            status: number;
-                            title: string;
-                            type: string;
-                        };
-                    };
-                };
-                /** @description RFC 9457 problem details */
-                "5XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: string;
-                            detail: string;
-                            errors?: {
-                                [key: string]: string[];
-                            };
-                            status: number;
-                            title: string;
-                            type: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @example 2026-01-31 09:30:00 */
-                            created_at?: string | null;
-                            /** @example 2026-01-31 09:30:00 */
-                            done_at?: string | null;
-                            /** @example 2026-01-31 09:30:00 */
-                            due_at?: string | null;
-                            folder_id?: number | null;
-                            id?: number | null;
-                            title?: string | null;
-                            /** @example 2026-01-31 09:30:00 */
-                            updated_at?: string | null;
-                            user_id?: number | null;
-                        };
-                    };
-                };
-            };
-        };
+        /**
+         * Get one execution
+         * @description Get one execution. No authentication needed.
+         */
+        get: operations["tasks.executions.get"];
+        /**
+         * Update one execution
+         * @description Update one execution. Needs a bearer token; permissions are checked per record (see docs/permissions.md).
+         */
+        put: operations["tasks.executions.update"];
         post?: never;
-        delete: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    id: number;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description RFC 9457 problem details */
-                "4XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: string;
-                            detail: string;
-                            errors?: {
-                                [key: string]: string[];
-                            };
-                            status: number;
-                            title: string;
-                            type: string;
-                        };
-                    };
-                };
-                /** @description RFC 9457 problem details */
-                "5XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: string;
-                            detail: string;
-                            errors?: {
-                                [key: string]: string[];
-                            };
-                            status: number;
-                            title: string;
-                            type: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                204: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-            };
-        };
+        /**
+         * Delete one execution
+         * @description Delete one execution. Needs a bearer token; permissions are checked per record (see docs/permissions.md).
+         */
+        delete: operations["tasks.executions.delete"];
         options?: never;
         head?: never;
         patch?: never;
@@ -8674,209 +1351,17 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Users (basic fields); filter[text] searches names, username, email, staff number */
-        get: {
-            parameters: {
-                query?: {
-                    filter?: {
-                        [key: string]: unknown;
-                    };
-                    include?: string;
-                    limit?: number;
-                    offset?: number;
-                    relations?: string;
-                    select?: string;
-                    selects?: string;
-                    sort?: string;
-                };
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description RFC 9457 problem details */
-                "4XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: string;
-                            detail: string;
-                            errors?: {
-                                [key: string]: string[];
-                            };
-                            status: number;
-                            title: string;
-                            type: string;
-                        };
-                    };
-                };
-                /** @description RFC 9457 problem details */
-                "5XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: string;
-                            detail: string;
-                            errors?: {
-                                [key: string]: string[];
-                            };
-                            status: number;
-                            title: string;
-                            type: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["def-0"][];
-                    };
-                };
-            };
-        };
+        /**
+         * Users (basic fields); filter[text] searches names, username, email, staff number
+         * @description Users (basic fields); filter[text] searches names, username, email, staff number. Needs a bearer token; permissions are checked per record (see docs/permissions.md).
+         */
+        get: operations["users.list"];
         put?: never;
-        /** Create a user (JSON, or multipart/form-data with a profile_picture file) */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        /** @description default: derived from entering_date/leaving_date, else true */
-                        active?: boolean;
-                        /** @description `YYYY-MM-DD` (a timestamp form is accepted; its date part is used) */
-                        birthdate?: string | null;
-                        city?: string | null;
-                        default_route?: string | null;
-                        /** Format: email */
-                        email?: string | null;
-                        /** @description `YYYY-MM-DD` (a timestamp form is accepted; its date part is used) */
-                        entering_date?: string | null;
-                        first_name?: string;
-                        gender?: ("male" | "female" | "diverse") | (never | null);
-                        group_account?: boolean;
-                        lang_id?: string | null;
-                        last_name?: string;
-                        /** @description `YYYY-MM-DD` (a timestamp form is accepted; its date part is used) */
-                        leaving_date?: string | null;
-                        /** @description min length: tenant setting `password_min_length` (default 8) */
-                        password: string;
-                        phone?: string | null;
-                        prevent_logout?: boolean;
-                        /**
-                         * @description send the image itself as multipart/form-data; null = no picture
-                         * @enum {object|null}
-                         */
-                        profile_picture?: never | null;
-                        request_password_change?: boolean;
-                        role_id: number;
-                        staff_number?: string | null;
-                        street?: string | null;
-                        username: string;
-                        wants_email_notifications?: boolean;
-                        zipcode?: string | null;
-                    };
-                    "multipart/form-data": {
-                        /** @description default: derived from entering_date/leaving_date, else true */
-                        active?: boolean;
-                        /** @description `YYYY-MM-DD` (a timestamp form is accepted; its date part is used) */
-                        birthdate?: string | null;
-                        city?: string | null;
-                        default_route?: string | null;
-                        /** Format: email */
-                        email?: string | null;
-                        /** @description `YYYY-MM-DD` (a timestamp form is accepted; its date part is used) */
-                        entering_date?: string | null;
-                        first_name?: string;
-                        gender?: ("male" | "female" | "diverse") | (never | null);
-                        group_account?: boolean;
-                        lang_id?: string | null;
-                        last_name?: string;
-                        /** @description `YYYY-MM-DD` (a timestamp form is accepted; its date part is used) */
-                        leaving_date?: string | null;
-                        /** @description min length: tenant setting `password_min_length` (default 8) */
-                        password: string;
-                        phone?: string | null;
-                        prevent_logout?: boolean;
-                        /**
-                         * Format: binary
-                         * @description JPEG, PNG, GIF or WebP, at most 5 MiB (checked by content)
-                         */
-                        profile_picture?: Blob;
-                        request_password_change?: boolean;
-                        role_id: number;
-                        staff_number?: string | null;
-                        street?: string | null;
-                        username: string;
-                        wants_email_notifications?: boolean;
-                        zipcode?: string | null;
-                    };
-                };
-            };
-            responses: {
-                /** @description RFC 9457 problem details */
-                "4XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: string;
-                            detail: string;
-                            errors?: {
-                                [key: string]: string[];
-                            };
-                            status: number;
-                            title: string;
-                            type: string;
-                        };
-                    };
-                };
-                /** @description RFC 9457 problem details */
-                "5XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: string;
-                            detail: string;
-                            errors?: {
-                                [key: string]: string[];
-                            };
-                            status: number;
-                            title: string;
-                            type: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                201: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            data: components["schemas"]["def-0"];
-                            /** @enum {string} */
-                            status: "success";
-                        };
-                    };
-                };
-            };
-        };
+        /**
+         * Create a user (JSON, or multipart/form-data with a profile_picture file)
+         * @description Create a user (JSON, or multipart/form-data with a profile_picture file). Needs a bearer token; permissions are checked per record (see docs/permissions.md).
+         */
+        post: operations["users.create"];
         delete?: never;
         options?: never;
         head?: never;
@@ -8890,333 +1375,22 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** One user, deleted included; extended fields for self, users.viewDetails, users.administrate */
-        get: {
-            parameters: {
-                query?: {
-                    include?: string;
-                    relations?: string;
-                    select?: string;
-                    selects?: string;
-                };
-                header?: never;
-                path: {
-                    id: number;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description RFC 9457 problem details */
-                "4XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: string;
-                            detail: string;
-                            errors?: {
-                                [key: string]: string[];
-                            };
-                            status: number;
-                            title: string;
-                            type: string;
-                        };
-                    };
-                };
-                /** @description RFC 9457 problem details */
-                "5XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: string;
-                            detail: string;
-                            errors?: {
-                                [key: string]: string[];
-                            };
-                            status: number;
-                            title: string;
-                            type: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            acceptedPolicies?: {
-                                [key: string]: unknown;
-                            }[];
-                            active?: boolean;
-                            /** @example 2026-01-31 09:30:00 */
-                            birthdate?: string | null;
-                            /** @example 2026-01-31 09:30:00 */
-                            blacked_out_at?: string | null;
-                            city?: string | null;
-                            /** @example 2026-01-31 09:30:00 */
-                            created_at?: string;
-                            default_route?: string | null;
-                            /** @example 2026-01-31 09:30:00 */
-                            deleted_at?: string | null;
-                            departments?: {
-                                [key: string]: unknown;
-                            }[];
-                            email?: string | null;
-                            /** @example 2026-01-31 09:30:00 */
-                            entering_date?: string | null;
-                            entityPermissions?: {
-                                [key: string]: unknown;
-                            }[];
-                            first_name?: string;
-                            full_name?: string;
-                            gender?: string | null;
-                            group_account?: boolean;
-                            id?: number;
-                            lang_id?: string | null;
-                            language?: {
-                                id: string;
-                                name: string;
-                            } | null;
-                            last_name?: string;
-                            /** @example 2026-01-31 09:30:00 */
-                            leaving_date?: string | null;
-                            phone?: string | null;
-                            prevent_logout?: boolean;
-                            profile_picture?: string | null;
-                            profile_picture_url?: string | null;
-                            role?: {
-                                [key: string]: unknown;
-                            } | null;
-                            role_id?: number;
-                            staff_number?: string | null;
-                            static_url?: string;
-                            street?: string | null;
-                            /** @example 2026-01-31 09:30:00 */
-                            updated_at?: string;
-                            url?: string;
-                            url_context?: {
-                                id: number;
-                                title: string;
-                                type: string;
-                                url: string;
-                            };
-                            username?: string;
-                            wants_email_notifications?: boolean;
-                            zipcode?: string | null;
-                        };
-                    };
-                };
-            };
-        };
-        /** Update a user (JSON, or multipart/form-data with a profile_picture file) */
-        put: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    id: number;
-                };
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        /** @description default: derived from entering_date/leaving_date, else true */
-                        active?: boolean;
-                        /** @description `YYYY-MM-DD` (a timestamp form is accepted; its date part is used) */
-                        birthdate?: string | null;
-                        city?: string | null;
-                        default_route?: string | null;
-                        /** Format: email */
-                        email?: string | null;
-                        /** @description `YYYY-MM-DD` (a timestamp form is accepted; its date part is used) */
-                        entering_date?: string | null;
-                        first_name?: string;
-                        gender?: ("male" | "female" | "diverse") | (never | null);
-                        group_account?: boolean;
-                        lang_id?: string | null;
-                        last_name?: string;
-                        /** @description `YYYY-MM-DD` (a timestamp form is accepted; its date part is used) */
-                        leaving_date?: string | null;
-                        old_password?: string;
-                        /** @description min length: tenant setting `password_min_length` (default 8) */
-                        password?: string;
-                        phone?: string | null;
-                        prevent_logout?: boolean;
-                        /**
-                         * @description send the image itself as multipart/form-data; null = no picture
-                         * @enum {object|null}
-                         */
-                        profile_picture?: never | null;
-                        request_password_change?: boolean;
-                        role_id?: number;
-                        staff_number?: string | null;
-                        street?: string | null;
-                        username?: string;
-                        wants_email_notifications?: boolean;
-                        zipcode?: string | null;
-                    };
-                    "multipart/form-data": {
-                        /** @description default: derived from entering_date/leaving_date, else true */
-                        active?: boolean;
-                        /** @description `YYYY-MM-DD` (a timestamp form is accepted; its date part is used) */
-                        birthdate?: string | null;
-                        city?: string | null;
-                        default_route?: string | null;
-                        /** Format: email */
-                        email?: string | null;
-                        /** @description `YYYY-MM-DD` (a timestamp form is accepted; its date part is used) */
-                        entering_date?: string | null;
-                        first_name?: string;
-                        gender?: ("male" | "female" | "diverse") | (never | null);
-                        group_account?: boolean;
-                        lang_id?: string | null;
-                        last_name?: string;
-                        /** @description `YYYY-MM-DD` (a timestamp form is accepted; its date part is used) */
-                        leaving_date?: string | null;
-                        old_password?: string;
-                        /** @description min length: tenant setting `password_min_length` (default 8) */
-                        password?: string;
-                        phone?: string | null;
-                        prevent_logout?: boolean;
-                        /**
-                         * Format: binary
-                         * @description JPEG, PNG, GIF or WebP, at most 5 MiB (checked by content)
-                         */
-                        profile_picture?: Blob;
-                        request_password_change?: boolean;
-                        role_id?: number;
-                        staff_number?: string | null;
-                        street?: string | null;
-                        username?: string;
-                        wants_email_notifications?: boolean;
-                        zipcode?: string | null;
-                    };
-                };
-            };
-            responses: {
-                /** @description RFC 9457 problem details */
-                "4XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: string;
-                            detail: string;
-                            errors?: {
-                                [key: string]: string[];
-                            };
-                            status: number;
-                            title: string;
-                            type: string;
-                        };
-                    };
-                };
-                /** @description RFC 9457 problem details */
-                "5XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: string;
-                            detail: string;
-                            errors?: {
-                                [key: string]: string[];
-                            };
-                            status: number;
-                            title: string;
-                            type: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            data: components["schemas"]["def-0"];
-                            /** @enum {string} */
-                            status: "success";
-                        };
-                    };
-                };
-            };
-        };
+        /**
+         * One user, deleted included; extended fields for self, users.viewDetails, users.administrate
+         * @description One user, deleted included; extended fields for self, users.viewDetails, users.administrate. Needs a bearer token; permissions are checked per record (see docs/permissions.md).
+         */
+        get: operations["users.get"];
+        /**
+         * Update a user (JSON, or multipart/form-data with a profile_picture file)
+         * @description Update a user (JSON, or multipart/form-data with a profile_picture file). Needs a bearer token; permissions are checked per record (see docs/permissions.md).
+         */
+        put: operations["users.update"];
         post?: never;
-        /** Soft-delete a user */
-        delete: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    id: number;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description RFC 9457 problem details */
-                "4XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: string;
-                            detail: string;
-                            errors?: {
-                                [key: string]: string[];
-                            };
-                            status: number;
-                            title: string;
-                            type: string;
-                        };
-                    };
-                };
-                /** @description RFC 9457 problem details */
-                "5XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: string;
-                            detail: string;
-                            errors?: {
-                                [key: string]: string[];
-                            };
-                            status: number;
-                            title: string;
-                            type: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @enum {object|null} */
-                            data: never | null;
-                            /** @enum {string} */
-                            status: "success";
-                        };
-                    };
-                };
-            };
-        };
+        /**
+         * Soft-delete a user
+         * @description Soft-delete a user. Needs a bearer token; permissions are checked per record (see docs/permissions.md).
+         */
+        delete: operations["users.delete"];
         options?: never;
         head?: never;
         patch?: never;
@@ -9232,69 +1406,11 @@ export interface paths {
         get?: never;
         put?: never;
         post?: never;
-        /** Irreversibly anonymize a user */
-        delete: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    id: number;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description RFC 9457 problem details */
-                "4XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: string;
-                            detail: string;
-                            errors?: {
-                                [key: string]: string[];
-                            };
-                            status: number;
-                            title: string;
-                            type: string;
-                        };
-                    };
-                };
-                /** @description RFC 9457 problem details */
-                "5XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: string;
-                            detail: string;
-                            errors?: {
-                                [key: string]: string[];
-                            };
-                            status: number;
-                            title: string;
-                            type: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            data: components["schemas"]["def-0"];
-                            /** @enum {string} */
-                            status: "success";
-                        };
-                    };
-                };
-            };
-        };
+        /**
+         * Irreversibly anonymize a user
+         * @description Irreversibly anonymize a user. Needs a bearer token; permissions are checked per record (see docs/permissions.md).
+         */
+        delete: operations["users.blackout.delete"];
         options?: never;
         head?: never;
         patch?: never;
@@ -9309,129 +1425,11 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Dry-run parse of a user CSV import (persists nothing) */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "multipart/form-data": {
-                        /** @description CSV header to read `active` from */
-                        active?: string;
-                        /** @description CSV header to read `birthdate` from */
-                        birthdate?: string;
-                        /** @description CSV header to read `city` from */
-                        city?: string;
-                        delete_users?: boolean;
-                        /** @description CSV header to read `email` from */
-                        email?: string;
-                        /** @description CSV header to read `entering_date` from */
-                        entering_date?: string;
-                        /** @description CSV header to read `first_name` from */
-                        first_name?: string;
-                        /** @description CSV header to read `gender` from */
-                        gender?: string;
-                        /** @description CSV header to read `group_account` from */
-                        group_account?: string;
-                        /** @description CSV header to read `lang_id` from */
-                        lang_id?: string;
-                        /** @description CSV header to read `last_name` from */
-                        last_name?: string;
-                        /** @description CSV header to read `leaving_date` from */
-                        leaving_date?: string;
-                        /** @description CSV header to read `password` from */
-                        password?: string;
-                        /** @description CSV header to read `phone` from */
-                        phone?: string;
-                        /** @description CSV header to read `role_id` from */
-                        role_id?: string;
-                        /** @description CSV header to read `staff_number` from */
-                        staff_number?: string;
-                        /** @description CSV header to read `street` from */
-                        street?: string;
-                        update_users?: boolean;
-                        /**
-                         * Format: binary
-                         * @description UTF-8 CSV (BOM allowed, `,` or `;`), at most 5 MiB and 10,000 data rows; required
-                         */
-                        user_data_csv?: Blob;
-                        /** @description CSV header to read `username` from */
-                        username?: string;
-                        whitespace_to_null?: boolean;
-                        /** @description CSV header to read `zipcode` from */
-                        zipcode?: string;
-                    };
-                };
-            };
-            responses: {
-                /** @description RFC 9457 problem details */
-                "4XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: string;
-                            detail: string;
-                            errors?: {
-                                [key: string]: string[];
-                            };
-                            status: number;
-                            title: string;
-                            type: string;
-                        };
-                    };
-                };
-                /** @description RFC 9457 problem details */
-                "5XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: string;
-                            detail: string;
-                            errors?: {
-                                [key: string]: string[];
-                            };
-                            status: number;
-                            title: string;
-                            type: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            data: {
-                                delete_users: {
-                                    first_name: string;
-                                    id: number;
-                                    last_name: string;
-                                    username: string;
-                                }[];
-                                new_users: {
-                                    [key: string]: unknown;
-                                }[];
-                                update_users: {
-                                    [key: string]: unknown;
-                                }[];
-                            };
-                            /** @enum {string} */
-                            status: "success";
-                        };
-                    };
-                };
-            };
-        };
+        /**
+         * Dry-run parse of a user CSV import (persists nothing)
+         * @description Dry-run parse of a user CSV import (persists nothing). Needs a bearer token; permissions are checked per record (see docs/permissions.md).
+         */
+        post: operations["users.csv"];
         delete?: never;
         options?: never;
         head?: never;
@@ -9445,128 +1443,11 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The authenticated user */
-        get: {
-            parameters: {
-                query?: {
-                    include?: string;
-                    relations?: string;
-                    select?: string;
-                    selects?: string;
-                };
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description RFC 9457 problem details */
-                "4XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: string;
-                            detail: string;
-                            errors?: {
-                                [key: string]: string[];
-                            };
-                            status: number;
-                            title: string;
-                            type: string;
-                        };
-                    };
-                };
-                /** @description RFC 9457 problem details */
-                "5XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: string;
-                            detail: string;
-                            errors?: {
-                                [key: string]: string[];
-                            };
-                            status: number;
-                            title: string;
-                            type: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            acceptedPolicies?: {
-                                [key: string]: unknown;
-                            }[];
-                            active?: boolean;
-                            /** @example 2026-01-31 09:30:00 */
-                            birthdate?: string | null;
-                            /** @example 2026-01-31 09:30:00 */
-                            blacked_out_at?: string | null;
-                            city?: string | null;
-                            /** @example 2026-01-31 09:30:00 */
-                            created_at?: string;
-                            default_route?: string | null;
-                            /** @example 2026-01-31 09:30:00 */
-                            deleted_at?: string | null;
-                            departments?: {
-                                [key: string]: unknown;
-                            }[];
-                            email?: string | null;
-                            /** @example 2026-01-31 09:30:00 */
-                            entering_date?: string | null;
-                            entityPermissions?: {
-                                [key: string]: unknown;
-                            }[];
-                            first_name?: string;
-                            full_name?: string;
-                            gender?: string | null;
-                            group_account?: boolean;
-                            id?: number;
-                            lang_id?: string | null;
-                            language?: {
-                                id: string;
-                                name: string;
-                            } | null;
-                            last_name?: string;
-                            /** @example 2026-01-31 09:30:00 */
-                            leaving_date?: string | null;
-                            phone?: string | null;
-                            prevent_logout?: boolean;
-                            profile_picture?: string | null;
-                            profile_picture_url?: string | null;
-                            role?: {
-                                [key: string]: unknown;
-                            } | null;
-                            role_id?: number;
-                            staff_number?: string | null;
-                            static_url?: string;
-                            street?: string | null;
-                            /** @example 2026-01-31 09:30:00 */
-                            updated_at?: string;
-                            url?: string;
-                            url_context?: {
-                                id: number;
-                                title: string;
-                                type: string;
-                                url: string;
-                            };
-                            username?: string;
-                            wants_email_notifications?: boolean;
-                            zipcode?: string | null;
-                        };
-                    };
-                };
-            };
-        };
+        /**
+         * The authenticated user
+         * @description The authenticated user. Needs a bearer token; permissions are checked per record (see docs/permissions.md).
+         */
+        get: operations["users.current"];
         put?: never;
         post?: never;
         delete?: never;
@@ -9582,153 +1463,16 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Push and email per notification category, and the email digest */
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description RFC 9457 problem details */
-                "4XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: string;
-                            detail: string;
-                            errors?: {
-                                [key: string]: string[];
-                            };
-                            status: number;
-                            title: string;
-                            type: string;
-                        };
-                    };
-                };
-                /** @description RFC 9457 problem details */
-                "5XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: string;
-                            detail: string;
-                            errors?: {
-                                [key: string]: string[];
-                            };
-                            status: number;
-                            title: string;
-                            type: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            email_digest: "immediate" | "daily" | "weekly";
-                            preferences: {
-                                email: boolean;
-                                /** @description The category (notification setting key) */
-                                key: string;
-                                notification_setting_id: number;
-                                push: boolean;
-                            }[];
-                        };
-                    };
-                };
-            };
-        };
-        /** Changes some categories (a partial array, or {email_digest, preferences}) */
-        put: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        email?: boolean;
-                        notification_setting_id: number;
-                        push?: boolean;
-                    }[] | {
-                        email_digest?: "immediate" | "daily" | "weekly";
-                        preferences?: {
-                            email?: boolean;
-                            notification_setting_id: number;
-                            push?: boolean;
-                        }[];
-                    };
-                };
-            };
-            responses: {
-                /** @description RFC 9457 problem details */
-                "4XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: string;
-                            detail: string;
-                            errors?: {
-                                [key: string]: string[];
-                            };
-                            status: number;
-                            title: string;
-                            type: string;
-                        };
-                    };
-                };
-                /** @description RFC 9457 problem details */
-                "5XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: string;
-                            detail: string;
-                            errors?: {
-                                [key: string]: string[];
-                            };
-                            status: number;
-                            title: string;
-                            type: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            email_digest: "immediate" | "daily" | "weekly";
-                            preferences: {
-                                email: boolean;
-                                /** @description The category (notification setting key) */
-                                key: string;
-                                notification_setting_id: number;
-                                push: boolean;
-                            }[];
-                        };
-                    };
-                };
-            };
-        };
+        /**
+         * Push and email per notification category, and the email digest
+         * @description Push and email per notification category, and the email digest. Needs a bearer token; permissions are checked per record (see docs/permissions.md).
+         */
+        get: operations["users.current.notificationPreferences"];
+        /**
+         * Changes some categories (a partial array, or {email_digest, preferences})
+         * @description Changes some categories (a partial array, or {email_digest, preferences}). Needs a bearer token; permissions are checked per record (see docs/permissions.md).
+         */
+        put: operations["users.current.notificationPreferences.updateMany"];
         post?: never;
         delete?: never;
         options?: never;
@@ -9743,74 +1487,11 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Soft-deleted users, blacked-out ones included */
-        get: {
-            parameters: {
-                query?: {
-                    filter?: {
-                        [key: string]: unknown;
-                    };
-                    include?: string;
-                    limit?: number;
-                    offset?: number;
-                    relations?: string;
-                    select?: string;
-                    selects?: string;
-                    sort?: string;
-                };
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description RFC 9457 problem details */
-                "4XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: string;
-                            detail: string;
-                            errors?: {
-                                [key: string]: string[];
-                            };
-                            status: number;
-                            title: string;
-                            type: string;
-                        };
-                    };
-                };
-                /** @description RFC 9457 problem details */
-                "5XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: string;
-                            detail: string;
-                            errors?: {
-                                [key: string]: string[];
-                            };
-                            status: number;
-                            title: string;
-                            type: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["def-0"][];
-                    };
-                };
-            };
-        };
+        /**
+         * Soft-deleted users, blacked-out ones included
+         * @description Soft-deleted users, blacked-out ones included. Needs a bearer token; permissions are checked per record (see docs/permissions.md).
+         */
+        get: operations["users.deleted.list"];
         put?: never;
         post?: never;
         delete?: never;
@@ -9826,72 +1507,11 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** CSV import template (one header row) */
-        get: {
-            parameters: {
-                query?: {
-                    active?: string;
-                    first_name?: string;
-                    group_account?: string;
-                    lang_id?: string;
-                    last_name?: string;
-                    password?: string;
-                    role_id?: string;
-                    username?: string;
-                };
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description RFC 9457 problem details */
-                "4XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "text/csv": {
-                            code: string;
-                            detail: string;
-                            errors?: {
-                                [key: string]: string[];
-                            };
-                            status: number;
-                            title: string;
-                            type: string;
-                        };
-                    };
-                };
-                /** @description RFC 9457 problem details */
-                "5XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "text/csv": {
-                            code: string;
-                            detail: string;
-                            errors?: {
-                                [key: string]: string[];
-                            };
-                            status: number;
-                            title: string;
-                            type: string;
-                        };
-                    };
-                };
-                /** @description text/csv; charset=UTF-8 attachment */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "text/csv": string;
-                    };
-                };
-            };
-        };
+        /**
+         * CSV import template (one header row)
+         * @description CSV import template (one header row). Needs a bearer token; permissions are checked per record (see docs/permissions.md).
+         */
+        get: operations["users.importTemplate"];
         put?: never;
         post?: never;
         delete?: never;
@@ -9909,69 +1529,11 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Mark a user for logout */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    id: number;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description RFC 9457 problem details */
-                "4XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: string;
-                            detail: string;
-                            errors?: {
-                                [key: string]: string[];
-                            };
-                            status: number;
-                            title: string;
-                            type: string;
-                        };
-                    };
-                };
-                /** @description RFC 9457 problem details */
-                "5XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: string;
-                            detail: string;
-                            errors?: {
-                                [key: string]: string[];
-                            };
-                            status: number;
-                            title: string;
-                            type: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            data: components["schemas"]["def-0"];
-                            /** @enum {string} */
-                            status: "success";
-                        };
-                    };
-                };
-            };
-        };
+        /**
+         * Mark a user for logout
+         * @description Mark a user for logout. Needs a bearer token; permissions are checked per record (see docs/permissions.md).
+         */
+        post: operations["users.logout.post"];
         delete?: never;
         options?: never;
         head?: never;
@@ -9987,76 +1549,11 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Restore a soft-deleted user */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    id: number;
-                };
-                cookie?: never;
-            };
-            /** @description optional */
-            requestBody: {
-                content: {
-                    "application/json": {
-                        role_id?: number;
-                    } | null;
-                };
-            };
-            responses: {
-                /** @description RFC 9457 problem details */
-                "4XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: string;
-                            detail: string;
-                            errors?: {
-                                [key: string]: string[];
-                            };
-                            status: number;
-                            title: string;
-                            type: string;
-                        };
-                    };
-                };
-                /** @description RFC 9457 problem details */
-                "5XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: string;
-                            detail: string;
-                            errors?: {
-                                [key: string]: string[];
-                            };
-                            status: number;
-                            title: string;
-                            type: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            data: components["schemas"]["def-0"];
-                            /** @enum {string} */
-                            status: "success";
-                        };
-                    };
-                };
-            };
-        };
+        /**
+         * Restore a soft-deleted user
+         * @description Restore a soft-deleted user. Needs a bearer token; permissions are checked per record (see docs/permissions.md).
+         */
+        post: operations["users.restore.post"];
         delete?: never;
         options?: never;
         head?: never;
@@ -10070,29 +1567,11 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @enum {string} */
-                            status: "ok";
-                        };
-                    };
-                };
-            };
-        };
+        /**
+         * Health live
+         * @description Health live. No authentication needed.
+         */
+        get: operations["health.live"];
         put?: never;
         post?: never;
         delete?: never;
@@ -10108,65 +1587,11 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description RFC 9457 problem details */
-                "4XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: string;
-                            detail: string;
-                            errors?: {
-                                [key: string]: string[];
-                            };
-                            status: number;
-                            title: string;
-                            type: string;
-                        };
-                    };
-                };
-                /** @description RFC 9457 problem details */
-                "5XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: string;
-                            detail: string;
-                            errors?: {
-                                [key: string]: string[];
-                            };
-                            status: number;
-                            title: string;
-                            type: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @enum {string} */
-                            status: "ok";
-                        };
-                    };
-                };
-            };
-        };
+        /**
+         * Health ready
+         * @description Health ready. No authentication needed.
+         */
+        get: operations["health.ready"];
         put?: never;
         post?: never;
         delete?: never;
@@ -10182,84 +1607,11 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        get: {
-            parameters: {
-                query?: {
-                    downloadFileContent?: boolean | string;
-                    filePoster?: boolean | string;
-                    showFileContent?: boolean | string;
-                };
-                header?: never;
-                path: {
-                    id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description RFC 9457 problem details */
-                "4XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: string;
-                            detail: string;
-                            errors?: {
-                                [key: string]: string[];
-                            };
-                            status: number;
-                            title: string;
-                            type: string;
-                        };
-                    };
-                };
-                /** @description RFC 9457 problem details */
-                "5XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: string;
-                            detail: string;
-                            errors?: {
-                                [key: string]: string[];
-                            };
-                            status: number;
-                            title: string;
-                            type: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            redirect: boolean;
-                            url: string | null;
-                            url_context: {
-                                id: number | string;
-                                title: string | null;
-                                type: string;
-                                url: string;
-                            } | null;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                302: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-            };
-        };
+        /**
+         * Get one shared
+         * @description Get one shared. Needs a bearer token; permissions are checked per record (see docs/permissions.md).
+         */
+        get: operations["shared.get"];
         put?: never;
         post?: never;
         delete?: never;
@@ -10268,73 +1620,38 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/users/{id}/profile-picture/{fileName}?": {
+    "/users/{id}/profile-picture": {
         parameters: {
             query?: never;
             header?: never;
             path?: never;
             cookie?: never;
         };
-        /** Profile-picture bytes (self or users.view) */
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    fileName: string;
-                    id: number;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description RFC 9457 problem details */
-                "4XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: string;
-                            detail: string;
-                            errors?: {
-                                [key: string]: string[];
-                            };
-                            status: number;
-                            title: string;
-                            type: string;
-                        };
-                    };
-                };
-                /** @description RFC 9457 problem details */
-                "5XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            code: string;
-                            detail: string;
-                            errors?: {
-                                [key: string]: string[];
-                            };
-                            status: number;
-                            title: string;
-                            type: string;
-                        };
-                    };
-                };
-                /** @description the image; Content-Type from its magic bytes */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "image/*": Blob;
-                    };
-                };
-            };
+        /**
+         * Profile-picture bytes (self or users.view)
+         * @description Profile-picture bytes (self or users.view). Needs a bearer token; permissions are checked per record (see docs/permissions.md).
+         */
+        get: operations["users.profilePicture"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/users/{id}/profile-picture/{fileName}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
         };
+        /**
+         * Profile-picture bytes (self or users.view)
+         * @description Profile-picture bytes (self or users.view). Needs a bearer token; permissions are checked per record (see docs/permissions.md).
+         */
+        get: operations["users.profilePictureNamed"];
         put?: never;
         post?: never;
         delete?: never;
@@ -10347,99 +1664,7 @@ export interface paths {
 export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
-        /** User */
-        "def-0": {
-            acceptedPolicies?: {
-                [key: string]: unknown;
-            }[];
-            active?: boolean;
-            /** @example 2026-01-31 09:30:00 */
-            birthdate?: string | null;
-            /** @example 2026-01-31 09:30:00 */
-            blacked_out_at?: string | null;
-            city?: string | null;
-            /** @example 2026-01-31 09:30:00 */
-            created_at?: string;
-            default_route?: string | null;
-            /** @example 2026-01-31 09:30:00 */
-            deleted_at?: string | null;
-            departments?: {
-                [key: string]: unknown;
-            }[];
-            email?: string | null;
-            /** @example 2026-01-31 09:30:00 */
-            entering_date?: string | null;
-            entityPermissions?: {
-                [key: string]: unknown;
-            }[];
-            first_name?: string;
-            full_name?: string;
-            gender?: string | null;
-            group_account?: boolean;
-            id?: number;
-            lang_id?: string | null;
-            language?: {
-                id: string;
-                name: string;
-            } | null;
-            last_name?: string;
-            /** @example 2026-01-31 09:30:00 */
-            leaving_date?: string | null;
-            phone?: string | null;
-            prevent_logout?: boolean;
-            profile_picture?: string | null;
-            profile_picture_url?: string | null;
-            role?: {
-                [key: string]: unknown;
-            } | null;
-            role_id?: number;
-            staff_number?: string | null;
-            static_url?: string;
-            street?: string | null;
-            /** @example 2026-01-31 09:30:00 */
-            updated_at?: string;
-            url?: string;
-            url_context?: {
-                id: number;
-                title: string;
-                type: string;
-                url: string;
-            };
-            username?: string;
-            wants_email_notifications?: boolean;
-            zipcode?: string | null;
-        };
-        /** Role */
-        "def-1": {
-            active?: boolean;
-            /** @example 2026-01-31 09:30:00 */
-            created_at?: string;
-            folder_id?: number | null;
-            id?: number;
-            name?: string;
-            permissions?: string[];
-            /** @example 2026-01-31 09:30:00 */
-            updated_at?: string;
-        };
-        /** Department */
-        "def-2": {
-            /** @example 2026-01-31 09:30:00 */
-            created_at?: string;
-            folder_id?: number | null;
-            id?: number;
-            name?: string;
-            notification_setting_id?: number | null;
-            /** @example 2026-01-31 09:30:00 */
-            updated_at?: string;
-            user_ids?: number[];
-        };
-        /** Language */
-        "def-3": {
-            id: string;
-            name: string;
-        };
-        /** Automation */
-        "def-4": {
+        Automation: {
             actions?: {
                 config: {
                     auth?: {
@@ -10470,31 +1695,168 @@ export interface components {
             updated_at?: string;
             user_id?: number | null;
         };
-        /** WebhookDelivery */
-        "def-5": {
-            action_index?: number;
-            attempts?: number;
-            automation_id?: number;
+        CalendarEvent: {
+            created_at?: string | null;
+            ends_at?: string | null;
+            id?: number | null;
+            starts_at?: string | null;
+            title?: string | null;
+            updated_at?: string | null;
+            user_id?: number | null;
+        };
+        Department: {
             /** @example 2026-01-31 09:30:00 */
             created_at?: string;
-            error?: string | null;
-            /** Format: uuid */
-            event_id?: string;
-            event_type?: string;
+            folder_id?: number | null;
             id?: number;
-            method?: string;
-            /** @example 2026-01-31 09:30:00 */
-            next_attempt_at?: string | null;
-            response_body?: string | null;
-            response_status?: number | null;
-            response_time_ms?: number | null;
-            status?: string;
+            name?: string;
+            notification_setting_id?: number | null;
             /** @example 2026-01-31 09:30:00 */
             updated_at?: string;
-            url?: string;
+            user_ids?: number[];
         };
-        /** Notification */
-        "def-6": {
+        EntityPermission: {
+            /** @example 2026-01-31 09:30:00 */
+            created_at?: string;
+            id?: number;
+            key?: string;
+            permission_entity?: string;
+            permission_entity_id?: number;
+            permissionEntity?: {
+                [key: string]: unknown;
+            } | null;
+            target_entity?: string;
+            target_entity_id?: number | string;
+            targetEntity?: {
+                [key: string]: unknown;
+            } | null;
+            /** @example 2026-01-31 09:30:00 */
+            updated_at?: string;
+        };
+        FilemanagerDirectory: {
+            created_at?: string | null;
+            id?: number | null;
+            name?: string | null;
+            parent_id?: number | null;
+            updated_at?: string | null;
+            user_id?: number | null;
+        };
+        FilemanagerFile: {
+            created_at?: string | null;
+            directory_id?: number | null;
+            has_poster?: boolean;
+            id?: number | null;
+            media_type?: string | null;
+            name?: string | null;
+            size?: number | null;
+            updated_at?: string | null;
+            user_id?: number | null;
+        };
+        Folder: {
+            children?: {
+                /** @example 2026-01-31 09:30:00 */
+                created_at?: string;
+                icon_id?: number | null;
+                id?: number;
+                lang_id?: string;
+                name?: string | null;
+                parent_id?: number | null;
+                show_on_menu?: boolean;
+                type?: string;
+                /** @example 2026-01-31 09:30:00 */
+                updated_at?: string;
+                user_id?: number | null;
+            }[];
+            /** @example 2026-01-31 09:30:00 */
+            created_at?: string;
+            entityPermissions?: components["schemas"]["EntityPermission"][];
+            icon_id?: number | null;
+            id?: number;
+            lang_id?: string;
+            name?: string | null;
+            parent?: {
+                /** @example 2026-01-31 09:30:00 */
+                created_at?: string;
+                icon_id?: number | null;
+                id?: number;
+                lang_id?: string;
+                name?: string | null;
+                parent_id?: number | null;
+                show_on_menu?: boolean;
+                type?: string;
+                /** @example 2026-01-31 09:30:00 */
+                updated_at?: string;
+                user_id?: number | null;
+            } | null;
+            parent_id?: number | null;
+            show_on_menu?: boolean;
+            translations?: {
+                lang_id: string;
+                name: string;
+            }[];
+            type?: string;
+            /** @example 2026-01-31 09:30:00 */
+            updated_at?: string;
+            user?: {
+                [key: string]: unknown;
+            } | null;
+            user_id?: number | null;
+        };
+        Form: {
+            created_at?: string | null;
+            folder_id?: number | null;
+            id?: number | null;
+            name?: string | null;
+            updated_at?: string | null;
+            user_id?: number | null;
+        };
+        FormMessage: {
+            created_at?: string | null;
+            data?: unknown;
+            form_id?: number | null;
+            id?: number | null;
+            updated_at?: string | null;
+            user_id?: number | null;
+        };
+        InfoboardComment: {
+            body?: string | null;
+            created_at?: string | null;
+            id?: number | null;
+            post_id?: number | null;
+            updated_at?: string | null;
+            user_id?: number | null;
+        };
+        InfoboardPost: {
+            body?: string | null;
+            channel_id?: number | null;
+            created_at?: string | null;
+            id?: number | null;
+            requires_reading_confirmation?: boolean;
+            title?: string | null;
+            updated_at?: string | null;
+            user_id?: number | null;
+        };
+        Language: {
+            id: string;
+            name: string;
+        };
+        ManualChapter: {
+            created_at?: string | null;
+            id?: number | null;
+            title?: string | null;
+            updated_at?: string | null;
+            user_id?: number | null;
+        };
+        ManualEntry: {
+            body?: string | null;
+            chapter_id?: number | null;
+            created_at?: string | null;
+            id?: number | null;
+            title?: string | null;
+            updated_at?: string | null;
+            user_id?: number | null;
+        };
+        Notification: {
             /** @example 2026-01-31 09:30:00 */
             created_at?: string;
             data?: {
@@ -10510,9 +1872,7 @@ export interface components {
             } | null;
             notifiable_id?: number;
             notifiable_type?: string;
-            /** @example 2026-01-31 09:30:00 */
             read_at?: string | null;
-            /** @example 2026-01-31 09:30:00 */
             seen_at?: string | null;
             targetable?: {
                 [key: string]: unknown;
@@ -10523,133 +1883,143 @@ export interface components {
             /** @example 2026-01-31 09:30:00 */
             updated_at?: string;
         };
-        /** NotificationSetting */
-        "def-7": {
+        NotificationSetting: {
             id?: number;
             key?: string;
             sort_number?: number;
         };
-        /** CalendarEvent */
-        "def-8": {
-            /** @example 2026-01-31 09:30:00 */
-            created_at?: string | null;
-            /** @example 2026-01-31 09:30:00 */
-            ends_at?: string | null;
-            id?: number | null;
-            /** @example 2026-01-31 09:30:00 */
-            starts_at?: string | null;
-            title?: string | null;
-            /** @example 2026-01-31 09:30:00 */
-            updated_at?: string | null;
-            user_id?: number | null;
+        /** @description RFC 9457 problem details */
+        Problem: {
+            code: string;
+            detail: string;
+            errors?: {
+                [key: string]: string[];
+            };
+            status: number;
+            title: string;
+            type: string;
         };
-        /** FilemanagerDirectory */
-        "def-9": {
+        Role: {
+            active?: boolean;
             /** @example 2026-01-31 09:30:00 */
-            created_at?: string | null;
-            id?: number | null;
-            name?: string | null;
-            parent_id?: number | null;
-            /** @example 2026-01-31 09:30:00 */
-            updated_at?: string | null;
-            user_id?: number | null;
-        };
-        /** FilemanagerFile */
-        "def-10": {
-            /** @example 2026-01-31 09:30:00 */
-            created_at?: string | null;
-            directory_id?: number | null;
-            has_poster?: boolean;
-            id?: number | null;
-            media_type?: string | null;
-            name?: string | null;
-            size?: number | null;
-            /** @example 2026-01-31 09:30:00 */
-            updated_at?: string | null;
-            user_id?: number | null;
-        };
-        /** Form */
-        "def-11": {
-            /** @example 2026-01-31 09:30:00 */
-            created_at?: string | null;
+            created_at?: string;
             folder_id?: number | null;
-            id?: number | null;
-            name?: string | null;
+            id?: number;
+            name?: string;
+            permissions?: string[];
             /** @example 2026-01-31 09:30:00 */
-            updated_at?: string | null;
+            updated_at?: string;
+        };
+        SharedItem: {
+            config?: {
+                [key: string]: unknown;
+            };
+            /** @example 2026-01-31 09:30:00 */
+            created_at?: string;
+            deleted_at?: string | null;
+            entityPermissions?: components["schemas"]["EntityPermission"][];
+            id?: string;
+            redirect_type?: string;
+            targetable?: {
+                [key: string]: unknown;
+            } | null;
+            targetable_id?: number | string;
+            targetable_type?: string;
+            type?: string;
+            /** @example 2026-01-31 09:30:00 */
+            updated_at?: string;
+            url?: string;
+            user?: {
+                [key: string]: unknown;
+            } | null;
             user_id?: number | null;
         };
-        /** FormMessage */
-        "def-12": {
-            /** @example 2026-01-31 09:30:00 */
+        TaskExecution: {
             created_at?: string | null;
-            data?: unknown;
-            form_id?: number | null;
-            id?: number | null;
-            /** @example 2026-01-31 09:30:00 */
-            updated_at?: string | null;
-            user_id?: number | null;
-        };
-        /** InfoboardPost */
-        "def-13": {
-            body?: string | null;
-            channel_id?: number | null;
-            /** @example 2026-01-31 09:30:00 */
-            created_at?: string | null;
-            id?: number | null;
-            requires_reading_confirmation?: boolean;
-            title?: string | null;
-            /** @example 2026-01-31 09:30:00 */
-            updated_at?: string | null;
-            user_id?: number | null;
-        };
-        /** InfoboardComment */
-        "def-14": {
-            body?: string | null;
-            /** @example 2026-01-31 09:30:00 */
-            created_at?: string | null;
-            id?: number | null;
-            post_id?: number | null;
-            /** @example 2026-01-31 09:30:00 */
-            updated_at?: string | null;
-            user_id?: number | null;
-        };
-        /** ManualChapter */
-        "def-15": {
-            /** @example 2026-01-31 09:30:00 */
-            created_at?: string | null;
-            id?: number | null;
-            title?: string | null;
-            /** @example 2026-01-31 09:30:00 */
-            updated_at?: string | null;
-            user_id?: number | null;
-        };
-        /** ManualEntry */
-        "def-16": {
-            body?: string | null;
-            chapter_id?: number | null;
-            /** @example 2026-01-31 09:30:00 */
-            created_at?: string | null;
-            id?: number | null;
-            title?: string | null;
-            /** @example 2026-01-31 09:30:00 */
-            updated_at?: string | null;
-            user_id?: number | null;
-        };
-        /** TaskExecution */
-        "def-17": {
-            /** @example 2026-01-31 09:30:00 */
-            created_at?: string | null;
-            /** @example 2026-01-31 09:30:00 */
             done_at?: string | null;
-            /** @example 2026-01-31 09:30:00 */
             due_at?: string | null;
             folder_id?: number | null;
             id?: number | null;
             title?: string | null;
-            /** @example 2026-01-31 09:30:00 */
             updated_at?: string | null;
             user_id?: number | null;
+        };
+        User: {
+            acceptedPolicies?: {
+                [key: string]: unknown;
+            }[];
+            active?: boolean;
+            birthdate?: string | null;
+            blacked_out_at?: string | null;
+            city?: string | null;
+            /** @example 2026-01-31 09:30:00 */
+            created_at?: string;
+            default_route?: string | null;
+            deleted_at?: string | null;
+            departments?: {
+                [key: string]: unknown;
+            }[];
+            email?: string | null;
+            entering_date?: string | null;
+            entityPermissions?: {
+                [key: string]: unknown;
+            }[];
+            first_name?: string;
+            full_name?: string;
+            gender?: string | null;
+            group_account?: boolean;
+            id?: number;
+            lang_id?: string | null;
+            language?: {
+                id: string;
+                name: string;
+            } | null;
+            last_name?: string;
+            leaving_date?: string | null;
+            phone?: string | null;
+            prevent_logout?: boolean;
+            profile_picture?: string | null;
+            profile_picture_url?: string | null;
+            role?: {
+                [key: string]: unknown;
+            } | null;
+            role_id?: number;
+            staff_number?: string | null;
+            static_url?: string;
+            street?: string | null;
+            /** @example 2026-01-31 09:30:00 */
+            updated_at?: string;
+            url?: string;
+            url_context?: {
+                id: number;
+                title: string;
+                type: string;
+                url: string;
+            };
+            username?: string;
+            wants_email_notifications?: boolean;
+            zipcode?: string | null;
+        };
+        WebhookDelivery: {
+            action_index?: number;
+            attempts?: number;
+            automation_id?: number;
+            /** @example 2026-01-31 09:30:00 */
+            created_at?: string;
+            error?: string | null;
+            /** Format: uuid */
+            event_id?: string;
+            event_type?: string;
+            id?: number;
+            method?: string;
+            next_attempt_at?: string | null;
+            response_body?: string | null;
+            response_status?: number | null;
+            response_time_ms?: number | null;
+            status?: string;
+            /** @example 2026-01-31 09:30:00 */
+            updated_at?: string;
+            url?: string;
         };
     };
     responses: never;
@@ -10659,4 +2029,7887 @@ export interface components {
     pathItems: never;
 }
 export type $defs = Record<string, never>;
-export type operations = Record<string, never>;
+export interface operations {
+    "wellKnown.jwksJson": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Client error (problem details, RFC 9457) */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Server error (problem details, RFC 9457) */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        keys: {
+                            alg: string;
+                            crv: string;
+                            kid: string;
+                            kty: string;
+                            use: string;
+                            x: string;
+                            y: string;
+                        }[];
+                    };
+                };
+            };
+        };
+    };
+    "administration.automations.list": {
+        parameters: {
+            query?: {
+                /** @description Filters, e.g. filter[id]=value. Aliases: is = eq, is_not = ne, value = like, not_in = nin. */
+                filter?: {
+                    /** @description active (boolean): filter[active]=value, or filter[active][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    active?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                    /** @description created_at (timestamp): filter[created_at]=value, or filter[created_at][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    created_at?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                    /** @description event (string): filter[event]=value, or filter[event][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    event?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                    /** @description id (id): filter[id]=value, or filter[id][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    id?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                    /** @description name (string): filter[name]=value, or filter[name][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    name?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                    /** @description updated_at (timestamp): filter[updated_at]=value, or filter[updated_at][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    updated_at?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                    /** @description user_id (id): filter[user_id]=value, or filter[user_id][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    user_id?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                };
+                /** @description Alias of relations */
+                include?: string;
+                /** @description At most this many rows */
+                limit?: number;
+                /** @description Skip this many rows */
+                offset?: number;
+                /** @description This resource has no relations */
+                relations?: string;
+                /** @description Alias of selects */
+                select?: string;
+                /** @description Comma-separated fields to return. Fields: id, name, event, active, actions, user_id, created_at, updated_at */
+                selects?: string;
+                /** @description Comma-separated; prefix - for descending. Sortable: id, name, event, active, user_id, created_at, updated_at */
+                sort?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Client error (problem details, RFC 9457) */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Server error (problem details, RFC 9457) */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Automation"][];
+                };
+            };
+        };
+    };
+    "administration.automations.create": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    actions: {
+                        config: unknown;
+                        type: string;
+                    }[];
+                    active?: boolean;
+                    event: string;
+                    name: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Client error (problem details, RFC 9457) */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Server error (problem details, RFC 9457) */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        actions?: {
+                            config: {
+                                auth?: {
+                                    basic?: {
+                                        username?: string;
+                                    };
+                                    header?: {
+                                        name?: string;
+                                    };
+                                    secret?: Record<string, never>;
+                                    type?: string | null;
+                                } | null;
+                                headers?: {
+                                    [key: string]: string;
+                                };
+                                method?: string | null;
+                                url?: string;
+                            };
+                            type: string;
+                        }[];
+                        active?: boolean;
+                        /** @example 2026-01-31 09:30:00 */
+                        created_at?: string;
+                        event?: string;
+                        id?: number;
+                        name?: string;
+                        /** @example 2026-01-31 09:30:00 */
+                        updated_at?: string;
+                        user_id?: number | null;
+                    };
+                };
+            };
+        };
+    };
+    "administration.automations.get": {
+        parameters: {
+            query?: {
+                /** @description Alias of relations */
+                include?: string;
+                /** @description This resource has no relations */
+                relations?: string;
+                /** @description Alias of selects */
+                select?: string;
+                /** @description Comma-separated fields to return. Fields: id, name, event, active, actions, user_id, created_at, updated_at */
+                selects?: string;
+            };
+            header?: never;
+            path: {
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Client error (problem details, RFC 9457) */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Server error (problem details, RFC 9457) */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        actions?: {
+                            config: {
+                                auth?: {
+                                    basic?: {
+                                        username?: string;
+                                    };
+                                    header?: {
+                                        name?: string;
+                                    };
+                                    secret?: Record<string, never>;
+                                    type?: string | null;
+                                } | null;
+                                headers?: {
+                                    [key: string]: string;
+                                };
+                                method?: string | null;
+                                url?: string;
+                            };
+                            type: string;
+                        }[];
+                        active?: boolean;
+                        /** @example 2026-01-31 09:30:00 */
+                        created_at?: string;
+                        event?: string;
+                        id?: number;
+                        name?: string;
+                        /** @example 2026-01-31 09:30:00 */
+                        updated_at?: string;
+                        user_id?: number | null;
+                    };
+                };
+            };
+        };
+    };
+    "administration.automations.update": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    actions?: {
+                        config: unknown;
+                        type: string;
+                    }[];
+                    active?: boolean;
+                    event?: string;
+                    name?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Client error (problem details, RFC 9457) */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Server error (problem details, RFC 9457) */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        actions?: {
+                            config: {
+                                auth?: {
+                                    basic?: {
+                                        username?: string;
+                                    };
+                                    header?: {
+                                        name?: string;
+                                    };
+                                    secret?: Record<string, never>;
+                                    type?: string | null;
+                                } | null;
+                                headers?: {
+                                    [key: string]: string;
+                                };
+                                method?: string | null;
+                                url?: string;
+                            };
+                            type: string;
+                        }[];
+                        active?: boolean;
+                        /** @example 2026-01-31 09:30:00 */
+                        created_at?: string;
+                        event?: string;
+                        id?: number;
+                        name?: string;
+                        /** @example 2026-01-31 09:30:00 */
+                        updated_at?: string;
+                        user_id?: number | null;
+                    };
+                };
+            };
+        };
+    };
+    "administration.automations.delete": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Client error (problem details, RFC 9457) */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Server error (problem details, RFC 9457) */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    "administration.automations.deliveries.list": {
+        parameters: {
+            query?: {
+                /** @description Filters, e.g. filter[id]=value. Aliases: is = eq, is_not = ne, value = like, not_in = nin. */
+                filter?: {
+                    /** @description action_index (integer): filter[action_index]=value, or filter[action_index][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    action_index?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                    /** @description attempts (integer): filter[attempts]=value, or filter[attempts][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    attempts?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                    /** @description automation_id (id): filter[automation_id]=value, or filter[automation_id][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    automation_id?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                    /** @description created_at (timestamp): filter[created_at]=value, or filter[created_at][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    created_at?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                    /** @description error (string): filter[error]=value, or filter[error][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    error?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                    /** @description event_id (uuid): filter[event_id]=value, or filter[event_id][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    event_id?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                    /** @description event_type (string): filter[event_type]=value, or filter[event_type][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    event_type?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                    /** @description id (id): filter[id]=value, or filter[id][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    id?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                    /** @description method (string): filter[method]=value, or filter[method][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    method?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                    /** @description next_attempt_at (timestamp): filter[next_attempt_at]=value, or filter[next_attempt_at][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    next_attempt_at?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                    /** @description response_status (integer): filter[response_status]=value, or filter[response_status][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    response_status?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                    /** @description response_time_ms (integer): filter[response_time_ms]=value, or filter[response_time_ms][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    response_time_ms?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                    /** @description status (string): filter[status]=value, or filter[status][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    status?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                    /** @description updated_at (timestamp): filter[updated_at]=value, or filter[updated_at][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    updated_at?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                    /** @description url (string): filter[url]=value, or filter[url][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    url?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                };
+                /** @description Alias of relations */
+                include?: string;
+                /** @description At most this many rows */
+                limit?: number;
+                /** @description Skip this many rows */
+                offset?: number;
+                /** @description This resource has no relations */
+                relations?: string;
+                /** @description Alias of selects */
+                select?: string;
+                /** @description Comma-separated fields to return. Fields: id, automation_id, event_id, event_type, action_index, url, method, status, attempts, response_status, response_time_ms, response_body, error, next_attempt_at, created_at, updated_at */
+                selects?: string;
+                /** @description Comma-separated; prefix - for descending. Sortable: id, automation_id, event_id, event_type, action_index, url, method, status, attempts, response_status, response_time_ms, error, next_attempt_at, created_at, updated_at */
+                sort?: string;
+            };
+            header?: never;
+            path: {
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Client error (problem details, RFC 9457) */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Server error (problem details, RFC 9457) */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookDelivery"][];
+                };
+            };
+        };
+    };
+    "administration.automations.deliveries.redeliver": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                delivery: number;
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Client error (problem details, RFC 9457) */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Server error (problem details, RFC 9457) */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        action_index?: number;
+                        attempts?: number;
+                        automation_id?: number;
+                        /** @example 2026-01-31 09:30:00 */
+                        created_at?: string;
+                        error?: string | null;
+                        /** Format: uuid */
+                        event_id?: string;
+                        event_type?: string;
+                        id?: number;
+                        method?: string;
+                        next_attempt_at?: string | null;
+                        response_body?: string | null;
+                        response_status?: number | null;
+                        response_time_ms?: number | null;
+                        status?: string;
+                        /** @example 2026-01-31 09:30:00 */
+                        updated_at?: string;
+                        url?: string;
+                    };
+                };
+            };
+        };
+    };
+    "administration.automations.test": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Client error (problem details, RFC 9457) */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Server error (problem details, RFC 9457) */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        delivery_ids: number[];
+                    };
+                };
+            };
+        };
+    };
+    "administration.automations.validateAction": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    config: unknown;
+                    type: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Client error (problem details, RFC 9457) */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Server error (problem details, RFC 9457) */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        valid: true;
+                    };
+                };
+            };
+        };
+    };
+    "administration.notifications.reset.deleteMany": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Client error (problem details, RFC 9457) */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Server error (problem details, RFC 9457) */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: null;
+                        /** @enum {string} */
+                        status: "success";
+                    };
+                };
+            };
+        };
+    };
+    "administration.sharedItems.list": {
+        parameters: {
+            query?: {
+                /** @description Filters, e.g. filter[id]=value. Aliases: is = eq, is_not = ne, value = like, not_in = nin. */
+                filter?: {
+                    /** @description config (json): filter[config]=value, or filter[config][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    config?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                    /** @description created_at (timestamp): filter[created_at]=value, or filter[created_at][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    created_at?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                    /** @description deleted_at (timestamp): filter[deleted_at]=value, or filter[deleted_at][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    deleted_at?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                    /** @description id (uuid): filter[id]=value, or filter[id][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    id?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                    /** @description redirect_type (string): filter[redirect_type]=value, or filter[redirect_type][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    redirect_type?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                    /** @description targetable_id: a named filter of this list */
+                    targetable_id?: string | string[];
+                    /** @description targetable_type (string): filter[targetable_type]=value, or filter[targetable_type][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    targetable_type?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                    /** @description type (string): filter[type]=value, or filter[type][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    type?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                    /** @description updated_at (timestamp): filter[updated_at]=value, or filter[updated_at][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    updated_at?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                    /** @description user_id (id): filter[user_id]=value, or filter[user_id][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    user_id?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                };
+                /** @description Alias of relations */
+                include?: string;
+                /** @description At most this many rows */
+                limit?: number;
+                /** @description Skip this many rows */
+                offset?: number;
+                /** @description Relations to load (comma or | separated): user, targetable, entityPermissions */
+                relations?: string;
+                /** @description Alias of selects */
+                select?: string;
+                /** @description Comma-separated fields to return. Fields: id, user_id, type, redirect_type, targetable_type, targetable_id, config, url, created_at, updated_at, deleted_at */
+                selects?: string;
+                /** @description Comma-separated; prefix - for descending. Sortable: id, user_id, type, redirect_type, targetable_type, created_at, updated_at, deleted_at */
+                sort?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Client error (problem details, RFC 9457) */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Server error (problem details, RFC 9457) */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SharedItem"][];
+                };
+            };
+        };
+    };
+    "administration.sharedItems.create": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    config?: {
+                        [key: string]: unknown;
+                    };
+                    entity_permissions?: {
+                        /** @default view */
+                        key?: string;
+                        /** @enum {unknown} */
+                        permission_entity: "user" | "role" | "department";
+                        permission_entity_id: number;
+                    }[];
+                    /** @enum {unknown} */
+                    redirect_type?: "none" | "redirect" | "redirectWithGrantToken";
+                    targetable_id: number | string;
+                    targetable_type: string;
+                    type: string;
+                    user_id?: number | null;
+                };
+            };
+        };
+        responses: {
+            /** @description Client error (problem details, RFC 9457) */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Server error (problem details, RFC 9457) */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        config?: {
+                            [key: string]: unknown;
+                        };
+                        /** @example 2026-01-31 09:30:00 */
+                        created_at?: string;
+                        deleted_at?: string | null;
+                        entityPermissions?: components["schemas"]["EntityPermission"][];
+                        id?: string;
+                        redirect_type?: string;
+                        targetable?: {
+                            [key: string]: unknown;
+                        } | null;
+                        targetable_id?: number | string;
+                        targetable_type?: string;
+                        type?: string;
+                        /** @example 2026-01-31 09:30:00 */
+                        updated_at?: string;
+                        url?: string;
+                        user?: {
+                            [key: string]: unknown;
+                        } | null;
+                        user_id?: number | null;
+                    };
+                };
+            };
+        };
+    };
+    "administration.sharedItems.get": {
+        parameters: {
+            query?: {
+                /** @description Alias of relations */
+                include?: string;
+                /** @description Relations to load (comma or | separated): user, targetable, entityPermissions */
+                relations?: string;
+                /** @description Alias of selects */
+                select?: string;
+                /** @description Comma-separated fields to return. Fields: id, user_id, type, redirect_type, targetable_type, targetable_id, config, url, created_at, updated_at, deleted_at */
+                selects?: string;
+            };
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Client error (problem details, RFC 9457) */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Server error (problem details, RFC 9457) */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        config?: {
+                            [key: string]: unknown;
+                        };
+                        /** @example 2026-01-31 09:30:00 */
+                        created_at?: string;
+                        deleted_at?: string | null;
+                        entityPermissions?: components["schemas"]["EntityPermission"][];
+                        id?: string;
+                        redirect_type?: string;
+                        targetable?: {
+                            [key: string]: unknown;
+                        } | null;
+                        targetable_id?: number | string;
+                        targetable_type?: string;
+                        type?: string;
+                        /** @example 2026-01-31 09:30:00 */
+                        updated_at?: string;
+                        url?: string;
+                        user?: {
+                            [key: string]: unknown;
+                        } | null;
+                        user_id?: number | null;
+                    };
+                };
+            };
+        };
+    };
+    "administration.sharedItems.update": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    config?: {
+                        [key: string]: unknown;
+                    };
+                    entity_permissions?: {
+                        /** @default view */
+                        key?: string;
+                        /** @enum {unknown} */
+                        permission_entity: "user" | "role" | "department";
+                        permission_entity_id: number;
+                    }[];
+                    /** @enum {unknown} */
+                    redirect_type?: "none" | "redirect" | "redirectWithGrantToken";
+                    targetable_id?: number | string;
+                    targetable_type?: string;
+                    type?: string;
+                    user_id?: number | null;
+                };
+            };
+        };
+        responses: {
+            /** @description Client error (problem details, RFC 9457) */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Server error (problem details, RFC 9457) */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        config?: {
+                            [key: string]: unknown;
+                        };
+                        /** @example 2026-01-31 09:30:00 */
+                        created_at?: string;
+                        deleted_at?: string | null;
+                        entityPermissions?: components["schemas"]["EntityPermission"][];
+                        id?: string;
+                        redirect_type?: string;
+                        targetable?: {
+                            [key: string]: unknown;
+                        } | null;
+                        targetable_id?: number | string;
+                        targetable_type?: string;
+                        type?: string;
+                        /** @example 2026-01-31 09:30:00 */
+                        updated_at?: string;
+                        url?: string;
+                        user?: {
+                            [key: string]: unknown;
+                        } | null;
+                        user_id?: number | null;
+                    };
+                };
+            };
+        };
+    };
+    "administration.sharedItems.delete": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Client error (problem details, RFC 9457) */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Server error (problem details, RFC 9457) */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    "administration.sharedItems.restore": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Client error (problem details, RFC 9457) */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Server error (problem details, RFC 9457) */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        config?: {
+                            [key: string]: unknown;
+                        };
+                        /** @example 2026-01-31 09:30:00 */
+                        created_at?: string;
+                        deleted_at?: string | null;
+                        entityPermissions?: components["schemas"]["EntityPermission"][];
+                        id?: string;
+                        redirect_type?: string;
+                        targetable?: {
+                            [key: string]: unknown;
+                        } | null;
+                        targetable_id?: number | string;
+                        targetable_type?: string;
+                        type?: string;
+                        /** @example 2026-01-31 09:30:00 */
+                        updated_at?: string;
+                        url?: string;
+                        user?: {
+                            [key: string]: unknown;
+                        } | null;
+                        user_id?: number | null;
+                    };
+                };
+            };
+        };
+    };
+    "auth.login": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    device_name?: string;
+                    password: string;
+                    tenant: string;
+                    username: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Client error (problem details, RFC 9457) */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Server error (problem details, RFC 9457) */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        access_token: string;
+                        /** @example 2026-01-31 09:30:00 */
+                        expires_at: string;
+                        password_change_required: boolean;
+                        /** @enum {string} */
+                        token_type: "Bearer";
+                        user: components["schemas"]["User"];
+                    };
+                };
+            };
+        };
+    };
+    "auth.logout": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Client error (problem details, RFC 9457) */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Server error (problem details, RFC 9457) */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    "calendar.events.list": {
+        parameters: {
+            query?: {
+                /** @description Filters, e.g. filter[id]=value. Aliases: is = eq, is_not = ne, value = like, not_in = nin. */
+                filter?: {
+                    /** @description created_at (timestamp): filter[created_at]=value, or filter[created_at][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    created_at?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                    /** @description ends_at (timestamp): filter[ends_at]=value, or filter[ends_at][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    ends_at?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                    /** @description id (id): filter[id]=value, or filter[id][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    id?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                    /** @description starts_at (timestamp): filter[starts_at]=value, or filter[starts_at][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    starts_at?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                    /** @description title (string): filter[title]=value, or filter[title][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    title?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                    /** @description updated_at (timestamp): filter[updated_at]=value, or filter[updated_at][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    updated_at?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                    /** @description user_id (id): filter[user_id]=value, or filter[user_id][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    user_id?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                };
+                /** @description Alias of relations */
+                include?: string;
+                /** @description At most this many rows */
+                limit?: number;
+                /** @description Skip this many rows */
+                offset?: number;
+                /** @description This resource has no relations */
+                relations?: string;
+                /** @description Alias of selects */
+                select?: string;
+                /** @description Comma-separated fields to return. Fields: id, user_id, title, starts_at, ends_at, created_at, updated_at */
+                selects?: string;
+                /** @description Comma-separated; prefix - for descending. Sortable: id, user_id, title, starts_at, ends_at, created_at, updated_at */
+                sort?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Client error (problem details, RFC 9457) */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Server error (problem details, RFC 9457) */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CalendarEvent"][];
+                };
+            };
+        };
+    };
+    "calendar.events.create": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    ends_at: string;
+                    starts_at: string;
+                    title: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Client error (problem details, RFC 9457) */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Server error (problem details, RFC 9457) */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        created_at?: string | null;
+                        ends_at?: string | null;
+                        id?: number | null;
+                        starts_at?: string | null;
+                        title?: string | null;
+                        updated_at?: string | null;
+                        user_id?: number | null;
+                    };
+                };
+            };
+        };
+    };
+    "calendar.events.get": {
+        parameters: {
+            query?: {
+                grant_token?: string;
+                /** @description Alias of relations */
+                include?: string;
+                /** @description This resource has no relations */
+                relations?: string;
+                /** @description Alias of selects */
+                select?: string;
+                /** @description Comma-separated fields to return. Fields: id, user_id, title, starts_at, ends_at, created_at, updated_at */
+                selects?: string;
+            };
+            header?: never;
+            path: {
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Client error (problem details, RFC 9457) */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Server error (problem details, RFC 9457) */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        created_at?: string | null;
+                        ends_at?: string | null;
+                        id?: number | null;
+                        starts_at?: string | null;
+                        title?: string | null;
+                        updated_at?: string | null;
+                        user_id?: number | null;
+                    };
+                };
+            };
+        };
+    };
+    "calendar.events.update": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    ends_at?: string;
+                    starts_at?: string;
+                    title?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Client error (problem details, RFC 9457) */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Server error (problem details, RFC 9457) */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        created_at?: string | null;
+                        ends_at?: string | null;
+                        id?: number | null;
+                        starts_at?: string | null;
+                        title?: string | null;
+                        updated_at?: string | null;
+                        user_id?: number | null;
+                    };
+                };
+            };
+        };
+    };
+    "calendar.events.delete": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Client error (problem details, RFC 9457) */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Server error (problem details, RFC 9457) */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    "departments.list": {
+        parameters: {
+            query?: {
+                /** @description Filters, e.g. filter[id]=value. Aliases: is = eq, is_not = ne, value = like, not_in = nin. */
+                filter?: {
+                    /** @description created_at (timestamp): filter[created_at]=value, or filter[created_at][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    created_at?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                    /** @description folder_id (id): filter[folder_id]=value, or filter[folder_id][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    folder_id?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                    /** @description id (id): filter[id]=value, or filter[id][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    id?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                    /** @description name (string): filter[name]=value, or filter[name][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    name?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                    /** @description notification_setting_id (id): filter[notification_setting_id]=value, or filter[notification_setting_id][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    notification_setting_id?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                    /** @description updated_at (timestamp): filter[updated_at]=value, or filter[updated_at][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    updated_at?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                };
+                /** @description Alias of relations */
+                include?: string;
+                /** @description At most this many rows */
+                limit?: number;
+                /** @description Skip this many rows */
+                offset?: number;
+                /** @description This resource has no relations */
+                relations?: string;
+                /** @description Alias of selects */
+                select?: string;
+                /** @description Comma-separated fields to return. Fields: id, name, folder_id, notification_setting_id, user_ids, created_at, updated_at */
+                selects?: string;
+                /** @description Comma-separated; prefix - for descending. Sortable: id, name, folder_id, notification_setting_id, created_at, updated_at */
+                sort?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Client error (problem details, RFC 9457) */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Server error (problem details, RFC 9457) */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Department"][];
+                };
+            };
+        };
+    };
+    "departments.create": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    folder_id?: number | null;
+                    name: string;
+                    notification_setting_id?: number | null;
+                    user_ids?: number[];
+                };
+            };
+        };
+        responses: {
+            /** @description Client error (problem details, RFC 9457) */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Server error (problem details, RFC 9457) */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @example 2026-01-31 09:30:00 */
+                        created_at?: string;
+                        folder_id?: number | null;
+                        id?: number;
+                        name?: string;
+                        notification_setting_id?: number | null;
+                        /** @example 2026-01-31 09:30:00 */
+                        updated_at?: string;
+                        user_ids?: number[];
+                    };
+                };
+            };
+        };
+    };
+    "departments.get": {
+        parameters: {
+            query?: {
+                /** @description Alias of relations */
+                include?: string;
+                /** @description This resource has no relations */
+                relations?: string;
+                /** @description Alias of selects */
+                select?: string;
+                /** @description Comma-separated fields to return. Fields: id, name, folder_id, notification_setting_id, user_ids, created_at, updated_at */
+                selects?: string;
+            };
+            header?: never;
+            path: {
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Client error (problem details, RFC 9457) */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Server error (problem details, RFC 9457) */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @example 2026-01-31 09:30:00 */
+                        created_at?: string;
+                        folder_id?: number | null;
+                        id?: number;
+                        name?: string;
+                        notification_setting_id?: number | null;
+                        /** @example 2026-01-31 09:30:00 */
+                        updated_at?: string;
+                        user_ids?: number[];
+                    };
+                };
+            };
+        };
+    };
+    "departments.update": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    folder_id?: number | null;
+                    name?: string;
+                    notification_setting_id?: number | null;
+                    user_ids?: number[];
+                };
+            };
+        };
+        responses: {
+            /** @description Client error (problem details, RFC 9457) */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Server error (problem details, RFC 9457) */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @example 2026-01-31 09:30:00 */
+                        created_at?: string;
+                        folder_id?: number | null;
+                        id?: number;
+                        name?: string;
+                        notification_setting_id?: number | null;
+                        /** @example 2026-01-31 09:30:00 */
+                        updated_at?: string;
+                        user_ids?: number[];
+                    };
+                };
+            };
+        };
+    };
+    "departments.delete": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Client error (problem details, RFC 9457) */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Server error (problem details, RFC 9457) */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    "entityPermissions.create": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @default view */
+                    key?: string;
+                    /** @enum {unknown} */
+                    permission_entity: "user" | "role" | "department";
+                    permission_entity_id: number;
+                    target_entity: string;
+                    target_entity_id: number | string;
+                };
+            };
+        };
+        responses: {
+            /** @description Client error (problem details, RFC 9457) */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Server error (problem details, RFC 9457) */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @example 2026-01-31 09:30:00 */
+                        created_at?: string;
+                        id?: number;
+                        key?: string;
+                        permission_entity?: string;
+                        permission_entity_id?: number;
+                        permissionEntity?: {
+                            [key: string]: unknown;
+                        } | null;
+                        target_entity?: string;
+                        target_entity_id?: number | string;
+                        targetEntity?: {
+                            [key: string]: unknown;
+                        } | null;
+                        /** @example 2026-01-31 09:30:00 */
+                        updated_at?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @example 2026-01-31 09:30:00 */
+                        created_at?: string;
+                        id?: number;
+                        key?: string;
+                        permission_entity?: string;
+                        permission_entity_id?: number;
+                        permissionEntity?: {
+                            [key: string]: unknown;
+                        } | null;
+                        target_entity?: string;
+                        target_entity_id?: number | string;
+                        targetEntity?: {
+                            [key: string]: unknown;
+                        } | null;
+                        /** @example 2026-01-31 09:30:00 */
+                        updated_at?: string;
+                    };
+                };
+            };
+        };
+    };
+    "entityPermissions.getById": {
+        parameters: {
+            query?: {
+                /** @description Alias of relations */
+                include?: string;
+                /** @description Relations to load (comma or | separated): permissionEntity, targetEntity */
+                relations?: string;
+                /** @description Alias of selects */
+                select?: string;
+                /** @description Comma-separated fields to return. Fields: id, key, permission_entity, permission_entity_id, target_entity, target_entity_id, created_at, updated_at */
+                selects?: string;
+            };
+            header?: never;
+            path: {
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Client error (problem details, RFC 9457) */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Server error (problem details, RFC 9457) */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @example 2026-01-31 09:30:00 */
+                        created_at?: string;
+                        id?: number;
+                        key?: string;
+                        permission_entity?: string;
+                        permission_entity_id?: number;
+                        permissionEntity?: {
+                            [key: string]: unknown;
+                        } | null;
+                        target_entity?: string;
+                        target_entity_id?: number | string;
+                        targetEntity?: {
+                            [key: string]: unknown;
+                        } | null;
+                        /** @example 2026-01-31 09:30:00 */
+                        updated_at?: string;
+                    };
+                };
+            };
+        };
+    };
+    "entityPermissions.delete": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Client error (problem details, RFC 9457) */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Server error (problem details, RFC 9457) */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    "entityPermissions.getByTargetEntityAndTargetEntityId": {
+        parameters: {
+            query?: {
+                /** @description Alias of relations */
+                include?: string;
+                /** @description Relations to load (comma or | separated): permissionEntity, targetEntity */
+                relations?: string;
+                /** @description Alias of selects */
+                select?: string;
+                /** @description Comma-separated fields to return. Fields: id, key, permission_entity, permission_entity_id, target_entity, target_entity_id, created_at, updated_at */
+                selects?: string;
+            };
+            header?: never;
+            path: {
+                targetEntity: string;
+                targetEntityId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Client error (problem details, RFC 9457) */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Server error (problem details, RFC 9457) */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EntityPermission"][];
+                };
+            };
+        };
+    };
+    "filemanager.directories.list": {
+        parameters: {
+            query?: {
+                /** @description Filters, e.g. filter[id]=value. Aliases: is = eq, is_not = ne, value = like, not_in = nin. */
+                filter?: {
+                    /** @description created_at (timestamp): filter[created_at]=value, or filter[created_at][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    created_at?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                    /** @description id (id): filter[id]=value, or filter[id][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    id?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                    /** @description name (string): filter[name]=value, or filter[name][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    name?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                    /** @description parent_id (id): filter[parent_id]=value, or filter[parent_id][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    parent_id?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                    /** @description updated_at (timestamp): filter[updated_at]=value, or filter[updated_at][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    updated_at?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                    /** @description user_id (id): filter[user_id]=value, or filter[user_id][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    user_id?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                };
+                /** @description Alias of relations */
+                include?: string;
+                /** @description At most this many rows */
+                limit?: number;
+                /** @description Skip this many rows */
+                offset?: number;
+                /** @description This resource has no relations */
+                relations?: string;
+                /** @description Alias of selects */
+                select?: string;
+                /** @description Comma-separated fields to return. Fields: id, user_id, name, parent_id, created_at, updated_at */
+                selects?: string;
+                /** @description Comma-separated; prefix - for descending. Sortable: id, user_id, name, parent_id, created_at, updated_at */
+                sort?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Client error (problem details, RFC 9457) */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Server error (problem details, RFC 9457) */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["FilemanagerDirectory"][];
+                };
+            };
+        };
+    };
+    "filemanager.directories.create": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    name: string;
+                    parent_id?: number | null;
+                };
+            };
+        };
+        responses: {
+            /** @description Client error (problem details, RFC 9457) */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Server error (problem details, RFC 9457) */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        created_at?: string | null;
+                        id?: number | null;
+                        name?: string | null;
+                        parent_id?: number | null;
+                        updated_at?: string | null;
+                        user_id?: number | null;
+                    };
+                };
+            };
+        };
+    };
+    "filemanager.directories.get": {
+        parameters: {
+            query?: {
+                grant_token?: string;
+                /** @description Alias of relations */
+                include?: string;
+                /** @description This resource has no relations */
+                relations?: string;
+                /** @description Alias of selects */
+                select?: string;
+                /** @description Comma-separated fields to return. Fields: id, user_id, name, parent_id, created_at, updated_at */
+                selects?: string;
+            };
+            header?: never;
+            path: {
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Client error (problem details, RFC 9457) */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Server error (problem details, RFC 9457) */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        created_at?: string | null;
+                        id?: number | null;
+                        name?: string | null;
+                        parent_id?: number | null;
+                        updated_at?: string | null;
+                        user_id?: number | null;
+                    };
+                };
+            };
+        };
+    };
+    "filemanager.directories.delete": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Client error (problem details, RFC 9457) */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Server error (problem details, RFC 9457) */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    "filemanager.files.list": {
+        parameters: {
+            query?: {
+                /** @description Filters, e.g. filter[id]=value. Aliases: is = eq, is_not = ne, value = like, not_in = nin. */
+                filter?: {
+                    /** @description created_at (timestamp): filter[created_at]=value, or filter[created_at][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    created_at?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                    /** @description directory_id (id): filter[directory_id]=value, or filter[directory_id][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    directory_id?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                    /** @description has_poster (boolean): filter[has_poster]=value, or filter[has_poster][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    has_poster?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                    /** @description id (id): filter[id]=value, or filter[id][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    id?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                    /** @description media_type (string): filter[media_type]=value, or filter[media_type][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    media_type?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                    /** @description name (string): filter[name]=value, or filter[name][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    name?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                    /** @description size (integer): filter[size]=value, or filter[size][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    size?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                    /** @description updated_at (timestamp): filter[updated_at]=value, or filter[updated_at][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    updated_at?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                    /** @description user_id (id): filter[user_id]=value, or filter[user_id][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    user_id?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                };
+                /** @description Alias of relations */
+                include?: string;
+                /** @description At most this many rows */
+                limit?: number;
+                /** @description Skip this many rows */
+                offset?: number;
+                /** @description This resource has no relations */
+                relations?: string;
+                /** @description Alias of selects */
+                select?: string;
+                /** @description Comma-separated fields to return. Fields: id, user_id, name, directory_id, size, media_type, has_poster, created_at, updated_at */
+                selects?: string;
+                /** @description Comma-separated; prefix - for descending. Sortable: id, user_id, name, directory_id, size, media_type, has_poster, created_at, updated_at */
+                sort?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Client error (problem details, RFC 9457) */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Server error (problem details, RFC 9457) */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["FilemanagerFile"][];
+                };
+            };
+        };
+    };
+    "filemanager.files.create": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "multipart/form-data": {
+                    directory_id?: number | null;
+                    /**
+                     * Format: binary
+                     * @description the file (required), at most 10 MiB
+                     */
+                    file?: Blob;
+                    name?: string;
+                    /**
+                     * Format: binary
+                     * @description optional JPEG/PNG/GIF/WebP poster, at most 5 MiB
+                     */
+                    poster?: Blob;
+                };
+            };
+        };
+        responses: {
+            /** @description Client error (problem details, RFC 9457) */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Server error (problem details, RFC 9457) */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        created_at?: string | null;
+                        directory_id?: number | null;
+                        has_poster?: boolean;
+                        id?: number | null;
+                        media_type?: string | null;
+                        name?: string | null;
+                        size?: number | null;
+                        updated_at?: string | null;
+                        user_id?: number | null;
+                    };
+                };
+            };
+        };
+    };
+    "filemanager.files.get": {
+        parameters: {
+            query?: {
+                grant_token?: string;
+                /** @description Alias of relations */
+                include?: string;
+                /** @description This resource has no relations */
+                relations?: string;
+                /** @description Alias of selects */
+                select?: string;
+                /** @description Comma-separated fields to return. Fields: id, user_id, name, directory_id, size, media_type, has_poster, created_at, updated_at */
+                selects?: string;
+            };
+            header?: never;
+            path: {
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Client error (problem details, RFC 9457) */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Server error (problem details, RFC 9457) */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        created_at?: string | null;
+                        directory_id?: number | null;
+                        has_poster?: boolean;
+                        id?: number | null;
+                        media_type?: string | null;
+                        name?: string | null;
+                        size?: number | null;
+                        updated_at?: string | null;
+                        user_id?: number | null;
+                    };
+                };
+            };
+        };
+    };
+    "filemanager.files.delete": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Client error (problem details, RFC 9457) */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Server error (problem details, RFC 9457) */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    "filemanager.files.content": {
+        parameters: {
+            query?: {
+                grant_token?: string;
+            };
+            header?: never;
+            path: {
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Client error (problem details, RFC 9457) */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Server error (problem details, RFC 9457) */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the stored bytes; Content-Type from their magic bytes */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "*/*": Blob;
+                };
+            };
+            /** @description the stored bytes; Content-Type from their magic bytes */
+            206: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "*/*": Blob;
+                };
+            };
+        };
+    };
+    "filemanager.files.download": {
+        parameters: {
+            query?: {
+                grant_token?: string;
+            };
+            header?: never;
+            path: {
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Client error (problem details, RFC 9457) */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Server error (problem details, RFC 9457) */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the stored bytes; Content-Type from their magic bytes */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "*/*": Blob;
+                };
+            };
+            /** @description the stored bytes; Content-Type from their magic bytes */
+            206: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "*/*": Blob;
+                };
+            };
+        };
+    };
+    "filemanager.files.poster": {
+        parameters: {
+            query?: {
+                grant_token?: string;
+            };
+            header?: never;
+            path: {
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Client error (problem details, RFC 9457) */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Server error (problem details, RFC 9457) */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the stored bytes; Content-Type from their magic bytes */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "*/*": Blob;
+                };
+            };
+            /** @description the stored bytes; Content-Type from their magic bytes */
+            206: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "*/*": Blob;
+                };
+            };
+        };
+    };
+    "folders.list": {
+        parameters: {
+            query?: {
+                /** @description Filters, e.g. filter[id]=value. Aliases: is = eq, is_not = ne, value = like, not_in = nin. */
+                filter?: {
+                    /** @description created_at (timestamp): filter[created_at]=value, or filter[created_at][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    created_at?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                    /** @description icon_id (id): filter[icon_id]=value, or filter[icon_id][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    icon_id?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                    /** @description id (id): filter[id]=value, or filter[id][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    id?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                    /** @description lang_id (string): filter[lang_id]=value, or filter[lang_id][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    lang_id?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                    /** @description name (string): filter[name]=value, or filter[name][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    name?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                    /** @description parent_id (id): filter[parent_id]=value, or filter[parent_id][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    parent_id?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                    /** @description show_on_menu (boolean): filter[show_on_menu]=value, or filter[show_on_menu][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    show_on_menu?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                    /** @description type (string): filter[type]=value, or filter[type][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    type?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                    /** @description updated_at (timestamp): filter[updated_at]=value, or filter[updated_at][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    updated_at?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                    /** @description user_id (id): filter[user_id]=value, or filter[user_id][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    user_id?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                };
+                /** @description Alias of relations */
+                include?: string;
+                /** @description At most this many rows */
+                limit?: number;
+                /** @description Skip this many rows */
+                offset?: number;
+                /** @description Relations to load (comma or | separated): parent, children, translations, entityPermissions, user */
+                relations?: string;
+                /** @description Alias of selects */
+                select?: string;
+                /** @description Comma-separated fields to return. Fields: id, type, parent_id, lang_id, name, icon_id, show_on_menu, user_id, created_at, updated_at */
+                selects?: string;
+                /** @description Comma-separated; prefix - for descending. Sortable: id, type, parent_id, lang_id, name, icon_id, show_on_menu, user_id, created_at, updated_at */
+                sort?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Client error (problem details, RFC 9457) */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Server error (problem details, RFC 9457) */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Folder"][];
+                };
+            };
+        };
+    };
+    "folders.create": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    entity_permissions?: {
+                        /** @default view */
+                        key?: string;
+                        /** @enum {unknown} */
+                        permission_entity: "user" | "role" | "department";
+                        permission_entity_id: number;
+                    }[];
+                    icon_id?: number | null;
+                    lang_id?: string;
+                    name: string;
+                    parent_id?: number | null;
+                    show_on_menu?: boolean;
+                    /** @enum {unknown} */
+                    type: "department" | "form" | "infoboardChannel" | "report" | "reportDefinition" | "role" | "survey" | "taskAssignment" | "taskTemplate";
+                };
+            };
+        };
+        responses: {
+            /** @description Client error (problem details, RFC 9457) */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Server error (problem details, RFC 9457) */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        children?: {
+                            /** @example 2026-01-31 09:30:00 */
+                            created_at?: string;
+                            icon_id?: number | null;
+                            id?: number;
+                            lang_id?: string;
+                            name?: string | null;
+                            parent_id?: number | null;
+                            show_on_menu?: boolean;
+                            type?: string;
+                            /** @example 2026-01-31 09:30:00 */
+                            updated_at?: string;
+                            user_id?: number | null;
+                        }[];
+                        /** @example 2026-01-31 09:30:00 */
+                        created_at?: string;
+                        entityPermissions?: components["schemas"]["EntityPermission"][];
+                        icon_id?: number | null;
+                        id?: number;
+                        lang_id?: string;
+                        name?: string | null;
+                        parent?: {
+                            /** @example 2026-01-31 09:30:00 */
+                            created_at?: string;
+                            icon_id?: number | null;
+                            id?: number;
+                            lang_id?: string;
+                            name?: string | null;
+                            parent_id?: number | null;
+                            show_on_menu?: boolean;
+                            type?: string;
+                            /** @example 2026-01-31 09:30:00 */
+                            updated_at?: string;
+                            user_id?: number | null;
+                        } | null;
+                        parent_id?: number | null;
+                        show_on_menu?: boolean;
+                        translations?: {
+                            lang_id: string;
+                            name: string;
+                        }[];
+                        type?: string;
+                        /** @example 2026-01-31 09:30:00 */
+                        updated_at?: string;
+                        user?: {
+                            [key: string]: unknown;
+                        } | null;
+                        user_id?: number | null;
+                    };
+                };
+            };
+        };
+    };
+    "folders.get": {
+        parameters: {
+            query?: {
+                /** @description Alias of relations */
+                include?: string;
+                /** @description Relations to load (comma or | separated): parent, children, translations, entityPermissions, user */
+                relations?: string;
+                /** @description Alias of selects */
+                select?: string;
+                /** @description Comma-separated fields to return. Fields: id, type, parent_id, lang_id, name, icon_id, show_on_menu, user_id, created_at, updated_at */
+                selects?: string;
+            };
+            header?: never;
+            path: {
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Client error (problem details, RFC 9457) */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Server error (problem details, RFC 9457) */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        children?: {
+                            /** @example 2026-01-31 09:30:00 */
+                            created_at?: string;
+                            icon_id?: number | null;
+                            id?: number;
+                            lang_id?: string;
+                            name?: string | null;
+                            parent_id?: number | null;
+                            show_on_menu?: boolean;
+                            type?: string;
+                            /** @example 2026-01-31 09:30:00 */
+                            updated_at?: string;
+                            user_id?: number | null;
+                        }[];
+                        /** @example 2026-01-31 09:30:00 */
+                        created_at?: string;
+                        entityPermissions?: components["schemas"]["EntityPermission"][];
+                        icon_id?: number | null;
+                        id?: number;
+                        lang_id?: string;
+                        name?: string | null;
+                        parent?: {
+                            /** @example 2026-01-31 09:30:00 */
+                            created_at?: string;
+                            icon_id?: number | null;
+                            id?: number;
+                            lang_id?: string;
+                            name?: string | null;
+                            parent_id?: number | null;
+                            show_on_menu?: boolean;
+                            type?: string;
+                            /** @example 2026-01-31 09:30:00 */
+                            updated_at?: string;
+                            user_id?: number | null;
+                        } | null;
+                        parent_id?: number | null;
+                        show_on_menu?: boolean;
+                        translations?: {
+                            lang_id: string;
+                            name: string;
+                        }[];
+                        type?: string;
+                        /** @example 2026-01-31 09:30:00 */
+                        updated_at?: string;
+                        user?: {
+                            [key: string]: unknown;
+                        } | null;
+                        user_id?: number | null;
+                    };
+                };
+            };
+        };
+    };
+    "folders.update": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    entity_permissions?: {
+                        /** @default view */
+                        key?: string;
+                        /** @enum {unknown} */
+                        permission_entity: "user" | "role" | "department";
+                        permission_entity_id: number;
+                    }[];
+                    icon_id?: number | null;
+                    lang_id?: string;
+                    name?: string;
+                    parent_id?: number | null;
+                    show_on_menu?: boolean;
+                    /** @enum {unknown} */
+                    type?: "department" | "form" | "infoboardChannel" | "report" | "reportDefinition" | "role" | "survey" | "taskAssignment" | "taskTemplate";
+                };
+            };
+        };
+        responses: {
+            /** @description Client error (problem details, RFC 9457) */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Server error (problem details, RFC 9457) */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        children?: {
+                            /** @example 2026-01-31 09:30:00 */
+                            created_at?: string;
+                            icon_id?: number | null;
+                            id?: number;
+                            lang_id?: string;
+                            name?: string | null;
+                            parent_id?: number | null;
+                            show_on_menu?: boolean;
+                            type?: string;
+                            /** @example 2026-01-31 09:30:00 */
+                            updated_at?: string;
+                            user_id?: number | null;
+                        }[];
+                        /** @example 2026-01-31 09:30:00 */
+                        created_at?: string;
+                        entityPermissions?: components["schemas"]["EntityPermission"][];
+                        icon_id?: number | null;
+                        id?: number;
+                        lang_id?: string;
+                        name?: string | null;
+                        parent?: {
+                            /** @example 2026-01-31 09:30:00 */
+                            created_at?: string;
+                            icon_id?: number | null;
+                            id?: number;
+                            lang_id?: string;
+                            name?: string | null;
+                            parent_id?: number | null;
+                            show_on_menu?: boolean;
+                            type?: string;
+                            /** @example 2026-01-31 09:30:00 */
+                            updated_at?: string;
+                            user_id?: number | null;
+                        } | null;
+                        parent_id?: number | null;
+                        show_on_menu?: boolean;
+                        translations?: {
+                            lang_id: string;
+                            name: string;
+                        }[];
+                        type?: string;
+                        /** @example 2026-01-31 09:30:00 */
+                        updated_at?: string;
+                        user?: {
+                            [key: string]: unknown;
+                        } | null;
+                        user_id?: number | null;
+                    };
+                };
+            };
+        };
+    };
+    "folders.delete": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Client error (problem details, RFC 9457) */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Server error (problem details, RFC 9457) */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    "forms.list": {
+        parameters: {
+            query?: {
+                /** @description Filters, e.g. filter[id]=value. Aliases: is = eq, is_not = ne, value = like, not_in = nin. */
+                filter?: {
+                    /** @description created_at (timestamp): filter[created_at]=value, or filter[created_at][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    created_at?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                    /** @description folder_id (id): filter[folder_id]=value, or filter[folder_id][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    folder_id?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                    /** @description id (id): filter[id]=value, or filter[id][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    id?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                    /** @description name (string): filter[name]=value, or filter[name][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    name?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                    /** @description updated_at (timestamp): filter[updated_at]=value, or filter[updated_at][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    updated_at?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                    /** @description user_id (id): filter[user_id]=value, or filter[user_id][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    user_id?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                };
+                /** @description Alias of relations */
+                include?: string;
+                /** @description At most this many rows */
+                limit?: number;
+                /** @description Skip this many rows */
+                offset?: number;
+                /** @description This resource has no relations */
+                relations?: string;
+                /** @description Alias of selects */
+                select?: string;
+                /** @description Comma-separated fields to return. Fields: id, user_id, name, folder_id, created_at, updated_at */
+                selects?: string;
+                /** @description Comma-separated; prefix - for descending. Sortable: id, user_id, name, folder_id, created_at, updated_at */
+                sort?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Client error (problem details, RFC 9457) */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Server error (problem details, RFC 9457) */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Form"][];
+                };
+            };
+        };
+    };
+    "forms.create": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    folder_id?: number | null;
+                    name: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Client error (problem details, RFC 9457) */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Server error (problem details, RFC 9457) */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        created_at?: string | null;
+                        folder_id?: number | null;
+                        id?: number | null;
+                        name?: string | null;
+                        updated_at?: string | null;
+                        user_id?: number | null;
+                    };
+                };
+            };
+        };
+    };
+    "forms.get": {
+        parameters: {
+            query?: {
+                grant_token?: string;
+                /** @description Alias of relations */
+                include?: string;
+                /** @description This resource has no relations */
+                relations?: string;
+                /** @description Alias of selects */
+                select?: string;
+                /** @description Comma-separated fields to return. Fields: id, user_id, name, folder_id, created_at, updated_at */
+                selects?: string;
+            };
+            header?: never;
+            path: {
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Client error (problem details, RFC 9457) */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Server error (problem details, RFC 9457) */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        created_at?: string | null;
+                        folder_id?: number | null;
+                        id?: number | null;
+                        name?: string | null;
+                        updated_at?: string | null;
+                        user_id?: number | null;
+                    };
+                };
+            };
+        };
+    };
+    "forms.update": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    folder_id?: number | null;
+                    name?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Client error (problem details, RFC 9457) */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Server error (problem details, RFC 9457) */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        created_at?: string | null;
+                        folder_id?: number | null;
+                        id?: number | null;
+                        name?: string | null;
+                        updated_at?: string | null;
+                        user_id?: number | null;
+                    };
+                };
+            };
+        };
+    };
+    "forms.delete": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Client error (problem details, RFC 9457) */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Server error (problem details, RFC 9457) */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    "forms.messages.list": {
+        parameters: {
+            query?: {
+                /** @description Filters, e.g. filter[id]=value. Aliases: is = eq, is_not = ne, value = like, not_in = nin. */
+                filter?: {
+                    /** @description created_at (timestamp): filter[created_at]=value, or filter[created_at][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    created_at?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                    /** @description data (json): filter[data]=value, or filter[data][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    data?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                    /** @description form_id (id): filter[form_id]=value, or filter[form_id][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    form_id?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                    /** @description id (id): filter[id]=value, or filter[id][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    id?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                    /** @description updated_at (timestamp): filter[updated_at]=value, or filter[updated_at][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    updated_at?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                    /** @description user_id (id): filter[user_id]=value, or filter[user_id][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    user_id?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                };
+                /** @description Alias of relations */
+                include?: string;
+                /** @description At most this many rows */
+                limit?: number;
+                /** @description Skip this many rows */
+                offset?: number;
+                /** @description This resource has no relations */
+                relations?: string;
+                /** @description Alias of selects */
+                select?: string;
+                /** @description Comma-separated fields to return. Fields: id, user_id, form_id, data, created_at, updated_at */
+                selects?: string;
+                /** @description Comma-separated; prefix - for descending. Sortable: id, user_id, form_id, created_at, updated_at */
+                sort?: string;
+            };
+            header?: never;
+            path: {
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Client error (problem details, RFC 9457) */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Server error (problem details, RFC 9457) */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["FormMessage"][];
+                };
+            };
+        };
+    };
+    "forms.messages.create": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    data: {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description Client error (problem details, RFC 9457) */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Server error (problem details, RFC 9457) */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        created_at?: string | null;
+                        data?: unknown;
+                        form_id?: number | null;
+                        id?: number | null;
+                        updated_at?: string | null;
+                        user_id?: number | null;
+                    };
+                };
+            };
+        };
+    };
+    "infoboard.posts.list": {
+        parameters: {
+            query?: {
+                /** @description Filters, e.g. filter[id]=value. Aliases: is = eq, is_not = ne, value = like, not_in = nin. */
+                filter?: {
+                    /** @description body (string): filter[body]=value, or filter[body][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    body?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                    /** @description channel_id (id): filter[channel_id]=value, or filter[channel_id][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    channel_id?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                    /** @description created_at (timestamp): filter[created_at]=value, or filter[created_at][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    created_at?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                    /** @description id (id): filter[id]=value, or filter[id][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    id?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                    /** @description requires_reading_confirmation (boolean): filter[requires_reading_confirmation]=value, or filter[requires_reading_confirmation][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    requires_reading_confirmation?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                    /** @description title (string): filter[title]=value, or filter[title][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    title?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                    /** @description updated_at (timestamp): filter[updated_at]=value, or filter[updated_at][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    updated_at?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                    /** @description user_id (id): filter[user_id]=value, or filter[user_id][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    user_id?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                };
+                /** @description Alias of relations */
+                include?: string;
+                /** @description At most this many rows */
+                limit?: number;
+                /** @description Skip this many rows */
+                offset?: number;
+                /** @description This resource has no relations */
+                relations?: string;
+                /** @description Alias of selects */
+                select?: string;
+                /** @description Comma-separated fields to return. Fields: id, user_id, channel_id, title, body, requires_reading_confirmation, created_at, updated_at */
+                selects?: string;
+                /** @description Comma-separated; prefix - for descending. Sortable: id, user_id, channel_id, title, body, requires_reading_confirmation, created_at, updated_at */
+                sort?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Client error (problem details, RFC 9457) */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Server error (problem details, RFC 9457) */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InfoboardPost"][];
+                };
+            };
+        };
+    };
+    "infoboard.posts.create": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    body: string;
+                    channel_id: number;
+                    requires_reading_confirmation?: boolean;
+                    title: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Client error (problem details, RFC 9457) */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Server error (problem details, RFC 9457) */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        body?: string | null;
+                        channel_id?: number | null;
+                        created_at?: string | null;
+                        id?: number | null;
+                        requires_reading_confirmation?: boolean;
+                        title?: string | null;
+                        updated_at?: string | null;
+                        user_id?: number | null;
+                    };
+                };
+            };
+        };
+    };
+    "infoboard.posts.get": {
+        parameters: {
+            query?: {
+                grant_token?: string;
+                /** @description Alias of relations */
+                include?: string;
+                /** @description This resource has no relations */
+                relations?: string;
+                /** @description Alias of selects */
+                select?: string;
+                /** @description Comma-separated fields to return. Fields: id, user_id, channel_id, title, body, requires_reading_confirmation, created_at, updated_at */
+                selects?: string;
+            };
+            header?: never;
+            path: {
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Client error (problem details, RFC 9457) */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Server error (problem details, RFC 9457) */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        body?: string | null;
+                        channel_id?: number | null;
+                        created_at?: string | null;
+                        id?: number | null;
+                        requires_reading_confirmation?: boolean;
+                        title?: string | null;
+                        updated_at?: string | null;
+                        user_id?: number | null;
+                    };
+                };
+            };
+        };
+    };
+    "infoboard.posts.update": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    body?: string;
+                    channel_id?: number;
+                    requires_reading_confirmation?: boolean;
+                    title?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Client error (problem details, RFC 9457) */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Server error (problem details, RFC 9457) */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        body?: string | null;
+                        channel_id?: number | null;
+                        created_at?: string | null;
+                        id?: number | null;
+                        requires_reading_confirmation?: boolean;
+                        title?: string | null;
+                        updated_at?: string | null;
+                        user_id?: number | null;
+                    };
+                };
+            };
+        };
+    };
+    "infoboard.posts.delete": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Client error (problem details, RFC 9457) */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Server error (problem details, RFC 9457) */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    "infoboard.posts.comments.list": {
+        parameters: {
+            query?: {
+                /** @description Filters, e.g. filter[id]=value. Aliases: is = eq, is_not = ne, value = like, not_in = nin. */
+                filter?: {
+                    /** @description body (string): filter[body]=value, or filter[body][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    body?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                    /** @description created_at (timestamp): filter[created_at]=value, or filter[created_at][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    created_at?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                    /** @description id (id): filter[id]=value, or filter[id][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    id?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                    /** @description post_id (id): filter[post_id]=value, or filter[post_id][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    post_id?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                    /** @description updated_at (timestamp): filter[updated_at]=value, or filter[updated_at][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    updated_at?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                    /** @description user_id (id): filter[user_id]=value, or filter[user_id][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    user_id?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                };
+                /** @description Alias of relations */
+                include?: string;
+                /** @description At most this many rows */
+                limit?: number;
+                /** @description Skip this many rows */
+                offset?: number;
+                /** @description This resource has no relations */
+                relations?: string;
+                /** @description Alias of selects */
+                select?: string;
+                /** @description Comma-separated fields to return. Fields: id, user_id, post_id, body, created_at, updated_at */
+                selects?: string;
+                /** @description Comma-separated; prefix - for descending. Sortable: id, user_id, post_id, body, created_at, updated_at */
+                sort?: string;
+            };
+            header?: never;
+            path: {
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Client error (problem details, RFC 9457) */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Server error (problem details, RFC 9457) */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InfoboardComment"][];
+                };
+            };
+        };
+    };
+    "infoboard.posts.comments.create": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    body: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Client error (problem details, RFC 9457) */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Server error (problem details, RFC 9457) */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        body?: string | null;
+                        created_at?: string | null;
+                        id?: number | null;
+                        post_id?: number | null;
+                        updated_at?: string | null;
+                        user_id?: number | null;
+                    };
+                };
+            };
+        };
+    };
+    "languages.list": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Client error (problem details, RFC 9457) */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Server error (problem details, RFC 9457) */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Language"][];
+                };
+            };
+        };
+    };
+    "manuals.chapters.list": {
+        parameters: {
+            query?: {
+                /** @description Filters, e.g. filter[id]=value. Aliases: is = eq, is_not = ne, value = like, not_in = nin. */
+                filter?: {
+                    /** @description created_at (timestamp): filter[created_at]=value, or filter[created_at][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    created_at?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                    /** @description id (id): filter[id]=value, or filter[id][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    id?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                    /** @description title (string): filter[title]=value, or filter[title][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    title?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                    /** @description updated_at (timestamp): filter[updated_at]=value, or filter[updated_at][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    updated_at?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                    /** @description user_id (id): filter[user_id]=value, or filter[user_id][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    user_id?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                };
+                /** @description Alias of relations */
+                include?: string;
+                /** @description At most this many rows */
+                limit?: number;
+                /** @description Skip this many rows */
+                offset?: number;
+                /** @description This resource has no relations */
+                relations?: string;
+                /** @description Alias of selects */
+                select?: string;
+                /** @description Comma-separated fields to return. Fields: id, user_id, title, created_at, updated_at */
+                selects?: string;
+                /** @description Comma-separated; prefix - for descending. Sortable: id, user_id, title, created_at, updated_at */
+                sort?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Client error (problem details, RFC 9457) */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Server error (problem details, RFC 9457) */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ManualChapter"][];
+                };
+            };
+        };
+    };
+    "manuals.chapters.create": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    title: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Client error (problem details, RFC 9457) */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Server error (problem details, RFC 9457) */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        created_at?: string | null;
+                        id?: number | null;
+                        title?: string | null;
+                        updated_at?: string | null;
+                        user_id?: number | null;
+                    };
+                };
+            };
+        };
+    };
+    "manuals.chapters.get": {
+        parameters: {
+            query?: {
+                grant_token?: string;
+                /** @description Alias of relations */
+                include?: string;
+                /** @description This resource has no relations */
+                relations?: string;
+                /** @description Alias of selects */
+                select?: string;
+                /** @description Comma-separated fields to return. Fields: id, user_id, title, created_at, updated_at */
+                selects?: string;
+            };
+            header?: never;
+            path: {
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Client error (problem details, RFC 9457) */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Server error (problem details, RFC 9457) */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        created_at?: string | null;
+                        id?: number | null;
+                        title?: string | null;
+                        updated_at?: string | null;
+                        user_id?: number | null;
+                    };
+                };
+            };
+        };
+    };
+    "manuals.chapters.update": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    title?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Client error (problem details, RFC 9457) */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Server error (problem details, RFC 9457) */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        created_at?: string | null;
+                        id?: number | null;
+                        title?: string | null;
+                        updated_at?: string | null;
+                        user_id?: number | null;
+                    };
+                };
+            };
+        };
+    };
+    "manuals.chapters.delete": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Client error (problem details, RFC 9457) */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Server error (problem details, RFC 9457) */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    "manuals.chapters.entries.list": {
+        parameters: {
+            query?: {
+                /** @description Filters, e.g. filter[id]=value. Aliases: is = eq, is_not = ne, value = like, not_in = nin. */
+                filter?: {
+                    /** @description body (string): filter[body]=value, or filter[body][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    body?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                    /** @description chapter_id (id): filter[chapter_id]=value, or filter[chapter_id][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    chapter_id?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                    /** @description created_at (timestamp): filter[created_at]=value, or filter[created_at][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    created_at?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                    /** @description id (id): filter[id]=value, or filter[id][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    id?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                    /** @description title (string): filter[title]=value, or filter[title][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    title?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                    /** @description updated_at (timestamp): filter[updated_at]=value, or filter[updated_at][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    updated_at?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                    /** @description user_id (id): filter[user_id]=value, or filter[user_id][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    user_id?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                };
+                /** @description Alias of relations */
+                include?: string;
+                /** @description At most this many rows */
+                limit?: number;
+                /** @description Skip this many rows */
+                offset?: number;
+                /** @description This resource has no relations */
+                relations?: string;
+                /** @description Alias of selects */
+                select?: string;
+                /** @description Comma-separated fields to return. Fields: id, user_id, chapter_id, title, body, created_at, updated_at */
+                selects?: string;
+                /** @description Comma-separated; prefix - for descending. Sortable: id, user_id, chapter_id, title, body, created_at, updated_at */
+                sort?: string;
+            };
+            header?: never;
+            path: {
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Client error (problem details, RFC 9457) */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Server error (problem details, RFC 9457) */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ManualEntry"][];
+                };
+            };
+        };
+    };
+    "manuals.chapters.entries.create": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    body: string;
+                    title: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Client error (problem details, RFC 9457) */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Server error (problem details, RFC 9457) */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        body?: string | null;
+                        chapter_id?: number | null;
+                        created_at?: string | null;
+                        id?: number | null;
+                        title?: string | null;
+                        updated_at?: string | null;
+                        user_id?: number | null;
+                    };
+                };
+            };
+        };
+    };
+    "manuals.entries.get": {
+        parameters: {
+            query?: {
+                grant_token?: string;
+                /** @description Alias of relations */
+                include?: string;
+                /** @description This resource has no relations */
+                relations?: string;
+                /** @description Alias of selects */
+                select?: string;
+                /** @description Comma-separated fields to return. Fields: id, user_id, chapter_id, title, body, created_at, updated_at */
+                selects?: string;
+            };
+            header?: never;
+            path: {
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Client error (problem details, RFC 9457) */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Server error (problem details, RFC 9457) */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        body?: string | null;
+                        chapter_id?: number | null;
+                        created_at?: string | null;
+                        id?: number | null;
+                        title?: string | null;
+                        updated_at?: string | null;
+                        user_id?: number | null;
+                    };
+                };
+            };
+        };
+    };
+    "manuals.entries.update": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    body?: string;
+                    title?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Client error (problem details, RFC 9457) */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Server error (problem details, RFC 9457) */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        body?: string | null;
+                        chapter_id?: number | null;
+                        created_at?: string | null;
+                        id?: number | null;
+                        title?: string | null;
+                        updated_at?: string | null;
+                        user_id?: number | null;
+                    };
+                };
+            };
+        };
+    };
+    "manuals.entries.delete": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Client error (problem details, RFC 9457) */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Server error (problem details, RFC 9457) */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    "notificationSettings.list": {
+        parameters: {
+            query?: {
+                /** @description Filters, e.g. filter[id]=value. Aliases: is = eq, is_not = ne, value = like, not_in = nin. */
+                filter?: {
+                    /** @description id (id): filter[id]=value, or filter[id][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    id?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                    /** @description key (string): filter[key]=value, or filter[key][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    key?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                    /** @description sort_number (integer): filter[sort_number]=value, or filter[sort_number][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    sort_number?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                };
+                /** @description Alias of relations */
+                include?: string;
+                /** @description At most this many rows */
+                limit?: number;
+                /** @description Skip this many rows */
+                offset?: number;
+                /** @description This resource has no relations */
+                relations?: string;
+                /** @description Alias of selects */
+                select?: string;
+                /** @description Comma-separated fields to return. Fields: id, key, sort_number */
+                selects?: string;
+                /** @description Comma-separated; prefix - for descending. Sortable: id, key, sort_number */
+                sort?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Client error (problem details, RFC 9457) */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Server error (problem details, RFC 9457) */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["NotificationSetting"][];
+                };
+            };
+        };
+    };
+    "notificationSettings.get": {
+        parameters: {
+            query?: {
+                /** @description Alias of relations */
+                include?: string;
+                /** @description This resource has no relations */
+                relations?: string;
+                /** @description Alias of selects */
+                select?: string;
+                /** @description Comma-separated fields to return. Fields: id, key, sort_number */
+                selects?: string;
+            };
+            header?: never;
+            path: {
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Client error (problem details, RFC 9457) */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Server error (problem details, RFC 9457) */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        id?: number;
+                        key?: string;
+                        sort_number?: number;
+                    };
+                };
+            };
+        };
+    };
+    "notifications.list": {
+        parameters: {
+            query?: {
+                /** @description Filters, e.g. filter[id]=value. Aliases: is = eq, is_not = ne, value = like, not_in = nin. */
+                filter?: {
+                    /** @description created_at (timestamp): filter[created_at]=value, or filter[created_at][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    created_at?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                    /** @description id (uuid): filter[id]=value, or filter[id][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    id?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                    /** @description read_at (timestamp): filter[read_at]=value, or filter[read_at][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    read_at?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                    /** @description seen_at (timestamp): filter[seen_at]=value, or filter[seen_at][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    seen_at?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                    /** @description targetable_id (id): filter[targetable_id]=value, or filter[targetable_id][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    targetable_id?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                    /** @description targetable_type (string): filter[targetable_type]=value, or filter[targetable_type][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    targetable_type?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                    /** @description type (string): filter[type]=value, or filter[type][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    type?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                    /** @description unread: a named filter of this list */
+                    unread?: string | string[];
+                    /** @description updated_at (timestamp): filter[updated_at]=value, or filter[updated_at][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    updated_at?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                };
+                /** @description Alias of relations */
+                include?: string;
+                /** @description At most this many rows */
+                limit?: number;
+                /** @description Skip this many rows */
+                offset?: number;
+                /** @description Relations to load (comma or | separated): notifiable, targetable */
+                relations?: string;
+                /** @description Alias of selects */
+                select?: string;
+                /** @description Comma-separated fields to return. Fields: id, type, notifiable_type, notifiable_id, targetable_type, targetable_id, data, seen_at, read_at, created_at, updated_at */
+                selects?: string;
+                /** @description Comma-separated; prefix - for descending. Sortable: id, type, notifiable_type, notifiable_id, targetable_type, targetable_id, seen_at, read_at, created_at, updated_at */
+                sort?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Client error (problem details, RFC 9457) */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Server error (problem details, RFC 9457) */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Notification"][];
+                };
+            };
+        };
+    };
+    "notifications.updateMany": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    filter?: {
+                        [key: string]: unknown;
+                    };
+                    read_at?: string;
+                    seen_at?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Client error (problem details, RFC 9457) */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Server error (problem details, RFC 9457) */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: number;
+                        /** @enum {string} */
+                        status: "success";
+                    };
+                };
+            };
+        };
+    };
+    notifications: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    body: string;
+                    department_ids?: number[];
+                    title: string;
+                    url: string;
+                    user_ids?: number[];
+                };
+            };
+        };
+        responses: {
+            /** @description Client error (problem details, RFC 9457) */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Server error (problem details, RFC 9457) */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: null;
+                        /** @enum {string} */
+                        status: "success";
+                    };
+                };
+            };
+        };
+    };
+    "notifications.get": {
+        parameters: {
+            query?: {
+                /** @description Alias of relations */
+                include?: string;
+                /** @description Relations to load (comma or | separated): notifiable, targetable */
+                relations?: string;
+                /** @description Alias of selects */
+                select?: string;
+                /** @description Comma-separated fields to return. Fields: id, type, notifiable_type, notifiable_id, targetable_type, targetable_id, data, seen_at, read_at, created_at, updated_at */
+                selects?: string;
+            };
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Client error (problem details, RFC 9457) */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Server error (problem details, RFC 9457) */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @example 2026-01-31 09:30:00 */
+                        created_at?: string;
+                        data?: {
+                            body?: string;
+                            title?: string;
+                            url?: string;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                        id?: string;
+                        notifiable?: {
+                            [key: string]: unknown;
+                        } | null;
+                        notifiable_id?: number;
+                        notifiable_type?: string;
+                        read_at?: string | null;
+                        seen_at?: string | null;
+                        targetable?: {
+                            [key: string]: unknown;
+                        } | null;
+                        targetable_id?: number;
+                        targetable_type?: string;
+                        type?: string;
+                        /** @example 2026-01-31 09:30:00 */
+                        updated_at?: string;
+                    };
+                };
+            };
+        };
+    };
+    "notifications.update": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    read_at?: string | null;
+                    seen_at?: string | null;
+                };
+            };
+        };
+        responses: {
+            /** @description Client error (problem details, RFC 9457) */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Server error (problem details, RFC 9457) */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["Notification"];
+                        /** @enum {string} */
+                        status: "success";
+                    };
+                };
+            };
+        };
+    };
+    "notifications.count": {
+        parameters: {
+            query?: {
+                /** @description Filters, e.g. filter[id]=value. Aliases: is = eq, is_not = ne, value = like, not_in = nin. */
+                filter?: {
+                    /** @description created_at (timestamp): filter[created_at]=value, or filter[created_at][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    created_at?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                    /** @description id (uuid): filter[id]=value, or filter[id][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    id?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                    /** @description read_at (timestamp): filter[read_at]=value, or filter[read_at][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    read_at?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                    /** @description seen_at (timestamp): filter[seen_at]=value, or filter[seen_at][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    seen_at?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                    /** @description targetable_id (id): filter[targetable_id]=value, or filter[targetable_id][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    targetable_id?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                    /** @description targetable_type (string): filter[targetable_type]=value, or filter[targetable_type][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    targetable_type?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                    /** @description type (string): filter[type]=value, or filter[type][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    type?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                    /** @description unread: a named filter of this list */
+                    unread?: string | string[];
+                    /** @description updated_at (timestamp): filter[updated_at]=value, or filter[updated_at][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    updated_at?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                };
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Client error (problem details, RFC 9457) */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Server error (problem details, RFC 9457) */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": number;
+                };
+            };
+        };
+    };
+    "notifications.stream": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Client error (problem details, RFC 9457) */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Server error (problem details, RFC 9457) */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description An event stream (text/event-stream) that stays open */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/event-stream": string;
+                };
+            };
+        };
+    };
+    "notifications.type.getByTargetableType": {
+        parameters: {
+            query?: {
+                /** @description Filters, e.g. filter[id]=value. Aliases: is = eq, is_not = ne, value = like, not_in = nin. */
+                filter?: {
+                    /** @description created_at (timestamp): filter[created_at]=value, or filter[created_at][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    created_at?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                    /** @description id (uuid): filter[id]=value, or filter[id][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    id?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                    /** @description read_at (timestamp): filter[read_at]=value, or filter[read_at][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    read_at?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                    /** @description seen_at (timestamp): filter[seen_at]=value, or filter[seen_at][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    seen_at?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                    /** @description targetable_id (id): filter[targetable_id]=value, or filter[targetable_id][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    targetable_id?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                    /** @description targetable_type (string): filter[targetable_type]=value, or filter[targetable_type][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    targetable_type?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                    /** @description type (string): filter[type]=value, or filter[type][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    type?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                    /** @description unread: a named filter of this list */
+                    unread?: string | string[];
+                    /** @description updated_at (timestamp): filter[updated_at]=value, or filter[updated_at][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    updated_at?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                };
+                /** @description Alias of relations */
+                include?: string;
+                /** @description At most this many rows */
+                limit?: number;
+                /** @description Skip this many rows */
+                offset?: number;
+                /** @description Relations to load (comma or | separated): notifiable, targetable */
+                relations?: string;
+                /** @description Alias of selects */
+                select?: string;
+                /** @description Comma-separated fields to return. Fields: id, type, notifiable_type, notifiable_id, targetable_type, targetable_id, data, seen_at, read_at, created_at, updated_at */
+                selects?: string;
+                /** @description Comma-separated; prefix - for descending. Sortable: id, type, notifiable_type, notifiable_id, targetable_type, targetable_id, seen_at, read_at, created_at, updated_at */
+                sort?: string;
+            };
+            header?: never;
+            path: {
+                targetableType: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Client error (problem details, RFC 9457) */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Server error (problem details, RFC 9457) */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Notification"][];
+                };
+            };
+        };
+    };
+    "notifications.type.updateByTargetableType": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                targetableType: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    read_at?: string;
+                    seen_at?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Client error (problem details, RFC 9457) */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Server error (problem details, RFC 9457) */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: number;
+                        /** @enum {string} */
+                        status: "success";
+                    };
+                };
+            };
+        };
+    };
+    "notifications.type.getByTargetableTypeAndTargetableId": {
+        parameters: {
+            query?: {
+                /** @description Filters, e.g. filter[id]=value. Aliases: is = eq, is_not = ne, value = like, not_in = nin. */
+                filter?: {
+                    /** @description created_at (timestamp): filter[created_at]=value, or filter[created_at][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    created_at?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                    /** @description id (uuid): filter[id]=value, or filter[id][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    id?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                    /** @description read_at (timestamp): filter[read_at]=value, or filter[read_at][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    read_at?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                    /** @description seen_at (timestamp): filter[seen_at]=value, or filter[seen_at][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    seen_at?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                    /** @description targetable_id (id): filter[targetable_id]=value, or filter[targetable_id][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    targetable_id?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                    /** @description targetable_type (string): filter[targetable_type]=value, or filter[targetable_type][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    targetable_type?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                    /** @description type (string): filter[type]=value, or filter[type][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    type?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                    /** @description unread: a named filter of this list */
+                    unread?: string | string[];
+                    /** @description updated_at (timestamp): filter[updated_at]=value, or filter[updated_at][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    updated_at?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                };
+                /** @description Alias of relations */
+                include?: string;
+                /** @description At most this many rows */
+                limit?: number;
+                /** @description Skip this many rows */
+                offset?: number;
+                /** @description Relations to load (comma or | separated): notifiable, targetable */
+                relations?: string;
+                /** @description Alias of selects */
+                select?: string;
+                /** @description Comma-separated fields to return. Fields: id, type, notifiable_type, notifiable_id, targetable_type, targetable_id, data, seen_at, read_at, created_at, updated_at */
+                selects?: string;
+                /** @description Comma-separated; prefix - for descending. Sortable: id, type, notifiable_type, notifiable_id, targetable_type, targetable_id, seen_at, read_at, created_at, updated_at */
+                sort?: string;
+            };
+            header?: never;
+            path: {
+                targetableId: string;
+                targetableType: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Client error (problem details, RFC 9457) */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Server error (problem details, RFC 9457) */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Notification"][];
+                };
+            };
+        };
+    };
+    "notifications.type.updateByTargetableTypeAndTargetableId": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                targetableId: string;
+                targetableType: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    read_at?: string;
+                    seen_at?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Client error (problem details, RFC 9457) */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Server error (problem details, RFC 9457) */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: number;
+                        /** @enum {string} */
+                        status: "success";
+                    };
+                };
+            };
+        };
+    };
+    "pushSubscriptions.list": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Client error (problem details, RFC 9457) */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Server error (problem details, RFC 9457) */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @example 2026-01-31 09:30:00 */
+                        created_at: string;
+                        endpoint: string;
+                        expiration_time: number | null;
+                        id: number;
+                        /** @example 2026-01-31 09:30:00 */
+                        updated_at: string;
+                        user_agent: string | null;
+                    }[];
+                };
+            };
+        };
+    };
+    "pushSubscriptions.create": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description The push service URL the browser was given (https) */
+                    endpoint: string;
+                    expirationTime?: number | null;
+                    keys: {
+                        /** @description The authentication secret: 16 bytes, base64url */
+                        auth: string;
+                        /** @description The user agent public key: an uncompressed P-256 point (65 bytes), base64url */
+                        p256dh: string;
+                    };
+                    user_agent?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Client error (problem details, RFC 9457) */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Server error (problem details, RFC 9457) */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            /** @example 2026-01-31 09:30:00 */
+                            created_at: string;
+                            endpoint: string;
+                            expiration_time: number | null;
+                            id: number;
+                            /** @example 2026-01-31 09:30:00 */
+                            updated_at: string;
+                            user_agent: string | null;
+                        };
+                        /** @enum {string} */
+                        status: "success";
+                    };
+                };
+            };
+            /** @description Default Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            /** @example 2026-01-31 09:30:00 */
+                            created_at: string;
+                            endpoint: string;
+                            expiration_time: number | null;
+                            id: number;
+                            /** @example 2026-01-31 09:30:00 */
+                            updated_at: string;
+                            user_agent: string | null;
+                        };
+                        /** @enum {string} */
+                        status: "success";
+                    };
+                };
+            };
+        };
+    };
+    "pushSubscriptions.delete": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Client error (problem details, RFC 9457) */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Server error (problem details, RFC 9457) */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    "push.vapidPublicKey": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Client error (problem details, RFC 9457) */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Server error (problem details, RFC 9457) */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description base64url of the uncompressed P-256 point (applicationServerKey) */
+                        public_key: string;
+                    };
+                };
+            };
+        };
+    };
+    "roles.list": {
+        parameters: {
+            query?: {
+                /** @description Filters, e.g. filter[id]=value. Aliases: is = eq, is_not = ne, value = like, not_in = nin. */
+                filter?: {
+                    /** @description active (boolean): filter[active]=value, or filter[active][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    active?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                    /** @description created_at (timestamp): filter[created_at]=value, or filter[created_at][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    created_at?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                    /** @description folder_id (id): filter[folder_id]=value, or filter[folder_id][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    folder_id?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                    /** @description id (id): filter[id]=value, or filter[id][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    id?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                    /** @description name (string): filter[name]=value, or filter[name][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    name?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                    /** @description permissions (json): filter[permissions]=value, or filter[permissions][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    permissions?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                    /** @description updated_at (timestamp): filter[updated_at]=value, or filter[updated_at][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    updated_at?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                };
+                /** @description Alias of relations */
+                include?: string;
+                /** @description At most this many rows */
+                limit?: number;
+                /** @description Skip this many rows */
+                offset?: number;
+                /** @description This resource has no relations */
+                relations?: string;
+                /** @description Alias of selects */
+                select?: string;
+                /** @description Comma-separated fields to return. Fields: id, name, permissions, active, folder_id, created_at, updated_at */
+                selects?: string;
+                /** @description Comma-separated; prefix - for descending. Sortable: id, name, active, folder_id, created_at, updated_at */
+                sort?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Client error (problem details, RFC 9457) */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Server error (problem details, RFC 9457) */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Role"][];
+                };
+            };
+        };
+    };
+    "roles.create": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    active?: boolean;
+                    folder_id?: number | null;
+                    name: string;
+                    permissions: string[];
+                };
+            };
+        };
+        responses: {
+            /** @description Client error (problem details, RFC 9457) */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Server error (problem details, RFC 9457) */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        active?: boolean;
+                        /** @example 2026-01-31 09:30:00 */
+                        created_at?: string;
+                        folder_id?: number | null;
+                        id?: number;
+                        name?: string;
+                        permissions?: string[];
+                        /** @example 2026-01-31 09:30:00 */
+                        updated_at?: string;
+                    };
+                };
+            };
+        };
+    };
+    "roles.get": {
+        parameters: {
+            query?: {
+                /** @description Alias of relations */
+                include?: string;
+                /** @description This resource has no relations */
+                relations?: string;
+                /** @description Alias of selects */
+                select?: string;
+                /** @description Comma-separated fields to return. Fields: id, name, permissions, active, folder_id, created_at, updated_at */
+                selects?: string;
+            };
+            header?: never;
+            path: {
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Client error (problem details, RFC 9457) */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Server error (problem details, RFC 9457) */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        active?: boolean;
+                        /** @example 2026-01-31 09:30:00 */
+                        created_at?: string;
+                        folder_id?: number | null;
+                        id?: number;
+                        name?: string;
+                        permissions?: string[];
+                        /** @example 2026-01-31 09:30:00 */
+                        updated_at?: string;
+                    };
+                };
+            };
+        };
+    };
+    "roles.update": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    active?: boolean;
+                    folder_id?: number | null;
+                    name?: string;
+                    permissions?: string[];
+                };
+            };
+        };
+        responses: {
+            /** @description Client error (problem details, RFC 9457) */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Server error (problem details, RFC 9457) */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        active?: boolean;
+                        /** @example 2026-01-31 09:30:00 */
+                        created_at?: string;
+                        folder_id?: number | null;
+                        id?: number;
+                        name?: string;
+                        permissions?: string[];
+                        /** @example 2026-01-31 09:30:00 */
+                        updated_at?: string;
+                    };
+                };
+            };
+        };
+    };
+    "roles.delete": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Client error (problem details, RFC 9457) */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Server error (problem details, RFC 9457) */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    "sharedItems.list": {
+        parameters: {
+            query?: {
+                /** @description Filters, e.g. filter[id]=value. Aliases: is = eq, is_not = ne, value = like, not_in = nin. */
+                filter?: {
+                    /** @description config (json): filter[config]=value, or filter[config][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    config?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                    /** @description created_at (timestamp): filter[created_at]=value, or filter[created_at][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    created_at?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                    /** @description deleted_at (timestamp): filter[deleted_at]=value, or filter[deleted_at][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    deleted_at?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                    /** @description id (uuid): filter[id]=value, or filter[id][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    id?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                    /** @description redirect_type (string): filter[redirect_type]=value, or filter[redirect_type][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    redirect_type?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                    /** @description targetable_id: a named filter of this list */
+                    targetable_id?: string | string[];
+                    /** @description targetable_type (string): filter[targetable_type]=value, or filter[targetable_type][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    targetable_type?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                    /** @description type (string): filter[type]=value, or filter[type][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    type?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                    /** @description updated_at (timestamp): filter[updated_at]=value, or filter[updated_at][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    updated_at?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                    /** @description user_id (id): filter[user_id]=value, or filter[user_id][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    user_id?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                };
+                /** @description Alias of relations */
+                include?: string;
+                /** @description At most this many rows */
+                limit?: number;
+                /** @description Skip this many rows */
+                offset?: number;
+                /** @description Relations to load (comma or | separated): user, targetable, entityPermissions */
+                relations?: string;
+                /** @description Alias of selects */
+                select?: string;
+                /** @description Comma-separated fields to return. Fields: id, user_id, type, redirect_type, targetable_type, targetable_id, config, url, created_at, updated_at, deleted_at */
+                selects?: string;
+                /** @description Comma-separated; prefix - for descending. Sortable: id, user_id, type, redirect_type, targetable_type, created_at, updated_at, deleted_at */
+                sort?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Client error (problem details, RFC 9457) */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Server error (problem details, RFC 9457) */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SharedItem"][];
+                };
+            };
+        };
+    };
+    "sharedItems.get": {
+        parameters: {
+            query?: {
+                /** @description Alias of relations */
+                include?: string;
+                /** @description Relations to load (comma or | separated): user, targetable, entityPermissions */
+                relations?: string;
+                /** @description Alias of selects */
+                select?: string;
+                /** @description Comma-separated fields to return. Fields: id, user_id, type, redirect_type, targetable_type, targetable_id, config, url, created_at, updated_at, deleted_at */
+                selects?: string;
+            };
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Client error (problem details, RFC 9457) */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Server error (problem details, RFC 9457) */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        config?: {
+                            [key: string]: unknown;
+                        };
+                        /** @example 2026-01-31 09:30:00 */
+                        created_at?: string;
+                        deleted_at?: string | null;
+                        entityPermissions?: components["schemas"]["EntityPermission"][];
+                        id?: string;
+                        redirect_type?: string;
+                        targetable?: {
+                            [key: string]: unknown;
+                        } | null;
+                        targetable_id?: number | string;
+                        targetable_type?: string;
+                        type?: string;
+                        /** @example 2026-01-31 09:30:00 */
+                        updated_at?: string;
+                        url?: string;
+                        user?: {
+                            [key: string]: unknown;
+                        } | null;
+                        user_id?: number | null;
+                    };
+                };
+            };
+        };
+    };
+    "sharedItems.resolve": {
+        parameters: {
+            query?: {
+                downloadFileContent?: boolean | string;
+                filePoster?: boolean | string;
+                showFileContent?: boolean | string;
+            };
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Client error (problem details, RFC 9457) */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Server error (problem details, RFC 9457) */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        redirect: boolean;
+                        url: string | null;
+                        url_context: {
+                            id: number | string;
+                            title: string | null;
+                            type: string;
+                            url: string;
+                        } | null;
+                    };
+                };
+            };
+        };
+    };
+    "tasks.executions.list": {
+        parameters: {
+            query?: {
+                /** @description Filters, e.g. filter[id]=value. Aliases: is = eq, is_not = ne, value = like, not_in = nin. */
+                filter?: {
+                    /** @description created_at (timestamp): filter[created_at]=value, or filter[created_at][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    created_at?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                    /** @description done_at (timestamp): filter[done_at]=value, or filter[done_at][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    done_at?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                    /** @description due_at (timestamp): filter[due_at]=value, or filter[due_at][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    due_at?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                    /** @description folder_id (id): filter[folder_id]=value, or filter[folder_id][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    folder_id?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                    /** @description id (id): filter[id]=value, or filter[id][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    id?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                    /** @description title (string): filter[title]=value, or filter[title][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    title?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                    /** @description updated_at (timestamp): filter[updated_at]=value, or filter[updated_at][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    updated_at?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                    /** @description user_id (id): filter[user_id]=value, or filter[user_id][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    user_id?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                };
+                /** @description Alias of relations */
+                include?: string;
+                /** @description At most this many rows */
+                limit?: number;
+                /** @description Skip this many rows */
+                offset?: number;
+                /** @description This resource has no relations */
+                relations?: string;
+                /** @description Alias of selects */
+                select?: string;
+                /** @description Comma-separated fields to return. Fields: id, user_id, title, folder_id, due_at, done_at, created_at, updated_at */
+                selects?: string;
+                /** @description Comma-separated; prefix - for descending. Sortable: id, user_id, title, folder_id, due_at, done_at, created_at, updated_at */
+                sort?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Client error (problem details, RFC 9457) */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Server error (problem details, RFC 9457) */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TaskExecution"][];
+                };
+            };
+        };
+    };
+    "tasks.executions.create": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    done_at?: string | null;
+                    due_at?: string | null;
+                    folder_id?: number | null;
+                    title: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Client error (problem details, RFC 9457) */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Server error (problem details, RFC 9457) */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        created_at?: string | null;
+                        done_at?: string | null;
+                        due_at?: string | null;
+                        folder_id?: number | null;
+                        id?: number | null;
+                        title?: string | null;
+                        updated_at?: string | null;
+                        user_id?: number | null;
+                    };
+                };
+            };
+        };
+    };
+    "tasks.executions.get": {
+        parameters: {
+            query?: {
+                grant_token?: string;
+                /** @description Alias of relations */
+                include?: string;
+                /** @description This resource has no relations */
+                relations?: string;
+                /** @description Alias of selects */
+                select?: string;
+                /** @description Comma-separated fields to return. Fields: id, user_id, title, folder_id, due_at, done_at, created_at, updated_at */
+                selects?: string;
+            };
+            header?: never;
+            path: {
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Client error (problem details, RFC 9457) */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Server error (problem details, RFC 9457) */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        created_at?: string | null;
+                        done_at?: string | null;
+                        due_at?: string | null;
+                        folder_id?: number | null;
+                        id?: number | null;
+                        title?: string | null;
+                        updated_at?: string | null;
+                        user_id?: number | null;
+                    };
+                };
+            };
+        };
+    };
+    "tasks.executions.update": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    done_at?: string | null;
+                    due_at?: string | null;
+                    folder_id?: number | null;
+                    title?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Client error (problem details, RFC 9457) */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Server error (problem details, RFC 9457) */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        created_at?: string | null;
+                        done_at?: string | null;
+                        due_at?: string | null;
+                        folder_id?: number | null;
+                        id?: number | null;
+                        title?: string | null;
+                        updated_at?: string | null;
+                        user_id?: number | null;
+                    };
+                };
+            };
+        };
+    };
+    "tasks.executions.delete": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Client error (problem details, RFC 9457) */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Server error (problem details, RFC 9457) */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    "users.list": {
+        parameters: {
+            query?: {
+                /** @description Filters, e.g. filter[id]=value. Aliases: is = eq, is_not = ne, value = like, not_in = nin. */
+                filter?: {
+                    /** @description active (boolean): filter[active]=value, or filter[active][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    active?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                    /** @description birthdate (date): filter[birthdate]=value, or filter[birthdate][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    birthdate?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                    /** @description blacked_out_at (timestamp): filter[blacked_out_at]=value, or filter[blacked_out_at][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    blacked_out_at?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                    /** @description city (string): filter[city]=value, or filter[city][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    city?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                    /** @description created_at (timestamp): filter[created_at]=value, or filter[created_at][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    created_at?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                    /** @description default_route (string): filter[default_route]=value, or filter[default_route][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    default_route?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                    /** @description deleted_at (timestamp): filter[deleted_at]=value, or filter[deleted_at][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    deleted_at?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                    /** @description email (string): filter[email]=value, or filter[email][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    email?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                    /** @description entering_date (date): filter[entering_date]=value, or filter[entering_date][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    entering_date?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                    /** @description first_name (string): filter[first_name]=value, or filter[first_name][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    first_name?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                    /** @description full_name (string): filter[full_name]=value, or filter[full_name][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    full_name?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                    /** @description gender (string): filter[gender]=value, or filter[gender][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    gender?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                    /** @description group_account (boolean): filter[group_account]=value, or filter[group_account][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    group_account?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                    /** @description id (id): filter[id]=value, or filter[id][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    id?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                    /** @description lang_id (string): filter[lang_id]=value, or filter[lang_id][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    lang_id?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                    /** @description last_name (string): filter[last_name]=value, or filter[last_name][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    last_name?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                    /** @description leaving_date (date): filter[leaving_date]=value, or filter[leaving_date][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    leaving_date?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                    /** @description phone (string): filter[phone]=value, or filter[phone][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    phone?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                    /** @description prevent_logout (boolean): filter[prevent_logout]=value, or filter[prevent_logout][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    prevent_logout?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                    /** @description profile_picture (string): filter[profile_picture]=value, or filter[profile_picture][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    profile_picture?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                    /** @description role_id (id): filter[role_id]=value, or filter[role_id][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    role_id?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                    /** @description staff_number (string): filter[staff_number]=value, or filter[staff_number][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    staff_number?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                    /** @description street (string): filter[street]=value, or filter[street][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    street?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                    /** @description text: a named filter of this list */
+                    text?: string | string[];
+                    /** @description updated_at (timestamp): filter[updated_at]=value, or filter[updated_at][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    updated_at?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                    /** @description username (string): filter[username]=value, or filter[username][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    username?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                    /** @description wants_email_notifications (boolean): filter[wants_email_notifications]=value, or filter[wants_email_notifications][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    wants_email_notifications?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                    /** @description zipcode (string): filter[zipcode]=value, or filter[zipcode][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    zipcode?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                };
+                /** @description Alias of relations */
+                include?: string;
+                /** @description At most this many rows */
+                limit?: number;
+                /** @description Skip this many rows */
+                offset?: number;
+                /** @description Relations to load (comma or | separated): role, language, departments, acceptedPolicies, entityPermissions */
+                relations?: string;
+                /** @description Alias of selects */
+                select?: string;
+                /** @description Comma-separated fields to return. Fields: id, username, first_name, last_name, full_name, active, group_account, role_id, lang_id, profile_picture, created_at, updated_at, deleted_at, blacked_out_at, street, zipcode, city, email, phone, birthdate, gender, entering_date, leaving_date, staff_number, wants_email_notifications, default_route, prevent_logout, profile_picture_url, static_url, url, url_context */
+                selects?: string;
+                /** @description Comma-separated; prefix - for descending. Sortable: id, username, first_name, last_name, full_name, active, group_account, role_id, lang_id, profile_picture, created_at, updated_at, deleted_at, blacked_out_at, street, zipcode, city, email, phone, birthdate, gender, entering_date, leaving_date, staff_number, wants_email_notifications, default_route, prevent_logout */
+                sort?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Client error (problem details, RFC 9457) */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Server error (problem details, RFC 9457) */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["User"][];
+                };
+            };
+        };
+    };
+    "users.create": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description default: derived from entering_date/leaving_date, else true */
+                    active?: boolean;
+                    birthdate?: string | null;
+                    city?: string | null;
+                    default_route?: string | null;
+                    email?: string | null;
+                    entering_date?: string | null;
+                    first_name?: string;
+                    gender?: ("male" | "female" | "diverse") | null;
+                    group_account?: boolean;
+                    lang_id?: string | null;
+                    last_name?: string;
+                    leaving_date?: string | null;
+                    /** @description min length: tenant setting `password_min_length` (default 8) */
+                    password: string;
+                    phone?: string | null;
+                    prevent_logout?: boolean;
+                    /** @description send the image itself as multipart/form-data; null = no picture */
+                    profile_picture?: null;
+                    request_password_change?: boolean;
+                    role_id: number;
+                    staff_number?: string | null;
+                    street?: string | null;
+                    username: string;
+                    wants_email_notifications?: boolean;
+                    zipcode?: string | null;
+                };
+                "multipart/form-data": {
+                    /** @description default: derived from entering_date/leaving_date, else true */
+                    active?: boolean;
+                    birthdate?: string | null;
+                    city?: string | null;
+                    default_route?: string | null;
+                    email?: string | null;
+                    entering_date?: string | null;
+                    first_name?: string;
+                    gender?: ("male" | "female" | "diverse") | null;
+                    group_account?: boolean;
+                    lang_id?: string | null;
+                    last_name?: string;
+                    leaving_date?: string | null;
+                    /** @description min length: tenant setting `password_min_length` (default 8) */
+                    password: string;
+                    phone?: string | null;
+                    prevent_logout?: boolean;
+                    /**
+                     * Format: binary
+                     * @description JPEG, PNG, GIF or WebP, at most 5 MiB (checked by content)
+                     */
+                    profile_picture?: Blob;
+                    request_password_change?: boolean;
+                    role_id: number;
+                    staff_number?: string | null;
+                    street?: string | null;
+                    username: string;
+                    wants_email_notifications?: boolean;
+                    zipcode?: string | null;
+                };
+            };
+        };
+        responses: {
+            /** @description Client error (problem details, RFC 9457) */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Server error (problem details, RFC 9457) */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["User"];
+                        /** @enum {string} */
+                        status: "success";
+                    };
+                };
+            };
+        };
+    };
+    "users.get": {
+        parameters: {
+            query?: {
+                /** @description Alias of relations */
+                include?: string;
+                /** @description Relations to load (comma or | separated): role, language, departments, acceptedPolicies, entityPermissions */
+                relations?: string;
+                /** @description Alias of selects */
+                select?: string;
+                /** @description Comma-separated fields to return. Fields: id, username, first_name, last_name, full_name, active, group_account, role_id, lang_id, profile_picture, created_at, updated_at, deleted_at, blacked_out_at, street, zipcode, city, email, phone, birthdate, gender, entering_date, leaving_date, staff_number, wants_email_notifications, default_route, prevent_logout, profile_picture_url, static_url, url, url_context */
+                selects?: string;
+            };
+            header?: never;
+            path: {
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Client error (problem details, RFC 9457) */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Server error (problem details, RFC 9457) */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        acceptedPolicies?: {
+                            [key: string]: unknown;
+                        }[];
+                        active?: boolean;
+                        birthdate?: string | null;
+                        blacked_out_at?: string | null;
+                        city?: string | null;
+                        /** @example 2026-01-31 09:30:00 */
+                        created_at?: string;
+                        default_route?: string | null;
+                        deleted_at?: string | null;
+                        departments?: {
+                            [key: string]: unknown;
+                        }[];
+                        email?: string | null;
+                        entering_date?: string | null;
+                        entityPermissions?: {
+                            [key: string]: unknown;
+                        }[];
+                        first_name?: string;
+                        full_name?: string;
+                        gender?: string | null;
+                        group_account?: boolean;
+                        id?: number;
+                        lang_id?: string | null;
+                        language?: {
+                            id: string;
+                            name: string;
+                        } | null;
+                        last_name?: string;
+                        leaving_date?: string | null;
+                        phone?: string | null;
+                        prevent_logout?: boolean;
+                        profile_picture?: string | null;
+                        profile_picture_url?: string | null;
+                        role?: {
+                            [key: string]: unknown;
+                        } | null;
+                        role_id?: number;
+                        staff_number?: string | null;
+                        static_url?: string;
+                        street?: string | null;
+                        /** @example 2026-01-31 09:30:00 */
+                        updated_at?: string;
+                        url?: string;
+                        url_context?: {
+                            id: number;
+                            title: string;
+                            type: string;
+                            url: string;
+                        };
+                        username?: string;
+                        wants_email_notifications?: boolean;
+                        zipcode?: string | null;
+                    };
+                };
+            };
+        };
+    };
+    "users.update": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description default: derived from entering_date/leaving_date, else true */
+                    active?: boolean;
+                    birthdate?: string | null;
+                    city?: string | null;
+                    default_route?: string | null;
+                    email?: string | null;
+                    entering_date?: string | null;
+                    first_name?: string;
+                    gender?: ("male" | "female" | "diverse") | null;
+                    group_account?: boolean;
+                    lang_id?: string | null;
+                    last_name?: string;
+                    leaving_date?: string | null;
+                    old_password?: string;
+                    /** @description min length: tenant setting `password_min_length` (default 8) */
+                    password?: string;
+                    phone?: string | null;
+                    prevent_logout?: boolean;
+                    /** @description send the image itself as multipart/form-data; null = no picture */
+                    profile_picture?: null;
+                    request_password_change?: boolean;
+                    role_id?: number;
+                    staff_number?: string | null;
+                    street?: string | null;
+                    username?: string;
+                    wants_email_notifications?: boolean;
+                    zipcode?: string | null;
+                };
+                "multipart/form-data": {
+                    /** @description default: derived from entering_date/leaving_date, else true */
+                    active?: boolean;
+                    birthdate?: string | null;
+                    city?: string | null;
+                    default_route?: string | null;
+                    email?: string | null;
+                    entering_date?: string | null;
+                    first_name?: string;
+                    gender?: ("male" | "female" | "diverse") | null;
+                    group_account?: boolean;
+                    lang_id?: string | null;
+                    last_name?: string;
+                    leaving_date?: string | null;
+                    old_password?: string;
+                    /** @description min length: tenant setting `password_min_length` (default 8) */
+                    password?: string;
+                    phone?: string | null;
+                    prevent_logout?: boolean;
+                    /**
+                     * Format: binary
+                     * @description JPEG, PNG, GIF or WebP, at most 5 MiB (checked by content)
+                     */
+                    profile_picture?: Blob;
+                    request_password_change?: boolean;
+                    role_id?: number;
+                    staff_number?: string | null;
+                    street?: string | null;
+                    username?: string;
+                    wants_email_notifications?: boolean;
+                    zipcode?: string | null;
+                };
+            };
+        };
+        responses: {
+            /** @description Client error (problem details, RFC 9457) */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Server error (problem details, RFC 9457) */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["User"];
+                        /** @enum {string} */
+                        status: "success";
+                    };
+                };
+            };
+        };
+    };
+    "users.delete": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Client error (problem details, RFC 9457) */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Server error (problem details, RFC 9457) */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: null;
+                        /** @enum {string} */
+                        status: "success";
+                    };
+                };
+            };
+        };
+    };
+    "users.blackout.delete": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Client error (problem details, RFC 9457) */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Server error (problem details, RFC 9457) */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["User"];
+                        /** @enum {string} */
+                        status: "success";
+                    };
+                };
+            };
+        };
+    };
+    "users.csv": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "multipart/form-data": {
+                    /** @description CSV header to read `active` from */
+                    active?: string;
+                    /** @description CSV header to read `birthdate` from */
+                    birthdate?: string;
+                    /** @description CSV header to read `city` from */
+                    city?: string;
+                    delete_users?: boolean;
+                    /** @description CSV header to read `email` from */
+                    email?: string;
+                    /** @description CSV header to read `entering_date` from */
+                    entering_date?: string;
+                    /** @description CSV header to read `first_name` from */
+                    first_name?: string;
+                    /** @description CSV header to read `gender` from */
+                    gender?: string;
+                    /** @description CSV header to read `group_account` from */
+                    group_account?: string;
+                    /** @description CSV header to read `lang_id` from */
+                    lang_id?: string;
+                    /** @description CSV header to read `last_name` from */
+                    last_name?: string;
+                    /** @description CSV header to read `leaving_date` from */
+                    leaving_date?: string;
+                    /** @description CSV header to read `password` from */
+                    password?: string;
+                    /** @description CSV header to read `phone` from */
+                    phone?: string;
+                    /** @description CSV header to read `role_id` from */
+                    role_id?: string;
+                    /** @description CSV header to read `staff_number` from */
+                    staff_number?: string;
+                    /** @description CSV header to read `street` from */
+                    street?: string;
+                    update_users?: boolean;
+                    /**
+                     * Format: binary
+                     * @description UTF-8 CSV (BOM allowed, `,` or `;`), at most 5 MiB and 10,000 data rows; required
+                     */
+                    user_data_csv?: Blob;
+                    /** @description CSV header to read `username` from */
+                    username?: string;
+                    whitespace_to_null?: boolean;
+                    /** @description CSV header to read `zipcode` from */
+                    zipcode?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Client error (problem details, RFC 9457) */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Server error (problem details, RFC 9457) */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            delete_users: {
+                                first_name: string;
+                                id: number;
+                                last_name: string;
+                                username: string;
+                            }[];
+                            new_users: {
+                                [key: string]: unknown;
+                            }[];
+                            update_users: {
+                                [key: string]: unknown;
+                            }[];
+                        };
+                        /** @enum {string} */
+                        status: "success";
+                    };
+                };
+            };
+        };
+    };
+    "users.current": {
+        parameters: {
+            query?: {
+                /** @description Alias of relations */
+                include?: string;
+                /** @description Relations to load (comma or | separated): role, language, departments, acceptedPolicies, entityPermissions */
+                relations?: string;
+                /** @description Alias of selects */
+                select?: string;
+                /** @description Comma-separated fields to return. Fields: id, username, first_name, last_name, full_name, active, group_account, role_id, lang_id, profile_picture, created_at, updated_at, deleted_at, blacked_out_at, street, zipcode, city, email, phone, birthdate, gender, entering_date, leaving_date, staff_number, wants_email_notifications, default_route, prevent_logout, profile_picture_url, static_url, url, url_context */
+                selects?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Client error (problem details, RFC 9457) */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Server error (problem details, RFC 9457) */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        acceptedPolicies?: {
+                            [key: string]: unknown;
+                        }[];
+                        active?: boolean;
+                        birthdate?: string | null;
+                        blacked_out_at?: string | null;
+                        city?: string | null;
+                        /** @example 2026-01-31 09:30:00 */
+                        created_at?: string;
+                        default_route?: string | null;
+                        deleted_at?: string | null;
+                        departments?: {
+                            [key: string]: unknown;
+                        }[];
+                        email?: string | null;
+                        entering_date?: string | null;
+                        entityPermissions?: {
+                            [key: string]: unknown;
+                        }[];
+                        first_name?: string;
+                        full_name?: string;
+                        gender?: string | null;
+                        group_account?: boolean;
+                        id?: number;
+                        lang_id?: string | null;
+                        language?: {
+                            id: string;
+                            name: string;
+                        } | null;
+                        last_name?: string;
+                        leaving_date?: string | null;
+                        phone?: string | null;
+                        prevent_logout?: boolean;
+                        profile_picture?: string | null;
+                        profile_picture_url?: string | null;
+                        role?: {
+                            [key: string]: unknown;
+                        } | null;
+                        role_id?: number;
+                        staff_number?: string | null;
+                        static_url?: string;
+                        street?: string | null;
+                        /** @example 2026-01-31 09:30:00 */
+                        updated_at?: string;
+                        url?: string;
+                        url_context?: {
+                            id: number;
+                            title: string;
+                            type: string;
+                            url: string;
+                        };
+                        username?: string;
+                        wants_email_notifications?: boolean;
+                        zipcode?: string | null;
+                    };
+                };
+            };
+        };
+    };
+    "users.current.notificationPreferences": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Client error (problem details, RFC 9457) */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Server error (problem details, RFC 9457) */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        email_digest: "immediate" | "daily" | "weekly";
+                        preferences: {
+                            email: boolean;
+                            /** @description The category (notification setting key) */
+                            key: string;
+                            notification_setting_id: number;
+                            push: boolean;
+                        }[];
+                    };
+                };
+            };
+        };
+    };
+    "users.current.notificationPreferences.updateMany": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    email?: boolean;
+                    notification_setting_id: number;
+                    push?: boolean;
+                }[] | {
+                    email_digest?: "immediate" | "daily" | "weekly";
+                    preferences?: {
+                        email?: boolean;
+                        notification_setting_id: number;
+                        push?: boolean;
+                    }[];
+                };
+            };
+        };
+        responses: {
+            /** @description Client error (problem details, RFC 9457) */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Server error (problem details, RFC 9457) */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        email_digest: "immediate" | "daily" | "weekly";
+                        preferences: {
+                            email: boolean;
+                            /** @description The category (notification setting key) */
+                            key: string;
+                            notification_setting_id: number;
+                            push: boolean;
+                        }[];
+                    };
+                };
+            };
+        };
+    };
+    "users.deleted.list": {
+        parameters: {
+            query?: {
+                /** @description Filters, e.g. filter[id]=value. Aliases: is = eq, is_not = ne, value = like, not_in = nin. */
+                filter?: {
+                    /** @description active (boolean): filter[active]=value, or filter[active][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    active?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                    /** @description birthdate (date): filter[birthdate]=value, or filter[birthdate][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    birthdate?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                    /** @description blacked_out_at (timestamp): filter[blacked_out_at]=value, or filter[blacked_out_at][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    blacked_out_at?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                    /** @description city (string): filter[city]=value, or filter[city][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    city?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                    /** @description created_at (timestamp): filter[created_at]=value, or filter[created_at][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    created_at?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                    /** @description default_route (string): filter[default_route]=value, or filter[default_route][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    default_route?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                    /** @description deleted_at (timestamp): filter[deleted_at]=value, or filter[deleted_at][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    deleted_at?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                    /** @description email (string): filter[email]=value, or filter[email][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    email?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                    /** @description entering_date (date): filter[entering_date]=value, or filter[entering_date][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    entering_date?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                    /** @description first_name (string): filter[first_name]=value, or filter[first_name][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    first_name?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                    /** @description full_name (string): filter[full_name]=value, or filter[full_name][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    full_name?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                    /** @description gender (string): filter[gender]=value, or filter[gender][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    gender?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                    /** @description group_account (boolean): filter[group_account]=value, or filter[group_account][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    group_account?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                    /** @description id (id): filter[id]=value, or filter[id][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    id?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                    /** @description lang_id (string): filter[lang_id]=value, or filter[lang_id][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    lang_id?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                    /** @description last_name (string): filter[last_name]=value, or filter[last_name][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    last_name?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                    /** @description leaving_date (date): filter[leaving_date]=value, or filter[leaving_date][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    leaving_date?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                    /** @description phone (string): filter[phone]=value, or filter[phone][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    phone?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                    /** @description prevent_logout (boolean): filter[prevent_logout]=value, or filter[prevent_logout][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    prevent_logout?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                    /** @description profile_picture (string): filter[profile_picture]=value, or filter[profile_picture][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    profile_picture?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                    /** @description role_id (id): filter[role_id]=value, or filter[role_id][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    role_id?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                    /** @description staff_number (string): filter[staff_number]=value, or filter[staff_number][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    staff_number?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                    /** @description street (string): filter[street]=value, or filter[street][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    street?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                    /** @description text: a named filter of this list */
+                    text?: string | string[];
+                    /** @description updated_at (timestamp): filter[updated_at]=value, or filter[updated_at][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    updated_at?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                    /** @description username (string): filter[username]=value, or filter[username][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    username?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                    /** @description wants_email_notifications (boolean): filter[wants_email_notifications]=value, or filter[wants_email_notifications][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    wants_email_notifications?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                    /** @description zipcode (string): filter[zipcode]=value, or filter[zipcode][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    zipcode?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                };
+                /** @description Alias of relations */
+                include?: string;
+                /** @description At most this many rows */
+                limit?: number;
+                /** @description Skip this many rows */
+                offset?: number;
+                /** @description Relations to load (comma or | separated): role, language, departments, acceptedPolicies, entityPermissions */
+                relations?: string;
+                /** @description Alias of selects */
+                select?: string;
+                /** @description Comma-separated fields to return. Fields: id, username, first_name, last_name, full_name, active, group_account, role_id, lang_id, profile_picture, created_at, updated_at, deleted_at, blacked_out_at, street, zipcode, city, email, phone, birthdate, gender, entering_date, leaving_date, staff_number, wants_email_notifications, default_route, prevent_logout, profile_picture_url, static_url, url, url_context */
+                selects?: string;
+                /** @description Comma-separated; prefix - for descending. Sortable: id, username, first_name, last_name, full_name, active, group_account, role_id, lang_id, profile_picture, created_at, updated_at, deleted_at, blacked_out_at, street, zipcode, city, email, phone, birthdate, gender, entering_date, leaving_date, staff_number, wants_email_notifications, default_route, prevent_logout */
+                sort?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Client error (problem details, RFC 9457) */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Server error (problem details, RFC 9457) */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["User"][];
+                };
+            };
+        };
+    };
+    "users.importTemplate": {
+        parameters: {
+            query?: {
+                active?: string;
+                first_name?: string;
+                group_account?: string;
+                lang_id?: string;
+                last_name?: string;
+                password?: string;
+                role_id?: string;
+                username?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Client error (problem details, RFC 9457) */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Server error (problem details, RFC 9457) */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description text/csv; charset=UTF-8 attachment */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/csv": string;
+                };
+            };
+        };
+    };
+    "users.logout.post": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Client error (problem details, RFC 9457) */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Server error (problem details, RFC 9457) */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["User"];
+                        /** @enum {string} */
+                        status: "success";
+                    };
+                };
+            };
+        };
+    };
+    "users.restore.post": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: number;
+            };
+            cookie?: never;
+        };
+        /** @description optional */
+        requestBody: {
+            content: {
+                "application/json": {
+                    role_id?: number;
+                } | null;
+            };
+        };
+        responses: {
+            /** @description Client error (problem details, RFC 9457) */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Server error (problem details, RFC 9457) */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["User"];
+                        /** @enum {string} */
+                        status: "success";
+                    };
+                };
+            };
+        };
+    };
+    "health.live": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        status: "ok";
+                    };
+                };
+            };
+        };
+    };
+    "health.ready": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Client error (problem details, RFC 9457) */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Server error (problem details, RFC 9457) */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        status: "ok";
+                    };
+                };
+            };
+        };
+    };
+    "shared.get": {
+        parameters: {
+            query?: {
+                downloadFileContent?: boolean | string;
+                filePoster?: boolean | string;
+                showFileContent?: boolean | string;
+            };
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Client error (problem details, RFC 9457) */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Server error (problem details, RFC 9457) */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        redirect: boolean;
+                        url: string | null;
+                        url_context: {
+                            id: number | string;
+                            title: string | null;
+                            type: string;
+                            url: string;
+                        } | null;
+                    };
+                };
+            };
+            /** @description Default Response */
+            302: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    "users.profilePicture": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Client error (problem details, RFC 9457) */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Server error (problem details, RFC 9457) */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the image; Content-Type from its magic bytes */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "image/*": Blob;
+                };
+            };
+        };
+    };
+    "users.profilePictureNamed": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Any name (ignored): lets a browser save the file under it */
+                fileName: string;
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Client error (problem details, RFC 9457) */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Server error (problem details, RFC 9457) */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the image; Content-Type from its magic bytes */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "image/*": Blob;
+                };
+            };
+        };
+    };
+}

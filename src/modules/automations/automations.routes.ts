@@ -1,11 +1,13 @@
 import type { FastifyInstance } from 'fastify'
 import { Type } from 'typebox'
-import { errorResponses, IdParamsSchema, ListQuerySchema, ShowQuerySchema } from '../../platform/http/schemas.js'
+import { errorResponses, IdParamsSchema } from '../../platform/http/schemas.js'
+import { listQuerySchema, showQuerySchema } from '../../platform/query/list-query-schema.js'
 import { sendList } from '../../platform/http/list-response.js'
 import {
   ActionInputSchema, AutomationSchema, CreateAutomationBodySchema, DeliveryParamsSchema, DeliverySchema,
   TestResponseSchema, UpdateAutomationBodySchema, ValidateActionResponseSchema,
 } from './automations.schemas.js'
+import { automationResource, deliveryResource } from './automations.resource.js'
 import type { AutomationsService } from './automations.service.js'
 
 type IdParams = { id: number }
@@ -14,13 +16,13 @@ const base = '/api/administration/automations'
 
 export async function automationsRoutes(app: FastifyInstance, { automations }: { automations: AutomationsService }): Promise<void> {
   const tags = ['automations']
-  app.get(base, { schema: { tags, querystring: ListQuerySchema, response: { 200: Type.Array(AutomationSchema), ...errorResponses } } },
+  app.get(base, { schema: { tags, querystring: listQuerySchema(automationResource), response: { 200: Type.Array(AutomationSchema), ...errorResponses } } },
     async (request, reply) => sendList(reply, await automations.listAutomations(request.actor, request.query as never)))
   app.post(base, { schema: { tags, body: CreateAutomationBodySchema, response: { 201: AutomationSchema, ...errorResponses } } },
     async (request, reply) => reply.code(201).send(await automations.createAutomation(request.actor, request.body as never)))
   app.post(`${base}/validate-action`, { schema: { tags, body: ActionInputSchema, response: { 200: ValidateActionResponseSchema, ...errorResponses } } },
     (request) => automations.validateAction(request.actor, request.body as never))
-  app.get(`${base}/:id`, { schema: { tags, params: IdParamsSchema, querystring: ShowQuerySchema, response: { 200: AutomationSchema, ...errorResponses } } },
+  app.get(`${base}/:id`, { schema: { tags, params: IdParamsSchema, querystring: showQuerySchema(automationResource), response: { 200: AutomationSchema, ...errorResponses } } },
     (request) => automations.getAutomation(request.actor, (request.params as IdParams).id, request.query as never))
   app.put(`${base}/:id`, { schema: { tags, params: IdParamsSchema, body: UpdateAutomationBodySchema, response: { 200: AutomationSchema, ...errorResponses } } },
     (request) => automations.updateAutomation(request.actor, (request.params as IdParams).id, request.body as never))
@@ -31,7 +33,7 @@ export async function automationsRoutes(app: FastifyInstance, { automations }: {
     })
   app.post(`${base}/:id/test`, { schema: { tags, params: IdParamsSchema, response: { 202: TestResponseSchema, ...errorResponses } } },
     async (request, reply) => reply.code(202).send(await automations.testAutomation(request.actor, (request.params as IdParams).id)))
-  app.get(`${base}/:id/deliveries`, { schema: { tags, params: IdParamsSchema, querystring: ListQuerySchema, response: { 200: Type.Array(DeliverySchema), ...errorResponses } } },
+  app.get(`${base}/:id/deliveries`, { schema: { tags, params: IdParamsSchema, querystring: listQuerySchema(deliveryResource), response: { 200: Type.Array(DeliverySchema), ...errorResponses } } },
     async (request, reply) => sendList(reply, await automations.listDeliveries(request.actor, (request.params as IdParams).id, request.query as never)))
   app.post(`${base}/:id/deliveries/:delivery/redeliver`, { schema: { tags, params: DeliveryParamsSchema, response: { 202: DeliverySchema, ...errorResponses } } },
     async (request, reply) => {

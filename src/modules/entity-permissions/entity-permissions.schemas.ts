@@ -39,7 +39,7 @@ export const EntityPermissionSchema = Type.Object({
   updated_at: Opt(TimestampSchema),
   permissionEntity: Opt(Type.Union([BasicObject, Type.Null()])),
   targetEntity: Opt(Type.Union([BasicObject, Type.Null()])),
-})
+}, { $id: 'EntityPermission' })
 export type EntityPermission = Static<typeof EntityPermissionSchema>
 
 export const CreateEntityPermissionBodySchema = Type.Object(

@@ -25,7 +25,7 @@ export const FolderSchema = Type.Object({
   translations: Opt(Type.Array(Type.Object({ lang_id: Type.String(), name: Type.String() }))),
   entityPermissions: Opt(Type.Array(EntityPermissionSchema)),
   user: Opt(Nullable(Type.Object({}, { additionalProperties: true }))),
-})
+}, { $id: 'Folder' })
 export type Folder = Static<typeof FolderSchema>
 
 const folderFields = {

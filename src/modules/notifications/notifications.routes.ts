@@ -1,11 +1,13 @@
 import type { FastifyInstance } from 'fastify'
 import { Type } from 'typebox'
-import { Envelope, envelope, errorResponses, IdParamsSchema, ListQuerySchema, ShowQuerySchema, UuidParamsSchema } from '../../platform/http/schemas.js'
+import { Envelope, envelope, errorResponses, IdParamsSchema, UuidParamsSchema } from '../../platform/http/schemas.js'
+import { filterSchema, listQuerySchema, showQuerySchema } from '../../platform/query/list-query-schema.js'
 import { sendList } from '../../platform/http/list-response.js'
 import {
   MarkNotificationBodySchema, MarkNotificationsBodySchema, MarkTargetNotificationsBodySchema, NotificationSchema,
   NotificationSettingSchema, SendNotificationBodySchema, TargetParamsSchema, TargetTypeParamsSchema, type TargetParams,
 } from './notifications.schemas.js'
+import { notificationResource, notificationSettingResource } from './notifications.resource.js'
 import type { NotificationsService } from './notifications.service.js'
 import type { NotificationsSendService } from './notifications-send.service.js'
 import type { NotificationStreams } from './notifications-stream.js'
@@ -16,7 +18,7 @@ interface Services {
   streams: NotificationStreams
 }
 
-const CountQuerySchema = Type.Object({ filter: Type.Optional(Type.Record(Type.String(), Type.Unknown())) }, { additionalProperties: true })
+const CountQuerySchema = Type.Object({ filter: Type.Optional(filterSchema(notificationResource)) })
 type IdParams = { id: string }
 
 export async function notificationsRoutes(app: FastifyInstance, { notifications, sending, streams }: Services): Promise<void> {
@@ -24,18 +26,18 @@ export async function notificationsRoutes(app: FastifyInstance, { notifications,
   const list = { 200: Type.Array(NotificationSchema), ...errorResponses }
   const changed = { 200: Envelope(Type.Integer()), ...errorResponses }
 
-  app.get('/api/notifications', { schema: { tags, querystring: ListQuerySchema, response: list } },
+  app.get('/api/notifications', { schema: { tags, querystring: listQuerySchema(notificationResource), response: list } },
     async (request, reply) => sendList(reply, await notifications.listNotifications(request.actor, request.query as never)))
   app.get('/api/notifications/count', { schema: { tags, querystring: CountQuerySchema, response: { 200: Type.Integer(), ...errorResponses } } },
     (request) => notifications.countNotifications(request.actor, (request.query as { filter?: unknown }).filter))
   app.get('/api/notifications/stream', {
-    schema: { tags, description: 'Server-Sent Events: `notification` (a new record) and `count` (`{"unread":N}`); a heartbeat comment every 25 s.', response: { 200: Type.String(), ...errorResponses } },
+    schema: { tags, description: 'Server-Sent Events: `notification` (a new record) and `count` (`{"unread":N}`); a heartbeat comment every 25 s.', response: { 200: { description: 'An event stream (text/event-stream) that stays open', content: { 'text/event-stream': { schema: Type.String() } } }, ...errorResponses } },
   }, (request, reply) => streams.open(request.actor, request, reply))
-  app.get('/api/notifications/type/:targetableType', { schema: { tags, params: TargetTypeParamsSchema, querystring: ListQuerySchema, response: list } },
+  app.get('/api/notifications/type/:targetableType', { schema: { tags, params: TargetTypeParamsSchema, querystring: listQuerySchema(notificationResource), response: list } },
     async (request, reply) => sendList(reply, await notifications.listTargetNotifications(request.actor, request.params as TargetParams, request.query as never)))
-  app.get('/api/notifications/type/:targetableType/:targetableId', { schema: { tags, params: TargetParamsSchema, querystring: ListQuerySchema, response: list } },
+  app.get('/api/notifications/type/:targetableType/:targetableId', { schema: { tags, params: TargetParamsSchema, querystring: listQuerySchema(notificationResource), response: list } },
     async (request, reply) => sendList(reply, await notifications.listTargetNotifications(request.actor, request.params as TargetParams, request.query as never)))
-  app.get('/api/notifications/:id', { schema: { tags, params: UuidParamsSchema, querystring: ShowQuerySchema, response: { 200: NotificationSchema, ...errorResponses } } },
+  app.get('/api/notifications/:id', { schema: { tags, params: UuidParamsSchema, querystring: showQuerySchema(notificationResource), response: { 200: NotificationSchema, ...errorResponses } } },
     (request) => notifications.getNotification(request.actor, (request.params as IdParams).id, request.query as never))
 
   app.post('/api/notifications', { schema: { tags, body: SendNotificationBodySchema, response: { 202: Envelope(Type.Null()), ...errorResponses } } },
@@ -59,8 +61,8 @@ export async function notificationsRoutes(app: FastifyInstance, { notifications,
     })
 
   const settingTags = ['notification-settings']
-  app.get('/api/notification-settings', { schema: { tags: settingTags, querystring: ListQuerySchema, response: { 200: Type.Array(NotificationSettingSchema), ...errorResponses } } },
+  app.get('/api/notification-settings', { schema: { tags: settingTags, querystring: listQuerySchema(notificationSettingResource), response: { 200: Type.Array(NotificationSettingSchema), ...errorResponses } } },
     async (request, reply) => sendList(reply, await notifications.listNotificationSettings(request.actor, request.query as never)))
-  app.get('/api/notification-settings/:id', { schema: { tags: settingTags, params: IdParamsSchema, querystring: ShowQuerySchema, response: { 200: NotificationSettingSchema, ...errorResponses } } },
+  app.get('/api/notification-settings/:id', { schema: { tags: settingTags, params: IdParamsSchema, querystring: showQuerySchema(notificationSettingResource), response: { 200: NotificationSettingSchema, ...errorResponses } } },
     (request) => notifications.getNotificationSetting(request.actor, (request.params as { id: number }).id, request.query as never))
 }

@@ -1,5 +1,5 @@
 import { Type, type Static } from 'typebox'
-import { IdSchema, Nullable, NullableTimestampSchema, TimestampInputSchema, TimestampSchema } from '../../platform/http/schemas.js'
+import { EXPECTED, IdSchema, Nullable, NullableTimestampSchema, TimestampInputSchema, TimestampSchema } from '../../platform/http/schemas.js'
 
 const Opt = Type.Optional
 const OpenObject = Type.Object({}, { additionalProperties: true })
@@ -30,7 +30,7 @@ export const NotificationSettingSchema = Type.Object({
 export const TargetTypeParamsSchema = Type.Object({ targetableType: Type.String({ minLength: 1, maxLength: 100 }) })
 export const TargetParamsSchema = Type.Object({
   targetableType: Type.String({ minLength: 1, maxLength: 100 }),
-  targetableId: Type.String({ pattern: '^[0-9]{1,15}$' }),
+  targetableId: Type.String({ pattern: '^[0-9]{1,15}$', [EXPECTED]: 'a numeric id' }),
 })
 export type TargetParams = { targetableType: string; targetableId?: string }
 

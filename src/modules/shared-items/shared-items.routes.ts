@@ -1,6 +1,8 @@
 import type { FastifyInstance } from 'fastify'
 import { Type } from 'typebox'
-import { errorResponses, ListQuerySchema, ShowQuerySchema } from '../../platform/http/schemas.js'
+import { errorResponses } from '../../platform/http/schemas.js'
+import { listQuerySchema, showQuerySchema } from '../../platform/query/list-query-schema.js'
+import { sharedItemResource } from './shared-items.resource.js'
 import { sendList } from '../../platform/http/list-response.js'
 import type { SharedItemResolver } from './shared-items.resolve.js'
 import {
@@ -14,9 +16,9 @@ export async function sharedItemsRoutes(app: FastifyInstance, { sharedItems, res
   const params = SharedItemParamsSchema
   const idOf = (request: { params: unknown }) => (request.params as SharedItemParams).id.toLowerCase()
 
-  app.get('/api/shared-items', { schema: { tags, querystring: ListQuerySchema, response: { 200: Type.Array(SharedItemSchema), ...errorResponses } } },
+  app.get('/api/shared-items', { schema: { tags, querystring: listQuerySchema(sharedItemResource), response: { 200: Type.Array(SharedItemSchema), ...errorResponses } } },
     async (request, reply) => sendList(reply, await sharedItems.listSharedItems(request.actor, request.query as never)))
-  app.get('/api/shared-items/:id', { schema: { tags, params, querystring: ShowQuerySchema, response: { 200: SharedItemSchema, ...errorResponses } } },
+  app.get('/api/shared-items/:id', { schema: { tags, params, querystring: showQuerySchema(sharedItemResource), response: { 200: SharedItemSchema, ...errorResponses } } },
     (request) => sharedItems.getSharedItem(request.actor, idOf(request), request.query as never))
   app.get('/api/shared-items/:id/resolve', { schema: { tags, params, querystring: ResolveQuerySchema, response: { 200: ResolveResultSchema, ...errorResponses } } },
     (request) => resolver.resolveSharedItem(request.actor, idOf(request), request.query as ResolveQuery))
@@ -31,9 +33,9 @@ export async function sharedItemsRoutes(app: FastifyInstance, { sharedItems, res
   })
 
   const admin = '/api/administration/shared-items'
-  app.get(admin, { schema: { tags, querystring: ListQuerySchema, response: { 200: Type.Array(SharedItemSchema), ...errorResponses } } },
+  app.get(admin, { schema: { tags, querystring: listQuerySchema(sharedItemResource), response: { 200: Type.Array(SharedItemSchema), ...errorResponses } } },
     async (request, reply) => sendList(reply, await sharedItems.listAdministrableSharedItems(request.actor, request.query as never)))
-  app.get(`${admin}/:id`, { schema: { tags, params, querystring: ShowQuerySchema, response: { 200: SharedItemSchema, ...errorResponses } } },
+  app.get(`${admin}/:id`, { schema: { tags, params, querystring: showQuerySchema(sharedItemResource), response: { 200: SharedItemSchema, ...errorResponses } } },
     (request) => sharedItems.getAdministrableSharedItem(request.actor, idOf(request), request.query as never))
   app.post(admin, { schema: { tags, body: CreateSharedItemBodySchema, response: { 201: SharedItemSchema, ...errorResponses } } },
     async (request, reply) => reply.code(201).send(await sharedItems.createSharedItem(request.actor, request.body as never)))

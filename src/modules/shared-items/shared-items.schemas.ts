@@ -23,7 +23,7 @@ export const SharedItemSchema = Type.Object({
   user: Opt(Nullable(AnyObject)),
   targetable: Opt(Nullable(AnyObject)),
   entityPermissions: Opt(Type.Array(EntityPermissionSchema)),
-})
+}, { $id: 'SharedItem' })
 export type SharedItem = Static<typeof SharedItemSchema>
 
 export const CreateSharedItemBodySchema = Type.Object(

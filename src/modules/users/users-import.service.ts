@@ -21,7 +21,7 @@ export type UsersImportService = ReturnType<typeof createUsersImportService>
 
 const addFormats = addFormatsModule as unknown as (ajv: Ajv) => Ajv
 // A CSV row is checked against the very schemas of the JSON create/update body.
-const checkRow = addFormats(new Ajv({ allErrors: true, strict: false })).compile(
+const checkRow = addFormats(new Ajv({ allErrors: true, verbose: true, strict: false })).compile(
   Type.Object(Object.fromEntries(IMPORTABLE_KEYS.map((k) => [k, Type.Optional(userInputFields[k])]))),
 )
 

@@ -2,7 +2,9 @@ import type { FastifyInstance } from 'fastify'
 import { Type } from 'typebox'
 import { multipartBody } from '../../platform/http/multipart.js'
 import { sendList } from '../../platform/http/list-response.js'
-import { envelope, errorResponses, IdParamsSchema, ListQuerySchema, ShowQuerySchema } from '../../platform/http/schemas.js'
+import { envelope, errorResponses, IdParamsSchema } from '../../platform/http/schemas.js'
+import { listQuerySchema, showQuerySchema } from '../../platform/query/list-query-schema.js'
+import { userResource } from './users.resource.js'
 import { inlineDisposition } from './users-pictures.js'
 import type { UsersImportService } from './users-import.service.js'
 import type { UsersLifecycleService } from './users-lifecycle.service.js'
@@ -14,6 +16,8 @@ import {
 import type { UsersService } from './users.service.js'
 
 type IdParams = { id: number }
+const UserListQuery = listQuerySchema(userResource)
+const UserShowQuery = showQuerySchema(userResource)
 interface UsersRouteDeps {
   users: UsersService
   lifecycle: UsersLifecycleService
@@ -31,15 +35,15 @@ export async function usersRoutes(app: FastifyInstance, { users, lifecycle, impo
     multipartBody({ schema: schema as never, files: { profile_picture: { maxBytes: PROFILE_PICTURE_MAX_BYTES } }, storageDir })
 
   app.get('/api/users', {
-    schema: { tags, summary: 'Users (basic fields); filter[text] searches names, username, email, staff number', querystring: ListQuerySchema, response: { 200: Type.Array(UserSchema), ...errorResponses } },
+    schema: { tags, summary: 'Users (basic fields); filter[text] searches names, username, email, staff number', querystring: UserListQuery, response: { 200: Type.Array(UserSchema), ...errorResponses } },
   }, async (request, reply) => sendList(reply, await users.listUsers(request.actor, request.query as never)))
 
   app.get('/api/users/deleted', {
-    schema: { tags, summary: 'Soft-deleted users, blacked-out ones included', querystring: ListQuerySchema, response: { 200: Type.Array(UserSchema), ...errorResponses } },
+    schema: { tags, summary: 'Soft-deleted users, blacked-out ones included', querystring: UserListQuery, response: { 200: Type.Array(UserSchema), ...errorResponses } },
   }, async (request, reply) => sendList(reply, await users.listDeletedUsers(request.actor, request.query as never)))
 
   app.get('/api/users/current', {
-    schema: { tags, summary: 'The authenticated user', querystring: ShowQuerySchema, response: { 200: UserSchema, ...errorResponses } },
+    schema: { tags, summary: 'The authenticated user', querystring: UserShowQuery, response: { 200: UserSchema, ...errorResponses } },
   }, (request) => users.getCurrentUser(request.actor, request.query as never))
 
   app.get('/api/users/import-template', {
@@ -53,12 +57,13 @@ export async function usersRoutes(app: FastifyInstance, { users, lifecycle, impo
   })
 
   app.get('/api/users/:id', {
-    schema: { tags, summary: 'One user, deleted included; extended fields for self, users.viewDetails, users.administrate', params: IdParamsSchema, querystring: ShowQuerySchema, response: { 200: UserSchema, ...errorResponses } },
+    schema: { tags, summary: 'One user, deleted included; extended fields for self, users.viewDetails, users.administrate', params: IdParamsSchema, querystring: UserShowQuery, response: { 200: UserSchema, ...errorResponses } },
   }, (request) => users.getUser(request.actor, (request.params as IdParams).id, request.query as never))
 
   app.post('/api/users', {
     schema: { tags, summary: 'Create a user (JSON, or multipart/form-data with a profile_picture file)', body: jsonOrMultipart(CreateUserBodySchema, CreateUserMultipartSchema), response: { 201: UserEnvelopeSchema, ...errorResponses } },
     preValidation: pictureUpload(CreateUserMultipartSchema),
+    config: { bodyRules: (request) => users.passwordProblems(request.actor, request.body) },
   }, async (request, reply) => reply.code(201).send(envelope(await users.createUser(request.actor, request.body as never, request.uploads?.profile_picture))))
 
   app.post('/api/users/csv', {
@@ -69,6 +74,7 @@ export async function usersRoutes(app: FastifyInstance, { users, lifecycle, impo
   app.put('/api/users/:id', {
     schema: { tags, summary: 'Update a user (JSON, or multipart/form-data with a profile_picture file)', params: IdParamsSchema, body: jsonOrMultipart(UpdateUserBodySchema, UpdateUserMultipartSchema), response: { 200: UserEnvelopeSchema, ...errorResponses } },
     preValidation: pictureUpload(UpdateUserMultipartSchema),
+    config: { bodyRules: (request) => users.passwordProblems(request.actor, request.body) },
   }, async (request) => envelope(await users.updateUser(request.actor, (request.params as IdParams).id, request.body as never, request.uploads?.profile_picture)))
 
   app.post('/api/users/logout/:id', {
@@ -87,11 +93,14 @@ export async function usersRoutes(app: FastifyInstance, { users, lifecycle, impo
     schema: { tags, summary: 'Soft-delete a user', params: IdParamsSchema, response: { 200: NullEnvelopeSchema, ...errorResponses } },
   }, async (request) => envelope(await lifecycle.deleteUser(request.actor, (request.params as IdParams).id)))
 
-  app.get('/users/:id/profile-picture/:fileName?', {
-    schema: {
-      tags, summary: 'Profile-picture bytes (self or users.view)', params: ProfilePictureParamsSchema,
-      response: { 200: { description: 'the image; Content-Type from its magic bytes', content: { 'image/*': { schema: Type.String({ format: 'binary' }) } } }, ...errorResponses },
-    },
+  // the optional trailing file name is two documented routes (an OpenAPI path has no optional segment)
+  const pictureResponse = { 200: { description: 'the image; Content-Type from its magic bytes', content: { 'image/*': { schema: Type.String({ format: 'binary' }) } } }, ...errorResponses }
+  const pictureRoutes = [
+    ['/users/:id/profile-picture', IdParamsSchema, 'users.profilePicture'],
+    ['/users/:id/profile-picture/:fileName', ProfilePictureParamsSchema, 'users.profilePictureNamed'],
+  ] as const
+  for (const [url, params, operationId] of pictureRoutes) app.get(url, {
+    schema: { tags, operationId, summary: 'Profile-picture bytes (self or users.view)', params, response: pictureResponse },
   }, async (request, reply) => {
     const { id, fileName } = request.params as { id: number; fileName?: string }
     const picture = await users.getProfilePicture(request.actor, id, fileName || undefined)

@@ -1,5 +1,5 @@
 import { Type, type Static } from 'typebox'
-import { Envelope, IdSchema, Nullable, NullableTimestampSchema, TimestampSchema } from '../../platform/http/schemas.js'
+import { Envelope, EXPECTED, IdSchema, Nullable, NullableTimestampSchema, TimestampSchema } from '../../platform/http/schemas.js'
 
 const Opt = Type.Optional
 
@@ -62,13 +62,14 @@ export const CSV_MAX_ROWS = 10_000
 const DateInputSchema = Type.String({
   pattern: '^\\d{4}-\\d{2}-\\d{2}([ T]\\d{2}:\\d{2}(:\\d{2}(\\.\\d{1,9})?)?(Z|[+-]\\d{2}:?\\d{2})?)?$',
   maxLength: 40,
+  [EXPECTED]: 'a date YYYY-MM-DD',
   description: '`YYYY-MM-DD` (a timestamp form is accepted; its date part is used)',
 })
 const Text = (maxLength = 255) => Type.String({ maxLength })
 
 /** Every key a create body accepts; update accepts the same keys, all optional, plus `old_password`. */
 export const userInputFields = {
-  username: Type.String({ minLength: 3, maxLength: 255, pattern: USERNAME_PATTERN }),
+  username: Type.String({ minLength: 3, maxLength: 255, pattern: USERNAME_PATTERN, [EXPECTED]: 'letters, digits and . _ @ + - only' }),
   password: Type.String({ minLength: 1, maxLength: 256, description: 'min length: tenant setting `password_min_length` (default 8)' }),
   first_name: Text(),
   last_name: Text(),
@@ -117,7 +118,7 @@ export type RestoreUserBody = Static<typeof RestoreUserBodySchema>
 export const UserEnvelopeSchema = Envelope(UserSchema)
 export const NullEnvelopeSchema = Envelope(Type.Null())
 
-export const ProfilePictureParamsSchema = Type.Object({ id: IdSchema, fileName: Opt(Type.String({ maxLength: 255 })) })
+export const ProfilePictureParamsSchema = Type.Object({ id: IdSchema, fileName: Type.String({ maxLength: 255, description: 'Any name (ignored): lets a browser save the file under it' }) })
 
 /** Keys a CSV may carry (contract 10): the template's eight plus these profile keys. */
 export const TEMPLATE_KEYS = ['username', 'password', 'first_name', 'last_name', 'active', 'group_account', 'role_id', 'lang_id'] as const

@@ -8,7 +8,7 @@ import { revokeUserTokens } from '../../platform/auth/tokens.js'
 import { isUniqueViolation } from '../../platform/db/pg-errors.js'
 import type { Db, UsersTable } from '../../platform/db/schema.js'
 import { recordDomainEvent } from '../../platform/events/domain-events.js'
-import { AppError, conflict, FieldErrorCollector, forbidden, notFound } from '../../platform/http/errors.js'
+import { AppError, conflict, FieldErrorCollector, forbidden, notFound, type FieldErrors } from '../../platform/http/errors.js'
 import type { UploadedFile } from '../../platform/http/multipart.js'
 import { parseShowQuery, type RawListQuery } from '../../platform/query/parse-query.js'
 import type { QueryContext } from '../../platform/query/resource.js'
@@ -223,7 +223,15 @@ export function createUsersService(deps: AppDeps, pictures: ProfilePictures) {
     return { ...file, fileName: user.profile_picture }
   }
 
-  return { listUsers, listDeletedUsers, getUser, getCurrentUser, createUser, updateUser, getProfilePicture }
+  /** The password-length rule on a raw body, so that a 422 of the schema names a short password too. */
+  async function passwordProblems(actor: Actor | undefined, body: unknown): Promise<FieldErrors | undefined> {
+    const password = (body as { password?: unknown }).password
+    if (!actor || typeof password !== 'string') return undefined
+    const minLength = await queries.findPasswordMinLength(db, actor.tenantId)
+    return password.length < minLength ? { password: [`must be at least ${minLength} characters`] } : undefined
+  }
+
+  return { listUsers, listDeletedUsers, getUser, getCurrentUser, createUser, updateUser, getProfilePicture, passwordProblems }
 }
 
 /** The input keys stored as columns of the same name. */

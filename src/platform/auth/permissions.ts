@@ -17,6 +17,31 @@ export const PERMISSIONS: readonly string[] = [
   ...CONTENT_MODULES.flatMap((m) => [`${m}.view`, `${m}.manage`]),
 ]
 
+/** What each permission grants, in words (docs/permissions.md is generated from this and DEFAULT_ROLES). */
+export const PERMISSION_GRANTS: Readonly<Record<string, string>> = {
+  '*': 'every permission; also bypasses restriction grants everywhere (the tenant\'s administrators)',
+  'users.view': 'list users, see basic fields of others, see profile pictures',
+  'users.viewDetails': 'the extended fields of other users on single show',
+  'users.create': 'create users',
+  'users.update': 'update other users',
+  'users.delete': 'soft-delete other users',
+  'users.administrate': 'change another user\'s password without `old_password`, change `prevent_logout`, log out other users, list deleted users, restore, black out, CSV import parse, import template',
+  'roles.view': 'list and show roles; view folders of type `role`',
+  'roles.manage': 'create, update and delete roles; manage folders of type `role`',
+  'departments.view': 'list and show departments; view folders of type `department`',
+  'departments.manage': 'create, update and delete departments; manage folders of type `department`',
+  'sharedItems.administrate': 'use `/api/administration/shared-items*`: create items; administrate unrestricted items and items whose `administrate` grants include the user',
+  'sharedItems.administrateAll': 'administrate every shared item',
+  'entityPermissions.manage': 'manage grants on any target (otherwise only on targets the user administrates)',
+  'notifications.send': '`POST /api/notifications`',
+  'notifications.reset': '`DELETE /api/administration/notifications/reset`',
+  'automations.manage': 'the automation and webhook endpoints',
+  ...Object.fromEntries(CONTENT_MODULES.flatMap((m) => [
+    [`${m}.view`, `see ${m} content and folders (restriction grants may narrow it)`],
+    [`${m}.manage`, `create, update and delete ${m} content and folders`],
+  ])),
+}
+
 const KNOWN = new Set(PERMISSIONS)
 export const isKnownPermission = (permission: string) => KNOWN.has(permission)
 

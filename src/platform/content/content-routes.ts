@@ -5,8 +5,9 @@ import { authenticateRequest } from '../auth/authenticate.js'
 import { unauthorized } from '../http/errors.js'
 import type { Db } from '../db/schema.js'
 import { sendList } from '../http/list-response.js'
-import { errorResponses, IdParamsSchema, IdSchema, ListQuerySchema, Nullable, ShowQuerySchema, TimestampSchema } from '../http/schemas.js'
+import { errorResponses, IdParamsSchema, IdSchema, Nullable, TimestampSchema } from '../http/schemas.js'
 import type { FieldType } from '../query/resource.js'
+import { listQuerySchema, showQuerySchema } from '../query/list-query-schema.js'
 import type { ContentResource } from './content-resource.js'
 
 const OUTPUT: Record<FieldType, () => TSchema> = {
@@ -83,7 +84,7 @@ export async function contentRoutes(app: FastifyInstance, content: ContentResour
   const scope = (request: FastifyRequest) => (o.parentColumn ? { [o.parentColumn]: (request.params as P).id } : undefined)
   const params = o.parentColumn ? { params: IdParamsSchema } : {}
   if (o.operations.includes('list')) {
-    app.get(o.collection, { schema: { tags, ...params, querystring: ListQuerySchema, response: { 200: Type.Array(record), ...errorResponses } } },
+    app.get(o.collection, { schema: { tags, ...params, querystring: listQuerySchema(content.resource), response: { 200: Type.Array(record), ...errorResponses } } },
       async (request, reply) => {
         return sendList(reply, await content.list(o.db, request.actor, request.query as never, scope(request)))
       })
@@ -100,7 +101,7 @@ export async function contentRoutes(app: FastifyInstance, content: ContentResour
     const tokens = o.grantTokens
     app.get(o.item, {
       config: tokens ? { public: true } : {},
-      schema: { tags, params: IdParamsSchema, querystring: Type.Intersect([ShowQuerySchema, GrantTokenQuerySchema]), response: { 200: record, ...errorResponses } },
+      schema: { tags, params: IdParamsSchema, querystring: showQuerySchema(content.resource, GrantTokenQuerySchema.properties), response: { 200: record, ...errorResponses } },
     }, async (request) => {
       const id = (request.params as P).id
       const { grant_token: _token, ...query } = request.query as Record<string, unknown>

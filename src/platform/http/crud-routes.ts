@@ -2,7 +2,9 @@ import type { FastifyInstance } from 'fastify'
 import { Type, type TSchema } from 'typebox'
 import type { Actor } from '../auth/actor.js'
 import type { RawListQuery } from '../query/parse-query.js'
-import { errorResponses, IdParamsSchema, ListQuerySchema, ShowQuerySchema } from './schemas.js'
+import { errorResponses, IdParamsSchema } from './schemas.js'
+import { listQuerySchema, showQuerySchema } from '../query/list-query-schema.js'
+import type { ResourceDef } from '../query/resource.js'
 import { sendList } from './list-response.js'
 
 /** The five use cases behind a plain REST resource (list, show, create, update, delete). */
@@ -19,6 +21,8 @@ export interface CrudRoutesOptions {
   path: string
   tag: string
   itemSchema: TSchema
+  /** The resource whose fields the list and show query keys document. */
+  resource: ResourceDef
   createBodySchema: TSchema
   updateBodySchema: TSchema
   handlers: CrudHandlers
@@ -32,9 +36,9 @@ export function registerCrudRoutes(app: FastifyInstance, options: CrudRoutesOpti
   const { path, handlers, itemSchema } = options
   const tags = [options.tag]
   const id = (params: unknown) => (params as { id: number }).id
-  app.get(path, { schema: { tags, querystring: ListQuerySchema, response: { 200: Type.Array(itemSchema), ...errorResponses } } },
+  app.get(path, { schema: { tags, querystring: listQuerySchema(options.resource), response: { 200: Type.Array(itemSchema), ...errorResponses } } },
     async (request, reply) => sendList(reply, (await handlers.list(request.actor, request.query as RawListQuery)) as never))
-  app.get(`${path}/:id`, { schema: { tags, params: IdParamsSchema, querystring: ShowQuerySchema, response: { 200: itemSchema, ...errorResponses } } },
+  app.get(`${path}/:id`, { schema: { tags, params: IdParamsSchema, querystring: showQuerySchema(options.resource), response: { 200: itemSchema, ...errorResponses } } },
     (request) => handlers.show(request.actor, id(request.params), request.query as RawListQuery))
   app.post(path, { schema: { tags, body: options.createBodySchema, response: { 201: itemSchema, ...errorResponses } } },
     async (request, reply) => reply.code(201).send(await handlers.create(request.actor, request.body as never)))

@@ -2,6 +2,8 @@ import { STATUS_CODES } from 'node:http'
 import type { FastifyError, FastifyInstance, FastifyReply } from 'fastify'
 import { AppError, type FieldErrors } from './errors.js'
 import { mapPgError } from '../db/pg-errors.js'
+import { validationErrors, type AjvIssue } from './validation-messages.js'
+import { bodyRuleErrors } from './body-rules.js'
 
 export interface ProblemDetails {
   type: string
@@ -12,46 +14,18 @@ export interface ProblemDetails {
   errors?: FieldErrors
 }
 
-interface AjvIssue {
-  instancePath?: string
-  keyword?: string
-  message?: string
-  params?: Record<string, unknown>
-}
-
-function toDottedPath(instancePath = ''): string {
-  return instancePath.replace(/^\//, '').split('/').filter(Boolean).map((p) => p.replace(/~1/g, '/').replace(/~0/g, '~')).join('.')
-}
-
-/** ajv issues → `{ "field.path": ["message"] }`, naming missing and unknown keys at their own path. */
-export function validationErrors(issues: AjvIssue[]): FieldErrors {
-  // no prototype: a client-chosen field name such as `constructor` or `__proto__` is just a key
-  const errors: FieldErrors = Object.create(null)
-  for (const issue of issues) {
-    let field = toDottedPath(issue.instancePath)
-    let message = issue.message ?? 'is invalid'
-    if (issue.keyword === 'required' && issue.params?.missingProperty) {
-      field = [field, String(issue.params.missingProperty)].filter(Boolean).join('.')
-      message = 'is required'
-    } else if (issue.keyword === 'additionalProperties' && issue.params?.additionalProperty) {
-      field = [field, String(issue.params.additionalProperty)].filter(Boolean).join('.')
-      message = 'is not an allowed field'
-    } else if (issue.keyword === 'anyOf' || issue.keyword === 'oneOf') {
-      // the branch errors already explain; keep the summary only if nothing else names this field
-      if (Object.hasOwn(errors, field || '_')) continue
-    }
-    const key = field || '_'
-    const list = (errors[key] ??= [])
-    if (!list.includes(message)) list.push(message)
-  }
-  return errors
-}
+export { validationErrors } from './validation-messages.js'
 
 export function problem(status: number, code: string, detail: string, errors?: FieldErrors): ProblemDetails {
   return { type: 'about:blank', title: STATUS_CODES[status] ?? 'Error', status, detail, code, ...(errors ? { errors } : {}) }
 }
 
+/** The problem code each error answer carried (the request log line names it). */
+const problemCodes = new WeakMap<FastifyReply, string>()
+export const problemCodeOf = (reply: FastifyReply): string | undefined => problemCodes.get(reply)
+
 export function sendProblem(reply: FastifyReply, body: ProblemDetails, headers?: Record<string, string>): FastifyReply {
+  problemCodes.set(reply, body.code)
   if (headers) reply.headers(headers)
   // a too-large upload is refused without reading the rest of it: the connection closes after the answer
   if (body.status === 413) reply.header('connection', 'close')
@@ -100,8 +74,14 @@ export function toProblem(error: unknown): { body: ProblemDetails; headers?: Rec
 
 /** The one error handler and not-found handler of the app. */
 export function registerErrorHandling(app: FastifyInstance): void {
-  app.setErrorHandler((error, request, reply) => {
+  app.setErrorHandler(async (error, request, reply) => {
     const { body, headers, unexpected } = toProblem(error)
+    if (body.errors && (error as { validationContext?: string }).validationContext === 'body') {
+      for (const [field, messages] of Object.entries((await bodyRuleErrors(request)) ?? {})) {
+        const list = (body.errors[field] ??= [])
+        for (const message of messages) if (!list.includes(message)) list.push(message)
+      }
+    }
     if (unexpected) request.log.error({ err: error }, 'unexpected error')
     else if (body.status >= 500) request.log.warn({ code: body.code }, body.detail)
     return sendProblem(reply, body, headers)

@@ -2,16 +2,22 @@ import type { FastifyInstance } from 'fastify'
 import swagger from '@fastify/swagger'
 import swaggerUi from '@fastify/swagger-ui'
 import type { Config } from '../../config.js'
+import { ProblemSchema } from './schemas.js'
 
-/** OpenAPI is generated from the route schemas; `/docs` renders it from locally served assets. */
+/** OpenAPI 3.1 is generated from the route schemas; `/docs` renders it from locally served assets. */
 export async function registerOpenApi(app: FastifyInstance, config: Config): Promise<void> {
   await app.register(swagger, {
     openapi: {
-      openapi: '3.0.3',
+      openapi: '3.1.0',
       info: {
         title: 'workplace-api',
         version: '0.1.0',
-        description: 'Multi-tenant workplace platform API. Errors are RFC 9457 problem+json. Obtain a token with POST /api/auth/login.',
+        description: [
+          'Multi-tenant workplace platform API. Obtain a token with `POST /api/auth/login` and send it as `Authorization: Bearer …`.',
+          'Every error is RFC 9457 `application/problem+json` (the `Problem` schema) with a stable `code`; a 422 names each offending field in `errors`.',
+          'Lists take `selects`, `relations`, `filter[field][operator]=value`, `sort`, `limit`, `offset`; any other query key is a 422.',
+        ].join('\n\n'),
+        license: { name: 'UNLICENSED', identifier: 'UNLICENSED' },
       },
       servers: [{ url: config.baseUrl }],
       components: {
@@ -19,6 +25,8 @@ export async function registerOpenApi(app: FastifyInstance, config: Config): Pro
       },
       security: [{ bearer: [] }],
     },
+    // component schemas are named by their `$id` (User, Notification, …) instead of def-0, def-1, …
+    refResolver: { buildLocalReference: (json, _baseUri, _fragment, i) => (typeof json.$id === 'string' ? json.$id : `Schema${i}`) },
     transform: ({ schema, url, route }) => {
       const publicRoute = (route as { config?: { public?: boolean } }).config?.public
       const transformed = { ...(schema ?? {}) } as Record<string, unknown>
@@ -36,5 +44,102 @@ export async function registerOpenApi(app: FastifyInstance, config: Config): Pro
     staticCSP: true,
     logLevel: 'warn',
   })
-  app.get('/api/openapi.json', { config: { public: true }, schema: { hide: true } }, async () => app.swagger())
+  let document: unknown
+  app.get('/api/openapi.json', { config: { public: true }, schema: { hide: true } }, async () => (document ??= finishDocument(app.swagger())))
+}
+
+type Schema = Record<string, unknown>
+type Parameter = { in: string; name: string; schema?: Schema; style?: string; explode?: boolean }
+type Response = { description?: string; content?: Record<string, { schema?: unknown }> }
+interface Operation {
+  operationId?: string
+  summary?: string
+  description?: string
+  parameters?: Parameter[]
+  responses?: Record<string, Response>
+}
+interface Document {
+  paths?: Record<string, Record<string, Operation>>
+  components?: { schemas?: Record<string, Schema> }
+}
+
+const METHODS = ['get', 'put', 'post', 'delete', 'patch', 'head', 'options']
+const PROBLEM_REF = { $ref: '#/components/schemas/Problem' }
+
+const camel = (segment: string) => segment.replace(/^\.+/, '').replace(/[-_.]+([a-z0-9])/gi, (_, c: string) => c.toUpperCase())
+const capital = (word: string) => word.charAt(0).toUpperCase() + word.slice(1)
+
+/** `GET /api/users` → users.list, `PUT /api/roles/{id}` → roles.update, `POST /api/auth/login` → auth.login.create … */
+function operationName(path: string, method: string): { base: string; verb: string; params: string[] } {
+  const segments = path.replace(/^\/api\//, '/').split('/').filter(Boolean)
+  const literals = segments.filter((s) => !s.startsWith('{')).map(camel)
+  const params = segments.filter((s) => s.startsWith('{')).map((s) => s.slice(1, -1))
+  const onItem = segments.at(-1)?.startsWith('{') ?? false
+  const verbs: Record<string, [string, string]> = {
+    get: ['list', 'get'], post: ['create', 'post'], put: ['updateMany', 'update'], patch: ['patchMany', 'patch'], delete: ['deleteMany', 'delete'],
+  }
+  const verb = (verbs[method] ?? [method, method])[onItem ? 1 : 0]
+  return { base: literals.join('.') || 'root', verb, params }
+}
+
+/** A sub-path that is an action or a single document, not a collection: named without a verb (auth.login, users.current). */
+function isAction(operation: Operation, path: string, method: string): boolean {
+  if (path.split('/').filter((s) => s && !s.startsWith('{')).length < 2 || path.endsWith('}')) return false
+  const responses = operation.responses ?? {}
+  if (method === 'post') return !responses['201']
+  if (method !== 'get') return false
+  const schema = responses['200']?.content?.['application/json']?.schema as { type?: unknown } | undefined
+  return schema?.type !== 'array'
+}
+
+const WORDS: Record<string, string> = { list: 'List', get: 'Get one', create: 'Create one', post: 'Act on one', update: 'Update one', patch: 'Change one', delete: 'Delete one', updateMany: 'Update', deleteMany: 'Delete', patchMany: 'Change' }
+const spaced = (name: string) => name.replace(/([a-z])([A-Z])/g, '$1 $2').toLowerCase()
+const singular = (noun: string) => noun.replace(/ies$/, 'y').replace(/([^s])s$/, '$1')
+
+/**
+ * The document as served: operationIds (unique, `resource.verb`), a summary on every operation, query
+ * serialization (`filter` is a deepObject), and every error response as `application/problem+json` with
+ * the `Problem` schema (the server sends nothing else for 4xx/5xx).
+ */
+function finishDocument<T>(input: T): T {
+  const doc = input as Document
+  const seen = new Map<string, number>()
+  const operations: Array<{ path: string; method: string; operation: Operation }> = []
+  for (const [path, item] of Object.entries(doc.paths ?? {})) {
+    for (const [method, operation] of Object.entries(item)) if (METHODS.includes(method)) operations.push({ path, method, operation })
+  }
+  const named = operations.map(({ path, method, operation }) => ({ path, method, operation, ...operationName(path, method) }))
+  for (const n of named) if (isAction(n.operation, n.path, n.method)) n.verb = ''
+  const plainName = (n: { base: string; verb: string }) => (n.verb ? `${n.base}.${n.verb}` : n.base)
+  for (const n of named) seen.set(plainName(n), (seen.get(plainName(n)) ?? 0) + 1)
+  for (const n of named) {
+    const { operation, base, verb, params } = n
+    const plain = plainName(n)
+    operation.operationId ??= seen.get(plain)! > 1 && params.length > 0 ? `${plain}By${params.map(capital).join('And')}` : plain
+    if (!operation.summary) {
+      const firstSentence = operation.description?.split(/(?<=\.)\s/)[0]
+      const noun = spaced(base.split('.').at(-1)!)
+      operation.summary = firstSentence && firstSentence.length <= 120 ? firstSentence.replace(/\.$/, '')
+        : !verb ? capital(spaced(base.split('.').slice(-2).join(' ')))
+        : verb === 'list' || verb.endsWith('Many') ? `${WORDS[verb]} ${noun}` : `${WORDS[verb] ?? capital(verb)} ${singular(noun)}`
+    }
+    const isPublic = Array.isArray((operation as { security?: unknown[] }).security) && (operation as { security: unknown[] }).security.length === 0
+    operation.description ??= `${operation.summary}. ${isPublic ? 'No authentication needed.' : 'Needs a bearer token; permissions are checked per record (see docs/permissions.md).'}`
+    for (const parameter of operation.parameters ?? []) {
+      const schema = parameter.schema
+      if (!schema || parameter.in !== 'query') continue
+      if (typeof schema.style === 'string') parameter.style = schema.style
+      if (typeof schema.explode === 'boolean') parameter.explode = schema.explode
+      delete schema.style
+      delete schema.explode
+    }
+    for (const [status, response] of Object.entries(operation.responses ?? {})) {
+      if (!/^[45]/.test(status)) continue
+      response.description = status.startsWith('4') ? 'Client error (problem details, RFC 9457)' : 'Server error (problem details, RFC 9457)'
+      response.content = { 'application/problem+json': { schema: PROBLEM_REF } }
+    }
+  }
+  const { $id: _id, ...problem } = ProblemSchema as unknown as Schema
+  doc.components = { ...doc.components, schemas: { ...doc.components?.schemas, Problem: problem } }
+  return input
 }

@@ -1,9 +1,12 @@
 import { Type, type Static, type TSchema } from 'typebox'
+import { EXPECTED } from './validation-messages.js'
+
+export { EXPECTED }
 
 /** Shared schema atoms. Every route response map spreads `errorResponses`. */
 export const IdSchema = Type.Integer({ minimum: 1, maximum: 9007199254740991 })
 export const UuidSchema = Type.String({ format: 'uuid' })
-export const TimestampSchema = Type.String({ pattern: '^\\d{4}-\\d{2}-\\d{2} \\d{2}:\\d{2}:\\d{2}$', examples: ['2026-01-31 09:30:00'] })
+export const TimestampSchema = Type.String({ pattern: '^\\d{4}-\\d{2}-\\d{2} \\d{2}:\\d{2}:\\d{2}$', [EXPECTED]: 'a timestamp YYYY-MM-DD HH:MM:SS', examples: ['2026-01-31 09:30:00'] })
 export const NullableTimestampSchema = Type.Union([TimestampSchema, Type.Null()])
 export const Nullable = <T extends TSchema>(schema: T) => Type.Union([schema, Type.Null()])
 
@@ -11,6 +14,7 @@ export const Nullable = <T extends TSchema>(schema: T) => Type.Union([schema, Ty
 export const TimestampInputSchema = Type.String({
   pattern: '^\\d{4}-\\d{2}-\\d{2}([ T]\\d{2}:\\d{2}(:\\d{2}(\\.\\d{1,9})?)?(Z|[+-]\\d{2}:?\\d{2})?)?$',
   maxLength: 40,
+  [EXPECTED]: 'a date YYYY-MM-DD or an ISO 8601 timestamp',
 })
 
 export const IdParamsSchema = Type.Object({ id: IdSchema })
@@ -39,31 +43,3 @@ export const Envelope = <T extends TSchema>(data: T) =>
 export function envelope<T>(data: T): { status: 'success'; data: T } {
   return { status: 'success', data }
 }
-
-/** Query keys of every list endpoint (contract 00 §7); values are checked by the resource declaration. */
-export const ListQuerySchema = Type.Object(
-  {
-    selects: Type.Optional(Type.String({ maxLength: 2000 })),
-    select: Type.Optional(Type.String({ maxLength: 2000 })),
-    relations: Type.Optional(Type.String({ maxLength: 2000 })),
-    include: Type.Optional(Type.String({ maxLength: 2000 })),
-    limit: Type.Optional(Type.Integer({ minimum: 0, maximum: 1_000_000_000 })),
-    offset: Type.Optional(Type.Integer({ minimum: 0, maximum: 1_000_000_000 })),
-    sort: Type.Optional(Type.String({ maxLength: 500 })),
-    filter: Type.Optional(Type.Record(Type.String(), Type.Unknown())),
-  },
-  { additionalProperties: true },
-)
-export type ListQuery = Static<typeof ListQuerySchema>
-
-/** Query keys of single reads. */
-export const ShowQuerySchema = Type.Object(
-  {
-    selects: Type.Optional(Type.String({ maxLength: 2000 })),
-    select: Type.Optional(Type.String({ maxLength: 2000 })),
-    relations: Type.Optional(Type.String({ maxLength: 2000 })),
-    include: Type.Optional(Type.String({ maxLength: 2000 })),
-  },
-  { additionalProperties: true },
-)
-export type ShowQuery = Static<typeof ShowQuerySchema>

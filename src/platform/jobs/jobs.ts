@@ -52,12 +52,14 @@ export interface WorkerOptions {
 }
 
 /** graphile-worker's log calls as pino lines, so every line a process prints is structured JSON. */
-function pinoWorkerLogger(log: PinoLogger): Logger {
+export function pinoWorkerLogger(log: PinoLogger): Logger {
   const worker = log.child({ component: 'worker' })
   return new Logger((scope) => (level, message, meta) => {
     const method = level === 'warning' ? 'warn' : level
-    const error = meta?.error
-    worker[method]({ scope, ...meta, ...(error instanceof Error ? { error: undefined, err: error } : {}) }, message)
+    const { error, job, ...rest } = (meta ?? {}) as { error?: unknown; job?: Record<string, unknown> }
+    // a job is named by task, id and attempt: its payload (up to 1,000 user ids, webhook bodies) is never logged
+    const jobFields = job ? { task: job.task_identifier, jobId: job.id, attempt: job.attempts, maxAttempts: job.max_attempts } : {}
+    worker[method]({ scope, ...rest, ...jobFields, ...(error instanceof Error ? { err: error } : error !== undefined ? { error } : {}) }, message)
   })
 }
 
