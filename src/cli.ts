@@ -16,6 +16,7 @@ const USAGE = `Usage: workplace <command>
   token create --tenant <slug> --username <u> [--json]
   demo                                    create the demo tenant if missing
   keys rotate                             new signing key (JWKS keeps the previous one)
+  db distribute [--dry-run]               Citus: distribute tenant tables by tenant_id (docs/citus.md)
 `
 
 async function withDatabase<T>(config: Config, run: (db: Awaited<ReturnType<typeof openRuntimeDatabase>>['db']) => Promise<T>): Promise<T> {
@@ -90,6 +91,14 @@ export async function main(argv: string[]): Promise<void> {
       if (sub === 'rotate') {
         const { kid, previousKid } = await withDatabase(config, (db) => rotateSigningKey(db))
         process.stdout.write(`New signing key ${kid}${previousKid ? ` (previous ${previousKid} stays in the JWKS)` : ''}.\n`)
+        return
+      }
+      break
+    case 'db':
+      if (sub === 'distribute') {
+        const { distributeCommand } = await import('./platform/db/distribute.js')
+        const dryRun = parseArgs({ args: rest, options: { 'dry-run': { type: 'boolean' } } }).values['dry-run'] === true
+        process.exitCode = await withDatabase(config, (db) => distributeCommand(db, { dryRun }, (text) => process.stdout.write(text)))
         return
       }
       break
