@@ -13,7 +13,13 @@ export interface PlanStep {
   statement?: string
 }
 
-export interface DistributionPlan { citus: boolean; violations: string[]; steps: PlanStep[] }
+export interface DistributionPlan {
+  citus: boolean
+  violations: string[]
+  /** Triggers on tables Citus would distribute or replicate: it refuses them (they would run on the workers). */
+  triggers: string[]
+  steps: PlanStep[]
+}
 
 const quoteLiteral = (text: string) => `'${text.replace(/'/g, "''")}'`
 
@@ -80,7 +86,13 @@ export async function distributionPlan(db: Db): Promise<DistributionPlan> {
   for (const t of tables.filter((t) => t.kind === 'local')) steps.push({ table: name(t), kind: 'local', action: 'none', detail: 'stays on the coordinator' })
   for (const t of tables.filter((t) => !t.kind)) steps.push({ table: name(t), kind: 'unclassified', action: 'none', detail: 'not classified: add it to src/platform/db/table-classes.ts' })
 
-  return { citus, violations: await schemaRuleViolations(db), steps }
+  const { rows: triggers } = await sql<{ table: string; trigger: string }>`
+    select c.relname as table, tg.tgname as trigger from pg_trigger tg
+    join pg_class c on c.oid = tg.tgrelid join pg_namespace n on n.oid = c.relnamespace
+    where not tg.tgisinternal and n.nspname = 'public' order by 1, 2`.execute(db)
+  const placed = new Set(steps.filter((s) => s.kind === 'tenant' || s.kind === 'global').map((s) => s.table))
+  const blocking = triggers.filter((t) => placed.has(t.table)).map((t) => `${t.table}: trigger ${t.trigger}`)
+  return { citus, violations: await schemaRuleViolations(db), triggers: blocking, steps }
 }
 
 /** Carries out the plan's steps one by one (each Citus call commits on its own; a re-run continues). */
@@ -111,13 +123,19 @@ export async function distributeCommand(db: Db, { dryRun }: { dryRun: boolean },
     out(`The schema breaks the rules of distribution by tenant (docs/citus.md):\n${plan.violations.map((v) => `  ${v}\n`).join('')}`)
     return 1
   }
+  const triggerNote = plan.triggers.length === 0 ? '' : `Citus refuses triggers on distributed and reference tables; these must go first (docs/citus.md, "Triggers"):\n${plan.triggers.map((t) => `  ${t}\n`).join('')}`
   if (dryRun) {
     out(formatPlan(plan))
+    out(triggerNote)
     if (!plan.citus) out('(citus is not installed in this database: this is what would be done on a Citus coordinator)\n')
     return 0
   }
   if (!plan.citus) {
     out(NO_CITUS)
+    return 1
+  }
+  if (plan.triggers.length > 0) {
+    out(triggerNote)
     return 1
   }
   const pending = plan.steps.filter((s) => s.statement)
