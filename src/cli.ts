@@ -20,6 +20,7 @@ const COMMANDS: Record<string, { usage: string; summary: string }> = {
   token: { usage: 'token create --tenant <slug> --username <u> [--json]', summary: 'issue an access token for a user' },
   demo: { usage: 'demo [--reset]', summary: 'create the demo tenant if missing (--reset: delete and recreate it)' },
   keys: { usage: 'keys rotate', summary: 'new signing key (the JWKS keeps the previous one)' },
+  db: { usage: 'db distribute [--dry-run]', summary: 'on a Citus coordinator: distribute tenant tables by tenant_id, make global ones reference tables (docs/citus.md)' },
   help: { usage: 'help [command]', summary: 'print this help' },
 }
 
@@ -120,6 +121,14 @@ export async function main(argv: string[]): Promise<void> {
       if (sub === 'rotate') {
         const { kid, previousKid } = await withDatabase(config, (db) => rotateSigningKey(db))
         process.stdout.write(`New signing key ${kid}${previousKid ? ` (previous ${previousKid} stays in the JWKS)` : ''}.\n`)
+        return
+      }
+      break
+    case 'db':
+      if (sub === 'distribute') {
+        const { distributeCommand } = await import('./platform/db/distribute.js')
+        const dryRun = parseArgs({ args: rest, options: { 'dry-run': { type: 'boolean' } } }).values['dry-run'] === true
+        process.exitCode = await withDatabase(config, (db) => distributeCommand(db, { dryRun }, (text) => process.stdout.write(text)))
         return
       }
       break

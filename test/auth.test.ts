@@ -16,7 +16,7 @@ test('login returns a bearer token, its expiry and the basic user', async () => 
 
   assert.equal(res.statusCode, 200)
   const body = res.json()
-  assert.match(body.access_token, /^wp_[A-Za-z0-9_-]{43}$/)
+  assert.match(body.access_token, /^wp_[1-9][0-9]*_[A-Za-z0-9_-]{43}$/)
   assert.equal(body.token_type, 'Bearer')
   assert.match(body.expires_at, /^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}$/)
   assert.equal(body.password_change_required, false)
@@ -151,4 +151,23 @@ test('a single-session tenant revokes older tokens at login, except for protecte
 
   assert.equal((await call(app, plain.token, { method: 'GET', url: '/api/users/current' })).statusCode, 401)
   assert.equal((await call(app, protectedUser.token, { method: 'GET', url: '/api/users/current' })).statusCode, 200)
+})
+
+test('a token names its tenant: another tenant id in it makes it unknown; tokens of the older format still work', async () => {
+  const app = await buildTestApp()
+  const tenant = await given.tenant(db)
+  const other = await given.tenant(db)
+  const user = await given.user(db, tenant)
+  assert.ok(user.token.startsWith(`wp_${tenant.id}_`))
+  const moved = user.token.replace(`wp_${tenant.id}_`, `wp_${other.id}_`)
+  assert.equal((await call(app, moved, { method: 'GET', url: '/api/users/current' })).statusCode, 401)
+
+  const { hashAccessToken } = await import('../src/platform/auth/tokens.js')
+  const legacy = `wp_${'L'.repeat(20)}${Date.now().toString(36).padStart(23, '0')}`
+  await db.insertInto('access_tokens').values({
+    tenant_id: tenant.id, user_id: user.id, token_hash: hashAccessToken(legacy), expires_at: sql`now() + interval '1 day'` as never,
+  }).execute()
+  const me = await call(app, legacy, { method: 'GET', url: '/api/users/current' })
+  assert.equal(me.statusCode, 200)
+  assert.equal(me.json().id, user.id)
 })

@@ -12,6 +12,7 @@ import { dropDatabase } from './helpers/test-database.js'
 import { ensureDatabase, startEmbeddedPostgres } from '../src/platform/db/embedded-postgres.js'
 import { openDatabase } from '../src/platform/db/database.js'
 import { migrateToLatest } from '../src/platform/db/migrate.js'
+import { unroutableStatements } from './helpers/routable-statements.js'
 
 const root = path.resolve(import.meta.dirname, '..')
 // processes the tests spawn (bin/workplace.js) run the sources under test, never a stale dist/ build
@@ -63,17 +64,32 @@ async function main(): Promise<number> {
   const pattern = suite === 'reliability' ? /\.reliability\.ts$/ : suite === 'cluster' ? /\.cluster\.ts$/ : /\.test\.ts$/
   const files = explicitFiles.length > 0 ? explicitFiles : [...(await listTests(path.join(root, 'src'), pattern)), ...(await listTests(path.join(root, 'test'), pattern))]
   const storage = await fs.mkdtemp(path.join(os.tmpdir(), 'workplace-api-test-storage-'))
+  const statementLog = await fs.mkdtemp(path.join(os.tmpdir(), 'workplace-api-test-statements-'))
   const code = await new Promise<number>((resolve) => {
     const child = spawn(process.execPath, ['--import', 'tsx', '--test', `--test-concurrency=${process.env.TEST_CONCURRENCY ?? 2}`, ...files], {
       cwd: root,
       stdio: 'inherit',
-      env: { ...process.env, TEST_DB_URL: url, NODE_ENV: 'test', TEST_STORAGE_DIR: storage },
+      env: { ...process.env, TEST_DB_URL: url, NODE_ENV: 'test', TEST_STORAGE_DIR: storage, STATEMENT_LOG_DIR: statementLog },
     })
     child.on('close', (exitCode) => resolve(exitCode ?? 1))
   })
   await cleanup().catch((error) => console.error('# cleanup failed:', error))
   await fs.rm(storage, { recursive: true, force: true })
-  return code
+  const routable = await checkRoutableStatements(statementLog)
+  await fs.rm(statementLog, { recursive: true, force: true })
+  return code || routable
+}
+
+/** docs/citus.md: every statement a request sent filters each tenant table by one tenant_id (test/helpers/routable-statements.ts). */
+async function checkRoutableStatements(dir: string): Promise<number> {
+  const statements = new Set<string>()
+  for (const file of await fs.readdir(dir)) {
+    for (const line of (await fs.readFile(path.join(dir, file), 'utf8')).split('\n')) if (line) statements.add(JSON.parse(line) as string)
+  }
+  const offenders = await unroutableStatements(statements)
+  console.log(`# routable statements: ${statements.size} distinct statements sent by requests, ${offenders.length} not routed to one tenant`)
+  for (const offender of offenders) console.log(`# not routable (${offender.tables.join(', ')}): ${offender.sql.slice(0, 400)}`)
+  return offenders.length > 0 ? 1 : 0
 }
 
 main().then((code) => process.exit(code), (error) => {

@@ -52,7 +52,7 @@ test('the typed client logs in, lists with query conventions, updates a notifica
   assert.deepEqual(users.data!.map((u) => u.username), ['ben.client', 'anna.client', 'admin'])
   assert.deepEqual(Object.keys(users.data![0]).sort(), ['id', 'username'])
 
-  const unread = () => api.GET('/api/notifications', { params: { query: { filter: { read_at: { null: true } } } } })
+  const unread = () => api.GET('/api/notifications', { params: { query: { filter: { read_at: { null: 'true' } } } } })
   assert.equal((await unread()).data!.length, 1)
   const marked = await api.PUT('/api/notifications/{id}', { params: { path: { id: notificationId } }, body: { read_at: '2026-01-02 03:04:05' } })
   assert.equal(marked.response.status, 200, JSON.stringify(marked.error))

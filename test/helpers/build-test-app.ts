@@ -1,6 +1,7 @@
 import type { FastifyInstance, InjectOptions } from 'fastify'
 import { buildApp } from '../../src/app.js'
 import { loadConfig, type Config } from '../../src/config.js'
+import { inRequest } from './routable-statements.js'
 import { testDb } from './test-database.js'
 
 let cached: Promise<FastifyInstance> | undefined
@@ -21,9 +22,22 @@ export function testConfig(overrides: Record<string, string> = {}): Config {
 export function buildTestApp(): Promise<FastifyInstance> {
   if (!cached) {
     // never listens (inject only); the test pool lets the process exit when idle
-    cached = buildApp({ config: testConfig(), db: testDb() })
+    cached = buildApp({ config: testConfig(), db: testDb() }).then(captureRequestStatements)
   }
   return cached
+}
+
+/** The statements each injected request sends are captured for the routable-statements check. */
+async function captureRequestStatements(app: FastifyInstance): Promise<FastifyInstance> {
+  await app.ready() // an inject that waits for ready runs in avvio's context, not the caller's
+  const inject = app.inject.bind(app) as (...args: unknown[]) => unknown
+  // light-my-request dispatches lazily, when its result is awaited: `then` is called inside the scope
+  const injectInScope = (...args: unknown[]) => inRequest(() => {
+    const result = inject(...args) as PromiseLike<unknown> | undefined
+    return typeof result?.then === 'function' ? result.then((response) => response) : result
+  })
+  app.inject = ((...args: unknown[]) => (args.length > 0 ? injectInScope(...args) : inject())) as typeof app.inject
+  return app
 }
 
 export const bearer = (token: string) => ({ authorization: `Bearer ${token}` })

@@ -3,6 +3,7 @@ import { createPool, kyselyOn, openDatabase } from '../../src/platform/db/databa
 import { ensureDatabase } from '../../src/platform/db/embedded-postgres.js'
 import { migrateToLatest } from '../../src/platform/db/migrate.js'
 import type { Db } from '../../src/platform/db/schema.js'
+import { capturingPool } from './routable-statements.js'
 
 let shared: { db: Db; pool: ReturnType<typeof createPool> } | undefined
 
@@ -16,7 +17,7 @@ export function testDatabaseUrl(): string {
 export function testDb(): Db {
   if (!shared) {
     const pool = createPool(testDatabaseUrl(), { max: 10, allowExitOnIdle: true })
-    shared = { pool, db: kyselyOn(pool) }
+    shared = { pool, db: kyselyOn(capturingPool(pool, process.env.STATEMENT_LOG_DIR)) }
   }
   return shared.db
 }

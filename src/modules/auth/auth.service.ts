@@ -38,11 +38,13 @@ export function createAuthService({ db, config }: AppDeps) {
     const wait = await throttleSeconds(slug, username)
     if (wait > 0) throw new AppError(429, 'too_many_attempts', 'Too many failed logins; try again later', undefined, { 'Retry-After': String(wait) })
 
-    const user = await db.selectFrom('users as u')
-      .innerJoin('tenants as t', 't.id', 'u.tenant_id')
-      .select(['u.id', 'u.tenant_id', 'u.password_hash', 'u.active', 'u.deleted_at', 'u.blacked_out_at', 'u.prevent_logout', 'u.password_change_required', 't.settings'])
-      .where('t.slug', '=', slug).where(sql<boolean>`lower(u.username) = ${username}`).where('u.blacked_out_at', 'is', null)
+    // the tenant first, so that the user lookup names its tenant (routed to one shard on Citus, docs/citus.md)
+    const tenant = await db.selectFrom('tenants').select(['id', 'settings']).where('slug', '=', slug).executeTakeFirst()
+    const found = tenant && await db.selectFrom('users as u')
+      .select(['u.id', 'u.tenant_id', 'u.password_hash', 'u.active', 'u.deleted_at', 'u.blacked_out_at', 'u.prevent_logout', 'u.password_change_required'])
+      .where('u.tenant_id', '=', tenant.id).where(sql<boolean>`lower(u.username) = ${username}`).where('u.blacked_out_at', 'is', null)
       .executeTakeFirst()
+    const user = found && { ...found, settings: tenant.settings }
     const passwordOk = user ? await verifyPassword(user.password_hash, body.password) : (await burnPasswordCheck(body.password), false)
     if (!user || !passwordOk || !user.active || user.deleted_at !== null) {
       await db.insertInto('login_failures').values({ tenant_slug: slug, username }).execute()

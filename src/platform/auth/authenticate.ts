@@ -4,7 +4,7 @@ import type { Db } from '../db/schema.js'
 import { unauthorized } from '../http/errors.js'
 import type { Actor } from './actor.js'
 import type { ActorCache, CachedActor } from './actor-cache.js'
-import { hashAccessToken } from './tokens.js'
+import { accessTokenTenant, hashAccessToken } from './tokens.js'
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -14,7 +14,7 @@ declare module 'fastify' {
 
 const BEARER = /^Bearer\s+(wp_[A-Za-z0-9_-]{20,200})\s*$/
 
-function actorQuery(db: Db, tokenHash: Buffer) {
+function actorQuery(db: Db, tokenHash: Buffer, tenantId: number) {
   return db
     .selectFrom('access_tokens as t')
     .innerJoin('users as u', (join) => join.onRef('u.id', '=', 't.user_id').onRef('u.tenant_id', '=', 't.tenant_id'))
@@ -24,6 +24,7 @@ function actorQuery(db: Db, tokenHash: Buffer) {
       sql<number[]>`array(select du.department_id from department_users du where du.tenant_id = u.tenant_id and du.user_id = u.id)`.as('department_ids'),
     ])
     .where('t.token_hash', '=', tokenHash)
+    .where('t.tenant_id', '=', tenantId)
     .where('t.revoked_at', 'is', null)
     .where(sql<boolean>`t.expires_at > now()`)
     .where('u.deleted_at', 'is', null)
@@ -33,15 +34,26 @@ function actorQuery(db: Db, tokenHash: Buffer) {
 }
 
 type ActorRow = Awaited<ReturnType<ReturnType<typeof actorQuery>['executeTakeFirst']>>
-// Runs on every authenticated request: compiled once, executed with the token hash as its only parameter.
+// Runs on every authenticated request: compiled once, executed with the token hash and tenant id as parameters.
 let compiledActorQuery: CompiledQuery | undefined
 
 /** `YYYY-MM-DD HH:MM:SS` (UTC, as the driver hands timestamps out) → ms since epoch. */
 const utcMillis = (timestamp: string) => Date.parse(`${timestamp.replace(' ', 'T')}Z`)
 
-async function lookupActor(db: Db, tokenHash: Buffer): Promise<CachedActor | undefined> {
-  compiledActorQuery ??= actorQuery(db, Buffer.alloc(0)).compile()
-  const { rows } = await db.executeQuery<NonNullable<ActorRow>>({ ...compiledActorQuery, parameters: [tokenHash, ...compiledActorQuery.parameters.slice(1)] })
+/**
+ * A token issued before tokens carried their tenant: its tenant is looked up by hash alone first
+ * (on Citus a query to every shard, named in the routable-statements allow list).
+ */
+async function legacyTokenTenant(db: Db, tokenHash: Buffer): Promise<number | undefined> {
+  const row = await db.selectFrom('access_tokens').select('tenant_id').where('token_hash', '=', tokenHash).executeTakeFirst()
+  return row?.tenant_id
+}
+
+async function lookupActor(db: Db, token: string, tokenHash: Buffer): Promise<CachedActor | undefined> {
+  const tenantId = accessTokenTenant(token) ?? (await legacyTokenTenant(db, tokenHash))
+  if (tenantId === undefined) return undefined
+  compiledActorQuery ??= actorQuery(db, Buffer.alloc(0), 0).compile()
+  const { rows } = await db.executeQuery<NonNullable<ActorRow>>({ ...compiledActorQuery, parameters: [tokenHash, tenantId, ...compiledActorQuery.parameters.slice(2)] })
   const row = rows[0]
   if (!row) return undefined
   const permissions = new Set(row.permissions)
@@ -71,10 +83,11 @@ export function useActorCache(db: Db, cache: ActorCache): void {
  * user's logout mark are refused.
  */
 export async function resolveActor(db: Db, token: string): Promise<Actor | undefined> {
+  if (accessTokenTenant(token) === undefined) return undefined
   const tokenHash = hashAccessToken(token)
   const cache = actorCaches.get(db)
-  if (!cache) return (await lookupActor(db, tokenHash))?.actor
-  return cache.resolve(tokenHash.toString('base64'), () => lookupActor(db, tokenHash))
+  if (!cache) return (await lookupActor(db, token, tokenHash))?.actor
+  return cache.resolve(tokenHash.toString('base64'), () => lookupActor(db, token, tokenHash))
 }
 
 export function bearerToken(request: FastifyRequest): string | undefined {

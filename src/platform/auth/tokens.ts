@@ -2,9 +2,26 @@ import { createHash, randomBytes } from 'node:crypto'
 import { sql } from 'kysely'
 import type { Db } from '../db/schema.js'
 
-/** `wp_` + 32 random bytes in base64url; only the SHA-256 of it is stored. */
-export function generateAccessToken(): string {
-  return `wp_${randomBytes(32).toString('base64url')}`
+const RANDOM_PART = /^[A-Za-z0-9_-]{43}$/
+const WITH_TENANT = /^wp_([1-9][0-9]{0,15})_([A-Za-z0-9_-]{43})$/
+
+/**
+ * `wp_<tenant id>_` + 32 random bytes in base64url; only the SHA-256 of the whole token is stored.
+ * The tenant id lets the first lookup be routed to the tenant's shard (docs/citus.md); it is covered
+ * by the hash, so altering it makes the token unknown.
+ */
+export function generateAccessToken(tenantId: number): string {
+  return `wp_${tenantId}_${randomBytes(32).toString('base64url')}`
+}
+
+/**
+ * The tenant a token names: a number, or null for a token of the older format (`wp_` + 43 characters,
+ * no tenant), or undefined when the text is no token of ours at all.
+ */
+export function accessTokenTenant(token: string): number | null | undefined {
+  const match = WITH_TENANT.exec(token)
+  if (match) return Number(match[1])
+  return token.startsWith('wp_') && RANDOM_PART.test(token.slice(3)) ? null : undefined
 }
 
 export function hashAccessToken(token: string): Buffer {
@@ -25,7 +42,7 @@ export async function issueAccessToken(
   ttlDays: number,
   deviceName?: string | null,
 ): Promise<IssuedToken> {
-  const token = generateAccessToken()
+  const token = generateAccessToken(tenantId)
   const row = await db
     .insertInto('access_tokens')
     .values({

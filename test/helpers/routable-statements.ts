@@ -1,0 +1,171 @@
+/**
+ * The routable-statements check (docs/citus.md): every SQL statement an HTTP request of the test suite
+ * sends must filter each tenant table it touches by `tenant_id = <one value>` (directly, or joined on
+ * tenant_id to a table that is), so that Citus routes it to one shard. Statements are captured by a
+ * wrapper around the test pool while a request runs (`inRequest`), written to STATEMENT_LOG_DIR, and
+ * checked after the run with PostgreSQL's own parser (libpg-query); see test/run-tests.ts.
+ */
+import { AsyncLocalStorage } from 'node:async_hooks'
+import fs from 'node:fs'
+import path from 'node:path'
+import type pg from 'pg'
+import { loadModule, parseSync } from 'libpg-query'
+import { tenantTables } from '../../src/platform/db/table-classes.js'
+
+const requestScope = new AsyncLocalStorage<true>()
+
+/** Runs `work` (an `app.inject`) so that the statements it sends are captured. */
+export function inRequest<T>(work: () => T): T {
+  return requestScope.run(true, work)
+}
+
+/** The pool with every statement sent during a request appended (once per text) to STATEMENT_LOG_DIR. */
+export function capturingPool(pool: pg.Pool, logDir: string | undefined): pg.Pool {
+  if (!logDir) return pool
+  const file = path.join(logDir, `${process.pid}.jsonl`)
+  const seen = new Set<string>()
+  const wrapped = new WeakMap<pg.PoolClient, pg.PoolClient>()
+  const capture = (text: unknown) => {
+    const sql = typeof text === 'string' ? text : (text as { text?: unknown })?.text
+    if (typeof sql !== 'string' || !requestScope.getStore() || seen.has(sql)) return
+    seen.add(sql)
+    fs.appendFileSync(file, JSON.stringify(sql) + '\n')
+  }
+  const connect = async () => {
+    const client = await pool.connect()
+    let proxy = wrapped.get(client)
+    if (!proxy) {
+      const query = client.query.bind(client) as (...args: unknown[]) => unknown
+      proxy = new Proxy(client, { get: (c, p, r) => (p === 'query' ? (...args: unknown[]) => (capture(args[0]), query(...args)) : Reflect.get(c, p, r)) })
+      wrapped.set(client, proxy)
+    }
+    return proxy
+  }
+  return new Proxy(pool, { get: (target, property, receiver) => (property === 'connect' ? connect : Reflect.get(target, property, receiver)) })
+}
+
+/**
+ * Cross-tenant statements a request may send, each named with the reason. Matched on the SQL text
+ * with whitespace collapsed.
+ */
+export const ALLOWED_CROSS_TENANT: ReadonlyArray<{ name: string; why: string; sql: RegExp }> = [
+  {
+    name: 'legacy token tenant',
+    why: 'a token of the format before migration 0100 carries no tenant: its tenant is found by hash (docs/citus.md, "Access tokens")',
+    sql: /^select "?tenant_id"? from "?access_tokens"? where "?token_hash"? = \$1$/,
+  },
+]
+
+// ---- the check -------------------------------------------------------------------------------
+
+/* eslint-disable @typescript-eslint/no-explicit-any -- libpg-query's JSON AST */
+type Node = any
+interface Range { table: string; alias: string }
+interface Level { ranges: Range[] }
+
+const STATEMENTS = ['SelectStmt', 'InsertStmt', 'UpdateStmt', 'DeleteStmt'] as const
+const CONST = '#const'
+
+class Analysis {
+  readonly ranges: Range[] = []
+  private readonly parent = new Map<string, string>()
+  constructor(private readonly tenant: ReadonlySet<string>) {}
+
+  find(key: string): string {
+    let root = key
+    while (this.parent.has(root) && this.parent.get(root) !== root) root = this.parent.get(root)!
+    return root
+  }
+  union(a: string, b: string) {
+    const [ra, rb] = [this.find(a), this.find(b)]
+    if (ra !== rb) this.parent.set(ra, rb)
+  }
+
+  /** Walks any node; statements open a level of their own. */
+  walk(node: Node): void {
+    if (Array.isArray(node)) return node.forEach((n) => this.walk(n))
+    if (!node || typeof node !== 'object') return
+    for (const kind of STATEMENTS) if (node[kind]) return this.statement(kind, node[kind])
+    for (const value of Object.values(node)) this.walk(value)
+  }
+
+  private statement(kind: (typeof STATEMENTS)[number], stmt: Node) {
+    const level: Level = { ranges: [] }
+    if (kind === 'SelectStmt') {
+      for (const item of stmt.fromClause ?? []) this.from(item, level)
+      this.conditions(stmt.whereClause, level)
+    } else if (kind === 'UpdateStmt' || kind === 'DeleteStmt') {
+      this.range(stmt.relation, level)
+      for (const item of stmt.fromClause ?? stmt.usingClause ?? []) this.from(item, level)
+      this.conditions(stmt.whereClause, level)
+    } else {
+      const range = this.range(stmt.relation, level)
+      const columns = (stmt.cols ?? []).map((c: Node) => c.ResTarget?.name)
+      // Citus routes an inserted row by its tenant_id; the tables an insert … select reads are checked as a select
+      if (range && columns.includes('tenant_id')) this.union(`${range.alias}.tenant_id`, CONST)
+    }
+    for (const [key, value] of Object.entries(stmt)) if (key !== 'relation') this.walk(value)
+  }
+
+  private range(rangeVar: Node, level: Level): Range | undefined {
+    if (!rangeVar || (rangeVar.schemaname && rangeVar.schemaname !== 'public')) return undefined
+    const range = { table: rangeVar.relname, alias: rangeVar.alias?.aliasname ?? rangeVar.relname }
+    level.ranges.push(range)
+    this.ranges.push(range)
+    return range
+  }
+
+  private from(item: Node, level: Level) {
+    if (item.RangeVar) this.range(item.RangeVar, level)
+    else if (item.JoinExpr) {
+      this.from(item.JoinExpr.larg, level)
+      this.from(item.JoinExpr.rarg, level)
+      this.conditions(item.JoinExpr.quals, level)
+    }
+  }
+
+  /** Only conjuncts count: an equality under OR or NOT pins nothing. */
+  private conditions(expr: Node, level: Level) {
+    if (!expr) return
+    if (expr.BoolExpr?.boolop === 'AND_EXPR') return expr.BoolExpr.args.forEach((arg: Node) => this.conditions(arg, level))
+    const op = expr.A_Expr
+    if (!op || op.kind !== 'AEXPR_OP' || op.name?.[0]?.String?.sval !== '=') return
+    const left = this.side(op.lexpr, level)
+    const right = this.side(op.rexpr, level)
+    for (const l of left) for (const r of right) this.union(l, r)
+  }
+
+  /** The union-find keys an operand stands for: `alias.tenant_id`, the constant, or nothing. */
+  private side(node: Node, level: Level): string[] {
+    if (node?.TypeCast) return this.side(node.TypeCast.arg, level)
+    if (node?.ParamRef || node?.A_Const) return [CONST]
+    const fields = node?.ColumnRef?.fields?.map((f: Node) => f.String?.sval)
+    if (!fields || fields[fields.length - 1] !== 'tenant_id') return []
+    if (fields.length >= 2) return [`${fields[fields.length - 2]}.tenant_id`]
+    return level.ranges.filter((r) => this.tenant.has(r.table)).map((r) => `${r.alias}.tenant_id`)
+  }
+
+  /** Tenant tables of the statement not pinned to one tenant. */
+  unpinned(): string[] {
+    const target = this.find(CONST)
+    return [...new Set(this.ranges.filter((r) => this.tenant.has(r.table) && this.find(`${r.alias}.tenant_id`) !== target).map((r) => r.table))]
+  }
+}
+
+export interface Offender { sql: string; tables: string[] }
+
+/** The statements that touch a tenant table without a single-tenant filter and are not allowed by name. */
+export async function unroutableStatements(statements: Iterable<string>): Promise<Offender[]> {
+  await loadModule()
+  const tenant = new Set(tenantTables())
+  const offenders: Offender[] = []
+  for (const sql of statements) {
+    const collapsed = sql.replace(/\s+/g, ' ').trim()
+    if (ALLOWED_CROSS_TENANT.some((a) => a.sql.test(collapsed))) continue
+    const analysis = new Analysis(tenant)
+    analysis.walk(parseSync(sql).stmts)
+    const tables = analysis.unpinned()
+    if (tables.length > 0) offenders.push({ sql: collapsed, tables })
+  }
+  return offenders
+}

@@ -1,0 +1,32 @@
+import assert from 'node:assert/strict'
+import { after, test } from 'node:test'
+import { distributeCommand, distributionPlan } from '../src/platform/db/distribute.js'
+import { catalogTables, schemaRuleViolations } from '../src/platform/db/schema-rules.js'
+import { closeTestDb, testDb } from './helpers/test-database.js'
+
+after(closeTestDb)
+
+// docs/citus.md: what Citus needs to distribute every tenant table by tenant_id
+test('the migrated schema follows the rules of distribution by tenant', async () => {
+  assert.deepEqual(await schemaRuleViolations(testDb()), [])
+})
+
+test('the distribution plan covers every table of the migrated schema; without Citus distributing exits 1', async () => {
+  const db = testDb()
+  const plan = await distributionPlan(db)
+  const tables = await catalogTables(db)
+  assert.deepEqual(plan.steps.map((s) => s.table).sort(), tables.map((t) => (t.schema === 'public' ? t.table : `${t.schema}.${t.table}`)).sort())
+  assert.equal(plan.steps.filter((s) => s.kind === 'unclassified').length, 0)
+  const byTable = new Map(plan.steps.map((s) => [s.table, s]))
+  assert.equal(byTable.get('tenants')?.action, 'reference')
+  assert.equal(byTable.get('users')?.action, 'distribute')
+  assert.match(byTable.get('users')?.statement ?? '', /create_distributed_table\('users', 'tenant_id', colocate_with => '\w+'\)/)
+  assert.equal(byTable.get('graphile_worker._private_jobs')?.kind, 'local')
+  // referenced tenant tables are distributed before the tables referencing them
+  const order = plan.steps.map((s) => s.table)
+  assert.ok(order.indexOf('users') < order.indexOf('access_tokens') && order.indexOf('roles') < order.indexOf('users'))
+
+  let output = ''
+  assert.equal(await distributeCommand(db, { dryRun: false }, (text) => (output += text)), plan.citus ? 0 : 1)
+  if (!plan.citus) assert.match(output, /citus extension is not installed/)
+})
