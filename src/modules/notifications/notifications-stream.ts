@@ -84,6 +84,14 @@ export function createNotificationStreams({ db, pubsub, log, heartbeatMs }: { db
     return { watermark: Number(row.now), delivered: new Map(row.recent.map((r) => [r.id, Number(r.created)])) }
   }
 
+  /** A client's position, with the creation second of each record it names (so the watermark can pass them correctly). */
+  async function resumedPosition(actor: Actor, resumed: { watermark: number; delivered: string[] }): Promise<StreamPosition> {
+    const rows = resumed.delivered.length === 0 ? [] : await db.selectFrom('notifications')
+      .select(['id', sql<number>`floor(extract(epoch from created_at))::bigint`.as('created')])
+      .where('tenant_id', '=', actor.tenantId).where('notifiable_id', '=', actor.userId).where('id', 'in', resumed.delivered).execute()
+    return { watermark: resumed.watermark, delivered: new Map(rows.map((r) => [r.id, Number(r.created)])) }
+  }
+
   /** What a reconnecting client missed: records at or above its watermark that it was not sent, oldest first. */
   async function replay(actor: Actor, state: StreamState, seen: string[]): Promise<void> {
     const ctx = { db, tenantId: actor.tenantId }
@@ -114,9 +122,7 @@ export function createNotificationStreams({ db, pubsub, log, heartbeatMs }: { db
       log.error({ err: error }, 'cannot listen for notifications')
       throw new AppError(503, 'realtime_unavailable', 'Realtime notifications are temporarily unavailable', undefined, { 'Retry-After': '5' })
     }
-    const position: StreamPosition = resumed
-      ? { watermark: resumed.watermark, delivered: new Map(resumed.delivered.map((id) => [id, resumed.watermark])) }
-      : await currentPosition(actor)
+    const position: StreamPosition = resumed ? await resumedPosition(actor, resumed) : await currentPosition(actor)
     const unread = await queries.countUnreadNotifications(db, actor.tenantId, actor.userId)
     // listening before the replay query: a record committed in between arrives live, or replayed, once
     const state: StreamState = { stream: openEventStream(request, reply, { heartbeatMs }), position }
