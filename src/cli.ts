@@ -5,6 +5,9 @@ import { openRuntimeDatabase } from './runtime.js'
 import { AppError } from './platform/http/errors.js'
 import { issueAccessToken } from './platform/auth/tokens.js'
 import { rotateSigningKey } from './platform/keys/signing-keys.js'
+import { secretBoxFor } from './platform/secrets/secret-box.js'
+import { rotateSecrets } from './platform/secrets/rotate-secrets.js'
+import { appModules } from './modules/index.js'
 import { createTenant, ensureDemoTenant, findTenantBySlug } from './modules/tenants/index.js'
 
 const USAGE = `Usage: workplace <command>
@@ -16,6 +19,7 @@ const USAGE = `Usage: workplace <command>
   token create --tenant <slug> --username <u> [--json]
   demo                                    create the demo tenant if missing
   keys rotate                             new signing key (JWKS keeps the previous one)
+  secrets rotate                          new secrets key (key-file mode) and every stored secret re-encrypted under it
 `
 
 async function withDatabase<T>(config: Config, run: (db: Awaited<ReturnType<typeof openRuntimeDatabase>>['db']) => Promise<T>): Promise<T> {
@@ -88,8 +92,17 @@ export async function main(argv: string[]): Promise<void> {
       break
     case 'keys':
       if (sub === 'rotate') {
-        const { kid, previousKid } = await withDatabase(config, (db) => rotateSigningKey(db))
+        const { kid, previousKid } = await withDatabase(config, (db) => rotateSigningKey(db, secretBoxFor(config.secrets)))
         process.stdout.write(`New signing key ${kid}${previousKid ? ` (previous ${previousKid} stays in the JWKS)` : ''}.\n`)
+        return
+      }
+      break
+    case 'secrets':
+      if (sub === 'rotate') {
+        const holders = appModules.flatMap((m) => m.secretHolders ?? [])
+        const result = await withDatabase(config, (db) => rotateSecrets(db, secretBoxFor(config.secrets), holders))
+        const counts = Object.entries(result.resealed).map(([name, n]) => `${name}: ${n}`).join(', ')
+        process.stdout.write(`${result.generated ? 'New secrets key' : 'Secrets key (SECRETS_KEY)'} ${result.keyId}; re-encrypted ${counts}.\n`)
         return
       }
       break

@@ -12,6 +12,8 @@ export interface Config {
   webhooks: { allowPrivateNetworks: boolean }
   smtpUrl: string | undefined
   notificationRetentionDays: number | undefined
+  secrets: { key: string | undefined; previousKeys: string[]; keyFile: string }
+  auditRetentionDays: number
   logLevel: string
   isTest: boolean
 }
@@ -67,9 +69,16 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     webhooks: { allowPrivateNetworks: bool(env, 'WEBHOOK_ALLOW_PRIVATE_NETWORKS', false, problems) },
     smtpUrl: env.SMTP_URL || undefined,
     notificationRetentionDays: retention ? integer(env, 'NOTIFICATION_RETENTION_DAYS', 0, problems) : undefined,
+    secrets: {
+      key: env.SECRETS_KEY || undefined,
+      previousKeys: (env.SECRETS_PREVIOUS_KEYS || '').split(',').map((s) => s.trim()).filter(Boolean),
+      keyFile: path.join(dataDir, 'secrets.key'),
+    },
+    auditRetentionDays: integer(env, 'AUDIT_RETENTION_DAYS', 365, problems),
     logLevel: env.LOG_LEVEL || 'info',
     isTest: env.NODE_ENV === 'test',
   }
+  if (config.secrets.key && Buffer.from(config.secrets.key, 'base64').length !== 32) problems.push('SECRETS_KEY must be 32 bytes, base64-encoded')
   if (problems.length > 0) throw new Error(`Invalid configuration:\n- ${problems.join('\n- ')}`)
   return Object.freeze(config)
 }

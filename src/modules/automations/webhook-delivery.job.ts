@@ -6,7 +6,8 @@ import { currentSigningKey } from '../../platform/keys/signing-keys.js'
 import { SafeHttpClient, type OutboundResult, type ResolveHost } from '../../platform/outbound-http/safe-fetch.js'
 import * as queries from './automations.queries.js'
 import { authHeaders } from './webhook-auth.js'
-import type { WebhookConfig } from './webhook-config.js'
+import { openWebhookSecrets, type WebhookConfig } from './webhook-config.js'
+import { secretBoxFor } from '../../platform/secrets/secret-box.js'
 
 export const DELIVER_WEBHOOK_JOB = 'automations:deliver_webhook'
 
@@ -127,6 +128,7 @@ function judge(result: OutboundResult): AttemptResult {
 /** Builds the `automations:deliver_webhook` handler: one attempt per job, the next one enqueued on failure. */
 export function createWebhookDeliverer({ db, config, log }: AppDeps, options: WebhookDelivererOptions = {}) {
   const delays = options.retryDelaysMs ?? RETRY_DELAYS_MS
+  const secrets = secretBoxFor(config.secrets)
   const perHost = options.perHostConcurrency ?? Math.max(1, Math.floor(config.jobs.concurrency / 2))
   const http = new SafeHttpClient({
     allowPrivateNetworks: config.webhooks.allowPrivateNetworks,
@@ -154,7 +156,7 @@ export function createWebhookDeliverer({ db, config, log }: AppDeps, options: We
     put('webhook-timestamp', String(timestamp))
     const auth = await authHeaders(webhook.auth, {
       url: webhook.url, method, body, webhookId: target.event_id, timestamp, tenantSlug: target.tenant_slug,
-      issuer: config.baseUrl, signingKey: () => currentSigningKey(db),
+      issuer: config.baseUrl, signingKey: () => currentSigningKey(db, secrets),
     })
     for (const [name, value] of Object.entries(auth)) put(name, value)
     const result = await http.send(webhook.url, {
@@ -175,7 +177,7 @@ export function createWebhookDeliverer({ db, config, log }: AppDeps, options: We
       await queries.recordAttempt(db, payload, { status: 'failed', error: 'action_removed', nextAttemptAt: null })
       return 'failed'
     }
-    const webhook = action.config as unknown as WebhookConfig
+    const webhook = openWebhookSecrets(action.config as unknown as WebhookConfig, secrets)
     const host = new URL(webhook.url).host
     if (!(await slots.acquire(host, slotWaitMs))) {
       // the host stays saturated: try again later without holding a worker slot or counting an attempt
