@@ -12,6 +12,7 @@ import { authenticateRequest, useActorCache } from './platform/auth/authenticate
 import { startActorCache } from './platform/auth/actor-cache.js'
 import { AppError } from './platform/http/errors.js'
 import { healthRoutes } from './platform/http/health.js'
+import { registerRequestContext } from './platform/audit/request-context.js'
 import { registerMultipart } from './platform/http/multipart.js'
 import { appModules } from './modules/index.js'
 
@@ -68,6 +69,7 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
   const app = Fastify(serverOptions) as unknown as FastifyInstance
   if (options.onRoute) app.addHook('onRoute', options.onRoute)
 
+  registerRequestContext(app)
   registerValidation(app)
   registerErrorHandling(app)
   // Shutdown: new requests get 503, responses still in flight close their connection, and a keep-alive

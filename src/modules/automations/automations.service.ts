@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto'
+import { diff, recordAudit } from '../../platform/audit/audit-log.js'
 import type { AppDeps } from '../../platform/app-module.js'
 import type { Actor } from '../../platform/auth/actor.js'
 import { requirePermission } from '../../platform/auth/require-permission.js'
@@ -66,7 +67,11 @@ export function createAutomationsService({ db, config }: AppDeps, options: { res
     checkEvent(body.event, errors)
     const actions = await checkActions(body.actions, errors)
     errors.throwIfAny()
-    const { id } = await queries.insertAutomation(db, actor.tenantId, { name: body.name, event: body.event, active: body.active ?? true, actions, userId: actor.userId })
+    const { id } = await db.transaction().execute(async (trx) => {
+      const row = await queries.insertAutomation(trx, actor.tenantId, { name: body.name, event: body.event, active: body.active ?? true, actions, userId: actor.userId })
+      await recordAudit(trx, { tenantId: actor.tenantId, action: 'automation.create', targetType: 'automation', targetId: row.id, changes: diff(undefined, { name: body.name, event: body.event, active: body.active ?? true, actions: actions.length }) })
+      return row
+    })
     return getAutomation(actor, id)
   }
 
@@ -80,16 +85,23 @@ export function createAutomationsService({ db, config }: AppDeps, options: { res
     const incoming = body.actions?.map((a, i) => carryOverSecrets(a, openedAction(existing.actions[i])) as ActionInput)
     const actions = incoming ? await checkActions(incoming, errors) : undefined
     errors.throwIfAny()
-    const updated = await queries.updateAutomation(db, actor.tenantId, id, { name: body.name, event: body.event, active: body.active, actions })
-    if (!updated) throw notFound('Automation')
+    await db.transaction().execute(async (trx) => {
+      const updated = await queries.updateAutomation(trx, actor.tenantId, id, { name: body.name, event: body.event, active: body.active, actions })
+      if (!updated) throw notFound('Automation')
+      const before = { name: existing.name, event: existing.event, active: existing.active, actions: existing.actions.length }
+      await recordAudit(trx, { tenantId: actor.tenantId, action: 'automation.update', targetType: 'automation', targetId: id, changes: diff(before, { name: body.name, event: body.event, active: body.active, actions: actions?.length }) })
+    })
     return getAutomation(actor, id)
   }
 
   /** Deletes an automation and its delivery log; pending attempts become no-ops. */
   async function deleteAutomation(actor: Actor, id: number) {
     requirePermission(actor, PERMISSION)
-    const deleted = await queries.deleteAutomation(db, actor.tenantId, id)
-    if (!deleted) throw notFound('Automation')
+    await db.transaction().execute(async (trx) => {
+      const deleted = await queries.deleteAutomation(trx, actor.tenantId, id)
+      if (!deleted) throw notFound('Automation')
+      await recordAudit(trx, { tenantId: actor.tenantId, action: 'automation.delete', targetType: 'automation', targetId: id })
+    })
   }
 
   /** Validates one action `{type, config}` without storing it. */
