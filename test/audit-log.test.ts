@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
+import type { LightMyRequestResponse } from 'fastify'
 import { parse } from 'csv-parse/sync'
 import { sql } from 'kysely'
 import { purgeAuditLog } from '../src/platform/audit/audit-log.js'
@@ -19,7 +20,7 @@ async function auditLog(tenant: GivenTenant, query = '') {
 interface Case {
   name: string
   /** Performs the change; returns the expected target id. */
-  act: (t: GivenTenant, ids: Record<string, number>) => Promise<{ status: number; body: string; json: () => any }>
+  act: (t: GivenTenant, ids: Record<string, number>) => Promise<LightMyRequestResponse>
   action: string
   targetType: string
   target: (res: any, ids: Record<string, number>) => number | string
