@@ -14,6 +14,7 @@ import { authenticateRequest, useActorCache } from './platform/auth/authenticate
 import { startActorCache } from './platform/auth/actor-cache.js'
 import { AppError } from './platform/http/errors.js'
 import { healthRoutes } from './platform/http/health.js'
+import { registerRequestContext } from './platform/audit/request-context.js'
 import { registerMultipart } from './platform/http/multipart.js'
 import { registerMetrics } from './platform/metrics/index.js'
 import { appModules } from './modules/index.js'
@@ -73,6 +74,7 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
   const app = Fastify(serverOptions) as unknown as FastifyInstance
   if (options.onRoute) app.addHook('onRoute', options.onRoute)
 
+  registerRequestContext(app)
   registerValidation(app)
   registerErrorHandling(app)
   await registerMetrics(app, db, config.metrics)

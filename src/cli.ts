@@ -7,6 +7,9 @@ import { issueAccessToken } from './platform/auth/tokens.js'
 import { rotateSigningKey } from './platform/keys/signing-keys.js'
 import { createTenant, demoInstructions, findTenantBySlug } from './modules/tenants/index.js'
 import { runDemo } from './demo.js'
+import { secretBoxFor } from './platform/secrets/secret-box.js'
+import { rotateSecrets } from './platform/secrets/rotate-secrets.js'
+import { appModules } from './modules/index.js'
 
 /** One entry per command: its usage line and what it does (`workplace <command> --help` prints it). */
 const COMMANDS: Record<string, { usage: string; summary: string }> = {
@@ -21,6 +24,7 @@ const COMMANDS: Record<string, { usage: string; summary: string }> = {
   demo: { usage: 'demo [--reset]', summary: 'create the demo tenant if missing (--reset: delete and recreate it)' },
   keys: { usage: 'keys rotate', summary: 'new signing key (the JWKS keeps the previous one)' },
   db: { usage: 'db distribute [--dry-run]', summary: 'on a Citus coordinator: distribute tenant tables by tenant_id, make global ones reference tables (docs/citus.md)' },
+  secrets: { usage: 'secrets rotate', summary: 'a new secrets key (key-file mode); every stored secret re-encrypted under it, while the API runs' },
   help: { usage: 'help [command]', summary: 'print this help' },
 }
 
@@ -119,7 +123,7 @@ export async function main(argv: string[]): Promise<void> {
       break
     case 'keys':
       if (sub === 'rotate') {
-        const { kid, previousKid } = await withDatabase(config, (db) => rotateSigningKey(db))
+        const { kid, previousKid } = await withDatabase(config, (db) => rotateSigningKey(db, secretBoxFor(config.secrets)))
         process.stdout.write(`New signing key ${kid}${previousKid ? ` (previous ${previousKid} stays in the JWKS)` : ''}.\n`)
         return
       }
@@ -129,6 +133,15 @@ export async function main(argv: string[]): Promise<void> {
         const { distributeCommand } = await import('./platform/db/distribute.js')
         const dryRun = parseArgs({ args: rest, options: { 'dry-run': { type: 'boolean' } } }).values['dry-run'] === true
         process.exitCode = await withDatabase(config, (db) => distributeCommand(db, { dryRun }, (text) => process.stdout.write(text)))
+        return
+      }
+      break
+    case 'secrets':
+      if (sub === 'rotate') {
+        const holders = appModules.flatMap((m) => m.secretHolders ?? [])
+        const result = await withDatabase(config, (db) => rotateSecrets(db, secretBoxFor(config.secrets), holders))
+        const counts = Object.entries(result.resealed).map(([name, n]) => `${name}: ${n}`).join(', ')
+        process.stdout.write(`${result.generated ? 'New secrets key' : 'Secrets key (SECRETS_KEY)'} ${result.keyId}; re-encrypted ${counts}.\n`)
         return
       }
       break

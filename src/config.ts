@@ -24,6 +24,8 @@ export interface Config {
   /** Off unless one is set: GET /metrics with this bearer token, and/or a listener on 127.0.0.1:port. */
   metrics: { token: string | undefined; port: number | undefined }
   notificationRetentionDays: number | undefined
+  secrets: { key: string | undefined; previousKeys: string[]; keyFile: string }
+  auditRetentionDays: number
   logLevel: string
   /** LOG_FORMAT: `json` lines or `pretty`; unset = pretty on a terminal, JSON otherwise. */
   logFormat: 'json' | 'pretty' | undefined
@@ -115,12 +117,19 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     smtpUrl: env.SMTP_URL || undefined,
     metrics: { token: env.METRICS_TOKEN || undefined, port: env.METRICS_PORT ? integer(env, 'METRICS_PORT', 0, problems) : undefined },
     notificationRetentionDays: retention ? integer(env, 'NOTIFICATION_RETENTION_DAYS', 0, problems) : undefined,
+    secrets: {
+      key: env.SECRETS_KEY || undefined,
+      previousKeys: (env.SECRETS_PREVIOUS_KEYS || '').split(',').map((s) => s.trim()).filter(Boolean),
+      keyFile: path.join(dataDir, 'secrets.key'),
+    },
+    auditRetentionDays: integer(env, 'AUDIT_RETENTION_DAYS', 365, problems),
     logLevel: env.LOG_LEVEL || 'info',
     logFormat: logFormat(env, problems),
     isTest: env.NODE_ENV === 'test',
   }
   if (config.digestHour > 23) problems.push('DIGEST_HOUR must be an hour from 0 to 23')
   if (config.db.poolMode === 'transaction' && !config.db.url) problems.push('DATABASE_POOL_MODE=transaction needs DATABASE_URL (the pooler)')
+  if (config.secrets.key && Buffer.from(config.secrets.key, 'base64').length !== 32) problems.push('SECRETS_KEY must be 32 bytes, base64-encoded')
   if (problems.length > 0) throw new Error(`Invalid configuration:\n- ${problems.join('\n- ')}`)
   return Object.freeze(config)
 }

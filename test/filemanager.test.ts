@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import { issueGrantToken } from '../src/modules/shared-items/index.js'
-import { buildTestApp, call } from './helpers/build-test-app.js'
+import { buildTestApp, call, testSecrets } from './helpers/build-test-app.js'
 import { given, type GivenTenant } from './helpers/given.js'
 import { testDb } from './helpers/test-database.js'
 import { fixture, multipart } from './fixtures/users/forms.js'
@@ -119,7 +119,7 @@ test('file access: module permission, directory grants, other tenant, and a gran
     tenant_id: tenant.id, user_id: tenant.adminId, type: 'filemanagerFile', redirect_type: 'redirectWithGrantToken',
     targetable_type: 'filemanagerFile', targetable_id: String(file.id), config: '{}',
   } as never).returning('id').executeTakeFirstOrThrow()
-  const token = await issueGrantToken(db, { issuer: 'http://api.test', tenantSlug: tenant.slug, userId: noModule.id, sharedItemId: item.id, alias: 'filemanagerFile', id: file.id })
+  const token = await issueGrantToken(db, { issuer: 'http://api.test', tenantSlug: tenant.slug, userId: noModule.id, sharedItemId: item.id, alias: 'filemanagerFile', id: file.id, secrets: testSecrets() })
   const opened = await call(app, undefined, { method: 'GET', url: `${content(file.id)}?grant_token=${token}` })
   assert.equal(opened.statusCode, 200, opened.body)
   assert.deepEqual(opened.rawPayload, png)

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import { decodeJwt, decodeProtectedHeader, generateKeyPair, SignJWT } from 'jose'
-import { buildTestApp, call } from './helpers/build-test-app.js'
+import { buildTestApp, call, testSecrets } from './helpers/build-test-app.js'
 import { given } from './helpers/given.js'
 import { testDb } from './helpers/test-database.js'
 import { givenTarget, useTestShareTargets } from './shared-items.support.js'
@@ -217,6 +217,7 @@ test('grant token refused: another target (other file, other alias)', async () =
 test('grant token refused: expired', async () => {
   const s = await tokenSetup()
   const old = await issueGrantToken(db, {
+    secrets: testSecrets(),
     issuer: BASE, tenantSlug: s.tenant.slug, userId: s.outsider.id, sharedItemId: s.item, alias: 'filemanagerFile', id: s.file,
     now: Math.floor(Date.now() / 1000) - GRANT_TOKEN_TTL_SECONDS - 1,
   })

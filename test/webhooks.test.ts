@@ -12,7 +12,7 @@ import { currentSigningKey, rotateSigningKey } from '../src/platform/keys/signin
 import { isBlockedAddress } from '../src/platform/outbound-http/safe-fetch.js'
 import { createWebhookDeliverer, type DeliverWebhookPayload } from '../src/modules/automations/index.js'
 import { standardWebhookSignature } from '../src/modules/automations/webhook-auth.js'
-import { call, testConfig } from './helpers/build-test-app.js'
+import { call, testConfig, testSecrets } from './helpers/build-test-app.js'
 import { given, type GivenTenant } from './helpers/given.js'
 import { testDb } from './helpers/test-database.js'
 import pino from 'pino'
@@ -245,16 +245,16 @@ test('jwt auth sends an ES256 token verifiable with the JWKS, bound to the body'
 })
 
 test('after key rotation the JWKS lists the new and the previous key, and old tokens still verify', async () => {
-  const before = await currentSigningKey(db)
+  const before = await currentSigningKey(db, testSecrets())
   const oldToken = await new SignJWT({}).setProtectedHeader({ alg: 'ES256', kid: before.kid }).setIssuedAt().setExpirationTime('5m').sign(before.privateKey)
 
-  const { kid, previousKid } = await rotateSigningKey(db)
+  const { kid, previousKid } = await rotateSigningKey(db, testSecrets())
 
   assert.equal(previousKid, before.kid)
   const jwks = (await (await app).inject({ method: 'GET', url: '/.well-known/jwks.json' })).json() as { keys: JWK[] }
   assert.deepEqual(jwks.keys.map((k) => k.kid), [kid, before.kid])
   await jwtVerify(oldToken, createLocalJWKSet(jwks), { algorithms: ['ES256'] })
-  assert.equal((await currentSigningKey(db)).kid, kid)
+  assert.equal((await currentSigningKey(db, testSecrets())).kid, kid)
   assert.equal(decodeProtectedHeader(oldToken).kid, before.kid)
 })
 

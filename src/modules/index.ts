@@ -1,5 +1,7 @@
 import type { AppModule } from '../platform/app-module.js'
 import { authModule } from './auth/index.js'
+import { auditModule } from './audit/index.js'
+import { accessModule } from './access/index.js'
 import { automationsModule } from './automations/index.js'
 import { departmentsModule } from './departments/index.js'
 import { entityPermissionsModule } from './entity-permissions/index.js'
@@ -34,4 +36,6 @@ export const appModules: AppModule[] = [
   manualsModule,
   tasksModule,
   sharedItemsModule,
+  auditModule,
+  accessModule,
 ]

@@ -3,6 +3,7 @@ import type { Logger } from 'pino'
 import type { Config } from '../config.js'
 import type { Db } from './db/schema.js'
 import type { JobHandlers } from './jobs/jobs.js'
+import type { SecretHolder } from './secrets/secret-box.js'
 
 /** What every module receives at composition time. */
 export interface AppDeps {
@@ -20,4 +21,6 @@ export interface AppModule {
   jobs?: (deps: AppDeps) => JobHandlers
   /** Daily/periodic jobs in graphile-worker crontab syntax. */
   cron?: string[]
+  /** Tables holding sealed secrets, re-sealed by `workplace secrets rotate`. */
+  secretHolders?: SecretHolder[]
 }

@@ -3,8 +3,14 @@ import { buildApp } from '../../src/app.js'
 import { loadConfig, type Config } from '../../src/config.js'
 import { inRequest } from './routable-statements.js'
 import { testDb } from './test-database.js'
+import { secretBoxFor } from '../../src/platform/secrets/secret-box.js'
 
 let cached: Promise<FastifyInstance> | undefined
+
+export const TEST_SECRETS_KEY = Buffer.alloc(32, 7).toString('base64')
+
+/** The secret box the test app uses. */
+export const testSecrets = () => secretBoxFor(testConfig().secrets)
 
 export function testConfig(overrides: Record<string, string> = {}): Config {
   return loadConfig({
@@ -14,6 +20,8 @@ export function testConfig(overrides: Record<string, string> = {}): Config {
     BASE_URL: 'http://api.test',
     APP_URL: 'http://app.test',
     LOG_LEVEL: 'silent',
+    // a fixed test key: secrets at rest are sealed in every test run
+    SECRETS_KEY: TEST_SECRETS_KEY,
     ...overrides,
   })
 }

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto'
+import { diff, recordAudit } from '../../platform/audit/audit-log.js'
 import type { AppDeps } from '../../platform/app-module.js'
 import type { Actor } from '../../platform/auth/actor.js'
 import { requirePermission } from '../../platform/auth/require-permission.js'
@@ -10,7 +11,8 @@ import * as queries from './automations.queries.js'
 import { AUTOMATION_EVENTS, createDeliveries, TEST_EVENT_TYPE } from './automations.events.js'
 import { automationResource, deliveryResource } from './automations.resource.js'
 import type { ActionInput, CreateAutomationBody, UpdateAutomationBody } from './automations.schemas.js'
-import { carryOverSecrets, validateWebhookConfig } from './webhook-config.js'
+import { carryOverSecrets, openWebhookSecrets, sealWebhookSecrets, validateWebhookConfig } from './webhook-config.js'
+import { secretBoxFor } from '../../platform/secrets/secret-box.js'
 import { enqueueDeliveryAttempt } from './webhook-delivery.job.js'
 
 export const ACTION_TYPES = ['webhook'] as const
@@ -20,6 +22,7 @@ export type AutomationsService = ReturnType<typeof createAutomationsService>
 
 export function createAutomationsService({ db, config }: AppDeps, options: { resolve?: ResolveHost } = {}) {
   const ctx = (actor: Actor) => ({ db, tenantId: actor.tenantId, actor })
+  const secrets = secretBoxFor(config.secrets)
   const urlOptions = { allowPrivateNetworks: config.webhooks.allowPrivateNetworks, resolve: options.resolve }
 
   async function checkAction(action: ActionInput, path: string, errors: FieldErrorCollector): Promise<queries.StoredAction | undefined> {
@@ -29,13 +32,17 @@ export function createAutomationsService({ db, config }: AppDeps, options: { res
       return undefined
     }
     const config = await validateWebhookConfig(action.config, path ? `${path}.config` : 'config', errors, urlOptions)
-    return config ? { type: action.type, config: config as unknown as Record<string, unknown> } : undefined
+    // stored sealed: secrets at rest are AES-256-GCM (platform/secrets)
+    return config ? { type: action.type, config: sealWebhookSecrets(config as unknown as Record<string, unknown>, secrets) } : undefined
   }
 
   async function checkActions(actions: ActionInput[], errors: FieldErrorCollector): Promise<queries.StoredAction[]> {
     const checked = await Promise.all(actions.map((action, i) => checkAction(action, `actions.${i}`, errors)))
     return checked.filter((a): a is queries.StoredAction => a !== undefined)
   }
+
+  const openedAction = (stored: queries.StoredAction | undefined) =>
+    stored && stored.type === 'webhook' ? { ...stored, config: openWebhookSecrets(stored.config, secrets) } : stored
 
   function checkEvent(event: string | undefined, errors: FieldErrorCollector): void {
     if (event !== undefined && event !== '*' && !AUTOMATION_EVENTS.includes(event)) errors.add('event', `unknown event type "${event}"`)
@@ -60,7 +67,11 @@ export function createAutomationsService({ db, config }: AppDeps, options: { res
     checkEvent(body.event, errors)
     const actions = await checkActions(body.actions, errors)
     errors.throwIfAny()
-    const { id } = await queries.insertAutomation(db, actor.tenantId, { name: body.name, event: body.event, active: body.active ?? true, actions, userId: actor.userId })
+    const { id } = await db.transaction().execute(async (trx) => {
+      const row = await queries.insertAutomation(trx, actor.tenantId, { name: body.name, event: body.event, active: body.active ?? true, actions, userId: actor.userId })
+      await recordAudit(trx, { tenantId: actor.tenantId, action: 'automation.create', targetType: 'automation', targetId: row.id, changes: diff(undefined, { name: body.name, event: body.event, active: body.active ?? true, actions: actions.length }) })
+      return row
+    })
     return getAutomation(actor, id)
   }
 
@@ -71,19 +82,26 @@ export function createAutomationsService({ db, config }: AppDeps, options: { res
     if (!existing) throw notFound('Automation')
     const errors = new FieldErrorCollector()
     checkEvent(body.event, errors)
-    const incoming = body.actions?.map((a, i) => carryOverSecrets(a, existing.actions[i]) as ActionInput)
+    const incoming = body.actions?.map((a, i) => carryOverSecrets(a, openedAction(existing.actions[i])) as ActionInput)
     const actions = incoming ? await checkActions(incoming, errors) : undefined
     errors.throwIfAny()
-    const updated = await queries.updateAutomation(db, actor.tenantId, id, { name: body.name, event: body.event, active: body.active, actions })
-    if (!updated) throw notFound('Automation')
+    await db.transaction().execute(async (trx) => {
+      const updated = await queries.updateAutomation(trx, actor.tenantId, id, { name: body.name, event: body.event, active: body.active, actions })
+      if (!updated) throw notFound('Automation')
+      const before = { name: existing.name, event: existing.event, active: existing.active, actions: existing.actions.length }
+      await recordAudit(trx, { tenantId: actor.tenantId, action: 'automation.update', targetType: 'automation', targetId: id, changes: diff(before, { name: body.name, event: body.event, active: body.active, actions: actions?.length }) })
+    })
     return getAutomation(actor, id)
   }
 
   /** Deletes an automation and its delivery log; pending attempts become no-ops. */
   async function deleteAutomation(actor: Actor, id: number) {
     requirePermission(actor, PERMISSION)
-    const deleted = await queries.deleteAutomation(db, actor.tenantId, id)
-    if (!deleted) throw notFound('Automation')
+    await db.transaction().execute(async (trx) => {
+      const deleted = await queries.deleteAutomation(trx, actor.tenantId, id)
+      if (!deleted) throw notFound('Automation')
+      await recordAudit(trx, { tenantId: actor.tenantId, action: 'automation.delete', targetType: 'automation', targetId: id })
+    })
   }
 
   /** Validates one action `{type, config}` without storing it. */

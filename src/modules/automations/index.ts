@@ -2,6 +2,9 @@ import type { AppModule } from '../../platform/app-module.js'
 import { subscribeToDomainEvents } from '../../platform/events/domain-events.js'
 import { jwksRoutes } from '../../platform/keys/jwks.routes.js'
 import { recordDelivery } from '../../platform/metrics/index.js'
+import { signingKeySecrets } from '../../platform/keys/signing-keys.js'
+import { secretBoxFor } from '../../platform/secrets/secret-box.js'
+import { automationSecrets } from './automations.secrets.js'
 import { automationsRoutes } from './automations.routes.js'
 import { createAutomationsService } from './automations.service.js'
 import { enqueueDeliveriesForEvent } from './automations.events.js'
@@ -20,8 +23,9 @@ export const automationsModule: AppModule = {
   routes: async (app, deps) => {
     await automationsRoutes(app, { automations: createAutomationsService(deps) })
     // the platform JWKS (public): receivers verify our webhook JWTs (and later grant tokens) with it
-    await jwksRoutes(app, { db: deps.db })
+    await jwksRoutes(app, { db: deps.db, secrets: secretBoxFor(deps.config.secrets) })
   },
+  secretHolders: [signingKeySecrets, automationSecrets],
   jobs: (deps) => {
     const deliverer = createWebhookDeliverer(deps)
     return {

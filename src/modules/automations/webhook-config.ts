@@ -1,5 +1,6 @@
 import { isIP } from 'node:net'
 import { FieldErrorCollector } from '../../platform/http/errors.js'
+import type { SecretBox } from '../../platform/secrets/secret-box.js'
 import { isBlockedAddress, resolveWithSystemDns, unbracket, type ResolveHost } from '../../platform/outbound-http/safe-fetch.js'
 
 export const WEBHOOK_METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'] as const
@@ -227,3 +228,17 @@ export function carryOverSecrets(incoming: unknown, stored: { type: string; conf
   if (type === 'header' && merged.name === undefined) merged.name = (old.header as Record<string, unknown>).name
   return { ...incoming, config: { ...config, auth: { ...config.auth, [type]: merged } } }
 }
+
+/** The secret members of a webhook config, mapped through `transform` (seal or open); the rest is kept. */
+export function mapWebhookSecrets<T extends Record<string, any>>(config: T, transform: (value: string) => string): T {
+  const auth = config.auth
+  if (!isPlainObject(auth)) return config
+  const mapped: Record<string, unknown> = { ...auth }
+  if (isPlainObject(auth.basic) && typeof auth.basic.password === 'string') mapped.basic = { ...auth.basic, password: transform(auth.basic.password) }
+  if (isPlainObject(auth.header) && typeof auth.header.value === 'string') mapped.header = { ...auth.header, value: transform(auth.header.value) }
+  if (isPlainObject(auth.secret) && typeof auth.secret.secret === 'string') mapped.secret = { ...auth.secret, secret: transform(auth.secret.secret) }
+  return { ...config, auth: mapped }
+}
+
+export const sealWebhookSecrets = <T extends Record<string, any>>(config: T, box: SecretBox): T => mapWebhookSecrets(config, (v) => box.seal(v))
+export const openWebhookSecrets = <T extends Record<string, any>>(config: T, box: SecretBox): T => mapWebhookSecrets(config, (v) => box.open(v))

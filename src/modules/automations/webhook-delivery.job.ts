@@ -7,7 +7,8 @@ import { SafeHttpClient, type OutboundResult, type ResolveHost } from '../../pla
 import { createHostSlots } from '../../platform/outbound-http/host-slots.js'
 import * as queries from './automations.queries.js'
 import { authHeaders } from './webhook-auth.js'
-import type { WebhookConfig } from './webhook-config.js'
+import { openWebhookSecrets, type WebhookConfig } from './webhook-config.js'
+import { secretBoxFor } from '../../platform/secrets/secret-box.js'
 
 export const DELIVER_WEBHOOK_JOB = 'automations:deliver_webhook'
 
@@ -82,6 +83,7 @@ function judge(result: OutboundResult): AttemptResult {
 /** Builds the `automations:deliver_webhook` handler: one attempt per job, the next one enqueued on failure. */
 export function createWebhookDeliverer({ db, config, log }: AppDeps, options: WebhookDelivererOptions = {}) {
   const delays = options.retryDelaysMs ?? RETRY_DELAYS_MS
+  const secrets = secretBoxFor(config.secrets)
   const perHost = options.perHostConcurrency ?? Math.max(1, Math.floor(config.jobs.concurrency / 2))
   const http = new SafeHttpClient({
     allowPrivateNetworks: config.webhooks.allowPrivateNetworks,
@@ -110,7 +112,7 @@ export function createWebhookDeliverer({ db, config, log }: AppDeps, options: We
     put('webhook-timestamp', String(timestamp))
     const auth = await authHeaders(webhook.auth, {
       url: webhook.url, method, body, webhookId: target.event_id, timestamp, tenantSlug: target.tenant_slug,
-      issuer: config.baseUrl, signingKey: () => currentSigningKey(db),
+      issuer: config.baseUrl, signingKey: () => currentSigningKey(db, secrets),
     })
     for (const [name, value] of Object.entries(auth)) put(name, value)
     const result = await http.send(webhook.url, {
@@ -131,7 +133,7 @@ export function createWebhookDeliverer({ db, config, log }: AppDeps, options: We
       await queries.recordAttempt(db, payload, { status: 'failed', error: 'action_removed', nextAttemptAt: null })
       return 'failed'
     }
-    const webhook = action.config as unknown as WebhookConfig
+    const webhook = openWebhookSecrets(action.config as unknown as WebhookConfig, secrets)
     const host = new URL(webhook.url).host
     const slot = await slots.acquire(host, slotWaitMs)
     if (!slot) {

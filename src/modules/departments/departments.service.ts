@@ -1,4 +1,5 @@
 import type { AppDeps } from '../../platform/app-module.js'
+import { diff, recordAudit } from '../../platform/audit/audit-log.js'
 import type { Actor } from '../../platform/auth/actor.js'
 import { requirePermission } from '../../platform/auth/require-permission.js'
 import { FieldErrorCollector, notFound } from '../../platform/http/errors.js'
@@ -44,6 +45,7 @@ export function createDepartmentsService({ db }: AppDeps) {
       await checkReferences(trx, actor.tenantId, body)
       const { id } = await queries.insertDepartment(trx, actor.tenantId, body)
       if (body.user_ids) await queries.replaceMembers(trx, actor.tenantId, id, body.user_ids)
+      await recordAudit(trx, { tenantId: actor.tenantId, action: 'department.create', targetType: 'department', targetId: id, changes: diff(undefined, body) })
       return getDepartment({ ...actor, permissions: new Set(['*']) }, id, {}, trx)
     })
   }
@@ -53,10 +55,13 @@ export function createDepartmentsService({ db }: AppDeps) {
     requirePermission(actor, 'departments.manage')
     return db.transaction().execute(async (trx) => {
       const { user_ids: userIds, ...fields } = body
+      const before = await trx.selectFrom('departments').selectAll().where('tenant_id', '=', actor.tenantId).where('id', '=', id).executeTakeFirst()
       const updated = await queries.updateDepartment(trx, actor.tenantId, id, fields)
       if (!updated) throw notFound('Department')
       await checkReferences(trx, actor.tenantId, body)
       if (userIds) await queries.replaceMembers(trx, actor.tenantId, id, userIds)
+      await recordAudit(trx, { tenantId: actor.tenantId, action: 'department.update', targetType: 'department', targetId: id, changes: diff(before, fields) })
+      if (userIds) await recordAudit(trx, { tenantId: actor.tenantId, action: 'department.members_replace', targetType: 'department', targetId: id, changes: { user_ids: userIds } })
       return getDepartment({ ...actor, permissions: new Set(['*']) }, id, {}, trx)
     })
   }
@@ -64,8 +69,11 @@ export function createDepartmentsService({ db }: AppDeps) {
   /** Deletes a department (memberships go with it). */
   async function deleteDepartment(actor: Actor, id: number) {
     requirePermission(actor, 'departments.manage')
-    const deleted = await queries.deleteDepartment(db, actor.tenantId, id)
-    if (!deleted) throw notFound('Department')
+    await db.transaction().execute(async (trx) => {
+      const deleted = await queries.deleteDepartment(trx, actor.tenantId, id)
+      if (!deleted) throw notFound('Department')
+      await recordAudit(trx, { tenantId: actor.tenantId, action: 'department.delete', targetType: 'department', targetId: id })
+    })
   }
 
   return { listDepartments, getDepartment, createDepartment, updateDepartment, deleteDepartment }

@@ -1,4 +1,5 @@
 import type { AppDeps } from '../../platform/app-module.js'
+import { recordAudit } from '../../platform/audit/audit-log.js'
 import type { Actor } from '../../platform/auth/actor.js'
 import { requirePermission } from '../../platform/auth/require-permission.js'
 import { notFound } from '../../platform/http/errors.js'
@@ -82,7 +83,10 @@ export function createNotificationsService({ db, config }: Pick<AppDeps, 'db' | 
   /** Permanently deletes every notification of the tenant, in batches; settings stay. */
   async function resetNotifications(actor: Actor) {
     requirePermission(actor, 'notifications.reset')
-    while ((await queries.deleteTenantNotificationsBatch(db, actor.tenantId, RESET_BATCH_SIZE)) > 0) { /* next batch */ }
+    let deleted = 0
+    for (let batch; (batch = await queries.deleteTenantNotificationsBatch(db, actor.tenantId, RESET_BATCH_SIZE)) > 0;) deleted += batch
+    // the reset runs in short batches (no one transaction to join): recorded once it is complete
+    await recordAudit(db, { tenantId: actor.tenantId, action: 'notification.reset', targetType: 'tenant', targetId: actor.tenantId, changes: { deleted } })
     const message: NotificationsChannelMessage = { tenantId: actor.tenantId, userIds: null }
     await publish(db, NOTIFICATIONS_CHANNEL, message)
   }

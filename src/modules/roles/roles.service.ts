@@ -1,4 +1,5 @@
 import type { AppDeps } from '../../platform/app-module.js'
+import { diff, recordAudit } from '../../platform/audit/audit-log.js'
 import type { Actor } from '../../platform/auth/actor.js'
 import { isKnownPermission } from '../../platform/auth/permissions.js'
 import { requirePermission } from '../../platform/auth/require-permission.js'
@@ -36,7 +37,11 @@ export function createRolesService({ db }: AppDeps) {
   async function createRole(actor: Actor, body: CreateRoleBody) {
     requirePermission(actor, 'roles.manage')
     checkPermissions(body.permissions)
-    const { id } = await queries.insertRole(db, actor.tenantId, body)
+    const { id } = await db.transaction().execute(async (trx) => {
+      const row = await queries.insertRole(trx, actor.tenantId, body)
+      await recordAudit(trx, { tenantId: actor.tenantId, action: 'role.create', targetType: 'role', targetId: row.id, changes: diff(undefined, body) })
+      return row
+    })
     return getRole(actor, id)
   }
 
@@ -44,8 +49,12 @@ export function createRolesService({ db }: AppDeps) {
   async function updateRole(actor: Actor, id: number, body: UpdateRoleBody) {
     requirePermission(actor, 'roles.manage')
     checkPermissions(body.permissions)
-    const updated = await queries.updateRole(db, actor.tenantId, id, body)
-    if (!updated) throw notFound('Role')
+    await db.transaction().execute(async (trx) => {
+      const before = await trx.selectFrom('roles').selectAll().where('tenant_id', '=', actor.tenantId).where('id', '=', id).executeTakeFirst()
+      const updated = await queries.updateRole(trx, actor.tenantId, id, body)
+      if (!updated) throw notFound('Role')
+      await recordAudit(trx, { tenantId: actor.tenantId, action: 'role.update', targetType: 'role', targetId: id, changes: diff(before, body) })
+    })
     return getRole(actor, id)
   }
 
@@ -56,6 +65,7 @@ export function createRolesService({ db }: AppDeps) {
       if (await queries.roleHasUsers(trx, actor.tenantId, id)) throw conflict('role_in_use', 'Users still hold this role')
       const deleted = await queries.deleteRole(trx, actor.tenantId, id)
       if (!deleted) throw notFound('Role')
+      await recordAudit(trx, { tenantId: actor.tenantId, action: 'role.delete', targetType: 'role', targetId: id })
     })
   }
 

@@ -4,6 +4,7 @@ import type { Actor } from '../../platform/auth/actor.js'
 import { grantAllows } from '../../platform/access/access-rule.js'
 import type { Db } from '../../platform/db/schema.js'
 import { AppError } from '../../platform/http/errors.js'
+import type { SecretBox } from '../../platform/secrets/secret-box.js'
 import { currentSigningKey, publicJwks, SIGNING_ALG } from '../../platform/keys/signing-keys.js'
 import { targetClaim, type ShareTargetId } from './share-targets.js'
 
@@ -26,6 +27,8 @@ export interface IssueGrantTokenInput {
   sharedItemId: string
   alias: string
   id: ShareTargetId
+  /** Opens the sealed private signing key. */
+  secrets: SecretBox
   /** Seconds since the epoch (tests); default now. */
   now?: number
 }
@@ -47,7 +50,7 @@ export interface VerifiedGrant {
 
 /** Issues a grant token for one user, one shared item and its target. */
 export async function issueGrantToken(db: Db, input: IssueGrantTokenInput): Promise<string> {
-  const key = await currentSigningKey(db)
+  const key = await currentSigningKey(db, input.secrets)
   const iat = input.now ?? Math.floor(Date.now() / 1000)
   return new SignJWT({ tid: input.tenantSlug, sid: input.sharedItemId, tgt: targetClaim(input.alias, input.id), scope: ['view'] })
     .setProtectedHeader({ alg: SIGNING_ALG, kid: key.kid, typ: 'JWT' })

@@ -2,6 +2,7 @@ import type { AppModule } from '../../platform/app-module.js'
 import { registerTarget } from '../entity-permissions/index.js'
 import { sharedItemGrantTarget } from './shared-items.access.js'
 import { createSharedItemResolver } from './shared-items.resolve.js'
+import { createAccessRecorder } from './shared-items.accesses.js'
 import { sharedItemsRoutes } from './shared-items.routes.js'
 import { createSharedItemsService } from './shared-items.service.js'
 
@@ -20,5 +21,9 @@ registerTarget(sharedItemGrantTarget)
 
 export const sharedItemsModule: AppModule = {
   name: 'shared-items',
-  routes: (app, deps) => sharedItemsRoutes(app, { sharedItems: createSharedItemsService(deps), resolver: createSharedItemResolver(deps) }),
+  routes: async (app, deps) => {
+    const accesses = createAccessRecorder(deps.db, (error) => deps.log.warn({ err: error }, 'share access log write failed'))
+    app.addHook('onClose', async () => accesses.flush())
+    await sharedItemsRoutes(app, { sharedItems: createSharedItemsService(deps), resolver: createSharedItemResolver(deps), accesses })
+  },
 }

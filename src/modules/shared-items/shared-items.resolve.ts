@@ -1,3 +1,4 @@
+import { secretBoxFor } from '../../platform/secrets/secret-box.js'
 import type { AppDeps } from '../../platform/app-module.js'
 import type { Actor } from '../../platform/auth/actor.js'
 import { AppError, FieldErrorCollector, notFound } from '../../platform/http/errors.js'
@@ -42,6 +43,7 @@ function withGrantToken(url: string, token: string): string {
 export type SharedItemResolver = ReturnType<typeof createSharedItemResolver>
 
 export function createSharedItemResolver({ db, config }: AppDeps) {
+  const secrets = secretBoxFor(config.secrets)
   /**
    * Where a shared item leads the actor (contract 30): `none` never redirects; `redirect` only when
    * the actor can view the target (403 `target_not_accessible` otherwise); `redirectWithGrantToken`
@@ -68,7 +70,7 @@ export function createSharedItemResolver({ db, config }: AppDeps) {
     if (item.redirect_type === 'redirectWithGrantToken') {
       const token = await issueGrantToken(db, {
         issuer: config.baseUrl, tenantSlug: await queries.tenantSlug(db, actor.tenantId), userId: actor.userId,
-        sharedItemId: item.id, alias: def.alias, id: targetId,
+        sharedItemId: item.id, alias: def.alias, id: targetId, secrets,
       })
       url = withGrantToken(url, token)
     }

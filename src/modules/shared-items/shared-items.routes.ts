@@ -2,16 +2,19 @@ import type { FastifyInstance } from 'fastify'
 import { Type } from 'typebox'
 import { errorResponses } from '../../platform/http/schemas.js'
 import { listQuerySchema, showQuerySchema } from '../../platform/query/list-query-schema.js'
+import { accessResource } from './shared-items.accesses.js'
 import { sharedItemResource } from './shared-items.resource.js'
 import { sendList } from '../../platform/http/list-response.js'
-import type { SharedItemResolver } from './shared-items.resolve.js'
+import { AppError } from '../../platform/http/errors.js'
+import { requestedUrlType, type SharedItemResolver } from './shared-items.resolve.js'
+import type { AccessRecorder } from './shared-items.accesses.js'
 import {
-  CreateSharedItemBodySchema, ResolveQuerySchema, ResolveResultSchema, SharedItemParamsSchema, SharedItemSchema, UpdateSharedItemBodySchema,
-  type ResolveQuery, type SharedItemParams,
+  CreateSharedItemBodySchema, ResolveQuerySchema, ResolveResultSchema, SharedItemAccessSchema, SharedItemParamsSchema, SharedItemSchema, UpdateSharedItemBodySchema,
+  type ResolveQuery, type ResolveResult, type SharedItemParams,
 } from './shared-items.schemas.js'
 import type { SharedItemsService } from './shared-items.service.js'
 
-export async function sharedItemsRoutes(app: FastifyInstance, { sharedItems, resolver }: { sharedItems: SharedItemsService; resolver: SharedItemResolver }): Promise<void> {
+export async function sharedItemsRoutes(app: FastifyInstance, { sharedItems, resolver, accesses }: { sharedItems: SharedItemsService; resolver: SharedItemResolver; accesses: AccessRecorder }): Promise<void> {
   const tags = ['shared-items']
   const params = SharedItemParamsSchema
   const idOf = (request: { params: unknown }) => (request.params as SharedItemParams).id.toLowerCase()
@@ -27,7 +30,18 @@ export async function sharedItemsRoutes(app: FastifyInstance, { sharedItems, res
   app.get('/shared/:id', {
     schema: { tags, params, querystring: ResolveQuerySchema, response: { 200: ResolveResultSchema, 302: Type.Null(), ...errorResponses } },
   }, async (request, reply) => {
-    const result = await resolver.resolveSharedItem(request.actor, idOf(request), request.query as ResolveQuery)
+    const query = request.query as ResolveQuery
+    const access = { tenantId: request.actor.tenantId, sharedItemId: idOf(request), userId: request.actor.userId ?? null, urlType: requestedUrlType(query) ?? null }
+    let result: ResolveResult
+    try {
+      result = await resolver.resolveSharedItem(request.actor, idOf(request), query)
+    } catch (error) {
+      const status = error instanceof AppError ? error.status : undefined
+      if (status === 404 || status === 403) accesses.record({ ...access, outcome: status === 404 ? 'not_found' : 'denied' })
+      throw error
+    }
+    const grantToken = result.redirect && result.url ? new URL(result.url).searchParams.has('grant_token') : false
+    accesses.record({ ...access, outcome: !result.redirect ? 'resolved_without_redirect' : grantToken ? 'grant_token_issued' : 'redirected' })
     if (result.redirect && result.url) return reply.header('cache-control', 'no-store').redirect(result.url, 302)
     return result
   })
@@ -46,6 +60,9 @@ export async function sharedItemsRoutes(app: FastifyInstance, { sharedItems, res
       await sharedItems.deleteSharedItem(request.actor, idOf(request))
       return reply.code(204).send()
     })
+  app.get(`${admin}/:id/accesses`, {
+    schema: { tags, params, querystring: listQuerySchema(accessResource), response: { 200: Type.Array(SharedItemAccessSchema), ...errorResponses } },
+  }, async (request, reply) => sendList(reply, await sharedItems.listAccesses(request.actor, idOf(request), request.query as never)))
   app.post(`${admin}/:id/restore`, { schema: { tags, params, response: { 200: SharedItemSchema, ...errorResponses } } },
     (request) => sharedItems.restoreSharedItem(request.actor, idOf(request)))
 }

@@ -23,7 +23,19 @@ export const SharedItemSchema = Type.Object({
   user: Opt(Nullable(AnyObject)),
   targetable: Opt(Nullable(AnyObject)),
   entityPermissions: Opt(Type.Array(EntityPermissionSchema)),
+  access_count: Opt(Type.Integer({ description: 'administration only: resolutions of the stable URL' })),
+  last_accessed_at: Opt(Nullable(TimestampSchema)),
 }, { $id: 'SharedItem' })
+
+/** One resolution of the stable URL (share access log). */
+export const SharedItemAccessSchema = Type.Object({
+  id: Opt(Type.Integer()),
+  shared_item_id: Opt(Type.String()),
+  user_id: Opt(Nullable(Type.Integer())),
+  outcome: Opt(Type.Union(['redirected', 'grant_token_issued', 'resolved_without_redirect', 'denied', 'not_found'].map((o) => Type.Literal(o)))),
+  url_type: Opt(Nullable(Type.String())),
+  created_at: Opt(TimestampSchema),
+})
 export type SharedItem = Static<typeof SharedItemSchema>
 
 export const CreateSharedItemBodySchema = Type.Object(

@@ -11,11 +11,17 @@ import { completeConfig, sharedItemType, SHARED_ITEM_TYPE_NAMES } from './shared
 import { administrableSql, canAdministrateSharedItem, requireAdministrationArea, viewableSql } from './shared-items.access.js'
 import * as queries from './shared-items.queries.js'
 import { sharedItemResource } from './shared-items.resource.js'
+import { accessResource, administeredSharedItemResource } from './shared-items.accesses.js'
 import type { CreateSharedItemBody, UpdateSharedItemBody } from './shared-items.schemas.js'
 
 export type SharedItemsService = ReturnType<typeof createSharedItemsService>
 
 const EVENT_FIELDS = ['type', 'redirect_type', 'targetable_type', 'targetable_id', 'config'] as const
+
+const ADMIN_DEFAULT_SELECTS = [
+  ...Object.entries(sharedItemResource.fields).filter(([, f]) => !f.internal && (f.byDefault ?? !f.compute)).map(([name]) => name),
+  'access_count', 'last_accessed_at',
+].join(',')
 
 export function createSharedItemsService({ db, config }: AppDeps) {
   const ctx = (actor: Actor, trx: Db = db) => ({ db: trx, tenantId: actor.tenantId, actor, baseUrl: config.baseUrl, appUrl: config.appUrl })
@@ -83,7 +89,18 @@ export function createSharedItemsService({ db, config }: AppDeps) {
   async function getAdministrableSharedItem(actor: Actor, id: string, query: RawListQuery = {}) {
     requireAdministrationArea(actor)
     const base = queries.selectSharedItems(db, actor.tenantId).where('si.id', '=', id).where(administrableSql(actor))
-    return showResource(ctx(actor), sharedItemResource, base, query, 'Shared item')
+    // the admin show adds the access figures to the default selection
+    const shown = (query.selects ?? query.select) !== undefined ? query : { ...query, selects: ADMIN_DEFAULT_SELECTS }
+    return showResource(ctx(actor), administeredSharedItemResource, base, shown, 'Shared item')
+  }
+
+  /** The share access log of one item the actor administers (query conventions), newest first. */
+  async function listAccesses(actor: Actor, id: string, query: RawListQuery) {
+    requireAdministrationArea(actor)
+    const item = await queries.selectSharedItems(db, actor.tenantId).select('si.id').where('si.id', '=', id).where(administrableSql(actor)).executeTakeFirst()
+    if (!item) throw notFound('Shared item')
+    const base = db.selectFrom('shared_item_accesses as sa').where('sa.tenant_id', '=', actor.tenantId).where('sa.shared_item_id', '=', id)
+    return listResource(ctx(actor), accessResource, base, query)
   }
 
   /** Creates a shared item of a target the actor may share; the requester becomes its `user_id`. */
@@ -172,6 +189,6 @@ export function createSharedItemsService({ db, config }: AppDeps) {
 
   return {
     listSharedItems, getSharedItem, listAdministrableSharedItems, getAdministrableSharedItem,
-    createSharedItem, updateSharedItem, deleteSharedItem, restoreSharedItem,
+    createSharedItem, updateSharedItem, deleteSharedItem, restoreSharedItem, listAccesses,
   }
 }

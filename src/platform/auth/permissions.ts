@@ -14,6 +14,7 @@ export const PERMISSIONS: readonly string[] = [
   'entityPermissions.manage',
   'notifications.send', 'notifications.reset',
   'automations.manage',
+  'audit.view',
   ...CONTENT_MODULES.flatMap((m) => [`${m}.view`, `${m}.manage`]),
 ]
 

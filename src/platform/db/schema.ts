@@ -320,6 +320,30 @@ export interface EmailDigestsTable {
   sent_at: ColumnType<string | null, Date | string | null | undefined, Date | string | null>
 }
 
+export interface AuditLogTable {
+  id: Id
+  tenant_id: number
+  created_at: Generated<string>
+  actor_id: number | null
+  action: string
+  target_type: string
+  target_id: string | null
+  changes: ColumnType<Record<string, unknown>, string | undefined, string>
+  request_id: string | null
+  ip: string | null
+  user_agent: string | null
+}
+
+export interface SharedItemAccessesTable {
+  id: Id
+  tenant_id: number
+  shared_item_id: string
+  user_id: number | null
+  outcome: string
+  url_type: string | null
+  created_at: Generated<string>
+}
+
 export interface Database {
   tenants: TenantsTable
   languages: LanguagesTable
@@ -347,6 +371,8 @@ export interface Database {
   folders: FoldersTable
   folder_translations: FolderTranslationsTable
   shared_items: SharedItemsTable
+  audit_log: AuditLogTable
+  shared_item_accesses: SharedItemAccessesTable
 }
 
 export type Db = Kysely<Database>

@@ -26,6 +26,7 @@ export const TABLE_CLASSES: Readonly<Record<string, TableClass>> = {
   outbound_host_leases: 'local', // per-host delivery slots of the workers, shared by tenants; read alone
   // tenant: distributed by tenant_id
   access_tokens: 'tenant',
+  audit_log: 'tenant',
   automations: 'tenant',
   calendar_events: 'tenant',
   department_users: 'tenant',
@@ -51,6 +52,7 @@ export const TABLE_CLASSES: Readonly<Record<string, TableClass>> = {
   push_deliveries: 'tenant',
   push_subscriptions: 'tenant',
   roles: 'tenant',
+  shared_item_accesses: 'tenant',
   shared_items: 'tenant',
   task_executions: 'tenant',
   users: 'tenant',

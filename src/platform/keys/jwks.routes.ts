@@ -1,6 +1,7 @@
 import type { FastifyInstance } from 'fastify'
 import { Type } from 'typebox'
 import type { Db } from '../db/schema.js'
+import type { SecretBox } from '../secrets/secret-box.js'
 import { errorResponses } from '../http/schemas.js'
 import { publicJwks } from './signing-keys.js'
 
@@ -10,12 +11,12 @@ const JwkSchema = Type.Object({
 })
 
 /** `GET /.well-known/jwks.json`: public keys receivers use to verify our JWTs (unauthenticated). */
-export async function jwksRoutes(app: FastifyInstance, { db }: { db: Db }): Promise<void> {
+export async function jwksRoutes(app: FastifyInstance, { db, secrets }: { db: Db; secrets: SecretBox }): Promise<void> {
   app.get('/.well-known/jwks.json', {
     config: { public: true },
     schema: { tags: ['keys'], response: { 200: Type.Object({ keys: Type.Array(JwkSchema) }), ...errorResponses } },
   }, async (_request, reply) => {
     reply.header('cache-control', 'public, max-age=300')
-    return publicJwks(db)
+    return publicJwks(db, secrets)
   })
 }

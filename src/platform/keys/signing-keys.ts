@@ -1,6 +1,7 @@
 import { sql } from 'kysely'
 import { calculateJwkThumbprint, exportJWK, generateKeyPair, importJWK, type JWK } from 'jose'
 import type { Db } from '../db/schema.js'
+import { isSealed, type SecretBox, type SecretHolder } from '../secrets/secret-box.js'
 
 /** ES256 (P-256): the JWS algorithm with the widest receiver support after RS256, with small keys. */
 export const SIGNING_ALG = 'ES256'
@@ -20,25 +21,32 @@ function publicPart(jwk: JWK): JWK {
   return out
 }
 
-async function newKeyRow() {
+/** The stored private JWK: `{"sealed": "enc:v1…"}` (older rows: the plain JWK, still readable). */
+const sealJwk = (box: SecretBox, jwk: JWK) => JSON.stringify({ sealed: box.seal(JSON.stringify(jwk)) })
+
+function openJwk(box: SecretBox, stored: Record<string, unknown>): JWK {
+  return isSealed(stored.sealed) ? JSON.parse(box.open(stored.sealed)) as JWK : stored as JWK
+}
+
+async function newKeyRow(box: SecretBox) {
   const { privateKey } = await generateKeyPair(SIGNING_ALG, { extractable: true })
   const privateJwk = await exportJWK(privateKey)
   const publicJwk = publicPart(privateJwk)
   const kid = await calculateJwkThumbprint(publicJwk, 'sha256')
-  return { kid, alg: SIGNING_ALG, public_jwk: JSON.stringify({ ...publicJwk, kid, alg: SIGNING_ALG, use: 'sig' }), private_jwk: JSON.stringify(privateJwk) }
+  return { kid, alg: SIGNING_ALG, public_jwk: JSON.stringify({ ...publicJwk, kid, alg: SIGNING_ALG, use: 'sig' }), private_jwk: sealJwk(box, privateJwk) }
 }
 
 // One writer at a time: key creation and rotation are serialized across processes.
 const lockKeys = (db: Db) => sql`select pg_advisory_xact_lock(hashtext('workplace:signing_keys'))`.execute(db)
 
 /** Creates the first signing key when none exists (idempotent; safe from parallel processes). */
-export async function ensureSigningKey(db: Db): Promise<void> {
+export async function ensureSigningKey(db: Db, box: SecretBox): Promise<void> {
   const current = await db.selectFrom('signing_keys').select('kid').where('retired_at', 'is', null).executeTakeFirst()
   if (current) return
   await db.transaction().execute(async (trx) => {
     await lockKeys(trx)
     const again = await trx.selectFrom('signing_keys').select('kid').where('retired_at', 'is', null).executeTakeFirst()
-    if (!again) await trx.insertInto('signing_keys').values(await newKeyRow()).execute()
+    if (!again) await trx.insertInto('signing_keys').values(await newKeyRow(box)).execute()
   })
 }
 
@@ -46,8 +54,8 @@ export async function ensureSigningKey(db: Db): Promise<void> {
  * Makes a new key current and retires the old one; the retired key stays in the JWKS (as "previous")
  * so tokens it signed verify until they expire. Returns the new `kid`.
  */
-export async function rotateSigningKey(db: Db): Promise<{ kid: string; previousKid: string | null }> {
-  const row = await newKeyRow()
+export async function rotateSigningKey(db: Db, box: SecretBox): Promise<{ kid: string; previousKid: string | null }> {
+  const row = await newKeyRow(box)
   return db.transaction().execute(async (trx) => {
     await lockKeys(trx)
     const retired = await trx.updateTable('signing_keys').set({ retired_at: sql`now()` as never })
@@ -58,20 +66,20 @@ export async function rotateSigningKey(db: Db): Promise<{ kid: string; previousK
 }
 
 /** The current private signing key (created on first use). */
-export async function currentSigningKey(db: Db): Promise<SigningKey> {
-  await ensureSigningKey(db)
+export async function currentSigningKey(db: Db, box: SecretBox): Promise<SigningKey> {
+  await ensureSigningKey(db, box)
   const row = await db.selectFrom('signing_keys').select(['kid', 'alg', 'private_jwk']).where('retired_at', 'is', null).executeTakeFirstOrThrow()
   let key = imported.get(row.kid)
   if (!key) {
-    key = importJWK(row.private_jwk as JWK, row.alg) as Promise<CryptoKey>
+    key = importJWK(openJwk(box, row.private_jwk), row.alg) as Promise<CryptoKey>
     imported.set(row.kid, key)
   }
   return { kid: row.kid, alg: row.alg, privateKey: await key }
 }
 
-/** The public JWK Set: the current key and the previous one (never private members). */
-export async function publicJwks(db: Db): Promise<{ keys: JWK[] }> {
-  await ensureSigningKey(db)
+/** The public JWK Set: the current key and the previous one (never private members); with `box`, creates the first key. */
+export async function publicJwks(db: Db, box?: SecretBox): Promise<{ keys: JWK[] }> {
+  if (box) await ensureSigningKey(db, box)
   const rows = await db.selectFrom('signing_keys').select('public_jwk')
     .orderBy(sql`retired_at is null`, 'desc').orderBy('retired_at', 'desc').limit(2).execute()
   return {
@@ -80,4 +88,22 @@ export async function publicJwks(db: Db): Promise<{ keys: JWK[] }> {
       return { ...publicPart(jwk), kid: jwk.kid, alg: jwk.alg, use: jwk.use }
     }),
   }
+}
+
+/** Re-seals every private key that is plain or sealed under an older secrets key. */
+export const signingKeySecrets: SecretHolder = {
+  name: 'signing_keys',
+  global: true,
+  async reseal(db, box) {
+    const rows = await db.selectFrom('signing_keys').select(['kid', 'private_jwk']).execute()
+    let changed = 0
+    for (const row of rows) {
+      const stored = row.private_jwk
+      if (isSealed(stored.sealed) && !box.needsResealing(stored.sealed)) continue
+      const updated = await db.updateTable('signing_keys').set({ private_jwk: sealJwk(box, openJwk(box, stored)) })
+        .where('kid', '=', row.kid).where(sql<boolean>`private_jwk = ${JSON.stringify(stored)}::jsonb`).executeTakeFirst()
+      changed += Number(updated.numUpdatedRows)
+    }
+    return changed
+  },
 }

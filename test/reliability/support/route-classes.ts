@@ -41,7 +41,7 @@ export const ALL_PERMISSIONS = [
   'users.view', 'users.viewDetails', 'users.create', 'users.update', 'users.delete', 'users.administrate',
   'roles.view', 'roles.manage', 'departments.view', 'departments.manage',
   'sharedItems.administrate', 'sharedItems.administrateAll', 'entityPermissions.manage',
-  'notifications.send', 'notifications.reset', 'automations.manage',
+  'notifications.send', 'notifications.reset', 'automations.manage', 'audit.view',
   ...['calendar', 'filemanager', 'forms', 'infoboard', 'manuals', 'tasks', 'reports', 'reportDefinitions', 'surveys', 'taskAssignments', 'taskTemplates']
     .flatMap((m) => [`${m}.view`, `${m}.manage`]),
 ]
@@ -228,6 +228,12 @@ Object.assign(ROUTE_CLASSES, {
   'GET /shared/:id': { kind: 'id', path: row('shared_items', '/shared') },
   'GET /api/administration/shared-items': { kind: 'list', permission: 'sharedItems.administrate', hides: true, path: fixed('/api/administration/shared-items') },
   'POST /api/administration/shared-items': { kind: 'action', permission: 'sharedItems.administrate', path: fixed('/api/administration/shared-items'), body: (f) => json({ type: 'form', targetable_id: f.content.forms ?? 1 }), lenient: true },
+  'GET /api/administration/shared-items/:id/accesses': { kind: 'id', permission: 'sharedItems.administrate', path: row('shared_items', '/api/administration/shared-items', '/accesses') },
+  'GET /api/administration/audit-log': { kind: 'list', permission: 'audit.view', path: fixed('/api/administration/audit-log') },
+  'GET /api/administration/access/explain': {
+    kind: 'id', permission: 'audit.view',
+    path: (f) => (f.folderId ? `/api/administration/access/explain?user_id=${f.employee.id}&target_entity=folder&target_entity_id=${f.folderId}` : undefined),
+  },
   'GET /api/administration/shared-items/:id': { kind: 'id', permission: 'sharedItems.administrate', path: row('shared_items', '/api/administration/shared-items') },
   'PUT /api/administration/shared-items/:id': { kind: 'id', permission: 'sharedItems.administrate', path: row('shared_items', '/api/administration/shared-items'), body: () => json({ config: {} }), lenient: true },
   'DELETE /api/administration/shared-items/:id': { kind: 'id', permission: 'sharedItems.administrate', path: row('shared_items', '/api/administration/shared-items') },

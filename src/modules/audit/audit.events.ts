@@ -1,0 +1,43 @@
+import { anonymizeAuditFor, recordAudit } from '../../platform/audit/audit-log.js'
+import { currentRequestContext } from '../../platform/audit/request-context.js'
+import type { DomainEventSubscriber } from '../../platform/events/domain-events.js'
+
+/** Domain events that are administrative changes, by their audit action name. */
+const ACTIONS: Record<string, string> = {
+  'user.created': 'user.create',
+  'user.updated': 'user.update',
+  'user.deleted': 'user.delete',
+  'user.restored': 'user.restore',
+  'user.blackedOut': 'user.blackout',
+  'user.loggedOut': 'user.logout',
+  'entityPermission.created': 'entity_permission.create',
+  'entityPermission.deleted': 'entity_permission.delete',
+  'folder.created': 'folder.create',
+  'folder.updated': 'folder.update',
+  'folder.deleted': 'folder.delete',
+  'sharedItem.created': 'shared_item.create',
+  'sharedItem.updated': 'shared_item.update',
+  'sharedItem.deleted': 'shared_item.delete',
+}
+
+const TARGET_TYPES: Record<string, string> = { entityPermission: 'entity_permission', sharedItem: 'shared_item' }
+
+/**
+ * The changes these modules already describe as domain events are audited from them, inside the same
+ * transaction; modules without such events call `recordAudit` next to the change.
+ */
+export const auditDomainEvent: DomainEventSubscriber = async (db, event) => {
+  let action = ACTIONS[event.type]
+  if (!action) return
+  // the nightly derivation of `active` is not an administrative change
+  if (event.actorId === null && currentRequestContext().requestId === null) return
+  const data = event.data ?? {}
+  if (event.type === 'sharedItem.updated' && data.restored) action = 'shared_item.restore'
+  if (event.type === 'user.blackedOut') await anonymizeAuditFor(db, event.tenantId, Number(event.subjectId))
+  const changed = Array.isArray(data.changed) ? data.changed as string[] : undefined
+  const target = { tenantId: event.tenantId, targetType: TARGET_TYPES[event.subjectType] ?? event.subjectType, targetId: event.subjectId }
+  const changes = changed ? { changed: changed.filter((f) => f !== 'password') } : data
+  await recordAudit(db, { ...target, action, changes })
+  // a password change is its own record (the password itself never)
+  if (changed?.includes('password')) await recordAudit(db, { ...target, action: 'user.password_change', changes: {} })
+}

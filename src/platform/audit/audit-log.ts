@@ -1,0 +1,79 @@
+import { sql } from 'kysely'
+import type { Db } from '../db/schema.js'
+import { currentRequestContext } from './request-context.js'
+
+export interface AuditEntry {
+  tenantId: number
+  /** Stable dotted name, e.g. `user.blackout`, `entity_permission.create`. */
+  action: string
+  targetType: string
+  targetId: number | string | null
+  /** Changed fields: `{ field: [before, after] }`, or a summary such as `{ detached: 3 }`. */
+  changes?: Record<string, unknown>
+}
+
+/** Never stored in an audit record, whatever the call site passes. */
+const SECRET_FIELD = /password|secret|token|hash|private|credential|^value$/i
+export const REDACTED = '[redacted]'
+
+function redact(value: unknown, key = ''): unknown {
+  if (SECRET_FIELD.test(key)) return REDACTED
+  if (Array.isArray(value)) return value.map((v) => redact(v))
+  if (value && typeof value === 'object') return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, redact(v, k)]))
+  return value
+}
+
+/** `{field: [before, after]}` for the fields whose value differs (JSON equality). */
+export function diff(before: Record<string, unknown> | undefined, after: Record<string, unknown>): Record<string, [unknown, unknown]> {
+  const changes: Record<string, [unknown, unknown]> = {}
+  for (const [field, value] of Object.entries(after)) {
+    if (value === undefined) continue
+    const old = before?.[field] ?? null
+    if (JSON.stringify(old) !== JSON.stringify(value)) changes[field] = [old, value]
+  }
+  return changes
+}
+
+/**
+ * Records an administrative change. Pass the change's transaction: the record commits or rolls back
+ * with it. Actor, request id, IP and user agent come from the request context (null from CLI/jobs).
+ */
+export async function recordAudit(db: Db, entry: AuditEntry): Promise<void> {
+  const context = currentRequestContext()
+  await db.insertInto('audit_log').values({
+    tenant_id: entry.tenantId,
+    actor_id: context.actorId,
+    action: entry.action,
+    target_type: entry.targetType,
+    target_id: entry.targetId === null ? null : String(entry.targetId),
+    changes: JSON.stringify(redact(entry.changes ?? {})),
+    request_id: context.requestId,
+    ip: context.ip,
+    user_agent: context.userAgent,
+  }).execute()
+}
+
+/** Identifying user fields replaced in earlier audit records on a black-out (ids are kept). */
+const IDENTIFYING_FIELDS = ['username', 'first_name', 'last_name', 'email', 'phone', 'mobile_phone', 'personnel_number', 'avatar', 'name']
+export const BLACKED_OUT = 'blacked-out'
+
+/**
+ * A black-out irreversibly anonymizes the user's identifying data in the audit log too: identifying
+ * fields of records about the user, and the IP and user agent of requests the user made.
+ */
+export async function anonymizeAuditFor(db: Db, tenantId: number, userId: number): Promise<void> {
+  await db.updateTable('audit_log')
+    .set({
+      changes: sql`(select coalesce(jsonb_object_agg(e.k, case when e.k = any(${IDENTIFYING_FIELDS}::text[]) then to_jsonb(${BLACKED_OUT}::text) else e.v end), '{}')
+        from jsonb_each(changes) as e(k, v))` as never,
+    })
+    .where('tenant_id', '=', tenantId).where('target_type', '=', 'user').where('target_id', '=', String(userId)).execute()
+  await db.updateTable('audit_log').set({ ip: null, user_agent: null })
+    .where('tenant_id', '=', tenantId).where('actor_id', '=', userId).execute()
+}
+
+/** Deletes audit records older than the retention (job `audit:purge`). */
+export async function purgeAuditLog(db: Db, retentionDays: number): Promise<number> {
+  const result = await db.deleteFrom('audit_log').where('created_at', '<', sql<string>`now() - make_interval(days => ${retentionDays})`).executeTakeFirst()
+  return Number(result.numDeletedRows)
+}

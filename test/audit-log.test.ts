@@ -1,0 +1,133 @@
+import assert from 'node:assert/strict'
+import { test } from 'node:test'
+import type { LightMyRequestResponse } from 'fastify'
+import { parse } from 'csv-parse/sync'
+import { sql } from 'kysely'
+import { purgeAuditLog } from '../src/platform/audit/audit-log.js'
+import { buildTestApp, call } from './helpers/build-test-app.js'
+import { given, type GivenTenant } from './helpers/given.js'
+import { testDb } from './helpers/test-database.js'
+
+const db = testDb()
+const app = buildTestApp()
+
+async function auditLog(tenant: GivenTenant, query = '') {
+  const res = await call(await app, tenant.adminToken, { method: 'GET', url: `/api/administration/audit-log${query}` })
+  assert.equal(res.statusCode, 200, res.body)
+  return res.json() as Array<Record<string, any>>
+}
+
+interface Case {
+  name: string
+  /** Performs the change; returns the expected target id. */
+  act: (t: GivenTenant, ids: Record<string, number>) => Promise<LightMyRequestResponse>
+  action: string
+  targetType: string
+  target: (res: any, ids: Record<string, number>) => number | string
+  check?: (record: Record<string, any>) => void
+}
+
+const req = async (t: GivenTenant, method: string, url: string, payload?: object) =>
+  call(await app, t.adminToken, { method: method as never, url, payload, headers: { 'user-agent': 'audit-test/1.0' } })
+
+const CASES: Case[] = [
+  { name: 'role create', action: 'role.create', targetType: 'role', act: (t) => req(t, 'POST', '/api/roles', { name: 'Leads', permissions: ['users.view'] }), target: (r) => r.id,
+    check: (rec) => assert.deepEqual(rec.changes.name, [null, 'Leads']) },
+  { name: 'role update', action: 'role.update', targetType: 'role', act: (t, ids) => req(t, 'PUT', `/api/roles/${ids.role}`, { name: 'Renamed' }), target: (_r, ids) => ids.role!,
+    check: (rec) => assert.equal(rec.changes.name[1], 'Renamed') },
+  { name: 'role delete', action: 'role.delete', targetType: 'role', act: (t, ids) => req(t, 'DELETE', `/api/roles/${ids.role}`), target: (_r, ids) => ids.role! },
+  { name: 'department create', action: 'department.create', targetType: 'department', act: (t) => req(t, 'POST', '/api/departments', { name: 'Kitchen' }), target: (r) => r.id },
+  { name: 'department members', action: 'department.members_replace', targetType: 'department', act: (t, ids) => req(t, 'PUT', `/api/departments/${ids.department}`, { user_ids: [ids.user!] }), target: (_r, ids) => ids.department!,
+    check: (rec) => assert.deepEqual(rec.changes.user_ids, [rec.__ids.user]) },
+  { name: 'department delete', action: 'department.delete', targetType: 'department', act: (t, ids) => req(t, 'DELETE', `/api/departments/${ids.department}`), target: (_r, ids) => ids.department! },
+  { name: 'user create', action: 'user.create', targetType: 'user', act: (t) => req(t, 'POST', '/api/users', { username: 'new.one', password: 'long-enough-1', first_name: 'N', last_name: 'O', role_id: t.employeeRoleId }), target: (r) => r.id },
+  { name: 'user password change', action: 'user.password_change', targetType: 'user', act: (t, ids) => req(t, 'PUT', `/api/users/${ids.user}`, { password: 'another-long-1' }), target: (_r, ids) => ids.user!,
+    check: (rec) => assert.ok(!JSON.stringify(rec).includes('another-long-1')) },
+  { name: 'user logout', action: 'user.logout', targetType: 'user', act: (t, ids) => req(t, 'POST', `/api/users/logout/${ids.user}`), target: (_r, ids) => ids.user! },
+  { name: 'user delete', action: 'user.delete', targetType: 'user', act: (t, ids) => req(t, 'DELETE', `/api/users/${ids.user}`), target: (_r, ids) => ids.user! },
+  { name: 'user blackout', action: 'user.blackout', targetType: 'user', act: (t, ids) => req(t, 'DELETE', `/api/users/blackout/${ids.user}`), target: (_r, ids) => ids.user! },
+  { name: 'grant create', action: 'entity_permission.create', targetType: 'entity_permission', act: (t, ids) => req(t, 'POST', '/api/entity-permissions', { key: 'write', permission_entity: 'user', permission_entity_id: ids.user, target_entity: 'folder', target_entity_id: ids.folder }), target: (r) => r.id },
+  { name: 'grant delete', action: 'entity_permission.delete', targetType: 'entity_permission', act: (t, ids) => req(t, 'DELETE', `/api/entity-permissions/${ids.grant}`), target: (_r, ids) => ids.grant! },
+  { name: 'folder create', action: 'folder.create', targetType: 'folder', act: (t) => req(t, 'POST', '/api/folders', { type: 'role', name: 'Leitung' }), target: (r) => r.id },
+  { name: 'automation create', action: 'automation.create', targetType: 'automation', act: (t) => req(t, 'POST', '/api/administration/automations', { name: 'hook', event: '*', actions: [] }), target: (r) => r.id },
+  { name: 'notification reset', action: 'notification.reset', targetType: 'tenant', act: (t) => req(t, 'DELETE', '/api/administration/notifications/reset'), target: (_r, ids) => ids.tenant! },
+]
+
+for (const c of CASES) {
+  test(`audited: ${c.name}`, async () => {
+    const tenant = await given.tenant(db)
+    const user = await given.user(db, tenant)
+    const folder = (await req(tenant, 'POST', '/api/folders', { type: 'role', name: 'F' })).json().id as number
+    const ids: Record<string, number> = {
+      tenant: tenant.id, user: user.id, folder,
+      role: await given.role(db, tenant, []),
+      department: await given.department(db, tenant),
+      grant: await given.grant(db, tenant, { key: 'view', to: ['user', user.id], on: ['folder', folder] }),
+    }
+    const res = await c.act(tenant, ids)
+    assert.ok(res.statusCode < 300, `${c.name}: ${res.statusCode} ${res.body}`)
+    const body = res.body ? (() => { try { return res.json() } catch { return undefined } })() : undefined
+    const records = await auditLog(tenant, `?filter[action]=${c.action}&filter[target_id]=${c.target(body?.data ?? body, ids)}`)
+    assert.equal(records.length, 1, `${c.name}: one ${c.action} record`)
+    const record = records[0]!
+    assert.equal(record.target_type, c.targetType)
+    assert.equal(record.target_id, String(c.target(body?.data ?? body, ids)))
+    assert.equal(record.actor_id, tenant.adminId)
+    assert.equal(record.user_agent, 'audit-test/1.0')
+    assert.equal(record.request_id, res.headers['x-request-id'])
+    assert.ok(record.ip)
+    c.check?.({ ...record, __ids: ids })
+  })
+}
+
+test('a change that fails writes no audit record (same transaction)', async () => {
+  const tenant = await given.tenant(db)
+  const role = await given.role(db, tenant, [])
+  await given.user(db, tenant, { roleId: role })
+  assert.equal((await req(tenant, 'DELETE', `/api/roles/${role}`)).statusCode, 409)
+  assert.deepEqual(await auditLog(tenant, '?filter[action]=role.delete'), [])
+})
+
+test('filters, sort, limit, streaming, CSV export and permission', async () => {
+  const tenant = await given.tenant(db)
+  for (const name of ['a', 'b', 'c']) await req(tenant, 'POST', '/api/roles', { name, permissions: [] })
+  const all = await auditLog(tenant, '?filter[action]=role.create')
+  assert.deepEqual(all.map((r) => r.changes.name[1]), ['c', 'b', 'a'], 'newest first')
+  const limited = await auditLog(tenant, '?filter[action]=role.create&sort=id&limit=2')
+  assert.deepEqual(limited.map((r) => r.changes.name[1]), ['a', 'b'])
+  assert.equal((await auditLog(tenant, `?filter[actor_id]=${tenant.adminId + 1000000}`)).length, 0)
+  const csv = await call(await app, tenant.adminToken, { method: 'GET', url: '/api/administration/audit-log?filter[action]=role.create', headers: { accept: 'text/csv' } })
+  assert.equal(csv.statusCode, 200)
+  assert.match(String(csv.headers['content-type']), /^text\/csv/)
+  const rows = parse(csv.body, { columns: true }) as Array<Record<string, string>>
+  assert.equal(rows.length, 3)
+  assert.equal(rows[0]!.action, 'role.create')
+  assert.equal(JSON.parse(rows[2]!.changes!).name[1], 'a')
+  const other = await given.tenant(db)
+  assert.equal((await auditLog(other, '?filter[action]=role.create')).length, 0, 'tenant-scoped')
+  const employee = await given.user(db, tenant)
+  const denied = await call(await app, employee.token, { method: 'GET', url: '/api/administration/audit-log' })
+  assert.equal(denied.statusCode, 403)
+  const auditor = await given.user(db, tenant, { roleId: await given.role(db, tenant, ['audit.view']) })
+  assert.equal((await call(await app, auditor.token, { method: 'GET', url: '/api/administration/audit-log' })).statusCode, 200)
+})
+
+test('retention purges old records; a black-out anonymizes the user in earlier records', async () => {
+  const tenant = await given.tenant(db)
+  const user = await given.user(db, tenant, { roleId: await given.role(db, tenant, ['roles.manage', 'roles.view']) })
+  const made = await call(await app, user.token, { method: 'POST', url: '/api/roles', payload: { name: 'by-user', permissions: [] }, headers: { 'user-agent': 'Secret-Browser/9' } })
+  assert.equal(made.statusCode, 201, made.body)
+  await req(tenant, 'PUT', `/api/users/${user.id}`, { first_name: 'Anna' })
+  assert.equal((await req(tenant, 'DELETE', `/api/users/blackout/${user.id}`)).statusCode < 300, true)
+  const byUser = await auditLog(tenant, `?filter[actor_id]=${user.id}`)
+  assert.equal(byUser.length, 1)
+  assert.equal(byUser[0]!.user_agent, null, 'the black-out removed the user agent')
+  assert.equal(byUser[0]!.ip, null)
+  assert.equal(byUser[0]!.actor_id, user.id, 'ids are kept')
+  assert.ok(!JSON.stringify(await auditLog(tenant)).includes('Secret-Browser'))
+
+  await sql`update audit_log set created_at = now() - interval '400 days' where tenant_id = ${tenant.id} and action = 'role.create'`.execute(db)
+  assert.ok((await purgeAuditLog(db, 365)) >= 1)
+  assert.equal((await auditLog(tenant, '?filter[action]=role.create')).length, 0)
+  assert.ok((await auditLog(tenant, '?filter[action]=user.blackout')).length === 1, 'recent records stay')
+})
