@@ -3,6 +3,7 @@ import { resolveDatabaseUrl } from '../../platform/db/database.js'
 import { createPgPubSub } from '../../platform/realtime/pg-pubsub.js'
 import { notificationsRoutes } from './notifications.routes.js'
 import { pushRoutes } from './push.routes.js'
+import { vapidKeySecrets } from '../../platform/keys/vapid-keys.js'
 import { createNotificationsService } from './notifications.service.js'
 import { createNotificationsSendService } from './notifications-send.service.js'
 import { createNotificationStreams } from './notifications-stream.js'
@@ -42,5 +43,6 @@ export const notificationsModule: AppModule = {
     })
   },
   jobs: notificationJobs,
+  secretHolders: [vapidKeySecrets],
   cron: NOTIFICATION_CRON,
 }

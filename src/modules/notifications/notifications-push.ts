@@ -5,6 +5,7 @@ import type { Db } from '../../platform/db/schema.js'
 import { enqueue } from '../../platform/jobs/jobs.js'
 import { vapidKeys } from '../../platform/keys/vapid-keys.js'
 import { recordDelivery } from '../../platform/metrics/index.js'
+import { secretBoxFor } from '../../platform/secrets/secret-box.js'
 import { SafeHttpClient, type OutboundResult } from '../../platform/outbound-http/safe-fetch.js'
 
 /** One new notification record of one user, as its devices receive it. */
@@ -71,10 +72,11 @@ async function inParallel<T>(items: T[], limit: number, work: (item: T) => Promi
  * `push_deliveries`; a retried job skips what was already attempted, so nothing is pushed twice.
  */
 export function createWebPushSender({ config, log }: { config: Config; log: Logger }) {
+  const box = secretBoxFor(config.secrets)
   const http = new SafeHttpClient({ allowPrivateNetworks: config.push.allowPrivateNetworks, timeoutMs: 10_000, maxResponseBytes: 4096, connectionsPerOrigin: PARALLEL_SENDS })
 
   async function attempt(db: Db, message: PushMessage, subscription: Subscription, attemptNumber: number): Promise<void> {
-    const keys = await vapidKeys(db)
+    const keys = await vapidKeys(db, box)
     const payload = JSON.stringify({ id: message.notificationId, type: message.type, title: message.title, body: message.body, url: message.url, created_at: message.createdAt })
     const request = webPush.generateRequestDetails({ endpoint: subscription.endpoint, keys: { p256dh: subscription.p256dh, auth: subscription.auth } }, payload, {
       vapidDetails: { subject: config.push.contact, publicKey: keys.publicKey, privateKey: keys.privateKey },

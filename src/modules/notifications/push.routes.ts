@@ -2,6 +2,7 @@ import type { FastifyInstance } from 'fastify'
 import { Type } from 'typebox'
 import type { AppDeps } from '../../platform/app-module.js'
 import { vapidKeys } from '../../platform/keys/vapid-keys.js'
+import { secretBoxFor } from '../../platform/secrets/secret-box.js'
 import { Envelope, envelope, errorResponses, IdParamsSchema } from '../../platform/http/schemas.js'
 import { changePreferences, readPreferences } from './notification-preferences.js'
 import { listOwnSubscriptions, subscribe, unsubscribe } from './push-subscriptions.js'
@@ -13,9 +14,10 @@ import {
 /** Web Push registration and the current user's channel preferences (issue 14, docs/notifications-delivery.md). */
 export async function pushRoutes(app: FastifyInstance, { db, config }: AppDeps): Promise<void> {
   const tags = ['push']
+  const box = secretBoxFor(config.secrets)
   app.get('/api/push/vapid-public-key', {
     schema: { tags, summary: "The API's VAPID public key (the browser's applicationServerKey)", response: { 200: VapidPublicKeySchema, ...errorResponses } },
-  }, async () => ({ public_key: (await vapidKeys(db)).publicKey }))
+  }, async () => ({ public_key: (await vapidKeys(db, box)).publicKey }))
 
   app.post('/api/push-subscriptions', {
     schema: {
