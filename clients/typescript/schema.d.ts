@@ -20,6 +20,46 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/administration/access/explain": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Why a user can or cannot use a key on a target (computed by the access rule lists use)
+         * @description Why a user can or cannot use a key on a target (computed by the access rule lists use). Permission `audit.view`.
+         */
+        get: operations["administration.access.explain"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/administration/audit-log": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Administrative changes, newest first
+         * @description Administrative changes, newest first. `Accept: text/csv` exports the same query as CSV.
+         */
+        get: operations["administration.auditLog.list"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/administration/automations": {
         parameters: {
             query?: never;
@@ -219,6 +259,26 @@ export interface paths {
          * @description Delete one shared item. Needs a bearer token; permissions are checked per record (see docs/permissions.md).
          */
         delete: operations["administration.sharedItems.delete"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/administration/shared-items/{id}/accesses": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List accesses
+         * @description List accesses. Needs a bearer token; permissions are checked per record (see docs/permissions.md).
+         */
+        get: operations["administration.sharedItems.accesses.list"];
+        put?: never;
+        post?: never;
+        delete?: never;
         options?: never;
         head?: never;
         patch?: never;
@@ -1911,6 +1971,8 @@ export interface components {
             updated_at?: string;
         };
         SharedItem: {
+            /** @description administration only: resolutions of the stable URL */
+            access_count?: number;
             config?: {
                 [key: string]: unknown;
             };
@@ -1919,6 +1981,7 @@ export interface components {
             deleted_at?: string | null;
             entityPermissions?: components["schemas"]["EntityPermission"][];
             id?: string;
+            last_accessed_at?: string | null;
             redirect_type?: string;
             targetable?: {
                 [key: string]: unknown;
@@ -2074,6 +2137,173 @@ export interface operations {
                             y: string;
                         }[];
                     };
+                };
+            };
+        };
+    };
+    "administration.access.explain": {
+        parameters: {
+            query: {
+                key?: string;
+                target_entity: string;
+                target_entity_id: string;
+                user_id: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Client error (problem details, RFC 9457) */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Server error (problem details, RFC 9457) */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        allowed: boolean;
+                        /** @description the folder carrying the deciding grant (inherited_grant) or blocking */
+                        folder_id: number | null;
+                        grants: {
+                            id: number;
+                            key: string;
+                            matches: boolean;
+                            permission_entity: string;
+                            permission_entity_id: number;
+                            target_entity: string;
+                            target_entity_id: string;
+                            why: string;
+                        }[];
+                        /** @description folder chain, root first, the target last */
+                        path: number[];
+                        reason: "admin_bypass" | "module_permission_missing" | "unrestricted" | "direct_grant" | "inherited_grant" | "no_matching_grant";
+                    };
+                };
+            };
+        };
+    };
+    "administration.auditLog.list": {
+        parameters: {
+            query?: {
+                /** @description Filters, e.g. filter[id]=value. Aliases: is = eq, is_not = ne, value = like, not_in = nin. */
+                filter?: {
+                    /** @description action (string): filter[action]=value, or filter[action][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    action?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                    /** @description actor_id (id): filter[actor_id]=value, or filter[actor_id][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    actor_id?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                    /** @description created_at (timestamp): filter[created_at]=value, or filter[created_at][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    created_at?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                    /** @description id (id): filter[id]=value, or filter[id][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    id?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                    /** @description ip (string): filter[ip]=value, or filter[ip][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    ip?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                    /** @description request_id (string): filter[request_id]=value, or filter[request_id][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    request_id?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                    /** @description target_id (string): filter[target_id]=value, or filter[target_id][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    target_id?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                    /** @description target_type (string): filter[target_type]=value, or filter[target_type][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    target_type?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                    /** @description user_agent (string): filter[user_agent]=value, or filter[user_agent][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    user_agent?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                };
+                /** @description Alias of relations */
+                include?: string;
+                /** @description At most this many rows */
+                limit?: number;
+                /** @description Skip this many rows */
+                offset?: number;
+                /** @description This resource has no relations */
+                relations?: string;
+                /** @description Alias of selects */
+                select?: string;
+                /** @description Comma-separated fields to return. Fields: id, created_at, actor_id, action, target_type, target_id, changes, request_id, ip, user_agent */
+                selects?: string;
+                /** @description Comma-separated; prefix - for descending. Sortable: id, created_at, actor_id, action, target_type, target_id, request_id, ip, user_agent */
+                sort?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Client error (problem details, RFC 9457) */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Server error (problem details, RFC 9457) */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description stable dotted name, e.g. user.blackout */
+                        action?: string;
+                        actor_id?: number | null;
+                        /** @description {field: [before, after]}; secrets and hashes redacted */
+                        changes?: {
+                            [key: string]: unknown;
+                        };
+                        created_at?: string;
+                        id?: number;
+                        ip?: string | null;
+                        request_id?: string | null;
+                        target_id?: string | null;
+                        target_type?: string;
+                        user_agent?: string | null;
+                    }[];
                 };
             };
         };
@@ -2901,6 +3131,8 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
+                        /** @description administration only: resolutions of the stable URL */
+                        access_count?: number;
                         config?: {
                             [key: string]: unknown;
                         };
@@ -2909,6 +3141,7 @@ export interface operations {
                         deleted_at?: string | null;
                         entityPermissions?: components["schemas"]["EntityPermission"][];
                         id?: string;
+                        last_accessed_at?: string | null;
                         redirect_type?: string;
                         targetable?: {
                             [key: string]: unknown;
@@ -2973,6 +3206,8 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
+                        /** @description administration only: resolutions of the stable URL */
+                        access_count?: number;
                         config?: {
                             [key: string]: unknown;
                         };
@@ -2981,6 +3216,7 @@ export interface operations {
                         deleted_at?: string | null;
                         entityPermissions?: components["schemas"]["EntityPermission"][];
                         id?: string;
+                        last_accessed_at?: string | null;
                         redirect_type?: string;
                         targetable?: {
                             [key: string]: unknown;
@@ -3057,6 +3293,8 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
+                        /** @description administration only: resolutions of the stable URL */
+                        access_count?: number;
                         config?: {
                             [key: string]: unknown;
                         };
@@ -3065,6 +3303,7 @@ export interface operations {
                         deleted_at?: string | null;
                         entityPermissions?: components["schemas"]["EntityPermission"][];
                         id?: string;
+                        last_accessed_at?: string | null;
                         redirect_type?: string;
                         targetable?: {
                             [key: string]: unknown;
@@ -3122,6 +3361,96 @@ export interface operations {
             };
         };
     };
+    "administration.sharedItems.accesses.list": {
+        parameters: {
+            query?: {
+                /** @description Filters, e.g. filter[id]=value. Aliases: is = eq, is_not = ne, value = like, not_in = nin. */
+                filter?: {
+                    /** @description created_at (timestamp): filter[created_at]=value, or filter[created_at][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    created_at?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                    /** @description id (id): filter[id]=value, or filter[id][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    id?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                    /** @description outcome (string): filter[outcome]=value, or filter[outcome][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    outcome?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                    /** @description shared_item_id (uuid): filter[shared_item_id]=value, or filter[shared_item_id][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    shared_item_id?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                    /** @description url_type (string): filter[url_type]=value, or filter[url_type][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    url_type?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                    /** @description user_id (id): filter[user_id]=value, or filter[user_id][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    user_id?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                };
+                /** @description Alias of relations */
+                include?: string;
+                /** @description At most this many rows */
+                limit?: number;
+                /** @description Skip this many rows */
+                offset?: number;
+                /** @description This resource has no relations */
+                relations?: string;
+                /** @description Alias of selects */
+                select?: string;
+                /** @description Comma-separated fields to return. Fields: id, shared_item_id, user_id, outcome, url_type, created_at */
+                selects?: string;
+                /** @description Comma-separated; prefix - for descending. Sortable: id, shared_item_id, user_id, outcome, url_type, created_at */
+                sort?: string;
+            };
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Client error (problem details, RFC 9457) */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Server error (problem details, RFC 9457) */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @example 2026-01-31 09:30:00 */
+                        created_at?: string;
+                        id?: number;
+                        outcome?: "redirected" | "grant_token_issued" | "resolved_without_redirect" | "denied" | "not_found";
+                        shared_item_id?: string;
+                        url_type?: string | null;
+                        user_id?: number | null;
+                    }[];
+                };
+            };
+        };
+    };
     "administration.sharedItems.restore": {
         parameters: {
             query?: never;
@@ -3158,6 +3487,8 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
+                        /** @description administration only: resolutions of the stable URL */
+                        access_count?: number;
                         config?: {
                             [key: string]: unknown;
                         };
@@ -3166,6 +3497,7 @@ export interface operations {
                         deleted_at?: string | null;
                         entityPermissions?: components["schemas"]["EntityPermission"][];
                         id?: string;
+                        last_accessed_at?: string | null;
                         redirect_type?: string;
                         targetable?: {
                             [key: string]: unknown;
@@ -8134,6 +8466,8 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
+                        /** @description administration only: resolutions of the stable URL */
+                        access_count?: number;
                         config?: {
                             [key: string]: unknown;
                         };
@@ -8142,6 +8476,7 @@ export interface operations {
                         deleted_at?: string | null;
                         entityPermissions?: components["schemas"]["EntityPermission"][];
                         id?: string;
+                        last_accessed_at?: string | null;
                         redirect_type?: string;
                         targetable?: {
                             [key: string]: unknown;

@@ -35,7 +35,7 @@ export async function startFreshServer(name: string, env: Record<string, string>
   const port = await freePort()
   const child: ChildProcess = spawn(process.execPath, [path.join(root, 'bin/workplace.js'), 'serve'], {
     cwd: root,
-    env: { PATH: process.env.PATH, DATABASE_URL: database.url, PORT: String(port), HOST: '127.0.0.1', STORAGE_DIR: storage, LOG_LEVEL: 'warn', ...env },
+    env: { PATH: process.env.PATH, DATABASE_URL: database.url, PORT: String(port), HOST: '127.0.0.1', STORAGE_DIR: storage, LOG_LEVEL: 'warn', WORKPLACE_FROM_SOURCE: process.env.WORKPLACE_FROM_SOURCE ?? '', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   })
   let output = ''
