@@ -113,7 +113,7 @@ function idTakingRoutes() {
     if (!a || !b || !c) return []
     const ids = idsOf(a, hidden)
     if (ids.length === 0) return []
-    return [{ route, spec, requests: { a, b, c }, hideable: ids.some((id) => hideableIds.includes(id)) }]
+    return [{ route, spec, requests: { a, b, c }, hideable: !spec.seesAll && ids.some((id) => hideableIds.includes(id)) }]
   })
 }
 

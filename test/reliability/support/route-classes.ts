@@ -34,6 +34,8 @@ export interface RouteClass {
   hides?: boolean
   /** The body is not known to be valid: a 422 (validation before the lookup, changing nothing) is accepted too. */
   lenient?: boolean
+  /** Holding the route's permission lets the caller inspect every row it names (an auditor's explain): the existence-oracle suite compares only foreign and missing ids. */
+  seesAll?: boolean
 }
 
 /** Every permission string of contract 00 §5. */
@@ -231,7 +233,7 @@ Object.assign(ROUTE_CLASSES, {
   'GET /api/administration/shared-items/:id/accesses': { kind: 'id', permission: 'sharedItems.administrate', path: row('shared_items', '/api/administration/shared-items', '/accesses') },
   'GET /api/administration/audit-log': { kind: 'list', permission: 'audit.view', path: fixed('/api/administration/audit-log') },
   'GET /api/administration/access/explain': {
-    kind: 'id', permission: 'audit.view',
+    kind: 'id', permission: 'audit.view', seesAll: true,
     path: (f) => (f.folderId ? `/api/administration/access/explain?user_id=${f.employee.id}&target_entity=folder&target_entity_id=${f.folderId}` : undefined),
   },
   'GET /api/administration/shared-items/:id': { kind: 'id', permission: 'sharedItems.administrate', path: row('shared_items', '/api/administration/shared-items') },
