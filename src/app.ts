@@ -106,6 +106,10 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
     const cache = await startActorCache(databaseUrl, (error) => app.log.warn({ err: error }, 'actor cache listener error'))
     useActorCache(db, cache)
     app.addHook('onClose', async () => cache.close())
+    // a logout, a role change, a deactivation: answered once every node has been told (actor-cache.ts)
+    app.addHook('onSend', async (request) => {
+      if (cache.changedActors(request)) await cache.announce(db, request.actor?.tenantId).catch((error) => request.log.warn({ err: error }, 'actor change announcement failed'))
+    })
   }
   app.addHook('onRequest', async (request) => {
     if (closing) throw new AppError(503, 'shutting_down', 'The server is shutting down; retry', undefined, { 'Retry-After': '1', Connection: 'close' })

@@ -28,3 +28,8 @@ export function currentRequestContext(): RequestContext {
     userAgent: typeof agent === 'string' ? agent.slice(0, 500) : null,
   }
 }
+
+/** The HTTP request the current code runs for, if any (e.g. to mark it from a commit hook). */
+export function currentRequest(): FastifyRequest | undefined {
+  return requests.getStore()
+}

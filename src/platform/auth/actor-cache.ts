@@ -1,4 +1,8 @@
+import { randomUUID } from 'node:crypto'
+import { sql } from 'kysely'
+import { currentRequest } from '../audit/request-context.js'
 import { onCommittedWrites } from '../db/database.js'
+import type { Db } from '../db/schema.js'
 import { createPgPubSub, type PubSub } from '../realtime/pg-pubsub.js'
 import type { Actor } from './actor.js'
 
@@ -22,6 +26,9 @@ export interface ActorCacheOptions {
 
 interface Entry extends CachedActor { tenantId: number; cachedAt: number }
 
+/** How long a request that changed an actor waits, at most, for its invalidation to be heard back. */
+const ECHO_WAIT_MS = 500
+
 /**
  * Token hash → actor, so an authenticated request costs no database round trip for its actor.
  * Never stale (security catalogue: "no stale cache"):
@@ -40,18 +47,57 @@ export class ActorCache {
   private readonly maxEntries: number
   private readonly maxAgeMs: number
   private readonly stopWatchingWrites: () => void
+  /** Requests that committed a change to an actor (their answer waits for `announce`). */
+  private readonly changedBy = new WeakSet<object>()
+  private readonly echoes = new Map<string, () => void>()
 
   constructor(private readonly options: ActorCacheOptions) {
     this.maxEntries = options.maxEntries ?? 50_000
     this.maxAgeMs = options.maxAgeMs ?? 60_000
     this.stopWatchingWrites = onCommittedWrites((tables) => {
-      if (ACTOR_TABLES.some((table) => tables.has(table))) this.clear()
+      if (!ACTOR_TABLES.some((table) => tables.has(table))) return
+      this.clear()
+      const request = currentRequest()
+      if (request) this.changedBy.add(request)
     })
   }
 
   /** Opens the LISTEN connection; until it is up, every lookup goes to the database. */
   async start(): Promise<void> {
-    await this.options.pubsub.subscribe(ACTOR_CHANGED_CHANNEL, (tenantId) => this.clearTenant(Number(tenantId)))
+    await this.options.pubsub.subscribe(ACTOR_CHANGED_CHANNEL, (payload) => {
+      if (payload && typeof payload === 'object') {
+        const { tenant, echo } = payload as { tenant?: number; echo?: string }
+        this.clearTenant(Number(tenant))
+        if (echo) this.echoes.get(echo)?.()
+      } else this.clearTenant(Number(payload))
+    })
+  }
+
+  /** Whether this request committed a change to what an actor is made of. */
+  changedActors(request: object): boolean {
+    return this.changedBy.has(request)
+  }
+
+  /**
+   * Other nodes learn of a committed actor change by NOTIFY (the triggers of migration 0070), which they
+   * hear a moment after the commit. Before answering the request that made the change, this node sends
+   * a NOTIFY of its own and waits until its own listener hears it: notifications reach every listener in
+   * commit order, so by then every other node has been sent the invalidation — and a client that goes on
+   * to the next node with the same token is refused there (the cluster suite's logout scenario).
+   */
+  async announce(db: Db, tenantId: number | undefined): Promise<void> {
+    if (!this.listening) return
+    const echo = randomUUID()
+    const heard = new Promise<void>((resolve) => {
+      const timer = setTimeout(resolve, ECHO_WAIT_MS)
+      this.echoes.set(echo, () => { clearTimeout(timer); resolve() })
+    })
+    try {
+      await sql`select pg_notify(${ACTOR_CHANGED_CHANNEL}, ${JSON.stringify({ tenant: tenantId ?? null, echo })})`.execute(db)
+      await heard
+    } finally {
+      this.echoes.delete(echo)
+    }
   }
 
   /** The pubsub reports its connection state: a gap in listening may have hidden a change. */
