@@ -4,12 +4,12 @@ import type { AddressInfo } from 'node:net'
 import { test } from 'node:test'
 import { sql } from 'kysely'
 import pino from 'pino'
-import { SMTPServer } from 'smtp-server'
 import { parseCrontab } from 'graphile-worker'
 import { buildApp } from '../src/app.js'
 import { buildTestApp, call, testConfig } from './helpers/build-test-app.js'
 import { given, type GivenTenant } from './helpers/given.js'
 import { testDb } from './helpers/test-database.js'
+import { startSmtpServer } from './helpers/smtp.js'
 import { readEventStream } from './helpers/sse.js'
 import { createDeliveryDeps, NOTIFICATION_CRON, runFanOut } from '../src/modules/notifications/notifications.jobs.js'
 import { deliverNotifications } from '../src/modules/notifications/notifications-delivery.js'
@@ -238,18 +238,10 @@ test('delivery emails those who want it, once; push goes to devices only (no sub
 })
 
 test('with SMTP_URL set, email goes out over SMTP with the title as subject, and a retry does not resend', async (t) => {
-  const received: string[] = []
-  const server = new SMTPServer({
-    authOptional: true, disabledCommands: ['STARTTLS', 'AUTH'], logger: false,
-    onData(stream, _session, done) {
-      let raw = ''
-      stream.on('data', (chunk: Buffer) => { raw += chunk.toString('utf8') })
-      stream.on('end', () => { received.push(raw); done() })
-    },
-  })
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
-  t.after(() => new Promise<void>((resolve) => server.close(() => resolve())))
-  const port = (server.server.address() as AddressInfo).port
+  const smtpServer = await startSmtpServer()
+  t.after(smtpServer.close)
+  const received = smtpServer.received
+  const port = smtpServer.port
 
   const tenant = await given.tenant(db)
   const user = await given.user(db, tenant, { email: 'anna@example.com', wants_email_notifications: true })

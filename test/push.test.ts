@@ -1,12 +1,10 @@
 /** Web Push, channel preferences and email digests (issue 14), against a real push service and SMTP server on 127.0.0.1. */
 import assert from 'node:assert/strict'
-import type { AddressInfo } from 'node:net'
 import { randomBytes } from 'node:crypto'
 import { test } from 'node:test'
 import type { FastifyInstance } from 'fastify'
 import { sql } from 'kysely'
 import pino from 'pino'
-import { SMTPServer } from 'smtp-server'
 import { buildApp } from '../src/app.js'
 import { createDeliveryDeps, runFanOut } from '../src/modules/notifications/notifications.jobs.js'
 import { deliverNotifications } from '../src/modules/notifications/notifications-delivery.js'
@@ -17,6 +15,7 @@ import { call, testConfig } from './helpers/build-test-app.js'
 import { given, type GivenTenant, type GivenUser } from './helpers/given.js'
 import { decryptPushBody, startPushService, userAgentKeys, verifyVapid, type UserAgentKeys } from './helpers/push-service.js'
 import { testDb } from './helpers/test-database.js'
+import { startSmtpServer } from './helpers/smtp.js'
 
 const db = testDb()
 const silent = pino({ level: 'silent' })
@@ -194,18 +193,10 @@ test('subscriptions belong to one user of one tenant: own list only, 404 for oth
 })
 
 test('email digests: one per period with the unread notifications oldest first, "and N more", nothing when none, never twice', async (t) => {
-  const received: string[] = []
-  const server = new SMTPServer({
-    authOptional: true, disabledCommands: ['STARTTLS', 'AUTH'], logger: false,
-    onData(stream, _session, done) {
-      let raw = ''
-      stream.on('data', (chunk: Buffer) => { raw += chunk.toString('utf8') })
-      stream.on('end', () => { received.push(raw); done() })
-    },
-  })
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
-  t.after(() => new Promise<void>((resolve) => server.close(() => resolve())))
-  const smtp = `smtp://127.0.0.1:${(server.server.address() as AddressInfo).port}`
+  const smtpServer = await startSmtpServer()
+  t.after(smtpServer.close)
+  const received = smtpServer.received
+  const smtp = smtpServer.url
 
   const tenant = await given.tenant(db)
   const reader = await given.user(db, tenant, { email: 'digest@example.com', wants_email_notifications: true, email_digest: 'daily' })

@@ -4,6 +4,7 @@ import type { AppDeps } from '../../platform/app-module.js'
 import { enqueue } from '../../platform/jobs/jobs.js'
 import { currentSigningKey } from '../../platform/keys/signing-keys.js'
 import { SafeHttpClient, type OutboundResult, type ResolveHost } from '../../platform/outbound-http/safe-fetch.js'
+import { retryAfterMs } from '../../platform/outbound-http/retry-after.js'
 import { createHostSlots } from '../../platform/outbound-http/host-slots.js'
 import * as queries from './automations.queries.js'
 import { authHeaders } from './webhook-auth.js'
@@ -57,12 +58,6 @@ interface AttemptResult {
   retryAfterMs?: number
 }
 
-function retryAfterMs(value: string | string[] | undefined): number | undefined {
-  const raw = Array.isArray(value) ? value[0] : value
-  if (!raw) return undefined
-  const seconds = /^\d+$/.test(raw) ? Number(raw) * 1000 : Date.parse(raw) - Date.now()
-  return Number.isFinite(seconds) && seconds > 0 ? Math.min(seconds, MAX_RETRY_AFTER_MS) : undefined
-}
 
 /** Classifies one exchange. 2xx succeeds; 3xx is never followed; 410 and blocked addresses are permanent. */
 function judge(result: OutboundResult): AttemptResult {
@@ -77,7 +72,7 @@ function judge(result: OutboundResult): AttemptResult {
   if (result.status >= 200 && result.status < 300) return { ...base, status: 'succeeded', error: null }
   if (result.status === 410) return { ...base, status: 'failed', error: 'gone' }
   const error = result.status >= 300 && result.status < 400 ? 'redirect_not_followed' : `http_${result.status}`
-  return { ...base, status: 'retrying', error, retryAfterMs: retryAfterMs(result.headers['retry-after']) }
+  return { ...base, status: 'retrying', error, retryAfterMs: retryAfterMs(result.headers['retry-after'], MAX_RETRY_AFTER_MS) }
 }
 
 /** Builds the `automations:deliver_webhook` handler: one attempt per job, the next one enqueued on failure. */

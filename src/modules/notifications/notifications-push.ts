@@ -7,6 +7,7 @@ import { vapidKeys } from '../../platform/keys/vapid-keys.js'
 import { recordDelivery } from '../../platform/metrics/index.js'
 import { secretBoxFor } from '../../platform/secrets/secret-box.js'
 import { SafeHttpClient, type OutboundResult } from '../../platform/outbound-http/safe-fetch.js'
+import { retryAfterMs } from '../../platform/outbound-http/retry-after.js'
 
 /** One new notification record of one user, as its devices receive it. */
 export interface PushMessage {
@@ -41,12 +42,6 @@ const PARALLEL_SENDS = 50
 interface Subscription { id: number; user_id: number; endpoint: string; p256dh: string; auth: string }
 type Outcome = { status: 'sent' | 'gone' | 'failed' | 'retrying'; responseStatus: number | null; error: string | null; retryAfterMs?: number }
 
-function retryAfterMs(value: string | string[] | undefined): number | undefined {
-  const raw = Array.isArray(value) ? value[0] : value
-  if (!raw) return undefined
-  const ms = /^\d+$/.test(raw) ? Number(raw) * 1000 : Date.parse(raw) - Date.now()
-  return Number.isFinite(ms) && ms > 0 ? Math.min(ms, MAX_RETRY_AFTER_MS) : undefined
-}
 
 /** RFC 8030: 201 accepted; 404/410 the subscription is gone; 429 and 5xx retry later; other answers are final. */
 function judge(result: OutboundResult): Outcome {
@@ -54,7 +49,7 @@ function judge(result: OutboundResult): Outcome {
   const base = { responseStatus: result.status }
   if (result.status >= 200 && result.status < 300) return { ...base, status: 'sent', error: null }
   if (result.status === 404 || result.status === 410) return { ...base, status: 'gone', error: `http_${result.status}` }
-  if (result.status === 429 || result.status >= 500) return { ...base, status: 'retrying', error: `http_${result.status}`, retryAfterMs: retryAfterMs(result.headers['retry-after']) }
+  if (result.status === 429 || result.status >= 500) return { ...base, status: 'retrying', error: `http_${result.status}`, retryAfterMs: retryAfterMs(result.headers['retry-after'], MAX_RETRY_AFTER_MS) }
   return { ...base, status: 'failed', error: `http_${result.status}` }
 }
 
