@@ -109,8 +109,12 @@ export class ActorCache {
   async resolve(key: string, load: () => Promise<CachedActor | undefined>): Promise<Actor | undefined> {
     const now = Date.now()
     const hit = this.entries.get(key)
-    if (hit && hit.expiresAt > now && now - hit.cachedAt < this.maxAgeMs) return hit.actor
-    if (hit) this.entries.delete(key)
+    if (hit && hit.expiresAt > now && now - hit.cachedAt < this.maxAgeMs) {
+      // an invalidation that reached this process in the same batch of I/O as this request is handled
+      // first: wait for the end of the poll phase, then trust the entry only if it is still there
+      await new Promise((resolve) => setImmediate(resolve))
+      if (this.entries.get(key) === hit) return hit.actor
+    } else if (hit) this.entries.delete(key)
     const generation = this.generation
     const loaded = await load()
     if (loaded && this.listening && generation === this.generation) this.store(key, loaded, now)
