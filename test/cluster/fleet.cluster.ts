@@ -214,6 +214,7 @@ async function sendWithNode(token: string, method = 'GET', path = '/api/users/cu
 test('5. an SSE stream through HAProxy survives the death of its node: reconnect with Last-Event-ID, nothing missed or doubled', { timeout: 120_000 }, async () => {
   const user = await given.user(db, tenant)
   const stream = openResumingStream(fleet.url + '/api/notifications/stream', user.token)
+  let victim = -1
   try {
     await waitFor('the stream to open', async () => stream.connections.length > 0 && stream.events.length > 0, 20_000, 50)
     const firstNode = stream.connections[0]
@@ -223,7 +224,7 @@ test('5. an SSE stream through HAProxy survives the death of its node: reconnect
     }
     await sendTo('one')
     await waitFor('"one" on the stream', async () => stream.titles().includes('one'), 20_000, 50)
-    const victim = fleet.nodes.findIndex((n) => n.name === firstNode)
+    victim = fleet.nodes.findIndex((n) => n.name === firstNode)
     await fleet.killNode(victim)
     await sendTo('two')
     await sendTo('three')
@@ -234,10 +235,11 @@ test('5. an SSE stream through HAProxy survives the death of its node: reconnect
     await new Promise((resolve) => setTimeout(resolve, 500))
     console.log(`# stream on ${stream.connections.join(' → ')}; received ${JSON.stringify(stream.titles())}`)
     assert.notEqual(stream.connections[1], firstNode)
-    assert.deepEqual(stream.titles(), ['one', 'two', 'three', 'four'])
-    await fleet.restartNode(victim)
+    // every one exactly once; "two" and "three" are fanned out by concurrent jobs, so their order is not fixed
+    assert.deepEqual([...stream.titles()].sort(), ['four', 'one', 'three', 'two'])
   } finally {
     stream.close()
+    if (victim >= 0 && (fleet.nodes[victim].proc.child.exitCode !== null || fleet.nodes[victim].proc.child.signalCode !== null)) await fleet.restartNode(victim)
   }
 })
 
