@@ -205,6 +205,11 @@ test('email digests: one per period with the unread notifications oldest first, 
   const at = (minutesAgo: number) => new Date(now.getTime() - minutesAgo * 60_000).toISOString()
   for (let i = 0; i < DIGEST_ITEMS + 3; i++) await given.notification(db, tenant, reader.id, { data: { title: `Item ${i}`, body: '<p>b</p>', url: `/n/${i}` }, created_at: at(300 - i) })
   await given.notification(db, tenant, reader.id, { data: { title: 'Already read', body: '', url: '/' }, created_at: at(10), read_at: at(5) })
+  // a reader who muted email for the category gets no digest of it
+  const muting = await given.user(db, tenant, { email: 'muting@example.com', wants_email_notifications: true, email_digest: 'daily' })
+  await given.notification(db, tenant, muting.id, { data: { title: 'Muted item', body: '', url: '/' }, created_at: at(20) })
+  const general = await db.selectFrom('notification_settings').select('id').where('tenant_id', '=', tenant.id).where('key', '=', 'general').executeTakeFirstOrThrow()
+  await db.insertInto('notification_preferences').values({ tenant_id: tenant.id, user_id: muting.id, notification_setting_id: general.id, email: false }).execute()
 
   // an immediate send to a digest reader does not email at once
   await sendAndDeliver(tenant, [reader.id], 'Digest only', { SMTP_URL: smtp })
@@ -224,5 +229,6 @@ test('email digests: one per period with the unread notifications oldest first, 
   assert.ok(!mail.includes('Already read'))
   void quiet // no unread notifications: no digest
   assert.equal(received.filter((m) => m.includes('quiet@example.com')).length, 0)
+  assert.equal(received.filter((m) => m.includes('muting@example.com')).length, 0, 'muted category: no digest')
   assert.equal(await sendDueDigests(deps, new Date(now.getTime() + 2000)), 0, 'outside DIGEST_HOUR, or with the period claimed: nothing')
 })

@@ -1,3 +1,5 @@
+import { type RawBuilder, sql } from 'kysely'
+
 /**
  * Every notification type belongs to one delivery category: a notification setting of the tenant
  * (contract 40's defaults `general`, `infoboard`, `manuals`, `tasks`, `forms`, `calendar`). Channel
@@ -18,7 +20,8 @@ export function categoryOf(notificationType: string): string {
   return CATEGORY_BY_PREFIX.find(([prefix]) => notificationType.startsWith(prefix))?.[1] ?? FALLBACK_CATEGORY
 }
 
-/** The mapping as SQL (`CASE`), for set-based preference checks over many records. */
-export function categorySqlCases(): Array<[prefix: string, category: string]> {
-  return CATEGORY_BY_PREFIX
+/** The same mapping as SQL over a `type` column, for set-based checks over many records. */
+export function categorySql(typeColumn: string): RawBuilder<string> {
+  const ref = sql.ref(typeColumn)
+  return sql<string>`case ${sql.join(CATEGORY_BY_PREFIX.map(([prefix, category]) => sql`when ${ref} like ${`${prefix}%`} then ${category}`), sql` `)} else ${FALLBACK_CATEGORY} end`
 }

@@ -2,7 +2,7 @@ import { sql } from 'kysely'
 import type { Logger } from 'pino'
 import type { Db } from '../../platform/db/schema.js'
 import { absoluteNotificationUrl, notificationBodyText } from './notification-html.js'
-import { categoryOf } from './notification-categories.js'
+import { categorySql } from './notification-categories.js'
 import { digestEmail } from './email-templates.js'
 import type { Mailer } from './notifications-mailer.js'
 
@@ -48,25 +48,25 @@ async function sendDigest(deps: DigestDeps, user: { tenant_id: number; id: numbe
   const previous = await db.selectFrom('email_digests').select(sql<string>`max(covered_until)`.as('until'))
     .where('tenant_id', '=', user.tenant_id).where('user_id', '=', user.id).where('period', '<>', period).executeTakeFirst()
   const since = previous?.until ?? new Date(now.getTime() - (user.email_digest === 'daily' ? 1 : 7) * DAY_MS)
-  const [rows, muted] = await Promise.all([
-    db.selectFrom('notifications').select(['id', 'type', 'data', 'created_at'])
-      .where('tenant_id', '=', user.tenant_id).where('notifiable_id', '=', user.id).where('read_at', 'is', null)
-      .where('created_at', '>', since as never).where('created_at', '<=', now as never)
-      .orderBy('created_at').orderBy('id').execute(),
-    db.selectFrom('notification_preferences as p').innerJoin('notification_settings as s', (j) => j.onRef('s.tenant_id', '=', 'p.tenant_id').onRef('s.id', '=', 'p.notification_setting_id'))
-      .select('s.key').where('p.tenant_id', '=', user.tenant_id).where('p.user_id', '=', user.id).where('p.email', '=', false).execute(),
-  ])
-  const mutedCategories = new Set(muted.map((m) => m.key))
-  const due = rows.filter((r) => !mutedCategories.has(categoryOf(r.type)))
+  // the user's unread records of the period, minus the categories muted for email: filtered, counted and
+  // capped by the database (a digest reader may have thousands unread)
+  const muted = db.selectFrom('notification_preferences as p').innerJoin('notification_settings as s', (j) => j.onRef('s.tenant_id', '=', 'p.tenant_id').onRef('s.id', '=', 'p.notification_setting_id'))
+    .select('s.key').where('p.tenant_id', '=', user.tenant_id).where('p.user_id', '=', user.id).where('p.email', '=', false)
+  const due = await db.selectFrom('notifications as n').select(['n.id', 'n.type', 'n.data', 'n.created_at', sql<number>`count(*) over ()`.as('total')])
+    .where('n.tenant_id', '=', user.tenant_id).where('n.notifiable_id', '=', user.id).where('n.read_at', 'is', null)
+    .where('n.created_at', '>', since as never).where('n.created_at', '<=', now as never)
+    .where(categorySql('n.type'), 'not in', muted)
+    .orderBy('n.created_at').orderBy('n.id').limit(DIGEST_ITEMS).execute()
   if (due.length === 0) return false // the claim stays: nothing to say for this period
+  const total = Number(due[0].total)
   const data = (r: (typeof due)[number]) => r.data as { title?: string; body?: string; url?: string }
   const email = digestEmail({
-    heading: `${due.length} unread notification${due.length === 1 ? '' : 's'}`,
-    items: due.slice(0, DIGEST_ITEMS).map((r) => ({
+    heading: `${total} unread notification${total === 1 ? '' : 's'}`,
+    items: due.map((r) => ({
       title: data(r).title ?? '', bodyText: notificationBodyText(data(r).body ?? '').slice(0, 200),
       link: absoluteNotificationUrl(data(r).url ?? '/', deps.appUrl), createdAt: r.created_at,
     })),
-    more: Math.max(0, due.length - DIGEST_ITEMS),
+    more: Math.max(0, total - DIGEST_ITEMS),
     allLink: absoluteNotificationUrl('/notifications', deps.appUrl),
   })
   try {
@@ -77,7 +77,7 @@ async function sendDigest(deps: DigestDeps, user: { tenant_id: number; id: numbe
     throw error
   }
   await db.transaction().execute(async (trx) => {
-    await trx.updateTable('email_digests').set({ sent_at: sql`now()` as never, notification_count: due.length })
+    await trx.updateTable('email_digests').set({ sent_at: sql`now()` as never, notification_count: total })
       .where('tenant_id', '=', user.tenant_id).where('user_id', '=', user.id).where('period', '=', period).execute()
     await trx.insertInto('outbound_messages').values({
       tenant_id: user.tenant_id, channel: 'email', status: deps.mailer.transport === 'smtp' ? 'sent' : 'stored', user_id: user.id,
