@@ -5,7 +5,10 @@
  * the cache off.
  */
 import assert from 'node:assert/strict'
+import { execFile } from 'node:child_process'
+import path from 'node:path'
 import { test } from 'node:test'
+import { promisify } from 'node:util'
 import { sql } from 'kysely'
 import pg from 'pg'
 import { buildTestApp, call } from './helpers/build-test-app.js'
@@ -15,7 +18,7 @@ import { testDatabaseUrl, testDb } from './helpers/test-database.js'
 const db = testDb()
 const status = async (token: string, url: string) => (await call(await buildTestApp(), token, { method: 'GET', url })).statusCode
 
-/** A connection of "another process": its writes never pass through this process's pool. */
+/** A connection of another program (psql, say): its writes never pass through the app's driver. */
 async function otherProcess<T>(work: (client: pg.Client) => Promise<T>): Promise<T> {
   const client = new pg.Client({ connectionString: testDatabaseUrl() })
   await client.connect()
@@ -24,6 +27,12 @@ async function otherProcess<T>(work: (client: pg.Client) => Promise<T>): Promise
   } finally {
     await client.end()
   }
+}
+
+/** Another process of the app: its writes go through the app's driver, which sends the notices. */
+async function anotherAppProcess(statement: string): Promise<void> {
+  const script = path.join(import.meta.dirname, 'fixtures/another-app-process.ts')
+  await promisify(execFile)(process.execPath, ['--import', 'tsx', script, testDatabaseUrl(), statement])
 }
 
 async function eventually(what: string, probe: () => Promise<boolean>, timeoutMs = 3000): Promise<number> {
@@ -78,14 +87,12 @@ test('a change committed by this process clears the cache itself, without waitin
   assert.equal(await status(inTransaction.token, '/api/users/current'), 200)
   assert.equal(await status(rolledBack.token, '/api/users/current'), 200)
 
-  // triggers off for these transactions: no NOTIFY; only the pool's commit hook can tell the cache
+  // the very next request is refused: the pool's commit hook tells the cache before any NOTIFY arrives
   await db.transaction().execute(async (trx) => {
-    await sql`set local session_replication_role = replica`.execute(trx)
     await trx.updateTable('users').set({ active: false }).where('id', '=', inTransaction.id).execute()
     assert.equal(await status(inTransaction.token, '/api/users/current'), 200, 'uncommitted: still active')
   })
   await db.transaction().execute(async (trx) => {
-    await sql`set local session_replication_role = replica`.execute(trx)
     await trx.updateTable('users').set({ active: false }).where('id', '=', rolledBack.id).execute()
     throw new Error('roll back')
   }).catch(() => undefined)
@@ -94,22 +101,43 @@ test('a change committed by this process clears the cache itself, without waitin
   assert.equal(await status(rolledBack.token, '/api/users/current'), 200)
 })
 
-test('a change committed by another process reaches the cache by NOTIFY', async () => {
+test('a change committed by another process of the app reaches the cache by NOTIFY (no database trigger)', async () => {
   const tenant = await given.tenant(db)
   const user = await given.user(db, tenant)
+  const elsewhere = await given.user(db, await given.tenant(db))
+  await new Promise((r) => setTimeout(r, 200)) // the notices of earlier tests' writes have arrived
   assert.equal(await status(user.token, '/api/users/current'), 200)
-  // with triggers off (replication role) the change sends no NOTIFY: the cached actor still answers,
-  // which shows the lookup is cached and that NOTIFY is what keeps it fresh
+  assert.equal(await status(elsewhere.token, '/api/users/current'), 200)
+  // a change that bypasses the app's driver sends no NOTIFY: the cached actors still answer, which
+  // shows the lookups are cached and that the app's notice is what keeps them fresh
   await otherProcess(async (client) => {
-    await client.query(`set session_replication_role = replica`)
-    await client.query('update users set first_name = $1 where id = $2', ['Silent', user.id])
+    await client.query('update users set active = false where id = $1', [user.id])
+    await client.query('update users set active = false where id = $1', [elsewhere.id])
   })
   assert.equal(await status(user.token, '/api/users/current'), 200)
+  assert.equal(await status(elsewhere.token, '/api/users/current'), 200)
 
-  await otherProcess((client) => client.query('update users set active = false where id = $1', [user.id]))
+  // a single statement outside a transaction, with no request around it (a job, the CLI): its notice
+  // names no tenant, so it clears every tenant's cached actors, the other tenant's too
+  await anotherAppProcess(`update users set first_name = 'Noticed' where tenant_id = ${tenant.id} and id = ${user.id}`)
 
   const ms = await eventually('the deactivated user is refused', async () => (await status(user.token, '/api/users/current')) === 401)
+  await eventually('the other tenant\'s deactivated user is refused', async () => (await status(elsewhere.token, '/api/users/current')) === 401)
   console.log(`# the other process's change applied after ${ms} ms`)
+})
+
+test('a transaction of another app process that writes an actor table notifies on commit, not on rollback', async () => {
+  const tenant = await given.tenant(db)
+  const user = await given.user(db, tenant)
+  await new Promise((r) => setTimeout(r, 200)) // the notices of earlier tests' writes have arrived
+  assert.equal(await status(user.token, '/api/users/current'), 200)
+  await otherProcess((client) => client.query('update users set active = false where id = $1', [user.id]))
+  await assert.rejects(anotherAppProcess(`do $$ begin update roles set name = name where tenant_id = ${tenant.id}; raise exception 'roll back'; end $$`))
+  await new Promise((r) => setTimeout(r, 300))
+  assert.equal(await status(user.token, '/api/users/current'), 200, 'a rolled-back write sends nothing')
+
+  await anotherAppProcess(`delete from department_users where tenant_id = ${tenant.id} and user_id = ${user.id}`)
+  await eventually('the deactivated user is refused', async () => (await status(user.token, '/api/users/current')) === 401)
 })
 
 test('while the LISTEN connection is lost the cache is off; it serves again once reconnected', async () => {
@@ -120,7 +148,6 @@ test('while the LISTEN connection is lost the cache is off; it serves again once
   await otherProcess(async (client) => {
     await client.query(`select pg_terminate_backend(pid) from pg_stat_activity where datname = current_database() and query ilike 'listen actor_changed%'`)
     await new Promise((r) => setTimeout(r, 200))
-    await client.query(`set session_replication_role = replica`)
     await client.query('update users set active = false where id = $1', [user.id])
   })
 
@@ -130,10 +157,7 @@ test('while the LISTEN connection is lost the cache is off; it serves again once
   await eventually('the cache serves again', async () => {
     const probe = await given.user(db, tenant)
     assert.equal(await status(probe.token, '/api/users/current'), 200)
-    await otherProcess(async (client) => {
-      await client.query(`set session_replication_role = replica`)
-      await client.query('update users set active = false where id = $1', [probe.id])
-    })
+    await otherProcess((client) => client.query('update users set active = false where id = $1', [probe.id]))
     return (await status(probe.token, '/api/users/current')) === 200
   }, 5000)
 })

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict'
 import { after, test } from 'node:test'
+import { sql } from 'kysely'
 import { distributeCommand, distributionPlan } from '../src/platform/db/distribute.js'
 import { catalogTables, schemaRuleViolations } from '../src/platform/db/schema-rules.js'
 import { closeTestDb, testDb } from './helpers/test-database.js'
@@ -29,4 +30,14 @@ test('the distribution plan covers every table of the migrated schema; without C
   let output = ''
   assert.equal(await distributeCommand(db, { dryRun: false }, (text) => (output += text)), plan.citus ? 0 : 1)
   if (!plan.citus) assert.match(output, /citus extension is not installed/)
+})
+
+test('a trigger on a tenant table breaks the rules (on Citus it would run on a worker)', async () => {
+  const violations = await testDb().transaction().execute(async (trx) => {
+    await sql`create function schema_rules_probe() returns trigger language plpgsql as $$ begin return null; end $$`.execute(trx)
+    await sql`create trigger schema_rules_probe after update on roles for each statement execute function schema_rules_probe()`.execute(trx)
+    const found = await schemaRuleViolations(trx)
+    throw Object.assign(new Error('rolled back'), { found })
+  }).catch((error: { found?: string[] }) => error.found)
+  assert.deepEqual(violations, ['roles: trigger schema_rules_probe on a tenant table (send notices from the app: db/change-notices.ts)'])
 })

@@ -1,14 +1,12 @@
 import { randomUUID } from 'node:crypto'
 import { sql } from 'kysely'
 import { currentRequest } from '../audit/request-context.js'
+import { ACTOR_CHANGED_CHANNEL, ACTOR_TABLES } from '../db/change-notices.js'
 import { onCommittedWrites } from '../db/database.js'
 import type { Db } from '../db/schema.js'
 import { createPgPubSub, type PubSub } from '../realtime/pg-pubsub.js'
 import type { Actor } from './actor.js'
 
-/** The tables an actor is made of (migration 0070 NOTIFYs `actor_changed` when they change). */
-const ACTOR_TABLES = ['access_tokens', 'users', 'roles', 'department_users']
-export const ACTOR_CHANGED_CHANNEL = 'actor_changed'
 
 export interface CachedActor {
   actor: Actor
@@ -34,7 +32,8 @@ const ECHO_WAIT_MS = 500
  * Never stale (security catalogue: "no stale cache"):
  * - a change committed by this process clears the cache synchronously, before the response that
  *   made it is sent (`onCommittedWrites`);
- * - a change committed by another process arrives by NOTIFY (migration 0070) and clears that tenant;
+ * - a change committed by another process arrives by NOTIFY (sent in the changing transaction by the
+ *   driver: db/change-notices.ts) and clears that tenant;
  * - while the LISTEN connection is down the cache is off (a missed NOTIFY could not be noticed), and
  *   it starts empty when listening again;
  * - a lookup that was running while the cache was cleared is not stored (generation check);
@@ -55,7 +54,7 @@ export class ActorCache {
     this.maxEntries = options.maxEntries ?? 50_000
     this.maxAgeMs = options.maxAgeMs ?? 60_000
     this.stopWatchingWrites = onCommittedWrites((tables) => {
-      if (!ACTOR_TABLES.some((table) => tables.has(table))) return
+      if (![...ACTOR_TABLES].some((table) => tables.has(table))) return
       this.clear()
       const request = currentRequest()
       if (request) this.changedBy.add(request)
@@ -65,11 +64,9 @@ export class ActorCache {
   /** Opens the LISTEN connection; until it is up, every lookup goes to the database. */
   async start(): Promise<void> {
     await this.options.pubsub.subscribe(ACTOR_CHANGED_CHANNEL, (payload) => {
-      if (payload && typeof payload === 'object') {
-        const { tenant, echo } = payload as { tenant?: number; echo?: string }
-        this.clearTenant(Number(tenant))
-        if (echo) this.echoes.get(echo)?.()
-      } else this.clearTenant(Number(payload))
+      const { tenant, echo } = (payload && typeof payload === 'object' ? payload : {}) as { tenant?: number | null; echo?: string }
+      this.clearTenant(tenant)
+      if (echo) this.echoes.get(echo)?.()
     })
   }
 
@@ -79,7 +76,7 @@ export class ActorCache {
   }
 
   /**
-   * Other nodes learn of a committed actor change by NOTIFY (the triggers of migration 0070), which they
+   * Other nodes learn of a committed actor change by NOTIFY (sent with the changing commit), which they
    * hear a moment after the commit. Before answering the request that made the change, this node sends
    * a NOTIFY of its own and waits until its own listener hears it: notifications reach every listener in
    * commit order, so by then every other node has been sent the invalidation — and a client that goes on
@@ -126,9 +123,10 @@ export class ActorCache {
     this.entries.clear()
   }
 
-  private clearTenant(tenantId: number): void {
+  /** Clears one tenant's actors, or every actor when the notice names no tenant. */
+  private clearTenant(tenantId: number | null | undefined): void {
     this.generation++
-    if (!Number.isInteger(tenantId)) return this.entries.clear()
+    if (typeof tenantId !== 'number' || !Number.isInteger(tenantId)) return this.entries.clear()
     for (const [key, entry] of this.entries) if (entry.tenantId === tenantId) this.entries.delete(key)
   }
 

@@ -5,6 +5,7 @@ import Cursor from 'pg-cursor'
 import type { Database, Db } from './schema.js'
 import { observePool } from '../metrics/index.js'
 import { startEmbeddedPostgres } from './embedded-postgres.js'
+import { changeNotices, isNoticedWrite } from './change-notices.js'
 
 const TIMESTAMPTZ = 1184
 const TIMESTAMP = 1114
@@ -156,10 +157,16 @@ function notifyCommitted(tables: ReadonlySet<string>): void {
   if (tables.size > 0) for (const listener of commitListeners) listener(tables)
 }
 
-const WRITE = /\b(?:insert\s+into|update|delete\s+from|merge\s+into|truncate(?:\s+table)?)\s+(?:only\s+)?"?([a-z_][a-z0-9_]*)"?/gi
+const WRITE = /\b(insert\s+into|update|delete\s+from|merge\s+into|truncate(?:\s+table)?)\s+(?:only\s+)?"?([a-z_][a-z0-9_]*)"?/gi
 
 /** What the driver knows of one distinct SQL text (one Map lookup per query: hashing a long text is not free). */
-interface StatementInfo { name?: string; transaction?: 'begin' | 'commit' | 'rollback'; writes: ReadonlySet<string> }
+interface StatementInfo {
+  name?: string
+  transaction?: 'begin' | 'commit' | 'rollback'
+  writes: ReadonlySet<string>
+  /** The written tables whose change other processes must hear of (db/change-notices.ts). */
+  noticed: ReadonlySet<string>
+}
 const statements = new Map<string, StatementInfo>()
 
 /**
@@ -174,9 +181,11 @@ function statementInfo(text: string): StatementInfo {
   if (known) return known
   const head = text.trimStart().slice(0, 20).toLowerCase()
   const transaction = /^(begin|start transaction)\b/.test(head) ? 'begin' : /^(commit|end)\b/.test(head) ? 'commit' : /^rollback\b(?!\s+to)/.test(head) ? 'rollback' : undefined
-  const writes = new Set(Array.from(text.matchAll(WRITE), (m) => m[1].toLowerCase()))
-  if (statements.size >= MAX_NAMED_STATEMENTS) return { transaction, writes }
-  const info: StatementInfo = { name: `k${createHash('sha1').update(text).digest('base64url')}`, transaction, writes }
+  const matches = Array.from(text.matchAll(WRITE), (m) => [m[1].split(/\s/)[0].toLowerCase(), m[2].toLowerCase()] as const)
+  const writes = new Set(matches.map(([, table]) => table))
+  const noticed = new Set(matches.filter(([verb, table]) => isNoticedWrite(verb, table, text)).map(([, table]) => table))
+  if (statements.size >= MAX_NAMED_STATEMENTS) return { transaction, writes, noticed }
+  const info: StatementInfo = { name: `k${createHash('sha1').update(text).digest('base64url')}`, transaction, writes, noticed }
   statements.set(text, info)
   return info
 }
@@ -206,24 +215,53 @@ function wrapClient(client: pg.PoolClient, namedStatements: boolean) {
   const query = client.query.bind(client) as (...args: unknown[]) => Promise<unknown>
   let inTransaction = false
   let uncommitted = new Set<string>()
+  let unnoticed = new Set<string>()
   const afterStatement = (kind: StatementInfo) => {
     if (kind.transaction === 'begin') inTransaction = true
     else if (kind.transaction) {
       const written = uncommitted
       inTransaction = false
       uncommitted = new Set()
+      unnoticed = new Set()
       // a failed commit committed nothing: reporting it anyway only costs a cache refill
       if (kind.transaction === 'commit') notifyCommitted(written)
-    } else if (inTransaction) for (const table of kind.writes) uncommitted.add(table)
-    else notifyCommitted(kind.writes)
+    } else if (inTransaction) {
+      for (const table of kind.writes) uncommitted.add(table)
+      for (const table of kind.noticed) unnoticed.add(table)
+    } else notifyCommitted(kind.writes)
+  }
+  const sendNotices = async (tables: ReadonlySet<string>) => {
+    const notices = changeNotices(tables)
+    if (notices.length === 0) return
+    await query('select pg_notify(n.channel, n.payload) from unnest($1::text[], $2::text[]) as n(channel, payload)',
+      [notices.map((n) => n.channel), notices.map((n) => n.payload)])
+  }
+  // a single write outside a transaction that must send a notice: made a transaction of its own, so
+  // that the notice is delivered with the commit (a crash in between cannot lose it)
+  const withNotice = async (run: () => Promise<unknown>, kind: StatementInfo) => {
+    await query('begin')
+    try {
+      const result = await run()
+      await sendNotices(kind.noticed)
+      await query('commit')
+      notifyCommitted(kind.writes)
+      return result
+    } catch (error) {
+      await query('rollback').catch(() => undefined)
+      throw error
+    }
   }
   const preparedQuery = (...args: unknown[]) => {
     const [text, values] = args
     if (args.length === 2 && typeof text === 'string' && Array.isArray(values)) {
       const kind = statementInfo(text)
-      const result = kind.name && namedStatements ? query({ name: kind.name, text, values }) : query(text, values)
-      if (!kind.transaction && kind.writes.size === 0) return result
-      return result.finally(() => afterStatement(kind))
+      const run = () => (kind.name && namedStatements ? query({ name: kind.name, text, values }) : query(text, values))
+      if (!kind.transaction && kind.writes.size === 0) return run()
+      if (kind.transaction === 'commit' && inTransaction && unnoticed.size > 0) {
+        return sendNotices(unnoticed).then(run).finally(() => afterStatement(kind))
+      }
+      if (!kind.transaction && !inTransaction && kind.noticed.size > 0) return withNotice(run, kind)
+      return run().finally(() => afterStatement(kind))
     }
     return query(...args)
   }
@@ -232,6 +270,7 @@ function wrapClient(client: pg.PoolClient, namedStatements: boolean) {
     checkedOut() {
       inTransaction = false
       if (uncommitted.size > 0) uncommitted = new Set()
+      if (unnoticed.size > 0) unnoticed = new Set()
     },
   }
 }

@@ -91,5 +91,16 @@ export async function schemaRuleViolations(db: Db): Promise<string[]> {
       violations.push(`${name}: a ${fromKind} table may not reference a ${toKind} table`)
     }
   }
+
+  // on Citus a trigger on a distributed table runs on the worker holding the shard: its NOTIFY never
+  // reaches the coordinator's listeners, and its statements on other tables are not routed
+  const { rows: triggers } = await sql<{ table: string; trigger: string }>`
+    select c.relname as table, t.tgname as trigger
+    from pg_trigger t join pg_class c on c.oid = t.tgrelid join pg_namespace n on n.oid = c.relnamespace
+    where n.nspname = 'public' and not t.tgisinternal
+    order by 1, 2`.execute(db)
+  for (const trigger of triggers.filter((t) => tenant.includes(t.table))) {
+    violations.push(`${trigger.table}: trigger ${trigger.trigger} on a tenant table (send notices from the app: db/change-notices.ts)`)
+  }
   return violations
 }
