@@ -29,10 +29,33 @@ async function otherProcess<T>(work: (client: pg.Client) => Promise<T>): Promise
   }
 }
 
-/** Another process of the app: its writes go through the app's driver, which sends the notices. */
-async function anotherAppProcess(statement: string): Promise<void> {
+/**
+ * Runs `statement` in another process of the app: its writes go through the app's driver, which sends
+ * the notices. Returns that process's backend pid (NOTIFY messages carry the sender's pid).
+ */
+async function anotherAppProcess(statement: string): Promise<{ pid: number; failed: boolean }> {
   const script = path.join(import.meta.dirname, 'fixtures/another-app-process.ts')
-  await promisify(execFile)(process.execPath, ['--import', 'tsx', script, testDatabaseUrl(), statement])
+  const { stdout, failed } = await promisify(execFile)(process.execPath, ['--import', 'tsx', script, testDatabaseUrl(), statement])
+    .then((r) => ({ stdout: r.stdout, failed: false }), (error: { stdout: string }) => ({ stdout: error.stdout, failed: true }))
+  return { pid: Number(stdout.trim().split('\n')[0]), failed }
+}
+
+interface Notice { pid: number; payload: { tenant?: number | null; echo?: string } }
+
+/** Every `actor_changed` notice sent while `work` runs (and 200 ms after), with its sender's pid. */
+async function noticesDuring(work: () => Promise<unknown>): Promise<Notice[]> {
+  const listener = new pg.Client({ connectionString: testDatabaseUrl() })
+  await listener.connect()
+  const notices: Notice[] = []
+  listener.on('notification', (n) => notices.push({ pid: n.processId, payload: JSON.parse(n.payload ?? 'null') }))
+  try {
+    await listener.query('listen actor_changed')
+    await work()
+    await new Promise((r) => setTimeout(r, 200))
+  } finally {
+    await listener.end()
+  }
+  return notices
 }
 
 async function eventually(what: string, probe: () => Promise<boolean>, timeoutMs = 3000): Promise<number> {
@@ -104,40 +127,44 @@ test('a change committed by this process clears the cache itself, without waitin
 test('a change committed by another process of the app reaches the cache by NOTIFY (no database trigger)', async () => {
   const tenant = await given.tenant(db)
   const user = await given.user(db, tenant)
-  const elsewhere = await given.user(db, await given.tenant(db))
-  await new Promise((r) => setTimeout(r, 200)) // the notices of earlier tests' writes have arrived
   assert.equal(await status(user.token, '/api/users/current'), 200)
-  assert.equal(await status(elsewhere.token, '/api/users/current'), 200)
-  // a change that bypasses the app's driver sends no NOTIFY: the cached actors still answer, which
-  // shows the lookups are cached and that the app's notice is what keeps them fresh
-  await otherProcess(async (client) => {
+  // a write that bypasses the app's driver sends nothing (no trigger any more)
+  let rawPid = 0
+  const raw = await noticesDuring(() => otherProcess(async (client) => {
+    rawPid = (await client.query('select pg_backend_pid() as pid')).rows[0].pid
     await client.query('update users set active = false where id = $1', [user.id])
-    await client.query('update users set active = false where id = $1', [elsewhere.id])
-  })
-  assert.equal(await status(user.token, '/api/users/current'), 200)
-  assert.equal(await status(elsewhere.token, '/api/users/current'), 200)
+  }))
+  assert.deepEqual(raw.filter((n) => n.pid === rawPid), [])
 
-  // a single statement outside a transaction, with no request around it (a job, the CLI): its notice
-  // names no tenant, so it clears every tenant's cached actors, the other tenant's too
-  await anotherAppProcess(`update users set first_name = 'Noticed' where tenant_id = ${tenant.id} and id = ${user.id}`)
-
+  // a single statement of another app process outside a transaction, with no request around it (a
+  // job, the CLI): its notice names no tenant, which clears every tenant's cached actors
+  let child = { pid: 0, failed: true }
+  const sent = await noticesDuring(async () => (child = await anotherAppProcess(`update users set first_name = 'Noticed' where tenant_id = ${tenant.id} and id = ${user.id}`)))
+  assert.equal(child.failed, false)
+  assert.deepEqual(sent.filter((n) => n.pid === child.pid).map((n) => n.payload), [{ tenant: null }])
   const ms = await eventually('the deactivated user is refused', async () => (await status(user.token, '/api/users/current')) === 401)
-  await eventually('the other tenant\'s deactivated user is refused', async () => (await status(elsewhere.token, '/api/users/current')) === 401)
   console.log(`# the other process's change applied after ${ms} ms`)
 })
 
-test('a transaction of another app process that writes an actor table notifies on commit, not on rollback', async () => {
+test('a transaction that writes an actor table notifies on commit, naming the request\'s tenant, and not on rollback', async () => {
   const tenant = await given.tenant(db)
   const user = await given.user(db, tenant)
-  await new Promise((r) => setTimeout(r, 200)) // the notices of earlier tests' writes have arrived
-  assert.equal(await status(user.token, '/api/users/current'), 200)
-  await otherProcess((client) => client.query('update users set active = false where id = $1', [user.id]))
-  await assert.rejects(anotherAppProcess(`do $$ begin update roles set name = name where tenant_id = ${tenant.id}; raise exception 'roll back'; end $$`))
-  await new Promise((r) => setTimeout(r, 300))
-  assert.equal(await status(user.token, '/api/users/current'), 200, 'a rolled-back write sends nothing')
+  let child = { pid: 0, failed: false }
+  const rolledBack = await noticesDuring(async () => (child = await anotherAppProcess(`do $$ begin update roles set name = name where tenant_id = ${tenant.id}; raise exception 'roll back'; end $$`)))
+  assert.equal(child.failed, true)
+  assert.deepEqual(rolledBack.filter((n) => n.pid === child.pid), [])
 
-  await anotherAppProcess(`delete from department_users where tenant_id = ${tenant.id} and user_id = ${user.id}`)
-  await eventually('the deactivated user is refused', async () => (await status(user.token, '/api/users/current')) === 401)
+  const committed = await noticesDuring(async () => (child = await anotherAppProcess(`delete from department_users where tenant_id = ${tenant.id} and user_id = ${user.id}`)))
+  assert.equal(child.failed, false)
+  assert.deepEqual(committed.filter((n) => n.pid === child.pid).map((n) => n.payload), [{ tenant: null }])
+
+  // through the API: the notice names the tenant of the request (besides the request's own echo)
+  const roleId = await given.role(db, tenant, ['users.view'])
+  const viaApi = await noticesDuring(async () => {
+    const res = await call(await buildTestApp(), tenant.adminToken, { method: 'PUT', url: `/api/roles/${roleId}`, payload: { permissions: [] } })
+    assert.equal(res.statusCode, 200, res.body)
+  })
+  assert.ok(viaApi.some((n) => n.payload.tenant === tenant.id && n.payload.echo === undefined), JSON.stringify(viaApi))
 })
 
 test('while the LISTEN connection is lost the cache is off; it serves again once reconnected', async () => {
