@@ -29,3 +29,25 @@ test('a streamed query whose connection is terminated mid-stream fails instead o
   const after = await sql<{ ok: number }>`select 1 as ok`.execute(db)
   assert.equal(after.rows[0].ok, 1, 'the pool serves again')
 })
+
+test('a streamed query is prepared once per connection and reused, in session mode only', async () => {
+  const { createPool, kyselyOn } = await import('../src/platform/db/database.js')
+  for (const mode of ['session', 'transaction'] as const) {
+    const pool = createPool(testDatabaseUrl(), { max: 1, poolMode: mode })
+    const single = kyselyOn(pool, mode)
+    try {
+      const streamed = async (limit: number) => {
+        const rows: number[] = []
+        // eslint-disable-next-line @typescript-eslint/no-explicit-any -- a raw FROM item
+        for await (const row of (single as any).selectFrom(sql`generate_series(1, ${limit})`.as('g')).select('g').stream(2) as AsyncIterable<{ g: number }>) rows.push(row.g)
+        return rows
+      }
+      assert.deepEqual(await streamed(5), [1, 2, 3, 4, 5])
+      assert.deepEqual(await streamed(3), [1, 2, 3], 'the same statement again, other parameters')
+      const { rows } = await sql<{ n: number }>`select count(*)::int as n from pg_prepared_statements where statement like '%generate_series%' and statement not like '%pg_prepared_statements%'`.execute(single)
+      assert.equal(rows[0]!.n, mode === 'session' ? 1 : 0, mode)
+    } finally {
+      await single.destroy()
+    }
+  }
+})

@@ -1,11 +1,11 @@
 import { Kysely, PostgresDialect } from 'kysely'
 import { createHash } from 'node:crypto'
 import pg from 'pg'
-import Cursor from 'pg-cursor'
 import type { Database, Db } from './schema.js'
 import { observePool } from '../metrics/index.js'
 import { startEmbeddedPostgres } from './embedded-postgres.js'
 import { changeNotices, isNoticedWrite } from './change-notices.js'
+import { SettlingCursor } from './cursor.js'
 
 const TIMESTAMPTZ = 1184
 const TIMESTAMP = 1114
@@ -275,68 +275,6 @@ function wrapClient(client: pg.PoolClient, namedStatements: boolean) {
     },
   }
 }
-
-let cursorPortals = 0
-
-interface CursorConnection {
-  stream?: { destroyed?: boolean; writable?: boolean }
-  once(event: 'end', listener: () => void): void
-  removeListener(event: 'end', listener: () => void): void
-}
-
-/**
- * pg-cursor's `close()` waits for the server's ReadyForQuery; when the connection dies mid-stream or
- * while closing (database restarted) that never comes, and Kysely awaits `close()` in the stream's
- * `finally`: the request hung forever. Here the connection's end settles the close too; by then the
- * client is marked broken, so the pool drops it instead of lending it out again.
- */
-class SettlingCursor extends Cursor {
-  declare text: string
-  /** Set by the driver in session mode: the cursor then reuses the statement prepared on its connection. */
-  name?: string
-
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- pg-cursor's overloads
-  override close(callback?: (error: Error) => void): any {
-    if (callback) return super.close(callback)
-    const self = this as unknown as { state: string; connection?: CursorConnection }
-    const connection = self.connection
-    if (!connection) return super.close()
-    if (connection.stream?.destroyed || connection.stream?.writable === false) {
-      self.state = 'done'
-      return Promise.resolve()
-    }
-    return new Promise<void>((resolve) => {
-      const settle = () => {
-        connection.removeListener('end', settle)
-        resolve()
-      }
-      connection.once('end', settle)
-      super.close().then(settle, settle)
-    })
-  }
-}
-
-// pg-cursor always parses its text unnamed, so a streamed list was planned anew on every request
-// (0.5-1 ms, more than its execution for a short list). This is its `submit` with a named statement,
-// kept in the connection's prepared-statement bookkeeping like node-postgres' own named queries.
-// (Assigned to the prototype: pg-cursor's typings declare `submit` as a property.)
-// eslint-disable-next-line @typescript-eslint/no-explicit-any -- pg's connection internals
-Object.defineProperty(SettlingCursor.prototype, 'submit', { value: function submit(this: any, connection: any): void {
-  if (!this.name) return (Cursor.prototype as any).submit.call(this, connection)
-  this.state = 'submitted'
-  this.connection = connection
-  this._portal = `P_${++cursorPortals}`
-  if (connection.parsedStatements[this.name] === undefined && connection.submittedNamedStatements[this.name] === undefined) {
-    connection.parse({ text: this.text, name: this.name })
-    connection.submittedNamedStatements[this.name] = this.text
-  }
-  connection.bind({ portal: this._portal, statement: this.name, values: this.values })
-  connection.describe({ type: 'P', name: this._portal })
-  connection.flush()
-  if (this._conf.types) this._result._getTypeParser = this._conf.types.getTypeParser
-  connection.once('noData', this._ifNoData)
-  connection.once('rowDescription', this._rowDescription)
-} })
 
 /**
  * Kysely on a pool (committed-write reports, cursors for streaming; named prepared statements in

@@ -144,36 +144,42 @@ export async function presentRows(
 
 /**
  * Streams a list as a JSON array from a server-side cursor, presenting rows in batches, so that an
- * unlimited list of 100,000 rows never sits in memory at once. The first batch is read before the
- * stream is returned: a failing query (bad input, database down) becomes a problem+json response
- * instead of a response destroyed after its 200 header.
+ * unlimited list of 100,000 rows never sits in memory at once. The first batch is read before
+ * anything is answered: a failing query (bad input, database down) becomes a problem+json response
+ * instead of a response destroyed after its 200 header, and a list that fits in one batch (most
+ * do) is answered as a plain array in one write instead of a chunked stream.
  */
 export async function streamJsonArray(
   query: AnySelect,
   present: (rows: Record<string, unknown>[]) => Promise<Record<string, unknown>[]>,
   stringify: (item: Record<string, unknown>) => string = JSON.stringify,
   batchSize = 1000,
-): Promise<Readable> {
+): Promise<Readable | Record<string, unknown>[]> {
   const rows = query.stream(batchSize)[Symbol.asyncIterator]()
-  const head = await rows.next()
+  const head: Record<string, unknown>[] = []
+  let next = await rows.next()
+  for (; !next.done && head.length < batchSize; next = await rows.next()) head.push(next.value as Record<string, unknown>)
+  if (next.done) return present(head)
   async function* generate(): AsyncGenerator<string> {
-    yield '['
     let first = true
-    let batch: Record<string, unknown>[] = []
-    const flush = async function* () {
+    const flush = async function* (batch: Record<string, unknown>[]) {
       const items = await present(batch)
-      batch = []
       if (items.length === 0) return
       const text = items.map(stringify).join(',')
-      yield first ? text : `,${text}`
+      yield first ? `[${text}` : `,${text}`
       first = false
     }
-    for (let next = head; !next.done; next = await rows.next()) {
-      batch.push(next.value as Record<string, unknown>)
-      if (batch.length >= batchSize) yield* flush()
+    yield* flush(head)
+    let batch: Record<string, unknown>[] = []
+    for (let row = next; !row.done; row = await rows.next()) {
+      batch.push(row.value as Record<string, unknown>)
+      if (batch.length >= batchSize) {
+        yield* flush(batch)
+        batch = []
+      }
     }
-    if (batch.length > 0) yield* flush()
-    yield ']'
+    if (batch.length > 0) yield* flush(batch)
+    yield first ? '[]' : ']'
   }
   const stream = Readable.from(generate(), { objectMode: false })
   // a client that goes away early releases the cursor's connection
