@@ -11,31 +11,19 @@ export function viewableFolderTypes(actor: Pick<Actor, 'permissions'>): FolderTy
 }
 
 /**
- * SQL: ids of the tenant's folders that carry `view` grants which do not let the actor through.
- * The decision per folder is THE access rule (`grantAllows`), evaluated only on folders that carry
- * view grants at all (one pass over the tenant's folder view grants).
- */
-function blockingFolderIds(actor: Actor): RawBuilder<unknown> {
-  return sql`
-    select restricted.target_entity_id::bigint as id
-    from (
-      select distinct g.target_entity_id from entity_permissions g
-      where g.tenant_id = ${actor.tenantId} and g.target_entity = 'folder' and g.key = 'view'
-    ) restricted
-    where not ${grantAllows(actor, 'view', 'folder', sql.ref('restricted.target_entity_id'))}`
-}
-
-/**
- * SQL: no folder on the row's path (its ancestors and itself) blocks the actor — view grants are
- * effective down the tree. Written so that Postgres builds the blocking set ONCE per statement as a
- * hashed subplan (`(… in (…)) is true` keeps the planner from turning it into a per-row join) and
- * then probes it once per path element: a list costs O(rows × depth), and `limit 50` stays cheap
- * on a 10,000-folder tenant (docs/decisions/folders-tree-visibility.md has the measurements).
+ * SQL: no folder on the row's path (its ancestors and itself) carries `view` grants that exclude the
+ * actor — view grants are effective down the tree. One index scan per row: the view grants whose
+ * target is on the path (`= any(path)` on the grants' unique index); a folder without any such grant
+ * (most) costs nothing more, and only a folder on the path that carries grants is decided by THE
+ * access rule (`grantAllows`). No per-request set, no per-row walk of the tree
+ * (docs/decisions/folders-tree-visibility.md has the measurements).
  */
 function notBlockedByPath(actor: Actor, alias: string): RawBuilder<boolean> {
   return sql<boolean>`not exists (
-    select 1 from unnest(${sql.ref(`${alias}.path`)}) as ancestor(id)
-    where (ancestor.id in (${blockingFolderIds(actor)})) is true)`
+    select 1 from entity_permissions restricting
+    where restricting.tenant_id = ${actor.tenantId} and restricting.target_entity = 'folder'
+      and restricting.target_entity_id = any(${sql.ref(`${alias}.path`)}::text[]) and restricting.key = 'view'
+      and not ${grantAllows(actor, 'view', 'folder', sql.ref('restricting.target_entity_id'))})`
 }
 
 /**
