@@ -15,6 +15,7 @@ import { createDeliveryDeps, NOTIFICATION_CRON, runFanOut } from '../src/modules
 import { deliverNotifications } from '../src/modules/notifications/notifications-delivery.js'
 import type { DeliverPayload, FanOutPayload } from '../src/modules/notifications/notifications-fan-out.js'
 import { enqueueNotifications } from '../src/modules/notifications/index.js'
+import { INLINE_FAN_OUT_MAX } from '../src/modules/notifications/notifications-send.service.js'
 
 const db = testDb()
 const silent = pino({ level: 'silent' })
@@ -109,13 +110,35 @@ test('a send answers 202, stores the sanitized send, queues the fan-out and reco
   assert.equal(sent.body, '<p>Meet <b>outside</b><a>a</a><a href="https://ok.example/">b</a></p>')
   assert.doesNotMatch(sent.body, /script|onerror|onclick|javascript/)
   assert.equal(sent.user_id, tenant.adminId)
-  assert.deepEqual(await fanOutJob(sent.id), { tenantId: tenant.id, genericNotificationId: sent.id })
+  // a send to a few listed users creates its records in its own transaction (no fan-out job), and
+  // queues their delivery there too
+  assert.deepEqual(await queued('notifications:fan_out', `notifications:fan_out:genericNotification:${sent.id}`), [])
+  assert.deepEqual((await recordsOf(tenant)).map((r) => [r.notifiable_id, r.targetable_id]), [[user.id, sent.id]])
+  const [delivery] = await queued<DeliverPayload>('notifications:deliver', `notifications:deliver:genericNotification:${sent.id}:`)
+  assert.deepEqual(delivery, { tenantId: tenant.id, sourceKey: `genericNotification:${sent.id}`, userIds: [user.id] })
   const event = await db.selectFrom('domain_events').select(['type', 'actor_id', 'subject_type', 'subject_id', 'data'])
     .where('tenant_id', '=', tenant.id).where('type', '=', 'notification.sent').executeTakeFirstOrThrow()
   assert.deepEqual(event, {
     type: 'notification.sent', actor_id: tenant.adminId, subject_type: 'genericNotification', subject_id: String(sent.id),
     data: { title: 'Fire drill', url: 'https://example.com/drill', user_ids: [user.id], department_ids: [] },
   })
+})
+
+test('a send to more than 100 listed users is fanned out by the worker; to 100 or fewer, in the send itself', async () => {
+  const tenant = await given.tenant(db)
+  const users = await Promise.all(Array.from({ length: INLINE_FAN_OUT_MAX + 1 }, () => given.user(db, tenant)))
+  const ids = users.map((u) => u.id).sort((a, b) => a - b)
+
+  assert.equal((await send(tenant.adminToken, { title: 'Many', body: 'x', url: '/x', user_ids: ids })).statusCode, 202)
+  const many = await lastSend(tenant)
+  assert.equal((await recordsOf(tenant)).length, 0, 'no record before the fan-out job ran')
+  assert.equal(await runFanOut(db, await fanOutJob(many.id)), ids.length)
+
+  assert.equal((await send(tenant.adminToken, { title: 'Few', body: 'x', url: '/x', user_ids: ids.slice(0, INLINE_FAN_OUT_MAX) })).statusCode, 202)
+  const few = await lastSend(tenant)
+  assert.deepEqual(await queued('notifications:fan_out', `notifications:fan_out:genericNotification:${few.id}`), [])
+  const records = await db.selectFrom('notifications').select('notifiable_id').where('tenant_id', '=', tenant.id).where('targetable_id', '=', few.id).orderBy('notifiable_id').execute()
+  assert.deepEqual(records.map((r) => r.notifiable_id), ids.slice(0, INLINE_FAN_OUT_MAX))
 })
 
 test('fan-out merges department members and users once each, skipping group, inactive, deleted and blacked-out accounts; a retry adds nothing', async () => {
@@ -216,7 +239,6 @@ test('delivery emails those who want it, once; push goes to devices only (no sub
   const optedOut = await given.user(db, tenant, { email: 'quiet@example.com' })
   await send(tenant.adminToken, { title: 'Lunch', body: '<p>Pizza &amp; salad</p>', url: '/canteen', user_ids: [wants.id, noEmail.id, optedOut.id] })
   const sent = await lastSend(tenant)
-  await runFanOut(db, await fanOutJob(sent.id))
   const [payload] = await queued<DeliverPayload>('notifications:deliver', `notifications:deliver:genericNotification:${sent.id}:`)
   const deps = createDeliveryDeps({ db, config: testConfig(), log: silent })
 
@@ -247,7 +269,6 @@ test('with SMTP_URL set, email goes out over SMTP with the title as subject, and
   const user = await given.user(db, tenant, { email: 'anna@example.com', wants_email_notifications: true })
   await send(tenant.adminToken, { title: 'Shift swap approved', body: '<p>See you <strong>Monday</strong></p>', url: 'https://example.com/shifts', user_ids: [user.id] })
   const sent = await lastSend(tenant)
-  await runFanOut(db, await fanOutJob(sent.id))
   const [payload] = await queued<DeliverPayload>('notifications:deliver', `notifications:deliver:genericNotification:${sent.id}:`)
   const deps = createDeliveryDeps({ db, config: testConfig({ SMTP_URL: `smtp://127.0.0.1:${port}` }), log: silent })
 
@@ -268,7 +289,6 @@ test('a failing SMTP server fails the delivery job (to be retried) without touch
   const user = await given.user(db, tenant, { email: 'ben@example.com', wants_email_notifications: true })
   await send(tenant.adminToken, { title: 'T', body: 'x', url: '/x', user_ids: [user.id] })
   const sent = await lastSend(tenant)
-  await runFanOut(db, await fanOutJob(sent.id))
   const [payload] = await queued<DeliverPayload>('notifications:deliver', `notifications:deliver:genericNotification:${sent.id}:`)
   const closedPort = await new Promise<number>((resolve) => {
     const probe = http.createServer().listen(0, '127.0.0.1', () => {
@@ -321,7 +341,6 @@ test('the SSE stream sends the unread count, then a record created by a send and
 
   await call(app, tenant.adminToken, { method: 'POST', url: '/api/notifications', payload: { title: 'Live', body: '<p>now</p>', url: '/live', user_ids: [user.id, other.id] } })
   const sent = await lastSend(tenant)
-  await runFanOut(db, await fanOutJob(sent.id))
   await waitFor(() => events.some((e) => e.event === 'notification') && events.filter((e) => e.event === 'count').length >= 2)
 
   const record = events.find((e) => e.event === 'notification')!.data

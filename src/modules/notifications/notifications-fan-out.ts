@@ -98,30 +98,45 @@ export async function fanOutNotifications(db: Db, spec: NotificationSpec, signal
   const custom = named && recipientsQueries.get(named.name)
   if (named && !custom) throw new Error(`unknown recipients query "${named.name}"`)
   if (!spec.recipients.userIds?.length && !spec.recipients.departmentIds?.length && !custom) return 0
-  const t = spec.tenantId
   let created = 0
   for (const [index, recipients] of chunks(await resolveRecipients(db, spec, custom), CHUNK_SIZE).entries()) {
     // shutting down: stop between committed chunks; the retried job resumes (inserts are idempotent)
     if (index > 0 && signal?.aborted) throw new Error(`fan-out ${spec.sourceKey} interrupted by shutdown after ${created} records; it resumes on retry`)
     await db.transaction().execute(async (trx) => {
-      const { rows } = await sql<{ notifiable_id: number }>`
-        insert into notifications (tenant_id, type, notifiable_type, notifiable_id, targetable_type, targetable_id, source_key, data)
-        select ${t}, ${spec.type}, 'user', id, ${spec.targetableType}, ${spec.targetableId}, ${spec.sourceKey}, ${JSON.stringify(spec.data)}::jsonb
-        from unnest(${recipients}::bigint[]) as id
-        on conflict (tenant_id, source_key, notifiable_id) do nothing
-        returning notifiable_id`.execute(trx)
-      if (rows.length === 0) return
-      const insertedIds = rows.map((row) => Number(row.notifiable_id)).sort((a, b) => a - b)
-      created += insertedIds.length
-      for (const batch of chunks(insertedIds, NOTIFY_BATCH)) {
-        const message: NotificationsChannelMessage = { tenantId: t, userIds: batch, sourceKey: spec.sourceKey }
-        await publish(trx, NOTIFICATIONS_CHANNEL, message)
-      }
-      const delivery: DeliverPayload = { tenantId: t, sourceKey: spec.sourceKey, userIds: insertedIds }
-      await enqueue(trx, 'notifications:deliver', delivery, { key: `notifications:deliver:${spec.sourceKey}:${insertedIds[0]}`, maxAttempts: 10 })
+      created += await insertRecords(trx, spec, recipients)
     })
   }
   return created
+}
+
+/**
+ * A fan-out to a few listed users, done in the caller's transaction (the send itself): the records
+ * exist when the send is answered, and no fan-out job has to be fetched and run for them. Larger or
+ * department-wide sends go through the `notifications:fan_out` job (chunked, resumable).
+ */
+export async function fanOutInTransaction(trx: Db, spec: NotificationSpec): Promise<number> {
+  const recipients = await resolveRecipients(trx, spec, undefined)
+  return recipients.length === 0 ? 0 : insertRecords(trx, spec, recipients)
+}
+
+/** Inserts one chunk of records (idempotent) with its realtime NOTIFY and its delivery job, in `trx`. */
+async function insertRecords(trx: Db, spec: NotificationSpec, recipients: number[]): Promise<number> {
+  const t = spec.tenantId
+  const { rows } = await sql<{ notifiable_id: number }>`
+    insert into notifications (tenant_id, type, notifiable_type, notifiable_id, targetable_type, targetable_id, source_key, data)
+    select ${t}, ${spec.type}, 'user', id, ${spec.targetableType}, ${spec.targetableId}, ${spec.sourceKey}, ${JSON.stringify(spec.data)}::jsonb
+    from unnest(${recipients}::bigint[]) as id
+    on conflict (tenant_id, source_key, notifiable_id) do nothing
+    returning notifiable_id`.execute(trx)
+  if (rows.length === 0) return 0
+  const insertedIds = rows.map((row) => Number(row.notifiable_id)).sort((a, b) => a - b)
+  for (const batch of chunks(insertedIds, NOTIFY_BATCH)) {
+    const message: NotificationsChannelMessage = { tenantId: t, userIds: batch, sourceKey: spec.sourceKey }
+    await publish(trx, NOTIFICATIONS_CHANNEL, message)
+  }
+  const delivery: DeliverPayload = { tenantId: t, sourceKey: spec.sourceKey, userIds: insertedIds }
+  await enqueue(trx, 'notifications:deliver', delivery, { key: `notifications:deliver:${spec.sourceKey}:${insertedIds[0]}`, maxAttempts: 10 })
+  return insertedIds.length
 }
 
 export interface DeliverPayload {

@@ -7,14 +7,23 @@ import { enqueue } from '../../platform/jobs/jobs.js'
 import * as queries from './notifications.queries.js'
 import { MAX_BODY_BYTES, type SendNotificationBody } from './notifications.schemas.js'
 import { isAllowedNotificationUrl, sanitizeNotificationBody } from './notification-html.js'
-import type { FanOutPayload } from './notifications-fan-out.js'
+import { fanOutInTransaction, type FanOutPayload } from './notifications-fan-out.js'
+import { genericNotificationSpec } from './notifications.jobs.js'
+
+/**
+ * A send to at most this many listed users (no departments) creates its records in its own
+ * transaction: one job fewer per send, and the records exist when the 202 goes out. The delivery
+ * (email, push) still runs in the worker. Larger sends are fanned out by the worker, in chunks.
+ */
+export const INLINE_FAN_OUT_MAX = 100
 
 export type NotificationsSendService = ReturnType<typeof createNotificationsSendService>
 
 export function createNotificationsSendService({ db }: Pick<AppDeps, 'db'>) {
   /**
-   * Sends a generic notification: validates it, then stores the send, queues the fan-out and records
-   * `notification.sent` in one transaction. Delivery happens in the worker (the caller gets 202).
+   * Sends a generic notification: validates it, then stores the send, creates the records of a small
+   * send or queues the fan-out of a larger one, and records `notification.sent`, in one transaction.
+   * Delivery happens in the worker (the caller gets 202).
    */
   async function sendNotification(actor: Actor, body: SendNotificationBody): Promise<void> {
     requirePermission(actor, 'notifications.send')
@@ -43,8 +52,12 @@ export function createNotificationsSendService({ db }: Pick<AppDeps, 'db'>) {
       const sent = await queries.insertGenericNotification(trx, actor.tenantId, {
         title: body.title, body: sanitized, url: body.url, userId: actor.userId, userIds, departmentIds,
       })
-      const payload: FanOutPayload = { tenantId: actor.tenantId, genericNotificationId: sent.id }
-      await enqueue(trx, 'notifications:fan_out', payload, { key: `notifications:fan_out:genericNotification:${sent.id}`, maxAttempts: 10 })
+      if (departmentIds.length === 0 && userIds.length <= INLINE_FAN_OUT_MAX) {
+        await fanOutInTransaction(trx, genericNotificationSpec(actor.tenantId, sent))
+      } else {
+        const payload: FanOutPayload = { tenantId: actor.tenantId, genericNotificationId: sent.id }
+        await enqueue(trx, 'notifications:fan_out', payload, { key: `notifications:fan_out:genericNotification:${sent.id}`, maxAttempts: 10 })
+      }
       await recordDomainEvent(trx, {
         type: 'notification.sent', tenantId: actor.tenantId, actorId: actor.userId,
         subjectType: 'genericNotification', subjectId: sent.id,

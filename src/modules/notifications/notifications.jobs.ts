@@ -17,8 +17,13 @@ export async function runFanOut(db: Db, payload: FanOutPayload, signal?: AbortSi
   if ('spec' in payload) return fanOutNotifications(db, payload.spec, signal)
   const sent = await queries.findGenericNotification(db, payload.tenantId, payload.genericNotificationId)
   if (!sent) return 0 // the tenant was deleted meanwhile
-  const spec: NotificationSpec = {
-    tenantId: payload.tenantId,
+  return fanOutNotifications(db, genericNotificationSpec(payload.tenantId, sent), signal)
+}
+
+/** The records a generic notification (a send through `POST /api/notifications`) creates. */
+export function genericNotificationSpec(tenantId: number, sent: { id: number; title: string; body: string; url: string; user_ids: number[]; department_ids: number[] }): NotificationSpec {
+  return {
+    tenantId,
     type: GENERIC_NOTIFICATION,
     targetableType: GENERIC_NOTIFICATION,
     targetableId: sent.id,
@@ -26,7 +31,6 @@ export async function runFanOut(db: Db, payload: FanOutPayload, signal?: AbortSi
     data: { title: sent.title, body: sent.body, url: sent.url },
     recipients: { userIds: sent.user_ids, departmentIds: sent.department_ids },
   }
-  return fanOutNotifications(db, spec, signal)
 }
 
 /** Deletes read notifications older than the retention period (unset = keep forever), in batches. */
