@@ -42,24 +42,22 @@ export function useTestShareTargets(db: Db): Promise<void> {
         async canView(db, actor, id) {
           return can(actor, `${MODULE_OF[alias]}.view`) && hasGrantAccess(db, actor, 'view', alias, id)
         },
-        async urls(id, { appUrl, baseUrl, db, tenantId }) {
+        async describe(id, { appUrl, baseUrl, db, tenantId }) {
+          const { rows } = await sql<{ has_poster: boolean; title: string | null }>`select has_poster, title from test_share_targets
+            where tenant_id = ${tenantId} and alias = ${alias} and id = ${id}`.execute(db)
+          if (!rows[0]) return undefined
           const target = `${appUrl}/test/${alias}/${id}`
-          if (!isFile) return { target }
-          const { rows } = await sql<{ has_poster: boolean }>`select has_poster from test_share_targets where tenant_id = ${tenantId} and id = ${id}`.execute(db)
           const files = `${baseUrl}/api/filemanager/files/${id}`
-          return {
+          const urls = !isFile ? { target } : {
             target, showFileContent: `${files}/content`, downloadFileContent: `${files}/download`,
-            ...(rows[0]?.has_poster ? { filePoster: `${files}/poster` } : {}),
+            ...(rows[0].has_poster ? { filePoster: `${files}/poster` } : {}),
           }
+          return { urls, title: rows[0].title }
         },
         async loadFields(db, tenantId, ids) {
           const { rows } = await sql<{ id: string; title: string | null }>`select id, title from test_share_targets
             where tenant_id = ${tenantId} and alias = ${alias} and id = any(${ids.map(String)}::bigint[])`.execute(db)
           return new Map(rows.map((row) => [String(row.id), { id: Number(row.id), title: row.title }]))
-        },
-        async title(db, tenantId, id) {
-          const { rows } = await sql<{ title: string | null }>`select title from test_share_targets where tenant_id = ${tenantId} and id = ${id}`.execute(db)
-          return rows[0]?.title ?? null
         },
       })
     }

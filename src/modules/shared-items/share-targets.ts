@@ -40,9 +40,11 @@ export interface ShareTargetDef {
    * the target's own `view` grants and its folder's visibility. Decided by the content module.
    */
   canView(db: Db, actor: Actor, id: ShareTargetId): Promise<boolean>
-  urls(id: ShareTargetId, ctx: ShareTargetUrlContext): ShareTargetUrls | Promise<ShareTargetUrls>
-  /** A display title for `url_context` (null when the target has none). */
-  title?(db: Db, tenantId: number, id: ShareTargetId): Promise<string | null>
+  /**
+   * What resolving a shared item needs of its target, read at once: its URLs and display title for
+   * `url_context` (null when it has none); undefined when the target does not exist in the tenant.
+   */
+  describe(id: ShareTargetId, ctx: ShareTargetUrlContext): Promise<{ urls: ShareTargetUrls; title: string | null } | undefined>
   /** Fields of the `targetable` relation, keyed by `String(id)` (default: none loaded). */
   loadFields?(db: Db, tenantId: number, ids: ShareTargetId[]): Promise<Map<string, Record<string, unknown>>>
 }

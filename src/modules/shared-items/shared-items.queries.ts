@@ -68,8 +68,3 @@ export async function selectBasicSharedItems(db: Db, tenantId: number, ids: stri
     .where('si.id', 'in', ids).execute()
 }
 
-/** The tenant's slug (the `tid` claim of grant tokens). */
-export async function tenantSlug(db: Db, tenantId: number): Promise<string> {
-  const row = await db.selectFrom('tenants').select('slug').where('id', '=', tenantId).executeTakeFirstOrThrow()
-  return row.slug
-}

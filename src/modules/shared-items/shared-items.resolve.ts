@@ -52,29 +52,30 @@ export function createSharedItemResolver({ db, config }: AppDeps) {
   async function resolveSharedItem(actor: Actor, id: string, query: ResolveQuery): Promise<ResolveResult> {
     const urlType = requestedUrlType(query)
     const item = await queries.selectSharedItems(db, actor.tenantId)
-      .select(['si.id', 'si.redirect_type', 'si.targetable_type', 'si.targetable_id'])
+      .innerJoin('tenants as tn', 'tn.id', 'si.tenant_id')
+      .select(['si.id', 'si.redirect_type', 'si.targetable_type', 'si.targetable_id', 'tn.slug as tenant_slug'])
       .where('si.id', '=', id).where(viewableSql(actor)).executeTakeFirst()
     if (!item) throw notFound('Shared item')
     if (item.redirect_type === 'none') return NO_REDIRECT
 
     const def = lookupShareTarget(item.targetable_type)
     const targetId = def && parseShareTargetId(def.idType, item.targetable_id)
-    if (!def || targetId === undefined || !(await def.exists(db, actor.tenantId, targetId))) {
+    const target = def && targetId !== undefined ? await def.describe(targetId, { appUrl: config.appUrl, baseUrl: config.baseUrl, db, tenantId: actor.tenantId }) : undefined
+    if (!def || targetId === undefined || !target) {
       throw new AppError(404, 'target_not_found', 'The target of this shared item no longer exists')
     }
     if (item.redirect_type === 'redirect' && !(await def.canView(db, actor, targetId))) {
       throw new AppError(403, 'target_not_accessible', 'You cannot view the target of this shared item, so it does not redirect')
     }
-    const urls = await def.urls(targetId, { appUrl: config.appUrl, baseUrl: config.baseUrl, db, tenantId: actor.tenantId })
+    const { urls, title } = target
     let url = (urlType && urls[urlType]) || urls.target
     if (item.redirect_type === 'redirectWithGrantToken') {
       const token = await issueGrantToken(db, {
-        issuer: config.baseUrl, tenantSlug: await queries.tenantSlug(db, actor.tenantId), userId: actor.userId,
+        issuer: config.baseUrl, tenantSlug: item.tenant_slug, userId: actor.userId,
         sharedItemId: item.id, alias: def.alias, id: targetId, secrets,
       })
       url = withGrantToken(url, token)
     }
-    const title = def.title ? await def.title(db, actor.tenantId, targetId) : null
     return { redirect: true, url, url_context: { type: def.alias, id: targetId, title, url } }
   }
 

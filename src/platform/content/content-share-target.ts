@@ -18,15 +18,15 @@ export function contentShareTarget(content: ContentResource, variants?: VariantU
     idType: 'integer' as const,
     exists: (db: Db, tenantId: number, id: number | string) => content.exists(db, tenantId, numeric(id)),
     canView: (db: Db, actor: Actor, id: number | string) => content.canView(db, actor, numeric(id)),
-    async urls(id: number | string, ctx: { appUrl: string; baseUrl: string; db: Db; tenantId: number }) {
+    /** One read of the stored row: existence, the URLs and the title (a stable-URL click is the hottest path). */
+    async describe(id: number | string, ctx: { appUrl: string; baseUrl: string; db: Db; tenantId: number }) {
       const row = await content.findStored(ctx.db, ctx.tenantId, numeric(id))
-      if (!row) return { target: `${ctx.appUrl.replace(/\/$/, '')}/` }
-      return { target: content.appUrl(ctx.appUrl, row), ...(variants?.(row, ctx.baseUrl.replace(/\/$/, '')) ?? {}) }
-    },
-    async title(db: Db, tenantId: number, id: number | string) {
-      const row = await content.findStored(db, tenantId, numeric(id))
-      const value = content.titleColumn ? row?.[content.titleColumn] : undefined
-      return typeof value === 'string' ? value : null
+      if (!row) return undefined
+      const value = content.titleColumn ? row[content.titleColumn] : undefined
+      return {
+        urls: { target: content.appUrl(ctx.appUrl, row), ...(variants?.(row, ctx.baseUrl.replace(/\/$/, '')) ?? {}) },
+        title: typeof value === 'string' ? value : null,
+      }
     },
   }
 }

@@ -67,8 +67,14 @@ export async function rotateSigningKey(db: Db, box: SecretBox): Promise<{ kid: s
 
 /** The current private signing key (created on first use). */
 export async function currentSigningKey(db: Db, box: SecretBox): Promise<SigningKey> {
-  await ensureSigningKey(db, box)
-  const row = await db.selectFrom('signing_keys').select(['kid', 'alg', 'private_jwk']).where('retired_at', 'is', null).executeTakeFirstOrThrow()
+  const current = () => db.selectFrom('signing_keys').select(['kid', 'alg', 'private_jwk']).where('retired_at', 'is', null).executeTakeFirst()
+  // one query per signature once the key exists (grant tokens are signed on the stable-URL path)
+  let row = await current()
+  if (!row) {
+    await ensureSigningKey(db, box)
+    row = await current()
+    if (!row) throw new Error('no current signing key')
+  }
   let key = imported.get(row.kid)
   if (!key) {
     key = importJWK(openJwk(box, row.private_jwk), row.alg) as Promise<CryptoKey>
