@@ -17,13 +17,22 @@ const INT8_ARRAY = 1016
  * Timestamps are serialized in ONE place: the connection runs in UTC, and the driver hands
  * `YYYY-MM-DD HH:MM:SS` strings to the code (contract 00 §7). Dates read as `YYYY-MM-DD 00:00:00`.
  */
+const timestamp = (value: string) => value.slice(0, 19)
+const date = (value: string) => `${value} 00:00:00`
+const int8 = (value: string) => Number(value)
+const int8Array = (value: string) => (pg.types.getTypeParser(1007 as never, 'text') as (v: string) => number[])(value)
+// node-postgres asks for a parser per column of every result: answered from a map, not rebuilt
+const parsers = new Map<number, unknown>()
 const types = {
   getTypeParser(oid: number, format?: 'text' | 'binary') {
-    if (oid === TIMESTAMPTZ || oid === TIMESTAMP) return (value: string) => value.slice(0, 19)
-    if (oid === DATE) return (value: string) => `${value} 00:00:00`
-    if (oid === INT8) return (value: string) => Number(value)
-    if (oid === INT8_ARRAY) return (value: string) => (pg.types.getTypeParser(1007 as never, 'text') as (v: string) => number[])(value)
-    return pg.types.getTypeParser(oid, format as 'text')
+    const key = format === 'binary' ? -1 - oid : oid
+    let parser = parsers.get(key)
+    if (parser === undefined) {
+      parser = oid === TIMESTAMPTZ || oid === TIMESTAMP ? timestamp : oid === DATE ? date : oid === INT8 ? int8
+        : oid === INT8_ARRAY ? int8Array : pg.types.getTypeParser(oid, format as 'text')
+      parsers.set(key, parser)
+    }
+    return parser
   },
 }
 
