@@ -47,6 +47,15 @@ export async function insertGrantIfAbsent(db: Db, tenantId: number, values: Gran
     .returning(grantColumns).executeTakeFirst()
 }
 
+/** Inserts grants in one statement, skipping those that exist (the unique key); the inserted rows, by id. */
+export async function insertGrantsIfAbsent(db: Db, tenantId: number, values: GrantValues[]): Promise<GrantRow[]> {
+  if (values.length === 0) return []
+  const rows = await db.insertInto('entity_permissions').values(values.map((v) => ({ tenant_id: tenantId, ...v })))
+    .onConflict((oc) => oc.columns(['tenant_id', 'target_entity', 'target_entity_id', 'key', 'permission_entity', 'permission_entity_id']).doNothing())
+    .returning(grantColumns).execute()
+  return rows.sort((a, b) => a.id - b.id)
+}
+
 /** `selectGrants` narrowed to the grant identical to `values` (the unique key). */
 export function selectIdenticalGrant(db: Db, tenantId: number, values: GrantValues) {
   return selectGrants(db, tenantId)

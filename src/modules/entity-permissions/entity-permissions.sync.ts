@@ -81,14 +81,11 @@ export async function syncEntityPermissions(
   await recordGrantEvents(trx, actor, 'deleted', deleted)
 
   const kept = new Set(current.map(grantKey))
-  const created: queries.GrantRow[] = []
-  for (const [identity, values] of wanted) {
-    if (kept.has(identity)) continue
-    const row = await queries.insertGrantIfAbsent(trx, actor.tenantId, values)
-    if (row) created.push(row)
-  }
+  const created = await queries.insertGrantsIfAbsent(trx, actor.tenantId, [...wanted].filter(([identity]) => !kept.has(identity)).map(([, values]) => values))
   await recordGrantEvents(trx, actor, 'created', created)
-  return (await queries.selectGrantsOnTargets(trx, actor.tenantId, targetAlias, [storedId])).map(presentGrant)
+  // the caller holds the target's row lock, so no other sync changed them meanwhile: kept + created
+  const result = [...current.filter((grant) => wanted.has(grantKey(grant))), ...created].sort((a, b) => a.id - b.id)
+  return result.map(presentGrant)
 }
 
 /** Deletes every grant on the given targets (e.g. a deleted folder tree), recording the events. */
