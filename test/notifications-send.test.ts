@@ -338,6 +338,14 @@ test('the SSE stream sends the unread count, then a record created by a send and
   assert.match(String(response.headers['content-type']), /^text\/event-stream/)
   await waitFor(() => events.length >= 1)
   assert.deepEqual(events[0], { event: 'count', data: { unread: 1 } })
+  // the other recipient listens too (one message reaches both: each gets its own record and count)
+  const otherEvents: Array<{ event: string; data: any }> = []
+  const otherRequest = http.get({ host: '127.0.0.1', port, path: '/api/notifications/stream', headers: { authorization: `Bearer ${other.token}` } })
+  t.after(() => { otherRequest.destroy() })
+  readEventStream(await new Promise<http.IncomingMessage>((resolve, reject) => otherRequest.on('response', resolve).on('error', reject)), (event) => {
+    otherEvents.push({ event: event.event, data: event.data })
+  })
+  await waitFor(() => otherEvents.length >= 1)
 
   await call(app, tenant.adminToken, { method: 'POST', url: '/api/notifications', payload: { title: 'Live', body: '<p>now</p>', url: '/live', user_ids: [user.id, other.id] } })
   const sent = await lastSend(tenant)
@@ -350,6 +358,9 @@ test('the SSE stream sends the unread count, then a record created by a send and
   const shown = await call(app, user.token, { method: 'GET', url: `/api/notifications/${record.id}` })
   assert.deepEqual(record, shown.json(), 'the event carries the record as GET /api/notifications/{id} returns it')
   assert.deepEqual(events.filter((e) => e.event === 'count').at(-1), { event: 'count', data: { unread: 2 } })
+  await waitFor(() => otherEvents.filter((e) => e.event === 'count').length >= 2)
+  assert.deepEqual(otherEvents.filter((e) => e.event === 'notification').map((e) => [e.data.notifiable_id, e.data.targetable_id]), [[other.id, sent.id]])
+  assert.deepEqual(otherEvents.filter((e) => e.event === 'count').map((e) => e.data.unread), [0, 1])
 
   await call(app, user.token, { method: 'PUT', url: '/api/notifications', payload: { read_at: '2024-01-01 00:00:00' } })
   await waitFor(() => events.at(-1)?.event === 'count' && events.at(-1)?.data.unread === 0)

@@ -6,7 +6,7 @@ import { AppError } from '../../platform/http/errors.js'
 import type { PubSub } from '../../platform/realtime/pg-pubsub.js'
 import { openEventStream, type EventStream } from '../../platform/realtime/sse.js'
 import { sql } from 'kysely'
-import { listResource, showResource } from '../../platform/query/run-query.js'
+import { listResource } from '../../platform/query/run-query.js'
 import * as queries from './notifications.queries.js'
 import { NOTIFICATIONS_CHANNEL, type NotificationsChannelMessage } from './notifications-fan-out.js'
 import { notificationResource } from './notifications.resource.js'
@@ -35,26 +35,36 @@ export function createNotificationStreams({ db, pubsub, log, heartbeatMs }: { db
     state.stream.send('notification', record, formatPosition(state.position))
   }
 
-  async function pushTo(tenantId: number, userId: number, targets: Set<StreamState>, sourceKey?: string) {
+  /**
+   * Sends the users' new record (when the message names a source key) and their unread count to their
+   * open streams: two statements per message, whatever the number of users (a send to 500 users with
+   * two tabs each was 1,000 statements, one per user and kind).
+   */
+  async function pushTo(tenantId: number, tenant: Map<number, Set<StreamState>>, userIds: number[], sourceKey?: string) {
+    const records = new Map<number, Record<string, unknown>>()
     if (sourceKey) {
-      const base = queries.selectOwnNotifications(db, tenantId, userId).where('n.source_key', '=', sourceKey)
-      const record = await showResource({ db, tenantId }, notificationResource, base, {}, 'Notification').catch(() => undefined)
-      if (record) for (const state of targets) deliver(state, record)
+      const base = db.selectFrom('notifications as n').where('n.tenant_id', '=', tenantId)
+        .where('n.notifiable_id', 'in', userIds).where('n.source_key', '=', sourceKey)
+      const rows = await listResource({ db, tenantId }, notificationResource, base, { limit: userIds.length }) as Record<string, unknown>[]
+      for (const row of rows) records.set(Number(row.notifiable_id), row)
     }
-    const unread = await queries.countUnreadNotifications(db, tenantId, userId)
-    for (const state of targets) state.stream.send('count', { unread }, formatPosition(state.position))
+    const unread = await queries.countUnreadNotificationsOf(db, tenantId, userIds)
+    for (const userId of userIds) {
+      const targets = tenant.get(userId)
+      if (!targets) continue
+      const record = records.get(userId)
+      if (record) for (const state of targets) deliver(state, record)
+      for (const state of targets) state.stream.send('count', { unread: unread.get(userId) ?? 0 }, formatPosition(state.position))
+    }
   }
 
   function onMessage(payload: unknown) {
     const message = payload as NotificationsChannelMessage
     const tenant = streams.get(message?.tenantId)
     if (!tenant) return
-    const userIds = message.userIds ?? [...tenant.keys()]
-    for (const userId of userIds) {
-      const targets = tenant.get(userId)
-      if (!targets) continue
-      pushTo(message.tenantId, userId, targets, message.sourceKey).catch((error) => log.warn({ err: error }, 'notification stream push failed'))
-    }
+    const userIds = (message.userIds ?? [...tenant.keys()]).filter((userId) => tenant.has(userId))
+    if (userIds.length === 0) return
+    pushTo(message.tenantId, tenant, userIds, message.sourceKey).catch((error) => log.warn({ err: error }, 'notification stream push failed'))
   }
 
   function add(actor: Actor, state: StreamState) {

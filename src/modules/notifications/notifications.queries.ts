@@ -17,6 +17,14 @@ export async function countUnreadNotifications(db: Db, tenantId: number, userId:
   return countNotifications(selectOwnNotifications(db, tenantId, userId).where('n.read_at', 'is', null))
 }
 
+/** Unread counts of several users at once (users without unread records are absent). */
+export async function countUnreadNotificationsOf(db: Db, tenantId: number, userIds: number[]): Promise<Map<number, number>> {
+  const rows = await db.selectFrom('notifications as n').select(['n.notifiable_id', (eb) => eb.fn.countAll<number>().as('unread')])
+    .where('n.tenant_id', '=', tenantId).where('n.notifiable_id', 'in', userIds).where('n.read_at', 'is', null)
+    .groupBy('n.notifiable_id').execute()
+  return new Map(rows.map((row) => [Number(row.notifiable_id), Number(row.unread)]))
+}
+
 export interface SeenReadChange {
   /** undefined = leave as is; null = clear (single record only). */
   seenAt?: Date | null
