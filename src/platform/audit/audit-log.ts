@@ -13,7 +13,7 @@ export interface AuditEntry {
 }
 
 /** Never stored in an audit record, whatever the call site passes. */
-const SECRET_FIELD = /password|secret|token|hash|private|credential|^value$/i
+const SECRET_FIELD = /password(?!_change_required)|secret|token|hash|private|credential|^value$/i
 export const REDACTED = '[redacted]'
 
 function redact(value: unknown, key = ''): unknown {
@@ -23,13 +23,28 @@ function redact(value: unknown, key = ''): unknown {
   return value
 }
 
-/** `{field: [before, after]}` for the fields whose value differs (JSON equality). */
-export function diff(before: Record<string, unknown> | undefined, after: Record<string, unknown>): Record<string, [unknown, unknown]> {
+/** JSON with object keys sorted (jsonb does not keep key order), dates as ISO strings. */
+function canonical(value: unknown): string {
+  return JSON.stringify(value, (_key, v: unknown) => (v && typeof v === 'object' && !Array.isArray(v) && !(v instanceof Date)
+    ? Object.fromEntries(Object.entries(v).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)))
+    : v))
+}
+
+/** A stored value as the audit record shows it (a Date as its ISO string). */
+const plain = (value: unknown): unknown => (value instanceof Date ? value.toISOString() : value ?? null)
+
+/**
+ * `{field: [before, after]}` for the fields of `after` whose value differs from `before` (JSON
+ * equality, key order ignored); `undefined` values of `after` were not sent and are skipped.
+ * `before` is the stored row read in the change's transaction (undefined for a create).
+ */
+export function diff(before: object | undefined, after: object): Record<string, [unknown, unknown]> {
   const changes: Record<string, [unknown, unknown]> = {}
   for (const [field, value] of Object.entries(after)) {
     if (value === undefined) continue
-    const old = before?.[field] ?? null
-    if (JSON.stringify(old) !== JSON.stringify(value)) changes[field] = [old, value]
+    const old = plain((before as Record<string, unknown> | undefined)?.[field])
+    const now = plain(value)
+    if (canonical(old) !== canonical(now)) changes[field] = [old, now]
   }
   return changes
 }
