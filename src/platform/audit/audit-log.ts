@@ -68,18 +68,26 @@ export async function recordAudit(db: Db, entry: AuditEntry): Promise<void> {
   }).execute()
 }
 
-/** Identifying user fields replaced in earlier audit records on a black-out (ids are kept). */
-const IDENTIFYING_FIELDS = ['username', 'first_name', 'last_name', 'email', 'phone', 'mobile_phone', 'personnel_number', 'avatar', 'name']
+/**
+ * Fields of a user's audit records that identify nobody and survive a black-out: every other field's
+ * before → after values (names, addresses, dates, contact data, picture, …) are replaced, so that a
+ * field added to users later is anonymized unless it is listed here.
+ */
+const NON_IDENTIFYING_USER_FIELDS = [
+  'changed', 'role_id', 'active', 'active_derived', 'lang_id', 'group_account', 'prevent_logout', 'wants_email_notifications',
+  'password_change_required', 'deleted_at', 'logout_requested_at',
+]
 export const BLACKED_OUT = 'blacked-out'
 
 /**
- * A black-out irreversibly anonymizes the user's identifying data in the audit log too: identifying
- * fields of records about the user, and the IP and user agent of requests the user made.
+ * A black-out irreversibly anonymizes the user's identifying data in the audit log too: the values
+ * of records about the user (except the fields above), and the IP and user agent of requests the
+ * user made. Ids are kept.
  */
 export async function anonymizeAuditFor(db: Db, tenantId: number, userId: number): Promise<void> {
   await db.updateTable('audit_log')
     .set({
-      changes: sql`(select coalesce(jsonb_object_agg(e.k, case when e.k = any(${IDENTIFYING_FIELDS}::text[]) then to_jsonb(${BLACKED_OUT}::text) else e.v end), '{}')
+      changes: sql`(select coalesce(jsonb_object_agg(e.k, case when e.k = any(${NON_IDENTIFYING_USER_FIELDS}::text[]) then e.v else to_jsonb(${BLACKED_OUT}::text) end), '{}')
         from jsonb_each(changes) as e(k, v))` as never,
     })
     .where('tenant_id', '=', tenantId).where('target_type', '=', 'user').where('target_id', '=', String(userId)).execute()
