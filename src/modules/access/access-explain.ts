@@ -93,8 +93,13 @@ export async function explainAccess(db: Db, tenantId: number, query: { userId: n
   const target = found.target
   const id = parseTargetId(target, query.targetEntityId)
   if (id === undefined) throw notFound('Target')
-  const [keys, principal] = await Promise.all([target.allowedKeys(db, tenantId, id), principalOf(db, tenantId, query.userId)])
+  // both looked up at once; a missing target is reported before a missing user, always
+  const [keysResult, principalResult] = await Promise.allSettled([target.allowedKeys(db, tenantId, id), principalOf(db, tenantId, query.userId)])
+  if (keysResult.status === 'rejected') throw keysResult.reason
+  const keys = keysResult.value
   if (!keys) throw notFound('Target')
+  if (principalResult.status === 'rejected') throw principalResult.reason
+  const principal = principalResult.value
   if (!keys.includes(query.key)) throw invalidField('key', `must be one of: ${keys.join(', ')}`)
   const self = ref(target.alias, id)
 
