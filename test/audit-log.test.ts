@@ -46,7 +46,11 @@ const CASES: Case[] = [
   { name: 'department members', action: 'department.members_replace', targetType: 'department', act: (t, ids) => req(t, 'PUT', `/api/departments/${ids.department}`, { user_ids: [ids.user!] }), target: (_r, ids) => ids.department!,
     check: (rec) => assert.deepEqual(rec.changes, { user_ids: [[rec.__ids.member], [rec.__ids.user]] }) },
   { name: 'department delete', action: 'department.delete', targetType: 'department', act: (t, ids) => req(t, 'DELETE', `/api/departments/${ids.department}`), target: (_r, ids) => ids.department! },
-  { name: 'user create', action: 'user.create', targetType: 'user', act: (t) => req(t, 'POST', '/api/users', { username: 'new.one', password: 'long-enough-1', first_name: 'N', last_name: 'O', role_id: t.employeeRoleId }), target: (r) => r.id },
+  { name: 'user create', action: 'user.create', targetType: 'user', act: (t) => req(t, 'POST', '/api/users', { username: 'new.one', password: 'long-enough-1', first_name: 'N', last_name: 'O', role_id: t.employeeRoleId }), target: (r) => r.id,
+    check: (rec) => {
+      assert.deepEqual([rec.changes.username, rec.changes.first_name, rec.changes.role_id], [[null, 'new.one'], [null, 'N'], [null, rec.__ids.employeeRole]])
+      assert.ok(!('password_hash' in rec.changes) && !JSON.stringify(rec).includes('long-enough-1'))
+    } },
   { name: 'user update (profile and administrative fields)', action: 'user.update', targetType: 'user',
     act: (t, ids) => req(t, 'PUT', `/api/users/${ids.user}`, { first_name: 'Anna', phone: '+49 30 1234', role_id: ids.role, wants_email_notifications: true }), target: (_r, ids) => ids.user!,
     check: (rec) => assert.deepEqual(rec.changes, { first_name: ['Test', 'Anna'], phone: [null, '+49 30 1234'], role_id: [rec.__ids.employeeRole, rec.__ids.role], wants_email_notifications: [false, true] }) },
@@ -60,12 +64,16 @@ const CASES: Case[] = [
   { name: 'user blackout', action: 'user.blackout', targetType: 'user', act: (t, ids) => req(t, 'DELETE', `/api/users/blackout/${ids.user}`), target: (_r, ids) => ids.user! },
   { name: 'grant create', action: 'entity_permission.create', targetType: 'entity_permission', act: (t, ids) => req(t, 'POST', '/api/entity-permissions', { key: 'write', permission_entity: 'user', permission_entity_id: ids.user, target_entity: 'folder', target_entity_id: ids.folder }), target: (r) => r.id },
   { name: 'grant delete', action: 'entity_permission.delete', targetType: 'entity_permission', act: (t, ids) => req(t, 'DELETE', `/api/entity-permissions/${ids.grant}`), target: (_r, ids) => ids.grant! },
-  { name: 'folder create', action: 'folder.create', targetType: 'folder', act: (t) => req(t, 'POST', '/api/folders', { type: 'role', name: 'Leitung' }), target: (r) => r.id },
+  { name: 'folder create', action: 'folder.create', targetType: 'folder', act: (t) => req(t, 'POST', '/api/folders', { type: 'role', name: 'Leitung' }), target: (r) => r.id,
+    check: (rec) => assert.deepEqual([rec.changes.name, rec.changes.type], [[null, 'Leitung'], [null, 'role']]) },
   { name: 'folder update', action: 'folder.update', targetType: 'folder', act: (t, ids) => req(t, 'PUT', `/api/folders/${ids.folder}`, { name: 'Renamed folder', show_on_menu: true }), target: (_r, ids) => ids.folder!,
     check: changesAre({ name: ['F', 'Renamed folder'], show_on_menu: [false, true] }) },
   { name: 'folder move', action: 'folder.update', targetType: 'folder', act: (t, ids) => req(t, 'PUT', `/api/folders/${ids.otherFolder}`, { parent_id: ids.folder }), target: (_r, ids) => ids.otherFolder!,
     check: (rec) => assert.deepEqual(rec.changes, { parent_id: [null, rec.__ids.folder] }) },
   { name: 'folder delete', action: 'folder.delete', targetType: 'folder', act: (t, ids) => req(t, 'DELETE', `/api/folders/${ids.folder}`), target: (_r, ids) => ids.folder! },
+  { name: 'shared item create', action: 'shared_item.create', targetType: 'shared_item',
+    act: (t, ids) => req(t, 'POST', '/api/administration/shared-items', { type: 'calendarEvent', targetable_type: 'calendarEvent', targetable_id: ids.calendarEvent }), target: (r) => r.id,
+    check: (rec) => assert.deepEqual([rec.changes.type, rec.changes.redirect_type, rec.changes.targetable_id], [[null, 'calendarEvent'], [null, 'redirect'], [null, String(rec.__ids.calendarEvent)]]) },
   { name: 'shared item update', action: 'shared_item.update', targetType: 'shared_item',
     act: (t, ids) => req(t, 'PUT', `/api/administration/shared-items/${ids.sharedItem}`, { redirect_type: 'none' }), target: (_r, ids) => ids.sharedItem!,
     check: changesAre({ redirect_type: ['redirect', 'none'] }) },
@@ -100,6 +108,7 @@ for (const c of CASES) {
       grant: await given.grant(db, tenant, { key: 'view', to: ['user', user.id], on: ['folder', folder] }),
       sharedItem: await given.sharedItem(db, tenant, { type: 'calendarEvent', targetable_id: 1 }),
       deletedSharedItem: await given.sharedItem(db, tenant, { type: 'calendarEvent', targetable_id: 1, deleted: true }),
+      calendarEvent: await given.content(db, tenant, 'calendar_events', { title: 'Kick-off', starts_at: '2026-01-05 09:00', ends_at: '2026-01-05 10:00' }),
     }
     const res = await c.act(tenant, ids)
     assert.ok(res.statusCode < 300, `${c.name}: ${res.statusCode} ${res.body}`)

@@ -88,6 +88,7 @@ export function createFoldersService({ db }: AppDeps) {
       await recordDomainEvent(trx, {
         type: 'folder.created', tenantId: actor.tenantId, actorId: actor.userId, subjectType: 'folder', subjectId: folderId,
         data: { type: body.type, parent_id: parent?.id ?? null, lang_id: langId, name: body.name },
+        audit: diff(undefined, { type: body.type, parent_id: parent?.id ?? null, lang_id: langId, name: body.name, icon_id: body.icon_id ?? null, show_on_menu: body.show_on_menu ?? false }),
       })
       return folderId
     })

@@ -123,6 +123,7 @@ export function createSharedItemsService({ db, config }: AppDeps) {
       await recordDomainEvent(trx, {
         type: 'sharedItem.created', tenantId: actor.tenantId, actorId: actor.userId, subjectType: 'sharedItem', subjectId: itemId,
         data: { ...values, targetable_id: targetId!, entity_permissions: body.entity_permissions?.length ?? 0 },
+        audit: diff(undefined, values),
       })
       return itemId
     })

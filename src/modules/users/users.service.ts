@@ -136,7 +136,11 @@ export function createUsersService(deps: AppDeps, pictures: ProfilePictures) {
     }
     return withPicture(actor, upload, picture?.extension, (profilePicture) => guardUsername(() => db.transaction().execute(async (trx) => {
       const { id } = await queries.insertUser(trx, { ...values, profile_picture: profilePicture ?? null })
-      await recordDomainEvent(trx, { type: 'user.created', tenantId: actor.tenantId, actorId: actor.userId, subjectType: 'user', subjectId: id })
+      const { password_hash: _hash, tenant_id: _tenant, ...recorded } = values
+      await recordDomainEvent(trx, {
+        type: 'user.created', tenantId: actor.tenantId, actorId: actor.userId, subjectType: 'user', subjectId: id,
+        audit: diff(undefined, { ...recorded, profile_picture: profilePicture ?? null }),
+      })
       return presentBasicUser(deps, actor, id, trx)
     })))
   }
