@@ -60,7 +60,10 @@ const CASES: Case[] = [
     act: (t, ids) => req(t, 'PUT', `/api/users/${ids.user}`, { password: 'another-long-2', last_name: 'Berg' }), target: (_r, ids) => ids.user!,
     check: (rec) => { assert.deepEqual(rec.changes, { last_name: ['User', 'Berg'] }); assert.ok(!/another-long-2|argon|\$2[aby]\$/.test(JSON.stringify(rec))) } },
   { name: 'user logout', action: 'user.logout', targetType: 'user', act: (t, ids) => req(t, 'POST', `/api/users/logout/${ids.user}`), target: (_r, ids) => ids.user! },
-  { name: 'user delete', action: 'user.delete', targetType: 'user', act: (t, ids) => req(t, 'DELETE', `/api/users/${ids.user}`), target: (_r, ids) => ids.user! },
+  { name: 'user delete', action: 'user.delete', targetType: 'user', act: (t, ids) => req(t, 'DELETE', `/api/users/${ids.user}`), target: (_r, ids) => ids.user!,
+    check: (rec) => { assert.deepEqual(Object.keys(rec.changes), ['deleted_at']); assert.equal(rec.changes.deleted_at[0], null); isTimestamp(rec.changes.deleted_at[1]) } },
+  { name: 'user restore', action: 'user.restore', targetType: 'user', act: (t, ids) => req(t, 'POST', `/api/users/restore/${ids.deletedUser}`, { role_id: ids.role }), target: (_r, ids) => ids.deletedUser!,
+    check: (rec) => assert.deepEqual(rec.changes, { deleted_at: ['2026-01-02 03:04:05', null], role_id: [rec.__ids.employeeRole, rec.__ids.role] }) },
   { name: 'user blackout', action: 'user.blackout', targetType: 'user', act: (t, ids) => req(t, 'DELETE', `/api/users/blackout/${ids.user}`), target: (_r, ids) => ids.user! },
   { name: 'grant create', action: 'entity_permission.create', targetType: 'entity_permission', act: (t, ids) => req(t, 'POST', '/api/entity-permissions', { key: 'write', permission_entity: 'user', permission_entity_id: ids.user, target_entity: 'folder', target_entity_id: ids.folder }), target: (r) => r.id },
   { name: 'grant delete', action: 'entity_permission.delete', targetType: 'entity_permission', act: (t, ids) => req(t, 'DELETE', `/api/entity-permissions/${ids.grant}`), target: (_r, ids) => ids.grant! },
@@ -108,6 +111,7 @@ for (const c of CASES) {
       grant: await given.grant(db, tenant, { key: 'view', to: ['user', user.id], on: ['folder', folder] }),
       sharedItem: await given.sharedItem(db, tenant, { type: 'calendarEvent', targetable_id: 1 }),
       deletedSharedItem: await given.sharedItem(db, tenant, { type: 'calendarEvent', targetable_id: 1, deleted: true }),
+      deletedUser: (await given.user(db, tenant, { deleted_at: '2026-01-02 03:04:05' })).id,
       calendarEvent: await given.content(db, tenant, 'calendar_events', { title: 'Kick-off', starts_at: '2026-01-05 09:00', ends_at: '2026-01-05 10:00' }),
     }
     const res = await c.act(tenant, ids)
