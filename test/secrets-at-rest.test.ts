@@ -88,9 +88,15 @@ test('webhook credentials are stored encrypted, never shown, and still sent', as
     const kept = actions(peer.url).map((a, i) => i === 0 ? { ...a, config: { ...a.config, auth: { type: 'basic', basic: { username: 'u2' } } } } : a)
     const updated = await call(await app, tenant.adminToken, { method: 'PUT', url: `/api/administration/automations/${id}`, payload: { actions: kept } })
     assert.equal(updated.statusCode, 200, updated.body)
-    for (const url of [`/api/administration/automations/${id}`, '/api/administration/automations']) {
+    for (const url of [`/api/administration/automations/${id}`, '/api/administration/automations', '/api/administration/audit-log']) {
       assert.equal((await call(await app, tenant.adminToken, { method: 'GET', url })).statusCode, 200)
     }
+    // the audit records of the create and the update describe the actions with the secrets masked
+    const csv = await call(await app, tenant.adminToken, { method: 'GET', url: '/api/administration/audit-log?filter[target_type]=automation', headers: { accept: 'text/csv' } })
+    assert.equal(csv.statusCode, 200)
+    assert.match(csv.body, /automation\.update/)
+    const { rows: audit } = await sql<{ raw: string }>`select changes::text as raw from audit_log where tenant_id = ${tenant.id}`.execute(db)
+    for (const secret of Object.values(SECRETS)) assert.ok(!audit.some((r) => r.raw.includes(secret)), `an audit record holds ${secret}`)
     // validation errors echo nothing secret
     await call(await app, tenant.adminToken, { method: 'POST', url: '/api/administration/automations/validate-action', payload: { type: 'webhook', config: { url: 'nope', headers: {}, auth: { type: 'basic', basic: { username: 'a:b', password: SECRETS.password } } } } })
 

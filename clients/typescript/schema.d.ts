@@ -2180,9 +2180,16 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
+                        /** @description computed by the rule the target's lists use */
                         allowed: boolean;
+                        /** @description the target, record or folder whose grants decide (or block) */
+                        decided_by: {
+                            target_entity: string;
+                            target_entity_id: string;
+                        } | null;
                         /** @description the folder carrying the deciding grant (inherited_grant) or blocking */
                         folder_id: number | null;
+                        /** @description the view grants of the target, the records it lives in and its folder path (other keys: the target's own) */
                         grants: {
                             id: number;
                             key: string;
@@ -2193,9 +2200,14 @@ export interface operations {
                             target_entity_id: string;
                             why: string;
                         }[];
-                        /** @description folder chain, root first, the target last */
+                        /** @description folder chain the target inherits from, root first (a folder target is the last element) */
                         path: number[];
-                        reason: "admin_bypass" | "module_permission_missing" | "unrestricted" | "direct_grant" | "inherited_grant" | "no_matching_grant";
+                        reason: "admin_bypass" | "module_permission_missing" | "target_deleted" | "unrestricted" | "direct_grant" | "inherited_grant" | "no_matching_grant";
+                        /** @description the target, then the records it lives in (e.g. a file's directory) */
+                        records: {
+                            target_entity: string;
+                            target_entity_id: string;
+                        }[];
                     };
                 };
             };

@@ -2,6 +2,7 @@ import type { FastifyInstance, InjectOptions } from 'fastify'
 import { buildApp } from '../../src/app.js'
 import { loadConfig, type Config } from '../../src/config.js'
 import { inRequest } from './routable-statements.js'
+import { echoedSecrets, rememberSecrets } from './secret-echo.js'
 import { testDb } from './test-database.js'
 import { secretBoxFor } from '../../src/platform/secrets/secret-box.js'
 
@@ -30,22 +31,36 @@ export function testConfig(overrides: Record<string, string> = {}): Config {
 export function buildTestApp(): Promise<FastifyInstance> {
   if (!cached) {
     // never listens (inject only); the test pool lets the process exit when idle
-    cached = buildApp({ config: testConfig(), db: testDb() }).then(captureRequestStatements)
+    cached = buildApp({ config: testConfig(), db: testDb() }).then(instrumentTestApp)
   }
   return cached
 }
 
-/** The statements each injected request sends are captured for the routable-statements check. */
-async function captureRequestStatements(app: FastifyInstance): Promise<FastifyInstance> {
+/**
+ * The statements each injected request sends are captured for the routable-statements check, and
+ * each response is searched for the secrets requests sent (the run-wide secrets grep).
+ */
+export async function instrumentTestApp(app: FastifyInstance): Promise<FastifyInstance> {
   await app.ready() // an inject that waits for ready runs in avvio's context, not the caller's
   const inject = app.inject.bind(app) as (...args: unknown[]) => unknown
   // light-my-request dispatches lazily, when its result is awaited: `then` is called inside the scope
   const injectInScope = (...args: unknown[]) => inRequest(() => {
+    const options = args[0] as { payload?: unknown; method?: string; url?: string } | undefined
+    if (options && typeof options === 'object') rememberSecrets(options.payload)
     const result = inject(...args) as PromiseLike<unknown> | undefined
-    return typeof result?.then === 'function' ? result.then((response) => response) : result
+    return typeof result?.then === 'function' ? result.then((response) => refuseSecretEcho(options, response)) : result
   })
   app.inject = ((...args: unknown[]) => (args.length > 0 ? injectInScope(...args) : inject())) as typeof app.inject
   return app
+}
+
+/** The run-wide secrets grep (helpers/secret-echo.ts): a response carrying a secret sent earlier fails its request. */
+function refuseSecretEcho(options: { method?: string; url?: string } | undefined, response: unknown): unknown {
+  const echoed = echoedSecrets(response as { headers: Record<string, unknown>; body: string })
+  if (echoed.length > 0) {
+    throw new Error(`the response to ${options?.method ?? 'GET'} ${options?.url ?? ''} contains ${echoed.length} secret(s) a request of this test file sent (e.g. "${echoed[0]!.slice(0, 4)}…")`)
+  }
+  return response
 }
 
 export const bearer = (token: string) => ({ authorization: `Bearer ${token}` })

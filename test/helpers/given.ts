@@ -130,6 +130,17 @@ export const given = {
     return row.id
   },
 
+  /**
+   * A content record (contract 30) inserted directly, e.g. `given.content(db, t, 'forms', { name: 'F', folder_id: 7 })`,
+   * authored by the tenant admin unless `user_id` is given. Returns its id.
+   */
+  async content(db: Db, tenant: GivenTenant, table: string, columns: Record<string, unknown>): Promise<number> {
+    const values = { tenant_id: tenant.id, user_id: tenant.adminId, ...columns }
+    const { rows } = await sql<{ id: number }>`insert into ${sql.table(table)} (${sql.join(Object.keys(values).map((c) => sql.ref(c)))})
+      values (${sql.join(Object.values(values))}) returning id`.execute(db)
+    return Number(rows[0]!.id)
+  },
+
   /** Moves a timestamp column into the past (e.g. to expire a token) without waiting. */
   async expireToken(db: Db, token: string): Promise<void> {
     const { hashAccessToken } = await import('../../src/platform/auth/tokens.js')

@@ -2,7 +2,7 @@ import { Type } from 'typebox'
 import type { AppModule } from '../../platform/app-module.js'
 import { requirePermission } from '../../platform/auth/require-permission.js'
 import { errorResponses } from '../../platform/http/schemas.js'
-import { explainAccess } from './access-explain.js'
+import { EXPLAIN_REASONS, explainAccess } from './access-explain.js'
 
 const ExplainQuerySchema = Type.Object({
   user_id: Type.Integer({ minimum: 1 }),
@@ -11,15 +11,19 @@ const ExplainQuerySchema = Type.Object({
   key: Type.Optional(Type.String({ minLength: 1, maxLength: 64, default: 'view' })),
 }, { additionalProperties: false })
 
+const TargetRefSchema = Type.Object({ target_entity: Type.String(), target_entity_id: Type.String() })
+
 const ExplanationSchema = Type.Object({
-  allowed: Type.Boolean(),
-  reason: Type.Union(['admin_bypass', 'module_permission_missing', 'unrestricted', 'direct_grant', 'inherited_grant', 'no_matching_grant'].map((r) => Type.Literal(r))),
+  allowed: Type.Boolean({ description: 'computed by the rule the target\'s lists use' }),
+  reason: Type.Union(EXPLAIN_REASONS.map((r) => Type.Literal(r))),
   folder_id: Type.Union([Type.Integer(), Type.Null()], { description: 'the folder carrying the deciding grant (inherited_grant) or blocking' }),
+  decided_by: Type.Union([TargetRefSchema, Type.Null()], { description: 'the target, record or folder whose grants decide (or block)' }),
   grants: Type.Array(Type.Object({
     id: Type.Integer(), target_entity: Type.String(), target_entity_id: Type.String(), key: Type.String(),
     permission_entity: Type.String(), permission_entity_id: Type.Integer(), matches: Type.Boolean(), why: Type.String(),
-  })),
-  path: Type.Array(Type.Integer(), { description: 'folder chain, root first, the target last' }),
+  }), { description: 'the view grants of the target, the records it lives in and its folder path (other keys: the target\'s own)' }),
+  path: Type.Array(Type.Integer(), { description: 'folder chain the target inherits from, root first (a folder target is the last element)' }),
+  records: Type.Array(TargetRefSchema, { description: 'the target, then the records it lives in (e.g. a file\'s directory)' }),
 })
 
 export const accessModule: AppModule = {

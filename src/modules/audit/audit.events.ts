@@ -36,7 +36,8 @@ export const auditDomainEvent: DomainEventSubscriber = async (db, event) => {
   if (event.type === 'user.blackedOut') await anonymizeAuditFor(db, event.tenantId, Number(event.subjectId))
   const changed = Array.isArray(data.changed) ? data.changed as string[] : undefined
   const target = { tenantId: event.tenantId, targetType: TARGET_TYPES[event.subjectType] ?? event.subjectType, targetId: event.subjectId }
-  const changes = changed ? { changed: changed.filter((f) => f !== 'password') } : data
+  // before → after as the recording service read it in its transaction; else what the event says
+  const changes = event.audit ?? (changed ? { changed: changed.filter((f) => f !== 'password') } : data)
   await recordAudit(db, { ...target, action, changes })
   // a password change is its own record (the password itself never)
   if (changed?.includes('password')) await recordAudit(db, { ...target, action: 'user.password_change', changes: {} })

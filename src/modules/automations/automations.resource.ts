@@ -5,7 +5,7 @@ import { redactWebhookConfig } from './webhook-config.js'
 type StoredActions = Array<{ type: string; config: Record<string, unknown> }>
 
 /** Actions as clients see them: secrets never leave the database (not even in streamed lists). */
-function presentActions(actions: StoredActions | null | undefined) {
+export function presentActions(actions: StoredActions | null | undefined) {
   return (actions ?? []).map((a) => ({ type: a.type, config: a.type === 'webhook' ? redactWebhookConfig(a.config) : {} }))
 }
 

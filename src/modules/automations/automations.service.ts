@@ -9,7 +9,7 @@ import type { RawListQuery } from '../../platform/query/parse-query.js'
 import { listResource, showResource } from '../../platform/query/run-query.js'
 import * as queries from './automations.queries.js'
 import { AUTOMATION_EVENTS, createDeliveries, TEST_EVENT_TYPE } from './automations.events.js'
-import { automationResource, deliveryResource } from './automations.resource.js'
+import { automationResource, deliveryResource, presentActions } from './automations.resource.js'
 import type { ActionInput, CreateAutomationBody, UpdateAutomationBody } from './automations.schemas.js'
 import { carryOverSecrets, openWebhookSecrets, sealWebhookSecrets, validateWebhookConfig } from './webhook-config.js'
 import { secretBoxFor } from '../../platform/secrets/secret-box.js'
@@ -69,7 +69,7 @@ export function createAutomationsService({ db, config }: AppDeps, options: { res
     errors.throwIfAny()
     const { id } = await db.transaction().execute(async (trx) => {
       const row = await queries.insertAutomation(trx, actor.tenantId, { name: body.name, event: body.event, active: body.active ?? true, actions, userId: actor.userId })
-      await recordAudit(trx, { tenantId: actor.tenantId, action: 'automation.create', targetType: 'automation', targetId: row.id, changes: diff(undefined, { name: body.name, event: body.event, active: body.active ?? true, actions: actions.length }) })
+      await recordAudit(trx, { tenantId: actor.tenantId, action: 'automation.create', targetType: 'automation', targetId: row.id, changes: diff(undefined, { name: body.name, event: body.event, active: body.active ?? true, actions: presentActions(actions) }) })
       return row
     })
     return getAutomation(actor, id)
@@ -86,10 +86,14 @@ export function createAutomationsService({ db, config }: AppDeps, options: { res
     const actions = incoming ? await checkActions(incoming, errors) : undefined
     errors.throwIfAny()
     await db.transaction().execute(async (trx) => {
-      const updated = await queries.updateAutomation(trx, actor.tenantId, id, { name: body.name, event: body.event, active: body.active, actions })
-      if (!updated) throw notFound('Automation')
-      const before = { name: existing.name, event: existing.event, active: existing.active, actions: existing.actions.length }
-      await recordAudit(trx, { tenantId: actor.tenantId, action: 'automation.update', targetType: 'automation', targetId: id, changes: diff(before, { name: body.name, event: body.event, active: body.active, actions: actions?.length }) })
+      // the stored row, locked, as the audit record's "before" (actions as clients see them: secrets masked)
+      const stored = await trx.selectFrom('automations').select(['name', 'event', 'active', 'actions'])
+        .where('tenant_id', '=', actor.tenantId).where('id', '=', id).forUpdate().executeTakeFirst()
+      if (!stored) throw notFound('Automation')
+      await queries.updateAutomation(trx, actor.tenantId, id, { name: body.name, event: body.event, active: body.active, actions })
+      const before = { ...stored, actions: presentActions(stored.actions as queries.StoredAction[]) }
+      await recordAudit(trx, { tenantId: actor.tenantId, action: 'automation.update', targetType: 'automation', targetId: id,
+        changes: diff(before, { name: body.name, event: body.event, active: body.active, actions: actions && presentActions(actions) }) })
     })
     return getAutomation(actor, id)
   }

@@ -55,13 +55,16 @@ export function createDepartmentsService({ db }: AppDeps) {
     requirePermission(actor, 'departments.manage')
     return db.transaction().execute(async (trx) => {
       const { user_ids: userIds, ...fields } = body
-      const before = await trx.selectFrom('departments').selectAll().where('tenant_id', '=', actor.tenantId).where('id', '=', id).executeTakeFirst()
+      // the stored row and members, locked, as the audit records' "before"
+      const before = await trx.selectFrom('departments').selectAll().where('tenant_id', '=', actor.tenantId).where('id', '=', id).forUpdate().executeTakeFirst()
+      const membersBefore = userIds ? (await trx.selectFrom('department_users').select('user_id').where('tenant_id', '=', actor.tenantId)
+        .where('department_id', '=', id).orderBy('user_id').execute()).map((m) => Number(m.user_id)) : []
       const updated = await queries.updateDepartment(trx, actor.tenantId, id, fields)
       if (!updated) throw notFound('Department')
       await checkReferences(trx, actor.tenantId, body)
       if (userIds) await queries.replaceMembers(trx, actor.tenantId, id, userIds)
       await recordAudit(trx, { tenantId: actor.tenantId, action: 'department.update', targetType: 'department', targetId: id, changes: diff(before, fields) })
-      if (userIds) await recordAudit(trx, { tenantId: actor.tenantId, action: 'department.members_replace', targetType: 'department', targetId: id, changes: { user_ids: userIds } })
+      if (userIds) await recordAudit(trx, { tenantId: actor.tenantId, action: 'department.members_replace', targetType: 'department', targetId: id, changes: diff({ user_ids: membersBefore }, { user_ids: [...new Set(userIds)].sort((a, b) => a - b) }) })
       return getDepartment({ ...actor, permissions: new Set(['*']) }, id, {}, trx)
     })
   }

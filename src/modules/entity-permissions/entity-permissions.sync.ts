@@ -13,9 +13,13 @@ const grantKey = (g: { key: string; permission_entity: string; permission_entity
 /** Records `entityPermission.created|deleted` for each grant, in the caller's transaction. */
 export async function recordGrantEvents(trx: Db, actor: Pick<Actor, 'tenantId' | 'userId'>, type: 'created' | 'deleted', grants: queries.GrantRow[]) {
   for (const grant of grants) {
+    const presented = presentGrant(grant)
+    // the audit record: the grant's fields appear (create) or disappear (delete)
+    const audit = Object.fromEntries(Object.entries(presented).filter(([field]) => field !== 'created_at' && field !== 'updated_at')
+      .map(([field, value]) => [field, type === 'created' ? [null, value] : [value, null]]))
     await recordDomainEvent(trx, {
       type: `entityPermission.${type}`, tenantId: actor.tenantId, actorId: actor.userId,
-      subjectType: 'entityPermission', subjectId: grant.id, data: presentGrant(grant),
+      subjectType: 'entityPermission', subjectId: grant.id, data: presented, audit,
     })
   }
 }

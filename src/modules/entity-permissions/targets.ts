@@ -1,4 +1,5 @@
 import { sql } from 'kysely'
+import type { ViewChain } from '../../platform/access/view-chain.js'
 import type { Actor } from '../../platform/auth/actor.js'
 import { can } from '../../platform/auth/permissions.js'
 import type { Db } from '../../platform/db/schema.js'
@@ -26,6 +27,8 @@ export interface GrantTarget {
   isVisible(db: Db, actor: Actor, id: TargetId): Promise<boolean>
   /** Basic fields of targets for the `targetEntity` relation, keyed by `String(id)`. */
   loadBasic(db: Db, tenantId: number, ids: TargetId[]): Promise<Map<string, Record<string, unknown>>>
+  /** What `isVisible` checks for an existing target, for explain access (undefined when it does not exist). */
+  viewChain(db: Db, tenantId: number, id: TargetId): Promise<ViewChain | undefined>
 }
 
 /** Aliases that exist in the platform but never carry grants (contract 20). */
@@ -76,6 +79,8 @@ export interface ContentTargetOptions {
   idType?: TargetIdType
   /** The content rule's single-record visibility (a `ContentResource` passes its own). */
   canView(db: Db, actor: Actor, id: number): Promise<boolean>
+  /** What `canView` checks (a `ContentResource` passes its own). */
+  viewChain(db: Db, tenantId: number, id: number): Promise<ViewChain | undefined>
 }
 
 /**
@@ -97,6 +102,7 @@ export function contentTarget(options: ContentTargetOptions): GrantTarget {
       return can(actor, `${options.module}.manage`)
     },
     isVisible: (db, actor, id) => options.canView(db, actor, Number(id)),
+    viewChain: (db, tenantId, id) => options.viewChain(db, tenantId, Number(id)),
     async loadBasic(db, tenantId, ids) {
       const { rows } = await sql<Record<string, unknown>>`
         select ${sql.join(columns.map((c) => sql.ref(c)))} from ${table}

@@ -33,6 +33,11 @@ export const folderGrantTarget: GrantTarget = {
     const visible = await queries.selectFolders(db, actor.tenantId).select('f.id').where('f.id', '=', Number(id)).where(folderVisibleSql(actor, 'f')).executeTakeFirst()
     return visible !== undefined
   },
+  async viewChain(db, tenantId, id) {
+    // a folder's visibility is its path's (folderVisibleSql): no records of its own besides the folder
+    const folder = await queries.findFolder(db, tenantId, Number(id))
+    return folder && { records: [], folderId: folder.id }
+  },
   async loadBasic(db, tenantId, ids) {
     const rows = await queries.selectBasicFolders(db, tenantId, ids.map(Number))
     return new Map(rows.map((row) => [String(row.id), row]))

@@ -2,6 +2,7 @@ import type { AppDeps } from '../../platform/app-module.js'
 import type { Actor } from '../../platform/auth/actor.js'
 import { requirePermission } from '../../platform/auth/require-permission.js'
 import type { Db } from '../../platform/db/schema.js'
+import { diff } from '../../platform/audit/audit-log.js'
 import { recordDomainEvent } from '../../platform/events/domain-events.js'
 import { FieldErrorCollector, forbidden, invalidField, notFound } from '../../platform/http/errors.js'
 import type { RawListQuery } from '../../platform/query/parse-query.js'
@@ -87,6 +88,7 @@ export function createFoldersService({ db }: AppDeps) {
       await recordDomainEvent(trx, {
         type: 'folder.created', tenantId: actor.tenantId, actorId: actor.userId, subjectType: 'folder', subjectId: folderId,
         data: { type: body.type, parent_id: parent?.id ?? null, lang_id: langId, name: body.name },
+        audit: diff(undefined, { type: body.type, parent_id: parent?.id ?? null, lang_id: langId, name: body.name, icon_id: body.icon_id ?? null, show_on_menu: body.show_on_menu ?? false }),
       })
       return folderId
     })
@@ -110,13 +112,19 @@ export function createFoldersService({ db }: AppDeps) {
         if (parent?.path.includes(folder.id)) throw invalidField('parent_id', 'cannot move a folder under itself or one of its descendants')
         await queries.moveSubtree(trx, actor.tenantId, folder, parent)
       }
-      if (body.name !== undefined) await queries.upsertTranslation(trx, actor.tenantId, id, body.lang_id ?? folder.lang_id, body.name)
+      const nameLang = body.lang_id ?? folder.lang_id
+      // the stored values, for the audit record's "before" (the row is locked by requireVisibleFolder)
+      const oldName = body.name === undefined ? undefined : (await queries.selectTranslations(trx, actor.tenantId, [id]))
+        .find((t) => t.lang_id === nameLang)?.name ?? null
+      const oldFlags = await trx.selectFrom('folders').select(['icon_id', 'show_on_menu']).where('tenant_id', '=', actor.tenantId).where('id', '=', id).executeTakeFirst()
+      if (body.name !== undefined) await queries.upsertTranslation(trx, actor.tenantId, id, nameLang, body.name)
       await queries.updateFolder(trx, actor.tenantId, id, { icon_id: body.icon_id, show_on_menu: body.show_on_menu, user_id: actor.userId })
       if (body.entity_permissions) await syncEntityPermissions(trx, actor, 'folder', id, body.entity_permissions)
       const { entity_permissions: grants, ...changes } = body
       await recordDomainEvent(trx, {
         type: 'folder.updated', tenantId: actor.tenantId, actorId: actor.userId, subjectType: 'folder', subjectId: id,
         data: { changes, entity_permissions_replaced: grants !== undefined },
+        audit: diff({ ...folder, ...oldFlags, name: oldName }, { parent_id: body.parent_id, icon_id: body.icon_id, show_on_menu: body.show_on_menu, name: body.name }),
       })
     })
     return presentFolder(actor, id)

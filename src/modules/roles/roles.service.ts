@@ -50,7 +50,7 @@ export function createRolesService({ db }: AppDeps) {
     requirePermission(actor, 'roles.manage')
     checkPermissions(body.permissions)
     await db.transaction().execute(async (trx) => {
-      const before = await trx.selectFrom('roles').selectAll().where('tenant_id', '=', actor.tenantId).where('id', '=', id).executeTakeFirst()
+      const before = await trx.selectFrom('roles').selectAll().where('tenant_id', '=', actor.tenantId).where('id', '=', id).forUpdate().executeTakeFirst()
       const updated = await queries.updateRole(trx, actor.tenantId, id, body)
       if (!updated) throw notFound('Role')
       await recordAudit(trx, { tenantId: actor.tenantId, action: 'role.update', targetType: 'role', targetId: id, changes: diff(before, body) })

@@ -54,6 +54,11 @@ export const sharedItemGrantTarget: GrantTarget = {
       and ${viewableSql(actor)}`.execute(db)
     return rows.length > 0
   },
+  async viewChain(db, tenantId, id) {
+    // viewableSql: not soft-deleted and the item's own view grants; shared items live in no folder
+    const row = await queries.findSharedItem(db, tenantId, String(id))
+    return row && { records: [{ target_entity: 'sharedItem', target_entity_id: row.id }], folderId: null, deleted: row.deleted_at !== null }
+  },
   async loadBasic(db, tenantId, ids) {
     const rows = await queries.selectBasicSharedItems(db, tenantId, ids.map(String))
     return new Map(rows.map((row) => [row.id, row as unknown as Record<string, unknown>]))

@@ -52,13 +52,15 @@ export async function updateSharedItem(
 }
 
 /** Sets or clears `deleted_at`; returns whether the row changed state. */
-export async function setSharedItemDeleted(db: Db, tenantId: number, id: string, deleted: boolean): Promise<boolean> {
-  const result = await db.updateTable('shared_items')
+/** Sets or clears `deleted_at`; the new `deleted_at` (null when restored), or false when nothing changed. */
+export async function setSharedItemDeleted(db: Db, tenantId: number, id: string, deleted: boolean): Promise<string | null | false> {
+  const row = await db.updateTable('shared_items')
     .set({ deleted_at: deleted ? (sql`now()` as never) : null, updated_at: sql`now()` as never })
     .where('tenant_id', '=', tenantId).where('id', '=', id)
     .where('deleted_at', deleted ? 'is' : 'is not', null)
+    .returning('deleted_at')
     .executeTakeFirst()
-  return Number(result.numUpdatedRows) > 0
+  return row ? (row.deleted_at as string | null) : false
 }
 
 /** Basic fields of shared items (the `targetEntity` relation of grants). */

@@ -1,6 +1,7 @@
 import type { AppDeps } from '../../platform/app-module.js'
 import type { Actor } from '../../platform/auth/actor.js'
 import type { Db } from '../../platform/db/schema.js'
+import { diff } from '../../platform/audit/audit-log.js'
 import { recordDomainEvent } from '../../platform/events/domain-events.js'
 import { FieldErrorCollector, forbidden, notFound } from '../../platform/http/errors.js'
 import type { RawListQuery } from '../../platform/query/parse-query.js'
@@ -122,6 +123,7 @@ export function createSharedItemsService({ db, config }: AppDeps) {
       await recordDomainEvent(trx, {
         type: 'sharedItem.created', tenantId: actor.tenantId, actorId: actor.userId, subjectType: 'sharedItem', subjectId: itemId,
         data: { ...values, targetable_id: targetId!, entity_permissions: body.entity_permissions?.length ?? 0 },
+        audit: diff(undefined, values),
       })
       return itemId
     })
@@ -158,6 +160,7 @@ export function createSharedItemsService({ db, config }: AppDeps) {
       await recordDomainEvent(trx, {
         type: 'sharedItem.updated', tenantId: actor.tenantId, actorId: actor.userId, subjectType: 'sharedItem', subjectId: id,
         data: { changes: changed, entity_permissions_replaced: body.entity_permissions !== undefined },
+        audit: diff(item, changes),
       })
     })
     return present(actor, id)
@@ -167,9 +170,11 @@ export function createSharedItemsService({ db, config }: AppDeps) {
   async function deleteSharedItem(actor: Actor, id: string) {
     await db.transaction().execute(async (trx) => {
       await requireAdministrable(trx, actor, id)
-      if (!(await queries.setSharedItemDeleted(trx, actor.tenantId, id, true))) return
+      const deletedAt = await queries.setSharedItemDeleted(trx, actor.tenantId, id, true)
+      if (deletedAt === false) return
       await recordDomainEvent(trx, {
         type: 'sharedItem.deleted', tenantId: actor.tenantId, actorId: actor.userId, subjectType: 'sharedItem', subjectId: id, data: { soft: true },
+        audit: { deleted_at: [null, deletedAt] },
       })
     })
   }
@@ -177,11 +182,12 @@ export function createSharedItemsService({ db, config }: AppDeps) {
   /** Restores a soft-deleted shared item the actor administrates (recorded as `sharedItem.updated`). */
   async function restoreSharedItem(actor: Actor, id: string) {
     await db.transaction().execute(async (trx) => {
-      await requireAdministrable(trx, actor, id)
-      if (!(await queries.setSharedItemDeleted(trx, actor.tenantId, id, false))) return
+      const item = await requireAdministrable(trx, actor, id)
+      if ((await queries.setSharedItemDeleted(trx, actor.tenantId, id, false)) === false) return
       await recordDomainEvent(trx, {
         type: 'sharedItem.updated', tenantId: actor.tenantId, actorId: actor.userId, subjectType: 'sharedItem', subjectId: id,
         data: { changes: { deleted_at: null }, restored: true },
+        audit: diff(item, { deleted_at: null }),
       })
     })
     return present(actor, id)

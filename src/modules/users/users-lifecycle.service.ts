@@ -6,6 +6,7 @@ import type { Actor } from '../../platform/auth/actor.js'
 import { UNUSABLE_PASSWORD_HASH } from '../../platform/auth/passwords.js'
 import { requirePermission } from '../../platform/auth/require-permission.js'
 import { revokeUserTokens } from '../../platform/auth/tokens.js'
+import { diff } from '../../platform/audit/audit-log.js'
 import { recordDomainEvent } from '../../platform/events/domain-events.js'
 import { AppError, FieldErrorCollector, forbidden, notFound } from '../../platform/http/errors.js'
 import type { ProfilePictures } from './users-pictures.js'
@@ -52,7 +53,8 @@ export function createUsersLifecycleService(deps: AppDeps, pictures: ProfilePict
       await queries.updateUser(trx, actor.tenantId, id, { deleted_at: sql`now()` as never })
       await revokeUserTokens(trx, actor.tenantId, id)
       await deleteUserSubscriptions(trx, actor.tenantId, id)
-      await recordDomainEvent(trx, event(actor, 'user.deleted', id))
+      const deleted = await queries.findUserState(trx, actor.tenantId, id)
+      await recordDomainEvent(trx, { ...event(actor, 'user.deleted', id), audit: diff(user, { deleted_at: deleted?.deleted_at }) })
     })
     return null
   }
@@ -74,7 +76,7 @@ export function createUsersLifecycleService(deps: AppDeps, pictures: ProfilePict
       if (user.blacked_out_at !== null) throw new AppError(422, 'blacked_out', 'A blacked-out user cannot be restored')
       if (user.deleted_at === null) throw new AppError(422, 'not_deleted', 'This user is not deleted')
       await queries.updateUser(trx, actor.tenantId, id, { deleted_at: null, ...(body.role_id !== undefined ? { role_id: body.role_id } : {}) })
-      await recordDomainEvent(trx, event(actor, 'user.restored', id))
+      await recordDomainEvent(trx, { ...event(actor, 'user.restored', id), audit: diff(user, { deleted_at: null, role_id: body.role_id }) })
       return presentBasicUser(deps, actor, id, trx)
     })
   }

@@ -7,6 +7,7 @@ import { requirePermission } from '../../platform/auth/require-permission.js'
 import { revokeUserTokens } from '../../platform/auth/tokens.js'
 import { isUniqueViolation } from '../../platform/db/pg-errors.js'
 import type { Db, UsersTable } from '../../platform/db/schema.js'
+import { diff } from '../../platform/audit/audit-log.js'
 import { recordDomainEvent } from '../../platform/events/domain-events.js'
 import { AppError, conflict, FieldErrorCollector, forbidden, notFound, type FieldErrors } from '../../platform/http/errors.js'
 import type { UploadedFile } from '../../platform/http/multipart.js'
@@ -135,7 +136,11 @@ export function createUsersService(deps: AppDeps, pictures: ProfilePictures) {
     }
     return withPicture(actor, upload, picture?.extension, (profilePicture) => guardUsername(() => db.transaction().execute(async (trx) => {
       const { id } = await queries.insertUser(trx, { ...values, profile_picture: profilePicture ?? null })
-      await recordDomainEvent(trx, { type: 'user.created', tenantId: actor.tenantId, actorId: actor.userId, subjectType: 'user', subjectId: id })
+      const { password_hash: _hash, tenant_id: _tenant, ...recorded } = values
+      await recordDomainEvent(trx, {
+        type: 'user.created', tenantId: actor.tenantId, actorId: actor.userId, subjectType: 'user', subjectId: id,
+        audit: diff(undefined, { ...recorded, profile_picture: profilePicture ?? null }),
+      })
       return presentBasicUser(deps, actor, id, trx)
     })))
   }
@@ -198,12 +203,15 @@ export function createUsersService(deps: AppDeps, pictures: ProfilePictures) {
 
     const result = await withPicture(actor, upload, picture?.extension, (profilePicture) => guardUsername(() => db.transaction().execute(async (trx) => {
       if (profilePicture) values.profile_picture = profilePicture
+      // the stored row, locked: the audit record's "before" (the password hash is never recorded)
+      const before = await trx.selectFrom('users').selectAll().where('tenant_id', '=', actor.tenantId).where('id', '=', id).forUpdate().executeTakeFirst()
       await queries.updateUser(trx, actor.tenantId, id, values)
       // a new password ends every other session of that user (the requester's own token survives)
       if (input.password !== undefined) await revokeUserTokens(trx, actor.tenantId, id, self ? actor.tokenId : undefined)
       await recordDomainEvent(trx, {
         type: 'user.updated', tenantId: actor.tenantId, actorId: actor.userId, subjectType: 'user', subjectId: id,
         data: { changed: Object.keys(values).filter((k) => k !== 'password_hash').concat(input.password !== undefined ? ['password'] : []) },
+        audit: diff(before, Object.fromEntries(Object.entries(values).filter(([k]) => k !== 'password_hash'))),
       })
       return presentBasicUser(deps, actor, id, trx)
     })))

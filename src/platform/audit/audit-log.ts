@@ -13,7 +13,7 @@ export interface AuditEntry {
 }
 
 /** Never stored in an audit record, whatever the call site passes. */
-const SECRET_FIELD = /password|secret|token|hash|private|credential|^value$/i
+const SECRET_FIELD = /password(?!_change_required)|secret|token|hash|private|credential|^value$/i
 export const REDACTED = '[redacted]'
 
 function redact(value: unknown, key = ''): unknown {
@@ -23,13 +23,28 @@ function redact(value: unknown, key = ''): unknown {
   return value
 }
 
-/** `{field: [before, after]}` for the fields whose value differs (JSON equality). */
-export function diff(before: Record<string, unknown> | undefined, after: Record<string, unknown>): Record<string, [unknown, unknown]> {
+/** JSON with object keys sorted (jsonb does not keep key order), dates as ISO strings. */
+function canonical(value: unknown): string {
+  return JSON.stringify(value, (_key, v: unknown) => (v && typeof v === 'object' && !Array.isArray(v) && !(v instanceof Date)
+    ? Object.fromEntries(Object.entries(v).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)))
+    : v))
+}
+
+/** A stored value as the audit record shows it (a Date as its ISO string). */
+const plain = (value: unknown): unknown => (value instanceof Date ? value.toISOString() : value ?? null)
+
+/**
+ * `{field: [before, after]}` for the fields of `after` whose value differs from `before` (JSON
+ * equality, key order ignored); `undefined` values of `after` were not sent and are skipped.
+ * `before` is the stored row read in the change's transaction (undefined for a create).
+ */
+export function diff(before: object | undefined, after: object): Record<string, [unknown, unknown]> {
   const changes: Record<string, [unknown, unknown]> = {}
   for (const [field, value] of Object.entries(after)) {
     if (value === undefined) continue
-    const old = before?.[field] ?? null
-    if (JSON.stringify(old) !== JSON.stringify(value)) changes[field] = [old, value]
+    const old = plain((before as Record<string, unknown> | undefined)?.[field])
+    const now = plain(value)
+    if (canonical(old) !== canonical(now)) changes[field] = [old, now]
   }
   return changes
 }
@@ -53,18 +68,26 @@ export async function recordAudit(db: Db, entry: AuditEntry): Promise<void> {
   }).execute()
 }
 
-/** Identifying user fields replaced in earlier audit records on a black-out (ids are kept). */
-const IDENTIFYING_FIELDS = ['username', 'first_name', 'last_name', 'email', 'phone', 'mobile_phone', 'personnel_number', 'avatar', 'name']
+/**
+ * Fields of a user's audit records that identify nobody and survive a black-out: every other field's
+ * before → after values (names, addresses, dates, contact data, picture, …) are replaced, so that a
+ * field added to users later is anonymized unless it is listed here.
+ */
+const NON_IDENTIFYING_USER_FIELDS = [
+  'changed', 'role_id', 'active', 'active_derived', 'lang_id', 'group_account', 'prevent_logout', 'wants_email_notifications',
+  'password_change_required', 'deleted_at', 'logout_requested_at',
+]
 export const BLACKED_OUT = 'blacked-out'
 
 /**
- * A black-out irreversibly anonymizes the user's identifying data in the audit log too: identifying
- * fields of records about the user, and the IP and user agent of requests the user made.
+ * A black-out irreversibly anonymizes the user's identifying data in the audit log too: the values
+ * of records about the user (except the fields above), and the IP and user agent of requests the
+ * user made. Ids are kept.
  */
 export async function anonymizeAuditFor(db: Db, tenantId: number, userId: number): Promise<void> {
   await db.updateTable('audit_log')
     .set({
-      changes: sql`(select coalesce(jsonb_object_agg(e.k, case when e.k = any(${IDENTIFYING_FIELDS}::text[]) then to_jsonb(${BLACKED_OUT}::text) else e.v end), '{}')
+      changes: sql`(select coalesce(jsonb_object_agg(e.k, case when e.k = any(${NON_IDENTIFYING_USER_FIELDS}::text[]) then e.v else to_jsonb(${BLACKED_OUT}::text) end), '{}')
         from jsonb_each(changes) as e(k, v))` as never,
     })
     .where('tenant_id', '=', tenantId).where('target_type', '=', 'user').where('target_id', '=', String(userId)).execute()

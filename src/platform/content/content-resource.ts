@@ -7,6 +7,7 @@ import { FieldErrorCollector, forbidden, notFound } from '../http/errors.js'
 import type { RawListQuery } from '../query/parse-query.js'
 import { defineResource, type FieldDef, type ResourceDef } from '../query/resource.js'
 import { listResource, showResource } from '../query/run-query.js'
+import type { ViewChain } from '../access/view-chain.js'
 import { actorPrincipal, type FolderIdVisibleSql, type Principal, userSetPrincipal } from './content-access.js'
 
 /** A content record's folder column (contract 30): a folder of one type whose visibility it inherits. */
@@ -75,6 +76,8 @@ export interface ContentResource {
   appUrl(appBase: string, row: ContentRow): string
   deleteGrantsUnder(trx: Db, tenantId: number, parentId: number): Promise<void>
   addChild(child: ContentResource): void
+  /** The parts `visibleTo` checks for one stored record (explain access); undefined when it does not exist. */
+  viewChain(db: Db, tenantId: number, id: number): Promise<ViewChain | undefined>
 }
 
 const any = (db: Db) => db as unknown as Kysely<any>
@@ -293,10 +296,21 @@ export function defineContent(decl: ContentDeclaration): ContentResource {
     return (await any(db).selectFrom(decl.table).selectAll().where('tenant_id', '=', tenantId).where('id', '=', id).executeTakeFirst()) as ContentRow | undefined
   }
 
+  /** The same parts as `visibleTo`, in its order: module permission and grants of the record, its folder, its parent. */
+  async function viewChain(db: Db, tenantId: number, id: number): Promise<ViewChain | undefined> {
+    const row = await findStored(db, tenantId, id)
+    if (!row) return undefined
+    const own = { target_entity: decl.alias, target_entity_id: String(id), permission: `${decl.module}.view` }
+    const folderId = decl.folder ? (row[decl.folder.column] as number | null) : null
+    const parentId = decl.parent ? (row[decl.parent.column] as number | null) : null
+    const parent = decl.parent && parentId !== null ? await decl.parent.resource.viewChain(db, tenantId, Number(parentId)) : undefined
+    return { records: [own, ...(parent?.records ?? [])], folderId: folderId !== null ? Number(folderId) : parent?.folderId ?? null }
+  }
+
   const self: ContentResource = {
     alias: decl.alias, table: decl.table, module: decl.module, label: decl.label, titleColumn: decl.titleColumn, resource, columns,
     visibleTo, canView, exists, findVisible, findStored, list, show, create, update, remove, viewersSql, appUrl, deleteGrantsUnder,
-    addChild: (child) => { children.push(child) },
+    addChild: (child) => { children.push(child) }, viewChain,
   }
   decl.parent?.resource.addChild(self)
   return self

@@ -7,6 +7,11 @@ export interface DomainEvent {
   subjectType: string
   subjectId: number | string
   data?: Record<string, unknown>
+  /**
+   * The change as the audit log records it, `{ field: [before, after] }` (see `diff` in
+   * platform/audit). Passed to subscribers only: never stored with the event nor published.
+   */
+  audit?: Record<string, unknown>
 }
 
 /** Subscribers run inside the recording transaction (e.g. automations enqueue deliveries there). */
