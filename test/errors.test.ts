@@ -73,3 +73,16 @@ test('CORS answers only configured origins', async () => {
   const res = await app.inject({ method: 'OPTIONS', url: '/api/roles', headers: { origin: 'https://evil.example', 'access-control-request-method': 'GET' } })
   assert.equal(res.headers['access-control-allow-origin'], undefined)
 })
+
+// on Citus a unique violation is raised by a shard and names the shard's constraint (seen on a
+// coordinator + 2 workers: `users_username_uniq_102087`, `tenants_slug_key_102010`); single-node
+// PostgreSQL cannot produce that name, hence the error object here
+test('a unique violation is recognised by its constraint, also under a Citus shard name', async () => {
+  const { isUniqueViolation } = await import('../src/platform/db/pg-errors.js')
+  assert.equal(isUniqueViolation({ code: '23505', constraint: 'users_username_uniq' }, 'users_username_uniq'), true)
+  assert.equal(isUniqueViolation({ code: '23505', constraint: 'users_username_uniq_102087' }, 'users_username_uniq'), true)
+  assert.equal(isUniqueViolation({ code: '23505', constraint: 'tenants_slug_key_102010' }, 'tenants_slug_key'), true)
+  assert.equal(isUniqueViolation({ code: '23505', constraint: 'users_username_uniq_x' }, 'users_username_uniq'), false)
+  assert.equal(isUniqueViolation({ code: '23505', constraint: 'users_email_uniq_102087' }, 'users_username_uniq'), false)
+  assert.equal(isUniqueViolation({ code: '23503', constraint: 'users_username_uniq_102087' }, 'users_username_uniq'), false)
+})

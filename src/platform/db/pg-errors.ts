@@ -35,7 +35,13 @@ export function mapPgError(error: unknown): AppError | undefined {
   return undefined
 }
 
+/**
+ * A unique violation, of `constraint` when named. On Citus the error comes from a shard, and so does
+ * the constraint's name: `users_username_uniq_102087` (the shard id appended) is `users_username_uniq`.
+ */
 export function isUniqueViolation(error: unknown, constraint?: string): boolean {
   const pgError = error as PgError
-  return pgError?.code === '23505' && (constraint === undefined || pgError.constraint === constraint)
+  if (pgError?.code !== '23505') return false
+  if (constraint === undefined || pgError.constraint === constraint) return true
+  return pgError.constraint?.startsWith(`${constraint}_`) === true && /^\d+$/.test(pgError.constraint.slice(constraint.length + 1))
 }
