@@ -85,4 +85,10 @@ test('a unique violation is recognised by its constraint, also under a Citus sha
   assert.equal(isUniqueViolation({ code: '23505', constraint: 'users_username_uniq_x' }, 'users_username_uniq'), false)
   assert.equal(isUniqueViolation({ code: '23505', constraint: 'users_email_uniq_102087' }, 'users_username_uniq'), false)
   assert.equal(isUniqueViolation({ code: '23503', constraint: 'users_username_uniq_102087' }, 'users_username_uniq'), false)
+  // relayed from a worker, the error has no constraint field: the name is only in the message
+  const relayed = (name: string) => ({ code: '23505', message: `duplicate key value violates unique constraint "${name}"` })
+  assert.equal(isUniqueViolation(relayed('tenants_slug_key_102010'), 'tenants_slug_key'), true)
+  assert.equal(isUniqueViolation(relayed('users_username_uniq_102077'), 'users_username_uniq'), true)
+  assert.equal(isUniqueViolation(relayed('users_email_uniq_102077'), 'users_username_uniq'), false)
+  assert.equal(isUniqueViolation({ code: '23505', message: 'duplicate key' }, 'users_username_uniq'), false)
 })
