@@ -16,7 +16,7 @@ test('a streamed query whose connection is terminated mid-stream fails instead o
   let failure: unknown
   try {
     for await (const row of rows) {
-      if (read++ === 0) await killer.query('select pg_terminate_backend($1)', [row.pid])
+      if (read++ === 0) await killer.query('select pg_terminate_backend($1::int)', [row.pid])
     }
   } catch (error) {
     failure = error

@@ -73,3 +73,22 @@ test('CORS answers only configured origins', async () => {
   const res = await app.inject({ method: 'OPTIONS', url: '/api/roles', headers: { origin: 'https://evil.example', 'access-control-request-method': 'GET' } })
   assert.equal(res.headers['access-control-allow-origin'], undefined)
 })
+
+// on Citus a unique violation is raised by a shard and names the shard's constraint (seen on a
+// coordinator + 2 workers: `users_username_uniq_102087`, `tenants_slug_key_102010`); single-node
+// PostgreSQL cannot produce that name, hence the error object here
+test('a unique violation is recognised by its constraint, also under a Citus shard name', async () => {
+  const { isUniqueViolation } = await import('../src/platform/db/pg-errors.js')
+  assert.equal(isUniqueViolation({ code: '23505', constraint: 'users_username_uniq' }, 'users_username_uniq'), true)
+  assert.equal(isUniqueViolation({ code: '23505', constraint: 'users_username_uniq_102087' }, 'users_username_uniq'), true)
+  assert.equal(isUniqueViolation({ code: '23505', constraint: 'tenants_slug_key_102010' }, 'tenants_slug_key'), true)
+  assert.equal(isUniqueViolation({ code: '23505', constraint: 'users_username_uniq_x' }, 'users_username_uniq'), false)
+  assert.equal(isUniqueViolation({ code: '23505', constraint: 'users_email_uniq_102087' }, 'users_username_uniq'), false)
+  assert.equal(isUniqueViolation({ code: '23503', constraint: 'users_username_uniq_102087' }, 'users_username_uniq'), false)
+  // relayed from a worker, the error has no constraint field: the name is only in the message
+  const relayed = (name: string) => ({ code: '23505', message: `duplicate key value violates unique constraint "${name}"` })
+  assert.equal(isUniqueViolation(relayed('tenants_slug_key_102010'), 'tenants_slug_key'), true)
+  assert.equal(isUniqueViolation(relayed('users_username_uniq_102077'), 'users_username_uniq'), true)
+  assert.equal(isUniqueViolation(relayed('users_email_uniq_102077'), 'users_username_uniq'), false)
+  assert.equal(isUniqueViolation({ code: '23505', message: 'duplicate key' }, 'users_username_uniq'), false)
+})

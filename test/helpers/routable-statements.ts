@@ -61,7 +61,8 @@ export const ALLOWED_CROSS_TENANT: ReadonlyArray<{ name: string; why: string; sq
 /* eslint-disable @typescript-eslint/no-explicit-any -- libpg-query's JSON AST */
 type Node = any
 interface Range { table: string; alias: string }
-interface Level { ranges: Range[] }
+/** `isolated`: a subquery in a select list, which Citus routes only when it is pinned by a constant itself. */
+interface Level { ranges: Range[]; isolated: boolean }
 
 const STATEMENTS = ['SelectStmt', 'InsertStmt', 'UpdateStmt', 'DeleteStmt'] as const
 const CONST = '#const'
@@ -81,16 +82,16 @@ class Analysis {
     if (ra !== rb) this.parent.set(ra, rb)
   }
 
-  /** Walks any node; statements open a level of their own. */
-  walk(node: Node): void {
-    if (Array.isArray(node)) return node.forEach((n) => this.walk(n))
+  /** Walks any node; statements open a level of their own (isolated under a select list). */
+  walk(node: Node, isolated = false): void {
+    if (Array.isArray(node)) return node.forEach((n) => this.walk(n, isolated))
     if (!node || typeof node !== 'object') return
-    for (const kind of STATEMENTS) if (node[kind]) return this.statement(kind, node[kind])
-    for (const value of Object.values(node)) this.walk(value)
+    for (const kind of STATEMENTS) if (node[kind]) return this.statement(kind, node[kind], isolated)
+    for (const value of Object.values(node)) this.walk(value, isolated)
   }
 
-  private statement(kind: (typeof STATEMENTS)[number], stmt: Node) {
-    const level: Level = { ranges: [] }
+  private statement(kind: (typeof STATEMENTS)[number], stmt: Node, isolated: boolean) {
+    const level: Level = { ranges: [], isolated }
     if (kind === 'SelectStmt') {
       for (const item of stmt.fromClause ?? []) this.from(item, level)
       this.conditions(stmt.whereClause, level)
@@ -104,7 +105,11 @@ class Analysis {
       // Citus routes an inserted row by its tenant_id; the tables an insert … select reads are checked as a select
       if (range && columns.includes('tenant_id')) this.union(`${range.alias}.tenant_id`, CONST)
     }
-    for (const [key, value] of Object.entries(stmt)) if (key !== 'relation') this.walk(value)
+    // Citus (seen on 13.2): a correlated subquery in the select list pinned only through the outer
+    // row (`du.tenant_id = u.tenant_id`) makes the whole statement a query to every shard, and fails
+    // ("correlated subqueries are not supported when the FROM clause contains a set returning function")
+    // next to an `unnest` sublink; a correlated `exists` in WHERE is routed
+    for (const [key, value] of Object.entries(stmt)) if (key !== 'relation') this.walk(value, kind === 'SelectStmt' && key === 'targetList')
   }
 
   private range(rangeVar: Node, level: Level): Range | undefined {
@@ -141,7 +146,12 @@ class Analysis {
     if (node?.ParamRef || node?.A_Const) return [CONST]
     const fields = node?.ColumnRef?.fields?.map((f: Node) => f.String?.sval)
     if (!fields || fields[fields.length - 1] !== 'tenant_id') return []
-    if (fields.length >= 2) return [`${fields[fields.length - 2]}.tenant_id`]
+    if (fields.length >= 2) {
+      const alias = fields[fields.length - 2]
+      // in a select-list subquery only its own tables (or a constant) pin a tenant table
+      if (level.isolated && !level.ranges.some((r) => r.alias === alias)) return []
+      return [`${alias}.tenant_id`]
+    }
     return level.ranges.filter((r) => this.tenant.has(r.table)).map((r) => `${r.alias}.tenant_id`)
   }
 

@@ -12,7 +12,7 @@ const basicUserQuery: ParsedQuery = { selects: [...BASIC_USER_FIELDS], relations
 export async function loadBasicUsers(ctx: QueryContext, ids: number[]): Promise<Map<number, Record<string, unknown>>> {
   if (ids.length === 0) return new Map()
   const base = ctx.db.selectFrom('users as u').where('u.tenant_id', '=', ctx.tenantId).where('u.id', 'in', ids)
-  const rows = (await applySelects(base, userResource, basicUserQuery).execute()) as Record<string, unknown>[]
+  const rows = (await applySelects(base, userResource, basicUserQuery, ctx.tenantId).execute()) as Record<string, unknown>[]
   const presented = await presentRows(userResource, basicUserQuery, rows, ctx)
   return new Map(presented.map((user) => [user.id as number, user]))
 }

@@ -40,8 +40,9 @@ export function insertFolder(db: Db, tenantId: number, values: {
 
 /** Stores `name` as the folder's translation in `langId`, replacing only that one. */
 export function upsertTranslation(db: Db, tenantId: number, folderId: number, langId: string, name: string) {
-  return db.insertInto('folder_translations').values({ tenant_id: tenantId, folder_id: folderId, lang_id: langId, name })
-    .onConflict((oc) => oc.columns(['tenant_id', 'folder_id', 'lang_id']).doUpdateSet({ name, updated_at: sql`now()` as never }))
+  // the time in VALUES, not in DO UPDATE SET: Citus refuses non-immutable functions there (docs/citus.md)
+  return db.insertInto('folder_translations').values({ tenant_id: tenantId, folder_id: folderId, lang_id: langId, name, updated_at: sql`now()` as never })
+    .onConflict((oc) => oc.columns(['tenant_id', 'folder_id', 'lang_id']).doUpdateSet({ name, updated_at: sql`excluded.updated_at` as never }))
     .execute()
 }
 
@@ -89,7 +90,7 @@ export function selectTranslations(db: Db, tenantId: number, folderIds: number[]
 export function selectBasicFolders(db: Db, tenantId: number, ids: number[]) {
   return db.selectFrom('folders as f')
     .select(['f.id', 'f.type', 'f.parent_id', 'f.lang_id', 'f.show_on_menu', 'f.created_at', 'f.updated_at'])
-    .select(sql<string>`(select t.name from folder_translations t where t.tenant_id = f.tenant_id and t.folder_id = f.id
+    .select(sql<string>`(select t.name from folder_translations t where t.tenant_id = ${tenantId} and t.folder_id = f.id
       order by (t.lang_id = f.lang_id) desc, t.lang_id limit 1)`.as('name'))
     .where('f.tenant_id', '=', tenantId).where('f.id', 'in', ids).execute()
 }

@@ -14,7 +14,7 @@ async function loadVisibleFolders(ctx: QueryContext, column: 'id' | 'parent_id',
   const resource = folderResource(ctx.actor?.langId ?? null)
   let base = queries.selectFolders(ctx.db, ctx.tenantId).where(`f.${column}`, 'in', keys)
   if (ctx.actor) base = base.where(folderVisibleSql(ctx.actor, 'f'))
-  const rows = (await applySelects(base, resource, plainFolders).orderBy('f.id').execute()) as Record<string, unknown>[]
+  const rows = (await applySelects(base, resource, plainFolders, ctx.tenantId).orderBy('f.id').execute()) as Record<string, unknown>[]
   return presentRows(resource, plainFolders, rows, ctx)
 }
 
@@ -47,7 +47,7 @@ export function folderResource(langId: string | null): ResourceDef {
       lang_id: { type: 'string' },
       name: {
         type: 'string',
-        sql: sql`(select t.name from folder_translations t where t.tenant_id = f.tenant_id and t.folder_id = f.id
+        sql: (tenantId: number) => sql`(select t.name from folder_translations t where t.tenant_id = ${tenantId} and t.folder_id = f.id
           order by coalesce(t.lang_id = ${langId}::text, false) desc, (t.lang_id = f.lang_id) desc, t.lang_id limit 1)`,
       },
       icon_id: { type: 'id' },

@@ -42,10 +42,11 @@ export async function subscribe(db: Db, actor: Actor, body: PushSubscriptionBody
   checkSubscription(body, allowPrivateNetworks)
   const row = await db.insertInto('push_subscriptions').values({
     tenant_id: actor.tenantId, user_id: actor.userId, endpoint: body.endpoint, p256dh: body.keys.p256dh, auth: body.keys.auth,
-    expiration_time: body.expirationTime ?? null, user_agent: body.user_agent ?? null,
+    expiration_time: body.expirationTime ?? null, user_agent: body.user_agent ?? null, updated_at: sql`now()`,
   }).onConflict((oc) => oc.columns(['tenant_id', 'endpoint']).doUpdateSet({
+    // the time in VALUES, not in DO UPDATE SET: Citus refuses non-immutable functions there (docs/citus.md)
     user_id: actor.userId, p256dh: body.keys.p256dh, auth: body.keys.auth, expiration_time: body.expirationTime ?? null,
-    user_agent: body.user_agent ?? null, updated_at: sql`now()`,
+    user_agent: body.user_agent ?? null, updated_at: sql`excluded.updated_at`,
   })).returning([...COLUMNS, sql<boolean>`xmax = 0`.as('inserted')]).executeTakeFirstOrThrow()
   const { inserted, ...subscription } = row
   return { subscription, created: inserted }

@@ -99,7 +99,7 @@ async function loadHolder(db: Db, tenantSlug: string, userId: number, issuedAt: 
     .innerJoin('roles as r', (join) => join.onRef('r.id', '=', 'u.role_id').onRef('r.tenant_id', '=', 'u.tenant_id'))
     .select([
       'u.id as user_id', 'u.tenant_id', 'u.role_id', 'u.lang_id', 'r.permissions',
-      sql<number[]>`array(select du.department_id from department_users du where du.tenant_id = u.tenant_id and du.user_id = u.id)`.as('department_ids'),
+      sql<number[]>`array(select du.department_id from department_users du where du.tenant_id = ${tenant.id} and du.user_id = u.id)`.as('department_ids'),
     ])
     .where('u.tenant_id', '=', tenant.id)
     .where('u.id', '=', userId)

@@ -79,11 +79,11 @@ export const administeredSharedItemResource = defineResource<Record<string, any>
     ...sharedItemResource.fields,
     access_count: {
       type: 'integer', filterable: false, sortable: false,
-      sql: sql`(select count(*)::int from shared_item_accesses sa where sa.tenant_id = si.tenant_id and sa.shared_item_id = si.id::text)`,
+      sql: (tenantId: number) => sql`(select count(*)::int from shared_item_accesses sa where sa.tenant_id = ${tenantId} and sa.shared_item_id = si.id::text)`,
     },
     last_accessed_at: {
       type: 'timestamp', filterable: false, sortable: false,
-      sql: sql`(select max(sa.created_at) from shared_item_accesses sa where sa.tenant_id = si.tenant_id and sa.shared_item_id = si.id::text)`,
+      sql: (tenantId: number) => sql`(select max(sa.created_at) from shared_item_accesses sa where sa.tenant_id = ${tenantId} and sa.shared_item_id = si.id::text)`,
     },
   },
 })

@@ -35,8 +35,11 @@ export function createUsersLifecycleService(deps: AppDeps, pictures: ProfilePict
       const user = await queries.findUserState(trx, actor.tenantId, id, { forUpdate: true })
       if (!user || user.deleted_at !== null) throw notFound('User')
       if (self && user.prevent_logout) throw forbidden('This account is protected from logging itself out', 'logout_prevented')
-      // clock_timestamp(): tokens issued later in this same transaction must stay valid
-      await queries.updateUser(trx, actor.tenantId, id, { logout_requested_at: sql`clock_timestamp()` as never })
+      // clock_timestamp(): tokens issued later in this same transaction must stay valid. Read first and
+      // passed as a value: Citus refuses volatile functions in an UPDATE, and evaluates the
+      // clock_timestamp() of a token INSERT on the coordinator, as this select is
+      const { rows: [mark] } = await sql<{ now: string }>`select clock_timestamp()::text as now`.execute(trx)
+      await queries.updateUser(trx, actor.tenantId, id, { logout_requested_at: sql`${mark.now}::timestamptz` as never })
       await deleteUserSubscriptions(trx, actor.tenantId, id)
       await recordDomainEvent(trx, event(actor, 'user.loggedOut', id))
       return presentBasicUser(deps, actor, id, trx)

@@ -11,7 +11,7 @@ export function insertUser(db: Db, values: Insertable<UsersTable>) {
 
 /** One user (deleted ones included) presented per the parsed selects/relations; undefined when absent. */
 export async function findPresentedUser(ctx: QueryContext, userId: number, parsed: ParsedQuery) {
-  const query = applySelects(ctx.db.selectFrom('users as u').where('u.tenant_id', '=', ctx.tenantId).where('u.id', '=', userId), userResource, parsed)
+  const query = applySelects(ctx.db.selectFrom('users as u').where('u.tenant_id', '=', ctx.tenantId).where('u.id', '=', userId), userResource, parsed, ctx.tenantId)
   const row = await query.executeTakeFirst()
   if (!row) return undefined
   const [item] = await presentRows(userResource, parsed, [row as Record<string, unknown>], ctx)
@@ -70,9 +70,11 @@ export async function deleteUserTokens(db: Db, tenantId: number, userId: number)
 
 /** Failed-login rows carry the typed username; black-out removes them. */
 export async function deleteLoginFailures(db: Db, tenantId: number, username: string): Promise<void> {
-  await db.deleteFrom('login_failures')
-    .where('tenant_slug', '=', db.selectFrom('tenants').select('slug').where('id', '=', tenantId))
-    .where('username', '=', username.toLowerCase()).execute()
+  // two statements: on Citus a statement joining the coordinator-only login_failures with the
+  // reference table tenants is sent to a worker, where login_failures does not exist
+  const tenant = await db.selectFrom('tenants').select('slug').where('id', '=', tenantId).executeTakeFirst()
+  if (!tenant) return
+  await db.deleteFrom('login_failures').where('tenant_slug', '=', tenant.slug).where('username', '=', username.toLowerCase()).execute()
 }
 
 /** Users (not blacked out) whose lower-cased username is in `names`. */
@@ -102,7 +104,8 @@ export async function selectTenantsWithDerivedUsers(db: Db): Promise<number[]> {
  * whose dates crossed today; returns the ids that changed.
  */
 export async function rederiveActive(db: Db, tenantId: number): Promise<number[]> {
-  const derived = sql<boolean>`not (coalesce(entering_date > current_date, false) or coalesce(leaving_date < current_date, false))`
+  // `is true` rather than coalesce(…, false): Citus refuses non-immutable functions (current_date) in COALESCE and CASE
+  const derived = sql<boolean>`not ((entering_date > current_date) is true or (leaving_date < current_date) is true)`
   const rows = await db.updateTable('users').set({ active: derived as never, updated_at: sql`now()` as never })
     .where('tenant_id', '=', tenantId).where('active_derived', '=', true).where('deleted_at', 'is', null)
     .where(sql<boolean>`active is distinct from ${derived}`)

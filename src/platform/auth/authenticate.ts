@@ -21,7 +21,8 @@ function actorQuery(db: Db, tokenHash: Buffer, tenantId: number) {
     .innerJoin('roles as r', (join) => join.onRef('r.id', '=', 'u.role_id').onRef('r.tenant_id', '=', 'u.tenant_id'))
     .select([
       't.id as token_id', 't.expires_at', 'u.id as user_id', 'u.tenant_id', 'u.role_id', 'u.lang_id', 'r.permissions',
-      sql<number[]>`array(select du.department_id from department_users du where du.tenant_id = u.tenant_id and du.user_id = u.id)`.as('department_ids'),
+      // the tenant named in the subquery itself: Citus routes it to one shard only then (docs/citus.md)
+      sql<number[]>`array(select du.department_id from department_users du where du.tenant_id = ${tenantId} and du.user_id = u.id)`.as('department_ids'),
     ])
     .where('t.token_hash', '=', tokenHash)
     .where('t.tenant_id', '=', tenantId)
@@ -36,6 +37,9 @@ function actorQuery(db: Db, tokenHash: Buffer, tenantId: number) {
 type ActorRow = Awaited<ReturnType<ReturnType<typeof actorQuery>['executeTakeFirst']>>
 // Runs on every authenticated request: compiled once, executed with the token hash and tenant id as parameters.
 let compiledActorQuery: CompiledQuery | undefined
+// placeholders of the compiled query, replaced by each lookup's token hash and tenant id
+const HASH_SLOT = Buffer.alloc(0)
+const TENANT_SLOT = -1
 
 /** `YYYY-MM-DD HH:MM:SS` (UTC, as the driver hands timestamps out) → ms since epoch. */
 const utcMillis = (timestamp: string) => Date.parse(`${timestamp.replace(' ', 'T')}Z`)
@@ -52,8 +56,9 @@ async function legacyTokenTenant(db: Db, tokenHash: Buffer): Promise<number | un
 async function lookupActor(db: Db, token: string, tokenHash: Buffer): Promise<CachedActor | undefined> {
   const tenantId = accessTokenTenant(token) ?? (await legacyTokenTenant(db, tokenHash))
   if (tenantId === undefined) return undefined
-  compiledActorQuery ??= actorQuery(db, Buffer.alloc(0), 0).compile()
-  const { rows } = await db.executeQuery<NonNullable<ActorRow>>({ ...compiledActorQuery, parameters: [tokenHash, tenantId, ...compiledActorQuery.parameters.slice(2)] })
+  compiledActorQuery ??= actorQuery(db, HASH_SLOT, TENANT_SLOT).compile()
+  const parameters = compiledActorQuery.parameters.map((p) => (p === HASH_SLOT ? tokenHash : p === TENANT_SLOT ? tenantId : p))
+  const { rows } = await db.executeQuery<NonNullable<ActorRow>>({ ...compiledActorQuery, parameters })
   const row = rows[0]
   if (!row) return undefined
   const permissions = new Set(row.permissions)

@@ -13,12 +13,22 @@ export interface PlanStep {
   statement?: string
 }
 
+/** A foreign key between two tenant tables, one of them not distributed yet (see `distribute`). */
+export interface HeldForeignKey {
+  table: string
+  constraint: string
+  /** `pg_get_constraintdef`: how it is added again. */
+  definition: string
+}
+
 export interface DistributionPlan {
   citus: boolean
   violations: string[]
   /** Triggers on tables Citus would distribute or replicate: it refuses them (they would run on the workers). */
   triggers: string[]
   steps: PlanStep[]
+  /** Dropped before the tenant tables are distributed and added again after them, in the same transaction. */
+  heldForeignKeys: HeldForeignKey[]
 }
 
 const quoteLiteral = (text: string) => `'${text.replace(/'/g, "''")}'`
@@ -69,6 +79,7 @@ export async function distributionPlan(db: Db): Promise<DistributionPlan> {
       : { table, kind: 'global', action: 'reference', detail: 'make a reference table (a copy on every node)', statement: `select create_reference_table(${quoteLiteral(table)})` })
   }
   const tenant = await inReferenceOrder(db, tables.filter((t) => t.kind === 'tenant').map(name))
+  const pending = tenant.filter((table) => placement.get(table) !== 'distributed')
   let anchor = tenant.find((table) => placement.get(table) === 'distributed')
   for (const table of tenant) {
     if (placement.get(table) === 'distributed') {
@@ -92,22 +103,79 @@ export async function distributionPlan(db: Db): Promise<DistributionPlan> {
     where not tg.tgisinternal and n.nspname = 'public' order by 1, 2`.execute(db)
   const placed = new Set(steps.filter((s) => s.kind === 'tenant' || s.kind === 'global').map((s) => s.table))
   const blocking = triggers.filter((t) => placed.has(t.table)).map((t) => `${t.table}: trigger ${t.trigger}`)
-  return { citus, violations: await schemaRuleViolations(db), triggers: blocking, steps }
+  return { citus, violations: await schemaRuleViolations(db), triggers: blocking, steps, heldForeignKeys: await heldForeignKeys(db, tenant, pending) }
 }
 
-/** Carries out the plan's steps one by one (each Citus call commits on its own; a re-run continues). */
+/**
+ * Foreign keys between two different tenant tables of which at least one is not distributed yet.
+ * Citus cannot distribute them one by one: once `tenants` is a reference table, every table that
+ * references it is a Citus local table, and distributing one of two such tables connected by a
+ * foreign key fails either way round ("foreign keys from reference tables and local tables to
+ * distributed tables are not supported", or "relations are not colocated"). So they are dropped,
+ * the tables distributed, and the keys added again, all in one transaction.
+ */
+async function heldForeignKeys(db: Db, tenant: string[], pending: string[]): Promise<HeldForeignKey[]> {
+  if (pending.length === 0) return []
+  const { rows } = await sql<{ table: string; ref: string; constraint: string; definition: string }>`
+    select c.relname as table, r.relname as ref, con.conname as constraint, pg_get_constraintdef(con.oid) as definition
+    from pg_constraint con
+    join pg_class c on c.oid = con.conrelid join pg_class r on r.oid = con.confrelid
+    where con.contype = 'f' and con.conrelid <> con.confrelid
+      and c.relnamespace = 'public'::regnamespace and r.relnamespace = 'public'::regnamespace
+    order by 1, 3`.execute(db)
+  return rows
+    .filter((fk) => tenant.includes(fk.table) && tenant.includes(fk.ref) && (pending.includes(fk.table) || pending.includes(fk.ref)))
+    .map(({ table, constraint, definition }) => ({ table, constraint, definition }))
+}
+
+const quoteIdent = (name: string) => `"${name.replace(/"/g, '""')}"`
+
+/**
+ * Carries out the plan: each reference table on its own (a re-run continues), then every pending
+ * tenant table in one transaction, the foreign keys between tenant tables dropped before and added
+ * again after (see `heldForeignKeys`): either every tenant table is distributed, or none is.
+ */
 export async function distribute(db: Db, plan: DistributionPlan, onStep: (step: PlanStep) => void): Promise<void> {
-  for (const step of plan.steps) {
-    if (!step.statement) continue
-    await sql.raw(step.statement).execute(db)
+  for (const step of plan.steps.filter((s) => s.statement && s.kind !== 'tenant')) {
+    await sql.raw(step.statement!).execute(db)
     onStep(step)
   }
+  const tenantSteps = plan.steps.filter((s) => s.statement && s.kind === 'tenant')
+  if (tenantSteps.length > 0) await distributeTenantTables(db, plan, tenantSteps, onStep)
+  await dropLocalCopies(db, plan.steps.filter((s) => s.statement).map((s) => s.table))
+}
+
+async function distributeTenantTables(db: Db, plan: DistributionPlan, tenantSteps: PlanStep[], onStep: (step: PlanStep) => void): Promise<void> {
+  const done: PlanStep[] = []
+  await db.transaction().execute(async (trx) => {
+    for (const fk of plan.heldForeignKeys) await sql.raw(`alter table ${quoteIdent(fk.table)} drop constraint ${quoteIdent(fk.constraint)}`).execute(trx)
+    for (const step of tenantSteps) {
+      await sql.raw(step.statement!).execute(trx)
+      done.push(step)
+    }
+    for (const fk of plan.heldForeignKeys) await sql.raw(`alter table ${quoteIdent(fk.table)} add constraint ${quoteIdent(fk.constraint)} ${fk.definition}`).execute(trx)
+  })
+  for (const step of done) onStep(step)
+}
+
+/**
+ * Distributing or replicating a table that holds rows copies them to the shards and leaves the
+ * originals on the coordinator, invisible but on disk. Removed once every table is placed (the
+ * truncation also reaches the tables referencing it, whose rows are all in shards by then).
+ */
+async function dropLocalCopies(db: Db, tables: string[]): Promise<void> {
+  for (const table of tables) await sql`select truncate_local_data_after_distributing_table(${table}::regclass)`.execute(db)
 }
 
 export function formatPlan(plan: DistributionPlan): string {
   const width = Math.max(5, ...plan.steps.map((s) => s.table.length))
   const lines = plan.steps.map((s) => `${s.table.padEnd(width)}  ${s.kind.padEnd(12)}  ${s.action.padEnd(10)}  ${s.detail}`)
-  return [`${'table'.padEnd(width)}  ${'kind'.padEnd(12)}  ${'action'.padEnd(10)}  detail`, ...lines].join('\n') + '\n'
+  const held = plan.heldForeignKeys.length === 0 ? [] : [
+    '',
+    `The tenant tables are distributed in one transaction; these ${plan.heldForeignKeys.length} foreign keys between them are dropped before and added again after:`,
+    ...plan.heldForeignKeys.map((fk) => `  ${fk.table}.${fk.constraint}: ${fk.definition}`),
+  ]
+  return [`${'table'.padEnd(width)}  ${'kind'.padEnd(12)}  ${'action'.padEnd(10)}  detail`, ...lines, ...held].join('\n') + '\n'
 }
 
 const NO_CITUS = `The citus extension is not installed in this database, so there is nothing to distribute.

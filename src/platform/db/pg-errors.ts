@@ -35,7 +35,17 @@ export function mapPgError(error: unknown): AppError | undefined {
   return undefined
 }
 
+/**
+ * A unique violation, of `constraint` when named. On Citus the error comes from a shard: the
+ * constraint's name carries the shard id (`users_username_uniq_102087` is `users_username_uniq`), and
+ * an error relayed from a worker has no constraint field at all — the name is then only in the
+ * message (`… violates unique constraint "users_username_uniq_102087"`), the one case read from text.
+ */
 export function isUniqueViolation(error: unknown, constraint?: string): boolean {
-  const pgError = error as PgError
-  return pgError?.code === '23505' && (constraint === undefined || pgError.constraint === constraint)
+  const pgError = error as PgError & { message?: string }
+  if (pgError?.code !== '23505') return false
+  if (constraint === undefined) return true
+  const name = pgError.constraint ?? /["»“]([A-Za-z0-9_]+)["«”]\s*$/.exec(pgError.message ?? '')?.[1]
+  if (name === undefined || name === constraint) return name === constraint
+  return name.startsWith(`${constraint}_`) && /^\d+$/.test(name.slice(constraint.length + 1))
 }

@@ -5,8 +5,9 @@ import type { FilterClause, ParsedQuery } from './parse-query.js'
 
 type AnySelect = SelectQueryBuilder<any, any, any>
 
-function fieldSql(resource: ResourceDef, name: string): RawBuilder<unknown> {
+function fieldSql(resource: ResourceDef, name: string, tenantId: number): RawBuilder<unknown> {
   const field = resource.fields[name]
+  if (typeof field?.sql === 'function') return field.sql(tenantId)
   return field?.sql ?? sql.ref(`${resource.alias}.${name}`)
 }
 
@@ -29,9 +30,9 @@ function likePattern(value: string): string {
   return `%${value.replace(/[\\%_]/g, (c) => `\\${c}`)}%`
 }
 
-function filterSql(resource: ResourceDef, clause: FilterClause): RawBuilder<boolean> {
+function filterSql(resource: ResourceDef, clause: FilterClause, tenantId: number): RawBuilder<boolean> {
   const field = resource.fields[clause.field] as FieldDef
-  const column = fieldSql(resource, clause.field)
+  const column = fieldSql(resource, clause.field, tenantId)
   const value = clause.value as any
   switch (clause.op) {
     case 'null':
@@ -62,7 +63,7 @@ function filterSql(resource: ResourceDef, clause: FilterClause): RawBuilder<bool
 /** Adds the parsed filters (plain and custom) as SQL WHERE clauses. */
 export function applyFilters<Q extends AnySelect>(qb: Q, resource: ResourceDef, parsed: ParsedQuery, ctx: QueryContext): Q {
   let query: AnySelect = qb
-  for (const clause of parsed.filters) query = query.where(filterSql(resource, clause))
+  for (const clause of parsed.filters) query = query.where(filterSql(resource, clause, ctx.tenantId))
   for (const custom of parsed.customFilters) query = query.where(resource.customFilters![custom.name](custom.value, ctx))
   return query as Q
 }
@@ -73,14 +74,14 @@ export function applyFilters<Q extends AnySelect>(qb: Q, resource: ResourceDef, 
  */
 export function applyListQuery<Q extends AnySelect>(qb: Q, resource: ResourceDef, parsed: ParsedQuery, ctx: QueryContext): Q {
   let query: AnySelect = applyFilters(qb, resource, parsed, ctx)
-  query = applySelects(query, resource, parsed)
+  query = applySelects(query, resource, parsed, ctx.tenantId)
   const sort = [...parsed.sort]
   if (!sort.some((s) => s.field === resource.uniqueKey)) sort.push({ field: resource.uniqueKey, desc: sort[0]?.desc ?? false })
   for (const { field, desc } of sort) {
     // nulls sort last both ways. `asc` is PostgreSQL's default order, so plain (tenant_id, id) btree
     // indexes serve ascending pages with an early stop; descending lists that must be fast declare
     // `desc nulls last` indexes (notifications). Any other null order would force a full sort.
-    query = query.orderBy(fieldSql(resource, field), desc ? sql`desc nulls last` : sql`asc`)
+    query = query.orderBy(fieldSql(resource, field, ctx.tenantId), desc ? sql`desc nulls last` : sql`asc`)
   }
   if (parsed.limit !== undefined) query = query.limit(parsed.limit)
   if (parsed.offset !== undefined && parsed.offset > 0) query = query.offset(parsed.offset)
@@ -94,13 +95,17 @@ const selectionCache = new WeakMap<ResourceDef, Map<string, RawBuilder<unknown>>
  * Kysely node trees are immutable, so it is built once and reused by every request (building and
  * freezing a node per field on each request was a tenth of a primary-key read's CPU).
  */
-function selection(resource: ResourceDef, fields: string[]): RawBuilder<unknown> {
+function selection(resource: ResourceDef, fields: string[], tenantId: number): RawBuilder<unknown> {
+  // a field that depends on the tenant is built for each request
+  if (fields.some((name) => typeof resource.fields[name]?.sql === 'function')) {
+    return sql.join(fields.map((name) => sql`${fieldSql(resource, name, tenantId)} as ${sql.id(name)}`))
+  }
   let byFields = selectionCache.get(resource)
   if (!byFields) selectionCache.set(resource, (byFields = new Map()))
   const key = fields.join(',')
   let built = byFields.get(key)
   if (!built) {
-    built = sql.join(fields.map((name) => sql`${fieldSql(resource, name)} as ${sql.id(name)}`))
+    built = sql.join(fields.map((name) => sql`${fieldSql(resource, name, tenantId)} as ${sql.id(name)}`))
     // without parameters, the fragment is rendered to text once (compiling it visits no nodes)
     const rendered = compiler.compileQuery(built.toOperationNode() as never)
     if (rendered.parameters.length === 0) built = sql.raw(rendered.sql)
@@ -111,8 +116,8 @@ function selection(resource: ResourceDef, fields: string[]): RawBuilder<unknown>
 const compiler = new PostgresQueryCompiler()
 
 /** Selects just the stored fields needed (`selects`, relation keys, the unique key). */
-export function applySelects<Q extends AnySelect>(qb: Q, resource: ResourceDef, parsed: ParsedQuery): Q {
-  return qb.select(selection(resource, storedFieldsFor(resource, parsed)) as never) as Q
+export function applySelects<Q extends AnySelect>(qb: Q, resource: ResourceDef, parsed: ParsedQuery, tenantId: number): Q {
+  return qb.select(selection(resource, storedFieldsFor(resource, parsed), tenantId) as never) as Q
 }
 
 /** Turns rows into response objects: only the selected fields, computed fields, batched relations. */

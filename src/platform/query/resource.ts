@@ -18,8 +18,12 @@ export interface QueryContext {
 /** A field a client may select, filter or sort by. Column fields default to `<alias>.<name>`. */
 export interface FieldDef<Row = any> {
   type: FieldType
-  /** SQL expression of the field (default: the column of the same name on the resource alias). */
-  sql?: RawBuilder<unknown>
+  /**
+   * SQL expression of the field (default: the column of the same name on the resource alias). A
+   * subquery on another tenant table is a function of the tenant id and filters by it: Citus routes a
+   * select-list subquery to one shard only when it names the tenant itself (docs/citus.md).
+   */
+  sql?: RawBuilder<unknown> | ((tenantId: number) => RawBuilder<unknown>)
   /** Computed in JavaScript from other fields (never filterable/sortable); `requires` lists them. */
   compute?: (row: Row, ctx: QueryContext) => unknown
   requires?: string[]

@@ -45,7 +45,7 @@ export async function findResource(
   raw: RawListQuery,
 ): Promise<Record<string, unknown> | undefined> {
   const parsed = parseShowQuery(resource, raw, ctx)
-  const row = await applySelects(base, resource, parsed).executeTakeFirst()
+  const row = await applySelects(base, resource, parsed, ctx.tenantId).executeTakeFirst()
   if (!row) return undefined
   const [item] = await presentRows(resource, parsed, [row as Record<string, unknown>], ctx)
   return item
