@@ -43,7 +43,7 @@ export interface Explanation {
 async function principalOf(db: Db, tenantId: number, userId: number): Promise<Actor> {
   const user = await db.selectFrom('users as u').innerJoin('roles as r', (j) => j.onRef('r.tenant_id', '=', 'u.tenant_id').onRef('r.id', '=', 'u.role_id'))
     .select(['u.id', 'u.role_id', 'r.permissions', 'u.lang_id'])
-    .select(sql<Array<number | string>>`array(select du.department_id from department_users du where du.tenant_id = u.tenant_id and du.user_id = u.id)`.as('department_ids'))
+    .select(sql<Array<number | string>>`array(select du.department_id from department_users du where du.tenant_id = ${tenantId} and du.user_id = u.id)`.as('department_ids'))
     .where('u.tenant_id', '=', tenantId).where('u.id', '=', userId).where('u.deleted_at', 'is', null).executeTakeFirst()
   if (!user) throw notFound('User')
   const permissions = new Set(user.permissions as string[])
