@@ -188,7 +188,7 @@ app.post('/shared-items', async (request, reply) => {
   const grants = b.entity_permissions ?? []
   const item = await transaction(async (query) => {
     const { rows } = await query(`insert into shared_items (tenant_id, user_id, type, redirect_type, targetable_type, targetable_id, config)
-        select $1, $2, $3, $4, $5, $6, '{}' where exists (select 1 from calendar_events where tenant_id = $1 and id = $6::bigint)
+        select $1, $2, $3, $4, $5, $6, '{}' where exists (select 1 from calendar_events where tenant_id = $1 and id = $6::text::bigint)
       returning id, user_id::int, type, redirect_type, targetable_type, targetable_id::int as targetable_id, config,
         '${baseUrl}/shared/' || id as url, ${ts('created_at')} as created_at, ${ts('updated_at')} as updated_at, ${ts('deleted_at')} as deleted_at`,
     [tenant, user, b.type, b.redirect_type ?? 'redirect', b.targetable_type, String(b.targetable_id)])
