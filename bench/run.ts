@@ -4,14 +4,22 @@
  * autocannon (another process) alternating each scenario with its baseline, ratios and pass/fail;
  * the large streamed read; notification fan-out and webhook delivery rate with a separate worker
  * process; results in bench/results/<timestamp>.{json,md}. `--only` runs just the listed parts
- * (scenario ids, `stream`, `fanout`, `webhooks`, `push`); what they do not need is not seeded or started.
+ * (scenario ids, `S13`, `stream`, `fanout`, `webhooks`, `push`); what they do not need is not seeded or started.
  * `--fleet` adds S1–S4 on one node with unnamed statements and through HAProxy + PgBouncer (bench/fleet.ts).
+ *
+ * Issue 15: every scenario reports p99 and p99.9 and a tail check (at 50 connections p99 ≤ 5 × p50);
+ * before measuring, one request to the API and one to the baseline must agree in status, content type,
+ * Location, Cache-Control, body keys and row count (else the row fails). S14 and S13 (bench/realtime.ts)
+ * run against a second API process with the job worker in it, as `npm start` runs. Quick mode measures
+ * each side once for 1 s after a 1 s warm-up (full: twice 5 s, alternating, after 3 s) to stay under 2 minutes.
+ * With DATABASE_URL the run's database is dropped at the end (BENCH_KEEP_DB=1 keeps it).
  */
 import { spawn, type ChildProcess } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
 import fs from 'node:fs/promises'
 import net from 'node:net'
 import os from 'node:os'
+import pg from 'pg'
 import path from 'node:path'
 import { sql } from 'kysely'
 import { openDatabase } from '../src/platform/db/database.js'
@@ -100,6 +108,18 @@ async function load(url: string, options: { method?: string; body?: string; head
   await new Promise((r) => child.on('close', r))
   const json = JSON.parse(out)
   return { rps: json.requests.average, p50: json.latency.p50, p99: json.latency.p99, p99_9: json.latency.p99_9, errors: json.errors + json.timeouts, non2xx: json.non2xx }
+}
+
+async function dropDatabase(url: URL, database: string): Promise<void> {
+  const admin = new URL(url)
+  admin.pathname = '/postgres'
+  const client = new pg.Client({ connectionString: admin.toString() })
+  await client.connect()
+  try {
+    await client.query(`drop database if exists ${client.escapeIdentifier(database)} with (force)`)
+  } finally {
+    await client.end()
+  }
 }
 
 /** Tails at 50 connections (issue 15): p99 at most 5 × p50 (p50 of 0 ms counts as 1 ms). */
@@ -225,6 +245,8 @@ async function main(): Promise<void> {
     u.pathname = `/${database}`
     await ensureDatabase(u.toString(), database)
     url = u.toString()
+    // the run's database goes with it (BENCH_KEEP_DB=1 keeps it, e.g. for profiling afterwards)
+    if (process.env.BENCH_KEEP_DB !== '1') stopDb = () => dropDatabase(u, database)
   } else {
     const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'workplace-bench-'))
     const server = await startEmbeddedPostgres(dir, database)
@@ -276,12 +298,12 @@ async function main(): Promise<void> {
     await load(apiUrl + request.path, { ...request, seconds: warmup })
     await load(baseUrl + baseRequest.path, { ...baseRequest, seconds: warmup })
     // alternate API and baseline twice so that machine noise hits both alike; keep the better run of each
-    // (quick: once each, 2 s, to stay under 2 minutes with 14 scenarios)
+    // (quick: once each, 1 s, to stay under 2 minutes with 14 scenarios)
     const apiRuns: LoadResult[] = []
     const baseRuns: LoadResult[] = []
     for (let i = 0; i < (quick ? 1 : 2); i++) {
-      apiRuns.push(await load(apiUrl + request.path, { ...request, seconds: quick ? duration : duration / 2 }))
-      baseRuns.push(await load(baseUrl + baseRequest.path, { ...baseRequest, seconds: quick ? duration : duration / 2 }))
+      apiRuns.push(await load(apiUrl + request.path, { ...request, seconds: duration / 2 }))
+      baseRuns.push(await load(baseUrl + baseRequest.path, { ...baseRequest, seconds: duration / 2 }))
     }
     const a = apiRuns.sort((x, y) => y.rps - x.rps)[0]
     const b = baseRuns.sort((x, y) => y.rps - x.rps)[0]
