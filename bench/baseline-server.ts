@@ -4,6 +4,7 @@
  * stack can serve that exact answer; the API is measured as a ratio to it.
  */
 import Fastify from 'fastify'
+import { calculateJwkThumbprint, exportJWK, generateKeyPair, SignJWT } from 'jose'
 import pg from 'pg'
 
 const rawPool = new pg.Pool({ connectionString: process.env.DATABASE_URL, max: 20, options: '-c TimeZone=UTC -c jit=off' })
@@ -16,6 +17,29 @@ const pool = {
     return rawPool.query({ name, text, values })
   },
 }
+/** A transaction on one connection, with the same named statements. */
+async function transaction<T>(work: (query: (text: string, values?: unknown[]) => Promise<pg.QueryResult>) => Promise<T>): Promise<T> {
+  const client = await rawPool.connect()
+  const query = (text: string, values: unknown[] = []) => {
+    let name = names.get(text)
+    if (!name) names.set(text, (name = `b${names.size}`))
+    return client.query({ name, text, values })
+  }
+  try {
+    await client.query('begin')
+    const result = await work(query)
+    await client.query('commit')
+    return result
+  } catch (error) {
+    await client.query('rollback').catch(() => undefined)
+    throw error
+  } finally {
+    client.release()
+  }
+}
+// the API's APP_URL and BASE_URL (the harness passes them), for the same Location headers
+const appUrl = (process.env.APP_URL ?? 'http://127.0.0.1:3000').replace(/\/+$/, '')
+const baseUrl = (process.env.BASE_URL ?? appUrl).replace(/\/+$/, '')
 const ts = (column: string) => `to_char(${column}, 'YYYY-MM-DD HH24:MI:SS')`
 const BASIC = `id, username, first_name, last_name, trim(first_name || ' ' || last_name) as full_name, active, group_account, role_id, lang_id,
   profile_picture, ${ts('created_at')} as created_at, ${ts('updated_at')} as updated_at, ${ts('deleted_at')} as deleted_at, ${ts('blacked_out_at')} as blacked_out_at`
@@ -75,14 +99,15 @@ app.get('/shared-items', async (request) => {
     order by si.id limit 50`, [q(request).tenant, q(request).user])
   return rows
 })
-// S5: visible folders of a type: no folder on the path may carry view grants that exclude the user
+// S5 (and S5-limit50 with `limit`): visible folders of a type: no folder on the path may carry view grants that exclude the user
 app.get('/folders', async (request) => {
+  const limit = q(request).limit
   const { rows } = await pool.query(`select f.id::int, f.type, f.parent_id::int, f.lang_id,
       (select t.name from folder_translations t where t.tenant_id = f.tenant_id and t.folder_id = f.id order by (t.lang_id = f.lang_id) desc limit 1) as name,
       f.icon_id, f.show_on_menu, f.user_id, ${ts('f.created_at')} as created_at, ${ts('f.updated_at')} as updated_at
     from folders f, users u where u.tenant_id = $1 and u.id = $2 and f.tenant_id = $1 and f.type = $3
       and not exists (select 1 from unnest(f.path) as a(fid) where not ${grantOk('folder', 'a.fid')})
-    order by f.id`, [q(request).tenant, q(request).user, q(request).type])
+    order by f.id${limit ? ' limit $4' : ''}`, [q(request).tenant, q(request).user, q(request).type, ...(limit ? [Number(limit)] : [])])
   return rows
 })
 // S8: idempotent grant create
@@ -95,6 +120,99 @@ app.post('/entity-permissions', async (request, reply) => {
     where tenant_id = $1 and target_entity = $2 and target_entity_id = $3 and key = $4 and permission_entity = $5 and permission_entity_id = $6`,
   [q(request).tenant, b.target_entity, String(b.target_entity_id), b.key, b.permission_entity, b.permission_entity_id])
   return reply.code(inserted.rowCount ? 201 : 200).send(rows[0])
+})
+
+// S10 / S11: the share access log, buffered and written in one statement every 200 ms (as the API does)
+let accesses: unknown[][] = []
+setInterval(() => {
+  if (accesses.length === 0) return
+  const batch = accesses
+  accesses = []
+  const column = (i: number) => batch.map((a) => a[i])
+  pool.query(`insert into shared_item_accesses (tenant_id, shared_item_id, user_id, outcome, url_type)
+    select * from unnest($1::bigint[], $2::text[], $3::bigint[], $4::text[], $5::text[])`, [column(0), column(1), column(2), column(3), column(4)]).catch(() => undefined)
+}, 200).unref()
+// the module permission and the target's view grants (administrators bypass both), as content targets decide
+const canViewContent = (module: string, alias: string, idExpr: string) =>
+  `('*' = any(r.permissions) or ('${module}.view' = any(r.permissions) and ${grantOk(alias, idExpr)}))`
+const itemVisible = `('*' = any(r.permissions) or ${grantOk('sharedItem', 'si.id')})`
+// S10: the stable URL of a `redirect` item pointing at a calendar event the user may view: 302 to the app URL
+app.get('/shared/calendar-event/:id', async (request, reply) => {
+  const { tenant, user } = q(request)
+  const id = (request.params as { id: string }).id
+  const { rows } = await pool.query(`select si.redirect_type, e.id::text as target_id, ${canViewContent('calendar', 'calendarEvent', 'e.id')} as can_view
+    from users u join roles r on r.tenant_id = u.tenant_id and r.id = u.role_id
+      join shared_items si on si.tenant_id = $1 and si.id = $3::uuid and si.deleted_at is null
+      left join calendar_events e on e.tenant_id = $1 and si.targetable_id ~ '^[1-9][0-9]{0,15}$' and e.id = si.targetable_id::bigint
+    where u.tenant_id = $1 and u.id = $2 and ${itemVisible}`, [tenant, user, id])
+  const row = rows[0]
+  const access = (outcome: string) => accesses.push([tenant, id, user, outcome, null])
+  if (!row) return (access('not_found'), reply.code(404).send({ status: 404, title: 'Shared item not found' }))
+  if (!row.target_id) return reply.code(404).send({ status: 404, code: 'target_not_found' })
+  if (!row.can_view) return (access('denied'), reply.code(403).send({ status: 403, code: 'target_not_accessible' }))
+  access('redirected')
+  return reply.header('cache-control', 'no-store').redirect(`${appUrl}/calendar/events/${row.target_id}`, 302)
+})
+// S11: a `redirectWithGrantToken` item on a file, `?downloadFileContent=1`: 302 to the download URL with a
+// grant token signed per request (ES256 on a P-256 key, the API's algorithm and claims; the key stays in memory)
+const signing = await (async () => {
+  const { privateKey, publicKey } = await generateKeyPair('ES256')
+  return { privateKey, kid: await calculateJwkThumbprint(await exportJWK(publicKey), 'sha256') }
+})()
+app.get('/shared/file/:id', async (request, reply) => {
+  const { tenant, user } = q(request)
+  const id = (request.params as { id: string }).id
+  const { rows } = await pool.query(`select si.id, si.redirect_type, f.id::text as target_id, t.slug
+    from users u join roles r on r.tenant_id = u.tenant_id and r.id = u.role_id
+      join tenants t on t.id = u.tenant_id
+      join shared_items si on si.tenant_id = $1 and si.id = $3::uuid and si.deleted_at is null
+      left join filemanager_files f on f.tenant_id = $1 and si.targetable_id ~ '^[1-9][0-9]{0,15}$' and f.id = si.targetable_id::bigint
+    where u.tenant_id = $1 and u.id = $2 and ${itemVisible}`, [tenant, user, id])
+  const row = rows[0]
+  if (!row) return (accesses.push([tenant, id, user, 'not_found', 'downloadFileContent']), reply.code(404).send({ status: 404, title: 'Shared item not found' }))
+  if (!row.target_id || row.redirect_type !== 'redirectWithGrantToken') return reply.code(404).send({ status: 404, code: 'target_not_found' })
+  const iat = Math.floor(Date.now() / 1000)
+  const token = await new SignJWT({ tid: row.slug, sid: row.id, tgt: `filemanagerFile:${row.target_id}`, scope: ['view'] })
+    .setProtectedHeader({ alg: 'ES256', kid: signing.kid, typ: 'JWT' })
+    .setIssuer(baseUrl).setSubject(String(user)).setIssuedAt(iat).setExpirationTime(iat + 300)
+    .sign(signing.privateKey)
+  const url = new URL(`${baseUrl}/api/filemanager/files/${row.target_id}/download`)
+  url.searchParams.set('grant_token', token)
+  accesses.push([tenant, id, user, 'grant_token_issued', 'downloadFileContent'])
+  return reply.header('cache-control', 'no-store').redirect(url.toString(), 302)
+})
+// S12: create a shared item with its direct grants in one transaction (the target must exist)
+app.post('/shared-items', async (request, reply) => {
+  const { tenant, user } = q(request)
+  const b = request.body as { type: string; redirect_type?: string; targetable_type: string; targetable_id: number; entity_permissions?: Array<{ key?: string; permission_entity: string; permission_entity_id: number }> }
+  const grants = b.entity_permissions ?? []
+  const item = await transaction(async (query) => {
+    const { rows } = await query(`insert into shared_items (tenant_id, user_id, type, redirect_type, targetable_type, targetable_id, config)
+        select $1, $2, $3, $4, $5, $6, '{}' where exists (select 1 from calendar_events where tenant_id = $1 and id = $6::text::bigint)
+      returning id, user_id::int, type, redirect_type, targetable_type, targetable_id::int as targetable_id, config,
+        '${baseUrl}/shared/' || id as url, ${ts('created_at')} as created_at, ${ts('updated_at')} as updated_at, ${ts('deleted_at')} as deleted_at`,
+    [tenant, user, b.type, b.redirect_type ?? 'redirect', b.targetable_type, String(b.targetable_id)])
+    if (!rows[0]) return undefined
+    await query(`insert into entity_permissions (tenant_id, key, permission_entity, permission_entity_id, target_entity, target_entity_id)
+      select $1, k, e, i, 'sharedItem', $2 from unnest($3::text[], $4::text[], $5::bigint[]) as g(k, e, i) on conflict do nothing`,
+    [tenant, rows[0].id, grants.map((g) => g.key ?? 'view'), grants.map((g) => g.permission_entity), grants.map((g) => g.permission_entity_id)])
+    return rows[0]
+  })
+  if (!item) return reply.code(422).send({ status: 422, errors: [{ field: 'targetable_id' }] })
+  return reply.code(201).send(item)
+})
+// S14: a notification to one user: the record and a delivery job (graphile-worker's own add_job) in one
+// transaction; the task identifier is one no worker runs, so the baseline's jobs cost no worker CPU
+app.post('/notifications', async (request, reply) => {
+  const { tenant, user } = q(request)
+  const b = request.body as { title: string; body: string; url: string; user_ids: number[] }
+  await transaction(async (query) => {
+    const { rows } = await query(`insert into notifications (tenant_id, type, notifiable_type, notifiable_id, targetable_type, targetable_id, source_key, data)
+      values ($1, 'genericNotification', 'user', $2, 'genericNotification', 0, 'bench-baseline:' || gen_random_uuid(), jsonb_build_object('title', $3::text, 'body', $4::text, 'url', $5::text))
+      returning id`, [tenant, b.user_ids[0] ?? user, b.title, b.body, b.url])
+    await query(`select graphile_worker.add_job('bench:baseline_delivery', json_build_object('tenantId', $1::bigint, 'notificationId', $2::uuid))`, [tenant, rows[0].id])
+  })
+  return reply.code(202).send({ status: 'success', data: null })
 })
 
 await app.listen({ port: Number(process.env.PORT ?? 0), host: '127.0.0.1' })

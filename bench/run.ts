@@ -4,15 +4,24 @@
  * autocannon (another process) alternating each scenario with its baseline, ratios and pass/fail;
  * the large streamed read; notification fan-out and webhook delivery rate with a separate worker
  * process; results in bench/results/<timestamp>.{json,md}. `--only` runs just the listed parts
- * (scenario ids, `stream`, `fanout`, `webhooks`, `push`); what they do not need is not seeded or started.
+ * (scenario ids, `S13`, `stream`, `fanout`, `webhooks`, `push`); what they do not need is not seeded or started.
  * `--fleet` adds S1–S4 on one node with unnamed statements and through HAProxy + PgBouncer (bench/fleet.ts).
+ *
+ * Issue 15: every scenario reports p99 and p99.9 and a tail check (at 50 connections p99 ≤ 5 × p50);
+ * before measuring, one request to the API and one to the baseline must agree in status, content type,
+ * Location, Cache-Control, body keys and row count (else the row fails). S14 and S13 (bench/realtime.ts)
+ * run against a second API process with the job worker in it, as `npm start` runs. Quick mode measures
+ * each side once for 1 s after a 1 s warm-up (full: twice 5 s, alternating, after 3 s) to stay under 2 minutes.
+ * With DATABASE_URL the run's database is dropped at the end (BENCH_KEEP_DB=1 keeps it).
  */
 import { spawn, type ChildProcess } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
 import fs from 'node:fs/promises'
 import net from 'node:net'
 import os from 'node:os'
+import pg from 'pg'
 import path from 'node:path'
+import { sql } from 'kysely'
 import { openDatabase } from '../src/platform/db/database.js'
 import type { Db } from '../src/platform/db/schema.js'
 import { ensureDatabase, startEmbeddedPostgres } from '../src/platform/db/embedded-postgres.js'
@@ -23,7 +32,8 @@ import { measureFanOut } from './fan-out.js'
 import { measureWebhooks } from './webhooks.js'
 import { measureFleet } from './fleet.js'
 import { measurePush } from './push.js'
-import { startBenchWorker, type BenchWorker } from './worker.js'
+import { startBenchWorker, waitForIdleQueue, type BenchWorker } from './worker.js'
+import { measureRealtime, measureRecordLatency } from './realtime.js'
 import { errorMessage } from './wait.js'
 
 const root = path.resolve(import.meta.dirname, '..')
@@ -59,12 +69,32 @@ async function waitFor(url: string, timeoutMs = 60_000): Promise<void> {
   throw new Error(`${url} did not become ready`)
 }
 
+const children = new Set<ChildProcess>()
+// a failed run must not leave servers behind
+process.on('exit', () => { for (const child of children) child.kill('SIGTERM') })
+
 function start(command: string, args: string[], env: Record<string, string>): ChildProcess {
-  const child = spawn(command, args, { cwd: root, env: { ...process.env, ...env }, stdio: ['ignore', 'ignore', 'inherit'] })
+  // the servers log at `warn` to stdout: shown on the harness's stderr (why a server stopped, for one)
+  const child = spawn(command, args, { cwd: root, env: { ...process.env, ...env }, stdio: ['ignore', process.stderr, 'inherit'] })
+  children.add(child)
+  const name = `${args.at(-1)} (port ${env.PORT})`
+  child.once('exit', (code, signal) => {
+    // expected exits are the harness's own SIGTERMs, after it removed the child
+    if (children.delete(child)) console.error(`# ${name} exited during the run: ${signal ?? `code ${code}`}`)
+  })
   return child
 }
 
-interface LoadResult { rps: number; p50: number; p99: number; errors: number; non2xx: number }
+/** Stops a server the harness started (no "exited during the run" message). */
+function stop(child: ChildProcess): Promise<void> {
+  children.delete(child)
+  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve()
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()))
+  child.kill('SIGTERM')
+  return exited
+}
+
+interface LoadResult { rps: number; p50: number; p99: number; p99_9: number; errors: number; non2xx: number }
 
 /** Runs autocannon in its own process so that load generation does not share the server's event loop. */
 async function load(url: string, options: { method?: string; body?: string; headers?: Record<string, string>; seconds: number }): Promise<LoadResult> {
@@ -77,7 +107,61 @@ async function load(url: string, options: { method?: string; body?: string; head
   child.stdout!.on('data', (d) => (out += d))
   await new Promise((r) => child.on('close', r))
   const json = JSON.parse(out)
-  return { rps: json.requests.average, p50: json.latency.p50, p99: json.latency.p99, errors: json.errors + json.timeouts, non2xx: json.non2xx }
+  return { rps: json.requests.average, p50: json.latency.p50, p99: json.latency.p99, p99_9: json.latency.p99_9, errors: json.errors + json.timeouts, non2xx: json.non2xx }
+}
+
+async function dropDatabase(url: URL, database: string): Promise<void> {
+  const admin = new URL(url)
+  admin.pathname = '/postgres'
+  const client = new pg.Client({ connectionString: admin.toString() })
+  await client.connect()
+  try {
+    await client.query(`drop database if exists ${client.escapeIdentifier(database)} with (force)`)
+  } finally {
+    await client.end()
+  }
+}
+
+/** Tails at 50 connections (issue 15): p99 at most 5 × p50 (p50 of 0 ms counts as 1 ms). */
+function tailCheck(r: LoadResult): { ratio: number; pass: boolean } {
+  const ratio = r.p99 / Math.max(1, r.p50)
+  return { ratio: Number(ratio.toFixed(1)), pass: ratio <= 5 }
+}
+
+interface AnswerShape { status: number; text: string; type: string; location: string | null; cacheControl: string | null; keys: string; count: number | null }
+
+/** One request's answer, reduced to what the API and the baseline must share (no redirect is followed). */
+async function answerShape(base: string, request: { path: string; method?: string; body?: string; headers?: Record<string, string> }): Promise<AnswerShape> {
+  const res = await fetch(base + request.path, {
+    method: request.method ?? 'GET', redirect: 'manual', body: request.body,
+    headers: { ...request.headers, ...(request.body ? { 'content-type': 'application/json' } : {}) },
+  })
+  const text = await res.text()
+  let body: unknown = text
+  try { body = JSON.parse(text) } catch { /* not JSON */ }
+  const first = Array.isArray(body) ? body[0] : body
+  let location = res.headers.get('location')
+  if (location) {
+    // the grant token differs per request (and per key): compare its presence, not its value
+    const u = new URL(location)
+    const token = u.searchParams.get('grant_token')
+    u.searchParams.delete('grant_token')
+    location = `${u.toString()}${token ? ` +grant_token(${token.split('.').length} parts)` : ''}`
+  }
+  return {
+    status: res.status, text, type: (res.headers.get('content-type') ?? '').split(';')[0], location, cacheControl: res.headers.get('cache-control'),
+    keys: first !== null && typeof first === 'object' ? Object.keys(first).sort().join(',') : typeof first,
+    count: Array.isArray(body) ? body.length : null,
+  }
+}
+
+/** What differs between two answers ('' when status, content type, Location, Cache-Control, body keys and count agree). */
+function compareShapes(api: AnswerShape, base: AnswerShape): string {
+  const diffs: string[] = []
+  for (const key of ['status', 'type', 'location', 'cacheControl', 'keys', 'count'] as const) {
+    if (api[key] !== base[key]) diffs.push(`${key} ${JSON.stringify(api[key])} vs ${JSON.stringify(base[key])}`)
+  }
+  return diffs.join('; ')
 }
 
 function rssMb(pid: number): Promise<number> {
@@ -151,7 +235,7 @@ function verdict(r: Row): string {
 
 async function main(): Promise<void> {
   const startedAt = new Date()
-  const unknown = (only ?? []).filter((part) => !['stream', 'fanout', 'webhooks', 'push'].includes(part) && !scenarios.some((s) => s.id === part))
+  const unknown = (only ?? []).filter((part) => !['stream', 'fanout', 'webhooks', 'push', 'S13'].includes(part) && !scenarios.some((s) => s.id === part))
   if (unknown.length > 0) console.warn(`# --only: unknown part(s) ${unknown.join(', ')} (known: scenario ids, stream, fanout, webhooks)`)
   const database = `wp_bench_${randomBytes(4).toString('hex')}`
   let url: string
@@ -161,6 +245,8 @@ async function main(): Promise<void> {
     u.pathname = `/${database}`
     await ensureDatabase(u.toString(), database)
     url = u.toString()
+    // the run's database goes with it (BENCH_KEEP_DB=1 keeps it, e.g. for profiling afterwards)
+    if (process.env.BENCH_KEEP_DB !== '1') stopDb = () => dropDatabase(u, database)
   } else {
     const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'workplace-bench-'))
     const server = await startEmbeddedPostgres(dir, database)
@@ -183,43 +269,55 @@ async function main(): Promise<void> {
 
   const apiPort = await freePort()
   // private networks: the webhook measurement's automation targets a receiver on 127.0.0.1 (checked when it is created)
-  const api = start(process.execPath, ['bin/workplace.js', 'serve'], { DATABASE_URL: url, PORT: String(apiPort), WORKER: 'false', LOG_LEVEL: 'warn', NODE_ENV: 'production', WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true' })
+  const apiEnv = { DATABASE_URL: url, LOG_LEVEL: 'warn', NODE_ENV: 'production', WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true' }
+  const api = start(process.execPath, ['bin/workplace.js', 'serve'], { ...apiEnv, PORT: String(apiPort), WORKER: 'false' })
   const apiUrl = `http://127.0.0.1:${apiPort}`
   let baseline: ChildProcess | undefined
   let baseUrl = ''
   if (selectedScenarios.length > 0) {
     const basePort = await freePort()
-    baseline = start(process.execPath, ['--import', 'tsx', 'bench/baseline-server.ts'], { DATABASE_URL: url, PORT: String(basePort) })
+    // the API's APP_URL and BASE_URL default to its own address: the baseline builds the same Location headers
+    baseline = start(process.execPath, ['--import', 'tsx', 'bench/baseline-server.ts'], { DATABASE_URL: url, PORT: String(basePort), APP_URL: apiUrl, BASE_URL: apiUrl })
     baseUrl = `http://127.0.0.1:${basePort}`
   }
   await waitFor(`${apiUrl}/health/ready`)
   if (baseline) await waitFor(`${baseUrl}/floor`)
 
   const rows: Row[] = []
-  const measure = async (scenario: Scenario, tenant: SeededTenant, label: string) => {
+  const measure = async (scenario: Scenario, tenant: SeededTenant, label: string, apiUrl: string) => {
     const request = await scenario.request(tenant, handle.db)
     const baseRequest = await scenario.baseline(tenant, handle.db)
-    const probe = await fetch(apiUrl + request.path, { method: request.method ?? 'GET', headers: { ...request.headers, ...(request.body ? { 'content-type': 'application/json' } : {}) }, body: request.body })
-    if (probe.status === 404 && (await probe.text()).includes('No route')) {
+    // one request to each first: the route exists, and the baseline answers with the same status, headers and body shape
+    const probe = await answerShape(apiUrl, request)
+    if (probe.status === 404 && probe.text.includes('No route')) {
       rows.push({ id: label, request: scenario.title, status: 'n/a (route not built yet)' })
       return
     }
+    const answerDiff = compareShapes(probe, await answerShape(baseUrl, baseRequest))
+    if (answerDiff) console.warn(`# ${label}: the baseline's answer differs from the API's: ${answerDiff}`)
     await load(apiUrl + request.path, { ...request, seconds: warmup })
     await load(baseUrl + baseRequest.path, { ...baseRequest, seconds: warmup })
     // alternate API and baseline twice so that machine noise hits both alike; keep the better run of each
-    const apiRuns = [await load(apiUrl + request.path, { ...request, seconds: duration / 2 })]
-    const baseRuns = [await load(baseUrl + baseRequest.path, { ...baseRequest, seconds: duration / 2 })]
-    apiRuns.push(await load(apiUrl + request.path, { ...request, seconds: duration / 2 }))
-    baseRuns.push(await load(baseUrl + baseRequest.path, { ...baseRequest, seconds: duration / 2 }))
+    // (quick: once each, 1 s, to stay under 2 minutes with 14 scenarios)
+    const apiRuns: LoadResult[] = []
+    const baseRuns: LoadResult[] = []
+    for (let i = 0; i < (quick ? 1 : 2); i++) {
+      apiRuns.push(await load(apiUrl + request.path, { ...request, seconds: duration / 2 }))
+      baseRuns.push(await load(baseUrl + baseRequest.path, { ...baseRequest, seconds: duration / 2 }))
+    }
     const a = apiRuns.sort((x, y) => y.rps - x.rps)[0]
     const b = baseRuns.sort((x, y) => y.rps - x.rps)[0]
     const ratio = a.rps / b.rps
-    const errors = apiRuns.reduce((s, r) => s + r.errors + r.non2xx, 0)
+    // autocannon counts 3xx as non-2xx: the 302 scenarios (S10, S11) expect them
+    const expected3xx = probe.status >= 300 && probe.status < 400
+    const errors = apiRuns.reduce((s, r) => s + r.errors + (expected3xx ? 0 : r.non2xx), 0)
+    const tail = tailCheck(a)
     rows.push({
-      id: label, request: scenario.title, rps: Math.round(a.rps), p50: a.p50, p99: a.p99, errors, baseline_rps: Math.round(b.rps),
-      ratio: Number(ratio.toFixed(2)), target: scenario.target, pass: ratio >= scenario.target && errors === 0,
+      id: label, request: scenario.title, rps: Math.round(a.rps), p50: a.p50, p99: a.p99, p99_9: a.p99_9, errors, baseline_rps: Math.round(b.rps),
+      ratio: Number(ratio.toFixed(2)), target: scenario.target, pass: ratio >= scenario.target && errors === 0 && !answerDiff,
+      tail_ratio: tail.ratio, tail_pass: tail.pass, ...(answerDiff ? { error: `baseline answer differs: ${answerDiff}` } : {}),
     })
-    console.log(`${label.padEnd(10)} ${String(Math.round(a.rps)).padStart(7)} req/s  p50 ${a.p50} ms  p99 ${a.p99} ms  errors ${errors}  baseline ${Math.round(b.rps)}  ratio ${ratio.toFixed(2)} (target ${scenario.target})`)
+    console.log(`${label.padEnd(10)} ${String(Math.round(a.rps)).padStart(7)} req/s  p50 ${a.p50} ms  p99 ${a.p99} ms  p99.9 ${a.p99_9} ms  errors ${errors}  baseline ${Math.round(b.rps)}  ratio ${ratio.toFixed(2)} (target ${scenario.target})  tail p99/p50 ${tail.ratio}${tail.pass ? '' : ' FAIL'}`)
   }
 
   let floorRps: number | undefined
@@ -227,10 +325,10 @@ async function main(): Promise<void> {
     floorRps = Math.round((await load(`${apiUrl}/health/live`, { seconds: duration / 2 })).rps)
     console.log(`floor      ${floorRps} req/s (constant JSON, no database)`)
   }
-  for (const scenario of selectedScenarios) await measure(scenario, tenants.big, scenario.id)
+  for (const scenario of selectedScenarios.filter((s) => !s.server)) await measure(scenario, tenants.big, scenario.id, apiUrl)
   if (tenants.small) {
     for (const scenario of selectedScenarios.filter((s) => s.scaling)) {
-      await measure(scenario, tenants.small, `${scenario.id}-small`)
+      await measure(scenario, tenants.small, `${scenario.id}-small`, apiUrl)
       const full = rows.find((r) => r.id === scenario.id)
       const small = rows.find((r) => r.id === `${scenario.id}-small`)
       if (full?.p50 !== undefined && small?.p50 !== undefined) {
@@ -245,13 +343,33 @@ async function main(): Promise<void> {
       db: handle.db, url, tenant: tenants.big, scenarios: selectedScenarios, load, seconds: duration, warmup, single: rows, freePort, waitFor,
     })))
   }
+  // S14 and S13: a second API process that runs the job worker too (as `npm start` does), only for them
+  const workerScenarios = selectedScenarios.filter((s) => s.server === 'worker')
+  if (workerScenarios.length > 0 || runs('S13')) {
+    const workerApiPort = await freePort()
+    const workerApi = start(process.execPath, ['bin/workplace.js', 'serve'], { ...apiEnv, PORT: String(workerApiPort), WORKER: 'true' })
+    const workerApiUrl = `http://127.0.0.1:${workerApiPort}`
+    try {
+      await waitFor(`${workerApiUrl}/health/ready`)
+      for (const scenario of workerScenarios) {
+        await measure(scenario, tenants.big, scenario.id, workerApiUrl)
+        // the baseline's jobs name a task no worker runs: remove them, then let the API's backlog drain
+        await sql`select graphile_worker.complete_jobs(array(select id from graphile_worker.jobs where task_identifier = 'bench:baseline_delivery'))`.execute(handle.db)
+        if (!(await waitForIdleQueue(handle.db, 120_000))) console.warn('# the job queue did not drain within 120 s')
+        if (scenario.id === 'S14') rows.push(await measureRecordLatency({ db: handle.db, apiUrl: workerApiUrl, tenant: tenants.big, sends: quick ? 20 : 50 }))
+      }
+      if (runs('S13')) rows.push(await measureRealtime({ db: handle.db, apiUrl: workerApiUrl, tenant: tenants.big, users: 500, rounds: 5 }))
+    } finally {
+      await stop(workerApi)
+    }
+  }
   if (runs('stream')) rows.push(await measureStream(api.pid!, apiUrl, tenants.big))
   if (runs('fanout') || runs('webhooks') || runs('push')) rows.push(...(await measureWithWorker(handle.db, url, apiUrl, tenants.big)))
   const finalRss = await rssMb(api.pid!)
   rows.push({ id: 'memory', request: 'server RSS after the run', rss_mb: Math.round(finalRss), target: '< 300 MB', pass: finalRss < 300 })
 
-  api.kill('SIGTERM')
-  baseline?.kill('SIGTERM')
+  await stop(api)
+  if (baseline) await stop(baseline)
   await handle.close()
   await stopDb()
 
@@ -260,12 +378,15 @@ async function main(): Promise<void> {
   await fs.mkdir(dir, { recursive: true })
   const summary = { started_at: startedAt.toISOString(), mode: quick ? 'quick' : 'full', only: only ?? null, node: process.version, cpus: os.cpus().length, seed_seconds: seedSeconds, floor_rps: floorRps ?? null, counts: tenants.big.counts, rows }
   await fs.writeFile(path.join(dir, `${stamp}.json`), JSON.stringify(summary, null, 2))
-  const header = '| id | request | req/s | p50 ms | p99 ms | errors | baseline req/s | ratio | target | pass |\n|---|---|---|---|---|---|---|---|---|---|'
-  const lines = rows.map((r) => `| ${r.id} | ${r.request} | ${r.rps ?? ''} | ${r.p50 ?? ''} | ${r.p99 ?? ''} | ${r.errors ?? ''} | ${r.baseline_rps ?? ''} | ${figure(r)} | ${r.target ?? ''} | ${verdict(r)} |`)
+  const header = '| id | request | req/s | p50 ms | p99 ms | p99.9 ms | tail p99/p50 (≤ 5) | errors | baseline req/s | ratio | target | pass |\n|---|---|---|---|---|---|---|---|---|---|---|---|'
+  const tailCell = (r: Row) => (r.tail_ratio === undefined ? '' : `${r.tail_ratio} ${r.tail_pass ? 'pass' : 'FAIL'}`)
+  const lines = rows.map((r) => `| ${r.id} | ${r.request} | ${r.rps ?? ''} | ${r.p50 ?? ''} | ${r.p99 ?? ''} | ${r.p99_9 ?? ''} | ${tailCell(r)} | ${r.errors ?? ''} | ${r.baseline_rps ?? ''} | ${figure(r)} | ${r.target ?? ''} | ${verdict(r)} |`)
   const md = `# Benchmark ${summary.mode} — ${summary.started_at}\n\nNode ${process.version}, ${summary.cpus} cores, seed ${seedSeconds.toFixed(1)} s, floor ${floorRps === undefined ? 'n/a' : `${floorRps} req/s`}${only ? `, only ${only.join(', ')}` : ''}.\n\n${header}\n${lines.join('\n')}\n`
   await fs.writeFile(path.join(dir, `${stamp}.md`), md)
   console.log('\n' + md)
   for (const r of rows) if (r.pass !== undefined) console.log(`${r.pass ? 'PASS' : 'FAIL'} ${r.id} ${r.request}${r.error ? ` — ${r.error}` : ''}`)
+  for (const r of rows) if (r.tail_pass !== undefined) console.log(`${r.tail_pass ? 'PASS' : 'FAIL'} ${r.id} tail: p99 ${r.p99} ms = ${r.tail_ratio} × p50 ${r.p50} ms (≤ 5 at ${connections} connections)`)
+  console.log(`# total ${((Date.now() - startedAt.getTime()) / 1000).toFixed(0)} s`)
 }
 
 main().then(() => process.exit(0), (error) => { console.error(error); process.exit(1) })

@@ -2,7 +2,7 @@ import { sql } from 'kysely'
 import type { Db } from '../src/platform/db/schema.js'
 import { createTenant } from '../src/modules/tenants/index.js'
 import { hashPassword } from '../src/platform/auth/passwords.js'
-import { issueAccessToken } from '../src/platform/auth/tokens.js'
+import { generateAccessToken, hashAccessToken, issueAccessToken } from '../src/platform/auth/tokens.js'
 
 export interface SeededTenant {
   slug: string
@@ -114,9 +114,36 @@ export async function seedTenant(db: Db, slug: string, scale: number): Promise<S
       where n % 10 = 0`.execute(db)
   }
 
+  if (await tableExists(db, 'filemanager_files') && (await tableExists(db, 'shared_items'))) {
+    // 1,000 files (metadata only: S11 redirects to their download URL, it never reads the bytes), each
+    // shared once as `redirectWithGrantToken` without grants (the type's default redirect)
+    counts.files = n(1_000)
+    await sql`insert into filemanager_files (tenant_id, user_id, name, size, media_type, storage_name)
+      select ${tenantId}, ${benchUser.id}, 'file-' || g || '.pdf', 1000 + g, 'application/pdf', 'bench-' || g
+      from generate_series(1, ${counts.files}) g`.execute(db)
+    await sql`insert into shared_items (tenant_id, user_id, type, redirect_type, targetable_type, targetable_id, config)
+      select ${tenantId}, ${benchUser.id}, 'filemanagerFile', 'redirectWithGrantToken', 'filemanagerFile', f.id::text, '{}'
+      from filemanager_files f where f.tenant_id = ${tenantId}`.execute(db)
+    counts.shared_items = (counts.shared_items ?? 0) + counts.files
+  }
+
   const { token: adminToken } = await issueAccessToken(db, tenantId, created.admin.id, 30, 'bench')
   const { token: userToken } = await issueAccessToken(db, tenantId, benchUser.id, 30, 'bench')
   return { slug, tenantId, adminId: created.admin.id, adminToken, userId: benchUser.id, userToken, counts }
+}
+
+/**
+ * Access tokens for the first `count` seeded users (`user1` …, the benchmark user first), set-based:
+ * the realtime measurement (S13) opens streams as each of them.
+ */
+export async function seedUserTokens(db: Db, tenant: SeededTenant, count: number): Promise<Array<{ userId: number; token: string }>> {
+  const { rows } = await sql<{ id: string }>`select id from users where tenant_id = ${tenant.tenantId} and username like 'user%'
+    order by id limit ${count}`.execute(db)
+  const users = rows.map((r) => ({ userId: Number(r.id), token: generateAccessToken(tenant.tenantId) }))
+  await sql`insert into access_tokens (tenant_id, user_id, token_hash, device_name, created_at, expires_at)
+    select ${tenant.tenantId}, u, h, 'bench-stream', clock_timestamp(), now() + interval '30 days'
+    from unnest(${users.map((u) => u.userId)}::bigint[], ${users.map((u) => hashAccessToken(u.token))}::bytea[]) as t(u, h)`.execute(db)
+  return users
 }
 
 /** The large tables of a seed: their secondary indexes are built once after the bulk inserts. */
