@@ -1,4 +1,5 @@
-import { anonymizeAuditFor, recordAudit } from '../../platform/audit/audit-log.js'
+import { sql } from 'kysely'
+import { anonymizeAuditFor, recordAudits, type AuditEntry } from '../../platform/audit/audit-log.js'
 import { currentRequestContext } from '../../platform/audit/request-context.js'
 import type { DomainEventSubscriber } from '../../platform/events/domain-events.js'
 
@@ -24,21 +25,28 @@ const TARGET_TYPES: Record<string, string> = { entityPermission: 'entity_permiss
 
 /**
  * The changes these modules already describe as domain events are audited from them, inside the same
- * transaction; modules without such events call `recordAudit` next to the change.
+ * transaction (one insert for all the events of a recording); modules without such events call
+ * `recordAudit` next to the change.
  */
-export const auditDomainEvent: DomainEventSubscriber = async (db, event) => {
-  let action = ACTIONS[event.type]
-  if (!action) return
-  // the nightly derivation of `active` is not an administrative change
-  if (event.actorId === null && currentRequestContext().requestId === null) return
-  const data = event.data ?? {}
-  if (event.type === 'sharedItem.updated' && data.restored) action = 'shared_item.restore'
-  if (event.type === 'user.blackedOut') await anonymizeAuditFor(db, event.tenantId, Number(event.subjectId))
-  const changed = Array.isArray(data.changed) ? data.changed as string[] : undefined
-  const target = { tenantId: event.tenantId, targetType: TARGET_TYPES[event.subjectType] ?? event.subjectType, targetId: event.subjectId }
-  // before → after as the recording service read it in its transaction; else what the event says
-  const changes = event.audit ?? (changed ? { changed: changed.filter((f) => f !== 'password') } : data)
-  await recordAudit(db, { ...target, action, changes })
-  // a password change is its own record (the password itself never)
-  if (changed?.includes('password')) await recordAudit(db, { ...target, action: 'user.password_change', changes: {} })
+export const auditDomainEvent: DomainEventSubscriber = {
+  probe: (_tenantId, type) => sql<boolean>`${type} = any(${Object.keys(ACTIONS)}::text[])`,
+  async handle(db, events) {
+    // the nightly derivation of `active` is not an administrative change
+    const audited = events.filter((event) => event.actorId !== null || currentRequestContext().requestId !== null)
+    const entries: AuditEntry[] = []
+    for (const event of audited) {
+      let action = ACTIONS[event.type]!
+      const data = event.data ?? {}
+      if (event.type === 'sharedItem.updated' && data.restored) action = 'shared_item.restore'
+      if (event.type === 'user.blackedOut') await anonymizeAuditFor(db, event.tenantId, Number(event.subjectId))
+      const changed = Array.isArray(data.changed) ? data.changed as string[] : undefined
+      const target = { tenantId: event.tenantId, targetType: TARGET_TYPES[event.subjectType] ?? event.subjectType, targetId: event.subjectId }
+      // before → after as the recording service read it in its transaction; else what the event says
+      const changes = event.audit ?? (changed ? { changed: changed.filter((f) => f !== 'password') } : data)
+      entries.push({ ...target, action, changes })
+      // a password change is its own record (the password itself never)
+      if (changed?.includes('password')) entries.push({ ...target, action: 'user.password_change', changes: {} })
+    }
+    await recordAudits(db, entries)
+  },
 }

@@ -1,5 +1,6 @@
 import type { Db } from '../../platform/db/schema.js'
-import type { DomainEvent } from '../../platform/events/domain-events.js'
+import { sql } from 'kysely'
+import type { DomainEventSubscriber, RecordedEvent } from '../../platform/events/domain-events.js'
 import * as queries from './automations.queries.js'
 import { enqueueDeliveryAttempt } from './webhook-delivery.job.js'
 
@@ -38,8 +39,20 @@ export async function createDeliveries(db: Db, tenantId: number, automations: Ar
   return rows.map((r) => r.id)
 }
 
-/** Domain-event subscriber: runs inside the recording transaction. */
-export async function enqueueDeliveriesForEvent(db: Db, event: DomainEvent & { id: string }): Promise<void> {
+/**
+ * Domain-event subscriber, inside the recording transaction. Its probe asks, in the event's own
+ * insert, whether an active automation listens: most events of most tenants have none, and then cost
+ * no lookup of their own.
+ */
+export const enqueueDeliveriesForEvents: DomainEventSubscriber = {
+  probe: (tenantId, type) => sql<boolean>`exists (select 1 from automations a
+    where a.tenant_id = ${tenantId} and a.active and a.event in (${type}, '*'))`,
+  async handle(db, events) {
+    for (const event of events) await enqueueDeliveriesForEvent(db, event)
+  },
+}
+
+async function enqueueDeliveriesForEvent(db: Db, event: RecordedEvent): Promise<void> {
   const automations = await queries.selectMatchingAutomations(db, event.tenantId, event.type)
   if (automations.length === 0) return
   const data = { subject_type: event.subjectType, subject_id: event.subjectId, actor_id: event.actorId, ...(event.data ?? {}) }

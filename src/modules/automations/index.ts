@@ -7,7 +7,7 @@ import { secretBoxFor } from '../../platform/secrets/secret-box.js'
 import { automationSecrets } from './automations.secrets.js'
 import { automationsRoutes } from './automations.routes.js'
 import { createAutomationsService } from './automations.service.js'
-import { enqueueDeliveriesForEvent } from './automations.events.js'
+import { enqueueDeliveriesForEvents } from './automations.events.js'
 import { createWebhookDeliverer, DELIVER_WEBHOOK_JOB, type DeliverWebhookPayload } from './webhook-delivery.job.js'
 
 export { AUTOMATION_EVENTS } from './automations.events.js'
@@ -16,7 +16,7 @@ export { insertAutomation } from './automations.queries.js'
 export { createWebhookDeliverer, DELIVER_WEBHOOK_JOB, type DeliverWebhookPayload } from './webhook-delivery.job.js'
 
 // Every committed domain event enqueues its deliveries inside the recording transaction.
-subscribeToDomainEvents(enqueueDeliveriesForEvent)
+subscribeToDomainEvents(enqueueDeliveriesForEvents)
 
 export const automationsModule: AppModule = {
   name: 'automations',

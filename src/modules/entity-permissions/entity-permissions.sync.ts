@@ -1,6 +1,6 @@
 import type { Actor } from '../../platform/auth/actor.js'
 import type { Db } from '../../platform/db/schema.js'
-import { recordDomainEvent } from '../../platform/events/domain-events.js'
+import { recordDomainEvents } from '../../platform/events/domain-events.js'
 import { FieldErrorCollector, notFound } from '../../platform/http/errors.js'
 import * as queries from './entity-permissions.queries.js'
 import { presentGrant } from './entity-permissions.resource.js'
@@ -10,18 +10,18 @@ import { registeredTarget, type TargetId } from './targets.js'
 const grantKey = (g: { key: string; permission_entity: string; permission_entity_id: number }) =>
   `${g.key}|${g.permission_entity}|${g.permission_entity_id}`
 
-/** Records `entityPermission.created|deleted` for each grant, in the caller's transaction. */
+/** Records `entityPermission.created|deleted` for each grant, in the caller's transaction (one statement). */
 export async function recordGrantEvents(trx: Db, actor: Pick<Actor, 'tenantId' | 'userId'>, type: 'created' | 'deleted', grants: queries.GrantRow[]) {
-  for (const grant of grants) {
+  await recordDomainEvents(trx, grants.map((grant) => {
     const presented = presentGrant(grant)
     // the audit record: the grant's fields appear (create) or disappear (delete)
     const audit = Object.fromEntries(Object.entries(presented).filter(([field]) => field !== 'created_at' && field !== 'updated_at')
       .map(([field, value]) => [field, type === 'created' ? [null, value] : [value, null]]))
-    await recordDomainEvent(trx, {
+    return {
       type: `entityPermission.${type}`, tenantId: actor.tenantId, actorId: actor.userId,
       subjectType: 'entityPermission', subjectId: grant.id, data: presented, audit,
-    })
-  }
+    }
+  }))
 }
 
 /** Where a problem of element `index`'s `name` is reported, e.g. `entity_permissions.3.key`. */

@@ -54,8 +54,14 @@ export function diff(before: object | undefined, after: object): Record<string, 
  * with it. Actor, request id, IP and user agent come from the request context (null from CLI/jobs).
  */
 export async function recordAudit(db: Db, entry: AuditEntry): Promise<void> {
+  await recordAudits(db, [entry])
+}
+
+/** `recordAudit` for several changes of one request, in one statement. */
+export async function recordAudits(db: Db, entries: AuditEntry[]): Promise<void> {
+  if (entries.length === 0) return
   const context = currentRequestContext()
-  await db.insertInto('audit_log').values({
+  await db.insertInto('audit_log').values(entries.map((entry) => ({
     tenant_id: entry.tenantId,
     actor_id: context.actorId,
     action: entry.action,
@@ -65,7 +71,7 @@ export async function recordAudit(db: Db, entry: AuditEntry): Promise<void> {
     request_id: context.requestId,
     ip: context.ip,
     user_agent: context.userAgent,
-  }).execute()
+  }))).execute()
 }
 
 /**
