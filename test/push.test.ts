@@ -37,14 +37,14 @@ async function subscribeDevice(user: GivenUser, endpoint: string, keys: UserAgen
 }
 
 /** What a send does end to end, minus the worker process: the API call (which creates the records), the delivery job. */
-async function sendAndDeliver(tenant: GivenTenant, userIds: number[], title: string, extraConfig: Record<string, string> = {}) {
+async function sendAndDeliver(tenant: GivenTenant, userIds: number[], title: string, extraConfig: Record<string, string> = {}, reuse?: ReturnType<typeof createDeliveryDeps>) {
   const res = await call(await app(), tenant.adminToken, { method: 'POST', url: '/api/notifications', payload: { title, body: '<p>Hello <b>team</b></p>', url: '/shifts', user_ids: userIds } })
   assert.equal(res.statusCode, 202, res.body)
   const sent = await db.selectFrom('generic_notifications').select('id').where('tenant_id', '=', tenant.id).orderBy('id', 'desc').executeTakeFirstOrThrow()
   // a send to a few users creates its records itself; a larger one queues the fan-out
   const [fanOut] = await queued<FanOutPayload>('notifications:fan_out', `notifications:fan_out:genericNotification:${sent.id}`)
   if (fanOut) await runFanOut(db, fanOut.payload)
-  const deps = createDeliveryDeps({ db, config: pushConfig(extraConfig), log: silent })
+  const deps = reuse ?? createDeliveryDeps({ db, config: pushConfig(extraConfig), log: silent })
   for (const job of await queued<DeliverPayload>('notifications:deliver', `notifications:deliver:genericNotification:${sent.id}:`)) await deliverNotifications(deps, job.payload)
   return { sendId: sent.id, deps }
 }
@@ -59,7 +59,7 @@ test('a notification reaches the device: RFC 8291 body decrypted with the subscr
   assert.equal(Buffer.from(publicKey, 'base64url').length, 65)
   const device = await subscribeDevice(user, service.endpoint('anna-phone'))
 
-  await sendAndDeliver(tenant, [user.id], 'Shift swap approved')
+  const { deps } = await sendAndDeliver(tenant, [user.id], 'Shift swap approved')
 
   assert.equal(service.received.length, 1)
   const push = service.received[0]
@@ -73,6 +73,13 @@ test('a notification reaches the device: RFC 8291 body decrypted with the subscr
   assert.deepEqual(payload, { id: record.id, type: 'genericNotification', title: 'Shift swap approved', body: 'Hello team', url: 'http://app.test/shifts', created_at: record.created_at })
   const attempts = await db.selectFrom('push_deliveries').select(['status', 'attempt', 'response_status']).where('tenant_id', '=', tenant.id).execute()
   assert.deepEqual(attempts, [{ status: 'sent', attempt: 1, response_status: 201 }])
+
+  // the VAPID JWT (valid 12 h) is signed once per push service and reused by the next pushes
+  const lifetime = Number(claims.exp) - Date.now() / 1000
+  assert.ok(lifetime > 11.9 * 3600 && lifetime <= 12 * 3600, `exp in ${lifetime} s`)
+  await sendAndDeliver(tenant, [user.id], 'Second', {}, deps)
+  assert.equal(service.received.length, 2)
+  assert.equal(service.received[1]!.headers.authorization, push.headers.authorization)
 })
 
 test('410 from the push service deletes the subscription; 503 with Retry-After is retried later, honouring it', async (t) => {

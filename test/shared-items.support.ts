@@ -42,7 +42,7 @@ export function useTestShareTargets(db: Db): Promise<void> {
         async canView(db, actor, id) {
           return can(actor, `${MODULE_OF[alias]}.view`) && hasGrantAccess(db, actor, 'view', alias, id)
         },
-        async describe(id, { appUrl, baseUrl, db, tenantId }) {
+        async describe(id, { appUrl, baseUrl, db, tenantId, actor }) {
           const { rows } = await sql<{ has_poster: boolean; title: string | null }>`select has_poster, title from test_share_targets
             where tenant_id = ${tenantId} and alias = ${alias} and id = ${id}`.execute(db)
           if (!rows[0]) return undefined
@@ -52,7 +52,7 @@ export function useTestShareTargets(db: Db): Promise<void> {
             target, showFileContent: `${files}/content`, downloadFileContent: `${files}/download`,
             ...(rows[0].has_poster ? { filePoster: `${files}/poster` } : {}),
           }
-          return { urls, title: rows[0].title }
+          return { urls, title: rows[0].title, visible: can(actor, `${MODULE_OF[alias]}.view`) && await hasGrantAccess(db, actor, 'view', alias, id) }
         },
         async loadFields(db, tenantId, ids) {
           const { rows } = await sql<{ id: string; title: string | null }>`select id, title from test_share_targets

@@ -38,6 +38,9 @@ export interface PushRetryPayload { tenantId: number; notificationId: string; su
 const RETRY_DELAYS_MS = [5_000, 30_000, 120_000, 600_000, 1_800_000]
 const MAX_RETRY_AFTER_MS = 3_600_000
 const PARALLEL_SENDS = 50
+/** A VAPID JWT is valid for 12 h and reused for 1 h (RFC 8292 allows up to 24 h). */
+const VAPID_JWT_LIFETIME_SECONDS = 12 * 60 * 60
+const VAPID_JWT_REUSE_MS = 60 * 60 * 1000
 
 interface Subscription { id: number; user_id: number; endpoint: string; p256dh: string; auth: string }
 type Outcome = { status: 'sent' | 'gone' | 'failed' | 'retrying'; responseStatus: number | null; error: string | null; retryAfterMs?: number }
@@ -69,22 +72,42 @@ async function inParallel<T>(items: T[], limit: number, work: (item: T) => Promi
 export function createWebPushSender({ config, log }: { config: Config; log: Logger }) {
   const box = secretBoxFor(config.secrets)
   const http = new SafeHttpClient({ allowPrivateNetworks: config.push.allowPrivateNetworks, timeoutMs: 10_000, maxResponseBytes: 4096, connectionsPerOrigin: PARALLEL_SENDS })
+  const vapidHeaders = new Map<string, { authorization: string; renewAt: number }>()
+
+  /**
+   * The VAPID `Authorization` header for a push service (RFC 8292: one JWT per audience, valid up to
+   * 24 h): signed once an hour per push service and key, not once per push (an ES256 signature was a
+   * good part of each push's CPU).
+   */
+  function vapidAuthorization(endpoint: string, keys: { publicKey: string; privateKey: string }): string {
+    const audience = new URL(endpoint).origin
+    const cacheKey = `${audience} ${keys.publicKey}`
+    const cached = vapidHeaders.get(cacheKey)
+    if (cached && cached.renewAt > Date.now()) return cached.authorization
+    const expiration = Math.floor(Date.now() / 1000) + VAPID_JWT_LIFETIME_SECONDS
+    const { Authorization } = webPush.getVapidHeaders(audience, config.push.contact, keys.publicKey, keys.privateKey, 'aes128gcm', expiration) as { Authorization: string }
+    vapidHeaders.set(cacheKey, { authorization: Authorization, renewAt: Date.now() + VAPID_JWT_REUSE_MS })
+    return Authorization
+  }
 
   async function attempt(db: Db, message: PushMessage, subscription: Subscription, attemptNumber: number): Promise<void> {
     const keys = await vapidKeys(db, box)
     const payload = JSON.stringify({ id: message.notificationId, type: message.type, title: message.title, body: message.body, url: message.url, created_at: message.createdAt })
     const request = webPush.generateRequestDetails({ endpoint: subscription.endpoint, keys: { p256dh: subscription.p256dh, auth: subscription.auth } }, payload, {
-      vapidDetails: { subject: config.push.contact, publicKey: keys.publicKey, privateKey: keys.privateKey },
+      headers: { Authorization: vapidAuthorization(subscription.endpoint, keys) },
       TTL: config.push.ttlSeconds, urgency: message.type.endsWith('Required') ? 'high' : 'normal', contentEncoding: 'aes128gcm',
     })
     const outcome = judge(await http.send(request.endpoint, { method: request.method, headers: request.headers as Record<string, string>, body: request.body }))
     const delay = RETRY_DELAYS_MS[attemptNumber - 1]
     const status = outcome.status === 'retrying' && delay === undefined ? 'failed' : outcome.status
-    await db.transaction().execute(async (trx) => {
-      await trx.insertInto('push_deliveries').values({
-        tenant_id: message.tenantId, subscription_id: subscription.id, notification_id: message.notificationId, attempt: attemptNumber,
-        status, response_status: outcome.responseStatus, error: outcome.error,
-      }).execute()
+    const recorded = {
+      tenant_id: message.tenantId, subscription_id: subscription.id, notification_id: message.notificationId, attempt: attemptNumber,
+      status, response_status: outcome.responseStatus, error: outcome.error,
+    }
+    // the common outcome is one statement; pruning a subscription or scheduling a retry commits with its record
+    if (status !== 'gone' && status !== 'retrying') await db.insertInto('push_deliveries').values(recorded).execute()
+    else await db.transaction().execute(async (trx) => {
+      await trx.insertInto('push_deliveries').values(recorded).execute()
       if (status === 'gone') await trx.deleteFrom('push_subscriptions').where('tenant_id', '=', message.tenantId).where('id', '=', subscription.id).execute()
       if (status === 'retrying') {
         const next: PushRetryPayload = { tenantId: message.tenantId, notificationId: message.notificationId, subscriptionId: subscription.id, attempt: attemptNumber + 1 }

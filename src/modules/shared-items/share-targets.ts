@@ -41,10 +41,11 @@ export interface ShareTargetDef {
    */
   canView(db: Db, actor: Actor, id: ShareTargetId): Promise<boolean>
   /**
-   * What resolving a shared item needs of its target, read at once: its URLs and display title for
-   * `url_context` (null when it has none); undefined when the target does not exist in the tenant.
+   * What resolving a shared item needs of its target, read at once: its URLs, its display title for
+   * `url_context` (null when it has none) and whether `ctx.actor` can view it (`canView`'s rule);
+   * undefined when the target does not exist in the tenant.
    */
-  describe(id: ShareTargetId, ctx: ShareTargetUrlContext): Promise<{ urls: ShareTargetUrls; title: string | null } | undefined>
+  describe(id: ShareTargetId, ctx: ShareTargetUrlContext & { actor: Actor }): Promise<{ urls: ShareTargetUrls; title: string | null; visible: boolean } | undefined>
   /** Fields of the `targetable` relation, keyed by `String(id)` (default: none loaded). */
   loadFields?(db: Db, tenantId: number, ids: ShareTargetId[]): Promise<Map<string, Record<string, unknown>>>
 }

@@ -60,11 +60,11 @@ export function createSharedItemResolver({ db, config }: AppDeps) {
 
     const def = lookupShareTarget(item.targetable_type)
     const targetId = def && parseShareTargetId(def.idType, item.targetable_id)
-    const target = def && targetId !== undefined ? await def.describe(targetId, { appUrl: config.appUrl, baseUrl: config.baseUrl, db, tenantId: actor.tenantId }) : undefined
+    const target = def && targetId !== undefined ? await def.describe(targetId, { appUrl: config.appUrl, baseUrl: config.baseUrl, db, tenantId: actor.tenantId, actor }) : undefined
     if (!def || targetId === undefined || !target) {
       throw new AppError(404, 'target_not_found', 'The target of this shared item no longer exists')
     }
-    if (item.redirect_type === 'redirect' && !(await def.canView(db, actor, targetId))) {
+    if (item.redirect_type === 'redirect' && !target.visible) {
       throw new AppError(403, 'target_not_accessible', 'You cannot view the target of this shared item, so it does not redirect')
     }
     const { urls, title } = target

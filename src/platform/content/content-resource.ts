@@ -67,6 +67,7 @@ export interface ContentResource {
   exists(db: Db, tenantId: number, id: number): Promise<boolean>
   findVisible(db: Db, actor: Actor, id: number): Promise<ContentRow | undefined>
   findStored(db: Db, tenantId: number, id: number): Promise<ContentRow | undefined>
+  findStoredForViewer(db: Db, actor: Actor, id: number): Promise<{ row: ContentRow; visible: boolean } | undefined>
   list(db: Db, actor: Actor, query: RawListQuery, scope?: Record<string, unknown>): Promise<Readable | Record<string, unknown>[]>
   show(db: Db, actor: Actor, id: number, query?: RawListQuery, bypassVisibility?: boolean): Promise<Record<string, unknown>>
   create(db: Db, actor: Actor, body: Record<string, unknown>, trusted?: Record<string, unknown>): Promise<ContentRow>
@@ -296,6 +297,15 @@ export function defineContent(decl: ContentDeclaration): ContentResource {
     return (await any(db).selectFrom(decl.table).selectAll().where('tenant_id', '=', tenantId).where('id', '=', id).executeTakeFirst()) as ContentRow | undefined
   }
 
+  /** The stored row and whether the actor can view it (`visibleTo`), in one statement; undefined when it does not exist. */
+  async function findStoredForViewer(db: Db, actor: Actor, id: number): Promise<{ row: ContentRow; visible: boolean } | undefined> {
+    const found = await any(db).selectFrom(tableAs('c')).selectAll('c').select(visibleTo(principal(actor), 'c').as('visible_to_actor'))
+      .where('c.tenant_id', '=', actor.tenantId).where('c.id', '=', id).executeTakeFirst() as (ContentRow & { visible_to_actor: boolean }) | undefined
+    if (!found) return undefined
+    const { visible_to_actor: visible, ...row } = found
+    return { row: row as ContentRow, visible }
+  }
+
   /** The same parts as `visibleTo`, in its order: module permission and grants of the record, its folder, its parent. */
   async function viewChain(db: Db, tenantId: number, id: number): Promise<ViewChain | undefined> {
     const row = await findStored(db, tenantId, id)
@@ -309,7 +319,7 @@ export function defineContent(decl: ContentDeclaration): ContentResource {
 
   const self: ContentResource = {
     alias: decl.alias, table: decl.table, module: decl.module, label: decl.label, titleColumn: decl.titleColumn, resource, columns,
-    visibleTo, canView, exists, findVisible, findStored, list, show, create, update, remove, viewersSql, appUrl, deleteGrantsUnder,
+    visibleTo, canView, exists, findVisible, findStored, findStoredForViewer, list, show, create, update, remove, viewersSql, appUrl, deleteGrantsUnder,
     addChild: (child) => { children.push(child) }, viewChain,
   }
   decl.parent?.resource.addChild(self)

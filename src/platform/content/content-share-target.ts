@@ -18,14 +18,16 @@ export function contentShareTarget(content: ContentResource, variants?: VariantU
     idType: 'integer' as const,
     exists: (db: Db, tenantId: number, id: number | string) => content.exists(db, tenantId, numeric(id)),
     canView: (db: Db, actor: Actor, id: number | string) => content.canView(db, actor, numeric(id)),
-    /** One read of the stored row: existence, the URLs and the title (a stable-URL click is the hottest path). */
-    async describe(id: number | string, ctx: { appUrl: string; baseUrl: string; db: Db; tenantId: number }) {
-      const row = await content.findStored(ctx.db, ctx.tenantId, numeric(id))
-      if (!row) return undefined
+    /** One statement: existence, whether the actor can view it, the URLs and the title (a stable-URL click is the hottest path). */
+    async describe(id: number | string, ctx: { appUrl: string; baseUrl: string; db: Db; actor: Actor }) {
+      const found = await content.findStoredForViewer(ctx.db, ctx.actor, numeric(id))
+      if (!found) return undefined
+      const { row, visible } = found
       const value = content.titleColumn ? row[content.titleColumn] : undefined
       return {
         urls: { target: content.appUrl(ctx.appUrl, row), ...(variants?.(row, ctx.baseUrl.replace(/\/$/, '')) ?? {}) },
         title: typeof value === 'string' ? value : null,
+        visible,
       }
     },
   }
