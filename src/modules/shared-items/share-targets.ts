@@ -1,4 +1,3 @@
-import type { RawBuilder } from 'kysely'
 import type { Actor } from '../../platform/auth/actor.js'
 import type { Db } from '../../platform/db/schema.js'
 
@@ -29,8 +28,6 @@ export interface ShareTargetUrlContext {
   tenantId: number
 }
 
-export interface DescribedTarget { urls: ShareTargetUrls; title: string | null; visible: boolean }
-
 export interface ShareTargetDef {
   alias: string
   /** The shared item types that may point at this alias (contract 30: the type of the same name). */
@@ -48,14 +45,7 @@ export interface ShareTargetDef {
    * `url_context` (null when it has none) and whether `ctx.actor` can view it (`canView`'s rule);
    * undefined when the target does not exist in the tenant.
    */
-  describe(id: ShareTargetId, ctx: ShareTargetUrlContext & { actor: Actor }): Promise<DescribedTarget | undefined>
-  /**
-   * Optional: `describe` in two halves, so that resolving costs one statement: SQL embedded in the
-   * item's query (a scalar subquery giving `{row, visible}` as jsonb, null when the target does not
-   * exist; `id` is the item's stored `targetable_id`), and what the answer becomes.
-   */
-  describeSql?(actor: Actor, id: RawBuilder<unknown>): RawBuilder<unknown>
-  fromDescribed?(found: { row: Record<string, unknown>; visible: boolean }, ctx: { appUrl: string; baseUrl: string }): DescribedTarget
+  describe(id: ShareTargetId, ctx: ShareTargetUrlContext & { actor: Actor }): Promise<{ urls: ShareTargetUrls; title: string | null; visible: boolean } | undefined>
   /** Fields of the `targetable` relation, keyed by `String(id)` (default: none loaded). */
   loadFields?(db: Db, tenantId: number, ids: ShareTargetId[]): Promise<Map<string, Record<string, unknown>>>
 }
@@ -68,11 +58,6 @@ export function registerShareTarget(def: ShareTargetDef): void {
 }
 
 /** The registered share target of an alias, or undefined. */
-/** Every registered target kind. */
-export function shareTargets(): ShareTargetDef[] {
-  return [...registry.values()]
-}
-
 export function lookupShareTarget(alias: string): ShareTargetDef | undefined {
   return registry.get(alias)
 }

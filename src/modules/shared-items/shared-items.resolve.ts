@@ -1,10 +1,9 @@
-import { type RawBuilder, sql } from 'kysely'
 import { secretBoxFor } from '../../platform/secrets/secret-box.js'
 import type { AppDeps } from '../../platform/app-module.js'
 import type { Actor } from '../../platform/auth/actor.js'
 import { AppError, FieldErrorCollector, notFound } from '../../platform/http/errors.js'
 import { issueGrantToken } from './grant-tokens.js'
-import { lookupShareTarget, parseShareTargetId, shareTargets } from './share-targets.js'
+import { lookupShareTarget, parseShareTargetId } from './share-targets.js'
 import { viewableSql } from './shared-items.access.js'
 import * as queries from './shared-items.queries.js'
 import { URL_TYPE_FLAGS, type ResolveQuery, type ResolveResult, type UrlTypeFlag } from './shared-items.schemas.js'
@@ -41,18 +40,6 @@ function withGrantToken(url: string, token: string): string {
   return parsed.toString()
 }
 
-/**
- * SQL: the item's target described in the item's own statement (`{row, visible}` as jsonb, null when
- * it does not exist), for every target kind that can say it in SQL: a CASE on the type, so only the
- * item's own kind is read. Kinds without `describeSql` are described by a second statement.
- */
-function describedTargetSql(actor: Actor): RawBuilder<unknown> {
-  const kinds = shareTargets().filter((def) => def.describeSql && def.fromDescribed && def.idType === 'integer')
-  if (kinds.length === 0) return sql`null::jsonb`
-  const id = sql`case when si.targetable_id ~ '^[0-9]{1,18}$' then si.targetable_id end`
-  return sql`case si.targetable_type ${sql.join(kinds.map((def) => sql`when ${def.alias} then ${def.describeSql!(actor, id)}`), sql` `)} end`
-}
-
 export type SharedItemResolver = ReturnType<typeof createSharedItemResolver>
 
 export function createSharedItemResolver({ db, config }: AppDeps) {
@@ -67,18 +54,13 @@ export function createSharedItemResolver({ db, config }: AppDeps) {
     const item = await queries.selectSharedItems(db, actor.tenantId)
       .innerJoin('tenants as tn', 'tn.id', 'si.tenant_id')
       .select(['si.id', 'si.redirect_type', 'si.targetable_type', 'si.targetable_id', 'tn.slug as tenant_slug'])
-      .select(describedTargetSql(actor).as('described_target'))
       .where('si.id', '=', id).where(viewableSql(actor)).executeTakeFirst()
     if (!item) throw notFound('Shared item')
     if (item.redirect_type === 'none') return NO_REDIRECT
 
     const def = lookupShareTarget(item.targetable_type)
     const targetId = def && parseShareTargetId(def.idType, item.targetable_id)
-    const urlContext = { appUrl: config.appUrl, baseUrl: config.baseUrl }
-    const found = item.described_target as { row: Record<string, unknown>; visible: boolean } | null
-    const target = !def || targetId === undefined ? undefined
-      : def.fromDescribed && def.describeSql ? (found ? def.fromDescribed(found, urlContext) : undefined)
-        : await def.describe(targetId, { ...urlContext, db, tenantId: actor.tenantId, actor })
+    const target = def && targetId !== undefined ? await def.describe(targetId, { appUrl: config.appUrl, baseUrl: config.baseUrl, db, tenantId: actor.tenantId, actor }) : undefined
     if (!def || targetId === undefined || !target) {
       throw new AppError(404, 'target_not_found', 'The target of this shared item no longer exists')
     }

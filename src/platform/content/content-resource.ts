@@ -68,7 +68,6 @@ export interface ContentResource {
   findVisible(db: Db, actor: Actor, id: number): Promise<ContentRow | undefined>
   findStored(db: Db, tenantId: number, id: number): Promise<ContentRow | undefined>
   findStoredForViewer(db: Db, actor: Actor, id: number): Promise<{ row: ContentRow; visible: boolean } | undefined>
-  storedForViewerSql(actor: Actor, id: RawBuilder<unknown>): RawBuilder<unknown>
   list(db: Db, actor: Actor, query: RawListQuery, scope?: Record<string, unknown>): Promise<Readable | Record<string, unknown>[]>
   show(db: Db, actor: Actor, id: number, query?: RawListQuery, bypassVisibility?: boolean): Promise<Record<string, unknown>>
   create(db: Db, actor: Actor, body: Record<string, unknown>, trusted?: Record<string, unknown>): Promise<ContentRow>
@@ -298,15 +297,6 @@ export function defineContent(decl: ContentDeclaration): ContentResource {
     return (await any(db).selectFrom(decl.table).selectAll().where('tenant_id', '=', tenantId).where('id', '=', id).executeTakeFirst()) as ContentRow | undefined
   }
 
-  /**
-   * SQL (a scalar subquery): `{row, visible}` as jsonb for the record `id` — its stored row and whether
-   * the actor can view it — or null when it does not exist; for embedding in another statement.
-   */
-  function storedForViewerSql(actor: Actor, id: RawBuilder<unknown>): RawBuilder<unknown> {
-    return sql`(select jsonb_build_object('row', to_jsonb(sv), 'visible', ${visibleTo(principal(actor), 'sv')})
-      from ${sql.table(decl.table)} as sv where sv.tenant_id = ${actor.tenantId} and sv.id = ${id})`
-  }
-
   /** The stored row and whether the actor can view it (`visibleTo`), in one statement; undefined when it does not exist. */
   async function findStoredForViewer(db: Db, actor: Actor, id: number): Promise<{ row: ContentRow; visible: boolean } | undefined> {
     const found = await any(db).selectFrom(tableAs('c')).selectAll('c').select(visibleTo(principal(actor), 'c').as('visible_to_actor'))
@@ -329,7 +319,7 @@ export function defineContent(decl: ContentDeclaration): ContentResource {
 
   const self: ContentResource = {
     alias: decl.alias, table: decl.table, module: decl.module, label: decl.label, titleColumn: decl.titleColumn, resource, columns,
-    visibleTo, canView, exists, findVisible, findStored, findStoredForViewer, storedForViewerSql, list, show, create, update, remove, viewersSql, appUrl, deleteGrantsUnder,
+    visibleTo, canView, exists, findVisible, findStored, findStoredForViewer, list, show, create, update, remove, viewersSql, appUrl, deleteGrantsUnder,
     addChild: (child) => { children.push(child) }, viewChain,
   }
   decl.parent?.resource.addChild(self)

@@ -1,4 +1,3 @@
-import { type RawBuilder, sql } from 'kysely'
 import type { Actor } from '../auth/actor.js'
 import type { Db } from '../db/schema.js'
 import type { ContentResource, ContentRow } from './content-resource.js'
@@ -13,14 +12,6 @@ export type VariantUrls = (row: ContentRow, baseUrl: string) => Record<string, s
  */
 export function contentShareTarget(content: ContentResource, variants?: VariantUrls) {
   const numeric = (id: number | string) => Number(id)
-  const described = ({ row, visible }: { row: ContentRow; visible: boolean }, ctx: { appUrl: string; baseUrl: string }) => {
-    const value = content.titleColumn ? row[content.titleColumn] : undefined
-    return {
-      urls: { target: content.appUrl(ctx.appUrl, row), ...(variants?.(row, ctx.baseUrl.replace(/\/$/, '')) ?? {}) },
-      title: typeof value === 'string' ? value : null,
-      visible,
-    }
-  }
   return {
     alias: content.alias,
     sharedItemTypes: [content.alias] as readonly string[],
@@ -30,10 +21,14 @@ export function contentShareTarget(content: ContentResource, variants?: VariantU
     /** One statement: existence, whether the actor can view it, the URLs and the title (a stable-URL click is the hottest path). */
     async describe(id: number | string, ctx: { appUrl: string; baseUrl: string; db: Db; actor: Actor }) {
       const found = await content.findStoredForViewer(ctx.db, ctx.actor, numeric(id))
-      return found && described(found, ctx)
+      if (!found) return undefined
+      const { row, visible } = found
+      const value = content.titleColumn ? row[content.titleColumn] : undefined
+      return {
+        urls: { target: content.appUrl(ctx.appUrl, row), ...(variants?.(row, ctx.baseUrl.replace(/\/$/, '')) ?? {}) },
+        title: typeof value === 'string' ? value : null,
+        visible,
+      }
     },
-    /** `describe` as SQL inside the item's own query (the stable URL then costs one statement). */
-    describeSql: (actor: Actor, id: RawBuilder<unknown>) => content.storedForViewerSql(actor, sql`(${id})::bigint`),
-    fromDescribed: (found: { row: ContentRow; visible: boolean }, ctx: { appUrl: string; baseUrl: string }) => described(found, ctx),
   }
 }
