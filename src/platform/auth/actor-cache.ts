@@ -26,6 +26,13 @@ interface Entry extends CachedActor { tenantId: number; cachedAt: number }
 
 /** How long a request that changed an actor waits, at most, for its invalidation to be heard back. */
 const ECHO_WAIT_MS = 500
+/**
+ * After the echo: PostgreSQL signals every listening backend at the commit, but each sends the
+ * notification to its own node when it is scheduled; on a loaded host another node's backend may lag
+ * the echo's by milliseconds (the cluster suite's logout scenario saw it once). A short grace covers
+ * that lag; it is paid only by requests that changed an actor.
+ */
+const ECHO_GRACE_MS = 25
 
 /**
  * Token hash → actor, so an authenticated request costs no database round trip for its actor.
@@ -92,6 +99,7 @@ export class ActorCache {
     try {
       await sql`select pg_notify(${ACTOR_CHANGED_CHANNEL}, ${JSON.stringify({ tenant: tenantId ?? null, echo })})`.execute(db)
       await heard
+      await new Promise((resolve) => setTimeout(resolve, ECHO_GRACE_MS))
     } finally {
       this.echoes.delete(echo)
     }
