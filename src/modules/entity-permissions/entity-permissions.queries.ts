@@ -40,11 +40,9 @@ export function selectGrantsOnTargets(db: Db, tenantId: number, alias: string, t
     .orderBy('id').execute()
 }
 
-/** Inserts a grant unless the identical one exists (on the table's unique constraint); the new id or undefined. */
+/** Inserts a grant unless the identical one exists (on the table's unique constraint); the new row or undefined. */
 export async function insertGrantIfAbsent(db: Db, tenantId: number, values: GrantValues): Promise<GrantRow | undefined> {
-  return db.insertInto('entity_permissions').values({ tenant_id: tenantId, ...values })
-    .onConflict((oc) => oc.columns(['tenant_id', 'target_entity', 'target_entity_id', 'key', 'permission_entity', 'permission_entity_id']).doNothing())
-    .returning(grantColumns).executeTakeFirst()
+  return (await insertGrantsIfAbsent(db, tenantId, [values]))[0]
 }
 
 /** Inserts grants in one statement, skipping those that exist (the unique key); the inserted rows, by id. */

@@ -7,9 +7,11 @@ export interface FolderRow {
   parent_id: number | null
   lang_id: string
   path: number[]
+  icon_id: number | null
+  show_on_menu: boolean
 }
 
-const rowColumns = ['id', 'type', 'parent_id', 'lang_id', 'path'] as const
+const rowColumns = ['id', 'type', 'parent_id', 'lang_id', 'path', 'icon_id', 'show_on_menu'] as const
 
 /** The tenant's folders, aliased `f` (base of list and show queries). */
 export const selectFolders = (db: Db, tenantId: number) => db.selectFrom('folders as f').where('f.tenant_id', '=', tenantId)

@@ -116,7 +116,6 @@ export function createFoldersService({ db }: AppDeps) {
       // the stored values, for the audit record's "before" (the row is locked by requireVisibleFolder)
       const oldName = body.name === undefined ? undefined : (await queries.selectTranslations(trx, actor.tenantId, [id]))
         .find((t) => t.lang_id === nameLang)?.name ?? null
-      const oldFlags = await trx.selectFrom('folders').select(['icon_id', 'show_on_menu']).where('tenant_id', '=', actor.tenantId).where('id', '=', id).executeTakeFirst()
       if (body.name !== undefined) await queries.upsertTranslation(trx, actor.tenantId, id, nameLang, body.name)
       await queries.updateFolder(trx, actor.tenantId, id, { icon_id: body.icon_id, show_on_menu: body.show_on_menu, user_id: actor.userId })
       if (body.entity_permissions) await syncEntityPermissions(trx, actor, 'folder', id, body.entity_permissions)
@@ -124,7 +123,7 @@ export function createFoldersService({ db }: AppDeps) {
       await recordDomainEvent(trx, {
         type: 'folder.updated', tenantId: actor.tenantId, actorId: actor.userId, subjectType: 'folder', subjectId: id,
         data: { changes, entity_permissions_replaced: grants !== undefined },
-        audit: diff({ ...folder, ...oldFlags, name: oldName }, { parent_id: body.parent_id, icon_id: body.icon_id, show_on_menu: body.show_on_menu, name: body.name }),
+        audit: diff({ ...folder, name: oldName }, { parent_id: body.parent_id, icon_id: body.icon_id, show_on_menu: body.show_on_menu, name: body.name }),
       })
     })
     return presentFolder(actor, id)

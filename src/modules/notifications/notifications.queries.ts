@@ -14,7 +14,7 @@ export async function countNotifications(query: NotificationQuery): Promise<numb
 }
 
 export async function countUnreadNotifications(db: Db, tenantId: number, userId: number): Promise<number> {
-  return countNotifications(selectOwnNotifications(db, tenantId, userId).where('n.read_at', 'is', null))
+  return (await countUnreadNotificationsOf(db, tenantId, [userId])).get(userId) ?? 0
 }
 
 /** Unread counts of several users at once (users without unread records are absent). */

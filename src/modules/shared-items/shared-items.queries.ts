@@ -51,7 +51,6 @@ export async function updateSharedItem(
     .where('tenant_id', '=', tenantId).where('id', '=', id).execute()
 }
 
-/** Sets or clears `deleted_at`; returns whether the row changed state. */
 /** Sets or clears `deleted_at`; the new `deleted_at` (null when restored), or false when nothing changed. */
 export async function setSharedItemDeleted(db: Db, tenantId: number, id: string, deleted: boolean): Promise<string | null | false> {
   const row = await db.updateTable('shared_items')
