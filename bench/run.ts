@@ -1,5 +1,5 @@
 /**
- * `npm run bench [-- --quick] [-- --only=S1,S2,stream,fanout,webhooks]` — contract 90's harness: fresh
+ * `npm run bench [-- --quick] [-- --only=S1,S2,stream,fanout,webhooks] [-- --seconds=N]` — contract 90's harness: fresh
  * database, set-based seed, the API server and the raw baseline server as separate processes,
  * autocannon (another process) alternating each scenario with its baseline, ratios and pass/fail;
  * the large streamed read; notification fan-out and webhook delivery rate with a separate worker
@@ -44,8 +44,11 @@ const runs = (part: string) => !only || only.includes(part)
 const selectedScenarios = scenarios.filter((s) => runs(s.id))
 const webhookEvents = quick ? 1_000 : 2_000
 const scale = quick ? 0.01 : 1
-const duration = quick ? 2 : 10
+// `--seconds=N`: each side measured twice for N s, alternating, also on the quick seed (comparing two builds)
+const secondsArg = Number(process.argv.find((a) => a.startsWith('--seconds='))?.slice(10) ?? 0)
+const duration = secondsArg > 0 ? 2 * secondsArg : quick ? 2 : 10
 const warmup = quick ? 1 : 3
+const rounds = quick && !(secondsArg > 0) ? 1 : 2
 const connections = 50
 const fleetMode = process.argv.includes('--fleet')
 
@@ -301,7 +304,7 @@ async function main(): Promise<void> {
     // (quick: once each, 1 s, to stay under 2 minutes with 14 scenarios)
     const apiRuns: LoadResult[] = []
     const baseRuns: LoadResult[] = []
-    for (let i = 0; i < (quick ? 1 : 2); i++) {
+    for (let i = 0; i < rounds; i++) {
       apiRuns.push(await load(apiUrl + request.path, { ...request, seconds: duration / 2 }))
       baseRuns.push(await load(baseUrl + baseRequest.path, { ...baseRequest, seconds: duration / 2 }))
     }

@@ -88,3 +88,40 @@ test('the "may share" rule and the redirect refusal use the real module view rul
   assert.equal(employeeResolves.json().url, `http://api.test/api/filemanager/files/${file}/download`)
   assert.equal(employeeResolves.json().url_context.title, 'plan.png')
 })
+
+test('a repeated click (the one-statement path) still follows retargeting, lost visibility, a deleted target and a deleted item', async () => {
+  const tenant = await given.tenant(db)
+  const viewerRole = await given.role(db, tenant, ['filemanager.view'])
+  const viewer = await given.user(db, tenant, { roleId: viewerRole })
+  const other = await given.user(db, tenant, { roleId: viewerRole })
+  const first = await uploadFile(tenant, 'first.png')
+  const second = await uploadFile(tenant, 'second.png')
+  const created = await call(app, tenant.adminToken, {
+    method: 'POST', url: '/api/administration/shared-items', payload: { type: 'filemanagerFile', targetable_type: 'filemanagerFile', targetable_id: first, redirect_type: 'redirect' },
+  })
+  assert.equal(created.statusCode, 201, created.body)
+  const item = created.json().id as string
+  const click = () => call(app, viewer.token, { method: 'GET', url: `/shared/${item}?downloadFileContent=1` })
+
+  const clicks = [await click(), await click()]
+  assert.deepEqual(clicks.map((c) => [c.statusCode, new URL(c.headers.location as string).pathname]), [
+    [302, `/api/filemanager/files/${first}/download`], [302, `/api/filemanager/files/${first}/download`],
+  ])
+  const retargeted = await call(app, tenant.adminToken, { method: 'PUT', url: `/api/administration/shared-items/${item}`, payload: { targetable_type: 'filemanagerFile', targetable_id: second } })
+  assert.equal(retargeted.statusCode, 200, retargeted.body)
+  const afterRetarget = await click()
+  assert.equal(new URL(afterRetarget.headers.location as string).pathname, `/api/filemanager/files/${second}/download`)
+
+  await given.grant(db, tenant, { key: 'view', to: ['user', other.id], on: ['filemanagerFile', second] })
+  const notVisible = await click()
+  assert.equal(notVisible.statusCode, 403, notVisible.body)
+  assert.equal(notVisible.json().code, 'target_not_accessible')
+
+  assert.equal((await call(app, tenant.adminToken, { method: 'DELETE', url: `/api/filemanager/files/${second}` })).statusCode, 204)
+  const targetGone = await click()
+  assert.equal(targetGone.statusCode, 404, targetGone.body)
+  assert.equal(targetGone.json().code, 'target_not_found')
+
+  assert.equal((await call(app, tenant.adminToken, { method: 'DELETE', url: `/api/administration/shared-items/${item}` })).statusCode, 204)
+  assert.equal((await click()).statusCode, 404)
+})

@@ -1,3 +1,4 @@
+import type { RawBuilder, SelectQueryBuilder } from 'kysely'
 import type { Actor } from '../../platform/auth/actor.js'
 import type { Db } from '../../platform/db/schema.js'
 
@@ -46,6 +47,14 @@ export interface ShareTargetDef {
    * undefined when the target does not exist in the tenant.
    */
   describe(id: ShareTargetId, ctx: ShareTargetUrlContext & { actor: Actor }): Promise<{ urls: ShareTargetUrls; title: string | null; visible: boolean } | undefined>
+  /**
+   * The one-statement stable URL (optional): left-joins the target (its id given as text by `idText`)
+   * and the actor's visibility onto the caller's shared-item query; `describeJoined` reads `describe`'s
+   * answer off a row of it (undefined when the target does not exist).
+   */
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  joinTarget?(query: SelectQueryBuilder<any, any, any>, actor: Actor, idText: RawBuilder<unknown>): SelectQueryBuilder<any, any, any>
+  describeJoined?(row: Record<string, unknown>, ctx: Pick<ShareTargetUrlContext, 'appUrl' | 'baseUrl'>): { urls: ShareTargetUrls; title: string | null; visible: boolean } | undefined
   /** Fields of the `targetable` relation, keyed by `String(id)` (default: none loaded). */
   loadFields?(db: Db, tenantId: number, ids: ShareTargetId[]): Promise<Map<string, Record<string, unknown>>>
 }

@@ -68,6 +68,8 @@ export interface ContentResource {
   findVisible(db: Db, actor: Actor, id: number): Promise<ContentRow | undefined>
   findStored(db: Db, tenantId: number, id: number): Promise<ContentRow | undefined>
   findStoredForViewer(db: Db, actor: Actor, id: number): Promise<{ row: ContentRow; visible: boolean } | undefined>
+  /** SQL: the record under `alias` is visible to `actor` (`visibleTo` with the actor's principal). */
+  visibleToActor(actor: Actor, alias: string): RawBuilder<boolean>
   list(db: Db, actor: Actor, query: RawListQuery, scope?: Record<string, unknown>): Promise<Readable | Record<string, unknown>[]>
   show(db: Db, actor: Actor, id: number, query?: RawListQuery, bypassVisibility?: boolean): Promise<Record<string, unknown>>
   create(db: Db, actor: Actor, body: Record<string, unknown>, trusted?: Record<string, unknown>): Promise<ContentRow>
@@ -298,8 +300,10 @@ export function defineContent(decl: ContentDeclaration): ContentResource {
   }
 
   /** The stored row and whether the actor can view it (`visibleTo`), in one statement; undefined when it does not exist. */
+  const visibleToActor = (actor: Actor, alias: string) => visibleTo(principal(actor), alias)
+
   async function findStoredForViewer(db: Db, actor: Actor, id: number): Promise<{ row: ContentRow; visible: boolean } | undefined> {
-    const found = await any(db).selectFrom(tableAs('c')).selectAll('c').select(visibleTo(principal(actor), 'c').as('visible_to_actor'))
+    const found = await any(db).selectFrom(tableAs('c')).selectAll('c').select(visibleToActor(actor, 'c').as('visible_to_actor'))
       .where('c.tenant_id', '=', actor.tenantId).where('c.id', '=', id).executeTakeFirst() as (ContentRow & { visible_to_actor: boolean }) | undefined
     if (!found) return undefined
     const { visible_to_actor: visible, ...row } = found
@@ -319,7 +323,7 @@ export function defineContent(decl: ContentDeclaration): ContentResource {
 
   const self: ContentResource = {
     alias: decl.alias, table: decl.table, module: decl.module, label: decl.label, titleColumn: decl.titleColumn, resource, columns,
-    visibleTo, canView, exists, findVisible, findStored, findStoredForViewer, list, show, create, update, remove, viewersSql, appUrl, deleteGrantsUnder,
+    visibleTo, canView, exists, findVisible, findStored, findStoredForViewer, visibleToActor, list, show, create, update, remove, viewersSql, appUrl, deleteGrantsUnder,
     addChild: (child) => { children.push(child) }, viewChain,
   }
   decl.parent?.resource.addChild(self)

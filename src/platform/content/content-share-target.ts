@@ -1,9 +1,13 @@
+import { sql, type RawBuilder, type SelectQueryBuilder } from 'kysely'
 import type { Actor } from '../auth/actor.js'
 import type { Db } from '../db/schema.js'
 import type { ContentResource, ContentRow } from './content-resource.js'
 
 /** Extra URL variants of a target (file content/download/poster), from its stored row. */
 export type VariantUrls = (row: ContentRow, baseUrl: string) => Record<string, string>
+
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+type AnySelect = SelectQueryBuilder<any, any, any>
 
 /**
  * The share-target shape the shared-items module registers (contract 30), derived from a content
@@ -12,6 +16,14 @@ export type VariantUrls = (row: ContentRow, baseUrl: string) => Record<string, s
  */
 export function contentShareTarget(content: ContentResource, variants?: VariantUrls) {
   const numeric = (id: number | string) => Number(id)
+  const described = (row: ContentRow, visible: boolean, ctx: { appUrl: string; baseUrl: string }) => {
+    const value = content.titleColumn ? row[content.titleColumn] : undefined
+    return {
+      urls: { target: content.appUrl(ctx.appUrl, row), ...(variants?.(row, ctx.baseUrl.replace(/\/$/, '')) ?? {}) },
+      title: typeof value === 'string' ? value : null,
+      visible,
+    }
+  }
   return {
     alias: content.alias,
     sharedItemTypes: [content.alias] as readonly string[],
@@ -21,14 +33,19 @@ export function contentShareTarget(content: ContentResource, variants?: VariantU
     /** One statement: existence, whether the actor can view it, the URLs and the title (a stable-URL click is the hottest path). */
     async describe(id: number | string, ctx: { appUrl: string; baseUrl: string; db: Db; actor: Actor }) {
       const found = await content.findStoredForViewer(ctx.db, ctx.actor, numeric(id))
-      if (!found) return undefined
-      const { row, visible } = found
-      const value = content.titleColumn ? row[content.titleColumn] : undefined
-      return {
-        urls: { target: content.appUrl(ctx.appUrl, row), ...(variants?.(row, ctx.baseUrl.replace(/\/$/, '')) ?? {}) },
-        title: typeof value === 'string' ? value : null,
-        visible,
-      }
+      return found && described(found.row, found.visible, ctx)
+    },
+    /** Left-joins the record (as `t`, its id given as text by `idText`) and the actor's visibility onto the caller's query. */
+    joinTarget(query: AnySelect, actor: Actor, idText: RawBuilder<unknown>): AnySelect {
+      // a stored text id that is no well-formed integer matches no record (as parseShareTargetId rejects it)
+      const id = sql`case when ${idText} ~ '^[1-9][0-9]{0,15}$' then (${idText})::bigint end`
+      return query.leftJoin(`${content.table} as t`, (join) => join.on('t.tenant_id', '=', actor.tenantId).on('t.id', '=', id))
+        .selectAll('t').select(content.visibleToActor(actor, 't').as('visible_to_actor'))
+    },
+    /** `describe`'s answer read off a row of a query `joinTarget` extended; undefined when the record does not exist. */
+    describeJoined(row: Record<string, unknown>, ctx: { appUrl: string; baseUrl: string }) {
+      if (row.id === null || row.id === undefined) return undefined
+      return described(row as ContentRow, row.visible_to_actor === true, ctx)
     },
   }
 }

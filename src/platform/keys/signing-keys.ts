@@ -15,6 +15,14 @@ export interface SigningKey {
 const PUBLIC_MEMBERS = ['kty', 'crv', 'x', 'y'] as const
 const imported = new Map<string, Promise<CryptoKey>>()
 
+/**
+ * How long a process keeps signing with the current key it last read, instead of one query per
+ * signature on the stable-URL path. A rotation on another node is seen within this time; the tokens
+ * signed meanwhile with the just-retired key still verify, because the JWKS keeps the previous key.
+ */
+const CURRENT_KEY_TTL_MS = 10_000
+const currentKeys = new WeakMap<Db, { key: SigningKey; readAt: number }>()
+
 function publicPart(jwk: JWK): JWK {
   const out: JWK = {}
   for (const member of PUBLIC_MEMBERS) if (jwk[member] !== undefined) (out as Record<string, unknown>)[member] = jwk[member]
@@ -56,19 +64,28 @@ export async function ensureSigningKey(db: Db, box: SecretBox): Promise<void> {
  */
 export async function rotateSigningKey(db: Db, box: SecretBox): Promise<{ kid: string; previousKid: string | null }> {
   const row = await newKeyRow(box)
-  return db.transaction().execute(async (trx) => {
+  const rotated = await db.transaction().execute(async (trx) => {
     await lockKeys(trx)
     const retired = await trx.updateTable('signing_keys').set({ retired_at: sql`now()` as never })
       .where('retired_at', 'is', null).returning('kid').executeTakeFirst()
     await trx.insertInto('signing_keys').values(row).execute()
     return { kid: row.kid, previousKid: retired?.kid ?? null }
   })
+  currentKeys.delete(db)
+  return rotated
 }
 
-/** The current private signing key (created on first use). */
+/** The current private signing key (created on first use; re-read at most every CURRENT_KEY_TTL_MS). */
 export async function currentSigningKey(db: Db, box: SecretBox): Promise<SigningKey> {
+  const cached = currentKeys.get(db)
+  if (cached && Date.now() - cached.readAt < CURRENT_KEY_TTL_MS) return cached.key
+  const key = await readCurrentSigningKey(db, box)
+  currentKeys.set(db, { key, readAt: Date.now() })
+  return key
+}
+
+async function readCurrentSigningKey(db: Db, box: SecretBox): Promise<SigningKey> {
   const current = () => db.selectFrom('signing_keys').select(['kid', 'alg', 'private_jwk']).where('retired_at', 'is', null).executeTakeFirst()
-  // one query per signature once the key exists (grant tokens are signed on the stable-URL path)
   let row = await current()
   if (!row) {
     await ensureSigningKey(db, box)
