@@ -29,11 +29,17 @@ export function createAccessRecorder(db: Db, onError: (error: unknown) => void =
 
   async function write(batch: SharedItemAccess[]): Promise<void> {
     const byTenant = new Map<number, SharedItemAccess[]>()
-    for (const access of batch) byTenant.set(access.tenantId, [...(byTenant.get(access.tenantId) ?? []), access])
+    for (const access of batch) {
+      const accesses = byTenant.get(access.tenantId)
+      if (accesses) accesses.push(access)
+      else byTenant.set(access.tenantId, [access])
+    }
+    // one statement text whatever the batch size (arrays, not a VALUES list): prepared once per connection
     for (const [tenantId, accesses] of byTenant) {
-      await db.insertInto('shared_item_accesses').values(accesses.map((a) => ({
-        tenant_id: tenantId, shared_item_id: a.sharedItemId, user_id: a.userId, outcome: a.outcome, url_type: a.urlType,
-      }))).execute()
+      await sql`insert into shared_item_accesses (tenant_id, shared_item_id, user_id, outcome, url_type)
+        select ${tenantId}, a.shared_item_id, a.user_id, a.outcome, a.url_type
+        from unnest(${accesses.map((a) => a.sharedItemId)}::text[], ${accesses.map((a) => a.userId)}::bigint[],
+          ${accesses.map((a) => a.outcome)}::text[], ${accesses.map((a) => a.urlType)}::text[]) as a(shared_item_id, user_id, outcome, url_type)`.execute(db)
     }
   }
 
