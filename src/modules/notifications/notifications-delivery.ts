@@ -1,3 +1,4 @@
+import { sql } from 'kysely'
 import type { Logger } from 'pino'
 import type { Db } from '../../platform/db/schema.js'
 import type { DeliverPayload } from './notifications-fan-out.js'
@@ -24,6 +25,8 @@ interface DeliveryRow {
   email: string | null
   wants_email_notifications: boolean
   email_digest: 'immediate' | 'daily' | 'weekly'
+  /** Whether the user has a device to push to. */
+  has_push: boolean
 }
 
 /** The push payload's body: plain text, at most 1,000 characters. */
@@ -55,20 +58,24 @@ export async function deliverNotifications(deps: DeliveryDeps, payload: DeliverP
   const rows = (await db.selectFrom('notifications as n')
     .innerJoin('users as u', (j) => j.onRef('u.tenant_id', '=', 'n.tenant_id').onRef('u.id', '=', 'n.notifiable_id'))
     .select(['n.id', 'n.type', 'n.created_at', 'n.notifiable_id', 'n.data', 'u.email', 'u.wants_email_notifications', 'u.email_digest'])
+    .select(sql<boolean>`exists (select 1 from push_subscriptions ps where ps.tenant_id = ${tenantId} and ps.user_id = n.notifiable_id)`.as('has_push'))
     .where('n.tenant_id', '=', tenantId)
     .where('n.source_key', '=', payload.sourceKey)
     .where('n.notifiable_id', 'in', payload.userIds)
     .where('u.deleted_at', 'is', null)
     .where('u.active', '=', true)
     .execute()) as DeliveryRow[]
-  if (rows.length === 0) return
+  // digest readers get this one in their next digest instead
+  const emailNow = (r: DeliveryRow) => r.wants_email_notifications && r.email !== null && r.email !== '' && r.email_digest === 'immediate'
+  // recipients with neither a device nor an immediate email cost no further statement
+  const reachable = rows.filter((r) => r.has_push || emailNow(r))
+  if (reachable.length === 0) return
 
   // one source key, one type: the category's preferences are read once for the batch
-  const muted = await mutedChannels(db, tenantId, rows[0].type, rows.map((r) => r.notifiable_id))
-  await deps.push.send(db, rows.filter((r) => !muted.push.has(r.notifiable_id)).map((r) => pushMessageOf(tenantId, r, deps.appUrl)))
+  const muted = await mutedChannels(db, tenantId, reachable[0].type, reachable.map((r) => r.notifiable_id))
+  await deps.push.send(db, reachable.filter((r) => r.has_push && !muted.push.has(r.notifiable_id)).map((r) => pushMessageOf(tenantId, r, deps.appUrl)))
 
-  // digest readers get this one in their next digest instead
-  const wantEmail = rows.filter((r) => r.wants_email_notifications && r.email && !muted.email.has(r.notifiable_id) && r.email_digest === 'immediate')
+  const wantEmail = reachable.filter((r) => emailNow(r) && !muted.email.has(r.notifiable_id))
   if (wantEmail.length === 0) return
   const done = new Set((await db.selectFrom('outbound_messages').select('notification_id')
     .where('tenant_id', '=', tenantId).where('channel', '=', 'email')

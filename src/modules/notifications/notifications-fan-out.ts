@@ -1,7 +1,7 @@
 import { type RawBuilder, sql } from 'kysely'
 import type { Db } from '../../platform/db/schema.js'
-import { enqueue } from '../../platform/jobs/jobs.js'
-import { publish } from '../../platform/realtime/pg-pubsub.js'
+import { enqueue, enqueueSql } from '../../platform/jobs/jobs.js'
+import { publishSql } from '../../platform/realtime/pg-pubsub.js'
 import { sanitizeNotificationBody } from './notification-html.js'
 
 /** Realtime channel: `{tenantId, userIds (null = everyone of the tenant), sourceKey?}`. */
@@ -64,17 +64,16 @@ function chunks<T>(items: T[], size: number): T[][] {
 }
 
 /**
- * The recipients of `spec`, resolved in ONE statement (listed users ∪ department members ∪ the named
- * query; active, non-deleted, non-blacked-out personal accounts), ascending. Resolving once keeps a
- * fan-out linear: chunking the resolution itself re-read the members before each chunk (quadratic).
+ * SQL: the recipient user ids of `spec` (listed users ∪ department members ∪ the named query; active,
+ * non-deleted, non-blacked-out personal accounts).
  */
-async function resolveRecipients(db: Db, spec: NotificationSpec, custom: RecipientsQuery | undefined): Promise<number[]> {
+function recipientsSql(spec: NotificationSpec, custom: RecipientsQuery | undefined): RawBuilder<{ id: number }> {
   const t = spec.tenantId
   const userIds = [...new Set(spec.recipients.userIds ?? [])]
   const departmentIds = [...new Set(spec.recipients.departmentIds ?? [])]
   const extra = custom ? sql`union select q.id from (${custom(t, spec.recipients.query!.targetId)}) q` : sql``
-  const { rows } = await sql<{ ids: number[] }>`
-    select coalesce(array_agg(u.id order by u.id), '{}') as ids from (
+  return sql<{ id: number }>`
+    select u.id from (
       select unnest(${userIds}::bigint[]) as id
       union
       select du.user_id from department_users du
@@ -83,7 +82,16 @@ async function resolveRecipients(db: Db, spec: NotificationSpec, custom: Recipie
     ) r
     join users u on u.tenant_id = ${t} and u.id = r.id
     where not (r.id = any(${spec.recipients.exceptUserIds ?? []}::bigint[]))
-      and u.active and u.deleted_at is null and u.blacked_out_at is null and not u.group_account`.execute(db)
+      and u.active and u.deleted_at is null and u.blacked_out_at is null and not u.group_account`
+}
+
+/**
+ * The recipients of `spec`, resolved in ONE statement, ascending. Resolving once keeps a fan-out
+ * linear: chunking the resolution itself re-read the members before each chunk (quadratic).
+ */
+async function resolveRecipients(db: Db, spec: NotificationSpec, custom: RecipientsQuery | undefined): Promise<number[]> {
+  const { rows } = await sql<{ ids: number[] }>`
+    select coalesce(array_agg(r.id order by r.id), '{}') as ids from (${recipientsSql(spec, custom)}) r`.execute(db)
   return rows[0].ids.map(Number)
 }
 
@@ -103,7 +111,7 @@ export async function fanOutNotifications(db: Db, spec: NotificationSpec, signal
     // shutting down: stop between committed chunks; the retried job resumes (inserts are idempotent)
     if (index > 0 && signal?.aborted) throw new Error(`fan-out ${spec.sourceKey} interrupted by shutdown after ${created} records; it resumes on retry`)
     await db.transaction().execute(async (trx) => {
-      created += await insertRecords(trx, spec, recipients)
+      created += await insertRecords(trx, spec, sql<{ id: number }>`select unnest(${recipients}::bigint[]) as id`)
     })
   }
   return created
@@ -115,27 +123,31 @@ export async function fanOutNotifications(db: Db, spec: NotificationSpec, signal
  * department-wide sends go through the `notifications:fan_out` job (chunked, resumable).
  */
 export async function fanOutInTransaction(trx: Db, spec: NotificationSpec): Promise<number> {
-  const recipients = await resolveRecipients(trx, spec, undefined)
-  return recipients.length === 0 ? 0 : insertRecords(trx, spec, recipients)
+  // the recipients are resolved inside the insert: one statement
+  return insertRecords(trx, spec, recipientsSql(spec, undefined))
 }
 
-/** Inserts one chunk of records (idempotent) with its realtime NOTIFY and its delivery job, in `trx`. */
-async function insertRecords(trx: Db, spec: NotificationSpec, recipients: number[]): Promise<number> {
+/**
+ * Inserts the records of one chunk of recipients (idempotent), then, in one more statement, its
+ * realtime NOTIFY and its delivery job, all in `trx`.
+ */
+async function insertRecords(trx: Db, spec: NotificationSpec, recipients: RawBuilder<{ id: number }>): Promise<number> {
   const t = spec.tenantId
   const { rows } = await sql<{ notifiable_id: number }>`
     insert into notifications (tenant_id, type, notifiable_type, notifiable_id, targetable_type, targetable_id, source_key, data)
-    select ${t}, ${spec.type}, 'user', id, ${spec.targetableType}, ${spec.targetableId}, ${spec.sourceKey}, ${JSON.stringify(spec.data)}::jsonb
-    from unnest(${recipients}::bigint[]) as id
+    select ${t}, ${spec.type}, 'user', r.id, ${spec.targetableType}, ${spec.targetableId}, ${spec.sourceKey}, ${JSON.stringify(spec.data)}::jsonb
+    from (${recipients}) r
     on conflict (tenant_id, source_key, notifiable_id) do nothing
     returning notifiable_id`.execute(trx)
   if (rows.length === 0) return 0
   const insertedIds = rows.map((row) => Number(row.notifiable_id)).sort((a, b) => a - b)
-  for (const batch of chunks(insertedIds, NOTIFY_BATCH)) {
+  const notices = chunks(insertedIds, NOTIFY_BATCH).map((batch) => {
     const message: NotificationsChannelMessage = { tenantId: t, userIds: batch, sourceKey: spec.sourceKey }
-    await publish(trx, NOTIFICATIONS_CHANNEL, message)
-  }
+    return publishSql(NOTIFICATIONS_CHANNEL, message)
+  })
   const delivery: DeliverPayload = { tenantId: t, sourceKey: spec.sourceKey, userIds: insertedIds }
-  await enqueue(trx, 'notifications:deliver', delivery, { key: `notifications:deliver:${spec.sourceKey}:${insertedIds[0]}`, maxAttempts: 10 })
+  const job = enqueueSql('notifications:deliver', delivery, { key: `notifications:deliver:${spec.sourceKey}:${insertedIds[0]}`, maxAttempts: 10 })
+  await sql`select ${sql.join([...notices, job])}`.execute(trx)
   return insertedIds.length
 }
 

@@ -1,4 +1,4 @@
-import { sql } from 'kysely'
+import { type RawBuilder, sql } from 'kysely'
 import { Logger, run, type Runner, type Task, type TaskList } from 'graphile-worker'
 import type { Logger as PinoLogger } from 'pino'
 import pg from 'pg'
@@ -20,14 +20,19 @@ export interface EnqueueOptions {
  * the state change that caused it (no lost or phantom side effects).
  */
 export async function enqueue(db: Db, name: string, payload: unknown, options: EnqueueOptions = {}): Promise<void> {
-  await sql`select graphile_worker.add_job(
+  await sql`select ${enqueueSql(name, payload, options)}`.execute(db)
+}
+
+/** `enqueue` as an SQL call, for a statement that makes it together with other calls (e.g. `publishSql`). */
+export function enqueueSql(name: string, payload: unknown, options: EnqueueOptions = {}): RawBuilder<unknown> {
+  return sql`graphile_worker.add_job(
     identifier => ${name}::text,
     payload => ${JSON.stringify(payload ?? {})}::json,
     queue_name => ${options.queue ?? null}::text,
     run_at => ${options.runAt ?? null}::timestamptz,
     max_attempts => ${options.maxAttempts ?? null}::int,
     job_key => ${options.key ?? null}::text
-  )`.execute(db)
+  )`
 }
 
 /** Job handlers by name (`<module>:<verb>`: graphile-worker's crontab allows no dots); modules contribute them at composition. */

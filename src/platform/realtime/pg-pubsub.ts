@@ -1,4 +1,4 @@
-import { sql } from 'kysely'
+import { type RawBuilder, sql } from 'kysely'
 import pg from 'pg'
 import type { Db } from '../db/schema.js'
 
@@ -26,10 +26,15 @@ function checkChannel(channel: string): void {
  * transaction commits, so subscribers never see a change that rolled back.
  */
 export async function publish(db: Db, channel: string, payload: unknown): Promise<void> {
+  await sql`select ${publishSql(channel, payload)}`.execute(db)
+}
+
+/** `publish` as an SQL call, for a statement that makes it together with other calls (e.g. `enqueueSql`). */
+export function publishSql(channel: string, payload: unknown): RawBuilder<unknown> {
   checkChannel(channel)
   const text = JSON.stringify(payload)
   if (Buffer.byteLength(text) > MAX_NOTIFY_PAYLOAD_BYTES) throw new Error(`notify payload on "${channel}" exceeds ${MAX_NOTIFY_PAYLOAD_BYTES} bytes`)
-  await sql`select pg_notify(${channel}, ${text})`.execute(db)
+  return sql`pg_notify(${channel}, ${text})`
 }
 
 export interface PgPubSubOptions {
