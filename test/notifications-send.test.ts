@@ -77,6 +77,8 @@ test('a send is validated: recipients, unknown IDs (named), url scheme, sizes, u
   assert.match(unknown.json().errors.user_ids[0], new RegExp(`${Math.min(foreignUser.id, deleted.id)}.*${Math.max(foreignUser.id, deleted.id)}`))
   assert.doesNotMatch(unknown.json().errors.user_ids[0], new RegExp(`\\b${user.id}\\b`))
   assert.match(unknown.json().errors.department_ids[0], new RegExp(String(foreignDepartment)))
+  const stored = await db.selectFrom('generic_notifications').select('id').where('tenant_id', '=', tenant.id).execute()
+  assert.deepEqual(stored, [], 'a refused send stores nothing')
   for (const url of ['javascript:alert(1)', 'JavaScript:alert(1)', 'data:text/html,x', '//evil.example/x', '/\\evil.example', 'ftp://host/x', 'home', 'https://']) {
     const res = await send(tenant.adminToken, { ...ok, url })
     assert.equal(res.statusCode, 422, url)

@@ -1,5 +1,6 @@
 import type { AppDeps } from '../../platform/app-module.js'
 import type { Actor } from '../../platform/auth/actor.js'
+import type { Db } from '../../platform/db/schema.js'
 import { requirePermission } from '../../platform/auth/require-permission.js'
 import { recordDomainEvent } from '../../platform/events/domain-events.js'
 import { FieldErrorCollector } from '../../platform/http/errors.js'
@@ -39,19 +40,21 @@ export function createNotificationsSendService({ db }: Pick<AppDeps, 'db'>) {
     }
     problems.throwIfAny()
 
-    const [missingUsers, missingDepartments] = await Promise.all([
-      queries.findMissingUserIds(db, actor.tenantId, userIds),
-      queries.findMissingDepartmentIds(db, actor.tenantId, departmentIds),
-    ])
-    if (missingUsers.length > 0) problems.add('user_ids', `unknown user IDs: ${missingUsers.join(', ')}`)
-    if (missingDepartments.length > 0) problems.add('department_ids', `unknown department IDs: ${missingDepartments.join(', ')}`)
-    problems.throwIfAny()
-
-    const sanitized = sanitizeNotificationBody(body.body)
+    const values = { title: body.title, body: sanitizeNotificationBody(body.body), url: body.url, userId: actor.userId, userIds, departmentIds }
+    /** The send, stored only if every listed recipient exists (one statement); else 422 naming the missing IDs. */
+    const store = async (trx: Db) => {
+      const sent = await queries.insertGenericNotificationIfRecipientsExist(trx, actor.tenantId, values)
+      if (sent) return sent
+      const missingUsers = await queries.findMissingUserIds(trx, actor.tenantId, userIds)
+      const missingDepartments = await queries.findMissingDepartmentIds(trx, actor.tenantId, departmentIds)
+      if (missingUsers.length > 0) problems.add('user_ids', `unknown user IDs: ${missingUsers.join(', ')}`)
+      if (missingDepartments.length > 0) problems.add('department_ids', `unknown department IDs: ${missingDepartments.join(', ')}`)
+      problems.throwIfAny()
+      // a recipient came back between the two statements: the check above is the later one
+      return queries.insertGenericNotification(trx, actor.tenantId, values)
+    }
     await db.transaction().execute(async (trx) => {
-      const sent = await queries.insertGenericNotification(trx, actor.tenantId, {
-        title: body.title, body: sanitized, url: body.url, userId: actor.userId, userIds, departmentIds,
-      })
+      const sent = await store(trx)
       if (departmentIds.length === 0 && userIds.length <= INLINE_FAN_OUT_MAX) {
         await fanOutInTransaction(trx, genericNotificationSpec(actor.tenantId, sent))
       } else {

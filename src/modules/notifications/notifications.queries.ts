@@ -115,6 +115,25 @@ export function insertGenericNotification(
   }).returning(['id', 'title', 'body', 'url', 'user_ids', 'department_ids']).executeTakeFirstOrThrow()
 }
 
+/**
+ * `insertGenericNotification` when every listed user (not deleted) and department exists in the
+ * tenant, in the same statement; undefined (nothing written) otherwise.
+ */
+export async function insertGenericNotificationIfRecipientsExist(
+  db: Db, tenantId: number,
+  values: { title: string; body: string; url: string; userId: number; userIds: number[]; departmentIds: number[] },
+) {
+  const { rows } = await sql<{ id: number; title: string; body: string; url: string; user_ids: number[]; department_ids: number[] }>`
+    insert into generic_notifications (tenant_id, title, body, url, user_id, user_ids, department_ids)
+    select ${tenantId}, ${values.title}, ${values.body}, ${values.url}, ${values.userId}, ${values.userIds}::bigint[], ${values.departmentIds}::bigint[]
+    where not exists (select 1 from unnest(${values.userIds}::bigint[]) as wanted(id)
+        where not exists (select 1 from users u where u.tenant_id = ${tenantId} and u.id = wanted.id and u.deleted_at is null))
+      and not exists (select 1 from unnest(${values.departmentIds}::bigint[]) as wanted(id)
+        where not exists (select 1 from departments d where d.tenant_id = ${tenantId} and d.id = wanted.id))
+    returning id, title, body, url, user_ids, department_ids`.execute(db)
+  return rows[0]
+}
+
 export function findGenericNotification(db: Db, tenantId: number, id: number) {
   return db.selectFrom('generic_notifications').select(['id', 'title', 'body', 'url', 'user_ids', 'department_ids'])
     .where('tenant_id', '=', tenantId).where('id', '=', id).executeTakeFirst()
