@@ -150,6 +150,7 @@ test('managing grants needs entityPermissions.manage or administrate access on t
   const body = (folder: number) => ({ key: 'write', permission_entity: 'user', permission_entity_id: employee.id, target_entity: 'folder', target_entity_id: folder })
 
   assert.equal((await create(employee.token, body(open))).statusCode, 403, 'no manage permission')
+  assert.equal((await create(employee.token, { ...body(open), key: 'view' })).statusCode, 403, 'repeating an existing grant reveals nothing either')
   assert.equal((await get(employee.token, `/api/entity-permissions/folder/${open}`)).statusCode, 403)
   assert.equal((await get(employee.token, `/api/entity-permissions/${existing}`)).statusCode, 403)
   assert.equal((await remove(employee.token, existing)).statusCode, 403)
@@ -159,6 +160,9 @@ test('managing grants needs entityPermissions.manage or administrate access on t
   assert.equal(invisible.statusCode, 422, 'the existence rule: an invisible target is "not found"')
   assert.equal(invisible.body.replaceAll(String(survey), '<id>'), absent.body.replaceAll('999999999', '<id>'))
   assert.deepEqual(invisible.json().errors.target_entity_id, [`no folder with id ${survey} exists`])
+  await given.grant(db, tenant, { key: 'write', to: ['user', employee.id], on: ['folder', survey] })
+  const repeatedInvisible = await create(formsManager.token, body(survey))
+  assert.equal(repeatedInvisible.body.replaceAll(String(survey), '<id>'), absent.body.replaceAll('999999999', '<id>'), 'an existing grant on an invisible target is not revealed')
   assert.equal((await create(formsManager.token, body(guarded))).statusCode, 403, 'administrate grants exclude the manager')
   assert.equal((await create(formsManager.token, body(open))).statusCode, 201)
   assert.equal((await get(formsManager.token, `/api/entity-permissions/${existing}`)).statusCode, 200)

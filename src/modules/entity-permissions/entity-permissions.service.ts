@@ -47,15 +47,20 @@ export function createEntityPermissionsService({ db }: AppDeps) {
     }, PLACEHOLDER_GRANT)
   }
 
-  /** Resolves alias + id of a body to an existing target, or a 422 naming the offending field. */
-  async function resolveBodyTarget(actor: Actor, alias: string, rawId: unknown) {
+  /** Parses alias + id of a body (a 422 naming the offending field), without reading the target. */
+  function parseBodyTarget(alias: string, rawId: unknown) {
     const found = lookupTarget(alias)
     if ('problem' in found) throw invalidField('target_entity', found.problem)
     const id = parseTargetId(found.target, rawId)
     if (id === undefined) throw invalidField('target_entity_id', `must be a valid ${found.target.idType} id`)
-    const keys = await knownTargetKeys(actor, found.target, id)
-    if (!keys) throw invalidField('target_entity_id', `no ${alias} with id ${id} exists`)
-    return { target: found.target, id, keys }
+    return { target: found.target, id }
+  }
+
+  /** The keys of a parsed body target when it exists and the actor may know it, or a 422 naming `target_entity_id`. */
+  async function bodyTargetKeys(actor: Actor, target: GrantTarget, id: TargetId) {
+    const keys = await knownTargetKeys(actor, target, id)
+    if (!keys) throw invalidField('target_entity_id', `no ${target.alias} with id ${id} exists`)
+    return keys
   }
 
   async function requireGrantManagement(actor: Actor, alias: string, storedId: string): Promise<void> {
@@ -88,13 +93,20 @@ export function createEntityPermissionsService({ db }: AppDeps) {
 
   /** Creates a grant, or returns the identical existing one (`created: false`); safe under concurrency. */
   async function createGrant(actor: Actor, body: CreateEntityPermissionBody) {
-    const { target, id, keys } = await resolveBodyTarget(actor, body.target_entity, body.target_entity_id)
-    if (!(await mayManageGrants(db, actor, target, id))) throw forbidden('Granting on this target requires administrate access on it or "entityPermissions.manage"')
+    const { target, id } = parseBodyTarget(body.target_entity, body.target_entity_id)
     const key = body.key ?? 'view'
     const element = { key, permission_entity: body.permission_entity, permission_entity_id: body.permission_entity_id }
     const values: queries.GrantValues = { ...element, target_entity: target.alias, target_entity_id: String(id) }
-    // contract 20: an existing identical combination is returned (200); the common repeat costs one read
-    const existing = await findResource(ctx(actor), entityPermissionResource, queries.selectIdenticalGrant(db, actor.tenantId, values), {})
+    // contract 20: an existing identical combination is returned (200). A grant manager may know every
+    // target and such a grant proves its target exists (deleting a target deletes its grants), so the
+    // common repeat costs that one read; anyone else learns of the grant only after the target checks.
+    const findExisting = () => findResource(ctx(actor), entityPermissionResource, queries.selectIdenticalGrant(db, actor.tenantId, values), {})
+    const manager = can(actor, MANAGE)
+    const existingForManager = manager ? await findExisting() : undefined
+    if (existingForManager) return { record: existingForManager, created: false }
+    const keys = await bodyTargetKeys(actor, target, id)
+    if (!(await mayManageGrants(db, actor, target, id))) throw forbidden('Granting on this target requires administrate access on it or "entityPermissions.manage"')
+    const existing = manager ? undefined : await findExisting()
     if (existing) return { record: existing, created: false }
     await validateGrantElements(db, actor.tenantId, keys, [element], (_index, name) => name)
     const { grantId, created } = await db.transaction().execute(async (trx) => {
