@@ -316,7 +316,7 @@ async function main(): Promise<void> {
     const errors = apiRuns.reduce((s, r) => s + r.errors + (expected3xx ? 0 : r.non2xx), 0)
     const tail = tailCheck(a)
     rows.push({
-      id: label, request: scenario.title, rps: Math.round(a.rps), p50: a.p50, p99: a.p99, p99_9: a.p99_9, errors, baseline_rps: Math.round(b.rps),
+      id: label, request: scenario.title, rows: probe.count ?? undefined, rps: Math.round(a.rps), p50: a.p50, p99: a.p99, p99_9: a.p99_9, errors, baseline_rps: Math.round(b.rps),
       ratio: Number(ratio.toFixed(2)), target: scenario.target, pass: ratio >= scenario.target && errors === 0 && !answerDiff,
       tail_ratio: tail.ratio, tail_pass: tail.pass, ...(answerDiff ? { error: `baseline answer differs: ${answerDiff}` } : {}),
     })
@@ -336,7 +336,11 @@ async function main(): Promise<void> {
       const small = rows.find((r) => r.id === `${scenario.id}-small`)
       if (full?.p50 !== undefined && small?.p50 !== undefined) {
         const growth = Number(full.p50) / Math.max(1, Number(small.p50))
-        rows.push({ id: `${scenario.id}-scaling`, request: 'full p50 / quick p50', ratio: Number(growth.toFixed(2)), target: '≤ 1.5', pass: growth <= 1.5 })
+        const row = { id: `${scenario.id}-scaling`, request: 'full p50 / quick p50', ratio: Number(growth.toFixed(2)), target: '≤ 1.5' }
+        // the check is defined at the same answer size (issue 15): an answer that grows with the data
+        // (S5 without limit) is reported, and S5-limit50 is its same-size check
+        if (full.rows !== small.rows) rows.push({ ...row, request: `full p50 / quick p50 (answers of ${full.rows} and ${small.rows} rows: reported, not judged)`, status: 'reported' })
+        else rows.push({ ...row, pass: growth <= 1.5 })
       }
     }
   }

@@ -67,8 +67,10 @@ export async function seedTenant(db: Db, slug: string, scale: number): Promise<S
 
   if (await tableExists(db, 'folders')) {
     // 10,000 folders in 6 levels; children inherit their root's type; 10% carry view grants
-    // (half to the benchmark user's role, half to another role, so both visible and hidden ones exist)
-    const total = n(10_000)
+    // (half to the benchmark user's role, half to another role, so both visible and hidden ones exist).
+    // At least 1,000: the small data set must hold more than 50 visible form folders, so that
+    // S5-limit50 compares answers of the same size (50 rows) across data sizes
+    const total = Math.max(n(10_000), 1_000)
     const perLevel = Math.max(1, Math.floor(total / 6))
     counts.folders = perLevel * 6
     await sql`insert into folders (id, tenant_id, type, parent_id, lang_id, path)
