@@ -49,12 +49,15 @@ export function createSharedItemsService({ db, config }: AppDeps) {
       problems.add('targetable_id', `must be a valid ${def.idType} id`)
       return undefined
     }
-    if (!(await def.exists(trx, actor.tenantId, id))) {
+    // existence and the view rule in one statement when the target offers it; else `exists` now
+    // (null: exists, view rule not asked yet) and `canView` after the other field errors
+    const visible = def.visibility ? await def.visibility(trx, actor, id) : (await def.exists(trx, actor.tenantId, id)) ? null : undefined
+    if (visible === undefined) {
       problems.add('targetable_id', `no ${alias} with id ${id} exists`)
       return undefined
     }
     problems.throwIfAny()
-    if (!(await def.canView(trx, actor, id))) throw forbidden(`You may only share a ${alias} you can view`, 'target_not_shareable')
+    if (!(visible ?? await def.canView(trx, actor, id))) throw forbidden(`You may only share a ${alias} you can view`, 'target_not_shareable')
     return id
   }
 
