@@ -2,14 +2,14 @@ import type { AppDeps } from '../../platform/app-module.js'
 import type { Actor } from '../../platform/auth/actor.js'
 import type { Db } from '../../platform/db/schema.js'
 import { diff } from '../../platform/audit/audit-log.js'
-import { recordDomainEvent } from '../../platform/events/domain-events.js'
+import { recordDomainEvent, recordDomainEvents, type DomainEvent } from '../../platform/events/domain-events.js'
 import { FieldErrorCollector, forbidden, notFound } from '../../platform/http/errors.js'
 import type { RawListQuery } from '../../platform/query/parse-query.js'
 import { listResource, showResource } from '../../platform/query/run-query.js'
 import { syncEntityPermissions } from '../entity-permissions/index.js'
 import { lookupShareTarget, parseShareTargetId, type ShareTargetId } from './share-targets.js'
 import { completeConfig, sharedItemType, SHARED_ITEM_TYPE_NAMES } from './shared-item-types.js'
-import { administrableSql, canAdministrateSharedItem, requireAdministrationArea, viewableSql } from './shared-items.access.js'
+import { administrableSql, canAdministrateSharedItem, requireAdministrationArea, SHARED_ITEM_GRANT_KEYS, viewableSql } from './shared-items.access.js'
 import * as queries from './shared-items.queries.js'
 import { sharedItemResource } from './shared-items.resource.js'
 import { accessResource, administeredSharedItemResource } from './shared-items.accesses.js'
@@ -122,12 +122,16 @@ export function createSharedItemsService({ db, config }: AppDeps) {
         targetable_type: body.targetable_type, targetable_id: String(targetId), config: itemConfig,
       }
       const itemId = await queries.insertSharedItem(trx, actor.tenantId, values)
-      if (body.entity_permissions) await syncEntityPermissions(trx, actor, 'sharedItem', itemId, body.entity_permissions)
-      await recordDomainEvent(trx, {
+      // the item is new: no reads of it nor of its (no) grants; its grants' events and its own in one insert
+      const events: DomainEvent[] = []
+      if (body.entity_permissions) {
+        await syncEntityPermissions(trx, actor, 'sharedItem', itemId, body.entity_permissions, { fresh: { allowedKeys: SHARED_ITEM_GRANT_KEYS }, events })
+      }
+      await recordDomainEvents(trx, [...events, {
         type: 'sharedItem.created', tenantId: actor.tenantId, actorId: actor.userId, subjectType: 'sharedItem', subjectId: itemId,
         data: { ...values, targetable_id: targetId!, entity_permissions: body.entity_permissions?.length ?? 0 },
         audit: diff(undefined, values),
-      })
+      }])
       return itemId
     })
     return present(actor, id)
@@ -158,13 +162,14 @@ export function createSharedItemsService({ db, config }: AppDeps) {
         changes.targetable_id = String(targetId)
       }
       await queries.updateSharedItem(trx, actor.tenantId, id, changes)
-      if (body.entity_permissions) await syncEntityPermissions(trx, actor, 'sharedItem', id, body.entity_permissions)
+      const events: DomainEvent[] = []
+      if (body.entity_permissions) await syncEntityPermissions(trx, actor, 'sharedItem', id, body.entity_permissions, { events })
       const changed = Object.fromEntries(EVENT_FIELDS.filter((f) => f in changes).map((f) => [f, changes[f as keyof typeof changes]]))
-      await recordDomainEvent(trx, {
+      await recordDomainEvents(trx, [...events, {
         type: 'sharedItem.updated', tenantId: actor.tenantId, actorId: actor.userId, subjectType: 'sharedItem', subjectId: id,
         data: { changes: changed, entity_permissions_replaced: body.entity_permissions !== undefined },
         audit: diff(item, changes),
-      })
+      }])
     })
     return present(actor, id)
   }
