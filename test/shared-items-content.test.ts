@@ -143,4 +143,6 @@ test('a content target that does not exist in the tenant answers 422 on targetab
   assert.deepEqual(Object.keys(missing.json().errors), ['targetable_id'])
   assert.equal(created.statusCode, 201, created.body)
   assert.equal(created.json().targetable_id, mine)
+  const shown = await call(app, tenant.adminToken, { method: 'GET', url: `/api/shared-items/${created.json().id}` })
+  assert.deepEqual(created.json(), shown.json(), 'the response is the item as a read shows it')
 })

@@ -226,6 +226,7 @@ test('a create with grants writes the item, each grant once, their events and au
 
   assert.equal(res.statusCode, 201, res.body)
   const id = res.json().id as string
+  assert.deepEqual(res.json(), (await get(tenant.adminToken, `/api/shared-items/${id}`)).json(), 'the response is the item as a read shows it')
   const grants = await db.selectFrom('entity_permissions').select(['id', 'key', 'permission_entity', 'permission_entity_id', 'target_entity', 'target_entity_id'])
     .where('tenant_id', '=', tenant.id).orderBy('id').execute()
   assert.deepEqual(grants.map((g) => [g.key, g.permission_entity, Number(g.permission_entity_id), g.target_entity, g.target_entity_id]), [

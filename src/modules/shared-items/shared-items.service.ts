@@ -114,14 +114,16 @@ export function createSharedItemsService({ db, config }: AppDeps) {
     const typeDef = sharedItemType(body.type)
     if (!typeDef) problems.add('type', `must be one of: ${SHARED_ITEM_TYPE_NAMES.join(', ')}`)
     const itemConfig = typeDef ? completeConfig(typeDef, body.config as Record<string, unknown> | undefined, problems) : {}
-    const id = await db.transaction().execute(async (trx) => {
+    return db.transaction().execute(async (trx) => {
       const targetId = await checkShareable(trx, actor, body.type, body.targetable_type, body.targetable_id, problems)
       problems.throwIfAny()
       const values: queries.SharedItemValues = {
         user_id: actor.userId, type: body.type, redirect_type: body.redirect_type ?? typeDef!.defaultRedirectType,
         targetable_type: body.targetable_type, targetable_id: String(targetId), config: itemConfig,
       }
-      const itemId = await queries.insertSharedItem(trx, actor.tenantId, values)
+      // presented from the insert itself (what a read after the commit would show: no default relations)
+      const item = await showResource(ctx(actor, trx), sharedItemResource, queries.insertSharedItem(trx, actor.tenantId, values), {}, 'Shared item')
+      const itemId = item.id as string
       // the item is new: no reads of it nor of its (no) grants; its grants' events and its own in one insert
       const events: DomainEvent[] = []
       if (body.entity_permissions) {
@@ -132,9 +134,8 @@ export function createSharedItemsService({ db, config }: AppDeps) {
         data: { ...values, targetable_id: targetId!, entity_permissions: body.entity_permissions?.length ?? 0 },
         audit: diff(undefined, values),
       }])
-      return itemId
+      return item
     })
-    return present(actor, id)
   }
 
   /**
