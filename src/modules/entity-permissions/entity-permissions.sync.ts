@@ -52,8 +52,8 @@ function checkElementShapes(allowedKeys: readonly string[], elements: Array<Part
   return { problems, principals }
 }
 
-/** Adds the principals that do not exist in the tenant to `problems`, then throws them all (422). */
-async function throwProblems(db: Db, tenantId: number, principals: Principal[], problems: FieldErrorCollector, path: ElementPath): Promise<void> {
+/** Adds the principals that do not exist in the tenant to `problems`, then throws them all (422) if there are any. */
+async function throwIfInvalid(db: Db, tenantId: number, principals: Principal[], problems: FieldErrorCollector, path: ElementPath): Promise<void> {
   const existing = await queries.existingPrincipals(db, tenantId, principals)
   for (const { entity, id, index } of principals) {
     if (!existing.has(`${entity}:${id}`)) problems.add(path(index, 'permission_entity_id'), `no ${entity} with id ${id} exists`)
@@ -69,7 +69,7 @@ export async function validateGrantElements(
   db: Db, tenantId: number, allowedKeys: readonly string[], elements: Array<Partial<EntityPermissionElement>>, path: ElementPath,
 ): Promise<void> {
   const { problems, principals } = checkElementShapes(allowedKeys, elements, path)
-  await throwProblems(db, tenantId, principals, problems, path)
+  await throwIfInvalid(db, tenantId, principals, problems, path)
 }
 
 export interface SyncOptions {
@@ -106,7 +106,7 @@ export async function syncEntityPermissions(
   if (!allowedKeys) throw notFound('Target')
   const { problems, principals } = checkElementShapes(allowedKeys, elements, path)
   // a fresh target's grantees are checked by the insert (and only named when it skipped one)
-  if (!options.fresh || !problems.isEmpty) await throwProblems(trx, actor.tenantId, principals, problems, path)
+  if (!options.fresh || !problems.isEmpty) await throwIfInvalid(trx, actor.tenantId, principals, problems, path)
 
   const storedId = String(targetId)
   const wanted = new Map<string, queries.GrantValues>()
@@ -121,7 +121,7 @@ export async function syncEntityPermissions(
     let created = await queries.insertGrantsIfAbsent(trx, actor.tenantId, [...wanted.values()], { existingGranteesOnly: true })
     if (created.length < wanted.size) {
       // a skipped grantee does not exist: 422 naming it (the caller's transaction rolls back) …
-      await throwProblems(trx, actor.tenantId, principals, problems, path)
+      await throwIfInvalid(trx, actor.tenantId, principals, problems, path)
       // … unless it was created meanwhile: then the rest is inserted as for any target
       const inserted = new Set(created.map(grantKey))
       const rest = await queries.insertGrantsIfAbsent(trx, actor.tenantId, [...wanted].filter(([identity]) => !inserted.has(identity)).map(([, values]) => values))
