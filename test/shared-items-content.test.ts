@@ -125,3 +125,24 @@ test('a repeated click (the one-statement path) still follows retargeting, lost 
   assert.equal((await call(app, tenant.adminToken, { method: 'DELETE', url: `/api/administration/shared-items/${item}` })).statusCode, 204)
   assert.equal((await click()).statusCode, 404)
 })
+
+test('a content target that does not exist in the tenant answers 422 on targetable_id, one that exists is shared', async () => {
+  const tenant = await given.tenant(db)
+  const other = await given.tenant(db)
+  const calendarEvent = (t: GivenTenant) => given.content(db, t, 'calendar_events', { title: 'Kick-off', starts_at: '2026-01-05 09:00', ends_at: '2026-01-05 10:00' })
+  const mine = await calendarEvent(tenant)
+  const foreign = await calendarEvent(other)
+  const share = (id: number) => call(app, tenant.adminToken, {
+    method: 'POST', url: '/api/administration/shared-items', payload: { type: 'calendarEvent', targetable_type: 'calendarEvent', targetable_id: id },
+  })
+
+  const missing = await share(foreign)
+  const created = await share(mine)
+
+  assert.equal(missing.statusCode, 422, missing.body)
+  assert.deepEqual(Object.keys(missing.json().errors), ['targetable_id'])
+  assert.equal(created.statusCode, 201, created.body)
+  assert.equal(created.json().targetable_id, mine)
+  const shown = await call(app, tenant.adminToken, { method: 'GET', url: `/api/shared-items/${created.json().id}` })
+  assert.deepEqual(created.json(), shown.json(), 'the response is the item as a read shows it')
+})

@@ -214,6 +214,76 @@ test('entity_permissions are synchronized on create and update, keeping unchange
   assert.equal(viaGrantsApi.json().length, 2)
 })
 
+test('a create with grants writes the item, each grant once, their events and audit records together', async () => {
+  const { tenant, sharer, sharerRole, employee } = await setup()
+  const event = await givenTarget(db, tenant, 'calendarEvent')
+  const viewOfRole = { key: 'view', permission_entity: 'role', permission_entity_id: sharerRole }
+
+  const res = await create(sharer.token, {
+    type: 'calendarEvent', targetable_type: 'calendarEvent', targetable_id: event,
+    entity_permissions: [viewOfRole, { permission_entity: 'user', permission_entity_id: employee.id }, viewOfRole],
+  })
+
+  assert.equal(res.statusCode, 201, res.body)
+  const id = res.json().id as string
+  assert.deepEqual(res.json(), (await get(tenant.adminToken, `/api/shared-items/${id}`)).json(), 'the response is the item as a read shows it')
+  const grants = await db.selectFrom('entity_permissions').select(['id', 'key', 'permission_entity', 'permission_entity_id', 'target_entity', 'target_entity_id'])
+    .where('tenant_id', '=', tenant.id).orderBy('id').execute()
+  assert.deepEqual(grants.map((g) => [g.key, g.permission_entity, Number(g.permission_entity_id), g.target_entity, g.target_entity_id]), [
+    ['view', 'role', sharerRole, 'sharedItem', id], ['view', 'user', employee.id, 'sharedItem', id],
+  ])
+  const events = await db.selectFrom('domain_events').select(['type', 'subject_type', 'subject_id', 'actor_id', 'data']).where('tenant_id', '=', tenant.id).execute()
+  assert.deepEqual(events.map((e) => `${e.type}:${e.subject_id}:${e.actor_id}`).sort(), [
+    `entityPermission.created:${grants[0]!.id}:${sharer.id}`, `entityPermission.created:${grants[1]!.id}:${sharer.id}`, `sharedItem.created:${id}:${sharer.id}`,
+  ].sort())
+  assert.equal((events.find((e) => e.type === 'sharedItem.created')!.data as { entity_permissions: number }).entity_permissions, 3)
+  const audit = await db.selectFrom('audit_log').select(['action', 'target_type', 'target_id', 'actor_id', 'changes', 'request_id'])
+    .where('tenant_id', '=', tenant.id).orderBy('id').execute()
+  assert.deepEqual(audit.map((a) => [a.action, a.target_type, a.target_id, Number(a.actor_id)]), [
+    ['entity_permission.create', 'entity_permission', String(grants[0]!.id), sharer.id],
+    ['entity_permission.create', 'entity_permission', String(grants[1]!.id), sharer.id],
+    ['shared_item.create', 'shared_item', id, sharer.id],
+  ])
+  assert.deepEqual(audit[0]!.changes, {
+    id: [null, grants[0]!.id], key: [null, 'view'], permission_entity: [null, 'role'], permission_entity_id: [null, sharerRole],
+    target_entity: [null, 'sharedItem'], target_entity_id: [null, id],
+  })
+  assert.deepEqual(audit[2]!.changes, {
+    user_id: [null, sharer.id], type: [null, 'calendarEvent'], redirect_type: [null, 'redirect'],
+    targetable_type: [null, 'calendarEvent'], targetable_id: [null, String(event)], config: [null, {}],
+  })
+  assert.ok(audit[0]!.request_id !== null && audit.every((a) => a.request_id === audit[0]!.request_id))
+})
+
+test('a create with a grant to a missing, blacked-out or foreign principal answers 422 on that element and writes nothing', async () => {
+  const { tenant, sharer, sharerRole, employee } = await setup()
+  const other = await setup()
+  const event = await givenTarget(db, tenant, 'calendarEvent')
+  const dept = await given.department(db, tenant, [employee.id])
+  const blackedOut = await given.user(db, tenant, { blacked_out_at: new Date() })
+
+  const res = await create(sharer.token, {
+    type: 'calendarEvent', targetable_type: 'calendarEvent', targetable_id: event,
+    entity_permissions: [
+      { permission_entity: 'role', permission_entity_id: sharerRole },
+      { permission_entity: 'user', permission_entity_id: 999999999 },
+      { permission_entity: 'department', permission_entity_id: dept },
+      { permission_entity: 'user', permission_entity_id: blackedOut.id },
+      { permission_entity: 'role', permission_entity_id: other.sharerRole },
+      { permission_entity: 'user', permission_entity_id: employee.id },
+    ],
+  })
+
+  assert.equal(res.statusCode, 422, res.body)
+  assert.deepEqual(Object.keys(res.json().errors).sort(), [
+    'entity_permissions.1.permission_entity_id', 'entity_permissions.3.permission_entity_id', 'entity_permissions.4.permission_entity_id',
+  ])
+  for (const table of ['shared_items', 'entity_permissions', 'domain_events', 'audit_log'] as const) {
+    const rows = await db.selectFrom(table).select('tenant_id').where('tenant_id', '=', tenant.id).execute()
+    assert.equal(rows.length, 0, `${table} of the tenant`)
+  }
+})
+
 test('the non-admin list and show apply view grants in SQL', async () => {
   const { tenant, sharer, sharerRole, employee } = await setup()
   const event = await givenTarget(db, tenant, 'calendarEvent')

@@ -1,4 +1,4 @@
-import { sql } from 'kysely'
+import { type RawBuilder, sql } from 'kysely'
 import type { Db } from '../../platform/db/schema.js'
 import type { PermissionEntity } from './entity-permissions.schemas.js'
 
@@ -45,10 +45,21 @@ export async function insertGrantIfAbsent(db: Db, tenantId: number, values: Gran
   return (await insertGrantsIfAbsent(db, tenantId, [values]))[0]
 }
 
-/** Inserts grants in one statement, skipping those that exist (the unique key); the inserted rows, by id. */
-export async function insertGrantsIfAbsent(db: Db, tenantId: number, values: GrantValues[]): Promise<GrantRow[]> {
+/**
+ * Inserts grants in one statement (one text whatever their number: arrays, not a VALUES list),
+ * skipping those that exist (the unique key); with `existingGranteesOnly`, also those whose grantee
+ * does not exist (`granteeExists`). The inserted rows, by id.
+ */
+export async function insertGrantsIfAbsent(db: Db, tenantId: number, values: GrantValues[], options: { existingGranteesOnly?: boolean } = {}): Promise<GrantRow[]> {
   if (values.length === 0) return []
-  const rows = await db.insertInto('entity_permissions').values(values.map((v) => ({ tenant_id: tenantId, ...v })))
+  const column = <K extends keyof GrantValues>(name: K) => values.map((v) => v[name])
+  const grantee = options.existingGranteesOnly ? sql`where ${granteeExists(tenantId, sql.ref('g.permission_entity'), sql.ref('g.permission_entity_id'))}` : sql``
+  const rows = await db.insertInto('entity_permissions')
+    .columns(['tenant_id', 'key', 'permission_entity', 'permission_entity_id', 'target_entity', 'target_entity_id'])
+    .expression(sql`select ${tenantId}::bigint, g.key, g.permission_entity, g.permission_entity_id, g.target_entity, g.target_entity_id
+      from unnest(${column('key')}::text[], ${column('permission_entity')}::text[], ${column('permission_entity_id')}::bigint[],
+        ${column('target_entity')}::text[], ${column('target_entity_id')}::text[]) as g(key, permission_entity, permission_entity_id, target_entity, target_entity_id)
+      ${grantee}`)
     .onConflict((oc) => oc.columns(['tenant_id', 'target_entity', 'target_entity_id', 'key', 'permission_entity', 'permission_entity_id']).doNothing())
     .returning(grantColumns).execute()
   return rows.sort((a, b) => a.id - b.id)
@@ -78,26 +89,22 @@ export function deleteGrantsOnTargets(db: Db, tenantId: number, alias: string, t
     .returning(grantColumns).execute()
 }
 
-/** Which of the given principals exist in the tenant, as `entity:id` strings. */
+/** SQL: the grantee (`entity`, `id`) exists in the tenant and may receive grants (a blacked-out user may not). */
+function granteeExists(tenantId: number, entity: RawBuilder<unknown>, id: RawBuilder<unknown>): RawBuilder<boolean> {
+  return sql<boolean>`case ${entity}
+    when 'user' then exists (select 1 from users u where u.tenant_id = ${tenantId} and u.id = ${id} and u.blacked_out_at is null)
+    when 'role' then exists (select 1 from roles r where r.tenant_id = ${tenantId} and r.id = ${id})
+    when 'department' then exists (select 1 from departments d where d.tenant_id = ${tenantId} and d.id = ${id})
+    else false end`
+}
+
+/** Which of the given principals exist in the tenant (`granteeExists`, one statement), as `entity:id` strings. */
 export async function existingPrincipals(db: Db, tenantId: number, refs: Array<{ entity: PermissionEntity; id: number }>): Promise<Set<string>> {
-  const ids = (entity: PermissionEntity) => [...new Set(refs.filter((r) => r.entity === entity).map((r) => r.id))]
-  const found = new Set<string>()
-  const users = ids('user')
-  const roles = ids('role')
-  const departments = ids('department')
-  if (users.length > 0) {
-    const rows = await db.selectFrom('users').select('id').where('tenant_id', '=', tenantId).where('id', 'in', users).where('blacked_out_at', 'is', null).execute()
-    rows.forEach((r) => found.add(`user:${r.id}`))
-  }
-  if (roles.length > 0) {
-    const rows = await db.selectFrom('roles').select('id').where('tenant_id', '=', tenantId).where('id', 'in', roles).execute()
-    rows.forEach((r) => found.add(`role:${r.id}`))
-  }
-  if (departments.length > 0) {
-    const rows = await db.selectFrom('departments').select('id').where('tenant_id', '=', tenantId).where('id', 'in', departments).execute()
-    rows.forEach((r) => found.add(`department:${r.id}`))
-  }
-  return found
+  if (refs.length === 0) return new Set()
+  const { rows } = await sql<{ entity: string; id: number }>`select p.entity, p.id
+    from unnest(${refs.map((r) => r.entity)}::text[], ${refs.map((r) => r.id)}::bigint[]) as p(entity, id)
+    where ${granteeExists(tenantId, sql.ref('p.entity'), sql.ref('p.id'))}`.execute(db)
+  return new Set(rows.map((row) => `${row.entity}:${row.id}`))
 }
 
 /** Basic fields of roles and departments for the `permissionEntity` relation. */

@@ -1,6 +1,6 @@
 import type { Actor } from '../../platform/auth/actor.js'
 import type { Db } from '../../platform/db/schema.js'
-import { recordDomainEvents } from '../../platform/events/domain-events.js'
+import { recordDomainEvents, type DomainEvent } from '../../platform/events/domain-events.js'
 import { FieldErrorCollector, notFound } from '../../platform/http/errors.js'
 import * as queries from './entity-permissions.queries.js'
 import { presentGrant } from './entity-permissions.resource.js'
@@ -10,9 +10,9 @@ import { registeredTarget, type TargetId } from './targets.js'
 const grantKey = (g: { key: string; permission_entity: string; permission_entity_id: number }) =>
   `${g.key}|${g.permission_entity}|${g.permission_entity_id}`
 
-/** Records `entityPermission.created|deleted` for each grant, in the caller's transaction (one statement). */
-export async function recordGrantEvents(trx: Db, actor: Pick<Actor, 'tenantId' | 'userId'>, type: 'created' | 'deleted', grants: queries.GrantRow[]) {
-  await recordDomainEvents(trx, grants.map((grant) => {
+/** The `entityPermission.created|deleted` events of grants, with their audit records' changes. */
+function grantEvents(actor: Pick<Actor, 'tenantId' | 'userId'>, type: 'created' | 'deleted', grants: queries.GrantRow[]): DomainEvent[] {
+  return grants.map((grant) => {
     const presented = presentGrant(grant)
     // the audit record: the grant's fields appear (create) or disappear (delete)
     const audit = Object.fromEntries(Object.entries(presented).filter(([field]) => field !== 'created_at' && field !== 'updated_at')
@@ -21,21 +21,23 @@ export async function recordGrantEvents(trx: Db, actor: Pick<Actor, 'tenantId' |
       type: `entityPermission.${type}`, tenantId: actor.tenantId, actorId: actor.userId,
       subjectType: 'entityPermission', subjectId: grant.id, data: presented, audit,
     }
-  }))
+  })
+}
+
+/** Records `entityPermission.created|deleted` for each grant, in the caller's transaction (one statement). */
+export async function recordGrantEvents(trx: Db, actor: Pick<Actor, 'tenantId' | 'userId'>, type: 'created' | 'deleted', grants: queries.GrantRow[]) {
+  await recordDomainEvents(trx, grantEvents(actor, type, grants))
 }
 
 /** Where a problem of element `index`'s `name` is reported, e.g. `entity_permissions.3.key`. */
 export type ElementPath = (index: number, name: keyof EntityPermissionElement) => string
 
-/**
- * Checks grant elements against a target: keys the target accepts, grantees that exist in the
- * tenant. Throws one 422 naming every offending field.
- */
-export async function validateGrantElements(
-  db: Db, tenantId: number, allowedKeys: readonly string[], elements: Array<Partial<EntityPermissionElement>>, path: ElementPath,
-): Promise<void> {
+type Principal = { entity: PermissionEntity; id: number; index: number }
+
+/** The problems of grant elements that need no database (keys, principal kinds and ids), and their well-formed principals. */
+function checkElementShapes(allowedKeys: readonly string[], elements: Array<Partial<EntityPermissionElement>>, path: ElementPath) {
   const problems = new FieldErrorCollector()
-  const principals: Array<{ entity: PermissionEntity; id: number; index: number }> = []
+  const principals: Principal[] = []
   elements.forEach((element, i) => {
     const key = element.key ?? 'view'
     if (!allowedKeys.includes(key)) problems.add(path(i, 'key'), `must be one of: ${allowedKeys.join(', ')}`)
@@ -47,11 +49,39 @@ export async function validateGrantElements(
       principals.push({ entity: element.permission_entity!, id: element.permission_entity_id!, index: i })
     }
   })
+  return { problems, principals }
+}
+
+/** Adds the principals that do not exist in the tenant to `problems`, then throws them all (422) if there are any. */
+async function throwIfInvalid(db: Db, tenantId: number, principals: Principal[], problems: FieldErrorCollector, path: ElementPath): Promise<void> {
   const existing = await queries.existingPrincipals(db, tenantId, principals)
   for (const { entity, id, index } of principals) {
     if (!existing.has(`${entity}:${id}`)) problems.add(path(index, 'permission_entity_id'), `no ${entity} with id ${id} exists`)
   }
   problems.throwIfAny()
+}
+
+/**
+ * Checks grant elements against a target: keys the target accepts, grantees that exist in the
+ * tenant. Throws one 422 naming every offending field.
+ */
+export async function validateGrantElements(
+  db: Db, tenantId: number, allowedKeys: readonly string[], elements: Array<Partial<EntityPermissionElement>>, path: ElementPath,
+): Promise<void> {
+  const { problems, principals } = checkElementShapes(allowedKeys, elements, path)
+  await throwIfInvalid(db, tenantId, principals, problems, path)
+}
+
+export interface SyncOptions {
+  /** Where element problems are reported, e.g. `entity_permissions.3.key` (default `entity_permissions`). */
+  field?: string
+  /**
+   * The target was created in this transaction and accepts these keys: it exists and has no grants,
+   * so neither is read, and the insert itself skips grantees that do not exist (then they are named, 422).
+   */
+  fresh?: { allowedKeys: readonly string[] }
+  /** Receives the grant events instead of recording them, for the caller to record them with its own (one statement). */
+  events?: DomainEvent[]
 }
 
 /**
@@ -62,13 +92,21 @@ export async function validateGrantElements(
  */
 export async function syncEntityPermissions(
   trx: Db, actor: Pick<Actor, 'tenantId' | 'userId'>, targetAlias: string, targetId: TargetId,
-  elements: Array<Partial<EntityPermissionElement>>, field = 'entity_permissions',
+  elements: Array<Partial<EntityPermissionElement>>, options: SyncOptions = {},
 ) {
   const target = registeredTarget(targetAlias)
   if (!target) throw new Error(`syncEntityPermissions: target alias "${targetAlias}" is not registered`)
-  const allowedKeys = await target.allowedKeys(trx, actor.tenantId, targetId)
+  const field = options.field ?? 'entity_permissions'
+  const path: ElementPath = (i, name) => `${field}.${i}.${name}`
+  const record = async (type: 'created' | 'deleted', grants: queries.GrantRow[]) => {
+    if (options.events) options.events.push(...grantEvents(actor, type, grants))
+    else await recordGrantEvents(trx, actor, type, grants)
+  }
+  const allowedKeys = options.fresh?.allowedKeys ?? await target.allowedKeys(trx, actor.tenantId, targetId)
   if (!allowedKeys) throw notFound('Target')
-  await validateGrantElements(trx, actor.tenantId, allowedKeys, elements, (i, name) => `${field}.${i}.${name}`)
+  const { problems, principals } = checkElementShapes(allowedKeys, elements, path)
+  // a fresh target's grantees are checked by the insert (and only named when it skipped one)
+  if (!options.fresh || !problems.isEmpty) await throwIfInvalid(trx, actor.tenantId, principals, problems, path)
 
   const storedId = String(targetId)
   const wanted = new Map<string, queries.GrantValues>()
@@ -79,14 +117,27 @@ export async function syncEntityPermissions(
     }
     wanted.set(grantKey(values), values)
   }
+  if (options.fresh) {
+    let created = await queries.insertGrantsIfAbsent(trx, actor.tenantId, [...wanted.values()], { existingGranteesOnly: true })
+    if (created.length < wanted.size) {
+      // a skipped grantee does not exist: 422 naming it (the caller's transaction rolls back) …
+      await throwIfInvalid(trx, actor.tenantId, principals, problems, path)
+      // … unless it was created meanwhile: then the rest is inserted as for any target
+      const inserted = new Set(created.map(grantKey))
+      const rest = await queries.insertGrantsIfAbsent(trx, actor.tenantId, [...wanted].filter(([identity]) => !inserted.has(identity)).map(([, values]) => values))
+      created = [...created, ...rest].sort((a, b) => a.id - b.id)
+    }
+    await record('created', created)
+    return created.map(presentGrant)
+  }
   const current = await queries.selectGrantsOnTargets(trx, actor.tenantId, targetAlias, [storedId])
   const stale = current.filter((grant) => !wanted.has(grantKey(grant)))
   const deleted = await queries.deleteGrants(trx, actor.tenantId, stale.map((g) => g.id))
-  await recordGrantEvents(trx, actor, 'deleted', deleted)
+  await record('deleted', deleted)
 
   const kept = new Set(current.map(grantKey))
   const created = await queries.insertGrantsIfAbsent(trx, actor.tenantId, [...wanted].filter(([identity]) => !kept.has(identity)).map(([, values]) => values))
-  await recordGrantEvents(trx, actor, 'created', created)
+  await record('created', created)
   // the caller holds the target's row lock, so no other sync changed them meanwhile: kept + created
   const result = [...current.filter((grant) => wanted.has(grantKey(grant))), ...created].sort((a, b) => a.id - b.id)
   return result.map(presentGrant)

@@ -42,6 +42,11 @@ export interface ShareTargetDef {
    */
   canView(db: Db, actor: Actor, id: ShareTargetId): Promise<boolean>
   /**
+   * `exists` and `canView` in one statement (optional): undefined when the target does not exist in
+   * the actor's tenant, else whether the actor can view it. Without it, the two are asked in turn.
+   */
+  visibility?(db: Db, actor: Actor, id: ShareTargetId): Promise<boolean | undefined>
+  /**
    * What resolving a shared item needs of its target, read at once: its URLs, its display title for
    * `url_context` (null when it has none) and whether `ctx.actor` can view it (`canView`'s rule);
    * undefined when the target does not exist in the tenant.

@@ -39,6 +39,9 @@ export async function canAdministrateSharedItem(db: Db, actor: Actor, id: string
   return can(actor, ADMINISTRATE) && hasGrantAccess(db, actor, 'administrate', 'sharedItem', id)
 }
 
+/** The keys of grants on a shared item (contract 20). */
+export const SHARED_ITEM_GRANT_KEYS: readonly string[] = ['view', 'administrate']
+
 /** `sharedItem` as a grant target (contract 20: keys view, administrate). */
 export const sharedItemGrantTarget: GrantTarget = {
   alias: 'sharedItem',
@@ -46,7 +49,7 @@ export const sharedItemGrantTarget: GrantTarget = {
   idType: 'uuid',
   async allowedKeys(db, tenantId, id) {
     const row = await queries.findSharedItem(db, tenantId, String(id))
-    return row ? ['view', 'administrate'] : undefined
+    return row ? SHARED_ITEM_GRANT_KEYS : undefined
   },
   canAdministrate: (db, actor, id) => canAdministrateSharedItem(db, actor, String(id)),
   async isVisible(db, actor, id) {

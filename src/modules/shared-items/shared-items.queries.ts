@@ -34,11 +34,11 @@ export interface SharedItemValues {
   config: Record<string, unknown>
 }
 
-export async function insertSharedItem(db: Db, tenantId: number, values: SharedItemValues): Promise<string> {
-  const row = await db.insertInto('shared_items')
+/** Inserts a shared item: a select of the new row as `si` over the insert, so that it is presented by the same statement. */
+export function insertSharedItem(db: Db, tenantId: number, values: SharedItemValues) {
+  return db.with('inserted', (qc) => qc.insertInto('shared_items')
     .values({ tenant_id: tenantId, ...values, config: JSON.stringify(values.config) })
-    .returning('id').executeTakeFirstOrThrow()
-  return row.id
+    .returningAll()).selectFrom('inserted as si')
 }
 
 export async function updateSharedItem(

@@ -2,14 +2,14 @@ import type { AppDeps } from '../../platform/app-module.js'
 import type { Actor } from '../../platform/auth/actor.js'
 import type { Db } from '../../platform/db/schema.js'
 import { diff } from '../../platform/audit/audit-log.js'
-import { recordDomainEvent } from '../../platform/events/domain-events.js'
+import { recordDomainEvent, recordDomainEvents, type DomainEvent } from '../../platform/events/domain-events.js'
 import { FieldErrorCollector, forbidden, notFound } from '../../platform/http/errors.js'
 import type { RawListQuery } from '../../platform/query/parse-query.js'
 import { listResource, showResource } from '../../platform/query/run-query.js'
 import { syncEntityPermissions } from '../entity-permissions/index.js'
 import { lookupShareTarget, parseShareTargetId, type ShareTargetId } from './share-targets.js'
 import { completeConfig, sharedItemType, SHARED_ITEM_TYPE_NAMES } from './shared-item-types.js'
-import { administrableSql, canAdministrateSharedItem, requireAdministrationArea, viewableSql } from './shared-items.access.js'
+import { administrableSql, canAdministrateSharedItem, requireAdministrationArea, SHARED_ITEM_GRANT_KEYS, viewableSql } from './shared-items.access.js'
 import * as queries from './shared-items.queries.js'
 import { sharedItemResource } from './shared-items.resource.js'
 import { accessResource, administeredSharedItemResource } from './shared-items.accesses.js'
@@ -49,12 +49,15 @@ export function createSharedItemsService({ db, config }: AppDeps) {
       problems.add('targetable_id', `must be a valid ${def.idType} id`)
       return undefined
     }
-    if (!(await def.exists(trx, actor.tenantId, id))) {
+    // existence and the view rule in one statement when the target offers it; else `exists` now
+    // (null: exists, view rule not asked yet) and `canView` after the other field errors
+    const visible = def.visibility ? await def.visibility(trx, actor, id) : (await def.exists(trx, actor.tenantId, id)) ? null : undefined
+    if (visible === undefined) {
       problems.add('targetable_id', `no ${alias} with id ${id} exists`)
       return undefined
     }
     problems.throwIfAny()
-    if (!(await def.canView(trx, actor, id))) throw forbidden(`You may only share a ${alias} you can view`, 'target_not_shareable')
+    if (!(visible ?? await def.canView(trx, actor, id))) throw forbidden(`You may only share a ${alias} you can view`, 'target_not_shareable')
     return id
   }
 
@@ -111,23 +114,28 @@ export function createSharedItemsService({ db, config }: AppDeps) {
     const typeDef = sharedItemType(body.type)
     if (!typeDef) problems.add('type', `must be one of: ${SHARED_ITEM_TYPE_NAMES.join(', ')}`)
     const itemConfig = typeDef ? completeConfig(typeDef, body.config as Record<string, unknown> | undefined, problems) : {}
-    const id = await db.transaction().execute(async (trx) => {
+    return db.transaction().execute(async (trx) => {
       const targetId = await checkShareable(trx, actor, body.type, body.targetable_type, body.targetable_id, problems)
       problems.throwIfAny()
       const values: queries.SharedItemValues = {
         user_id: actor.userId, type: body.type, redirect_type: body.redirect_type ?? typeDef!.defaultRedirectType,
         targetable_type: body.targetable_type, targetable_id: String(targetId), config: itemConfig,
       }
-      const itemId = await queries.insertSharedItem(trx, actor.tenantId, values)
-      if (body.entity_permissions) await syncEntityPermissions(trx, actor, 'sharedItem', itemId, body.entity_permissions)
-      await recordDomainEvent(trx, {
+      // presented from the insert itself (what a read after the commit would show: no default relations)
+      const item = await showResource(ctx(actor, trx), sharedItemResource, queries.insertSharedItem(trx, actor.tenantId, values), {}, 'Shared item')
+      const itemId = item.id as string
+      // the item is new: no reads of it nor of its (no) grants; its grants' events and its own in one insert
+      const events: DomainEvent[] = []
+      if (body.entity_permissions) {
+        await syncEntityPermissions(trx, actor, 'sharedItem', itemId, body.entity_permissions, { fresh: { allowedKeys: SHARED_ITEM_GRANT_KEYS }, events })
+      }
+      await recordDomainEvents(trx, [...events, {
         type: 'sharedItem.created', tenantId: actor.tenantId, actorId: actor.userId, subjectType: 'sharedItem', subjectId: itemId,
         data: { ...values, targetable_id: targetId!, entity_permissions: body.entity_permissions?.length ?? 0 },
         audit: diff(undefined, values),
-      })
-      return itemId
+      }])
+      return item
     })
-    return present(actor, id)
   }
 
   /**
@@ -155,13 +163,14 @@ export function createSharedItemsService({ db, config }: AppDeps) {
         changes.targetable_id = String(targetId)
       }
       await queries.updateSharedItem(trx, actor.tenantId, id, changes)
-      if (body.entity_permissions) await syncEntityPermissions(trx, actor, 'sharedItem', id, body.entity_permissions)
+      const events: DomainEvent[] = []
+      if (body.entity_permissions) await syncEntityPermissions(trx, actor, 'sharedItem', id, body.entity_permissions, { events })
       const changed = Object.fromEntries(EVENT_FIELDS.filter((f) => f in changes).map((f) => [f, changes[f as keyof typeof changes]]))
-      await recordDomainEvent(trx, {
+      await recordDomainEvents(trx, [...events, {
         type: 'sharedItem.updated', tenantId: actor.tenantId, actorId: actor.userId, subjectType: 'sharedItem', subjectId: id,
         data: { changes: changed, entity_permissions_replaced: body.entity_permissions !== undefined },
         audit: diff(item, changes),
-      })
+      }])
     })
     return present(actor, id)
   }

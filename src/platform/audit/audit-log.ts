@@ -60,8 +60,13 @@ export async function recordAudit(db: Db, entry: AuditEntry): Promise<void> {
 /** `recordAudit` for several changes of one request, in one statement. */
 export async function recordAudits(db: Db, entries: AuditEntry[]): Promise<void> {
   if (entries.length === 0) return
+  await auditInsert(db, entries).execute()
+}
+
+/** The insert of audit records (at least one), to execute or to run inside another statement (e.g. an event insert). */
+export function auditInsert(db: Db, entries: AuditEntry[]) {
   const context = currentRequestContext()
-  await db.insertInto('audit_log').values(entries.map((entry) => ({
+  return db.insertInto('audit_log').values(entries.map((entry) => ({
     tenant_id: entry.tenantId,
     actor_id: context.actorId,
     action: entry.action,
@@ -71,7 +76,7 @@ export async function recordAudits(db: Db, entries: AuditEntry[]): Promise<void>
     request_id: context.requestId,
     ip: context.ip,
     user_agent: context.userAgent,
-  }))).execute()
+  })))
 }
 
 /**

@@ -30,6 +30,8 @@ export function contentShareTarget(content: ContentResource, variants?: VariantU
     idType: 'integer' as const,
     exists: (db: Db, tenantId: number, id: number | string) => content.exists(db, tenantId, numeric(id)),
     canView: (db: Db, actor: Actor, id: number | string) => content.canView(db, actor, numeric(id)),
+    /** Existence and the view rule in one statement (creating or retargeting a shared item). */
+    visibility: async (db: Db, actor: Actor, id: number | string) => (await content.findStoredForViewer(db, actor, numeric(id)))?.visible,
     /** One statement: existence, whether the actor can view it, the URLs and the title (a stable-URL click is the hottest path). */
     async describe(id: number | string, ctx: { appUrl: string; baseUrl: string; db: Db; actor: Actor }) {
       const found = await content.findStoredForViewer(ctx.db, ctx.actor, numeric(id))

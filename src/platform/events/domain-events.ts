@@ -1,5 +1,5 @@
-import { type RawBuilder, sql } from 'kysely'
-import type { Db } from '../db/schema.js'
+import { type InsertQueryBuilder, type InsertResult, type QueryCreator, type RawBuilder, sql } from 'kysely'
+import type { Database, Db } from '../db/schema.js'
 
 export interface DomainEvent {
   type: string
@@ -25,9 +25,20 @@ export interface DomainEventSubscriber {
    * round trip. Absent: every event.
    */
   probe?: (tenantId: number, type: RawBuilder<unknown>) => RawBuilder<boolean>
+  /**
+   * A write that rides in the events' own insert (optional), as a data-modifying CTE: given the
+   * events of a recording (before they are stored, so without ids), the insert to run with them, or
+   * undefined to take the `probe`/`handle` path for this recording. When it returns an insert,
+   * `handle` is not called for the recording.
+   */
+  alongside?: (db: Db, events: DomainEvent[]) => RidingInsert | undefined
   /** Called once per recording with its events (in order) for which the probe held. */
   handle: (db: Db, events: RecordedEvent[]) => Promise<void>
 }
+
+/** An insert that can ride in another statement's WITH (no RETURNING needed). */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export type RidingInsert = InsertQueryBuilder<Database, any, InsertResult>
 const subscribers: DomainEventSubscriber[] = []
 
 export function subscribeToDomainEvents(subscriber: DomainEventSubscriber): void {
@@ -41,17 +52,23 @@ export async function recordDomainEvent(db: Db, event: DomainEvent): Promise<str
 }
 
 /**
- * Writes events of one tenant in one statement (with the subscribers' probes), then lets each
- * subscriber handle them in one call: a change with several events (a shared item and its grants)
- * costs one insert, not one per event and subscriber.
+ * Writes events of one tenant in one statement (with the subscribers' probes and the writes that
+ * ride along, e.g. their audit records), then lets each other subscriber handle them in one call: a
+ * change with several events (a shared item and its grants) costs one insert, not one per event and
+ * subscriber.
  */
 export async function recordDomainEvents(db: Db, events: DomainEvent[]): Promise<string[]> {
   if (events.length === 0) return []
   const tenantId = events[0]!.tenantId
   if (events.some((event) => event.tenantId !== tenantId)) throw new Error('recordDomainEvents: the events of one call belong to one tenant')
+  const riders = subscribers.map((subscriber) => subscriber.alongside?.(db, events))
+  const handlers = subscribers.flatMap((subscriber, i) => (riders[i] ? [] : [subscriber]))
   const type = sql.ref('domain_events.type')
-  const probes = subscribers.map((subscriber, i) => sql<boolean>`${subscriber.probe ? subscriber.probe(tenantId, type) : sql`true`}`.as(`probe${i}`))
-  const rows = await db.insertInto('domain_events')
+  const probes = handlers.map((subscriber, i) => sql<boolean>`${subscriber.probe ? subscriber.probe(tenantId, type) : sql`true`}`.as(`probe${i}`))
+  // data-modifying CTEs run once and to completion whether or not the statement reads them
+  let creator = db as QueryCreator<Database>
+  for (const [i, rider] of riders.entries()) if (rider) creator = creator.with(`along${i}`, () => rider) as unknown as QueryCreator<Database>
+  const rows = await creator.insertInto('domain_events')
     .values(events.map((event) => ({
       tenant_id: tenantId,
       type: event.type,
@@ -63,7 +80,7 @@ export async function recordDomainEvents(db: Db, events: DomainEvent[]): Promise
     .returning(['id', ...probes] as never)
     .execute() as Array<{ id: string } & Record<string, boolean>>
   const recorded = events.map((event, i) => ({ ...event, id: rows[i]!.id }))
-  for (const [i, subscriber] of subscribers.entries()) {
+  for (const [i, subscriber] of handlers.entries()) {
     const wanted = recorded.filter((_, row) => rows[row]![`probe${i}`])
     if (wanted.length > 0) await subscriber.handle(db, wanted)
   }
