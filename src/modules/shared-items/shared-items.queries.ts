@@ -1,4 +1,4 @@
-import { sql } from 'kysely'
+import { type RawBuilder, sql } from 'kysely'
 import type { Db } from '../../platform/db/schema.js'
 
 export interface SharedItemRow {
@@ -34,11 +34,21 @@ export interface SharedItemValues {
   config: Record<string, unknown>
 }
 
-/** Inserts a shared item: a select of the new row as `si` over the insert, so that it is presented by the same statement. */
-export function insertSharedItem(db: Db, tenantId: number, values: SharedItemValues) {
-  return db.with('inserted', (qc) => qc.insertInto('shared_items')
-    .values({ tenant_id: tenantId, ...values, config: JSON.stringify(values.config) })
-    .returningAll()).selectFrom('inserted as si')
+/**
+ * Inserts a shared item (with `onlyIf`: only when that holds): a select of the new row as `si` over
+ * the insert, so that it is presented by the same statement (no row: nothing was inserted).
+ */
+export function insertSharedItem(db: Db, tenantId: number, values: SharedItemValues, onlyIf?: RawBuilder<boolean>) {
+  const config = JSON.stringify(values.config)
+  return db.with('inserted', (qc) => {
+    const insert = qc.insertInto('shared_items')
+    const inserted = onlyIf
+      ? insert.columns(['tenant_id', 'user_id', 'type', 'redirect_type', 'targetable_type', 'targetable_id', 'config'])
+        .expression(sql`select ${tenantId}::bigint, ${values.user_id}::bigint, ${values.type}::text, ${values.redirect_type}::text,
+          ${values.targetable_type}::text, ${values.targetable_id}::text, ${config}::jsonb where ${onlyIf}`)
+      : insert.values({ tenant_id: tenantId, ...values, config })
+    return inserted.returningAll()
+  }).selectFrom('inserted as si')
 }
 
 export async function updateSharedItem(

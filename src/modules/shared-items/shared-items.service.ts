@@ -5,9 +5,9 @@ import { diff } from '../../platform/audit/audit-log.js'
 import { recordDomainEvent, recordDomainEvents, type DomainEvent } from '../../platform/events/domain-events.js'
 import { FieldErrorCollector, forbidden, notFound } from '../../platform/http/errors.js'
 import type { RawListQuery } from '../../platform/query/parse-query.js'
-import { listResource, showResource } from '../../platform/query/run-query.js'
+import { findResource, listResource, showResource } from '../../platform/query/run-query.js'
 import { syncEntityPermissions } from '../entity-permissions/index.js'
-import { lookupShareTarget, parseShareTargetId, type ShareTargetId } from './share-targets.js'
+import { lookupShareTarget, parseShareTargetId, type ShareTargetDef, type ShareTargetId } from './share-targets.js'
 import { completeConfig, sharedItemType, SHARED_ITEM_TYPE_NAMES } from './shared-item-types.js'
 import { administrableSql, canAdministrateSharedItem, requireAdministrationArea, SHARED_ITEM_GRANT_KEYS, viewableSql } from './shared-items.access.js'
 import * as queries from './shared-items.queries.js'
@@ -16,6 +16,8 @@ import { accessResource, administeredSharedItemResource } from './shared-items.a
 import type { CreateSharedItemBody, UpdateSharedItemBody } from './shared-items.schemas.js'
 
 export type SharedItemsService = ReturnType<typeof createSharedItemsService>
+
+interface ShareableTarget { def: ShareTargetDef; id: ShareTargetId }
 
 const EVENT_FIELDS = ['type', 'redirect_type', 'targetable_type', 'targetable_id', 'config'] as const
 
@@ -28,11 +30,10 @@ export function createSharedItemsService({ db, config }: AppDeps) {
   const ctx = (actor: Actor, trx: Db = db) => ({ db: trx, tenantId: actor.tenantId, actor, baseUrl: config.baseUrl, appUrl: config.appUrl })
 
   /**
-   * Checks a (new) target of a shared item of `type`: its alias must be allowed for the type and
-   * registered, its id well-formed and existing (422 otherwise); then the "may share" rule: the
-   * actor must be able to view it (403).
+   * A (new) target of a shared item of `type`, read from the body: its alias must be allowed for the
+   * type and registered, its id well-formed (422 otherwise). Nothing is read from the database.
    */
-  async function checkShareable(trx: Db, actor: Actor, type: string, alias: string, rawId: unknown, problems: FieldErrorCollector): Promise<ShareTargetId | undefined> {
+  function parseShareable(type: string, alias: string, rawId: unknown, problems: FieldErrorCollector): ShareableTarget | undefined {
     const typeDef = sharedItemType(type)
     if (!typeDef) return undefined
     const def = lookupShareTarget(alias)
@@ -49,16 +50,24 @@ export function createSharedItemsService({ db, config }: AppDeps) {
       problems.add('targetable_id', `must be a valid ${def.idType} id`)
       return undefined
     }
+    return { def, id }
+  }
+
+  /** The target must exist (422, with the other field errors) and the actor must be able to view it: the "may share" rule (403). */
+  async function requireShareable(trx: Db, actor: Actor, { def, id }: ShareableTarget, problems: FieldErrorCollector): Promise<void> {
     // existence and the view rule in one statement when the target offers it; else `exists` now
     // (null: exists, view rule not asked yet) and `canView` after the other field errors
     const visible = def.visibility ? await def.visibility(trx, actor, id) : (await def.exists(trx, actor.tenantId, id)) ? null : undefined
-    if (visible === undefined) {
-      problems.add('targetable_id', `no ${alias} with id ${id} exists`)
-      return undefined
-    }
+    if (visible === undefined) problems.add('targetable_id', `no ${def.alias} with id ${id} exists`)
     problems.throwIfAny()
-    if (!(visible ?? await def.canView(trx, actor, id))) throw forbidden(`You may only share a ${alias} you can view`, 'target_not_shareable')
-    return id
+    if (!(visible ?? await def.canView(trx, actor, id))) throw forbidden(`You may only share a ${def.alias} you can view`, 'target_not_shareable')
+  }
+
+  /** `parseShareable` and `requireShareable`: the checked target id (undefined when the body named none that parses). */
+  async function checkShareable(trx: Db, actor: Actor, type: string, alias: string, rawId: unknown, problems: FieldErrorCollector): Promise<ShareTargetId | undefined> {
+    const target = parseShareable(type, alias, rawId, problems)
+    if (target) await requireShareable(trx, actor, target, problems)
+    return target?.id
   }
 
   /** The item when the actor administrates it (404 otherwise: existence does not leak), locked for update. */
@@ -115,14 +124,27 @@ export function createSharedItemsService({ db, config }: AppDeps) {
     if (!typeDef) problems.add('type', `must be one of: ${SHARED_ITEM_TYPE_NAMES.join(', ')}`)
     const itemConfig = typeDef ? completeConfig(typeDef, body.config as Record<string, unknown> | undefined, problems) : {}
     return db.transaction().execute(async (trx) => {
-      const targetId = await checkShareable(trx, actor, body.type, body.targetable_type, body.targetable_id, problems)
-      problems.throwIfAny()
+      const target = parseShareable(body.type, body.targetable_type, body.targetable_id, problems)
+      if (!target || !problems.isEmpty) {
+        // every field error at once, the target's existence included
+        if (target) await requireShareable(trx, actor, target, problems)
+        problems.throwIfAny()
+      }
+      const { def, id: targetId } = target!
       const values: queries.SharedItemValues = {
         user_id: actor.userId, type: body.type, redirect_type: body.redirect_type ?? typeDef!.defaultRedirectType,
         targetable_type: body.targetable_type, targetable_id: String(targetId), config: itemConfig,
       }
-      // presented from the insert itself (what a read after the commit would show: no default relations)
-      const item = await showResource(ctx(actor, trx), sharedItemResource, queries.insertSharedItem(trx, actor.tenantId, values), {}, 'Shared item')
+      // inserted only if the actor may share the target, and presented, in one statement (what a read
+      // after the commit would show: no default relations); when nothing was inserted, the checks say why
+      const onlyIfShareable = def.viewableSql?.(actor, targetId)
+      const insertPresented = (insert: ReturnType<typeof queries.insertSharedItem>) => findResource(ctx(actor, trx), sharedItemResource, insert, {})
+      let item = onlyIfShareable && await insertPresented(queries.insertSharedItem(trx, actor.tenantId, values, onlyIfShareable))
+      if (!item) {
+        await requireShareable(trx, actor, target!, problems)
+        item = await insertPresented(queries.insertSharedItem(trx, actor.tenantId, values))
+        if (!item) throw new Error('a shared item insert returned no row')
+      }
       const itemId = item.id as string
       // the item is new: no reads of it nor of its (no) grants; its grants' events and its own in one insert
       const events: DomainEvent[] = []
