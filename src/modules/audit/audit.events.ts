@@ -51,11 +51,11 @@ function auditEntries(events: DomainEvent[]): AuditEntry[] {
  */
 export const auditDomainEvent: DomainEventSubscriber = {
   probe: (_tenantId, type) => sql<boolean>`${type} = any(${Object.keys(ACTIONS)}::text[])`,
-  alongside(db, events) {
+  alongside(events) {
     const audited = events.filter((event) => Object.hasOwn(ACTIONS, event.type) && isAdministrative(event))
     // a black-out first anonymizes the earlier records (handle), so its records cannot ride along
     if (audited.length === 0 || audited.some((event) => event.type === 'user.blackedOut')) return undefined
-    return auditInsert(db, auditEntries(audited))
+    return auditInsert(auditEntries(audited))
   },
   async handle(db, events) {
     const audited = events.filter(isAdministrative)

@@ -1,4 +1,4 @@
-import { sql } from 'kysely'
+import { type RawBuilder, sql } from 'kysely'
 import type { Db } from '../db/schema.js'
 import { currentRequestContext } from './request-context.js'
 
@@ -60,23 +60,23 @@ export async function recordAudit(db: Db, entry: AuditEntry): Promise<void> {
 /** `recordAudit` for several changes of one request, in one statement. */
 export async function recordAudits(db: Db, entries: AuditEntry[]): Promise<void> {
   if (entries.length === 0) return
-  await auditInsert(db, entries).execute()
+  await auditInsert(entries).execute(db)
 }
 
-/** The insert of audit records (at least one), to execute or to run inside another statement (e.g. an event insert). */
-export function auditInsert(db: Db, entries: AuditEntry[]) {
+/**
+ * The insert of audit records (at least one), to execute or to run inside another statement (e.g. an
+ * event insert): from arrays, so that its text is the same whatever the number of records.
+ */
+export function auditInsert(entries: AuditEntry[]): RawBuilder<unknown> {
+  const tenantId = entries[0]!.tenantId
+  if (entries.some((entry) => entry.tenantId !== tenantId)) throw new Error('auditInsert: the records of one insert belong to one tenant')
   const context = currentRequestContext()
-  return db.insertInto('audit_log').values(entries.map((entry) => ({
-    tenant_id: entry.tenantId,
-    actor_id: context.actorId,
-    action: entry.action,
-    target_type: entry.targetType,
-    target_id: entry.targetId === null ? null : String(entry.targetId),
-    changes: JSON.stringify(redact(entry.changes ?? {})),
-    request_id: context.requestId,
-    ip: context.ip,
-    user_agent: context.userAgent,
-  })))
+  return sql`insert into audit_log (tenant_id, actor_id, action, target_type, target_id, changes, request_id, ip, user_agent)
+    select ${tenantId}::bigint, ${context.actorId}::bigint, a.action, a.target_type, a.target_id, a.changes, ${context.requestId}::text, ${context.ip}::text, ${context.userAgent}::text
+    from unnest(${entries.map((e) => e.action)}::text[], ${entries.map((e) => e.targetType)}::text[],
+      ${entries.map((e) => (e.targetId === null ? null : String(e.targetId)))}::text[], ${entries.map((e) => JSON.stringify(redact(e.changes ?? {})))}::jsonb[])
+      with ordinality as a(action, target_type, target_id, changes, n)
+    order by a.n`
 }
 
 /**

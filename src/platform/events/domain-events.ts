@@ -1,5 +1,5 @@
-import { type InsertQueryBuilder, type InsertResult, type QueryCreator, type RawBuilder, sql } from 'kysely'
-import type { Database, Db } from '../db/schema.js'
+import { type RawBuilder, sql } from 'kysely'
+import type { Db } from '../db/schema.js'
 
 export interface DomainEvent {
   type: string
@@ -31,14 +31,13 @@ export interface DomainEventSubscriber {
    * undefined to take the `probe`/`handle` path for this recording. When it returns an insert,
    * `handle` is not called for the recording.
    */
-  alongside?: (db: Db, events: DomainEvent[]) => RidingInsert | undefined
+  alongside?: (events: DomainEvent[]) => RidingInsert | undefined
   /** Called once per recording with its events (in order) for which the probe held. */
   handle: (db: Db, events: RecordedEvent[]) => Promise<void>
 }
 
 /** An insert that can ride in another statement's WITH (no RETURNING needed). */
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
-export type RidingInsert = InsertQueryBuilder<Database, any, InsertResult>
+export type RidingInsert = RawBuilder<unknown>
 const subscribers: DomainEventSubscriber[] = []
 
 export function subscribeToDomainEvents(subscriber: DomainEventSubscriber): void {
@@ -61,24 +60,21 @@ export async function recordDomainEvents(db: Db, events: DomainEvent[]): Promise
   if (events.length === 0) return []
   const tenantId = events[0]!.tenantId
   if (events.some((event) => event.tenantId !== tenantId)) throw new Error('recordDomainEvents: the events of one call belong to one tenant')
-  const riders = subscribers.map((subscriber) => subscriber.alongside?.(db, events))
+  const riders = subscribers.map((subscriber) => subscriber.alongside?.(events))
   const handlers = subscribers.flatMap((subscriber, i) => (riders[i] ? [] : [subscriber]))
   const type = sql.ref('domain_events.type')
-  const probes = handlers.map((subscriber, i) => sql<boolean>`${subscriber.probe ? subscriber.probe(tenantId, type) : sql`true`}`.as(`probe${i}`))
+  const probes = handlers.map((subscriber, i) => sql`, ${subscriber.probe ? subscriber.probe(tenantId, type) : sql`true`} as ${sql.id(`probe${i}`)}`)
   // data-modifying CTEs run once and to completion whether or not the statement reads them
-  let creator = db as QueryCreator<Database>
-  for (const [i, rider] of riders.entries()) if (rider) creator = creator.with(`along${i}`, () => rider) as unknown as QueryCreator<Database>
-  const rows = await creator.insertInto('domain_events')
-    .values(events.map((event) => ({
-      tenant_id: tenantId,
-      type: event.type,
-      actor_id: event.actorId,
-      subject_type: event.subjectType,
-      subject_id: String(event.subjectId),
-      data: JSON.stringify(event.data ?? {}),
-    })))
-    .returning(['id', ...probes] as never)
-    .execute() as Array<{ id: string } & Record<string, boolean>>
+  const along = riders.flatMap((rider, i) => (rider ? [sql`${sql.id(`along${i}`)} as (${rider})`] : []))
+  // from arrays: one statement text whatever the number of events
+  const { rows } = await sql<{ id: string } & Record<string, boolean>>`${along.length > 0 ? sql`with ${sql.join(along)} ` : sql``}
+    insert into domain_events (tenant_id, type, actor_id, subject_type, subject_id, data)
+    select ${tenantId}::bigint, e.type, e.actor_id, e.subject_type, e.subject_id, e.data
+    from unnest(${events.map((e) => e.type)}::text[], ${events.map((e) => e.actorId)}::bigint[], ${events.map((e) => e.subjectType)}::text[],
+      ${events.map((e) => String(e.subjectId))}::text[], ${events.map((e) => JSON.stringify(e.data ?? {}))}::jsonb[])
+      with ordinality as e(type, actor_id, subject_type, subject_id, data, n)
+    order by e.n
+    returning id${probes.length > 0 ? sql.join(probes, sql``) : sql``}`.execute(db)
   const recorded = events.map((event, i) => ({ ...event, id: rows[i]!.id }))
   for (const [i, subscriber] of handlers.entries()) {
     const wanted = recorded.filter((_, row) => rows[row]![`probe${i}`])
