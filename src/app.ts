@@ -1,7 +1,8 @@
-import Fastify, { LogController, type FastifyInstance, type FastifyServerOptions, type RouteOptions } from 'fastify'
+import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyServerOptions, type RouteOptions } from 'fastify'
 import cors from '@fastify/cors'
 import qs from 'qs'
 import type { Logger } from 'pino'
+import { LazyChildLogger } from './platform/logging.js'
 import type { Config } from './config.js'
 import type { Db } from './platform/db/schema.js'
 import type { AppDeps } from './platform/app-module.js'
@@ -65,6 +66,7 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
     // one line per request instead of two (registerRequestLog)
     logController: new LogController({ disableRequestLogging: true }),
     genReqId: () => crypto.randomUUID(),
+    childLoggerFactory: (logger: FastifyBaseLogger, bindings: Record<string, unknown>, opts: Parameters<FastifyBaseLogger['child']>[1]) => new LazyChildLogger(logger, bindings, opts),
     ajv: undefined,
     // during shutdown our onRequest hook answers 503 problem+json (Fastify's own 503 is plain JSON)
     return503OnClosing: false,
@@ -87,19 +89,22 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
   app.addHook('preClose', async () => {
     closing = true
   })
-  app.addHook('onResponse', async (request) => {
+  // callback hooks where nothing is awaited: an async hook costs a promise and a microtask per request
+  app.addHook('onResponse', (request, _reply, done) => {
     if (closing) request.raw.socket?.end()
+    done()
   })
   await app.register(cors, {
     origin: config.http.corsOrigins.length > 0 ? config.http.corsOrigins : false,
     credentials: true,
   })
   await registerMultipart(app, config)
-  app.addHook('onSend', async (request, reply) => {
+  app.addHook('onSend', (request, reply, payload, done) => {
     // while shutting down, requests still in flight end their keep-alive connection, so close() can finish
     if (closing) reply.header('connection', 'close')
     reply.header('x-content-type-options', 'nosniff')
     reply.header('x-request-id', request.id)
+    done(null, payload)
   })
   const databaseUrl = options.databaseUrl ?? config.db.directUrl
   if (databaseUrl && config.auth.actorCache) {
@@ -107,8 +112,10 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
     useActorCache(db, cache)
     app.addHook('onClose', async () => cache.close())
     // a logout, a role change, a deactivation: answered once every node has been told (actor-cache.ts)
-    app.addHook('onSend', async (request) => {
-      if (cache.changedActors(request)) await cache.announce(db, request.actor?.tenantId).catch((error) => request.log.warn({ err: error }, 'actor change announcement failed'))
+    app.addHook('onSend', (request, _reply, payload, done) => {
+      if (!cache.changedActors(request)) return done(null, payload)
+      cache.announce(db, request.actor?.tenantId).catch((error) => request.log.warn({ err: error }, 'actor change announcement failed'))
+        .finally(() => done(null, payload))
     })
   }
   app.addHook('onRequest', async (request) => {

@@ -37,8 +37,9 @@ export async function registerMultipart(app: FastifyInstance, config: Config): P
     throwFileSizeLimit: true,
   })
   app.decorateRequest('uploads', null as never)
-  app.addHook('onResponse', async (request) => {
-    for (const upload of Object.values(request.uploads ?? {})) await storage.remove(upload.area, upload.name).catch(() => undefined)
+  app.addHook('onResponse', (request, _reply, done) => {
+    if (!request.uploads) return done()
+    void Promise.all(Object.values(request.uploads).map((upload) => storage.remove(upload.area, upload.name).catch(() => undefined))).finally(() => done())
   })
 }
 

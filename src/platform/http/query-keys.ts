@@ -28,16 +28,16 @@ export function declaredQueryKeys(schema: unknown): string[] {
  * so that a client never receives unfiltered data for a filter it got wrong.
  */
 export function registerStrictQueryKeys(app: FastifyInstance): void {
-  app.addHook('preValidation', async (request) => {
+  app.addHook('preValidation', (request, _reply, done) => {
     const query = request.query as Record<string, unknown> | undefined
-    if (!query || typeof query !== 'object') return
+    if (!query || typeof query !== 'object') return done()
     const keys = Object.keys(query)
-    if (keys.length === 0 || request.url.startsWith('/docs')) return
+    if (keys.length === 0 || request.url.startsWith('/docs')) return done()
     const allowed = declaredQueryKeys(request.routeOptions.schema?.querystring)
     const unknown = keys.filter((key) => !allowed.includes(key))
-    if (unknown.length === 0) return
+    if (unknown.length === 0) return done()
     const hint = allowed.length === 0 ? 'this route takes no query parameters' : `allowed: ${allowed.join(', ')}`
     const errors = Object.fromEntries(unknown.map((key) => [key, [`is not a query parameter of this route (${hint})`]]))
-    throw new AppError(422, 'validation_failed', `Unknown query parameter ${unknown.map((k) => `"${k}"`).join(', ')}; ${hint}`, errors)
+    done(new AppError(422, 'validation_failed', `Unknown query parameter ${unknown.map((k) => `"${k}"`).join(', ')}; ${hint}`, errors))
   })
 }

@@ -7,7 +7,7 @@ import { problemCodeOf } from './error-handler.js'
  * itself is not logged: its query string may carry a grant token. Health probes log at `debug` only.
  */
 export function registerRequestLog(app: FastifyInstance): void {
-  app.addHook('onResponse', async (request, reply) => {
+  app.addHook('onResponse', (request, reply, done) => {
     const route = request.routeOptions.url ?? '(no route)'
     const status = reply.statusCode
     const line = {
@@ -21,5 +21,6 @@ export function registerRequestLog(app: FastifyInstance): void {
     }
     const level = route.startsWith('/health/') ? 'debug' : status >= 500 ? 'error' : 'info'
     request.log[level](line, `${request.method} ${route} ${status}`)
+    done()
   })
 }
