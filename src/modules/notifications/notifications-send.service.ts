@@ -43,7 +43,7 @@ export function createNotificationsSendService({ db }: Pick<AppDeps, 'db'>) {
     const values = { title: body.title, body: sanitizeNotificationBody(body.body), url: body.url, userId: actor.userId, userIds, departmentIds }
     /** The send, stored only if every listed recipient exists (one statement); else 422 naming the missing IDs. */
     const store = async (trx: Db) => {
-      const sent = await queries.insertGenericNotificationIfRecipientsExist(trx, actor.tenantId, values)
+      const sent = await queries.insertGenericNotification(trx, actor.tenantId, values, { onlyIfRecipientsExist: true })
       if (sent) return sent
       const missingUsers = await queries.findMissingUserIds(trx, actor.tenantId, userIds)
       const missingDepartments = await queries.findMissingDepartmentIds(trx, actor.tenantId, departmentIds)
@@ -51,7 +51,9 @@ export function createNotificationsSendService({ db }: Pick<AppDeps, 'db'>) {
       if (missingDepartments.length > 0) problems.add('department_ids', `unknown department IDs: ${missingDepartments.join(', ')}`)
       problems.throwIfAny()
       // a recipient came back between the two statements: the check above is the later one
-      return queries.insertGenericNotification(trx, actor.tenantId, values)
+      const stored = await queries.insertGenericNotification(trx, actor.tenantId, values)
+      if (!stored) throw new Error('the generic notification insert returned no row')
+      return stored
     }
     await db.transaction().execute(async (trx) => {
       const sent = await store(trx)

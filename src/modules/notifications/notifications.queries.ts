@@ -1,4 +1,4 @@
-import { sql, type SelectQueryBuilder } from 'kysely'
+import { type RawBuilder, sql, type SelectQueryBuilder } from 'kysely'
 import type { Database, Db, NotificationsTable } from '../../platform/db/schema.js'
 
 /** A select over `notifications as n` (the resource alias), possibly filtered. */
@@ -86,50 +86,42 @@ export async function deleteReadNotificationsBatch(db: Db, readBefore: Date, bat
 export const selectNotificationSettings = (db: Db, tenantId: number) =>
   db.selectFrom('notification_settings as s').where('s.tenant_id', '=', tenantId)
 
+/** SQL: the IDs among `ids` that are no present (non-deleted) user of the tenant. */
+const missingUsersSql = (tenantId: number, ids: number[]) => sql<{ id: number }>`
+  select wanted.id from unnest(${ids}::bigint[]) as wanted(id)
+  where not exists (select 1 from users u where u.tenant_id = ${tenantId} and u.id = wanted.id and u.deleted_at is null)`
+
+/** SQL: the IDs among `ids` that are no department of the tenant. */
+const missingDepartmentsSql = (tenantId: number, ids: number[]) => sql<{ id: number }>`
+  select wanted.id from unnest(${ids}::bigint[]) as wanted(id)
+  where not exists (select 1 from departments d where d.tenant_id = ${tenantId} and d.id = wanted.id)`
+
+async function missingIds(db: Db, missing: RawBuilder<{ id: number }>, ids: number[]): Promise<number[]> {
+  if (ids.length === 0) return []
+  const { rows } = await sql<{ id: number }>`select m.id from (${missing}) m order by m.id`.execute(db)
+  return [...new Set(rows.map((r) => Number(r.id)))]
+}
+
 /** The IDs among `ids` that are not present (non-deleted) users / departments of the tenant. */
-export async function findMissingUserIds(db: Db, tenantId: number, ids: number[]): Promise<number[]> {
-  if (ids.length === 0) return []
-  const { rows } = await sql<{ id: number }>`
-    select wanted.id from unnest(${ids}::bigint[]) as wanted(id)
-    where not exists (select 1 from users u where u.tenant_id = ${tenantId} and u.id = wanted.id and u.deleted_at is null)
-    order by wanted.id`.execute(db)
-  return [...new Set(rows.map((r) => Number(r.id)))]
-}
-
-export async function findMissingDepartmentIds(db: Db, tenantId: number, ids: number[]): Promise<number[]> {
-  if (ids.length === 0) return []
-  const { rows } = await sql<{ id: number }>`
-    select wanted.id from unnest(${ids}::bigint[]) as wanted(id)
-    where not exists (select 1 from departments d where d.tenant_id = ${tenantId} and d.id = wanted.id)
-    order by wanted.id`.execute(db)
-  return [...new Set(rows.map((r) => Number(r.id)))]
-}
-
-export function insertGenericNotification(
-  db: Db, tenantId: number,
-  values: { title: string; body: string; url: string; userId: number; userIds: number[]; departmentIds: number[] },
-) {
-  return db.insertInto('generic_notifications').values({
-    tenant_id: tenantId, title: values.title, body: values.body, url: values.url, user_id: values.userId,
-    user_ids: values.userIds, department_ids: values.departmentIds,
-  }).returning(['id', 'title', 'body', 'url', 'user_ids', 'department_ids']).executeTakeFirstOrThrow()
-}
+export const findMissingUserIds = (db: Db, tenantId: number, ids: number[]) => missingIds(db, missingUsersSql(tenantId, ids), ids)
+export const findMissingDepartmentIds = (db: Db, tenantId: number, ids: number[]) => missingIds(db, missingDepartmentsSql(tenantId, ids), ids)
 
 /**
- * `insertGenericNotification` when every listed user (not deleted) and department exists in the
- * tenant, in the same statement; undefined (nothing written) otherwise.
+ * Stores a send. With `onlyIfRecipientsExist`, only when every listed user (not deleted) and
+ * department exists in the tenant, checked in the insert itself: undefined (nothing written) otherwise.
  */
-export async function insertGenericNotificationIfRecipientsExist(
+export async function insertGenericNotification(
   db: Db, tenantId: number,
   values: { title: string; body: string; url: string; userId: number; userIds: number[]; departmentIds: number[] },
+  options: { onlyIfRecipientsExist?: boolean } = {},
 ) {
+  const condition = options.onlyIfRecipientsExist
+    ? sql`where not exists (${missingUsersSql(tenantId, values.userIds)}) and not exists (${missingDepartmentsSql(tenantId, values.departmentIds)})`
+    : sql``
   const { rows } = await sql<{ id: number; title: string; body: string; url: string; user_ids: number[]; department_ids: number[] }>`
     insert into generic_notifications (tenant_id, title, body, url, user_id, user_ids, department_ids)
     select ${tenantId}, ${values.title}, ${values.body}, ${values.url}, ${values.userId}, ${values.userIds}::bigint[], ${values.departmentIds}::bigint[]
-    where not exists (select 1 from unnest(${values.userIds}::bigint[]) as wanted(id)
-        where not exists (select 1 from users u where u.tenant_id = ${tenantId} and u.id = wanted.id and u.deleted_at is null))
-      and not exists (select 1 from unnest(${values.departmentIds}::bigint[]) as wanted(id)
-        where not exists (select 1 from departments d where d.tenant_id = ${tenantId} and d.id = wanted.id))
+    ${condition}
     returning id, title, body, url, user_ids, department_ids`.execute(db)
   return rows[0]
 }

@@ -47,7 +47,7 @@ export interface ShareTargetDef {
    */
   visibility?(db: Db, actor: Actor, id: ShareTargetId): Promise<boolean | undefined>
   /** SQL (optional): the target exists and `actor` can view it (`canView`), for a statement that writes only if so. */
-  viewableSql?(actor: Actor, id: ShareTargetId): RawBuilder<boolean>
+  viewableSql?(db: Db, actor: Actor, id: ShareTargetId): RawBuilder<boolean>
   /**
    * What resolving a shared item needs of its target, read at once: its URLs, its display title for
    * `url_context` (null when it has none) and whether `ctx.actor` can view it (`canView`'s rule);

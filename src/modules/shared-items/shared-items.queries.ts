@@ -35,20 +35,15 @@ export interface SharedItemValues {
 }
 
 /**
- * Inserts a shared item (with `onlyIf`: only when that holds): a select of the new row as `si` over
- * the insert, so that it is presented by the same statement (no row: nothing was inserted).
+ * Inserts a shared item if `onlyIf` holds (in the same statement): a select of the new row as `si`
+ * over the insert, so that it is presented by that statement too (no row: nothing was inserted).
  */
-export function insertSharedItem(db: Db, tenantId: number, values: SharedItemValues, onlyIf?: RawBuilder<boolean>) {
-  const config = JSON.stringify(values.config)
-  return db.with('inserted', (qc) => {
-    const insert = qc.insertInto('shared_items')
-    const inserted = onlyIf
-      ? insert.columns(['tenant_id', 'user_id', 'type', 'redirect_type', 'targetable_type', 'targetable_id', 'config'])
-        .expression(sql`select ${tenantId}::bigint, ${values.user_id}::bigint, ${values.type}::text, ${values.redirect_type}::text,
-          ${values.targetable_type}::text, ${values.targetable_id}::text, ${config}::jsonb where ${onlyIf}`)
-      : insert.values({ tenant_id: tenantId, ...values, config })
-    return inserted.returningAll()
-  }).selectFrom('inserted as si')
+export function insertSharedItem(db: Db, tenantId: number, values: SharedItemValues, onlyIf: RawBuilder<boolean>) {
+  return db.with('inserted', (qc) => qc.insertInto('shared_items')
+    .columns(['tenant_id', 'user_id', 'type', 'redirect_type', 'targetable_type', 'targetable_id', 'config'])
+    .expression(sql`select ${tenantId}::bigint, ${values.user_id}::bigint, ${values.type}::text, ${values.redirect_type}::text,
+      ${values.targetable_type}::text, ${values.targetable_id}::text, ${JSON.stringify(values.config)}::jsonb where ${onlyIf}`)
+    .returningAll()).selectFrom('inserted as si')
 }
 
 export async function updateSharedItem(

@@ -1,3 +1,4 @@
+import { sql } from 'kysely'
 import type { AppDeps } from '../../platform/app-module.js'
 import type { Actor } from '../../platform/auth/actor.js'
 import type { Db } from '../../platform/db/schema.js'
@@ -137,12 +138,12 @@ export function createSharedItemsService({ db, config }: AppDeps) {
       }
       // inserted only if the actor may share the target, and presented, in one statement (what a read
       // after the commit would show: no default relations); when nothing was inserted, the checks say why
-      const onlyIfShareable = def.viewableSql?.(actor, targetId)
+      const onlyIfShareable = def.viewableSql?.(trx, actor, targetId)
       const insertPresented = (insert: ReturnType<typeof queries.insertSharedItem>) => findResource(ctx(actor, trx), sharedItemResource, insert, {})
       let item = onlyIfShareable && await insertPresented(queries.insertSharedItem(trx, actor.tenantId, values, onlyIfShareable))
       if (!item) {
         await requireShareable(trx, actor, target!, problems)
-        item = await insertPresented(queries.insertSharedItem(trx, actor.tenantId, values))
+        item = await insertPresented(queries.insertSharedItem(trx, actor.tenantId, values, sql<boolean>`true`))
         if (!item) throw new Error('a shared item insert returned no row')
       }
       const itemId = item.id as string
@@ -153,7 +154,7 @@ export function createSharedItemsService({ db, config }: AppDeps) {
       }
       await recordDomainEvents(trx, [...events, {
         type: 'sharedItem.created', tenantId: actor.tenantId, actorId: actor.userId, subjectType: 'sharedItem', subjectId: itemId,
-        data: { ...values, targetable_id: targetId!, entity_permissions: body.entity_permissions?.length ?? 0 },
+        data: { ...values, targetable_id: targetId, entity_permissions: body.entity_permissions?.length ?? 0 },
         audit: diff(undefined, values),
       }])
       return item

@@ -70,6 +70,8 @@ export interface ContentResource {
   findStoredForViewer(db: Db, actor: Actor, id: number): Promise<{ row: ContentRow; visible: boolean } | undefined>
   /** SQL: the record under `alias` is visible to `actor` (`visibleTo` with the actor's principal). */
   visibleToActor(actor: Actor, alias: string): RawBuilder<boolean>
+  /** SQL: the record `id` exists and `actor` can view it (`canView`'s query), for a statement that writes only if so. */
+  viewableSql(db: Db, actor: Actor, id: number): RawBuilder<boolean>
   list(db: Db, actor: Actor, query: RawListQuery, scope?: Record<string, unknown>): Promise<Readable | Record<string, unknown>[]>
   show(db: Db, actor: Actor, id: number, query?: RawListQuery, bypassVisibility?: boolean): Promise<Record<string, unknown>>
   create(db: Db, actor: Actor, body: Record<string, unknown>, trusted?: Record<string, unknown>): Promise<ContentRow>
@@ -299,9 +301,13 @@ export function defineContent(decl: ContentDeclaration): ContentResource {
     return (await any(db).selectFrom(decl.table).selectAll().where('tenant_id', '=', tenantId).where('id', '=', id).executeTakeFirst()) as ContentRow | undefined
   }
 
-  /** The stored row and whether the actor can view it (`visibleTo`), in one statement; undefined when it does not exist. */
   const visibleToActor = (actor: Actor, alias: string) => visibleTo(principal(actor), alias)
 
+  function viewableSql(db: Db, actor: Actor, id: number): RawBuilder<boolean> {
+    return sql<boolean>`exists (${visibleQuery(db, actor).select(sql`1`.as('one')).where('c.id', '=', id)})`
+  }
+
+  /** The stored row and whether the actor can view it (`visibleTo`), in one statement; undefined when it does not exist. */
   async function findStoredForViewer(db: Db, actor: Actor, id: number): Promise<{ row: ContentRow; visible: boolean } | undefined> {
     const found = await any(db).selectFrom(tableAs('c')).selectAll('c').select(visibleToActor(actor, 'c').as('visible_to_actor'))
       .where('c.tenant_id', '=', actor.tenantId).where('c.id', '=', id).executeTakeFirst() as (ContentRow & { visible_to_actor: boolean }) | undefined
@@ -323,7 +329,7 @@ export function defineContent(decl: ContentDeclaration): ContentResource {
 
   const self: ContentResource = {
     alias: decl.alias, table: decl.table, module: decl.module, label: decl.label, titleColumn: decl.titleColumn, resource, columns,
-    visibleTo, canView, exists, findVisible, findStored, findStoredForViewer, visibleToActor, list, show, create, update, remove, viewersSql, appUrl, deleteGrantsUnder,
+    visibleTo, canView, exists, findVisible, findStored, findStoredForViewer, visibleToActor, viewableSql, list, show, create, update, remove, viewersSql, appUrl, deleteGrantsUnder,
     addChild: (child) => { children.push(child) }, viewChain,
   }
   decl.parent?.resource.addChild(self)

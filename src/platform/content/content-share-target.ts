@@ -33,8 +33,7 @@ export function contentShareTarget(content: ContentResource, variants?: VariantU
     /** Existence and the view rule in one statement (creating or retargeting a shared item). */
     visibility: async (db: Db, actor: Actor, id: number | string) => (await content.findStoredForViewer(db, actor, numeric(id)))?.visible,
     /** SQL: the record exists and the actor can view it (a shared item is inserted only if so). */
-    viewableSql: (actor: Actor, id: number | string) => sql<boolean>`exists (select 1 from ${sql.table(content.table)} as v
-      where v.tenant_id = ${actor.tenantId} and v.id = ${numeric(id)} and ${content.visibleToActor(actor, 'v')})`,
+    viewableSql: (db: Db, actor: Actor, id: number | string) => content.viewableSql(db, actor, numeric(id)),
     /** One statement: existence, whether the actor can view it, the URLs and the title (a stable-URL click is the hottest path). */
     async describe(id: number | string, ctx: { appUrl: string; baseUrl: string; db: Db; actor: Actor }) {
       const found = await content.findStoredForViewer(ctx.db, ctx.actor, numeric(id))
