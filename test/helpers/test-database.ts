@@ -16,7 +16,8 @@ export function testDatabaseUrl(): string {
 /** One pool per test process, on the migrated test database. */
 export function testDb(): Db {
   if (!shared) {
-    const pool = createPool(testDatabaseUrl(), { max: 10, allowExitOnIdle: true })
+    // planned as the app's own pool plans (openDatabase)
+    const pool = createPool(testDatabaseUrl(), { max: 10, allowExitOnIdle: true, genericPlans: true })
     shared = { pool, db: kyselyOn(capturingPool(pool, process.env.STATEMENT_LOG_DIR)) }
   }
   return shared.db
