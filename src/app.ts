@@ -19,6 +19,7 @@ import { registerRequestContext } from './platform/audit/request-context.js'
 import { registerMultipart } from './platform/http/multipart.js'
 import { registerMetrics } from './platform/metrics/index.js'
 import { appModules } from './modules/index.js'
+import { verifyShapedStatements } from './platform/db/statement-shapes.js'
 
 declare module 'fastify' {
   interface FastifyContextConfig {
@@ -57,6 +58,7 @@ function parseQueryString(query: string): Record<string, unknown> {
 /** Builds the Fastify app (platform first, then modules). Never listens. */
 export async function buildApp(options: BuildAppOptions): Promise<FastifyInstance> {
   const { config, db } = options
+  if (config.isTest) verifyShapedStatements()
   const serverOptions = {
     loggerInstance: typeof options.logger === 'object' ? options.logger : undefined,
     logger: typeof options.logger === 'object' ? undefined : (options.logger ?? false) && { level: config.logLevel },

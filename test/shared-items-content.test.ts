@@ -126,6 +126,31 @@ test('a repeated click (the one-statement path) still follows retargeting, lost 
   assert.equal((await click()).statusCode, 404)
 })
 
+test('the one-statement click is the same statement as building it for this actor: module permission, admin, departments', async () => {
+  const tenant = await given.tenant(db)
+  const viewerRole = await given.role(db, tenant, ['filemanager.view'])
+  const outsiderRole = await given.role(db, tenant, [])
+  const viewer = await given.user(db, tenant, { roleId: viewerRole })
+  const outsider = await given.user(db, tenant, { roleId: outsiderRole })
+  const departmentMember = await given.user(db, tenant, { roleId: viewerRole })
+  const department = await given.department(db, tenant, [departmentMember.id])
+  const file = await uploadFile(tenant, 'team.png')
+  await given.grant(db, tenant, { key: 'view', to: ['department', department], on: ['filemanagerFile', file] })
+  const created = await call(app, tenant.adminToken, {
+    method: 'POST', url: '/api/administration/shared-items', payload: { type: 'filemanagerFile', targetable_type: 'filemanagerFile', targetable_id: file, redirect_type: 'redirect' },
+  })
+  assert.equal(created.statusCode, 201, created.body)
+  const click = (token: string) => call(app, token, { method: 'GET', url: `/shared/${created.json().id}` })
+
+  // each user clicks twice: the second click takes the one-statement path, after another actor shaped it
+  const statuses: Record<string, number[]> = {}
+  for (const [name, token] of [['member', departmentMember.token], ['viewer', viewer.token], ['outsider', outsider.token], ['admin', tenant.adminToken], ['member again', departmentMember.token]] as const) {
+    statuses[name] = [(await click(token)).statusCode, (await click(token)).statusCode]
+  }
+
+  assert.deepEqual(statuses, { member: [302, 302], viewer: [403, 403], outsider: [403, 403], admin: [302, 302], 'member again': [302, 302] })
+})
+
 test('a content target that does not exist in the tenant answers 422 on targetable_id, one that exists is shared', async () => {
   const tenant = await given.tenant(db)
   const other = await given.tenant(db)

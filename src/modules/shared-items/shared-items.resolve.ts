@@ -1,7 +1,8 @@
 import { sql } from 'kysely'
 import { secretBoxFor } from '../../platform/secrets/secret-box.js'
 import type { AppDeps } from '../../platform/app-module.js'
-import type { Actor } from '../../platform/auth/actor.js'
+import { actorShape, type Actor } from '../../platform/auth/actor.js'
+import { shapedStatement } from '../../platform/db/statement-shapes.js'
 import { AppError, FieldErrorCollector, notFound } from '../../platform/http/errors.js'
 import { issueGrantToken } from './grant-tokens.js'
 import { lookupShareTarget, parseShareTargetId, type ShareTargetDef, type ShareTargetId, type ShareTargetUrls } from './share-targets.js'
@@ -67,12 +68,17 @@ export function createSharedItemResolver({ db, config }: AppDeps) {
     .innerJoin('tenants as tn', 'tn.id', 'si.tenant_id')
     .where('si.id', '=', id).where(viewableSql(actor))
 
-  /** One statement: the item (when its kind is still `def.alias`) and its target; undefined when no row. */
-  async function findJoined(actor: Actor, id: string, def: ShareTargetDef): Promise<{ item: ResolvedItem; target: DescribedTarget | undefined } | undefined> {
+  /** The item (when its kind is still `def.alias`) joined with its target: built once per target kind and actor shape. */
+  const joinedStatement = shapedStatement(({ actor, id }: { actor: Actor; id: string }, def: ShareTargetDef) => {
     const query = itemQuery(actor, id).where('si.targetable_type', '=', def.alias).select([
       'si.id as shared_item_id', 'si.redirect_type as shared_item_redirect_type', 'si.targetable_id as shared_item_targetable_id', 'tn.slug as shared_item_tenant_slug',
     ])
-    const row = await def.joinTarget!(query, actor, sql.ref('si.targetable_id')).executeTakeFirst() as Record<string, unknown> | undefined
+    return def.joinTarget!(query, actor, sql.ref('si.targetable_id'))
+  })
+
+  /** One statement: the item (when its kind is still `def.alias`) and its target; undefined when no row. */
+  async function findJoined(actor: Actor, id: string, def: ShareTargetDef): Promise<{ item: ResolvedItem; target: DescribedTarget | undefined } | undefined> {
+    const { rows: [row] } = await db.executeQuery<Record<string, unknown>>(joinedStatement(`${def.alias} ${actorShape(actor)}`, { actor, id }, def))
     if (!row) return undefined
     const item = {
       id: row.shared_item_id as string, redirect_type: row.shared_item_redirect_type as string, targetable_type: def.alias,

@@ -80,11 +80,12 @@ export function createUsersService(deps: AppDeps, pictures: ProfilePictures) {
     return listResource(userQueryContext(deps, actor, false), userResource, base, query)
   }
 
+  const userById = ({ tenantId, id }: { tenantId: number; id: number }) => queries.selectUsers(db, tenantId).where('u.id', '=', id)
+
   /** Shows one user, deleted included; extended fields only for self, `users.viewDetails` or `users.administrate`. */
   async function getUser(actor: Actor, id: number, query: RawListQuery) {
     if (id !== actor.userId) requirePermission(actor, 'users.view')
-    const base = queries.selectUsers(db, actor.tenantId).where('u.id', '=', id)
-    return showResource(userQueryContext(deps, actor, mayViewDetails(actor, id)), userResource, base, query, 'User')
+    return showResource(userQueryContext(deps, actor, mayViewDetails(actor, id)), userResource, { build: userById, values: { id }, key: '' }, query, 'User')
   }
 
   /** The requester's own record with every extended field. */

@@ -7,11 +7,11 @@ export type Grantee = Pick<Actor, 'userId' | 'roleId' | 'departmentIds' | 'tenan
 
 /** SQL: the grant row `ep` names this grantee (user, their role, or one of their departments). */
 function granteeMatches(grantee: Grantee): RawBuilder<boolean> {
-  const departments = grantee.departmentIds.length > 0 ? grantee.departmentIds : [-1]
+  // the department ids as one array parameter, even when empty (`= any('{}')` is false): one text for every grantee
   return sql<boolean>`(
     (ep.permission_entity = 'user' and ep.permission_entity_id = ${grantee.userId})
     or (ep.permission_entity = 'role' and ep.permission_entity_id = ${grantee.roleId})
-    or (ep.permission_entity = 'department' and ep.permission_entity_id = any(${departments}::bigint[]))
+    or (ep.permission_entity = 'department' and ep.permission_entity_id = any(${grantee.departmentIds}::bigint[]))
   )`
 }
 
