@@ -95,6 +95,22 @@ test('count answers a bare integer after filters', async () => {
   assert.equal(bad.statusCode, 422)
 })
 
+test('the same count asked by users of two tenants counts the records of each (one statement shape for both)', async () => {
+  const first = await withTwoUsers()
+  const second = await withTwoUsers()
+  await given.notification(db, first.tenant, first.alice.id)
+  await given.notification(db, first.tenant, first.alice.id)
+  await given.notification(db, first.tenant, first.bob.id)
+  await given.notification(db, second.tenant, second.bob.id)
+
+  const counts = []
+  for (const user of [first.alice, first.bob, second.alice, second.bob, first.alice]) {
+    counts.push((await get(user.token, '/api/notifications/count?filter[read_at]=null')).json())
+  }
+
+  assert.deepEqual(counts, [2, 1, 0, 1, 2])
+})
+
 test('lists by targetable type and by type and ID', async () => {
   const { tenant, alice, bob } = await withTwoUsers()
   const a = await given.notification(db, tenant, alice.id, { targetable_type: 'manualEntry', targetable_id: 5, created_at: '2024-01-02 00:00:00' })

@@ -8,8 +8,10 @@ export type NotificationQuery = SelectQueryBuilder<Database & { n: Notifications
 export const selectOwnNotifications = (db: Db, tenantId: number, userId: number) =>
   db.selectFrom('notifications as n').where('n.tenant_id', '=', tenantId).where('n.notifiable_id', '=', userId)
 
+export const countQuery = (query: NotificationQuery) => query.select((eb) => eb.fn.countAll<number>().as('count'))
+
 export async function countNotifications(query: NotificationQuery): Promise<number> {
-  const row = await query.select((eb) => eb.fn.countAll<number>().as('count')).executeTakeFirstOrThrow()
+  const row = await countQuery(query).executeTakeFirstOrThrow()
   return Number(row.count)
 }
 

@@ -3,8 +3,9 @@ import { recordAudit } from '../../platform/audit/audit-log.js'
 import type { Actor } from '../../platform/auth/actor.js'
 import { requirePermission } from '../../platform/auth/require-permission.js'
 import { notFound } from '../../platform/http/errors.js'
-import { applyFilters } from '../../platform/query/apply-query.js'
-import { parseFilterOnly, type RawListQuery } from '../../platform/query/parse-query.js'
+import { shapedStatement } from '../../platform/db/statement-shapes.js'
+import { applyFilters, parsedQueryShape } from '../../platform/query/apply-query.js'
+import { parseFilterOnly, type ParsedQuery, type RawListQuery } from '../../platform/query/parse-query.js'
 import type { QueryContext } from '../../platform/query/resource.js'
 import { listResource, showResource } from '../../platform/query/run-query.js'
 import { publish } from '../../platform/realtime/pg-pubsub.js'
@@ -42,10 +43,17 @@ export function createNotificationsService({ db, config }: Pick<AppDeps, 'db' | 
     return listResource(ctx(actor), notificationResource, ownOfTarget(actor, target), query)
   }
 
+  /** The count of a user's notifications matching plain filters, built once per filter set (the badge polls it). */
+  const ownCount = shapedStatement(({ tenantId, userId }: { tenantId: number; userId: number }, parsed: ParsedQuery) =>
+    queries.countQuery(applyFilters(queries.selectOwnNotifications(db, tenantId, userId), notificationResource, parsed, { db, tenantId })))
+
   /** Counts the requester's notifications matching the filters (e.g. `filter[read_at]=null`). */
   async function countNotifications(actor: Actor, filter: unknown) {
     const parsed = parseFilterOnly(notificationResource, filter, ctx(actor))
-    return queries.countNotifications(applyFilters(own(actor), notificationResource, parsed, ctx(actor)))
+    const shape = parsedQueryShape(parsed)
+    if (shape === undefined) return queries.countNotifications(applyFilters(own(actor), notificationResource, parsed, ctx(actor)))
+    const { rows: [row] } = await db.executeQuery(ownCount(shape, { tenantId: actor.tenantId, userId: actor.userId }, parsed))
+    return Number(row.count)
   }
 
   /** Shows one of the requester's notifications; another user's is not found. */

@@ -60,6 +60,15 @@ function filterSql(resource: ResourceDef, clause: FilterClause, tenantId: number
   }
 }
 
+/**
+ * A `shapedStatement` key for a statement built from `parsed`: the whole parsed query, its values
+ * included (each distinct filter value is a shape of its own, compiled with the value as a constant);
+ * undefined when a custom filter is present, whose SQL may depend on more of the request than a key names.
+ */
+export function parsedQueryShape(parsed: ParsedQuery): string | undefined {
+  return parsed.customFilters.length > 0 ? undefined : JSON.stringify(parsed)
+}
+
 /** Adds the parsed filters (plain and custom) as SQL WHERE clauses. */
 export function applyFilters<Q extends AnySelect>(qb: Q, resource: ResourceDef, parsed: ParsedQuery, ctx: QueryContext): Q {
   let query: AnySelect = qb
