@@ -107,6 +107,20 @@ test('a child granted to the viewer stays hidden under an ancestor that excludes
   assert.ok(ids.includes(open))
 })
 
+test('a page of folders is what each requester may see: restricted users, an administrator, another tenant (shaped statements)', async () => {
+  const s = await viewerSetup()
+  const elsewhere = await viewerSetup()
+  const restricted = await given.folder(db, s.tenant)
+  await grantOn(s, restricted, 'view', ['department', s.viewerDept])
+  const open = await given.folder(db, s.tenant)
+  const foreign = await given.folder(db, elsewhere.tenant)
+  const page = (token: string) => visibleIds(token, '?filter[type]=form&limit=50&sort=id')
+
+  const pages = [await page(s.viewer.token), await page(s.other.token), await page(s.tenant.adminToken), await page(elsewhere.viewer.token), await page(s.viewer.token)]
+
+  assert.deepEqual(pages, [[restricted, open], [open], [restricted, open], [foreign], [restricted, open]])
+})
+
 test('module view permission comes first: no forms.view, no form folders, whatever the grants', async () => {
   const tenant = await given.tenant(db)
   const roleOnly = await given.user(db, tenant, { roleId: await given.role(db, tenant, ['roles.view']) })

@@ -95,7 +95,7 @@ test('count answers a bare integer after filters', async () => {
   assert.equal(bad.statusCode, 422)
 })
 
-test('the same count asked by users of two tenants counts the records of each (one statement shape for both)', async () => {
+test('the same count and page asked by users of two tenants show the records of each (one statement shape for all)', async () => {
   const first = await withTwoUsers()
   const second = await withTwoUsers()
   await given.notification(db, first.tenant, first.alice.id)
@@ -104,11 +104,14 @@ test('the same count asked by users of two tenants counts the records of each (o
   await given.notification(db, second.tenant, second.bob.id)
 
   const counts = []
+  const pages = []
   for (const user of [first.alice, first.bob, second.alice, second.bob, first.alice]) {
     counts.push((await get(user.token, '/api/notifications/count?filter[read_at]=null')).json())
+    pages.push((await get(user.token, '/api/notifications?limit=50&selects=notifiable_id')).json().map((n: { notifiable_id: number }) => n.notifiable_id))
   }
 
   assert.deepEqual(counts, [2, 1, 0, 1, 2])
+  assert.deepEqual(pages, [[first.alice.id, first.alice.id], [first.bob.id], [], [second.bob.id], [first.alice.id, first.alice.id]])
 })
 
 test('lists by targetable type and by type and ID', async () => {

@@ -307,6 +307,26 @@ test('the non-admin list and show apply view grants in SQL', async () => {
   assert.equal((await get(employee.token, `/api/shared-items/${forEmployee}`)).statusCode, 200)
 })
 
+test('a page of shared items is what each viewer may see: users, an administrator, another tenant (shaped statements)', async () => {
+  const { tenant, sharer, employee } = await setup()
+  const other = await setup()
+  const event = await givenTarget(db, tenant, 'calendarEvent')
+  const open = await given.sharedItem(db, tenant, { type: 'calendarEvent', targetable_id: event })
+  const forEmployee = await given.sharedItem(db, tenant, { type: 'calendarEvent', targetable_id: event })
+  await given.grant(db, tenant, { key: 'view', to: ['user', employee.id], on: ['sharedItem', forEmployee] })
+  const otherEvent = await givenTarget(db, other.tenant, 'calendarEvent')
+  const foreign = await given.sharedItem(db, other.tenant, { type: 'calendarEvent', targetable_id: otherEvent })
+  const page = async (token: string) => {
+    const res = await get(token, '/api/shared-items?limit=50')
+    assert.equal(res.statusCode, 200, res.body)
+    return res.json().map((item: { id: string }) => item.id).sort()
+  }
+
+  const pages = [await page(employee.token), await page(sharer.token), await page(tenant.adminToken), await page(other.employee.token), await page(employee.token)]
+
+  assert.deepEqual(pages, [[open, forEmployee].sort(), [open], [open, forEmployee].sort(), [foreign], [open, forEmployee].sort()])
+})
+
 test('list filters and relations', async () => {
   const { tenant, sharer } = await setup()
   const event = await givenTarget(db, tenant, 'calendarEvent')

@@ -1,5 +1,5 @@
 import type { AppDeps } from '../../platform/app-module.js'
-import type { Actor } from '../../platform/auth/actor.js'
+import { actorShape, type Actor } from '../../platform/auth/actor.js'
 import { requirePermission } from '../../platform/auth/require-permission.js'
 import type { Db } from '../../platform/db/schema.js'
 import { diff } from '../../platform/audit/audit-log.js'
@@ -54,10 +54,11 @@ export function createFoldersService({ db }: AppDeps) {
     return showResource(ctx(actor, trx), folderResource(actor.langId), queries.selectFolders(trx, actor.tenantId).where('f.id', '=', id), {}, 'Folder')
   }
 
+  const visibleFolders = ({ tenantId, actor }: { tenantId: number; actor: Actor }) => queries.selectFolders(db, tenantId).where(folderVisibleSql(actor, 'f'))
+
   /** Lists the folders the actor may see; filters, sort and the access rule run in one SQL statement. */
   async function listFolders(actor: Actor, query: RawListQuery) {
-    const base = queries.selectFolders(db, actor.tenantId).where(folderVisibleSql(actor, 'f'))
-    return listResource(ctx(actor), folderResource(actor.langId), base, query)
+    return listResource(ctx(actor), folderResource(actor.langId), { build: visibleFolders, values: { actor }, key: actorShape(actor) }, query)
   }
 
   /** Shows one visible folder. */

@@ -33,9 +33,11 @@ export function createNotificationsService({ db, config }: Pick<AppDeps, 'db' | 
     return publish(db, NOTIFICATIONS_CHANNEL, message)
   }
 
+  const ownOf = ({ tenantId, userId }: { tenantId: number; userId: number }) => queries.selectOwnNotifications(db, tenantId, userId)
+
   /** Lists the requester's own notifications (newest first by default). */
   async function listNotifications(actor: Actor, query: RawListQuery) {
-    return listResource(ctx(actor), notificationResource, own(actor), query)
+    return listResource(ctx(actor), notificationResource, { build: ownOf, values: { userId: actor.userId }, key: '' }, query)
   }
 
   /** Lists the requester's notifications about one target type (and ID). */

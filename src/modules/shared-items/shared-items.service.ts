@@ -1,6 +1,6 @@
 import { sql } from 'kysely'
 import type { AppDeps } from '../../platform/app-module.js'
-import type { Actor } from '../../platform/auth/actor.js'
+import { actorShape, type Actor } from '../../platform/auth/actor.js'
 import type { Db } from '../../platform/db/schema.js'
 import { diff } from '../../platform/audit/audit-log.js'
 import { recordDomainEvent, recordDomainEvents, type DomainEvent } from '../../platform/events/domain-events.js'
@@ -82,9 +82,11 @@ export function createSharedItemsService({ db, config }: AppDeps) {
   const present = (actor: Actor, id: string, trx: Db = db) =>
     showResource(ctx(actor, trx), sharedItemResource, queries.selectSharedItems(trx, actor.tenantId).where('si.id', '=', id), {}, 'Shared item')
 
+  const viewableItems = ({ tenantId, actor }: { tenantId: number; actor: Actor }) => queries.selectSharedItems(db, tenantId).where(viewableSql(actor))
+
   /** Lists the shared items the actor may view (not soft-deleted; `view` grants in SQL). */
   async function listSharedItems(actor: Actor, query: RawListQuery) {
-    return listResource(ctx(actor), sharedItemResource, queries.selectSharedItems(db, actor.tenantId).where(viewableSql(actor)), query)
+    return listResource(ctx(actor), sharedItemResource, { build: viewableItems, values: { actor }, key: actorShape(actor) }, query)
   }
 
   /** Shows one shared item the actor may view. */

@@ -1,12 +1,49 @@
 import type { Readable } from 'node:stream'
-import type { SelectQueryBuilder } from 'kysely'
+import type { CompiledQuery, SelectQueryBuilder } from 'kysely'
 import { notFound } from '../http/errors.js'
 import { shapedStatement } from '../db/statement-shapes.js'
-import { applyListQuery, applySelects, presentRows, storedFieldsFor, streamJsonArray } from './apply-query.js'
+import { applyListQuery, applySelects, parsedQueryShape, presentRows, storedFieldsFor, streamJsonArray } from './apply-query.js'
 import { parseListQuery, parseShowQuery, type ParsedQuery, type RawListQuery } from './parse-query.js'
 import type { QueryContext, ResourceDef } from './resource.js'
 
 type AnySelect = SelectQueryBuilder<any, any, any>
+
+/**
+ * The base of a read built once per shape (`shapedStatement`): `build` makes it from `values` (plus the
+ * tenant id) and must be one function for the life of the process; `key` names every decision it takes
+ * besides the values. The read adds its own part of the key (the selected fields; a page's parsed query).
+ */
+export interface ShapedBase<V extends Record<string, unknown>> {
+  build: (values: V & { tenantId: number }) => AnySelect
+  values: V
+  key: string
+}
+
+type Base = AnySelect | ShapedBase<any>
+type ShapeValues = Record<string, unknown> & { tenantId: number }
+type ApplyRead = (query: AnySelect, resource: ResourceDef, parsed: ParsedQuery, tenantId: number) => AnySelect
+type ReadStatement = (key: string, values: ShapeValues, resource: ResourceDef, parsed: ParsedQuery) => CompiledQuery<Record<string, unknown>>
+
+// a plain filter, the select list and the sort read nothing of the context but the tenant id (custom filters are never shaped)
+const applyPage: ApplyRead = (query, resource, parsed, tenantId) => applyListQuery(query, resource, parsed, { tenantId } as QueryContext)
+// per kind of read, base builder and resource (all three are decisions of the statement)
+const readStatements = new Map<ApplyRead, WeakMap<object, WeakMap<ResourceDef, ReadStatement>>>([[applySelects, new WeakMap()], [applyPage, new WeakMap()]])
+
+/** Rows of `base` shaped by `apply` (a single read's selects, a page's query), compiled once per shape when `base` is shaped. */
+async function readRows(ctx: QueryContext, resource: ResourceDef, base: Base, parsed: ParsedQuery, apply: ApplyRead, shapeKey: string | undefined): Promise<Record<string, unknown>[]> {
+  const values: ShapeValues | undefined = 'build' in base ? { ...base.values, tenantId: ctx.tenantId } : undefined
+  if (!values || shapeKey === undefined) return apply(values ? (base as ShapedBase<any>).build(values) : base as AnySelect, resource, parsed, ctx.tenantId).execute()
+  const { build, key } = base as ShapedBase<any>
+  const byBuild = readStatements.get(apply)!
+  let byResource = byBuild.get(build)
+  if (!byResource) byBuild.set(build, (byResource = new WeakMap()))
+  let statement = byResource.get(resource)
+  if (!statement) {
+    statement = shapedStatement((stood: ShapeValues, r: ResourceDef, p: ParsedQuery) => apply(build(stood), r, p, stood.tenantId))
+    byResource.set(resource, statement)
+  }
+  return (await ctx.db.executeQuery(statement(`${key} ${shapeKey}`, values, resource, parsed))).rows
+}
 
 /**
  * Runs a list request: validates the query keys, applies them in SQL to `base` (already scoped to the
@@ -15,21 +52,21 @@ type AnySelect = SelectQueryBuilder<any, any, any>
 export async function listResource(
   ctx: QueryContext,
   resource: ResourceDef,
-  base: AnySelect,
+  base: Base,
   raw: RawListQuery,
 ): Promise<Readable | Record<string, unknown>[]> {
   const parsed = parseListQuery(resource, raw, ctx)
-  const query = applyListQuery(base, resource, parsed, ctx)
   const present = (rows: Record<string, unknown>[]) => presentRows(resource, parsed, rows, ctx)
-  if (parsed.limit === undefined) return streamJsonArray(query, present)
-  return present((await query.execute()) as Record<string, unknown>[])
+  if (parsed.limit !== undefined) return present(await readRows(ctx, resource, base, parsed, applyPage, parsedQueryShape(parsed)))
+  const built = 'build' in base ? base.build({ ...base.values, tenantId: ctx.tenantId }) : base
+  return streamJsonArray(applyListQuery(built, resource, parsed, ctx), present)
 }
 
 /** Runs a single read with `selects`/`relations`; 404 when `base` finds nothing. */
 export async function showResource(
   ctx: QueryContext,
   resource: ResourceDef,
-  base: AnySelect | ShapedBase<any>,
+  base: Base,
   raw: RawListQuery,
   label = 'Resource',
 ): Promise<Record<string, unknown>> {
@@ -38,39 +75,15 @@ export async function showResource(
   return item
 }
 
-/**
- * The base of a single read built once per shape (`shapedStatement`): `build` makes it from `values`
- * (plus the tenant id) and must be one function for the life of the process; `key` names every decision
- * it takes besides the values. The selected fields are added to the key here.
- */
-export interface ShapedBase<V extends Record<string, unknown>> {
-  build: (values: V & { tenantId: number }) => AnySelect
-  values: V
-  key: string
-}
-
-type ShowStatement = ReturnType<typeof shapedShowStatement>
-const shapedShows = new WeakMap<object, ShowStatement>()
-const shapedShowStatement = (build: ShapedBase<any>['build']) =>
-  shapedStatement((values: Record<string, unknown> & { tenantId: number }, resource: ResourceDef, parsed: ParsedQuery) => applySelects(build(values), resource, parsed, values.tenantId))
-
-function selectRows(ctx: QueryContext, resource: ResourceDef, base: AnySelect | ShapedBase<any>, parsed: ParsedQuery): Promise<unknown[]> {
-  if (!('build' in base)) return applySelects(base, resource, parsed, ctx.tenantId).execute()
-  let statement = shapedShows.get(base.build)
-  if (!statement) shapedShows.set(base.build, (statement = shapedShowStatement(base.build)))
-  const compiled = statement(`${base.key} ${storedFieldsFor(resource, parsed).join(',')}`, { ...base.values, tenantId: ctx.tenantId }, resource, parsed)
-  return ctx.db.executeQuery(compiled).then((result) => result.rows)
-}
-
 /** `showResource` for a row that may not exist: undefined instead of a 404. */
 export async function findResource(
   ctx: QueryContext,
   resource: ResourceDef,
-  base: AnySelect | ShapedBase<any>,
+  base: Base,
   raw: RawListQuery,
 ): Promise<Record<string, unknown> | undefined> {
   const parsed = parseShowQuery(resource, raw, ctx)
-  const [row] = await selectRows(ctx, resource, base, parsed)
+  const [row] = await readRows(ctx, resource, base, parsed, applySelects, storedFieldsFor(resource, parsed).join(','))
   if (!row) return undefined
   const [item] = await presentRows(resource, parsed, [row as Record<string, unknown>], ctx)
   return item
