@@ -29,11 +29,13 @@ const applyPage: ApplyRead = (query, resource, parsed, tenantId) => applyListQue
 // per kind of read, base builder and resource (all three are decisions of the statement)
 const readStatements = new Map<ApplyRead, WeakMap<object, WeakMap<ResourceDef, ReadStatement>>>([[applySelects, new WeakMap()], [applyPage, new WeakMap()]])
 
-/** Rows of `base` shaped by `apply` (a single read's selects, a page's query), compiled once per shape when `base` is shaped. */
-async function readRows(ctx: QueryContext, resource: ResourceDef, base: Base, parsed: ParsedQuery, apply: ApplyRead, shapeKey: string | undefined): Promise<Record<string, unknown>[]> {
-  const values: ShapeValues | undefined = 'build' in base ? { ...base.values, tenantId: ctx.tenantId } : undefined
-  if (!values || shapeKey === undefined) return apply(values ? (base as ShapedBase<any>).build(values) : base as AnySelect, resource, parsed, ctx.tenantId).execute()
-  const { build, key } = base as ShapedBase<any>
+/** The query of `base` for this request (a shaped base built with its values). */
+function built(ctx: QueryContext, base: Base): AnySelect {
+  return 'build' in base ? base.build({ ...base.values, tenantId: ctx.tenantId }) : base
+}
+
+/** The shaped statement of one kind of read over one base builder and resource (all three decide its text). */
+function readStatement(apply: ApplyRead, build: ShapedBase<any>['build'], resource: ResourceDef): ReadStatement {
   const byBuild = readStatements.get(apply)!
   let byResource = byBuild.get(build)
   if (!byResource) byBuild.set(build, (byResource = new WeakMap()))
@@ -42,7 +44,14 @@ async function readRows(ctx: QueryContext, resource: ResourceDef, base: Base, pa
     statement = shapedStatement((stood: ShapeValues, r: ResourceDef, p: ParsedQuery) => apply(build(stood), r, p, stood.tenantId))
     byResource.set(resource, statement)
   }
-  return (await ctx.db.executeQuery(statement(`${key} ${shapeKey}`, values, resource, parsed))).rows
+  return statement
+}
+
+/** Rows of `base` read by `apply` (a single read's selects, a page's query); compiled once per shape when `base` is shaped and `shapeKey` given. */
+async function readRows(ctx: QueryContext, resource: ResourceDef, base: Base, parsed: ParsedQuery, apply: ApplyRead, shapeKey: string | undefined): Promise<Record<string, unknown>[]> {
+  if (!('build' in base) || shapeKey === undefined) return apply(built(ctx, base), resource, parsed, ctx.tenantId).execute()
+  const compiled = readStatement(apply, base.build, resource)(`${base.key} ${shapeKey}`, { ...base.values, tenantId: ctx.tenantId }, resource, parsed)
+  return (await ctx.db.executeQuery(compiled)).rows
 }
 
 /**
@@ -58,8 +67,7 @@ export async function listResource(
   const parsed = parseListQuery(resource, raw, ctx)
   const present = (rows: Record<string, unknown>[]) => presentRows(resource, parsed, rows, ctx)
   if (parsed.limit !== undefined) return present(await readRows(ctx, resource, base, parsed, applyPage, parsedQueryShape(parsed)))
-  const built = 'build' in base ? base.build({ ...base.values, tenantId: ctx.tenantId }) : base
-  return streamJsonArray(applyListQuery(built, resource, parsed, ctx), present)
+  return streamJsonArray(applyListQuery(built(ctx, base), resource, parsed, ctx), present)
 }
 
 /** Runs a single read with `selects`/`relations`; 404 when `base` finds nothing. */
