@@ -7,6 +7,8 @@ import { given } from './helpers/given.js'
 import { testDb } from './helpers/test-database.js'
 import { fixture, multipart } from './fixtures/users/forms.js'
 
+// this file counts temporary uploads: a storage of its own, not the one the test files running beside it upload to
+process.env.TEST_STORAGE_DIR = await fs.mkdtemp(path.join(process.env.TEST_STORAGE_DIR!, 'pictures-'))
 const db = testDb()
 const storedPicture = (tenantId: number, name: string) => path.join(process.env.TEST_STORAGE_DIR!, 'profile-pictures', String(tenantId), name)
 const exists = (file: string) => fs.access(file).then(() => true, () => false)
