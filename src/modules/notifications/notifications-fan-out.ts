@@ -65,23 +65,28 @@ function chunks<T>(items: T[], size: number): T[][] {
 
 /**
  * SQL: the recipient user ids of `spec` (listed users ∪ department members ∪ the named query; active,
- * non-deleted, non-blacked-out personal accounts).
+ * non-deleted, non-blacked-out personal accounts). Only the sources a spec names are in the statement,
+ * and listed users alone are probed by id: the pool plans a statement once, without its values (generic
+ * plans), and for unknown arrays it guessed a department branch of hundreds of members and a join
+ * worth hashing every user of the tenant, on each send to one user.
  */
-function recipientsSql(spec: NotificationSpec, custom: RecipientsQuery | undefined): RawBuilder<{ id: number }> {
+export function recipientsSql(spec: NotificationSpec, custom: RecipientsQuery | undefined): RawBuilder<{ id: number }> {
   const t = spec.tenantId
   const userIds = [...new Set(spec.recipients.userIds ?? [])]
   const departmentIds = [...new Set(spec.recipients.departmentIds ?? [])]
-  const extra = custom ? sql`union select q.id from (${custom(t, spec.recipients.query!.targetId)}) q` : sql``
+  const exceptUserIds = spec.recipients.exceptUserIds ?? []
+  const sources: Array<RawBuilder<{ id: number }>> = []
+  if (userIds.length > 0) sources.push(sql`select unnest(${userIds}::bigint[]) as id`)
+  if (departmentIds.length > 0) {
+    sources.push(sql`select du.user_id from department_users du where du.tenant_id = ${t} and du.department_id = any(${departmentIds}::bigint[])`)
+  }
+  if (custom) sources.push(sql`select q.id from (${custom(t, spec.recipients.query!.targetId)}) q`)
+  const listedOnly = sources.length === 1 && userIds.length > 0
+  const member = listedOnly ? sql`u.id = any(${userIds}::bigint[])`
+    : sources.length > 0 ? sql`u.id in (${sql.join(sources, sql` union `)})` : sql`false`
   return sql<{ id: number }>`
-    select u.id from (
-      select unnest(${userIds}::bigint[]) as id
-      union
-      select du.user_id from department_users du
-      where du.tenant_id = ${t} and du.department_id = any(${departmentIds}::bigint[])
-      ${extra}
-    ) r
-    join users u on u.tenant_id = ${t} and u.id = r.id
-    where not (r.id = any(${spec.recipients.exceptUserIds ?? []}::bigint[]))
+    select u.id from users u
+    where u.tenant_id = ${t} and ${member}${exceptUserIds.length > 0 ? sql` and not (u.id = any(${exceptUserIds}::bigint[]))` : sql``}
       and u.active and u.deleted_at is null and u.blacked_out_at is null and not u.group_account`
 }
 
