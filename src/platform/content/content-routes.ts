@@ -4,10 +4,9 @@ import type { Actor } from '../auth/actor.js'
 import { authenticateRequest } from '../auth/authenticate.js'
 import { unauthorized } from '../http/errors.js'
 import type { Db } from '../db/schema.js'
-import { sendList } from '../http/list-response.js'
-import { errorResponses, IdParamsSchema, IdSchema, Nullable, TimestampSchema } from '../http/schemas.js'
+import { registerResourceRoutes } from '../http/resource-routes.js'
+import { IdSchema, Nullable, TimestampSchema } from '../http/schemas.js'
 import type { FieldType } from '../query/resource.js'
-import { listQuerySchema, showQuerySchema } from '../query/list-query-schema.js'
 import type { ContentResource } from './content-resource.js'
 
 const OUTPUT: Record<FieldType, () => TSchema> = {
@@ -75,54 +74,31 @@ export interface ContentRouteOptions {
   grantTokens?: GrantTokenActor
 }
 
-type P = { id: number }
-
-/** Registers the standard routes of a content resource; each handler calls one service function. */
+/** Registers the standard routes of a content resource (`registerResourceRoutes`); each handler calls one service function. */
 export async function contentRoutes(app: FastifyInstance, content: ContentResource, o: ContentRouteOptions): Promise<void> {
-  const record = contentRecordSchema(content)
-  const tags = [o.tag]
-  const scope = (request: FastifyRequest) => (o.parentColumn ? { [o.parentColumn]: (request.params as P).id } : undefined)
-  const params = o.parentColumn ? { params: IdParamsSchema } : {}
-  if (o.operations.includes('list')) {
-    app.get(o.collection, { schema: { tags, ...params, querystring: listQuerySchema(content.resource), response: { 200: Type.Array(record), ...errorResponses } } },
-      async (request, reply) => {
-        return sendList(reply, await content.list(o.db, request.actor, request.query as never, scope(request)))
-      })
-  }
-  if (o.operations.includes('create') && o.bodies.create) {
-    app.post(o.collection, { schema: { tags, ...params, body: o.bodies.create, response: { 201: record, ...errorResponses } } },
-      async (request, reply) => {
+  const scope = (request: FastifyRequest) => (o.parentColumn ? { [o.parentColumn]: (request.params as { id: number }).id } : undefined)
+  const offers = (operation: ContentRouteOptions['operations'][number]) => o.operations.includes(operation)
+  const tokens = o.grantTokens
+  registerResourceRoutes(app, {
+    tag: o.tag, collection: o.collection, item: o.item, collectionNamesParent: o.parentColumn !== undefined,
+    resource: content.resource, itemSchema: contentRecordSchema(content), bodies: o.bodies,
+    show: { public: tokens !== undefined, query: GrantTokenQuerySchema.properties },
+    handlers: {
+      list: offers('list') ? (request) => content.list(o.db, request.actor, request.query as never, scope(request)) : undefined,
+      create: offers('create') ? async (request) => {
         const row = await content.create(o.db, request.actor, request.body as Record<string, unknown>, scope(request))
-        return reply.code(201).send(await content.show(o.db, request.actor, row.id, {}, true))
-      })
-  }
-  if (!o.item) return
-  if (o.operations.includes('show')) {
-    const tokens = o.grantTokens
-    app.get(o.item, {
-      config: tokens ? { public: true } : {},
-      schema: { tags, params: IdParamsSchema, querystring: showQuerySchema(content.resource, GrantTokenQuerySchema.properties), response: { 200: record, ...errorResponses } },
-    }, async (request) => {
-      const id = (request.params as P).id
-      const { grant_token: _token, ...query } = request.query as Record<string, unknown>
-      const viewer = tokens
-        ? await resolveViewer(request, o.db, content.alias, id, tokens)
-        : { actor: request.actor, viaGrantToken: false }
-      return content.show(o.db, viewer.actor, id, query, viewer.viaGrantToken)
-    })
-  }
-  if (o.operations.includes('update') && o.bodies.update) {
-    app.put(o.item, { schema: { tags, params: IdParamsSchema, body: o.bodies.update, response: { 200: record, ...errorResponses } } },
-      async (request) => {
-        const row = await content.update(o.db, request.actor, (request.params as P).id, request.body as Record<string, unknown>)
         return content.show(o.db, request.actor, row.id, {}, true)
-      })
-  }
-  if (o.operations.includes('delete')) {
-    app.delete(o.item, { schema: { tags, params: IdParamsSchema, response: { 204: Type.Null(), ...errorResponses } } },
-      async (request, reply) => {
-        await content.remove(o.db, request.actor, (request.params as P).id)
-        return reply.code(204).send()
-      })
-  }
+      } : undefined,
+      show: offers('show') ? async (request, id) => {
+        const { grant_token: _token, ...query } = request.query as Record<string, unknown>
+        const viewer = tokens ? await resolveViewer(request, o.db, content.alias, id, tokens) : { actor: request.actor, viaGrantToken: false }
+        return content.show(o.db, viewer.actor, id, query, viewer.viaGrantToken)
+      } : undefined,
+      update: offers('update') ? async (request, id) => {
+        const row = await content.update(o.db, request.actor, id, request.body as Record<string, unknown>)
+        return content.show(o.db, request.actor, row.id, {}, true)
+      } : undefined,
+      remove: offers('delete') ? async (request, id) => { await content.remove(o.db, request.actor, id) } : undefined,
+    },
+  })
 }
