@@ -75,15 +75,11 @@ export function recipientsSql(spec: NotificationSpec, custom: RecipientsQuery | 
   const userIds = [...new Set(spec.recipients.userIds ?? [])]
   const departmentIds = [...new Set(spec.recipients.departmentIds ?? [])]
   const exceptUserIds = spec.recipients.exceptUserIds ?? []
-  const sources: Array<RawBuilder<{ id: number }>> = []
-  if (userIds.length > 0) sources.push(sql`select unnest(${userIds}::bigint[]) as id`)
-  if (departmentIds.length > 0) {
-    sources.push(sql`select du.user_id from department_users du where du.tenant_id = ${t} and du.department_id = any(${departmentIds}::bigint[])`)
-  }
-  if (custom) sources.push(sql`select q.id from (${custom(t, spec.recipients.query!.targetId)}) q`)
-  const listedOnly = sources.length === 1 && userIds.length > 0
-  const member = listedOnly ? sql`u.id = any(${userIds}::bigint[])`
-    : sources.length > 0 ? sql`u.id in (${sql.join(sources, sql` union `)})` : sql`false`
+  const member = departmentIds.length === 0 && !custom ? sql`u.id = any(${userIds}::bigint[])` : sql`u.id in (${sql.join([
+    ...(userIds.length > 0 ? [sql`select unnest(${userIds}::bigint[]) as id`] : []),
+    ...(departmentIds.length > 0 ? [sql`select du.user_id from department_users du where du.tenant_id = ${t} and du.department_id = any(${departmentIds}::bigint[])`] : []),
+    ...(custom ? [sql`select q.id from (${custom(t, spec.recipients.query!.targetId)}) q`] : []),
+  ], sql` union `)})`
   return sql<{ id: number }>`
     select u.id from users u
     where u.tenant_id = ${t} and ${member}${exceptUserIds.length > 0 ? sql` and not (u.id = any(${exceptUserIds}::bigint[]))` : sql``}
