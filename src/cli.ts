@@ -42,11 +42,11 @@ const commandUsage = (name: string) => `Usage: workplace ${COMMANDS[name]!.usage
 /** A wrong invocation: the caller prints usage and exits 2. */
 class UsageError extends Error {}
 
-async function withDatabase<T>(config: Config, run: (db: Awaited<ReturnType<typeof openRuntimeDatabase>>['db']) => Promise<T>): Promise<T> {
+async function withDatabase<T>(config: Config, run: (db: Awaited<ReturnType<typeof openRuntimeDatabase>>['db'], handle: Awaited<ReturnType<typeof openRuntimeDatabase>>) => Promise<T>): Promise<T> {
   const log = pino({ level: config.logLevel === 'info' ? 'warn' : config.logLevel }, pino.destination(2))
   const handle = await openRuntimeDatabase(config, log)
   try {
-    return await run(handle.db)
+    return await run(handle.db, handle)
   } finally {
     await handle.close()
   }
@@ -147,7 +147,7 @@ export async function main(argv: string[]): Promise<void> {
       break
     case 'demo': {
       const reset = parseArgs({ args: argv.slice(1), options: { reset: { type: 'boolean' } } }).values.reset ?? false
-      const result = await withDatabase(config, (db) => runDemo(config, db, { reset }))
+      const result = await withDatabase(config, (_db, handle) => runDemo(config, handle, { reset }))
       if (result.created) process.stdout.write(demoInstructions(`http://${config.http.host}:${config.http.port}`, result).join('\n') + '\n')
       else process.stdout.write('The demo tenant already exists; `workplace token create --tenant demo --username anna` prints a token, `workplace demo --reset` recreates it.\n')
       return

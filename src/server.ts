@@ -13,7 +13,7 @@ export async function serve(config: Config): Promise<void> {
   const log = createLogger({ level: config.logLevel, format: config.logFormat })
   const handle = await openRuntimeDatabase(config, log)
   if (await isDatabaseEmpty(handle.db)) {
-    const demo = await runDemo(config, handle.db)
+    const demo = await runDemo(config, handle)
     if (demo.created) printDemoCredentials(config, demo)
   }
   const app = await buildApp({ config, db: handle.db, logger: log, databaseUrl: handle.directUrl })

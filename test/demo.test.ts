@@ -13,6 +13,7 @@ let app: FastifyInstance
 let demo: DemoResult
 const tokens: Record<string, string> = {}
 const config = testConfig({ AUTH_CACHE: 'false' })
+const handle = () => ({ db: database.db, directUrl: database.url })
 
 async function login(username: string): Promise<string> {
   const res = await app.inject({ method: 'POST', url: '/api/auth/login', payload: { tenant: 'demo', username, password: demo.password } })
@@ -29,7 +30,7 @@ async function list(username: string, url: string): Promise<any[]> {
 
 before(async () => {
   database = await privateTestDatabase('demo')
-  demo = await runDemo(config, database.db)
+  demo = await runDemo(config, handle())
   app = await buildApp({ config, db: database.db })
   for (const username of ['admin', 'anna', 'ben', 'chloe', 'deniz']) tokens[username] = await login(username)
 })
@@ -41,8 +42,8 @@ after(async () => {
 test('the demo is created once, and --reset recreates it', async () => {
   assert.equal(demo.created, true)
   assert.match(demo.openSharedItemId ?? '', /^[0-9a-f-]{36}$/)
-  assert.equal((await runDemo(config, database.db)).created, false, 'a second run changes nothing')
-  const again = await runDemo(config, database.db, { reset: true })
+  assert.equal((await runDemo(config, handle())).created, false, 'a second run changes nothing')
+  const again = await runDemo(config, handle(), { reset: true })
   assert.equal(again.created, true)
   assert.notEqual(again.password, demo.password)
   demo = again
@@ -112,4 +113,16 @@ test('every list returns the demo rows a user may see, and none they may not', a
   for (const url of ['/api/administration/automations', '/api/administration/shared-items', '/api/users/deleted']) {
     assert.equal((await call(app, tokens.ben, { method: 'GET', url })).statusCode, 403, `ben may not list ${url}`)
   }
+})
+
+test('nodes starting together on a database without a demo make one demo, and none of them fails', async () => {
+  await database.db.deleteFrom('tenants').where('slug', '=', 'demo').execute()
+  const results = await Promise.all([runDemo(config, handle()), runDemo(config, handle()), runDemo(config, handle())])
+
+  assert.deepEqual(results.map((result) => result.created).sort(), [false, false, true])
+  const demos = await database.db.selectFrom('tenants').select('settings').where('slug', '=', 'demo').execute()
+  assert.equal(demos.length, 1)
+  assert.equal((demos[0]!.settings as { demo?: string }).demo, 'complete')
+  demo = results.find((result) => result.created)!
+  assert.ok(await login('anna'), 'the demo that stands is the one whose password was printed')
 })
