@@ -206,7 +206,9 @@ app.post('/shared-items', async (request, reply) => {
 // transaction. The jobs go to a queue schema of their own that no worker runs: they cost no worker CPU,
 // and, piling up unrun, they do not lengthen the API's job fetches (its worker's index scan walked past
 // every one of them in the shared schema: 1.4 ms per fetch, the largest statement cost of S14)
-const jobSchema = process.env.BASELINE_JOB_SCHEMA ?? 'bench_baseline_jobs'
+// named by the harness (bench/run.ts), which also empties it after S14
+const jobSchema = process.env.BASELINE_JOB_SCHEMA
+if (!jobSchema || !/^[a-z_]+$/.test(jobSchema)) throw new Error('BASELINE_JOB_SCHEMA (lower-case letters and _) must name the baseline\'s job schema')
 await runMigrations({ connectionString: process.env.DATABASE_URL, schema: jobSchema })
 app.post('/notifications', async (request, reply) => {
   const { tenant, user } = q(request)

@@ -76,7 +76,7 @@ export interface ContentRouteOptions {
 
 /** Registers the standard routes of a content resource (`registerResourceRoutes`); each handler calls one service function. */
 export async function contentRoutes(app: FastifyInstance, content: ContentResource, o: ContentRouteOptions): Promise<void> {
-  const scope = (request: FastifyRequest) => (o.parentColumn ? { [o.parentColumn]: (request.params as { id: number }).id } : undefined)
+  const scope = (parentId: number | undefined) => (o.parentColumn && parentId !== undefined ? { [o.parentColumn]: parentId } : undefined)
   const offers = (operation: ContentRouteOptions['operations'][number]) => o.operations.includes(operation)
   const tokens = o.grantTokens
   registerResourceRoutes(app, {
@@ -84,9 +84,9 @@ export async function contentRoutes(app: FastifyInstance, content: ContentResour
     resource: content.resource, itemSchema: contentRecordSchema(content), bodies: o.bodies,
     show: { public: tokens !== undefined, query: GrantTokenQuerySchema.properties },
     handlers: {
-      list: offers('list') ? (request) => content.list(o.db, request.actor, request.query as never, scope(request)) : undefined,
-      create: offers('create') ? async (request) => {
-        const row = await content.create(o.db, request.actor, request.body as Record<string, unknown>, scope(request))
+      list: offers('list') ? (request, parentId) => content.list(o.db, request.actor, request.query as never, scope(parentId)) : undefined,
+      create: offers('create') ? async (request, parentId) => {
+        const row = await content.create(o.db, request.actor, request.body as Record<string, unknown>, scope(parentId))
         return content.show(o.db, request.actor, row.id, {}, true)
       } : undefined,
       show: offers('show') ? async (request, id) => {

@@ -8,11 +8,14 @@ import type { ResourceDef } from '../query/resource.js'
 import { sendList } from './list-response.js'
 import { errorResponses, IdParamsSchema } from './schemas.js'
 
-/** What each route calls: the request (its actor, query and body), and the path's `:id` for the item routes. */
+/**
+ * What each route calls: the request (its actor, query and body) and the path's `:id`: the record's on
+ * the item routes, the parent record's on a collection that names one (`collectionNamesParent`).
+ */
 export interface ResourceRouteHandlers {
-  list?: (request: FastifyRequest) => Promise<Readable | unknown[]>
+  list?: (request: FastifyRequest, parentId: number | undefined) => Promise<Readable | unknown[]>
   show?: (request: FastifyRequest, id: number) => Promise<unknown>
-  create?: (request: FastifyRequest) => Promise<unknown>
+  create?: (request: FastifyRequest, parentId: number | undefined) => Promise<unknown>
   update?: (request: FastifyRequest, id: number) => Promise<unknown>
   remove?: (request: FastifyRequest, id: number) => Promise<void>
 }
@@ -43,13 +46,14 @@ export function registerResourceRoutes(app: FastifyInstance, o: ResourceRoutesOp
   const id = (request: FastifyRequest) => (request.params as { id: number }).id
   const { list, show, create, update, remove } = o.handlers
   const collectionParams = o.collectionNamesParent ? { params: IdParamsSchema } : {}
+  const parentId = (request: FastifyRequest) => (o.collectionNamesParent ? id(request) : undefined)
   if (list) {
     app.get(o.collection, { schema: { tags, ...collectionParams, querystring: listQuerySchema(o.resource), response: { 200: Type.Array(o.itemSchema), ...errorResponses } } },
-      async (request, reply) => sendList(reply, await list(request)))
+      async (request, reply) => sendList(reply, await list(request, parentId(request))))
   }
   if (create && o.bodies.create) {
     app.post(o.collection, { schema: { tags, ...collectionParams, body: o.bodies.create, response: { 201: o.itemSchema, ...errorResponses } } },
-      async (request, reply) => reply.code(201).send(await create(request)))
+      async (request, reply) => reply.code(201).send(await create(request, parentId(request))))
   }
   if (!o.item) return
   if (show) {
