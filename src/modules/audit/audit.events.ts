@@ -51,11 +51,11 @@ function auditEntries(events: DomainEvent[]): AuditEntry[] {
  */
 export const auditDomainEvent: DomainEventSubscriber = {
   probe: (_tenantId, type) => sql<boolean>`${type} = any(${Object.keys(ACTIONS)}::text[])`,
-  alongside(events) {
+  alongside(events, onlyIf) {
     const audited = events.filter((event) => Object.hasOwn(ACTIONS, event.type) && isAdministrative(event))
     // a black-out first anonymizes the earlier records (handle), so its records cannot ride along
     if (audited.length === 0 || audited.some((event) => event.type === 'user.blackedOut')) return undefined
-    return auditInsert(auditEntries(audited))
+    return auditInsert(auditEntries(audited), onlyIf)
   },
   async handle(db, events) {
     const audited = events.filter(isAdministrative)

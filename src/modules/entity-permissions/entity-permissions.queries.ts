@@ -65,6 +65,26 @@ export async function insertGrantsIfAbsent(db: Db, tenantId: number, values: Gra
   return rows.sort((a, b) => a.id - b.id)
 }
 
+/**
+ * Grants whose ids and timestamps are known beforehand, as parts of a caller's single statement (a
+ * target created in the same statement): `insert` runs when `onlyIf` holds, and `granteesExist`
+ * holds when every grantee exists (`granteeExists`). Timestamps are `YYYY-MM-DD HH:MM:SS` in UTC.
+ */
+export function freshGrantsWrite(tenantId: number, grants: GrantRow[]) {
+  const column = <K extends keyof GrantRow>(name: K) => grants.map((g) => g[name])
+  const rows = sql`unnest(${column('id')}::bigint[], ${column('key')}::text[], ${column('permission_entity')}::text[], ${column('permission_entity_id')}::bigint[],
+    ${column('target_entity')}::text[], ${column('target_entity_id')}::text[], ${column('created_at')}::text[])
+    as g(id, key, permission_entity, permission_entity_id, target_entity, target_entity_id, created_at)`
+  return {
+    insert: (onlyIf: RawBuilder<boolean>) => sql`insert into entity_permissions
+      (id, tenant_id, key, permission_entity, permission_entity_id, target_entity, target_entity_id, created_at, updated_at)
+      select g.id, ${tenantId}::bigint, g.key, g.permission_entity, g.permission_entity_id, g.target_entity, g.target_entity_id,
+        (g.created_at || '+00')::timestamptz, (g.created_at || '+00')::timestamptz
+      from ${rows} where ${onlyIf}`,
+    granteesExist: sql<boolean>`not exists (select from ${rows} where not ${granteeExists(tenantId, sql.ref('g.permission_entity'), sql.ref('g.permission_entity_id'))})`,
+  }
+}
+
 /** `selectGrants` narrowed to the grant identical to `values` (the unique key). */
 export function selectIdenticalGrant(db: Db, tenantId: number, values: GrantValues) {
   return selectGrants(db, tenantId)

@@ -1,4 +1,5 @@
 import type { Actor } from '../../platform/auth/actor.js'
+import { reserveIds } from '../../platform/db/reserved-ids.js'
 import type { Db } from '../../platform/db/schema.js'
 import { recordDomainEvents, type DomainEvent } from '../../platform/events/domain-events.js'
 import { FieldErrorCollector, notFound } from '../../platform/http/errors.js'
@@ -141,6 +142,31 @@ export async function syncEntityPermissions(
   // the caller holds the target's row lock, so no other sync changed them meanwhile: kept + created
   const result = [...current.filter((grant) => wanted.has(grantKey(grant))), ...created].sort((a, b) => a.id - b.id)
   return result.map(presentGrant)
+}
+
+/**
+ * The grants of `elements` on a target created in the same single statement (no transaction): their
+ * rows, with reserved ids and `createdAt`, their `entityPermission.created` events, and the
+ * statement's parts (`freshGrantsWrite`). Undefined when an element is malformed: the caller takes
+ * the transactional way, where `syncEntityPermissions` names every problem.
+ */
+export async function planFreshGrants(
+  db: Db, actor: Pick<Actor, 'tenantId' | 'userId'>, targetAlias: string, targetId: TargetId,
+  elements: Array<Partial<EntityPermissionElement>>, allowedKeys: readonly string[], createdAt: string,
+) {
+  if (!registeredTarget(targetAlias)) throw new Error(`planFreshGrants: target alias "${targetAlias}" is not registered`)
+  if (!checkElementShapes(allowedKeys, elements, (i, name) => `${i}.${name}`).problems.isEmpty) return undefined
+  const wanted = new Map<string, Omit<queries.GrantRow, 'id'>>()
+  for (const element of elements) {
+    const grant = {
+      key: element.key ?? 'view', permission_entity: element.permission_entity!, permission_entity_id: element.permission_entity_id!,
+      target_entity: targetAlias, target_entity_id: String(targetId), created_at: createdAt, updated_at: createdAt,
+    }
+    wanted.set(grantKey(grant), grant)
+  }
+  const ids = await reserveIds(db, wanted.size)
+  const grants: queries.GrantRow[] = [...wanted.values()].map((grant, i) => ({ id: ids[i]!, ...grant }))
+  return { grants, events: grantEvents(actor, 'created', grants), ...queries.freshGrantsWrite(actor.tenantId, grants) }
 }
 
 /** Deletes every grant on the given targets (e.g. a deleted folder tree), recording the events. */

@@ -5,7 +5,7 @@ import { createEntityPermissionsService } from './entity-permissions.service.js'
 // The public surface other modules use (folders now; shared items and content modules later).
 export { registerTarget, contentTarget, lookupTarget, parseTargetId, type GrantTarget, type TargetId, type TargetIdType } from './targets.js'
 export {
-  syncEntityPermissions, deleteEntityPermissionsOnTargets, loadEntityPermissionsOfTargets, validateGrantElements,
+  syncEntityPermissions, planFreshGrants, deleteEntityPermissionsOnTargets, loadEntityPermissionsOfTargets, validateGrantElements,
 } from './entity-permissions.sync.js'
 export { mayManageGrants } from './entity-permissions.service.js'
 export { loadBasicUsers, entityPermissionResource } from './entity-permissions.resource.js'

@@ -37,13 +37,18 @@ export interface SharedItemValues {
 /**
  * Inserts a shared item if `onlyIf` holds (in the same statement): a select of the new row as `si`
  * over the insert, so that it is presented by that statement too (no row: nothing was inserted).
+ * `alongside`: further writes of the statement (common table expressions that may read `inserted`).
  */
-export function insertSharedItem(db: Db, tenantId: number, values: SharedItemValues, onlyIf: RawBuilder<boolean>) {
-  return db.with('inserted', (qc) => qc.insertInto('shared_items')
-    .columns(['tenant_id', 'user_id', 'type', 'redirect_type', 'targetable_type', 'targetable_id', 'config'])
-    .expression(sql`select ${tenantId}::bigint, ${values.user_id}::bigint, ${values.type}::text, ${values.redirect_type}::text,
-      ${values.targetable_type}::text, ${values.targetable_id}::text, ${JSON.stringify(values.config)}::jsonb where ${onlyIf}`)
-    .returningAll()).selectFrom('inserted as si')
+export function insertSharedItem(
+  db: Db, tenantId: number, values: SharedItemValues & { id?: string }, onlyIf: RawBuilder<boolean>, alongside: Array<[string, RawBuilder<unknown>]> = [],
+) {
+  const inserted = db.with('inserted', (qc) => qc.insertInto('shared_items')
+    .columns(['id', 'tenant_id', 'user_id', 'type', 'redirect_type', 'targetable_type', 'targetable_id', 'config'])
+    .expression(sql`select coalesce(${values.id ?? null}::uuid, gen_random_uuid()), ${tenantId}::bigint, ${values.user_id}::bigint, ${values.type}::text,
+      ${values.redirect_type}::text, ${values.targetable_type}::text, ${values.targetable_id}::text, ${JSON.stringify(values.config)}::jsonb where ${onlyIf}`)
+    .returningAll())
+  // the extra writes' rows are never read: typed as the item's statement
+  return alongside.reduce((query, [name, write]) => query.with(name, () => sql`(${write})` as never) as unknown as typeof inserted, inserted).selectFrom('inserted as si')
 }
 
 export async function updateSharedItem(

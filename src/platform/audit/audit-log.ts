@@ -65,9 +65,9 @@ export async function recordAudits(db: Db, entries: AuditEntry[]): Promise<void>
 
 /**
  * The insert of audit records (at least one), to execute or to run inside another statement (e.g. an
- * event insert): from arrays, so that its text is the same whatever the number of records.
+ * event insert), only when `onlyIf` holds: from arrays, so that its text is the same whatever the number of records.
  */
-export function auditInsert(entries: AuditEntry[]): RawBuilder<unknown> {
+export function auditInsert(entries: AuditEntry[], onlyIf?: RawBuilder<boolean>): RawBuilder<unknown> {
   const tenantId = entries[0]!.tenantId
   if (entries.some((entry) => entry.tenantId !== tenantId)) throw new Error('auditInsert: the records of one insert belong to one tenant')
   const context = currentRequestContext()
@@ -76,6 +76,7 @@ export function auditInsert(entries: AuditEntry[]): RawBuilder<unknown> {
     from unnest(${entries.map((e) => e.action)}::text[], ${entries.map((e) => e.targetType)}::text[],
       ${entries.map((e) => (e.targetId === null ? null : String(e.targetId)))}::text[], ${entries.map((e) => JSON.stringify(redact(e.changes ?? {})))}::jsonb[])
       with ordinality as a(action, target_type, target_id, changes, n)
+    ${onlyIf ? sql`where ${onlyIf}` : sql``}
     order by a.n`
 }
 

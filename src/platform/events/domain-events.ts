@@ -29,9 +29,9 @@ export interface DomainEventSubscriber {
    * A write that rides in the events' own insert (optional), as a data-modifying CTE: given the
    * events of a recording (before they are stored, so without ids), the insert to run with them, or
    * undefined to take the `probe`/`handle` path for this recording. When it returns an insert,
-   * `handle` is not called for the recording.
+   * `handle` is not called for the recording. With `onlyIf`, the insert writes only when it holds.
    */
-  alongside?: (events: DomainEvent[]) => RidingInsert | undefined
+  alongside?: (events: DomainEvent[], onlyIf?: RawBuilder<boolean>) => RidingInsert | undefined
   /** Called once per recording with its events (in order) for which the probe held. */
   handle: (db: Db, events: RecordedEvent[]) => Promise<void>
 }
@@ -66,14 +66,8 @@ export async function recordDomainEvents(db: Db, events: DomainEvent[]): Promise
   const probes = handlers.map((subscriber, i) => sql`, ${subscriber.probe ? subscriber.probe(tenantId, type) : sql`true`} as ${sql.id(`probe${i}`)}`)
   // data-modifying CTEs run once and to completion whether or not the statement reads them
   const along = riders.flatMap((rider, i) => (rider ? [sql`${sql.id(`along${i}`)} as (${rider})`] : []))
-  // from arrays: one statement text whatever the number of events
   const { rows } = await sql<{ id: string } & Record<string, boolean>>`${along.length > 0 ? sql`with ${sql.join(along)} ` : sql``}
-    insert into domain_events (tenant_id, type, actor_id, subject_type, subject_id, data)
-    select ${tenantId}::bigint, e.type, e.actor_id, e.subject_type, e.subject_id, e.data
-    from unnest(${events.map((e) => e.type)}::text[], ${events.map((e) => e.actorId)}::bigint[], ${events.map((e) => e.subjectType)}::text[],
-      ${events.map((e) => String(e.subjectId))}::text[], ${events.map((e) => JSON.stringify(e.data ?? {}))}::jsonb[])
-      with ordinality as e(type, actor_id, subject_type, subject_id, data, n)
-    order by e.n
+    ${eventsInsert(tenantId, events)}
     returning id${probes.length > 0 ? sql.join(probes, sql``) : sql``}`.execute(db)
   const recorded = events.map((event, i) => ({ ...event, id: rows[i]!.id }))
   for (const [i, subscriber] of handlers.entries()) {
@@ -81,4 +75,37 @@ export async function recordDomainEvents(db: Db, events: DomainEvent[]): Promise
     if (wanted.length > 0) await subscriber.handle(db, wanted)
   }
   return recorded.map((event) => event.id)
+}
+
+/** The insert of events of one tenant (from arrays: one statement text whatever their number), only when `onlyIf` holds. */
+function eventsInsert(tenantId: number, events: DomainEvent[], onlyIf?: RawBuilder<boolean>) {
+  return sql`insert into domain_events (tenant_id, type, actor_id, subject_type, subject_id, data)
+    select ${tenantId}::bigint, e.type, e.actor_id, e.subject_type, e.subject_id, e.data
+    from unnest(${events.map((e) => e.type)}::text[], ${events.map((e) => e.actorId)}::bigint[], ${events.map((e) => e.subjectType)}::text[],
+      ${events.map((e) => String(e.subjectId))}::text[], ${events.map((e) => JSON.stringify(e.data ?? {}))}::jsonb[])
+      with ordinality as e(type, actor_id, subject_type, subject_id, data, n)
+    ${onlyIf ? sql`where ${onlyIf}` : sql``}
+    order by e.n`
+}
+
+/**
+ * Events of one tenant written by a caller's single statement, for a change made without a
+ * transaction of its own: their insert and the riders' inserts as common table expressions, each
+ * writing only when `onlyIf` holds. `unheeded` holds when no other subscriber has work for these
+ * events (their probes): the caller writes only then, and else takes the transactional way
+ * (`recordDomainEvents`), where those subscribers run. Undefined when a subscriber without a probe
+ * would have to run.
+ */
+export function domainEventWrites(events: DomainEvent[], onlyIf: RawBuilder<boolean>) {
+  const tenantId = events[0]!.tenantId
+  if (events.some((event) => event.tenantId !== tenantId)) throw new Error('domainEventWrites: the events of one statement belong to one tenant')
+  const riders = subscribers.map((subscriber) => subscriber.alongside?.(events, onlyIf))
+  const handlers = subscribers.filter((_, i) => !riders[i])
+  if (handlers.some((handler) => !handler.probe)) return undefined
+  const heeded = handlers.map((handler) => handler.probe!(tenantId, sql.ref('e.type')))
+  const unheeded = heeded.length === 0 ? sql<boolean>`true`
+    : sql<boolean>`not exists (select from unnest(${events.map((e) => e.type)}::text[]) as e(type) where ${sql.join(heeded, sql` or `)})`
+  const ctes: Array<[string, RawBuilder<unknown>]> = riders.flatMap((rider, i) => (rider ? [[`along${i}`, rider] as [string, RawBuilder<unknown>]] : []))
+  ctes.push(['recorded_events', eventsInsert(tenantId, events, onlyIf)])
+  return { ctes, unheeded }
 }
