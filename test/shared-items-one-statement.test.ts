@@ -1,36 +1,19 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
-import type pg from 'pg'
 import { buildApp } from '../src/app.js'
 import { createPool, kyselyOn } from '../src/platform/db/database.js'
 import { call, testConfig } from './helpers/build-test-app.js'
 import { given } from './helpers/given.js'
+import { tappedPool } from './helpers/routable-statements.js'
 import { testDatabaseUrl, testDb } from './helpers/test-database.js'
 
 // The create of a shared item is written by one statement when nothing needs a transaction
 // (decision 0005, "Sixth pass"); these tests watch the statements the app sends.
 const db = testDb()
 
-/** A pool whose clients' statements are appended to `sent` (the text of each). */
-function recordingPool(pool: pg.Pool, sent: string[]): pg.Pool {
-  const wrapped = new WeakMap<pg.PoolClient, pg.PoolClient>()
-  const connect = async () => {
-    const client = await pool.connect()
-    let proxy = wrapped.get(client)
-    if (!proxy) {
-      const query = client.query.bind(client) as (...args: unknown[]) => unknown
-      const record = (text: unknown) => sent.push(String(typeof text === 'string' ? text : (text as { text?: unknown }).text))
-      proxy = new Proxy(client, { get: (c, p, r) => (p === 'query' ? (...args: unknown[]) => (record(args[0]), query(...args)) : Reflect.get(c, p, r)) })
-      wrapped.set(client, proxy)
-    }
-    return proxy
-  }
-  return new Proxy(pool, { get: (target, property, receiver) => (property === 'connect' ? connect : Reflect.get(target, property, receiver)) })
-}
-
 const sent: string[] = []
 const pool = createPool(testDatabaseUrl(), { max: 2, allowExitOnIdle: true, genericPlans: true })
-const app = await buildApp({ config: testConfig(), db: kyselyOn(recordingPool(pool, sent)) })
+const app = await buildApp({ config: testConfig(), db: kyselyOn(tappedPool(pool, (text) => sent.push(text))) })
 test.after(() => app.close())
 
 const writes = (statements: string[]) => statements.filter((text) => /\b(insert\s+into|update|delete\s+from)\b/i.test(text))

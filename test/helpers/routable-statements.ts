@@ -19,29 +19,36 @@ export function inRequest<T>(work: () => T): T {
   return requestScope.run(true, work)
 }
 
-/** The pool with every statement sent during a request appended (once per text) to STATEMENT_LOG_DIR. */
-export function capturingPool(pool: pg.Pool, logDir: string | undefined): pg.Pool {
-  if (!logDir) return pool
-  const file = path.join(logDir, `${process.pid}.jsonl`)
-  const seen = new Set<string>()
+/** The pool with `onStatement` called with the text of every statement its clients send. */
+export function tappedPool(pool: pg.Pool, onStatement: (sql: string) => void): pg.Pool {
   const wrapped = new WeakMap<pg.PoolClient, pg.PoolClient>()
-  const capture = (text: unknown) => {
+  const tap = (text: unknown) => {
     const sql = typeof text === 'string' ? text : (text as { text?: unknown })?.text
-    if (typeof sql !== 'string' || !requestScope.getStore() || seen.has(sql)) return
-    seen.add(sql)
-    fs.appendFileSync(file, JSON.stringify(sql) + '\n')
+    if (typeof sql === 'string') onStatement(sql)
   }
   const connect = async () => {
     const client = await pool.connect()
     let proxy = wrapped.get(client)
     if (!proxy) {
       const query = client.query.bind(client) as (...args: unknown[]) => unknown
-      proxy = new Proxy(client, { get: (c, p, r) => (p === 'query' ? (...args: unknown[]) => (capture(args[0]), query(...args)) : Reflect.get(c, p, r)) })
+      proxy = new Proxy(client, { get: (c, p, r) => (p === 'query' ? (...args: unknown[]) => (tap(args[0]), query(...args)) : Reflect.get(c, p, r)) })
       wrapped.set(client, proxy)
     }
     return proxy
   }
   return new Proxy(pool, { get: (target, property, receiver) => (property === 'connect' ? connect : Reflect.get(target, property, receiver)) })
+}
+
+/** The pool with every statement sent during a request appended (once per text) to STATEMENT_LOG_DIR. */
+export function capturingPool(pool: pg.Pool, logDir: string | undefined): pg.Pool {
+  if (!logDir) return pool
+  const file = path.join(logDir, `${process.pid}.jsonl`)
+  const seen = new Set<string>()
+  return tappedPool(pool, (sql) => {
+    if (!requestScope.getStore() || seen.has(sql)) return
+    seen.add(sql)
+    fs.appendFileSync(file, JSON.stringify(sql) + '\n')
+  })
 }
 
 /**

@@ -4,12 +4,13 @@ import type { Db } from './schema.js'
 /** How many ids one refill takes from `global_id_seq`: one round trip per this many reserved ids. */
 const BLOCK_SIZE = 64
 
-let reserved: number[] = []
-let refilling: Promise<void> | undefined
+interface Reservation { ids: number[]; refilling?: Promise<void> }
+// per database handle: ids of one database's sequence are never used in another
+const reservations = new WeakMap<Db, Reservation>()
 
-async function refill(db: Db): Promise<void> {
+async function refill(db: Db, reservation: Reservation): Promise<void> {
   const { rows } = await sql<{ id: number }>`select nextval('global_id_seq') as id from generate_series(1, ${BLOCK_SIZE}::int)`.execute(db)
-  reserved.push(...rows.map((row) => Number(row.id)))
+  reservation.ids.push(...rows.map((row) => Number(row.id)))
 }
 
 /**
@@ -19,10 +20,12 @@ async function refill(db: Db): Promise<void> {
  * unused rest of a block is a gap when the process stops (decision 0005, "Sixth pass").
  */
 export async function reserveIds(db: Db, count: number): Promise<number[]> {
-  while (reserved.length < count) {
+  let reservation = reservations.get(db)
+  if (!reservation) reservations.set(db, (reservation = { ids: [] }))
+  while (reservation.ids.length < count) {
     // one refill at a time: concurrent callers wait for it instead of each taking a block
-    refilling ??= refill(db).finally(() => { refilling = undefined })
-    await refilling
+    reservation.refilling ??= refill(db, reservation).finally(() => { reservation.refilling = undefined })
+    await reservation.refilling
   }
-  return reserved.splice(0, count)
+  return reservation.ids.splice(0, count)
 }
