@@ -32,9 +32,10 @@ async function queued<T>(task: string, keyPrefix: string): Promise<T[]> {
   return rows.map((r) => r.payload)
 }
 
+/** The tenant's latest send (by time: a small send's id is reserved beforehand, so ids need not follow the order of sends). */
 async function lastSend(tenant: GivenTenant) {
   return db.selectFrom('generic_notifications').select(['id', 'title', 'body', 'url', 'user_id', 'user_ids', 'department_ids'])
-    .where('tenant_id', '=', tenant.id).orderBy('id', 'desc').executeTakeFirstOrThrow()
+    .where('tenant_id', '=', tenant.id).orderBy('created_at', 'desc').orderBy('id', 'desc').executeTakeFirstOrThrow()
 }
 
 async function fanOutJob(sendId: number): Promise<FanOutPayload> {

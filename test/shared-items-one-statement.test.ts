@@ -1,23 +1,15 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
-import { buildApp } from '../src/app.js'
-import { createPool, kyselyOn } from '../src/platform/db/database.js'
-import { call, testConfig } from './helpers/build-test-app.js'
+import { call } from './helpers/build-test-app.js'
 import { given } from './helpers/given.js'
-import { tappedPool } from './helpers/routable-statements.js'
-import { testDatabaseUrl, testDb } from './helpers/test-database.js'
+import { testDb } from './helpers/test-database.js'
+import { transactions, watchedApp, writes } from './helpers/watched-app.js'
 
 // The create of a shared item is written by one statement when nothing needs a transaction
 // (decision 0005, "Sixth pass"); these tests watch the statements the app sends.
 const db = testDb()
-
-const sent: string[] = []
-const pool = createPool(testDatabaseUrl(), { max: 2, allowExitOnIdle: true, genericPlans: true })
-const app = await buildApp({ config: testConfig(), db: kyselyOn(tappedPool(pool, (text) => sent.push(text))) })
+const { app, watch } = await watchedApp()
 test.after(() => app.close())
-
-const writes = (statements: string[]) => statements.filter((text) => /\b(insert\s+into|update|delete\s+from)\b/i.test(text))
-const transactions = (statements: string[]) => statements.filter((text) => /^\s*begin\b/i.test(text))
 
 async function setup() {
   const tenant = await given.tenant(db)
@@ -34,9 +26,8 @@ async function setup() {
 
 /** Creates the item; the statements its request sent. */
 async function createWatched(token: string, body: object) {
-  sent.length = 0
-  const res = await call(app, token, { method: 'POST', url: '/api/administration/shared-items', payload: body })
-  return { res, statements: [...sent] }
+  const { result: res, statements } = await watch(() => call(app, token, { method: 'POST', url: '/api/administration/shared-items', payload: body }))
+  return { res, statements }
 }
 
 test('a create with grants is one statement with no transaction of its own, and its events show the grants as the API does', async () => {

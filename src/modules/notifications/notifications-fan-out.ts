@@ -133,23 +133,48 @@ export async function fanOutInTransaction(trx: Db, spec: NotificationSpec): Prom
  * realtime NOTIFY and its delivery job, all in `trx`.
  */
 async function insertRecords(trx: Db, spec: NotificationSpec, recipients: RawBuilder<{ id: number }>): Promise<number> {
-  const t = spec.tenantId
-  const { rows } = await sql<{ notifiable_id: number }>`
-    insert into notifications (tenant_id, type, notifiable_type, notifiable_id, targetable_type, targetable_id, source_key, data)
-    select ${t}, ${spec.type}, 'user', r.id, ${spec.targetableType}, ${spec.targetableId}, ${spec.sourceKey}, ${JSON.stringify(spec.data)}::jsonb
-    from (${recipients}) r
-    on conflict (tenant_id, source_key, notifiable_id) do nothing
-    returning notifiable_id`.execute(trx)
+  const { rows } = await sql<{ notifiable_id: number }>`${recordsInsert(spec, recipients)} returning notifiable_id`.execute(trx)
   if (rows.length === 0) return 0
   const insertedIds = rows.map((row) => Number(row.notifiable_id)).sort((a, b) => a - b)
+  await sql`select ${recordSignals(spec, insertedIds)}`.execute(trx)
+  return insertedIds.length
+}
+
+/** The insert of one record per recipient (idempotent), only when `onlyIf` holds. */
+function recordsInsert(spec: NotificationSpec, recipients: RawBuilder<{ id: number }>, onlyIf?: RawBuilder<boolean>) {
+  return sql`insert into notifications (tenant_id, type, notifiable_type, notifiable_id, targetable_type, targetable_id, source_key, data)
+    select ${spec.tenantId}, ${spec.type}, 'user', r.id, ${spec.targetableType}, ${spec.targetableId}, ${spec.sourceKey}, ${JSON.stringify(spec.data)}::jsonb
+    from (${recipients}) r
+    ${onlyIf ? sql`where ${onlyIf}` : sql``}
+    on conflict (tenant_id, source_key, notifiable_id) do nothing`
+}
+
+/** SQL select-list items: the realtime NOTIFY and the delivery job of the records created for `insertedIds` (ascending). */
+function recordSignals(spec: NotificationSpec, insertedIds: number[]): RawBuilder<unknown> {
   const notices = chunks(insertedIds, NOTIFY_BATCH).map((batch) => {
-    const message: NotificationsChannelMessage = { tenantId: t, userIds: batch, sourceKey: spec.sourceKey }
+    const message: NotificationsChannelMessage = { tenantId: spec.tenantId, userIds: batch, sourceKey: spec.sourceKey }
     return publishSql(NOTIFICATIONS_CHANNEL, message)
   })
-  const delivery: DeliverPayload = { tenantId: t, sourceKey: spec.sourceKey, userIds: insertedIds }
+  const delivery: DeliverPayload = { tenantId: spec.tenantId, sourceKey: spec.sourceKey, userIds: insertedIds }
   const job = enqueueSql('notifications:deliver', delivery, { key: `notifications:deliver:${spec.sourceKey}:${insertedIds[0]}`, maxAttempts: 10 })
-  await sql`select ${sql.join([...notices, job])}`.execute(trx)
-  return insertedIds.length
+  return sql.join([...notices, job])
+}
+
+/**
+ * The records of a new send to listed users only, as parts of one statement that also writes the send
+ * (decision 0005, sixth pass): `allRecipients` holds when every listed user is a recipient, so that the
+ * records are exactly theirs, known before the insert; `insert` writes them when `onlyIf` holds, and
+ * `signals` are the select-list items of their NOTIFY and delivery job.
+ */
+export function listedRecordsWrite(spec: NotificationSpec) {
+  const userIds = [...new Set(spec.recipients.userIds ?? [])].sort((a, b) => a - b)
+  if (userIds.length === 0 || spec.recipients.departmentIds?.length || spec.recipients.query) throw new Error('listedRecordsWrite: a send to listed users only')
+  const recipients = recipientsSql(spec, undefined)
+  return {
+    allRecipients: sql<boolean>`(select count(*) from (${recipients}) r) = ${userIds.length}`,
+    insert: (onlyIf: RawBuilder<boolean>) => recordsInsert(spec, recipients, onlyIf),
+    signals: recordSignals(spec, userIds),
+  }
 }
 
 export interface DeliverPayload {

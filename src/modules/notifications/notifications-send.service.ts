@@ -1,14 +1,16 @@
+import { sql } from 'kysely'
 import type { AppDeps } from '../../platform/app-module.js'
 import type { Actor } from '../../platform/auth/actor.js'
 import type { Db } from '../../platform/db/schema.js'
 import { requirePermission } from '../../platform/auth/require-permission.js'
-import { recordDomainEvent } from '../../platform/events/domain-events.js'
+import { reserveIds } from '../../platform/db/reserved-ids.js'
+import { domainEventWrites, recordDomainEvent, type DomainEvent } from '../../platform/events/domain-events.js'
 import { FieldErrorCollector } from '../../platform/http/errors.js'
 import { enqueue } from '../../platform/jobs/jobs.js'
 import * as queries from './notifications.queries.js'
 import { MAX_BODY_BYTES, type SendNotificationBody } from './notifications.schemas.js'
 import { isAllowedNotificationUrl, sanitizeNotificationBody } from './notification-html.js'
-import { fanOutInTransaction, type FanOutPayload } from './notifications-fan-out.js'
+import { fanOutInTransaction, listedRecordsWrite, type FanOutPayload } from './notifications-fan-out.js'
 import { genericNotificationSpec } from './notifications.jobs.js'
 
 /**
@@ -19,6 +21,8 @@ import { genericNotificationSpec } from './notifications.jobs.js'
 export const INLINE_FAN_OUT_MAX = 100
 
 export type NotificationsSendService = ReturnType<typeof createNotificationsSendService>
+
+type SendValues = { title: string; body: string; url: string; userId: number; userIds: number[]; departmentIds: number[] }
 
 export function createNotificationsSendService({ db }: Pick<AppDeps, 'db'>) {
   /**
@@ -40,7 +44,7 @@ export function createNotificationsSendService({ db }: Pick<AppDeps, 'db'>) {
     }
     problems.throwIfAny()
 
-    const values = { title: body.title, body: sanitizeNotificationBody(body.body), url: body.url, userId: actor.userId, userIds, departmentIds }
+    const values: SendValues = { title: body.title, body: sanitizeNotificationBody(body.body), url: body.url, userId: actor.userId, userIds, departmentIds }
     /** The send, stored only if every listed recipient exists (one statement); else 422 naming the missing IDs. */
     const store = async (trx: Db) => {
       const sent = await queries.insertGenericNotification(trx, actor.tenantId, values, { onlyIfRecipientsExist: true })
@@ -55,20 +59,43 @@ export function createNotificationsSendService({ db }: Pick<AppDeps, 'db'>) {
       if (!stored) throw new Error('the generic notification insert returned no row')
       return stored
     }
+    const sentEvent = (id: number): DomainEvent => ({
+      type: 'notification.sent', tenantId: actor.tenantId, actorId: actor.userId, subjectType: 'genericNotification', subjectId: id,
+      data: { title: body.title, url: body.url, user_ids: userIds, department_ids: departmentIds },
+    })
+    const small = departmentIds.length === 0 && userIds.length <= INLINE_FAN_OUT_MAX
+    if (small && await sendInOneStatement(actor, values, sentEvent)) return
     await db.transaction().execute(async (trx) => {
       const sent = await store(trx)
-      if (departmentIds.length === 0 && userIds.length <= INLINE_FAN_OUT_MAX) {
+      if (small) {
         await fanOutInTransaction(trx, genericNotificationSpec(actor.tenantId, sent))
       } else {
         const payload: FanOutPayload = { tenantId: actor.tenantId, genericNotificationId: sent.id }
         await enqueue(trx, 'notifications:fan_out', payload, { key: `notifications:fan_out:genericNotification:${sent.id}`, maxAttempts: 10 })
       }
-      await recordDomainEvent(trx, {
-        type: 'notification.sent', tenantId: actor.tenantId, actorId: actor.userId,
-        subjectType: 'genericNotification', subjectId: sent.id,
-        data: { title: body.title, url: body.url, user_ids: userIds, department_ids: departmentIds },
-      })
+      await recordDomainEvent(trx, sentEvent(sent.id))
     })
+  }
+
+  /**
+   * A small send to listed users as one statement with no transaction of its own (decision 0005,
+   * sixth pass): the send (its id reserved), its records, their NOTIFY and delivery job and the
+   * `notification.sent` event, written only if every listed user is a recipient and no event
+   * subscriber (an active automation) has work. False, with nothing written, otherwise: the
+   * transactional way then names the missing users or runs those subscribers.
+   */
+  async function sendInOneStatement(actor: Actor, values: SendValues, sentEvent: (id: number) => DomainEvent): Promise<boolean> {
+    const [id] = await reserveIds(db, 1)
+    const spec = genericNotificationSpec(actor.tenantId, { ...values, id: id!, user_ids: values.userIds, department_ids: values.departmentIds })
+    const written = sql<boolean>`exists (select from sent)`
+    const eventWrites = domainEventWrites([sentEvent(id!)], written)
+    if (!eventWrites) return false
+    const records = listedRecordsWrite(spec)
+    const alongside = [['records', records.insert(written)] as const, ...eventWrites.ctes].map(([name, write]) => sql`, ${sql.id(name)} as (${write})`)
+    const { rows } = await sql`with sent as (${queries.genericNotificationInsert(actor.tenantId, { ...values, id }, sql`${records.allRecipients} and ${eventWrites.unheeded}`)} returning id)
+      ${sql.join(alongside, sql``)}
+      select ${records.signals} from sent`.execute(db)
+    return rows.length > 0
   }
 
   return { sendNotification }

@@ -118,14 +118,24 @@ export async function insertGenericNotification(
   options: { onlyIfRecipientsExist?: boolean } = {},
 ) {
   const condition = options.onlyIfRecipientsExist
-    ? sql`where not exists (${missingUsersSql(tenantId, values.userIds)}) and not exists (${missingDepartmentsSql(tenantId, values.departmentIds)})`
-    : sql``
+    ? sql<boolean>`not exists (${missingUsersSql(tenantId, values.userIds)}) and not exists (${missingDepartmentsSql(tenantId, values.departmentIds)})`
+    : undefined
   const { rows } = await sql<{ id: number; title: string; body: string; url: string; user_ids: number[]; department_ids: number[] }>`
-    insert into generic_notifications (tenant_id, title, body, url, user_id, user_ids, department_ids)
-    select ${tenantId}, ${values.title}, ${values.body}, ${values.url}, ${values.userId}, ${values.userIds}::bigint[], ${values.departmentIds}::bigint[]
-    ${condition}
+    ${genericNotificationInsert(tenantId, values, condition)}
     returning id, title, body, url, user_ids, department_ids`.execute(db)
   return rows[0]
+}
+
+/** The insert of a send, only when `onlyIf` holds; `id` reserved beforehand, or the sequence's next. */
+export function genericNotificationInsert(
+  tenantId: number,
+  values: { id?: number; title: string; body: string; url: string; userId: number; userIds: number[]; departmentIds: number[] },
+  onlyIf?: RawBuilder<boolean>,
+) {
+  return sql`insert into generic_notifications (id, tenant_id, title, body, url, user_id, user_ids, department_ids)
+    select coalesce(${values.id ?? null}::bigint, nextval('global_id_seq')), ${tenantId}, ${values.title}, ${values.body}, ${values.url},
+      ${values.userId}, ${values.userIds}::bigint[], ${values.departmentIds}::bigint[]
+    ${onlyIf ? sql`where ${onlyIf}` : sql``}`
 }
 
 export function findGenericNotification(db: Db, tenantId: number, id: number) {
