@@ -73,6 +73,19 @@ export async function validateGrantElements(
   await throwIfInvalid(db, tenantId, principals, problems, path)
 }
 
+/** The grants `elements` ask for on one target (well-formed elements; `key` defaults to `view`), one per identity. */
+function wantedGrants(targetAlias: string, targetId: TargetId, elements: Array<Partial<EntityPermissionElement>>): Map<string, queries.GrantValues> {
+  const wanted = new Map<string, queries.GrantValues>()
+  for (const element of elements) {
+    const values: queries.GrantValues = {
+      key: element.key ?? 'view', permission_entity: element.permission_entity!, permission_entity_id: element.permission_entity_id!,
+      target_entity: targetAlias, target_entity_id: String(targetId),
+    }
+    wanted.set(grantKey(values), values)
+  }
+  return wanted
+}
+
 export interface SyncOptions {
   /** Where element problems are reported, e.g. `entity_permissions.3.key` (default `entity_permissions`). */
   field?: string
@@ -109,15 +122,7 @@ export async function syncEntityPermissions(
   // a fresh target's grantees are checked by the insert (and only named when it skipped one)
   if (!options.fresh || !problems.isEmpty) await throwIfInvalid(trx, actor.tenantId, principals, problems, path)
 
-  const storedId = String(targetId)
-  const wanted = new Map<string, queries.GrantValues>()
-  for (const element of elements) {
-    const values: queries.GrantValues = {
-      key: element.key ?? 'view', permission_entity: element.permission_entity!, permission_entity_id: element.permission_entity_id!,
-      target_entity: targetAlias, target_entity_id: storedId,
-    }
-    wanted.set(grantKey(values), values)
-  }
+  const wanted = wantedGrants(targetAlias, targetId, elements)
   if (options.fresh) {
     let created = await queries.insertGrantsIfAbsent(trx, actor.tenantId, [...wanted.values()], { existingGranteesOnly: true })
     if (created.length < wanted.size) {
@@ -131,7 +136,7 @@ export async function syncEntityPermissions(
     await record('created', created)
     return created.map(presentGrant)
   }
-  const current = await queries.selectGrantsOnTargets(trx, actor.tenantId, targetAlias, [storedId])
+  const current = await queries.selectGrantsOnTargets(trx, actor.tenantId, targetAlias, [String(targetId)])
   const stale = current.filter((grant) => !wanted.has(grantKey(grant)))
   const deleted = await queries.deleteGrants(trx, actor.tenantId, stale.map((g) => g.id))
   await record('deleted', deleted)
@@ -156,16 +161,9 @@ export async function planFreshGrants(
 ) {
   if (!registeredTarget(targetAlias)) throw new Error(`planFreshGrants: target alias "${targetAlias}" is not registered`)
   if (!checkElementShapes(allowedKeys, elements, (i, name) => `${i}.${name}`).problems.isEmpty) return undefined
-  const wanted = new Map<string, Omit<queries.GrantRow, 'id'>>()
-  for (const element of elements) {
-    const grant = {
-      key: element.key ?? 'view', permission_entity: element.permission_entity!, permission_entity_id: element.permission_entity_id!,
-      target_entity: targetAlias, target_entity_id: String(targetId), created_at: createdAt, updated_at: createdAt,
-    }
-    wanted.set(grantKey(grant), grant)
-  }
-  const ids = await reserveIds(db, wanted.size)
-  const grants: queries.GrantRow[] = [...wanted.values()].map((grant, i) => ({ id: ids[i]!, ...grant }))
+  const wanted = [...wantedGrants(targetAlias, targetId, elements).values()]
+  const ids = await reserveIds(db, wanted.length)
+  const grants: queries.GrantRow[] = wanted.map((grant, i) => ({ id: ids[i]!, ...grant, created_at: createdAt, updated_at: createdAt }))
   return { grants, events: grantEvents(actor, 'created', grants), ...queries.freshGrantsWrite(actor.tenantId, grants) }
 }
 

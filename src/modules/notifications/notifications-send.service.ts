@@ -3,6 +3,7 @@ import type { AppDeps } from '../../platform/app-module.js'
 import type { Actor } from '../../platform/auth/actor.js'
 import type { Db } from '../../platform/db/schema.js'
 import { requirePermission } from '../../platform/auth/require-permission.js'
+import { withClause } from '../../platform/db/common-table-expressions.js'
 import { reserveIds } from '../../platform/db/reserved-ids.js'
 import { domainEventWrites, recordDomainEvent, type DomainEvent } from '../../platform/events/domain-events.js'
 import { FieldErrorCollector } from '../../platform/http/errors.js'
@@ -91,9 +92,8 @@ export function createNotificationsSendService({ db }: Pick<AppDeps, 'db'>) {
     const eventWrites = domainEventWrites([sentEvent(id!)], written)
     if (!eventWrites) return false
     const records = listedRecordsWrite(spec)
-    const alongside = [['records', records.insert(written)] as const, ...eventWrites.ctes].map(([name, write]) => sql`, ${sql.id(name)} as (${write})`)
-    const { rows } = await sql`with sent as (${queries.genericNotificationInsert(actor.tenantId, { ...values, id }, sql`${records.allRecipients} and ${eventWrites.unheeded}`)} returning id)
-      ${sql.join(alongside, sql``)}
+    const sent = sql`${queries.genericNotificationInsert(actor.tenantId, { ...values, id }, sql`${records.allRecipients} and ${eventWrites.unheeded}`)} returning id`
+    const { rows } = await sql`${withClause([['sent', sent], ['records', records.insert(written)], ...eventWrites.ctes])}
       select ${records.signals} from sent`.execute(db)
     return rows.length > 0
   }

@@ -1,4 +1,5 @@
 import { type RawBuilder, sql } from 'kysely'
+import type { CommonTableExpression } from '../../platform/db/common-table-expressions.js'
 import type { Db } from '../../platform/db/schema.js'
 
 export interface SharedItemRow {
@@ -40,7 +41,7 @@ export interface SharedItemValues {
  * `alongside`: further writes of the statement (common table expressions that may read `inserted`).
  */
 export function insertSharedItem(
-  db: Db, tenantId: number, values: SharedItemValues & { id?: string }, onlyIf: RawBuilder<boolean>, alongside: Array<[string, RawBuilder<unknown>]> = [],
+  db: Db, tenantId: number, values: SharedItemValues & { id?: string }, onlyIf: RawBuilder<boolean>, alongside: CommonTableExpression[] = [],
 ) {
   const inserted = db.with('inserted', (qc) => qc.insertInto('shared_items')
     .columns(['id', 'tenant_id', 'user_id', 'type', 'redirect_type', 'targetable_type', 'targetable_id', 'config'])

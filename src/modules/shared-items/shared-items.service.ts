@@ -1,7 +1,9 @@
 import { randomUUID } from 'node:crypto'
-import { type RawBuilder, sql } from 'kysely'
+import { sql } from 'kysely'
 import type { AppDeps } from '../../platform/app-module.js'
 import { actorShape, type Actor } from '../../platform/auth/actor.js'
+import type { CommonTableExpression } from '../../platform/db/common-table-expressions.js'
+import { timestampText } from '../../platform/db/database.js'
 import type { Db } from '../../platform/db/schema.js'
 import { diff } from '../../platform/audit/audit-log.js'
 import { domainEventWrites, recordDomainEvent, recordDomainEvents, type DomainEvent } from '../../platform/events/domain-events.js'
@@ -137,7 +139,7 @@ export function createSharedItemsService({ db, config }: AppDeps) {
   async function createInOneStatement(actor: Actor, body: CreateSharedItemBody, values: queries.SharedItemValues, { def, id: targetId }: ShareableTarget) {
     if (!def.viewableSql) return undefined
     const itemId = randomUUID()
-    const createdAt = new Date().toISOString().slice(0, 19).replace('T', ' ')
+    const createdAt = timestampText(new Date())
     const grants = body.entity_permissions
       ? await planFreshGrants(db, actor, 'sharedItem', itemId, body.entity_permissions, SHARED_ITEM_GRANT_KEYS, createdAt)
       : undefined
@@ -146,7 +148,7 @@ export function createSharedItemsService({ db, config }: AppDeps) {
     const eventWrites = domainEventWrites([...grants?.events ?? [], createdEvent(actor, itemId, values, targetId, body)], written)
     if (!eventWrites) return undefined
     const onlyIf = sql<boolean>`${def.viewableSql(db, actor, targetId)} and ${grants?.granteesExist ?? sql`true`} and ${eventWrites.unheeded}`
-    const alongside: Array<[string, RawBuilder<unknown>]> = [...grants ? [['granted', grants.insert(written)] as [string, RawBuilder<unknown>]] : [], ...eventWrites.ctes]
+    const alongside: CommonTableExpression[] = [...grants ? [['granted', grants.insert(written)] as CommonTableExpression] : [], ...eventWrites.ctes]
     return findResource(ctx(actor), sharedItemResource, queries.insertSharedItem(db, actor.tenantId, { ...values, id: itemId }, onlyIf, alongside), {})
   }
 

@@ -18,6 +18,8 @@ const INT8_ARRAY = 1016
  * `YYYY-MM-DD HH:MM:SS` strings to the code (contract 00 §7). Dates read as `YYYY-MM-DD 00:00:00`.
  */
 const timestamp = (value: string) => value.slice(0, 19)
+/** A time of this process as the driver hands timestamps to the code (UTC, to the second), e.g. for a value set before its insert. */
+export const timestampText = (time: Date) => time.toISOString().slice(0, 19).replace('T', ' ')
 const date = (value: string) => `${value} 00:00:00`
 const int8 = (value: string) => Number(value)
 const int8Array = (value: string) => (pg.types.getTypeParser(1007 as never, 'text') as (v: string) => number[])(value)

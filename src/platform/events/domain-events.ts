@@ -1,4 +1,5 @@
 import { type RawBuilder, sql } from 'kysely'
+import { withClause, type CommonTableExpression } from '../db/common-table-expressions.js'
 import type { Db } from '../db/schema.js'
 
 export interface DomainEvent {
@@ -60,13 +61,10 @@ export async function recordDomainEvents(db: Db, events: DomainEvent[]): Promise
   if (events.length === 0) return []
   const tenantId = events[0]!.tenantId
   if (events.some((event) => event.tenantId !== tenantId)) throw new Error('recordDomainEvents: the events of one call belong to one tenant')
-  const riders = subscribers.map((subscriber) => subscriber.alongside?.(events))
-  const handlers = subscribers.flatMap((subscriber, i) => (riders[i] ? [] : [subscriber]))
+  const { along, handlers } = ridersOf(events)
   const type = sql.ref('domain_events.type')
   const probes = handlers.map((subscriber, i) => sql`, ${subscriber.probe ? subscriber.probe(tenantId, type) : sql`true`} as ${sql.id(`probe${i}`)}`)
-  // data-modifying CTEs run once and to completion whether or not the statement reads them
-  const along = riders.flatMap((rider, i) => (rider ? [sql`${sql.id(`along${i}`)} as (${rider})`] : []))
-  const { rows } = await sql<{ id: string } & Record<string, boolean>>`${along.length > 0 ? sql`with ${sql.join(along)} ` : sql``}
+  const { rows } = await sql<{ id: string } & Record<string, boolean>>`${withClause(along)}
     ${eventsInsert(tenantId, events)}
     returning id${probes.length > 0 ? sql.join(probes, sql``) : sql``}`.execute(db)
   const recorded = events.map((event, i) => ({ ...event, id: rows[i]!.id }))
@@ -99,13 +97,18 @@ function eventsInsert(tenantId: number, events: DomainEvent[], onlyIf?: RawBuild
 export function domainEventWrites(events: DomainEvent[], onlyIf: RawBuilder<boolean>) {
   const tenantId = events[0]!.tenantId
   if (events.some((event) => event.tenantId !== tenantId)) throw new Error('domainEventWrites: the events of one statement belong to one tenant')
-  const riders = subscribers.map((subscriber) => subscriber.alongside?.(events, onlyIf))
-  const handlers = subscribers.filter((_, i) => !riders[i])
+  const { along, handlers } = ridersOf(events, onlyIf)
   if (handlers.some((handler) => !handler.probe)) return undefined
   const heeded = handlers.map((handler) => handler.probe!(tenantId, sql.ref('e.type')))
   const unheeded = heeded.length === 0 ? sql<boolean>`true`
     : sql<boolean>`not exists (select from unnest(${events.map((e) => e.type)}::text[]) as e(type) where ${sql.join(heeded, sql` or `)})`
-  const ctes: Array<[string, RawBuilder<unknown>]> = riders.flatMap((rider, i) => (rider ? [[`along${i}`, rider] as [string, RawBuilder<unknown>]] : []))
-  ctes.push(['recorded_events', eventsInsert(tenantId, events, onlyIf)])
+  const ctes: CommonTableExpression[] = [...along, ['recorded_events', eventsInsert(tenantId, events, onlyIf)]]
   return { ctes, unheeded }
+}
+
+/** The riders' inserts for these events (as named CTEs) and the subscribers that handle them instead. */
+function ridersOf(events: DomainEvent[], onlyIf?: RawBuilder<boolean>) {
+  const riders = subscribers.map((subscriber) => subscriber.alongside?.(events, onlyIf))
+  const along = riders.flatMap((rider, i): CommonTableExpression[] => (rider ? [[`along${i}`, rider]] : []))
+  return { along, handlers: subscribers.filter((_, i) => !riders[i]) }
 }
