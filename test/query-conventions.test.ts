@@ -151,3 +151,27 @@ test('bracketed query keys nest, and a query string with too many keys is refuse
   assert.equal(res.statusCode, 400)
   assert.equal(res.headers['content-type'], 'application/problem+json')
 })
+
+test('a query repeated by callers who may see different fields answers each with their own fields; a refused query stays refused', async () => {
+  const tenant = await given.tenant(db)
+  const viewer = await given.user(db, tenant, { roleId: await given.role(db, tenant, ['users.view']) })
+  const colleague = await given.user(db, tenant, { email: 'colleague@example.com' })
+  const app = await buildTestApp()
+  const show = (token: string, query = '') => call(app, token, { method: 'GET', url: `/api/users/${colleague.id}${query}` })
+  // the same request in turn: the parse remembered for one caller must not answer the other
+  for (let round = 0; round < 2; round++) {
+    const full = await show(tenant.adminToken)
+    assert.equal(full.statusCode, 200, full.body)
+    assert.equal(full.json().email, 'colleague@example.com', 'the admin sees the extended fields')
+    const basic = await show(viewer.token)
+    assert.equal(basic.statusCode, 200, basic.body)
+    assert.ok(!('email' in basic.json()), 'a viewer without users.viewDetails does not')
+  }
+  for (let round = 0; round < 2; round++) {
+    const refused = await show(viewer.token, '?selects=id,email')
+    assert.equal(refused.statusCode, 422, refused.body)
+    assert.match(refused.body, /email/)
+    const allowed = await show(tenant.adminToken, '?selects=id,email')
+    assert.deepEqual(allowed.json(), { id: colleague.id, email: 'colleague@example.com' })
+  }
+})

@@ -22,7 +22,8 @@ export function createLogger(options: { level: string; format?: LogFormat; desti
 
 type Level = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace'
 type ChildOptions = Parameters<FastifyBaseLogger['child']>[1]
-const levelEnabled = (logger: FastifyBaseLogger, level: string) => (logger as { isLevelEnabled?: (l: string) => boolean }).isLevelEnabled?.(level) ?? true
+/** Whether `logger` writes lines of `level` (a logger that cannot tell writes them all). */
+export const levelEnabled = (logger: FastifyBaseLogger, level: string) => (logger as { isLevelEnabled?: (l: string) => boolean }).isLevelEnabled?.(level) ?? true
 
 /**
  * A request's logger (`request.log`), made into a pino child with its request id only when the

@@ -4,6 +4,7 @@ import type { Actor } from '../../platform/auth/actor.js'
 import { requirePermission } from '../../platform/auth/require-permission.js'
 import { notFound } from '../../platform/http/errors.js'
 import { shapedStatement } from '../../platform/db/statement-shapes.js'
+import { executeCompiled } from '../../platform/db/database.js'
 import { applyFilters, parsedQueryShape } from '../../platform/query/apply-query.js'
 import { parseFilterOnly, type ParsedQuery, type RawListQuery } from '../../platform/query/parse-query.js'
 import type { QueryContext } from '../../platform/query/resource.js'
@@ -54,7 +55,7 @@ export function createNotificationsService({ db, config }: Pick<AppDeps, 'db' | 
     const parsed = parseFilterOnly(notificationResource, filter, ctx(actor))
     const shape = parsedQueryShape(parsed)
     if (shape === undefined) return queries.countNotifications(applyFilters(own(actor), notificationResource, parsed, ctx(actor)))
-    const { rows: [row] } = await db.executeQuery(ownCount(shape, { tenantId: actor.tenantId, userId: actor.userId }, parsed))
+    const [row] = await executeCompiled(db, ownCount(shape, { tenantId: actor.tenantId, userId: actor.userId }, parsed))
     return Number(row.count)
   }
 

@@ -3,6 +3,7 @@ import { secretBoxFor } from '../../platform/secrets/secret-box.js'
 import type { AppDeps } from '../../platform/app-module.js'
 import { actorShape, type Actor } from '../../platform/auth/actor.js'
 import { shapedStatement } from '../../platform/db/statement-shapes.js'
+import { executeCompiled } from '../../platform/db/database.js'
 import { AppError, FieldErrorCollector, notFound } from '../../platform/http/errors.js'
 import { issueGrantToken } from './grant-tokens.js'
 import { lookupShareTarget, parseShareTargetId, type ShareTargetDef, type ShareTargetId, type ShareTargetUrls } from './share-targets.js'
@@ -78,7 +79,7 @@ export function createSharedItemResolver({ db, config }: AppDeps) {
 
   /** One statement: the item (when its kind is still `def.alias`) and its target; undefined when no row. */
   async function findJoined(actor: Actor, id: string, def: ShareTargetDef): Promise<{ item: ResolvedItem; target: DescribedTarget | undefined } | undefined> {
-    const { rows: [row] } = await db.executeQuery<Record<string, unknown>>(joinedStatement(`${def.alias} ${actorShape(actor)}`, { actor, id }, def))
+    const [row] = await executeCompiled<Record<string, unknown>>(db, joinedStatement(`${def.alias} ${actorShape(actor)}`, { actor, id }, def))
     if (!row) return undefined
     const item = {
       id: row.shared_item_id as string, redirect_type: row.shared_item_redirect_type as string, targetable_type: def.alias,

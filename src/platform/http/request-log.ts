@@ -1,4 +1,5 @@
 import type { FastifyInstance } from 'fastify'
+import { levelEnabled } from '../logging.js'
 import { problemCodeOf } from './error-handler.js'
 
 /**
@@ -10,6 +11,8 @@ export function registerRequestLog(app: FastifyInstance): void {
   app.addHook('onResponse', (request, reply, done) => {
     const route = request.routeOptions.url ?? '(no route)'
     const status = reply.statusCode
+    const level = route.startsWith('/health/') ? 'debug' : status >= 500 ? 'error' : 'info'
+    if (!levelEnabled(request.log, level)) return done()
     const line = {
       method: request.method,
       route,
@@ -19,7 +22,6 @@ export function registerRequestLog(app: FastifyInstance): void {
       userId: request.actor?.userId,
       code: problemCodeOf(reply),
     }
-    const level = route.startsWith('/health/') ? 'debug' : status >= 500 ? 'error' : 'info'
     request.log[level](line, `${request.method} ${route} ${status}`)
     done()
   })

@@ -11,8 +11,35 @@ function fieldSql(resource: ResourceDef, name: string, tenantId: number): RawBui
   return field?.sql ?? sql.ref(`${resource.alias}.${name}`)
 }
 
+/**
+ * What a remembered parsed query implies, worked out once. Remembered queries are the frozen ones
+ * (`parseListQuery`), each parsed for one resource.
+ */
+interface Implied { fields?: string[]; fieldsKey?: string; shape?: string }
+const implied = new WeakMap<ParsedQuery, Implied>()
+
+function impliedBy(parsed: ParsedQuery): Implied | undefined {
+  if (!Object.isFrozen(parsed)) return undefined
+  let known = implied.get(parsed)
+  if (!known) implied.set(parsed, (known = {}))
+  return known
+}
+
 /** Names of the stored fields a query must fetch to output `selects` (computed fields pull their inputs). */
 export function storedFieldsFor(resource: ResourceDef, parsed: ParsedQuery): string[] {
+  const known = impliedBy(parsed)
+  if (known) return (known.fields ??= collectStoredFields(resource, parsed))
+  return collectStoredFields(resource, parsed)
+}
+
+/** `storedFieldsFor` as one text (a `shapedStatement` key part). */
+export function storedFieldsKey(resource: ResourceDef, parsed: ParsedQuery): string {
+  const known = impliedBy(parsed)
+  if (known) return (known.fieldsKey ??= storedFieldsFor(resource, parsed).join(','))
+  return storedFieldsFor(resource, parsed).join(',')
+}
+
+function collectStoredFields(resource: ResourceDef, parsed: ParsedQuery): string[] {
   const needed = new Set<string>()
   const visit = (name: string) => {
     const field = resource.fields[name]
@@ -66,7 +93,9 @@ function filterSql(resource: ResourceDef, clause: FilterClause, tenantId: number
  * undefined when a custom filter is present, whose SQL may depend on more of the request than a key names.
  */
 export function parsedQueryShape(parsed: ParsedQuery): string | undefined {
-  return parsed.customFilters.length > 0 ? undefined : JSON.stringify(parsed)
+  if (parsed.customFilters.length > 0) return undefined
+  const known = impliedBy(parsed)
+  return known ? (known.shape ??= JSON.stringify(parsed)) : JSON.stringify(parsed)
 }
 
 /** Adds the parsed filters (plain and custom) as SQL WHERE clauses. */

@@ -82,11 +82,54 @@ function isVisible(field: FieldDef, ctx: QueryContext): boolean {
   return !field.internal && (field.visible ? field.visible(ctx) : true)
 }
 
+/** How many parsed queries one resource remembers (a bound; past it the memory starts over), and their longest key. */
+const MAX_REMEMBERED = 500
+const MAX_REMEMBERED_KEY = 500
+const remembered = new WeakMap<ResourceDef, Map<string, ParsedQuery>>()
+const visibilityRules = new WeakMap<ResourceDef, Array<NonNullable<FieldDef['visible']>>>()
+
+/** What `ctx` may see of a resource, as one bit per distinct `visible` rule of its fields. */
+function visibilityKey(resource: ResourceDef, ctx: QueryContext): string {
+  let rules = visibilityRules.get(resource)
+  if (!rules) {
+    rules = [...new Set(Object.values(resource.fields).flatMap((field) => (field.visible ? [field.visible] : [])))]
+    visibilityRules.set(resource, rules)
+  }
+  let key = ''
+  for (const rule of rules) key += rule(ctx) ? '1' : '0'
+  return key
+}
+
+function frozen(parsed: ParsedQuery): ParsedQuery {
+  for (const part of [parsed.selects, parsed.relations, parsed.filters, parsed.customFilters, parsed.sort]) Object.freeze(part)
+  parsed.sort.forEach(Object.freeze)
+  return Object.freeze(parsed)
+}
+
 /**
  * Validates `selects`, `relations`, `filter`, `sort`, `limit`, `offset` against a resource declaration.
  * Every unknown or forbidden key is a 422 naming the query key (contract 00 §7).
+ *
+ * A parse depends on nothing but these keys and what the caller may see (the fields' `visible`
+ * rules): it is remembered per resource and returned frozen, so that requests repeating one query (a
+ * page, a single read, a count) skip the parsing and everything worked out from the parsed query
+ * (`storedFieldsFor`, `parsedQueryShape`). Failed parses and long queries are not remembered.
  */
 export function parseListQuery(resource: ResourceDef, raw: RawListQuery, ctx: QueryContext): ParsedQuery {
+  const key = JSON.stringify([visibilityKey(resource, ctx), raw.selects, raw.select, raw.relations, raw.include, raw.filter, raw.sort, raw.limit, raw.offset])
+  if (key.length > MAX_REMEMBERED_KEY) return parseAnyListQuery(resource, raw, ctx)
+  let byKey = remembered.get(resource)
+  if (!byKey) remembered.set(resource, (byKey = new Map()))
+  let parsed = byKey.get(key)
+  if (!parsed) {
+    parsed = frozen(parseAnyListQuery(resource, raw, ctx))
+    if (byKey.size >= MAX_REMEMBERED) byKey.clear()
+    byKey.set(key, parsed)
+  }
+  return parsed
+}
+
+function parseAnyListQuery(resource: ResourceDef, raw: RawListQuery, ctx: QueryContext): ParsedQuery {
   const problems = new FieldErrorCollector()
   const selectsKey = raw.selects !== undefined ? 'selects' : 'select'
   const requested = splitList(raw.selects ?? raw.select, /,/)
@@ -215,5 +258,9 @@ function filterValueToQueryForm(value: unknown): unknown {
 export function parseFilterOnly(resource: ResourceDef, filter: unknown, ctx: QueryContext): ParsedQuery {
   const raw = filter === undefined ? undefined : (filterValueToQueryForm(filter) as Record<string, unknown>)
   const parsed = parseListQuery(resource, { filter: raw }, ctx)
-  return { ...parsed, selects: [], relations: [], sort: [] }
+  if (!Object.isFrozen(parsed)) return { ...parsed, selects: [], relations: [], sort: [] }
+  let filterOnly = filtersOf.get(parsed)
+  if (!filterOnly) filtersOf.set(parsed, (filterOnly = frozen({ ...parsed, selects: [], relations: [], sort: [] })))
+  return filterOnly
 }
+const filtersOf = new WeakMap<ParsedQuery, ParsedQuery>()

@@ -2,7 +2,8 @@ import type { Readable } from 'node:stream'
 import type { CompiledQuery, SelectQueryBuilder } from 'kysely'
 import { notFound } from '../http/errors.js'
 import { shapedStatement } from '../db/statement-shapes.js'
-import { applyListQuery, applySelects, parsedQueryShape, presentRows, storedFieldsFor, streamJsonArray } from './apply-query.js'
+import { executeCompiled } from '../db/database.js'
+import { applyListQuery, applySelects, parsedQueryShape, presentRows, storedFieldsKey, streamJsonArray } from './apply-query.js'
 import { parseListQuery, parseShowQuery, type ParsedQuery, type RawListQuery } from './parse-query.js'
 import type { QueryContext, ResourceDef } from './resource.js'
 
@@ -51,7 +52,7 @@ function readStatement(apply: ApplyRead, build: ShapedBase<any>['build'], resour
 async function readRows(ctx: QueryContext, resource: ResourceDef, base: Base, parsed: ParsedQuery, apply: ApplyRead, shapeKey: string | undefined): Promise<Record<string, unknown>[]> {
   if (!('build' in base) || shapeKey === undefined) return apply(built(ctx, base), resource, parsed, ctx.tenantId).execute()
   const compiled = readStatement(apply, base.build, resource)(`${base.key} ${shapeKey}`, { ...base.values, tenantId: ctx.tenantId }, resource, parsed)
-  return (await ctx.db.executeQuery(compiled)).rows
+  return executeCompiled(ctx.db, compiled)
 }
 
 /**
@@ -91,7 +92,7 @@ export async function findResource(
   raw: RawListQuery,
 ): Promise<Record<string, unknown> | undefined> {
   const parsed = parseShowQuery(resource, raw, ctx)
-  const [row] = await readRows(ctx, resource, base, parsed, applySelects, storedFieldsFor(resource, parsed).join(','))
+  const [row] = await readRows(ctx, resource, base, parsed, applySelects, storedFieldsKey(resource, parsed))
   if (!row) return undefined
   const [item] = await presentRows(resource, parsed, [row as Record<string, unknown>], ctx)
   return item
