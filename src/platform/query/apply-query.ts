@@ -15,7 +15,7 @@ function fieldSql(resource: ResourceDef, name: string, tenantId: number): RawBui
  * What a remembered parsed query implies, worked out once. Remembered queries are the frozen ones
  * (`parseListQuery`), each parsed for one resource.
  */
-interface Implied { fields?: string[]; fieldsKey?: string; shape?: string }
+interface Implied { fields?: string[]; fieldsKey?: string; shape?: string; rowsAsPresented?: boolean }
 const implied = new WeakMap<ParsedQuery, Implied>()
 
 function impliedBy(parsed: ParsedQuery): Implied | undefined {
@@ -158,6 +158,19 @@ export function applySelects<Q extends AnySelect>(qb: Q, resource: ResourceDef, 
   return qb.select(selection(resource, storedFieldsFor(resource, parsed), tenantId) as never) as Q
 }
 
+/**
+ * Whether the rows read for `parsed` are already its response objects: it selects stored fields only,
+ * exactly the ones read and in their order, and no relation (the driver gives SQL nulls as null).
+ */
+function rowsAsPresented(resource: ResourceDef, parsed: ParsedQuery): boolean {
+  const known = impliedBy(parsed)
+  if (known?.rowsAsPresented !== undefined) return known.rowsAsPresented
+  const stored = storedFieldsFor(resource, parsed)
+  const as = parsed.relations.length === 0 && stored.length === parsed.selects.length && parsed.selects.every((name, i) => stored[i] === name && !resource.fields[name].compute)
+  if (known) known.rowsAsPresented = as
+  return as
+}
+
 /** Turns rows into response objects: only the selected fields, computed fields, batched relations. */
 export async function presentRows(
   resource: ResourceDef,
@@ -165,6 +178,7 @@ export async function presentRows(
   rows: Record<string, unknown>[],
   ctx: QueryContext,
 ): Promise<Record<string, unknown>[]> {
+  if (rowsAsPresented(resource, parsed)) return rows
   const output = rows.map((row) => {
     const item: Record<string, unknown> = {}
     for (const name of parsed.selects) {
