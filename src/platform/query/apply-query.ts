@@ -15,7 +15,7 @@ function fieldSql(resource: ResourceDef, name: string, tenantId: number): RawBui
  * What a remembered parsed query implies, worked out once. Remembered queries are the frozen ones
  * (`parseListQuery`), each parsed for one resource.
  */
-interface Implied { fields?: string[]; fieldsKey?: string; shape?: string; rowsAsPresented?: boolean }
+interface Implied { fields?: string[]; fieldsKey?: string; shape?: string; rowsAsPresented?: boolean; presenter?: Presenter }
 const implied = new WeakMap<ParsedQuery, Implied>()
 
 function impliedBy(parsed: ParsedQuery): Implied | undefined {
@@ -171,6 +171,27 @@ function rowsAsPresented(resource: ResourceDef, parsed: ParsedQuery): boolean {
   return as
 }
 
+type Presenter = (row: Record<string, unknown>, ctx: QueryContext) => Record<string, unknown>
+
+/**
+ * One row's response object for `parsed`, by a function made for its selects: an object literal of
+ * the selected fields in order (computed ones called). Building the object key by key made every
+ * row's object change shape once per field: a third of a 50-row page's own Node time (S4). The names
+ * are the resource's own field names (validated selects), written into the source as JSON strings.
+ */
+function presenterFor(resource: ResourceDef, parsed: ParsedQuery): Presenter {
+  const known = impliedBy(parsed)
+  if (known?.presenter) return known.presenter
+  const computes = parsed.selects.map((name) => resource.fields[name].compute)
+  // a parse that is not remembered is presented once: no function is made for it
+  if (!known || parsed.selects.includes('__proto__')) {
+    return (row, ctx) => Object.fromEntries(parsed.selects.map((name, i) => [name, computes[i] ? computes[i]!(row, ctx) : (row[name] ?? null)]))
+  }
+  const members = parsed.selects.map((name, i) => `${JSON.stringify(name)}: ${computes[i] ? `computes[${i}](row, ctx)` : `row[${JSON.stringify(name)}] ?? null`}`)
+  known.presenter = new Function('computes', `return (row, ctx) => ({ ${members.join(', ')} })`)(computes) as Presenter
+  return known.presenter
+}
+
 /** Turns rows into response objects: only the selected fields, computed fields, batched relations. */
 export async function presentRows(
   resource: ResourceDef,
@@ -179,14 +200,8 @@ export async function presentRows(
   ctx: QueryContext,
 ): Promise<Record<string, unknown>[]> {
   if (rowsAsPresented(resource, parsed)) return rows
-  const output = rows.map((row) => {
-    const item: Record<string, unknown> = {}
-    for (const name of parsed.selects) {
-      const field = resource.fields[name]
-      item[name] = field.compute ? field.compute(row, ctx) : (row[name] ?? null)
-    }
-    return item
-  })
+  const present = presenterFor(resource, parsed)
+  const output = rows.map((row) => present(row, ctx))
   for (const name of parsed.relations) {
     const relation = resource.relations![name]
     const keys = [...new Set(rows.map((r) => r[relation.key]).filter((k) => k !== null && k !== undefined))]
