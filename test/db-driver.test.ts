@@ -51,3 +51,28 @@ test('a streamed query is prepared once per connection and reused, in session mo
     }
   }
 })
+
+test('executeCompiled runs a compiled statement as a named statement of the pool in session mode, and inside a transaction on its connection', async () => {
+  const { createPool, executeCompiled, kyselyOn } = await import('../src/platform/db/database.js')
+  for (const mode of ['session', 'transaction'] as const) {
+    const pool = createPool(testDatabaseUrl(), { max: 1, poolMode: mode })
+    const own = kyselyOn(pool, mode)
+    try {
+      const count = sql<{ n: number; label: string }>`select /* compiled-probe */ count(*)::int as n, ${'executeCompiled probe'}::text as label from pg_class where relname = ${'pg_class'}`.compile(own)
+      assert.deepEqual(await executeCompiled(own, count), [{ n: 1, label: 'executeCompiled probe' }])
+      assert.deepEqual(await executeCompiled(own, count), [{ n: 1, label: 'executeCompiled probe' }], 'again, on the prepared statement')
+      const { rows } = await sql<{ n: number }>`select count(*)::int as n from pg_prepared_statements where statement like '%compiled-probe%' and statement not like '%pg_prepared_statements%'`.execute(own)
+      assert.equal(rows[0]!.n, mode === 'session' ? 1 : 0, `${mode}: named (prepared) in session mode only`)
+      // a transaction's own state is seen only on the transaction's connection: executeCompiled must run there
+      const seen = await own.transaction().execute(async (trx) => {
+        const marker = `probe-${mode}-${Date.now()}`
+        await sql`select set_config('app.probe', ${marker}, true)`.execute(trx)
+        const [inside] = await executeCompiled(trx, sql<{ value: string }>`select current_setting('app.probe', true) as value`.compile(trx))
+        return { marker, inside: inside!.value }
+      })
+      assert.equal(seen.inside, seen.marker, `${mode}: the transaction's setting is seen inside it`)
+    } finally {
+      await own.destroy()
+    }
+  }
+})

@@ -18,25 +18,22 @@ function fieldSql(resource: ResourceDef, name: string, tenantId: number): RawBui
 interface Implied { fields?: string[]; fieldsKey?: string; shape?: string; rowsAsPresented?: boolean; presenter?: Presenter }
 const implied = new WeakMap<ParsedQuery, Implied>()
 
-function impliedBy(parsed: ParsedQuery): Implied | undefined {
-  if (!Object.isFrozen(parsed)) return undefined
+/** `work(parsed)`, worked out once per remembered parse (under `part`), every time for any other. */
+function once<K extends keyof Implied>(parsed: ParsedQuery, part: K, work: () => NonNullable<Implied[K]>): NonNullable<Implied[K]> {
+  if (!Object.isFrozen(parsed)) return work()
   let known = implied.get(parsed)
   if (!known) implied.set(parsed, (known = {}))
-  return known
+  return (known[part] ??= work()) as NonNullable<Implied[K]>
 }
 
 /** Names of the stored fields a query must fetch to output `selects` (computed fields pull their inputs). */
 export function storedFieldsFor(resource: ResourceDef, parsed: ParsedQuery): string[] {
-  const known = impliedBy(parsed)
-  if (known) return (known.fields ??= collectStoredFields(resource, parsed))
-  return collectStoredFields(resource, parsed)
+  return once(parsed, 'fields', () => collectStoredFields(resource, parsed))
 }
 
 /** `storedFieldsFor` as one text (a `shapedStatement` key part). */
 export function storedFieldsKey(resource: ResourceDef, parsed: ParsedQuery): string {
-  const known = impliedBy(parsed)
-  if (known) return (known.fieldsKey ??= storedFieldsFor(resource, parsed).join(','))
-  return storedFieldsFor(resource, parsed).join(',')
+  return once(parsed, 'fieldsKey', () => storedFieldsFor(resource, parsed).join(','))
 }
 
 function collectStoredFields(resource: ResourceDef, parsed: ParsedQuery): string[] {
@@ -94,8 +91,7 @@ function filterSql(resource: ResourceDef, clause: FilterClause, tenantId: number
  */
 export function parsedQueryShape(parsed: ParsedQuery): string | undefined {
   if (parsed.customFilters.length > 0) return undefined
-  const known = impliedBy(parsed)
-  return known ? (known.shape ??= JSON.stringify(parsed)) : JSON.stringify(parsed)
+  return once(parsed, 'shape', () => JSON.stringify(parsed))
 }
 
 /** Adds the parsed filters (plain and custom) as SQL WHERE clauses. */
@@ -163,12 +159,11 @@ export function applySelects<Q extends AnySelect>(qb: Q, resource: ResourceDef, 
  * exactly the ones read and in their order, and no relation (the driver gives SQL nulls as null).
  */
 function rowsAsPresented(resource: ResourceDef, parsed: ParsedQuery): boolean {
-  const known = impliedBy(parsed)
-  if (known?.rowsAsPresented !== undefined) return known.rowsAsPresented
-  const stored = storedFieldsFor(resource, parsed)
-  const as = parsed.relations.length === 0 && stored.length === parsed.selects.length && parsed.selects.every((name, i) => stored[i] === name && !resource.fields[name].compute)
-  if (known) known.rowsAsPresented = as
-  return as
+  return once(parsed, 'rowsAsPresented', () => {
+    const stored = storedFieldsFor(resource, parsed)
+    return parsed.relations.length === 0 && stored.length === parsed.selects.length
+      && parsed.selects.every((name, i) => stored[i] === name && !resource.fields[name].compute)
+  })
 }
 
 type Presenter = (row: Record<string, unknown>, ctx: QueryContext) => Record<string, unknown>
@@ -180,16 +175,15 @@ type Presenter = (row: Record<string, unknown>, ctx: QueryContext) => Record<str
  * are the resource's own field names (validated selects), written into the source as JSON strings.
  */
 function presenterFor(resource: ResourceDef, parsed: ParsedQuery): Presenter {
-  const known = impliedBy(parsed)
-  if (known?.presenter) return known.presenter
   const computes = parsed.selects.map((name) => resource.fields[name].compute)
   // a parse that is not remembered is presented once: no function is made for it
-  if (!known || parsed.selects.includes('__proto__')) {
+  if (!Object.isFrozen(parsed) || parsed.selects.includes('__proto__')) {
     return (row, ctx) => Object.fromEntries(parsed.selects.map((name, i) => [name, computes[i] ? computes[i]!(row, ctx) : (row[name] ?? null)]))
   }
-  const members = parsed.selects.map((name, i) => `${JSON.stringify(name)}: ${computes[i] ? `computes[${i}](row, ctx)` : `row[${JSON.stringify(name)}] ?? null`}`)
-  known.presenter = new Function('computes', `return (row, ctx) => ({ ${members.join(', ')} })`)(computes) as Presenter
-  return known.presenter
+  return once(parsed, 'presenter', () => {
+    const members = parsed.selects.map((name, i) => `${JSON.stringify(name)}: ${computes[i] ? `computes[${i}](row, ctx)` : `row[${JSON.stringify(name)}] ?? null`}`)
+    return new Function('computes', `return (row, ctx) => ({ ${members.join(', ')} })`)(computes) as Presenter
+  })
 }
 
 /** Turns rows into response objects: only the selected fields, computed fields, batched relations. */
