@@ -94,3 +94,40 @@ test('a grant to a missing user leaves the one statement without a write: the tr
     assert.equal((await db.selectFrom(table).select('tenant_id').where('tenant_id', '=', tenant.id).execute()).length, 0, table)
   }
 })
+
+test('creates compiled once per shape each write their own values: with and without grants, other targets, grantees and user agents', async () => {
+  const { tenant, sharer, body } = await setup()
+  const otherEvent = await given.content(db, tenant, 'calendar_events', { title: 'Review', starts_at: '2026-02-05 09:00', ends_at: '2026-02-05 10:00' })
+  const otherEmployee = await given.user(db, tenant)
+  const create = async (payload: object, agent: string) => {
+    const { result: res, statements } = await watch(() => call(app, sharer.token, {
+      method: 'POST', url: '/api/administration/shared-items', payload, headers: { 'user-agent': agent },
+    }))
+    assert.equal(res.statusCode, 201, res.body)
+    assert.equal(writes(statements).length, 1)
+    assert.deepEqual(transactions(statements), [])
+    return res.json() as { id: string; targetable_id: number }
+  }
+
+  const first = await create(body, 'agent-one')
+  const { entity_permissions: _, ...withoutGrants } = body
+  const second = await create({ ...withoutGrants, targetable_id: otherEvent }, 'agent-two')
+  const third = await create({ ...body, targetable_id: otherEvent, entity_permissions: [{ permission_entity: 'user', permission_entity_id: otherEmployee.id }] }, 'agent-three')
+
+  assert.deepEqual([first.targetable_id, second.targetable_id, third.targetable_id], [body.targetable_id, otherEvent, otherEvent])
+  const grants = await db.selectFrom('entity_permissions').select(['target_entity_id', 'permission_entity', 'permission_entity_id'])
+    .where('tenant_id', '=', tenant.id).where('target_entity', '=', 'sharedItem').orderBy('id').execute()
+  assert.deepEqual(grants.map((g) => [g.target_entity_id, g.permission_entity, Number(g.permission_entity_id)]), [
+    [first.id, 'role', body.entity_permissions[0]!.permission_entity_id], [first.id, 'user', body.entity_permissions[1]!.permission_entity_id],
+    [third.id, 'user', otherEmployee.id],
+  ])
+  const audit = await db.selectFrom('audit_log').select(['action', 'target_id', 'user_agent', 'actor_id']).where('tenant_id', '=', tenant.id).orderBy('id').execute()
+  assert.deepEqual(audit.map((a) => [a.action, a.user_agent, Number(a.actor_id)]), [
+    ['entity_permission.create', 'agent-one', sharer.id], ['entity_permission.create', 'agent-one', sharer.id], ['shared_item.create', 'agent-one', sharer.id],
+    ['shared_item.create', 'agent-two', sharer.id],
+    ['entity_permission.create', 'agent-three', sharer.id], ['shared_item.create', 'agent-three', sharer.id],
+  ])
+  assert.deepEqual(audit.filter((a) => a.action === 'shared_item.create').map((a) => a.target_id), [first.id, second.id, third.id])
+  const events = await db.selectFrom('domain_events').select(['type', 'subject_id']).where('tenant_id', '=', tenant.id).where('type', '=', 'sharedItem.created').orderBy('occurred_at').execute()
+  assert.deepEqual(events.map((e) => e.subject_id).sort(), [first.id, second.id, third.id].sort())
+})

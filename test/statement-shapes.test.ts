@@ -52,3 +52,16 @@ test('a value baked into the text instead of passed as a parameter is caught by 
 
   assert.throws(() => baked('', { limit: 6 }), /missing from the shape key/)
 })
+
+test('values nested in plain objects at any depth (a rider\'s columns inside the events\' values) are parameters of each call too', async () => {
+  const tenant = await given.tenant(db)
+  const [a, b] = [await given.user(db, tenant), await given.user(db, tenant)]
+  const nested = shapedStatement(({ writes }: { writes: { tenant: number; riders: { along0: { ids: number[]; label: string } } } }) =>
+    db.selectFrom('users as u').select(['u.id', sql<string>`${writes.riders.along0.label}::text`.as('label')])
+      .where('u.tenant_id', '=', writes.tenant).where(sql<boolean>`u.id = any(${writes.riders.along0.ids}::bigint[])`).orderBy('u.id'))
+  const run = async (ids: number[], label: string) =>
+    (await db.executeQuery(nested('', { writes: { tenant: tenant.id, riders: { along0: { ids, label } } } }))).rows
+
+  assert.deepEqual(await run([a.id], 'first'), [{ id: a.id, label: 'first' }])
+  assert.deepEqual(await run([a.id, b.id], 'second'), [{ id: a.id, label: 'second' }, { id: b.id, label: 'second' }])
+})

@@ -1,5 +1,5 @@
 import { sql } from 'kysely'
-import { anonymizeAuditFor, auditInsert, recordAudits, type AuditEntry } from '../../platform/audit/audit-log.js'
+import { anonymizeAuditFor, auditColumns, auditInsert, recordAudits, type AuditColumns, type AuditEntry } from '../../platform/audit/audit-log.js'
 import { currentRequestContext } from '../../platform/audit/request-context.js'
 import type { DomainEvent, DomainEventSubscriber } from '../../platform/events/domain-events.js'
 
@@ -51,11 +51,14 @@ function auditEntries(events: DomainEvent[]): AuditEntry[] {
  */
 export const auditDomainEvent: DomainEventSubscriber = {
   probe: (_tenantId, type) => sql<boolean>`${type} = any(${Object.keys(ACTIONS)}::text[])`,
-  alongside(events, onlyIf) {
-    const audited = events.filter((event) => Object.hasOwn(ACTIONS, event.type) && isAdministrative(event))
-    // a black-out first anonymizes the earlier records (handle), so its records cannot ride along
-    if (audited.length === 0 || audited.some((event) => event.type === 'user.blackedOut')) return undefined
-    return auditInsert(auditEntries(audited), onlyIf)
+  alongside: {
+    values(events) {
+      const audited = events.filter((event) => Object.hasOwn(ACTIONS, event.type) && isAdministrative(event))
+      // a black-out first anonymizes the earlier records (handle), so its records cannot ride along
+      if (audited.length === 0 || audited.some((event) => event.type === 'user.blackedOut')) return undefined
+      return auditColumns(auditEntries(audited))
+    },
+    insert: (tenantId, values, onlyIf) => auditInsert(tenantId, values as AuditColumns, onlyIf),
   },
   async handle(db, events) {
     const audited = events.filter(isAdministrative)

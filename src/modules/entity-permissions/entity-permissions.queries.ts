@@ -65,15 +65,34 @@ export async function insertGrantsIfAbsent(db: Db, tenantId: number, values: Gra
   return rows.sort((a, b) => a.id - b.id)
 }
 
+/** Grants as `freshGrantsWrite` takes them: one array per column. */
+export interface GrantColumns {
+  id: number[]
+  key: string[]
+  permission_entity: string[]
+  permission_entity_id: number[]
+  target_entity: string[]
+  target_entity_id: string[]
+  created_at: string[]
+}
+
+export function freshGrantColumns(grants: GrantRow[]): GrantColumns {
+  const column = <K extends keyof GrantColumns>(name: K) => grants.map((g) => g[name]) as GrantColumns[K]
+  return {
+    id: column('id'), key: column('key'), permission_entity: column('permission_entity'), permission_entity_id: column('permission_entity_id'),
+    target_entity: column('target_entity'), target_entity_id: column('target_entity_id'), created_at: column('created_at'),
+  }
+}
+
 /**
  * Grants whose ids and timestamps are known beforehand, as parts of a caller's single statement (a
  * target created in the same statement): `insert` runs when `onlyIf` holds, and `granteesExist`
  * holds when every grantee exists (`granteeExists`). Timestamps are `YYYY-MM-DD HH:MM:SS` in UTC.
+ * The columns may be a `shapedStatement`'s stand-ins.
  */
-export function freshGrantsWrite(tenantId: number, grants: GrantRow[]) {
-  const column = <K extends keyof GrantRow>(name: K) => grants.map((g) => g[name])
-  const rows = sql`unnest(${column('id')}::bigint[], ${column('key')}::text[], ${column('permission_entity')}::text[], ${column('permission_entity_id')}::bigint[],
-    ${column('target_entity')}::text[], ${column('target_entity_id')}::text[], ${column('created_at')}::text[])
+export function freshGrantsWrite(tenantId: number, columns: GrantColumns) {
+  const rows = sql`unnest(${columns.id}::bigint[], ${columns.key}::text[], ${columns.permission_entity}::text[], ${columns.permission_entity_id}::bigint[],
+    ${columns.target_entity}::text[], ${columns.target_entity_id}::text[], ${columns.created_at}::text[])
     as g(id, key, permission_entity, permission_entity_id, target_entity, target_entity_id, created_at)`
   return {
     insert: (onlyIf: RawBuilder<boolean>) => sql`insert into entity_permissions

@@ -151,8 +151,8 @@ export async function syncEntityPermissions(
 
 /**
  * The grants of `elements` on a target created in the same single statement (no transaction): their
- * rows, with reserved ids and `createdAt`, their `entityPermission.created` events, and the
- * statement's parts (`freshGrantsWrite`). Undefined when an element is malformed: the caller takes
+ * rows, with reserved ids and `createdAt`, their `entityPermission.created` events, and their
+ * columns for the statement's parts (`freshGrantsWrite`). Undefined when an element is malformed: the caller takes
  * the transactional way, where `syncEntityPermissions` names every problem.
  */
 export async function planFreshGrants(
@@ -164,7 +164,7 @@ export async function planFreshGrants(
   const wanted = [...wantedGrants(targetAlias, targetId, elements).values()]
   const ids = await reserveIds(db, wanted.length)
   const grants: queries.GrantRow[] = wanted.map((grant, i) => ({ id: ids[i]!, ...grant, created_at: createdAt, updated_at: createdAt }))
-  return { grants, events: grantEvents(actor, 'created', grants), ...queries.freshGrantsWrite(actor.tenantId, grants) }
+  return { grants, events: grantEvents(actor, 'created', grants), columns: queries.freshGrantColumns(grants) }
 }
 
 /** Deletes every grant on the given targets (e.g. a deleted folder tree), recording the events. */

@@ -8,6 +8,7 @@ export {
   syncEntityPermissions, planFreshGrants, deleteEntityPermissionsOnTargets, loadEntityPermissionsOfTargets, validateGrantElements,
 } from './entity-permissions.sync.js'
 export { mayManageGrants } from './entity-permissions.service.js'
+export { freshGrantsWrite, type GrantColumns } from './entity-permissions.queries.js'
 export { loadBasicUsers, entityPermissionResource } from './entity-permissions.resource.js'
 export {
   EntityPermissionElementSchema, EntityPermissionElementsSchema, EntityPermissionSchema, GRANT_KEYS,

@@ -5,7 +5,7 @@ import type { Db } from '../../platform/db/schema.js'
 import { requirePermission } from '../../platform/auth/require-permission.js'
 import { withClause } from '../../platform/db/common-table-expressions.js'
 import { reserveIds } from '../../platform/db/reserved-ids.js'
-import { domainEventWrites, recordDomainEvent, type DomainEvent } from '../../platform/events/domain-events.js'
+import { domainEventWrites, eventWritesSql, recordDomainEvent, type DomainEvent } from '../../platform/events/domain-events.js'
 import { FieldErrorCollector } from '../../platform/http/errors.js'
 import { enqueue } from '../../platform/jobs/jobs.js'
 import * as queries from './notifications.queries.js'
@@ -89,8 +89,9 @@ export function createNotificationsSendService({ db }: Pick<AppDeps, 'db'>) {
     const [id] = await reserveIds(db, 1)
     const spec = genericNotificationSpec(actor.tenantId, { ...values, id: id!, user_ids: values.userIds, department_ids: values.departmentIds })
     const written = sql<boolean>`exists (select from sent)`
-    const eventWrites = domainEventWrites([sentEvent(id!)], written)
-    if (!eventWrites) return false
+    const events = domainEventWrites([sentEvent(id!)])
+    if (!events) return false
+    const eventWrites = eventWritesSql(actor.tenantId, events, written)
     const records = listedRecordsWrite(spec)
     const sent = sql`${queries.genericNotificationInsert(actor.tenantId, { ...values, id }, sql`${records.allRecipients} and ${eventWrites.unheeded}`)} returning id`
     const { rows } = await sql`${withClause([['sent', sent], ['records', records.insert(written)], ...eventWrites.ctes])}

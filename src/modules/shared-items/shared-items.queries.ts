@@ -35,18 +35,24 @@ export interface SharedItemValues {
   config: Record<string, unknown>
 }
 
+/** A new row's values as `insertSharedItem` takes them: the config as JSON text, the id when chosen beforehand. */
+export type SharedItemInsert = Omit<SharedItemValues, 'config'> & { id?: string; config: string }
+
+export const sharedItemInsert = (values: SharedItemValues, id?: string): SharedItemInsert => ({ ...values, id, config: JSON.stringify(values.config) })
+
 /**
  * Inserts a shared item if `onlyIf` holds (in the same statement): a select of the new row as `si`
  * over the insert, so that it is presented by that statement too (no row: nothing was inserted).
  * `alongside`: further writes of the statement (common table expressions that may read `inserted`).
+ * The values may be a `shapedStatement`'s stand-ins.
  */
 export function insertSharedItem(
-  db: Db, tenantId: number, values: SharedItemValues & { id?: string }, onlyIf: RawBuilder<boolean>, alongside: CommonTableExpression[] = [],
+  db: Db, tenantId: number, values: SharedItemInsert, onlyIf: RawBuilder<boolean>, alongside: CommonTableExpression[] = [],
 ) {
   const inserted = db.with('inserted', (qc) => qc.insertInto('shared_items')
     .columns(['id', 'tenant_id', 'user_id', 'type', 'redirect_type', 'targetable_type', 'targetable_id', 'config'])
     .expression(sql`select coalesce(${values.id ?? null}::uuid, gen_random_uuid()), ${tenantId}::bigint, ${values.user_id}::bigint, ${values.type}::text,
-      ${values.redirect_type}::text, ${values.targetable_type}::text, ${values.targetable_id}::text, ${JSON.stringify(values.config)}::jsonb where ${onlyIf}`)
+      ${values.redirect_type}::text, ${values.targetable_type}::text, ${values.targetable_id}::text, ${values.config}::jsonb where ${onlyIf}`)
     .returningAll())
   // the extra writes' rows are never read: typed as the item's statement
   return alongside.reduce((query, [name, write]) => query.with(name, () => sql`(${write})` as never) as unknown as typeof inserted, inserted).selectFrom('inserted as si')

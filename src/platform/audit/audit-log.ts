@@ -60,22 +60,44 @@ export async function recordAudit(db: Db, entry: AuditEntry): Promise<void> {
 /** `recordAudit` for several changes of one request, in one statement. */
 export async function recordAudits(db: Db, entries: AuditEntry[]): Promise<void> {
   if (entries.length === 0) return
-  await auditInsert(entries).execute(db)
+  await auditInsert(entries[0]!.tenantId, auditColumns(entries)).execute(db)
+}
+
+/** Audit records as their insert takes them: one array per column, the request context on every record. */
+export interface AuditColumns {
+  action: string[]
+  targetType: string[]
+  targetId: Array<string | null>
+  changes: string[]
+  actorId: Array<number | null>
+  requestId: Array<string | null>
+  ip: Array<string | null>
+  userAgent: Array<string | null>
+}
+
+/** The records' columns (at least one record, of one tenant); actor, request id, IP and user agent from the request context. */
+export function auditColumns(entries: AuditEntry[]): AuditColumns {
+  if (entries.some((entry) => entry.tenantId !== entries[0]!.tenantId)) throw new Error('auditColumns: the records of one insert belong to one tenant')
+  const context = currentRequestContext()
+  const each = <T>(value: T) => entries.map(() => value)
+  return {
+    action: entries.map((e) => e.action), targetType: entries.map((e) => e.targetType),
+    targetId: entries.map((e) => (e.targetId === null ? null : String(e.targetId))), changes: entries.map((e) => JSON.stringify(redact(e.changes ?? {}))),
+    actorId: each(context.actorId), requestId: each(context.requestId), ip: each(context.ip), userAgent: each(context.userAgent),
+  }
 }
 
 /**
- * The insert of audit records (at least one), to execute or to run inside another statement (e.g. an
- * event insert), only when `onlyIf` holds: from arrays, so that its text is the same whatever the number of records.
+ * The insert of audit records, to execute or to run inside another statement (e.g. an event insert),
+ * only when `onlyIf` holds: from arrays, so that its text is the same whatever the number of records
+ * (and the columns may be a `shapedStatement`'s stand-ins).
  */
-export function auditInsert(entries: AuditEntry[], onlyIf?: RawBuilder<boolean>): RawBuilder<unknown> {
-  const tenantId = entries[0]!.tenantId
-  if (entries.some((entry) => entry.tenantId !== tenantId)) throw new Error('auditInsert: the records of one insert belong to one tenant')
-  const context = currentRequestContext()
+export function auditInsert(tenantId: number, columns: AuditColumns, onlyIf?: RawBuilder<boolean>): RawBuilder<unknown> {
   return sql`insert into audit_log (tenant_id, actor_id, action, target_type, target_id, changes, request_id, ip, user_agent)
-    select ${tenantId}::bigint, ${context.actorId}::bigint, a.action, a.target_type, a.target_id, a.changes, ${context.requestId}::text, ${context.ip}::text, ${context.userAgent}::text
-    from unnest(${entries.map((e) => e.action)}::text[], ${entries.map((e) => e.targetType)}::text[],
-      ${entries.map((e) => (e.targetId === null ? null : String(e.targetId)))}::text[], ${entries.map((e) => JSON.stringify(redact(e.changes ?? {})))}::jsonb[])
-      with ordinality as a(action, target_type, target_id, changes, n)
+    select ${tenantId}::bigint, a.actor_id, a.action, a.target_type, a.target_id, a.changes, a.request_id, a.ip, a.user_agent
+    from unnest(${columns.action}::text[], ${columns.targetType}::text[], ${columns.targetId}::text[], ${columns.changes}::jsonb[],
+      ${columns.actorId}::bigint[], ${columns.requestId}::text[], ${columns.ip}::text[], ${columns.userAgent}::text[])
+      with ordinality as a(action, target_type, target_id, changes, actor_id, request_id, ip, user_agent, n)
     ${onlyIf ? sql`where ${onlyIf}` : sql``}
     order by a.n`
 }

@@ -15,7 +15,8 @@ type AnySelect = SelectQueryBuilder<any, any, any>
  * so that the platform needs no import of the shared-items module.
  */
 export function contentShareTarget(content: ContentResource, variants?: VariantUrls) {
-  const numeric = (id: number | string) => Number(id)
+  // a number is kept as it is: it may be a `shapedStatement`'s stand-in
+  const numeric = (id: number | string) => (typeof id === 'string' ? Number(id) : id)
   const described = (row: ContentRow, visible: boolean, ctx: { appUrl: string; baseUrl: string }) => {
     const value = content.titleColumn ? row[content.titleColumn] : undefined
     return {

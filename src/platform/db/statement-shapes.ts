@@ -21,7 +21,7 @@ export function verifyShapedStatements(on = true): void {
  * Node time that was not the framework's or the driver's (12 % of its CPU profile).
  *
  * `build` receives the values as stand-ins that behave like them (boxed numbers and strings, copied
- * arrays and buffers, one level of plain objects such as the actor) but are recognizable by identity
+ * arrays and buffers, plain objects such as the actor with their fields stood in) but are recognizable by identity
  * among the compiled parameters; every later execution of the same shape swaps its own values in.
  * Booleans, sets and the `fixed` arguments are passed as they are. So the shape key must name every
  * decision `build` takes on anything but the stand-ins' identity: which branch a boolean or a set
@@ -49,19 +49,19 @@ export function shapedStatement<V extends Record<string, unknown>, F extends unk
 
 function compileShape<V extends Record<string, unknown>, F extends unknown[]>(build: (values: V, ...fixed: F) => Compilable<unknown>, values: V, fixed: F): Shape {
   const paths = new Map<unknown, Path>()
-  const standIns = Object.fromEntries(Object.entries(values).map(([key, value]) => [key, standIn(value, [key], paths, true)])) as V
+  const standIns = standIn(values, [], paths) as V
   const compiled = build(standIns, ...fixed).compile()
   return { compiled, parameters: compiled.parameters.map((p) => (paths.has(p) ? { path: paths.get(p)! } : { constant: p })) }
 }
 
-function standIn(value: unknown, path: Path, paths: Map<unknown, Path>, top: boolean): unknown {
+function standIn(value: unknown, path: Path, paths: Map<unknown, Path>): unknown {
   let stood: unknown
   if (typeof value === 'number') stood = Object(value)
   else if (typeof value === 'string') stood = Object(value)
   else if (Array.isArray(value)) stood = [...value]
   else if (Buffer.isBuffer(value)) stood = Buffer.from(value)
-  else if (top && value !== null && typeof value === 'object' && Object.getPrototypeOf(value) === Object.prototype) {
-    return Object.fromEntries(Object.entries(value).map(([key, field]) => [key, standIn(field, [...path, key], paths, false)]))
+  else if (value !== null && typeof value === 'object' && Object.getPrototypeOf(value) === Object.prototype) {
+    return Object.fromEntries(Object.entries(value).map(([key, field]) => [key, standIn(field, [...path, key], paths)]))
   } else return value
   paths.set(stood, path)
   return stood

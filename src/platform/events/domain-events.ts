@@ -27,18 +27,25 @@ export interface DomainEventSubscriber {
    */
   probe?: (tenantId: number, type: RawBuilder<unknown>) => RawBuilder<boolean>
   /**
-   * A write that rides in the events' own insert (optional), as a data-modifying CTE: given the
-   * events of a recording (before they are stored, so without ids), the insert to run with them, or
-   * undefined to take the `probe`/`handle` path for this recording. When it returns an insert,
-   * `handle` is not called for the recording. With `onlyIf`, the insert writes only when it holds.
+   * A write that rides in the events' own insert (optional), as a data-modifying CTE, in two steps so
+   * that a statement can be compiled once per shape (`shapedStatement`): `values` gives, for the events
+   * of a recording (before they are stored, so without ids), what to insert as plain values (arrays,
+   * strings, numbers; never decided on by `insert`), or undefined to take the `probe`/`handle` path
+   * for this recording; `insert` is the insert of those values (maybe stand-ins), writing only when
+   * `onlyIf` holds. When it rides, `handle` is not called for the recording.
    */
-  alongside?: (events: DomainEvent[], onlyIf?: RawBuilder<boolean>) => RidingInsert | undefined
+  alongside?: {
+    values: (events: DomainEvent[]) => RiderValues | undefined
+    insert: (tenantId: number, values: RiderValues, onlyIf?: RawBuilder<boolean>) => RidingInsert
+  }
   /** Called once per recording with its events (in order) for which the probe held. */
   handle: (db: Db, events: RecordedEvent[]) => Promise<void>
 }
 
 /** An insert that can ride in another statement's WITH (no RETURNING needed). */
 export type RidingInsert = RawBuilder<unknown>
+/** What a riding insert writes, as values (see `alongside`). */
+export type RiderValues = object
 const subscribers: DomainEventSubscriber[] = []
 
 export function subscribeToDomainEvents(subscriber: DomainEventSubscriber): void {
@@ -61,11 +68,13 @@ export async function recordDomainEvents(db: Db, events: DomainEvent[]): Promise
   if (events.length === 0) return []
   const tenantId = events[0]!.tenantId
   if (events.some((event) => event.tenantId !== tenantId)) throw new Error('recordDomainEvents: the events of one call belong to one tenant')
-  const { along, handlers } = ridersOf(events)
+  const riders = riderValues(events)
+  const along = ridingInserts(tenantId, riders)
+  const handlers = handlersBesides(riders)
   const type = sql.ref('domain_events.type')
   const probes = handlers.map((subscriber, i) => sql`, ${subscriber.probe ? subscriber.probe(tenantId, type) : sql`true`} as ${sql.id(`probe${i}`)}`)
   const { rows } = await sql<{ id: string } & Record<string, boolean>>`${withClause(along)}
-    ${eventsInsert(tenantId, events)}
+    ${eventsInsert(tenantId, eventColumns(events))}
     returning id${probes.length > 0 ? sql.join(probes, sql``) : sql``}`.execute(db)
   const recorded = events.map((event, i) => ({ ...event, id: rows[i]!.id }))
   for (const [i, subscriber] of handlers.entries()) {
@@ -75,40 +84,86 @@ export async function recordDomainEvents(db: Db, events: DomainEvent[]): Promise
   return recorded.map((event) => event.id)
 }
 
-/** The insert of events of one tenant (from arrays: one statement text whatever their number), only when `onlyIf` holds. */
-function eventsInsert(tenantId: number, events: DomainEvent[], onlyIf?: RawBuilder<boolean>) {
+/** Events as their insert takes them: one array per column (one statement text whatever their number). */
+export interface EventColumns {
+  type: string[]
+  actorId: Array<number | null>
+  subjectType: string[]
+  subjectId: string[]
+  data: string[]
+}
+
+const eventColumns = (events: DomainEvent[]): EventColumns => ({
+  type: events.map((e) => e.type), actorId: events.map((e) => e.actorId), subjectType: events.map((e) => e.subjectType),
+  subjectId: events.map((e) => String(e.subjectId)), data: events.map((e) => JSON.stringify(e.data ?? {})),
+})
+
+/** The insert of events of one tenant, only when `onlyIf` holds. */
+function eventsInsert(tenantId: number, columns: EventColumns, onlyIf?: RawBuilder<boolean>) {
   return sql`insert into domain_events (tenant_id, type, actor_id, subject_type, subject_id, data)
     select ${tenantId}::bigint, e.type, e.actor_id, e.subject_type, e.subject_id, e.data
-    from unnest(${events.map((e) => e.type)}::text[], ${events.map((e) => e.actorId)}::bigint[], ${events.map((e) => e.subjectType)}::text[],
-      ${events.map((e) => String(e.subjectId))}::text[], ${events.map((e) => JSON.stringify(e.data ?? {}))}::jsonb[])
+    from unnest(${columns.type}::text[], ${columns.actorId}::bigint[], ${columns.subjectType}::text[],
+      ${columns.subjectId}::text[], ${columns.data}::jsonb[])
       with ordinality as e(type, actor_id, subject_type, subject_id, data, n)
     ${onlyIf ? sql`where ${onlyIf}` : sql``}
     order by e.n`
 }
 
+/** The values of events written by a caller's single statement: the events' columns and, by CTE name, the riders' values. */
+export interface EventWrites {
+  events: EventColumns
+  riders: Record<string, RiderValues>
+}
+
 /**
  * Events of one tenant written by a caller's single statement, for a change made without a
- * transaction of its own: their insert and the riders' inserts as common table expressions, each
- * writing only when `onlyIf` holds. `unheeded` holds when no other subscriber has work for these
- * events (their probes): the caller writes only then, and else takes the transactional way
- * (`recordDomainEvents`), where those subscribers run. Undefined when a subscriber without a probe
- * would have to run.
+ * transaction of its own, as values (`eventWritesSql` makes their SQL). Undefined when a subscriber
+ * without a probe would have to run: the caller then takes the transactional way (`recordDomainEvents`).
  */
-export function domainEventWrites(events: DomainEvent[], onlyIf: RawBuilder<boolean>) {
+export function domainEventWrites(events: DomainEvent[]): EventWrites | undefined {
   const tenantId = events[0]!.tenantId
   if (events.some((event) => event.tenantId !== tenantId)) throw new Error('domainEventWrites: the events of one statement belong to one tenant')
-  const { along, handlers } = ridersOf(events, onlyIf)
-  if (handlers.some((handler) => !handler.probe)) return undefined
-  const heeded = handlers.map((handler) => handler.probe!(tenantId, sql.ref('e.type')))
+  const riders = riderValues(events)
+  if (handlersBesides(riders).some((handler) => !handler.probe)) return undefined
+  return { events: eventColumns(events), riders }
+}
+
+/** What `eventWritesSql` decides on besides the values (a `shapedStatement` key): which subscribers ride. */
+export const eventWritesKey = (writes: EventWrites): string => Object.keys(writes.riders).join(',')
+
+/**
+ * The SQL of `domainEventWrites` (its values may be stand-ins): the events' insert and the riders'
+ * inserts as common table expressions, each writing only when `onlyIf` holds. `unheeded` holds when
+ * no other subscriber has work for these events (their probes): the caller writes only then, and
+ * else takes the transactional way, where those subscribers run.
+ */
+export function eventWritesSql(tenantId: number, writes: EventWrites, onlyIf: RawBuilder<boolean>) {
+  const heeded = handlersBesides(writes.riders).map((handler) => handler.probe!(tenantId, sql.ref('e.type')))
   const unheeded = heeded.length === 0 ? sql<boolean>`true`
-    : sql<boolean>`not exists (select from unnest(${events.map((e) => e.type)}::text[]) as e(type) where ${sql.join(heeded, sql` or `)})`
-  const ctes: CommonTableExpression[] = [...along, ['recorded_events', eventsInsert(tenantId, events, onlyIf)]]
+    : sql<boolean>`not exists (select from unnest(${writes.events.type}::text[]) as e(type) where ${sql.join(heeded, sql` or `)})`
+  const ctes: CommonTableExpression[] = [...ridingInserts(tenantId, writes.riders, onlyIf), ['recorded_events', eventsInsert(tenantId, writes.events, onlyIf)]]
   return { ctes, unheeded }
 }
 
-/** The riders' inserts for these events (as named CTEs) and the subscribers that handle them instead. */
-function ridersOf(events: DomainEvent[], onlyIf?: RawBuilder<boolean>) {
-  const riders = subscribers.map((subscriber) => subscriber.alongside?.(events, onlyIf))
-  const along = riders.flatMap((rider, i): CommonTableExpression[] => (rider ? [[`along${i}`, rider]] : []))
-  return { along, handlers: subscribers.filter((_, i) => !riders[i]) }
+const riderName = (index: number) => `along${index}`
+
+/** The riders' values for these events, by CTE name (subscribers that do not ride are absent). */
+function riderValues(events: DomainEvent[]): Record<string, RiderValues> {
+  const riders: Record<string, RiderValues> = {}
+  for (const [i, subscriber] of subscribers.entries()) {
+    const values = subscriber.alongside?.values(events)
+    if (values) riders[riderName(i)] = values
+  }
+  return riders
 }
+
+/** The riders' inserts (as named CTEs). */
+function ridingInserts(tenantId: number, riders: Record<string, RiderValues>, onlyIf?: RawBuilder<boolean>): CommonTableExpression[] {
+  return subscribers.flatMap((subscriber, i): CommonTableExpression[] => {
+    const values = riders[riderName(i)]
+    return values ? [[riderName(i), subscriber.alongside!.insert(tenantId, values, onlyIf)]] : []
+  })
+}
+
+/** The subscribers that handle the events themselves (those that do not ride). */
+const handlersBesides = (riders: Record<string, RiderValues>) => subscribers.filter((_, i) => !Object.hasOwn(riders, riderName(i)))
