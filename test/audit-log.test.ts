@@ -3,7 +3,7 @@ import { test } from 'node:test'
 import type { LightMyRequestResponse } from 'fastify'
 import { parse } from 'csv-parse/sync'
 import { sql } from 'kysely'
-import { purgeAuditLog } from '../src/platform/audit/audit-log.js'
+import { diff, purgeAuditLog, recordAudit, REDACTED } from '../src/platform/audit/audit-log.js'
 import { buildTestApp, call } from './helpers/build-test-app.js'
 import { given, type GivenTenant } from './helpers/given.js'
 import { testDb } from './helpers/test-database.js'
@@ -190,4 +190,21 @@ test('retention purges old records; a black-out anonymizes the user in earlier r
   assert.ok((await purgeAuditLog(db, 365)) >= 1)
   assert.equal((await auditLog(tenant, '?filter[action]=role.create')).length, 0)
   assert.ok((await auditLog(tenant, '?filter[action]=user.blackout')).length === 1, 'recent records stay')
+})
+
+test('secret-looking fields are redacted at any depth, whatever a call site passes; a create\'s diff lists every field with a value', async () => {
+  const tenant = await given.tenant(db)
+  const changes = {
+    ...diff(undefined, { name: 'n', empty: null, skipped: undefined, count: 0 }),
+    password: ['old', 'new'], password_change_required: [false, true],
+    nested: { api_token: 'tok', kept: 1, list: [{ client_secret: 's', value: 'v', note: 'n' }] },
+  }
+  await recordAudit(db, { tenantId: tenant.id, action: 'test.redaction', targetType: 'test', targetId: 1, changes })
+
+  const row = await db.selectFrom('audit_log').select('changes').where('tenant_id', '=', tenant.id).where('action', '=', 'test.redaction').executeTakeFirstOrThrow()
+  assert.deepEqual(row.changes, {
+    name: [null, 'n'], count: [null, 0],
+    password: REDACTED, password_change_required: [false, true],
+    nested: { api_token: REDACTED, kept: 1, list: [{ client_secret: REDACTED, value: REDACTED, note: 'n' }] },
+  })
 })

@@ -16,12 +16,8 @@ export interface AuditEntry {
 const SECRET_FIELD = /password(?!_change_required)|secret|token|hash|private|credential|^value$/i
 export const REDACTED = '[redacted]'
 
-function redact(value: unknown, key = ''): unknown {
-  if (SECRET_FIELD.test(key)) return REDACTED
-  if (Array.isArray(value)) return value.map((v) => redact(v))
-  if (value && typeof value === 'object') return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, redact(v, k)]))
-  return value
-}
+/** A `JSON.stringify` replacer: the value of a secret-looking key, at any depth, is replaced. */
+const redactSecrets = (key: string, value: unknown): unknown => (key !== '' && SECRET_FIELD.test(key) ? REDACTED : value)
 
 /** JSON with object keys sorted (jsonb does not keep key order), dates as ISO strings. */
 function canonical(value: unknown): string {
@@ -42,8 +38,13 @@ export function diff(before: object | undefined, after: object): Record<string, 
   const changes: Record<string, [unknown, unknown]> = {}
   for (const [field, value] of Object.entries(after)) {
     if (value === undefined) continue
-    const old = plain((before as Record<string, unknown> | undefined)?.[field])
     const now = plain(value)
+    // a create: every field with a value changed (from null), no comparison needed
+    if (before === undefined) {
+      if (now !== null) changes[field] = [null, now]
+      continue
+    }
+    const old = plain((before as Record<string, unknown>)[field])
     if (canonical(old) !== canonical(now)) changes[field] = [old, now]
   }
   return changes
@@ -82,7 +83,7 @@ export function auditColumns(entries: AuditEntry[]): AuditColumns {
   const each = <T>(value: T) => entries.map(() => value)
   return {
     action: entries.map((e) => e.action), targetType: entries.map((e) => e.targetType),
-    targetId: entries.map((e) => (e.targetId === null ? null : String(e.targetId))), changes: entries.map((e) => JSON.stringify(redact(e.changes ?? {}))),
+    targetId: entries.map((e) => (e.targetId === null ? null : String(e.targetId))), changes: entries.map((e) => JSON.stringify(e.changes ?? {}, redactSecrets)),
     actorId: each(context.actorId), requestId: each(context.requestId), ip: each(context.ip), userAgent: each(context.userAgent),
   }
 }
