@@ -366,3 +366,26 @@ test('a send to listed users probes them by id in the plan the pool keeps (gener
   assert.doesNotMatch(plan, /Seq Scan on users|Hash Join/, plan)
   assert.match(plan, /Index Cond: \(\(tenant_id = \$\d+\) AND \(id = /, plan)
 })
+
+test('a list without limit, compiled once for every user, streams each user their own records past the first batch', async () => {
+  const { tenant, alice, bob } = await withTwoUsers()
+  await sql`insert into notifications (tenant_id, notifiable_id, type, targetable_type, targetable_id, source_key, data, read_at)
+    select ${tenant.id}, ${alice.id}, 'genericNotification', 'genericNotification', g, 'bulk-' || g, '{"title":"t"}', case when g % 2 = 0 then now() end
+    from generate_series(1, 1500) g`.execute(db)
+  await given.notification(db, tenant, bob.id)
+  await given.notification(db, tenant, bob.id, { read_at: '2024-01-01 00:00:00' })
+
+  for (let round = 0; round < 2; round++) {
+    const all = await get(alice.token, '/api/notifications?selects=id,targetable_id')
+    assert.equal(all.statusCode, 200)
+    const rows = all.json() as Array<{ targetable_id: number }>
+    assert.equal(rows.length, 1500)
+    assert.deepEqual(new Set(rows.map((r) => r.targetable_id)).size, 1500)
+    const unread = await get(alice.token, '/api/notifications?selects=id,targetable_id&filter[read_at]=null')
+    assert.equal(unread.json().length, 750)
+    assert.ok(unread.json().every((r: { targetable_id: number }) => r.targetable_id % 2 === 1))
+    const bobs = await get(bob.token, '/api/notifications?selects=id,targetable_id')
+    assert.equal(bobs.json().length, 2)
+    assert.equal((await get(bob.token, '/api/notifications?selects=id,targetable_id&filter[read_at]=null')).json().length, 1)
+  }
+})

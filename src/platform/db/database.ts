@@ -331,6 +331,15 @@ export async function executeCompiled<R>(db: Db, compiled: CompiledQuery<R>): Pr
   }
 }
 
+/**
+ * Streams the rows of a statement compiled beforehand (`shapedStatement`) through Kysely's executor,
+ * `chunkSize` rows per cursor read: what a select query builder's `stream` does after compiling.
+ */
+export async function* streamCompiled<R>(db: Db, compiled: CompiledQuery<R>, chunkSize: number): AsyncGenerator<R> {
+  // Kysely's plugins key their per-query state by this object (it does not export its own maker)
+  for await (const result of db.getExecutor().stream(compiled, chunkSize, { queryId: 'streamCompiled' })) yield* result.rows
+}
+
 /** Opens Kysely on the resolved PostgreSQL; `close` ends the pool and stops an embedded server we started. */
 export async function openDatabase(options: DatabaseOptions): Promise<DatabaseHandle> {
   const { url, directUrl, stop } = await resolveDatabaseUrl(options)

@@ -208,6 +208,9 @@ export async function presentRows(
   return output
 }
 
+/** What a list is streamed from: a select query, or a statement compiled beforehand (`streamCompiled`). */
+export interface RowStream { stream(chunkSize: number): AsyncIterable<unknown> }
+
 /**
  * Streams a list as a JSON array from a server-side cursor, presenting rows in batches, so that an
  * unlimited list of 100,000 rows never sits in memory at once. The first batch is read before
@@ -216,7 +219,7 @@ export async function presentRows(
  * do) is answered as a plain array in one write instead of a chunked stream.
  */
 export async function streamJsonArray(
-  query: AnySelect,
+  query: RowStream,
   present: (rows: Record<string, unknown>[]) => Promise<Record<string, unknown>[]>,
   stringify: (item: Record<string, unknown>) => string = JSON.stringify,
   batchSize = 1000,

@@ -2,8 +2,8 @@ import type { Readable } from 'node:stream'
 import type { CompiledQuery, SelectQueryBuilder } from 'kysely'
 import { notFound } from '../http/errors.js'
 import { shapedStatement } from '../db/statement-shapes.js'
-import { executeCompiled } from '../db/database.js'
-import { applyListQuery, applySelects, parsedQueryShape, presentRows, storedFieldsKey, streamJsonArray } from './apply-query.js'
+import { executeCompiled, streamCompiled } from '../db/database.js'
+import { applyListQuery, applySelects, parsedQueryShape, presentRows, storedFieldsKey, streamJsonArray, type RowStream } from './apply-query.js'
 import { parseListQuery, parseShowQuery, type ParsedQuery, type RawListQuery } from './parse-query.js'
 import type { QueryContext, ResourceDef } from './resource.js'
 
@@ -68,7 +68,15 @@ export async function listResource(
   const parsed = parseListQuery(resource, raw, ctx)
   const present = (rows: Record<string, unknown>[]) => presentRows(resource, parsed, rows, ctx)
   if (parsed.limit !== undefined) return present(await readRows(ctx, resource, base, parsed, applyPage, parsedQueryShape(parsed)))
-  return streamJsonArray(applyListQuery(built(ctx, base), resource, parsed, ctx), present)
+  return streamJsonArray(streamedRows(ctx, resource, base, parsed), present)
+}
+
+/** The rows of an unlimited list, for a cursor: compiled once per shape, as a page is, when `base` is shaped. */
+function streamedRows(ctx: QueryContext, resource: ResourceDef, base: Base, parsed: ParsedQuery): RowStream {
+  const shapeKey = parsedQueryShape(parsed)
+  if (!('build' in base) || shapeKey === undefined) return applyListQuery(built(ctx, base), resource, parsed, ctx)
+  const compiled = readStatement(applyPage, base.build, resource)(`${base.key} ${shapeKey}`, { ...base.values, tenantId: ctx.tenantId }, resource, parsed)
+  return { stream: (chunkSize) => streamCompiled(ctx.db, compiled, chunkSize) }
 }
 
 /** Runs a single read with `selects`/`relations`; 404 when `base` finds nothing. */
