@@ -332,12 +332,13 @@ export async function executeCompiled<R>(db: Db, compiled: CompiledQuery<R>): Pr
 }
 
 /**
- * Streams the rows of a statement compiled beforehand (`shapedStatement`) through Kysely's executor,
- * `chunkSize` rows per cursor read: what a select query builder's `stream` does after compiling.
+ * Streams the rows of a compiled statement (maybe compiled beforehand: `shapedStatement`) through
+ * Kysely's executor, in batches of at most `chunkSize` rows (one cursor read each): a select query
+ * builder's `stream` without its one-row-at-a-time iteration, which cost a promise per row.
  */
-export async function* streamCompiled<R>(db: Db, compiled: CompiledQuery<R>, chunkSize: number): AsyncGenerator<R> {
+export async function* streamCompiled<R>(db: Db, compiled: CompiledQuery<R>, chunkSize: number): AsyncGenerator<R[]> {
   // Kysely's plugins key their per-query state by this object (it does not export its own maker)
-  for await (const result of db.getExecutor().stream(compiled, chunkSize, { queryId: 'streamCompiled' })) yield* result.rows
+  for await (const result of db.getExecutor().stream(compiled, chunkSize, { queryId: 'streamCompiled' })) yield result.rows
 }
 
 /** Opens Kysely on the resolved PostgreSQL; `close` ends the pool and stops an embedded server we started. */

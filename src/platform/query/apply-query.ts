@@ -208,8 +208,8 @@ export async function presentRows(
   return output
 }
 
-/** What a list is streamed from: a select query, or a statement compiled beforehand (`streamCompiled`). */
-export interface RowStream { stream(chunkSize: number): AsyncIterable<unknown> }
+/** What a list is streamed from: batches of at most `chunkSize` rows (`streamCompiled`). */
+export type RowBatches = (chunkSize: number) => AsyncIterable<Record<string, unknown>[]>
 
 /**
  * Streams a list as a JSON array from a server-side cursor, presenting rows in batches, so that an
@@ -219,39 +219,31 @@ export interface RowStream { stream(chunkSize: number): AsyncIterable<unknown> }
  * do) is answered as a plain array in one write instead of a chunked stream.
  */
 export async function streamJsonArray(
-  query: RowStream,
+  source: RowBatches,
   present: (rows: Record<string, unknown>[]) => Promise<Record<string, unknown>[]>,
   stringify: (item: Record<string, unknown>) => string = JSON.stringify,
   batchSize = 1000,
 ): Promise<Readable | Record<string, unknown>[]> {
-  const rows = query.stream(batchSize)[Symbol.asyncIterator]()
-  const head: Record<string, unknown>[] = []
-  let next = await rows.next()
-  for (; !next.done && head.length < batchSize; next = await rows.next()) head.push(next.value as Record<string, unknown>)
+  const batches = source(batchSize)[Symbol.asyncIterator]()
+  const first = await batches.next()
+  const head = first.done ? [] : first.value
+  let next = first.done ? first : await batches.next()
   if (next.done) return present(head)
   async function* generate(): AsyncGenerator<string> {
-    let first = true
-    const flush = async function* (batch: Record<string, unknown>[]) {
+    let opened = false
+    for (let batch = head; ; batch = next.value, next = await batches.next()) {
       const items = await present(batch)
-      if (items.length === 0) return
-      const text = items.map(stringify).join(',')
-      yield first ? `[${text}` : `,${text}`
-      first = false
-    }
-    yield* flush(head)
-    let batch: Record<string, unknown>[] = []
-    for (let row = next; !row.done; row = await rows.next()) {
-      batch.push(row.value as Record<string, unknown>)
-      if (batch.length >= batchSize) {
-        yield* flush(batch)
-        batch = []
+      if (items.length > 0) {
+        const text = items.map(stringify).join(',')
+        yield opened ? `,${text}` : `[${text}`
+        opened = true
       }
+      if (next.done) break
     }
-    if (batch.length > 0) yield* flush(batch)
-    yield first ? '[]' : ']'
+    yield opened ? ']' : '[]'
   }
   const stream = Readable.from(generate(), { objectMode: false })
   // a client that goes away early releases the cursor's connection
-  stream.on('close', () => { void rows.return?.(undefined) })
+  stream.on('close', () => { void batches.return?.(undefined) })
   return stream
 }

@@ -3,7 +3,7 @@ import type { CompiledQuery, SelectQueryBuilder } from 'kysely'
 import { notFound } from '../http/errors.js'
 import { shapedStatement } from '../db/statement-shapes.js'
 import { executeCompiled, streamCompiled } from '../db/database.js'
-import { applyListQuery, applySelects, parsedQueryShape, presentRows, storedFieldsKey, streamJsonArray, type RowStream } from './apply-query.js'
+import { applyListQuery, applySelects, parsedQueryShape, presentRows, storedFieldsKey, streamJsonArray, type RowBatches } from './apply-query.js'
 import { parseListQuery, parseShowQuery, type ParsedQuery, type RawListQuery } from './parse-query.js'
 import type { QueryContext, ResourceDef } from './resource.js'
 
@@ -72,11 +72,12 @@ export async function listResource(
 }
 
 /** The rows of an unlimited list, for a cursor: compiled once per shape, as a page is, when `base` is shaped. */
-function streamedRows(ctx: QueryContext, resource: ResourceDef, base: Base, parsed: ParsedQuery): RowStream {
+function streamedRows(ctx: QueryContext, resource: ResourceDef, base: Base, parsed: ParsedQuery): RowBatches {
   const shapeKey = parsedQueryShape(parsed)
-  if (!('build' in base) || shapeKey === undefined) return applyListQuery(built(ctx, base), resource, parsed, ctx)
-  const compiled = readStatement(applyPage, base.build, resource)(`${base.key} ${shapeKey}`, { ...base.values, tenantId: ctx.tenantId }, resource, parsed)
-  return { stream: (chunkSize) => streamCompiled(ctx.db, compiled, chunkSize) }
+  const compiled = !('build' in base) || shapeKey === undefined
+    ? applyListQuery(built(ctx, base), resource, parsed, ctx).compile()
+    : readStatement(applyPage, base.build, resource)(`${base.key} ${shapeKey}`, { ...base.values, tenantId: ctx.tenantId }, resource, parsed)
+  return (chunkSize) => streamCompiled(ctx.db, compiled as CompiledQuery<Record<string, unknown>>, chunkSize)
 }
 
 /** Runs a single read with `selects`/`relations`; 404 when `base` finds nothing. */
