@@ -23,7 +23,7 @@ export type SharedItemsService = ReturnType<typeof createSharedItemsService>
 
 interface ShareableTarget { def: ShareTargetDef; id: ShareTargetId }
 
-/** What the one-statement create writes, as values: stand-ins when its statement is compiled (`createStatementBase`). */
+/** What the one-statement create writes, as values: stand-ins when its statement is compiled (`createBuild`). */
 interface CreateValues extends Record<string, unknown> {
   actor: Actor
   targetId: ShareTargetId
