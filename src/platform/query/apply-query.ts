@@ -15,7 +15,7 @@ function fieldSql(resource: ResourceDef, name: string, tenantId: number): RawBui
  * What a remembered parsed query implies, worked out once. Remembered queries are the frozen ones
  * (`parseListQuery`), each parsed for one resource.
  */
-interface Implied { fields?: string[]; fieldsKey?: string; shape?: string; rowsAsPresented?: boolean; presenter?: Presenter }
+interface Implied { fields?: string[]; fieldsKey?: string; shape?: string; rowsAsPresented?: boolean; presenter?: Presenter; firstBatch?: ParsedQuery }
 const implied = new WeakMap<ParsedQuery, Implied>()
 
 /** `work(parsed)`, worked out once per remembered parse (under `part`), every time for any other. */
@@ -24,6 +24,11 @@ function once<K extends keyof Implied>(parsed: ParsedQuery, part: K, work: () =>
   let known = implied.get(parsed)
   if (!known) implied.set(parsed, (known = {}))
   return (known[part] ??= work()) as NonNullable<Implied[K]>
+}
+
+/** The parse of an unlimited list's first read: the same query limited to one row more than `batchSize`. */
+export function firstBatchOf(parsed: ParsedQuery, batchSize: number): ParsedQuery {
+  return once(parsed, 'firstBatch', () => Object.freeze({ ...parsed, limit: batchSize + 1 }))
 }
 
 /** Names of the stored fields a query must fetch to output `selects` (computed fields pull their inputs). */

@@ -3,7 +3,7 @@ import type { CompiledQuery, SelectQueryBuilder } from 'kysely'
 import { notFound } from '../http/errors.js'
 import { shapedStatement } from '../db/statement-shapes.js'
 import { executeCompiled, streamCompiled } from '../db/database.js'
-import { applyListQuery, applySelects, parsedQueryShape, presentRows, storedFieldsKey, streamJsonArray, type RowBatches } from './apply-query.js'
+import { applyListQuery, applySelects, firstBatchOf, parsedQueryShape, presentRows, storedFieldsKey, streamJsonArray, type RowBatches } from './apply-query.js'
 import { parseListQuery, parseShowQuery, type ParsedQuery, type RawListQuery } from './parse-query.js'
 import type { QueryContext, ResourceDef } from './resource.js'
 
@@ -68,8 +68,16 @@ export async function listResource(
   const parsed = parseListQuery(resource, raw, ctx)
   const present = (rows: Record<string, unknown>[]) => presentRows(resource, parsed, rows, ctx)
   if (parsed.limit !== undefined) return present(await readRows(ctx, resource, base, parsed, applyPage, parsedQueryShape(parsed)))
-  return streamJsonArray(streamedRows(ctx, resource, base, parsed), present)
+  // most unlimited lists fit in one batch: read as a page of one row more (one round trip, no cursor:
+  // S5 answered 20-40 % more requests so); a longer one is streamed from a cursor, from its start
+  const first = firstBatchOf(parsed, BATCH_SIZE)
+  const head = await readRows(ctx, resource, base, first, applyPage, parsedQueryShape(first))
+  if (head.length <= BATCH_SIZE) return present(head)
+  return streamJsonArray(streamedRows(ctx, resource, base, parsed), present, JSON.stringify, BATCH_SIZE)
 }
+
+/** Rows an unlimited list presents at a time, and the most it answers without a cursor. */
+const BATCH_SIZE = 1000
 
 /** The rows of an unlimited list, for a cursor: compiled once per shape, as a page is, when `base` is shaped. */
 function streamedRows(ctx: QueryContext, resource: ResourceDef, base: Base, parsed: ParsedQuery): RowBatches {
