@@ -3,7 +3,7 @@ import type { CompiledQuery, SelectQueryBuilder } from 'kysely'
 import { notFound } from '../http/errors.js'
 import { shapedStatement } from '../db/statement-shapes.js'
 import { executeCompiled, streamCompiled } from '../db/database.js'
-import { applyListQuery, applySelects, firstBatchOf, parsedQueryShape, presentRows, storedFieldsKey, streamJsonArray, type RowBatches } from './apply-query.js'
+import { applyListQuery, applySelects, firstBatchOf, parsedQueryShape, presentRows, storedFieldsKey, streamJsonArray } from './apply-query.js'
 import { parseListQuery, parseShowQuery, type ParsedQuery, type RawListQuery } from './parse-query.js'
 import type { QueryContext, ResourceDef } from './resource.js'
 
@@ -22,13 +22,13 @@ export interface ShapedBase<V extends Record<string, unknown>> {
 
 type Base = AnySelect | ShapedBase<any>
 type ShapeValues = Record<string, unknown> & { tenantId: number }
-type ApplyRead = (query: AnySelect, resource: ResourceDef, parsed: ParsedQuery, tenantId: number) => AnySelect
+type ApplyRead = (query: AnySelect, resource: ResourceDef, parsed: ParsedQuery, ctx: QueryContext) => AnySelect
 type ReadStatement = (key: string, values: ShapeValues, resource: ResourceDef, parsed: ParsedQuery) => CompiledQuery<Record<string, unknown>>
 
-// a plain filter, the select list and the sort read nothing of the context but the tenant id (custom filters are never shaped)
-const applyPage: ApplyRead = (query, resource, parsed, tenantId) => applyListQuery(query, resource, parsed, { tenantId } as QueryContext)
+const applyPage: ApplyRead = applyListQuery
+const applyShow: ApplyRead = (query, resource, parsed, ctx) => applySelects(query, resource, parsed, ctx.tenantId)
 // per kind of read, base builder and resource (all three are decisions of the statement)
-const readStatements = new Map<ApplyRead, WeakMap<object, WeakMap<ResourceDef, ReadStatement>>>([[applySelects, new WeakMap()], [applyPage, new WeakMap()]])
+const readStatements = new Map<ApplyRead, WeakMap<object, WeakMap<ResourceDef, ReadStatement>>>([[applyShow, new WeakMap()], [applyPage, new WeakMap()]])
 
 /** The query of `base` for this request (a shaped base built with its values). */
 function built(ctx: QueryContext, base: Base): AnySelect {
@@ -42,18 +42,23 @@ function readStatement(apply: ApplyRead, build: ShapedBase<any>['build'], resour
   if (!byResource) byBuild.set(build, (byResource = new WeakMap()))
   let statement = byResource.get(resource)
   if (!statement) {
-    statement = shapedStatement((stood: ShapeValues, r: ResourceDef, p: ParsedQuery) => apply(build(stood), r, p, stood.tenantId))
+    // a plain filter, the select list and the sort read nothing of the context but the tenant id (custom filters are never shaped)
+    statement = shapedStatement((stood: ShapeValues, r: ResourceDef, p: ParsedQuery) => apply(build(stood), r, p, { tenantId: stood.tenantId } as QueryContext))
     byResource.set(resource, statement)
   }
   return statement
 }
 
-/** Rows of `base` read by `apply` (a single read's selects, a page's query); compiled once per shape when `base` is shaped and `shapeKey` given. */
-async function readRows(ctx: QueryContext, resource: ResourceDef, base: Base, parsed: ParsedQuery, apply: ApplyRead, shapeKey: string | undefined): Promise<Record<string, unknown>[]> {
-  if (!('build' in base) || shapeKey === undefined) return apply(built(ctx, base), resource, parsed, ctx.tenantId).execute()
-  const compiled = readStatement(apply, base.build, resource)(`${base.key} ${shapeKey}`, { ...base.values, tenantId: ctx.tenantId }, resource, parsed)
-  return executeCompiled(ctx.db, compiled)
+/** The statement reading `base` by `apply` (a single read's selects, a page's query): compiled once per shape when `base` is shaped and the parse has a shape. */
+function readCompiled(ctx: QueryContext, resource: ResourceDef, base: Base, parsed: ParsedQuery, apply: ApplyRead): CompiledQuery<Record<string, unknown>> {
+  const shapeKey = apply === applyShow ? storedFieldsKey(resource, parsed) : parsedQueryShape(parsed)
+  if (!('build' in base) || shapeKey === undefined) return apply(built(ctx, base), resource, parsed, ctx).compile() as CompiledQuery<Record<string, unknown>>
+  return readStatement(apply, base.build, resource)(`${base.key} ${shapeKey}`, { ...base.values, tenantId: ctx.tenantId }, resource, parsed)
 }
+
+/** The rows of `readCompiled`'s statement. */
+const readRows = (ctx: QueryContext, resource: ResourceDef, base: Base, parsed: ParsedQuery, apply: ApplyRead) =>
+  executeCompiled(ctx.db, readCompiled(ctx, resource, base, parsed, apply))
 
 /**
  * Runs a list request: validates the query keys, applies them in SQL to `base` (already scoped to the
@@ -67,26 +72,17 @@ export async function listResource(
 ): Promise<Readable | Record<string, unknown>[]> {
   const parsed = parseListQuery(resource, raw, ctx)
   const present = (rows: Record<string, unknown>[]) => presentRows(resource, parsed, rows, ctx)
-  if (parsed.limit !== undefined) return present(await readRows(ctx, resource, base, parsed, applyPage, parsedQueryShape(parsed)))
+  if (parsed.limit !== undefined) return present(await readRows(ctx, resource, base, parsed, applyPage))
   // most unlimited lists fit in one batch: read as a page of one row more (one round trip, no cursor:
   // S5 answered 20-40 % more requests so); a longer one is streamed from a cursor, from its start
-  const first = firstBatchOf(parsed, BATCH_SIZE)
-  const head = await readRows(ctx, resource, base, first, applyPage, parsedQueryShape(first))
+  const head = await readRows(ctx, resource, base, firstBatchOf(parsed, BATCH_SIZE), applyPage)
   if (head.length <= BATCH_SIZE) return present(head)
-  return streamJsonArray(streamedRows(ctx, resource, base, parsed), present, JSON.stringify, BATCH_SIZE)
+  const compiled = readCompiled(ctx, resource, base, parsed, applyPage)
+  return streamJsonArray((chunkSize) => streamCompiled(ctx.db, compiled, chunkSize), present, JSON.stringify, BATCH_SIZE)
 }
 
 /** Rows an unlimited list presents at a time, and the most it answers without a cursor. */
 const BATCH_SIZE = 1000
-
-/** The rows of an unlimited list, for a cursor: compiled once per shape, as a page is, when `base` is shaped. */
-function streamedRows(ctx: QueryContext, resource: ResourceDef, base: Base, parsed: ParsedQuery): RowBatches {
-  const shapeKey = parsedQueryShape(parsed)
-  const compiled = !('build' in base) || shapeKey === undefined
-    ? applyListQuery(built(ctx, base), resource, parsed, ctx).compile()
-    : readStatement(applyPage, base.build, resource)(`${base.key} ${shapeKey}`, { ...base.values, tenantId: ctx.tenantId }, resource, parsed)
-  return (chunkSize) => streamCompiled(ctx.db, compiled as CompiledQuery<Record<string, unknown>>, chunkSize)
-}
 
 /** Runs a single read with `selects`/`relations`; 404 when `base` finds nothing. */
 export async function showResource(
@@ -109,7 +105,7 @@ export async function findResource(
   raw: RawListQuery,
 ): Promise<Record<string, unknown> | undefined> {
   const parsed = parseShowQuery(resource, raw, ctx)
-  const [row] = await readRows(ctx, resource, base, parsed, applySelects, storedFieldsKey(resource, parsed))
+  const [row] = await readRows(ctx, resource, base, parsed, applyShow)
   if (!row) return undefined
   const [item] = await presentRows(resource, parsed, [row as Record<string, unknown>], ctx)
   return item
