@@ -4,6 +4,7 @@ import { sql } from 'kysely'
 import { buildTestApp, call } from './helpers/build-test-app.js'
 import { given, type GivenTenant } from './helpers/given.js'
 import { testDb } from './helpers/test-database.js'
+import { genericPlanOf } from './helpers/generic-plan.js'
 import { folderVisibleSql } from '../src/modules/folders/folders.visibility.js'
 
 const db = testDb()
@@ -499,19 +500,7 @@ test('the path check probes the grants per folder in the plan the pool keeps (ge
   const actor = { userId: viewer.id, tenantId: tenant.id, roleId: role, departmentIds: [], permissions: new Set(['forms.view']), isAdmin: false, langId: 'en-US', tokenId: 0 }
   const page = db.selectFrom('folders as f').select('f.id').where('f.tenant_id', '=', tenant.id).where(folderVisibleSql(actor, 'f')).orderBy('f.id').limit(50).compile()
 
-  const plan = await db.connection().execute(async (conn) => {
-    await sql`set plan_cache_mode = force_generic_plan`.execute(conn)
-    try {
-      await conn.executeQuery({ sql: `prepare folder_page as ${page.sql}`, parameters: [], query: null as never })
-      // EXPLAIN EXECUTE takes no bind parameters: the values as literals
-      const literal = (value: unknown) => (Array.isArray(value) ? `'{${value.map(Number).join(',')}}'` : typeof value === 'number' ? String(value) : `'${String(value).replace(/'/g, "''")}'`)
-      const { rows } = await conn.executeQuery<{ 'QUERY PLAN': string }>({ sql: `explain execute folder_page(${page.parameters.map(literal).join(', ')})`, parameters: [], query: null as never })
-      return rows.map((r) => r['QUERY PLAN']).join('\n')
-    } finally {
-      await sql`deallocate folder_page`.execute(conn).catch(() => undefined)
-      await sql`reset plan_cache_mode`.execute(conn)
-    }
-  })
+  const plan = await genericPlanOf(db, page)
 
   // not an anti-join that first decides every restricted folder of the tenant
   assert.doesNotMatch(plan, /Anti Join|Materialize|Hash/, plan)

@@ -4,6 +4,7 @@ import { sql } from 'kysely'
 import { buildTestApp, call } from './helpers/build-test-app.js'
 import { given, type GivenTenant } from './helpers/given.js'
 import { testDb } from './helpers/test-database.js'
+import { genericPlanOf } from './helpers/generic-plan.js'
 import { applyListQuery } from '../src/platform/query/apply-query.js'
 import { parseListQuery } from '../src/platform/query/parse-query.js'
 import { notificationResource } from '../src/modules/notifications/notifications.resource.js'
@@ -348,20 +349,7 @@ test('a send to listed users probes them by id in the plan the pool keeps (gener
   const spec = { tenantId: tenant.id, type: 'genericNotification', targetableType: 'genericNotification', targetableId: 1, sourceKey: 'plan', data: { title: 't', body: 'b', url: '/' } }
   const recipients = recipientsSql({ ...spec, recipients: { userIds: [someone.id] } }, undefined).compile(db)
 
-  const plan = await db.connection().execute(async (conn) => {
-    await sql`set plan_cache_mode = force_generic_plan`.execute(conn)
-    try {
-      await conn.executeQuery({ sql: `prepare recipients_plan as ${recipients.sql}`, parameters: [], query: null as never })
-      // EXPLAIN EXECUTE takes no bind parameters: the values as literals (numbers and arrays of numbers)
-      const literal = (value: unknown) => (Array.isArray(value) ? `'{${value.map(Number).join(',')}}'` : String(Number(value)))
-      const values = recipients.parameters.map(literal).join(', ')
-      const { rows } = await conn.executeQuery<{ 'QUERY PLAN': string }>({ sql: `explain execute recipients_plan(${values})`, parameters: [], query: null as never })
-      return rows.map((r) => r['QUERY PLAN']).join('\n')
-    } finally {
-      await sql`deallocate recipients_plan`.execute(conn).catch(() => undefined)
-      await sql`reset plan_cache_mode`.execute(conn)
-    }
-  })
+  const plan = await genericPlanOf(db, recipients)
 
   assert.doesNotMatch(plan, /Seq Scan on users|Hash Join/, plan)
   assert.match(plan, /Index Cond: \(\(tenant_id = \$\d+\) AND \(id = /, plan)
