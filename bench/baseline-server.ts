@@ -8,7 +8,11 @@ import { calculateJwkThumbprint, exportJWK, generateKeyPair, SignJWT } from 'jos
 import { runMigrations } from 'graphile-worker'
 import pg from 'pg'
 
-const rawPool = new pg.Pool({ connectionString: process.env.DATABASE_URL, max: 20, options: '-c TimeZone=UTC -c jit=off' })
+const rawPool = new pg.Pool({
+  connectionString: process.env.DATABASE_URL,
+  max: 20,
+  options: '-c TimeZone=UTC -c jit=off',
+})
 // prepared (named) statements, as the API uses: the baseline must be the fastest way to the same answer
 const names = new Map<string, string>()
 const pool = {
@@ -19,7 +23,9 @@ const pool = {
   },
 }
 /** A transaction on one connection, with the same named statements. */
-async function transaction<T>(work: (query: (text: string, values?: unknown[]) => Promise<pg.QueryResult>) => Promise<T>): Promise<T> {
+async function transaction<T>(
+  work: (query: (text: string, values?: unknown[]) => Promise<pg.QueryResult>) => Promise<T>,
+): Promise<T> {
   const client = await rawPool.connect()
   const query = (text: string, values: unknown[] = []) => {
     let name = names.get(text)
@@ -55,7 +61,10 @@ const q = (request: { query: unknown }) => request.query as Record<string, strin
 app.get('/floor', async () => ({ status: 'ok' }))
 // S1 / S9: one user by primary key
 app.get('/users/:id', async (request) => {
-  const { rows } = await pool.query(`select ${BASIC}, ${EXTENDED} from users where tenant_id = $1 and id = $2`, [q(request).tenant, (request.params as { id: string }).id])
+  const { rows } = await pool.query(`select ${BASIC}, ${EXTENDED} from users where tenant_id = $1 and id = $2`, [
+    q(request).tenant,
+    (request.params as { id: string }).id,
+  ])
   return rows[0]
 })
 // S6: text search, first 100
@@ -64,24 +73,35 @@ app.get('/users', async (request) => {
   const { rows } = await pool.query(
     `select ${BASIC} from users where tenant_id = $1 and deleted_at is null
        and (username ilike $2 or first_name ilike $2 or last_name ilike $2 or trim(first_name || ' ' || last_name) ilike $2 or email ilike $2 or staff_number ilike $2)
-     order by id limit 100`, [q(request).tenant, pattern])
+     order by id limit 100`,
+    [q(request).tenant, pattern],
+  )
   return rows
 })
 // S2: unread count
 app.get('/notifications/count', async (request) => {
-  const { rows } = await pool.query('select count(*)::int as n from notifications where tenant_id = $1 and notifiable_id = $2 and read_at is null', [q(request).tenant, q(request).user])
+  const { rows } = await pool.query(
+    'select count(*)::int as n from notifications where tenant_id = $1 and notifiable_id = $2 and read_at is null',
+    [q(request).tenant, q(request).user],
+  )
   return rows[0].n
 })
 // S3: first page of notifications
 app.get('/notifications', async (request) => {
-  const { rows } = await pool.query(`select ${NOTIFICATION} from notifications where tenant_id = $1 and notifiable_id = $2
-    order by created_at desc nulls last, id desc nulls last limit 50`, [q(request).tenant, q(request).user])
+  const { rows } = await pool.query(
+    `select ${NOTIFICATION} from notifications where tenant_id = $1 and notifiable_id = $2
+    order by created_at desc nulls last, id desc nulls last limit 50`,
+    [q(request).tenant, q(request).user],
+  )
   return rows
 })
 // S7: mark one notification read
 app.put('/notifications/:id', async (request) => {
-  const { rows } = await pool.query(`update notifications set read_at = now(), seen_at = coalesce(seen_at, now()), updated_at = now()
-    where tenant_id = $1 and notifiable_id = $2 and id = $3 returning ${NOTIFICATION}`, [q(request).tenant, q(request).user, (request.params as { id: string }).id])
+  const { rows } = await pool.query(
+    `update notifications set read_at = now(), seen_at = coalesce(seen_at, now()), updated_at = now()
+    where tenant_id = $1 and notifiable_id = $2 and id = $3 returning ${NOTIFICATION}`,
+    [q(request).tenant, q(request).user, (request.params as { id: string }).id],
+  )
   return { status: 'success', data: rows[0] }
 })
 
@@ -94,32 +114,57 @@ const grantOk = (alias: string, idExpr: string) => `((
 
 // S4: first 50 shared items the user may view
 app.get('/shared-items', async (request) => {
-  const { rows } = await pool.query(`select si.id, si.user_id::int, si.type, si.redirect_type, si.targetable_type, si.targetable_id::int as targetable_id, si.config,
+  const { rows } = await pool.query(
+    `select si.id, si.user_id::int, si.type, si.redirect_type, si.targetable_type, si.targetable_id::int as targetable_id, si.config,
       'http://127.0.0.1/shared/' || si.id as url, ${ts('si.created_at')} as created_at, ${ts('si.updated_at')} as updated_at, ${ts('si.deleted_at')} as deleted_at
     from shared_items si, users u where u.tenant_id = $1 and u.id = $2 and si.tenant_id = $1 and si.deleted_at is null and ${grantOk('sharedItem', 'si.id')}
-    order by si.id limit 50`, [q(request).tenant, q(request).user])
+    order by si.id limit 50`,
+    [q(request).tenant, q(request).user],
+  )
   return rows
 })
 // S5 (and S5-limit50 with `limit`): visible folders of a type: no folder on the path may carry view grants that exclude the user
 app.get('/folders', async (request) => {
   const limit = q(request).limit
-  const { rows } = await pool.query(`select f.id::int, f.type, f.parent_id::int, f.lang_id,
+  const { rows } = await pool.query(
+    `select f.id::int, f.type, f.parent_id::int, f.lang_id,
       (select t.name from folder_translations t where t.tenant_id = f.tenant_id and t.folder_id = f.id order by (t.lang_id = f.lang_id) desc limit 1) as name,
       f.icon_id, f.show_on_menu, f.user_id, ${ts('f.created_at')} as created_at, ${ts('f.updated_at')} as updated_at
     from folders f, users u where u.tenant_id = $1 and u.id = $2 and f.tenant_id = $1 and f.type = $3
       and not exists (select 1 from unnest(f.path) as a(fid) where not ${grantOk('folder', 'a.fid')})
-    order by f.id${limit ? ' limit $4' : ''}`, [q(request).tenant, q(request).user, q(request).type, ...(limit ? [Number(limit)] : [])])
+    order by f.id${limit ? ' limit $4' : ''}`,
+    [q(request).tenant, q(request).user, q(request).type, ...(limit ? [Number(limit)] : [])],
+  )
   return rows
 })
 // S8: idempotent grant create
 app.post('/entity-permissions', async (request, reply) => {
   const b = request.body as Record<string, unknown>
-  const inserted = await pool.query(`insert into entity_permissions (tenant_id, key, permission_entity, permission_entity_id, target_entity, target_entity_id)
-    values ($1, $2, $3, $4, $5, $6) on conflict do nothing returning id`, [q(request).tenant, b.key, b.permission_entity, b.permission_entity_id, b.target_entity, String(b.target_entity_id)])
-  const { rows } = await pool.query(`select id::int, key, permission_entity, permission_entity_id::int, target_entity, target_entity_id::int,
+  const inserted = await pool.query(
+    `insert into entity_permissions (tenant_id, key, permission_entity, permission_entity_id, target_entity, target_entity_id)
+    values ($1, $2, $3, $4, $5, $6) on conflict do nothing returning id`,
+    [
+      q(request).tenant,
+      b.key,
+      b.permission_entity,
+      b.permission_entity_id,
+      b.target_entity,
+      String(b.target_entity_id),
+    ],
+  )
+  const { rows } = await pool.query(
+    `select id::int, key, permission_entity, permission_entity_id::int, target_entity, target_entity_id::int,
       ${ts('created_at')} as created_at, ${ts('updated_at')} as updated_at from entity_permissions
     where tenant_id = $1 and target_entity = $2 and target_entity_id = $3 and key = $4 and permission_entity = $5 and permission_entity_id = $6`,
-  [q(request).tenant, b.target_entity, String(b.target_entity_id), b.key, b.permission_entity, b.permission_entity_id])
+    [
+      q(request).tenant,
+      b.target_entity,
+      String(b.target_entity_id),
+      b.key,
+      b.permission_entity,
+      b.permission_entity_id,
+    ],
+  )
   return reply.code(inserted.rowCount ? 201 : 200).send(rows[0])
 })
 
@@ -130,8 +175,13 @@ setInterval(() => {
   const batch = accesses
   accesses = []
   const column = (i: number) => batch.map((a) => a[i])
-  pool.query(`insert into shared_item_accesses (tenant_id, shared_item_id, user_id, outcome, url_type)
-    select * from unnest($1::bigint[], $2::text[], $3::bigint[], $4::text[], $5::text[])`, [column(0), column(1), column(2), column(3), column(4)]).catch(() => undefined)
+  pool
+    .query(
+      `insert into shared_item_accesses (tenant_id, shared_item_id, user_id, outcome, url_type)
+    select * from unnest($1::bigint[], $2::text[], $3::bigint[], $4::text[], $5::text[])`,
+      [column(0), column(1), column(2), column(3), column(4)],
+    )
+    .catch(() => undefined)
 }, 200).unref()
 // the module permission and the target's view grants (administrators bypass both), as content targets decide
 const canViewContent = (module: string, alias: string, idExpr: string) =>
@@ -141,11 +191,14 @@ const itemVisible = `('*' = any(r.permissions) or ${grantOk('sharedItem', 'si.id
 app.get('/shared/calendar-event/:id', async (request, reply) => {
   const { tenant, user } = q(request)
   const id = (request.params as { id: string }).id
-  const { rows } = await pool.query(`select si.redirect_type, e.id::text as target_id, ${canViewContent('calendar', 'calendarEvent', 'e.id')} as can_view
+  const { rows } = await pool.query(
+    `select si.redirect_type, e.id::text as target_id, ${canViewContent('calendar', 'calendarEvent', 'e.id')} as can_view
     from users u join roles r on r.tenant_id = u.tenant_id and r.id = u.role_id
       join shared_items si on si.tenant_id = $1 and si.id = $3::uuid and si.deleted_at is null
       left join calendar_events e on e.tenant_id = $1 and si.targetable_id ~ '^[1-9][0-9]{0,15}$' and e.id = si.targetable_id::bigint
-    where u.tenant_id = $1 and u.id = $2 and ${itemVisible}`, [tenant, user, id])
+    where u.tenant_id = $1 and u.id = $2 and ${itemVisible}`,
+    [tenant, user, id],
+  )
   const row = rows[0]
   const access = (outcome: string) => accesses.push([tenant, id, user, outcome, null])
   if (!row) return (access('not_found'), reply.code(404).send({ status: 404, title: 'Shared item not found' }))
@@ -163,19 +216,35 @@ const signing = await (async () => {
 app.get('/shared/file/:id', async (request, reply) => {
   const { tenant, user } = q(request)
   const id = (request.params as { id: string }).id
-  const { rows } = await pool.query(`select si.id, si.redirect_type, f.id::text as target_id, t.slug
+  const { rows } = await pool.query(
+    `select si.id, si.redirect_type, f.id::text as target_id, t.slug
     from users u join roles r on r.tenant_id = u.tenant_id and r.id = u.role_id
       join tenants t on t.id = u.tenant_id
       join shared_items si on si.tenant_id = $1 and si.id = $3::uuid and si.deleted_at is null
       left join filemanager_files f on f.tenant_id = $1 and si.targetable_id ~ '^[1-9][0-9]{0,15}$' and f.id = si.targetable_id::bigint
-    where u.tenant_id = $1 and u.id = $2 and ${itemVisible}`, [tenant, user, id])
+    where u.tenant_id = $1 and u.id = $2 and ${itemVisible}`,
+    [tenant, user, id],
+  )
   const row = rows[0]
-  if (!row) return (accesses.push([tenant, id, user, 'not_found', 'downloadFileContent']), reply.code(404).send({ status: 404, title: 'Shared item not found' }))
-  if (!row.target_id || row.redirect_type !== 'redirectWithGrantToken') return reply.code(404).send({ status: 404, code: 'target_not_found' })
+  if (!row)
+    return (
+      accesses.push([tenant, id, user, 'not_found', 'downloadFileContent']),
+      reply.code(404).send({ status: 404, title: 'Shared item not found' })
+    )
+  if (!row.target_id || row.redirect_type !== 'redirectWithGrantToken')
+    return reply.code(404).send({ status: 404, code: 'target_not_found' })
   const iat = Math.floor(Date.now() / 1000)
-  const token = await new SignJWT({ tid: row.slug, sid: row.id, tgt: `filemanagerFile:${row.target_id}`, scope: ['view'] })
+  const token = await new SignJWT({
+    tid: row.slug,
+    sid: row.id,
+    tgt: `filemanagerFile:${row.target_id}`,
+    scope: ['view'],
+  })
     .setProtectedHeader({ alg: 'ES256', kid: signing.kid, typ: 'JWT' })
-    .setIssuer(baseUrl).setSubject(String(user)).setIssuedAt(iat).setExpirationTime(iat + 300)
+    .setIssuer(baseUrl)
+    .setSubject(String(user))
+    .setIssuedAt(iat)
+    .setExpirationTime(iat + 300)
     .sign(signing.privateKey)
   const url = new URL(`${baseUrl}/api/filemanager/files/${row.target_id}/download`)
   url.searchParams.set('grant_token', token)
@@ -185,18 +254,34 @@ app.get('/shared/file/:id', async (request, reply) => {
 // S12: create a shared item with its direct grants in one transaction (the target must exist)
 app.post('/shared-items', async (request, reply) => {
   const { tenant, user } = q(request)
-  const b = request.body as { type: string; redirect_type?: string; targetable_type: string; targetable_id: number; entity_permissions?: Array<{ key?: string; permission_entity: string; permission_entity_id: number }> }
+  const b = request.body as {
+    type: string
+    redirect_type?: string
+    targetable_type: string
+    targetable_id: number
+    entity_permissions?: Array<{ key?: string; permission_entity: string; permission_entity_id: number }>
+  }
   const grants = b.entity_permissions ?? []
   const item = await transaction(async (query) => {
-    const { rows } = await query(`insert into shared_items (tenant_id, user_id, type, redirect_type, targetable_type, targetable_id, config)
+    const { rows } = await query(
+      `insert into shared_items (tenant_id, user_id, type, redirect_type, targetable_type, targetable_id, config)
         select $1, $2, $3, $4, $5, $6, '{}' where exists (select 1 from calendar_events where tenant_id = $1 and id = $6::text::bigint)
       returning id, user_id::int, type, redirect_type, targetable_type, targetable_id::int as targetable_id, config,
         '${baseUrl}/shared/' || id as url, ${ts('created_at')} as created_at, ${ts('updated_at')} as updated_at, ${ts('deleted_at')} as deleted_at`,
-    [tenant, user, b.type, b.redirect_type ?? 'redirect', b.targetable_type, String(b.targetable_id)])
+      [tenant, user, b.type, b.redirect_type ?? 'redirect', b.targetable_type, String(b.targetable_id)],
+    )
     if (!rows[0]) return undefined
-    await query(`insert into entity_permissions (tenant_id, key, permission_entity, permission_entity_id, target_entity, target_entity_id)
+    await query(
+      `insert into entity_permissions (tenant_id, key, permission_entity, permission_entity_id, target_entity, target_entity_id)
       select $1, k, e, i, 'sharedItem', $2 from unnest($3::text[], $4::text[], $5::bigint[]) as g(k, e, i) on conflict do nothing`,
-    [tenant, rows[0].id, grants.map((g) => g.key ?? 'view'), grants.map((g) => g.permission_entity), grants.map((g) => g.permission_entity_id)])
+      [
+        tenant,
+        rows[0].id,
+        grants.map((g) => g.key ?? 'view'),
+        grants.map((g) => g.permission_entity),
+        grants.map((g) => g.permission_entity_id),
+      ],
+    )
     return rows[0]
   })
   if (!item) return reply.code(422).send({ status: 422, errors: [{ field: 'targetable_id' }] })
@@ -208,16 +293,23 @@ app.post('/shared-items', async (request, reply) => {
 // every one of them in the shared schema: 1.4 ms per fetch, the largest statement cost of S14)
 // named by the harness (bench/run.ts), which also empties it after S14
 const jobSchema = process.env.BASELINE_JOB_SCHEMA
-if (!jobSchema || !/^[a-z_]+$/.test(jobSchema)) throw new Error('BASELINE_JOB_SCHEMA (lower-case letters and _) must name the baseline\'s job schema')
+if (!jobSchema || !/^[a-z_]+$/.test(jobSchema))
+  throw new Error("BASELINE_JOB_SCHEMA (lower-case letters and _) must name the baseline's job schema")
 await runMigrations({ connectionString: process.env.DATABASE_URL, schema: jobSchema })
 app.post('/notifications', async (request, reply) => {
   const { tenant, user } = q(request)
   const b = request.body as { title: string; body: string; url: string; user_ids: number[] }
   await transaction(async (query) => {
-    const { rows } = await query(`insert into notifications (tenant_id, type, notifiable_type, notifiable_id, targetable_type, targetable_id, source_key, data)
+    const { rows } = await query(
+      `insert into notifications (tenant_id, type, notifiable_type, notifiable_id, targetable_type, targetable_id, source_key, data)
       values ($1, 'genericNotification', 'user', $2, 'genericNotification', 0, 'bench-baseline:' || gen_random_uuid(), jsonb_build_object('title', $3::text, 'body', $4::text, 'url', $5::text))
-      returning id`, [tenant, b.user_ids[0] ?? user, b.title, b.body, b.url])
-    await query(`select ${jobSchema}.add_job('bench:baseline_delivery', json_build_object('tenantId', $1::bigint, 'notificationId', $2::uuid))`, [tenant, rows[0].id])
+      returning id`,
+      [tenant, b.user_ids[0] ?? user, b.title, b.body, b.url],
+    )
+    await query(
+      `select ${jobSchema}.add_job('bench:baseline_delivery', json_build_object('tenantId', $1::bigint, 'notificationId', $2::uuid))`,
+      [tenant, rows[0].id],
+    )
   })
   return reply.code(202).send({ status: 'success', data: null })
 })

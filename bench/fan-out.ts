@@ -34,7 +34,9 @@ interface FanOutCase {
 
 /** A department of the first `size` seeded users, created set-based. */
 export async function createDepartment(db: Db, tenantId: number, name: string, size: number): Promise<number> {
-  const { rows } = await sql<{ id: string }>`insert into departments (tenant_id, name) values (${tenantId}, ${name}) returning id`.execute(db)
+  const { rows } = await sql<{
+    id: string
+  }>`insert into departments (tenant_id, name) values (${tenantId}, ${name}) returning id`.execute(db)
   const departmentId = Number(rows[0].id)
   await sql`insert into department_users (tenant_id, department_id, user_id)
     select ${tenantId}, ${departmentId}, id from users
@@ -44,7 +46,9 @@ export async function createDepartment(db: Db, tenantId: number, name: string, s
 }
 
 async function departmentIdsOf(db: Db, tenantId: number): Promise<number[]> {
-  const { rows } = await sql<{ id: string }>`select id from departments where tenant_id = ${tenantId} order by id`.execute(db)
+  const { rows } = await sql<{
+    id: string
+  }>`select id from departments where tenant_id = ${tenantId} order by id`.execute(db)
   return rows.map((r) => Number(r.id))
 }
 
@@ -58,13 +62,19 @@ async function expectedRecipients(db: Db, tenantId: number, departmentIds: numbe
 }
 
 async function countRecords(db: Db, tenantId: number, sourceKey: string): Promise<number> {
-  const { rows } = await sql<{ n: number }>`select count(*)::int as n from notifications where tenant_id = ${tenantId} and source_key = ${sourceKey}`.execute(db)
+  const { rows } = await sql<{
+    n: number
+  }>`select count(*)::int as n from notifications where tenant_id = ${tenantId} and source_key = ${sourceKey}`.execute(
+    db,
+  )
   return rows[0].n
 }
 
 /** The records of one generic send carry `source_key = genericNotification:<id>`; the send is found by its unique title. */
 async function sourceKeyOf(db: Db, tenantId: number, title: string): Promise<string | undefined> {
-  const { rows } = await sql<{ id: string }>`select id from generic_notifications where tenant_id = ${tenantId} and title = ${title}`.execute(db)
+  const { rows } = await sql<{
+    id: string
+  }>`select id from generic_notifications where tenant_id = ${tenantId} and title = ${title}`.execute(db)
   return rows[0] ? `genericNotification:${rows[0].id}` : undefined
 }
 
@@ -75,10 +85,17 @@ async function measureCase(ctx: FanOutContext, c: FanOutCase): Promise<Row> {
   const expected = await expectedRecipients(db, tenant.tenantId, departmentIds)
   if (expected === 0) return { pass: false, error: 'the departments have no recipients' }
   const title = `Bench fan-out ${c.id} ${randomBytes(4).toString('hex')}`
-  const body = JSON.stringify({ title, body: '<p>Benchmark fan-out</p>', url: '/bench/fan-out', department_ids: departmentIds })
+  const body = JSON.stringify({
+    title,
+    body: '<p>Benchmark fan-out</p>',
+    url: '/bench/fan-out',
+    department_ids: departmentIds,
+  })
   const t0 = performance.now()
   const response = await fetch(`${ctx.apiUrl}/api/notifications`, {
-    method: 'POST', headers: { authorization: `Bearer ${tenant.adminToken}`, 'content-type': 'application/json' }, body,
+    method: 'POST',
+    headers: { authorization: `Bearer ${tenant.adminToken}`, 'content-type': 'application/json' },
+    body,
   })
   const acceptedMs = Math.round(performance.now() - t0)
   if (response.status !== 202) {
@@ -86,17 +103,23 @@ async function measureCase(ctx: FanOutContext, c: FanOutCase): Promise<Row> {
   }
   const sourceKey = await sourceKeyOf(db, tenant.tenantId, title)
   if (!sourceKey) return { pass: false, error: 'the send was accepted but no generic_notifications row was found' }
-  const outcome = await pollUntil(() => countRecords(db, tenant.tenantId, sourceKey), (n) => n >= expected, { intervalMs: POLL_INTERVAL_MS, timeoutMs: TIMEOUT_MS })
+  const outcome = await pollUntil(
+    () => countRecords(db, tenant.tenantId, sourceKey),
+    (n) => n >= expected,
+    { intervalMs: POLL_INTERVAL_MS, timeoutMs: TIMEOUT_MS },
+  )
   const ms = Math.round(outcome.at - t0)
   const result: Row = { recipients: expected, records: outcome.value, accepted_ms: acceptedMs }
-  if (!outcome.done) return { ...result, pass: false, error: `${outcome.value} of ${expected} records after ${TIMEOUT_MS / 1000} s` }
+  if (!outcome.done)
+    return { ...result, pass: false, error: `${outcome.value} of ${expected} records after ${TIMEOUT_MS / 1000} s` }
   return { ...result, ms, records_per_s: Math.round(expected / (ms / 1000)), pass: ms < c.targetMs }
 }
 
 function printRow(row: Row): void {
-  const figure = row.ms !== undefined
-    ? `${row.ms} ms until ${row.records}/${row.recipients} records (202 after ${row.accepted_ms} ms, ${row.records_per_s} records/s)`
-    : `FAILED: ${row.error}`
+  const figure =
+    row.ms !== undefined
+      ? `${row.ms} ms until ${row.records}/${row.recipients} records (202 after ${row.accepted_ms} ms, ${row.records_per_s} records/s)`
+      : `FAILED: ${row.error}`
   console.log(`${String(row.id).padEnd(14)} ${figure} (target ${row.target})`)
 }
 
@@ -109,7 +132,9 @@ export async function measureFanOut(ctx: FanOutContext): Promise<Row[]> {
       id: 'fanout-5000',
       request: `POST /api/notifications to a department of ${departmentSize.toLocaleString('en-US')} users`,
       targetMs: 1_000,
-      departmentIds: async () => [await createDepartment(db, tenant.tenantId, `Bench fan-out ${departmentSize}`, departmentSize)],
+      departmentIds: async () => [
+        await createDepartment(db, tenant.tenantId, `Bench fan-out ${departmentSize}`, departmentSize),
+      ],
     },
     {
       // every department of the tenant: together they hold every seeded user (the API has no "everyone" form)

@@ -13,8 +13,17 @@ import type { Scenario } from './scenarios.js'
 import type { SeededTenant } from './seed.js'
 
 type Row = Record<string, unknown>
-interface LoadResult { rps: number; p50: number; p99: number; errors: number; non2xx: number }
-type Load = (url: string, options: { method?: string; body?: string; headers?: Record<string, string>; seconds: number }) => Promise<LoadResult>
+interface LoadResult {
+  rps: number
+  p50: number
+  p99: number
+  errors: number
+  non2xx: number
+}
+type Load = (
+  url: string,
+  options: { method?: string; body?: string; headers?: Record<string, string>; seconds: number },
+) => Promise<LoadResult>
 
 export const FLEET_SCENARIOS = ['S1', 'S2', 'S3', 'S4']
 
@@ -43,11 +52,21 @@ async function measureOn(ctx: FleetContext, baseUrl: string, suffix: string, lab
     const single = ctx.single.find((r) => r.id === scenario.id)
     const vsSingle = single?.rps ? result.rps / Number(single.rps) : undefined
     rows.push({
-      id: `${scenario.id}-${suffix}`, request: `${scenario.title} — ${label}`, rps: Math.round(result.rps), p50: result.p50, p99: result.p99,
-      errors: result.errors + result.non2xx, single_rps: single?.rps, single_p99: single?.p99, ratio: vsSingle === undefined ? undefined : Number(vsSingle.toFixed(2)),
-      target: 'report', pass: result.errors + result.non2xx === 0,
+      id: `${scenario.id}-${suffix}`,
+      request: `${scenario.title} — ${label}`,
+      rps: Math.round(result.rps),
+      p50: result.p50,
+      p99: result.p99,
+      errors: result.errors + result.non2xx,
+      single_rps: single?.rps,
+      single_p99: single?.p99,
+      ratio: vsSingle === undefined ? undefined : Number(vsSingle.toFixed(2)),
+      target: 'report',
+      pass: result.errors + result.non2xx === 0,
     })
-    console.log(`${`${scenario.id}-${suffix}`.padEnd(12)} ${String(Math.round(result.rps)).padStart(7)} req/s  p99 ${result.p99} ms  errors ${result.errors + result.non2xx}  (single process ${single?.rps ?? '?'} req/s, p99 ${single?.p99 ?? '?'} ms)`)
+    console.log(
+      `${`${scenario.id}-${suffix}`.padEnd(12)} ${String(Math.round(result.rps)).padStart(7)} req/s  p99 ${result.p99} ms  errors ${result.errors + result.non2xx}  (single process ${single?.rps ?? '?'} req/s, p99 ${single?.p99 ?? '?'} ms)`,
+    )
   }
   return rows
 }
@@ -56,12 +75,28 @@ export async function measureFleet(ctx: FleetContext): Promise<Row[]> {
   const rows: Row[] = []
   const port = await ctx.freePort()
   const unnamed = spawn(process.execPath, ['bin/workplace.js', 'serve'], {
-    cwd: root, stdio: ['ignore', 'ignore', 'inherit'],
-    env: { ...process.env, DATABASE_URL: ctx.url, DATABASE_POOL_MODE: 'transaction', PORT: String(port), WORKER: 'false', LOG_LEVEL: 'warn', NODE_ENV: 'production' },
+    cwd: root,
+    stdio: ['ignore', 'ignore', 'inherit'],
+    env: {
+      ...process.env,
+      DATABASE_URL: ctx.url,
+      DATABASE_POOL_MODE: 'transaction',
+      PORT: String(port),
+      WORKER: 'false',
+      LOG_LEVEL: 'warn',
+      NODE_ENV: 'production',
+    },
   })
   try {
     await ctx.waitFor(`http://127.0.0.1:${port}/health/ready`)
-    rows.push(...(await measureOn(ctx, `http://127.0.0.1:${port}`, 'unnamed', 'one node, DATABASE_POOL_MODE=transaction (unnamed statements), no pooler')))
+    rows.push(
+      ...(await measureOn(
+        ctx,
+        `http://127.0.0.1:${port}`,
+        'unnamed',
+        'one node, DATABASE_POOL_MODE=transaction (unnamed statements), no pooler',
+      )),
+    )
   } finally {
     unnamed.kill('SIGTERM')
   }

@@ -16,14 +16,22 @@ import { errorMessage, pollUntil } from './wait.js'
 
 type Row = Record<string, unknown>
 
-export interface PushContext { db: Db; apiUrl: string; tenant: SeededTenant }
+export interface PushContext {
+  db: Db
+  apiUrl: string
+  tenant: SeededTenant
+}
 
 const RECIPIENTS = 5_000
 const TARGET_MS = 5_000
 const TARGET_RATE = 500
 
 export async function measurePush(ctx: PushContext): Promise<Row[]> {
-  const base = { id: 'push', request: `POST /api/notifications to a department, every recipient with one Web Push subscription`, target: `all within ${TARGET_MS} ms, ≥ ${TARGET_RATE}/s` }
+  const base = {
+    id: 'push',
+    request: `POST /api/notifications to a department, every recipient with one Web Push subscription`,
+    target: `all within ${TARGET_MS} ms, ≥ ${TARGET_RATE}/s`,
+  }
   const received = new Set<string>()
   const server = http.createServer((request, response) => {
     request.resume()
@@ -35,27 +43,65 @@ export async function measurePush(ctx: PushContext): Promise<Row[]> {
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
   const origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
   try {
-    const { rows: [{ n: users }] } = await sql<{ n: number }>`select count(*)::int as n from users where tenant_id = ${ctx.tenant.tenantId} and username like 'user%'`.execute(ctx.db)
+    const {
+      rows: [{ n: users }],
+    } = await sql<{
+      n: number
+    }>`select count(*)::int as n from users where tenant_id = ${ctx.tenant.tenantId} and username like 'user%'`.execute(
+      ctx.db,
+    )
     const size = Math.min(RECIPIENTS, users)
-    const departmentId = await createDepartment(ctx.db, ctx.tenant.tenantId, `push-bench-${randomBytes(3).toString('hex')}`, size)
+    const departmentId = await createDepartment(
+      ctx.db,
+      ctx.tenant.tenantId,
+      `push-bench-${randomBytes(3).toString('hex')}`,
+      size,
+    )
     const ecdh = createECDH('prime256v1')
     ecdh.generateKeys()
     await sql`insert into push_subscriptions (tenant_id, user_id, endpoint, p256dh, auth)
       select ${ctx.tenant.tenantId}, du.user_id, ${`${origin}/push/`} || du.user_id, ${ecdh.getPublicKey().toString('base64url')}, ${randomBytes(16).toString('base64url')}
       from department_users du join users u on u.tenant_id = du.tenant_id and u.id = du.user_id
-      where du.tenant_id = ${ctx.tenant.tenantId} and du.department_id = ${departmentId} and u.active and u.deleted_at is null and not u.group_account`.execute(ctx.db)
-    const { rows: [{ n: expected }] } = await sql<{ n: number }>`select count(*)::int as n from push_subscriptions where tenant_id = ${ctx.tenant.tenantId} and endpoint like ${`${origin}/push/%`}`.execute(ctx.db)
+      where du.tenant_id = ${ctx.tenant.tenantId} and du.department_id = ${departmentId} and u.active and u.deleted_at is null and not u.group_account`.execute(
+      ctx.db,
+    )
+    const {
+      rows: [{ n: expected }],
+    } = await sql<{
+      n: number
+    }>`select count(*)::int as n from push_subscriptions where tenant_id = ${ctx.tenant.tenantId} and endpoint like ${`${origin}/push/%`}`.execute(
+      ctx.db,
+    )
     const t0 = performance.now()
     const res = await fetch(`${ctx.apiUrl}/api/notifications`, {
-      method: 'POST', headers: { authorization: `Bearer ${ctx.tenant.adminToken}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ title: 'Push bench', body: '<p>Shift plan is out</p>', url: '/shifts', department_ids: [departmentId] }),
+      method: 'POST',
+      headers: { authorization: `Bearer ${ctx.tenant.adminToken}`, 'content-type': 'application/json' },
+      body: JSON.stringify({
+        title: 'Push bench',
+        body: '<p>Shift plan is out</p>',
+        url: '/shifts',
+        department_ids: [departmentId],
+      }),
     })
     if (res.status !== 202) throw new Error(`the send answered ${res.status}: ${(await res.text()).slice(0, 300)}`)
-    const outcome = await pollUntil(async () => received.size, (n) => n >= expected, { intervalMs: 10, timeoutMs: 60_000 })
+    const outcome = await pollUntil(
+      async () => received.size,
+      (n) => n >= expected,
+      { intervalMs: 10, timeoutMs: 60_000 },
+    )
     const ms = Math.round(performance.now() - t0)
     const rate = Math.round(received.size / (ms / 1000))
-    const row = { ...base, recipients: expected, delivered: received.size, ms, rate, pass: outcome.done && ms <= TARGET_MS && rate >= TARGET_RATE }
-    console.log(`${'push'.padEnd(14)} ${received.size} of ${expected} pushes in ${ms} ms: ${rate}/s (target ${base.target})`)
+    const row = {
+      ...base,
+      recipients: expected,
+      delivered: received.size,
+      ms,
+      rate,
+      pass: outcome.done && ms <= TARGET_MS && rate >= TARGET_RATE,
+    }
+    console.log(
+      `${'push'.padEnd(14)} ${received.size} of ${expected} pushes in ${ms} ms: ${rate}/s (target ${base.target})`,
+    )
     return [row]
   } catch (error) {
     console.log(`${'push'.padEnd(14)} FAILED: ${errorMessage(error)}`)

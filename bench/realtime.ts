@@ -16,7 +16,11 @@ import { waitForIdleQueue } from './worker.js'
 
 type Row = Record<string, unknown>
 
-interface Context { db: Db; apiUrl: string; tenant: SeededTenant }
+interface Context {
+  db: Db
+  apiUrl: string
+  tenant: SeededTenant
+}
 
 const percentile = (values: number[], p: number) => {
   const sorted = [...values].sort((a, b) => a - b)
@@ -26,7 +30,9 @@ const round1 = (n: number) => Number(n.toFixed(1))
 
 async function send(ctx: Context, body: Record<string, unknown>): Promise<Response> {
   return fetch(`${ctx.apiUrl}/api/notifications`, {
-    method: 'POST', headers: { authorization: `Bearer ${ctx.tenant.adminToken}`, 'content-type': 'application/json' }, body: JSON.stringify(body),
+    method: 'POST',
+    headers: { authorization: `Bearer ${ctx.tenant.adminToken}`, 'content-type': 'application/json' },
+    body: JSON.stringify(body),
   })
 }
 
@@ -47,19 +53,36 @@ export async function measureRecordLatency(ctx: Context & { sends: number }): Pr
     for (let i = 0; i < ctx.sends; i++) {
       const title = `Bench record latency ${randomBytes(4).toString('hex')}`
       const t0 = performance.now()
-      const response = await send(ctx, { title, body: '<p>Benchmark</p>', url: '/bench/record', user_ids: [ctx.tenant.userId] })
+      const response = await send(ctx, {
+        title,
+        body: '<p>Benchmark</p>',
+        url: '/bench/record',
+        user_ids: [ctx.tenant.userId],
+      })
       accepted.push(performance.now() - t0)
       if (response.status !== 202) throw new Error(`POST answered ${response.status}: ${await response.text()}`)
-      const outcome = await pollUntil(() => recordsOf(ctx.db, ctx.tenant.tenantId, title), (n) => n >= 1, { intervalMs: 2, timeoutMs: 10_000 })
+      const outcome = await pollUntil(
+        () => recordsOf(ctx.db, ctx.tenant.tenantId, title),
+        (n) => n >= 1,
+        { intervalMs: 2, timeoutMs: 10_000 },
+      )
       if (!outcome.done) throw new Error(`send ${i + 1}: no record within 10 s`)
       times.push(outcome.at - t0)
       await sleep(20)
     }
     const row = {
-      id: 'S14-record', request, p50: round1(percentile(times, 50)), p99: round1(Math.max(...times)), ms: round1(percentile(times, 50)),
-      post_p50_ms: round1(percentile(accepted, 50)), max_ms: round1(Math.max(...times)), status: 'reported',
+      id: 'S14-record',
+      request,
+      p50: round1(percentile(times, 50)),
+      p99: round1(Math.max(...times)),
+      ms: round1(percentile(times, 50)),
+      post_p50_ms: round1(percentile(accepted, 50)),
+      max_ms: round1(Math.max(...times)),
+      status: 'reported',
     }
-    console.log(`S14-record record exists after p50 ${row.p50} ms, max ${row.max_ms} ms (the 202 itself: p50 ${row.post_p50_ms} ms)`)
+    console.log(
+      `S14-record record exists after p50 ${row.p50} ms, max ${row.max_ms} ms (the 202 itself: p50 ${row.post_p50_ms} ms)`,
+    )
     return row
   } catch (error) {
     console.log(`S14-record FAILED: ${errorMessage(error)}`)
@@ -67,26 +90,40 @@ export async function measureRecordLatency(ctx: Context & { sends: number }): Pr
   }
 }
 
-interface OpenStream { userId: number; request: http.ClientRequest; seen: Map<string, number> }
+interface OpenStream {
+  userId: number
+  request: http.ClientRequest
+  seen: Map<string, number>
+}
 
 /** Opens one SSE stream; resolves once its first event (the unread count) arrived. */
-function openStream(apiUrl: string, userId: number, token: string, onTitle: (stream: OpenStream, title: string) => void): Promise<OpenStream> {
+function openStream(
+  apiUrl: string,
+  userId: number,
+  token: string,
+  onTitle: (stream: OpenStream, title: string) => void,
+): Promise<OpenStream> {
   return new Promise((resolve, reject) => {
-    const request = http.get(`${apiUrl}/api/notifications/stream`, { agent: false, headers: { authorization: `Bearer ${token}`, accept: 'text/event-stream' } }, (response) => {
-      if (response.statusCode !== 200) {
-        response.resume()
-        reject(new Error(`stream answered ${response.statusCode}`))
-        return
-      }
-      let opened = false
-      readEventStream(response, (event) => {
-        if (event.event === 'notification' && typeof event.data?.data?.title === 'string') onTitle(stream, event.data.data.title)
-        if (!opened) {
-          opened = true
-          resolve(stream)
+    const request = http.get(
+      `${apiUrl}/api/notifications/stream`,
+      { agent: false, headers: { authorization: `Bearer ${token}`, accept: 'text/event-stream' } },
+      (response) => {
+        if (response.statusCode !== 200) {
+          response.resume()
+          reject(new Error(`stream answered ${response.statusCode}`))
+          return
         }
-      })
-    })
+        let opened = false
+        readEventStream(response, (event) => {
+          if (event.event === 'notification' && typeof event.data?.data?.title === 'string')
+            onTitle(stream, event.data.data.title)
+          if (!opened) {
+            opened = true
+            resolve(stream)
+          }
+        })
+      },
+    )
     const stream: OpenStream = { userId, request, seen: new Map() }
     request.on('error', (error) => reject(error))
     request.setTimeout(30_000, () => request.destroy(new Error('stream did not open within 30 s')))
@@ -109,7 +146,9 @@ export async function measureRealtime(ctx: Context & { users: number; rounds: nu
     const t0 = performance.now()
     const pairs = users.flatMap((u) => [u, u])
     for (let i = 0; i < pairs.length; i += 50) {
-      streams.push(...(await Promise.all(pairs.slice(i, i + 50).map((u) => openStream(ctx.apiUrl, u.userId, u.token, onTitle)))))
+      streams.push(
+        ...(await Promise.all(pairs.slice(i, i + 50).map((u) => openStream(ctx.apiUrl, u.userId, u.token, onTitle)))),
+      )
     }
     console.log(`S13        ${streams.length} streams open in ${Math.round(performance.now() - t0)} ms`)
     await waitForIdleQueue(ctx.db)
@@ -119,13 +158,22 @@ export async function measureRealtime(ctx: Context & { users: number; rounds: nu
     for (let round = 1; round <= ctx.rounds; round++) {
       const title = `Bench realtime ${round} ${randomBytes(4).toString('hex')}`
       const all = new Promise<void>((resolve) => (pending = { title, left: streams.length, done: resolve }))
-      const response = await send(ctx, { title, body: '<p>Benchmark realtime</p>', url: '/bench/realtime', user_ids: users.map((u) => u.userId) })
+      const response = await send(ctx, {
+        title,
+        body: '<p>Benchmark realtime</p>',
+        url: '/bench/realtime',
+        user_ids: users.map((u) => u.userId),
+      })
       const accepted = performance.now()
       if (response.status !== 202) throw new Error(`POST answered ${response.status}: ${await response.text()}`)
       let timer: NodeJS.Timeout | undefined
-      const timedOut = await Promise.race([all.then(() => false), new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(true), 30_000)))])
+      const timedOut = await Promise.race([
+        all.then(() => false),
+        new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(true), 30_000))),
+      ])
       clearTimeout(timer)
-      if (timedOut) throw new Error(`round ${round}: ${pending!.left} of ${streams.length} streams had no event after 30 s`)
+      if (timedOut)
+        throw new Error(`round ${round}: ${pending!.left} of ${streams.length} streams had no event after 30 s`)
       const arrivals = streams.map((s) => s.seen.get(title)! - accepted)
       completion.push(Math.max(...arrivals))
       perStreamP50.push(percentile(arrivals, 50))
@@ -134,10 +182,20 @@ export async function measureRealtime(ctx: Context & { users: number; rounds: nu
     }
     const max = Math.max(...completion)
     const row = {
-      id: 'S13', request, p50: round1(percentile(completion, 50)), p99: round1(max), ms: round1(max), max_ms: round1(max),
-      rounds_ms: completion.map(round1), stream_p50_ms: perStreamP50.map(round1), target: 'max < 1000 ms', pass: max < 1000,
+      id: 'S13',
+      request,
+      p50: round1(percentile(completion, 50)),
+      p99: round1(max),
+      ms: round1(max),
+      max_ms: round1(max),
+      rounds_ms: completion.map(round1),
+      stream_p50_ms: perStreamP50.map(round1),
+      target: 'max < 1000 ms',
+      pass: max < 1000,
     }
-    console.log(`S13        every stream has the event after p50 ${row.p50} ms, max ${row.max_ms} ms over ${ctx.rounds} rounds (${row.rounds_ms.join(', ')}); per-stream p50 ${row.stream_p50_ms.join(', ')} ms`)
+    console.log(
+      `S13        every stream has the event after p50 ${row.p50} ms, max ${row.max_ms} ms over ${ctx.rounds} rounds (${row.rounds_ms.join(', ')}); per-stream p50 ${row.stream_p50_ms.join(', ')} ms`,
+    )
     return row
   } catch (error) {
     console.log(`S13        FAILED: ${errorMessage(error)}`)

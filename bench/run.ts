@@ -38,7 +38,11 @@ import { errorMessage } from './wait.js'
 
 const root = path.resolve(import.meta.dirname, '..')
 const quick = process.argv.includes('--quick')
-const only = process.argv.find((a) => a.startsWith('--only='))?.slice(7).split(',').filter(Boolean)
+const only = process.argv
+  .find((a) => a.startsWith('--only='))
+  ?.slice(7)
+  .split(',')
+  .filter(Boolean)
 /** Whether `--only` (absent = everything) selects a part: a scenario id, `stream`, `fanout` or `webhooks`. */
 const runs = (part: string) => !only || only.includes(part)
 const selectedScenarios = scenarios.filter((s) => runs(s.id))
@@ -68,7 +72,9 @@ async function waitFor(url: string, timeoutMs = 60_000): Promise<void> {
   while (Date.now() < deadline) {
     try {
       if ((await fetch(url)).ok) return
-    } catch { /* not up yet */ }
+    } catch {
+      /* not up yet */
+    }
     await new Promise((r) => setTimeout(r, 200))
   }
   throw new Error(`${url} did not become ready`)
@@ -76,11 +82,17 @@ async function waitFor(url: string, timeoutMs = 60_000): Promise<void> {
 
 const children = new Set<ChildProcess>()
 // a failed run must not leave servers behind
-process.on('exit', () => { for (const child of children) child.kill('SIGTERM') })
+process.on('exit', () => {
+  for (const child of children) child.kill('SIGTERM')
+})
 
 function start(command: string, args: string[], env: Record<string, string>): ChildProcess {
   // the servers log at `warn` to stdout: shown on the harness's stderr (why a server stopped, for one)
-  const child = spawn(command, args, { cwd: root, env: { ...process.env, ...env }, stdio: ['ignore', process.stderr, 'inherit'] })
+  const child = spawn(command, args, {
+    cwd: root,
+    env: { ...process.env, ...env },
+    stdio: ['ignore', process.stderr, 'inherit'],
+  })
   children.add(child)
   const name = `${args.at(-1)} (port ${env.PORT})`
   child.once('exit', (code, signal) => {
@@ -99,20 +111,40 @@ function stop(child: ChildProcess): Promise<void> {
   return exited
 }
 
-interface LoadResult { rps: number; p50: number; p99: number; p99_9: number; errors: number; non2xx: number }
+interface LoadResult {
+  rps: number
+  p50: number
+  p99: number
+  p99_9: number
+  errors: number
+  non2xx: number
+}
 
 /** Runs autocannon in its own process so that load generation does not share the server's event loop. */
-async function load(url: string, options: { method?: string; body?: string; headers?: Record<string, string>; seconds: number }): Promise<LoadResult> {
+async function load(
+  url: string,
+  options: { method?: string; body?: string; headers?: Record<string, string>; seconds: number },
+): Promise<LoadResult> {
   const args = ['-c', String(connections), '-d', String(options.seconds), '-j', '-m', options.method ?? 'GET']
   for (const [k, v] of Object.entries(options.headers ?? {})) args.push('-H', `${k}=${v}`)
   if (options.body) args.push('-b', options.body, '-H', 'content-type=application/json')
   args.push(url)
-  const child = spawn(path.join(root, 'node_modules/.bin/autocannon'), args, { cwd: root, stdio: ['ignore', 'pipe', 'ignore'] })
+  const child = spawn(path.join(root, 'node_modules/.bin/autocannon'), args, {
+    cwd: root,
+    stdio: ['ignore', 'pipe', 'ignore'],
+  })
   let out = ''
   child.stdout!.on('data', (d) => (out += d))
   await new Promise((r) => child.on('close', r))
   const json = JSON.parse(out)
-  return { rps: json.requests.average, p50: json.latency.p50, p99: json.latency.p99, p99_9: json.latency.p99_9, errors: json.errors + json.timeouts, non2xx: json.non2xx }
+  return {
+    rps: json.requests.average,
+    p50: json.latency.p50,
+    p99: json.latency.p99,
+    p99_9: json.latency.p99_9,
+    errors: json.errors + json.timeouts,
+    non2xx: json.non2xx,
+  }
 }
 
 async function dropDatabase(url: URL, database: string): Promise<void> {
@@ -133,17 +165,34 @@ function tailCheck(r: LoadResult): { ratio: number; pass: boolean } {
   return { ratio: Number(ratio.toFixed(1)), pass: ratio <= 5 }
 }
 
-interface AnswerShape { status: number; text: string; type: string; location: string | null; cacheControl: string | null; keys: string; count: number | null }
+interface AnswerShape {
+  status: number
+  text: string
+  type: string
+  location: string | null
+  cacheControl: string | null
+  keys: string
+  count: number | null
+}
 
 /** One request's answer, reduced to what the API and the baseline must share (no redirect is followed). */
-async function answerShape(base: string, request: { path: string; method?: string; body?: string; headers?: Record<string, string> }): Promise<AnswerShape> {
+async function answerShape(
+  base: string,
+  request: { path: string; method?: string; body?: string; headers?: Record<string, string> },
+): Promise<AnswerShape> {
   const res = await fetch(base + request.path, {
-    method: request.method ?? 'GET', redirect: 'manual', body: request.body,
+    method: request.method ?? 'GET',
+    redirect: 'manual',
+    body: request.body,
     headers: { ...request.headers, ...(request.body ? { 'content-type': 'application/json' } : {}) },
   })
   const text = await res.text()
   let body: unknown = text
-  try { body = JSON.parse(text) } catch { /* not JSON */ }
+  try {
+    body = JSON.parse(text)
+  } catch {
+    /* not JSON */
+  }
   const first = Array.isArray(body) ? body[0] : body
   let location = res.headers.get('location')
   if (location) {
@@ -154,7 +203,11 @@ async function answerShape(base: string, request: { path: string; method?: strin
     location = `${u.toString()}${token ? ` +grant_token(${token.split('.').length} parts)` : ''}`
   }
   return {
-    status: res.status, text, type: (res.headers.get('content-type') ?? '').split(';')[0], location, cacheControl: res.headers.get('cache-control'),
+    status: res.status,
+    text,
+    type: (res.headers.get('content-type') ?? '').split(';')[0],
+    location,
+    cacheControl: res.headers.get('cache-control'),
     keys: first !== null && typeof first === 'object' ? Object.keys(first).sort().join(',') : typeof first,
     count: Array.isArray(body) ? body.length : null,
   }
@@ -170,7 +223,10 @@ function compareShapes(api: AnswerShape, base: AnswerShape): string {
 }
 
 function rssMb(pid: number): Promise<number> {
-  return fs.readFile(`/proc/${pid}/status`, 'utf8').then((s) => Number(/VmRSS:\s+(\d+)/.exec(s)?.[1] ?? 0) / 1024, () => 0)
+  return fs.readFile(`/proc/${pid}/status`, 'utf8').then(
+    (s) => Number(/VmRSS:\s+(\d+)/.exec(s)?.[1] ?? 0) / 1024,
+    () => 0,
+  )
 }
 
 type Row = Record<string, unknown>
@@ -179,7 +235,9 @@ type Row = Record<string, unknown>
 async function measureStream(apiPid: number, apiUrl: string, tenant: SeededTenant): Promise<Row> {
   const before = await rssMb(apiPid)
   let peak = before
-  const poll = setInterval(async () => { peak = Math.max(peak, await rssMb(apiPid)) }, 50)
+  const poll = setInterval(async () => {
+    peak = Math.max(peak, await rssMb(apiPid))
+  }, 50)
   const t0 = Date.now()
   const res = await fetch(`${apiUrl}/api/users`, { headers: { authorization: `Bearer ${tenant.adminToken}` } })
   const streamAvailable = res.status === 200
@@ -193,9 +251,20 @@ async function measureStream(apiPid: number, apiUrl: string, tenant: SeededTenan
     bytes += value.length
   }
   clearInterval(poll)
-  console.log(`stream     first byte ${firstByte} ms, ${(bytes / 1e6).toFixed(1)} MB, RSS growth ${(peak - before).toFixed(1)} MB`)
+  console.log(
+    `stream     first byte ${firstByte} ms, ${(bytes / 1e6).toFixed(1)} MB, RSS growth ${(peak - before).toFixed(1)} MB`,
+  )
   return streamAvailable
-    ? { id: 'stream', request: `GET /api/users (no limit, ${tenant.counts.users} users)`, first_byte_ms: firstByte, total_ms: Date.now() - t0, bytes, rss_growth_mb: Number((peak - before).toFixed(1)), target: '< 100 MB', pass: peak - before < 100 }
+    ? {
+        id: 'stream',
+        request: `GET /api/users (no limit, ${tenant.counts.users} users)`,
+        first_byte_ms: firstByte,
+        total_ms: Date.now() - t0,
+        bytes,
+        rss_growth_mb: Number((peak - before).toFixed(1)),
+        target: '< 100 MB',
+        pass: peak - before < 100,
+      }
     : { id: 'stream', request: 'GET /api/users (no limit)', status: `n/a (status ${res.status})` }
 }
 
@@ -207,7 +276,11 @@ async function measureWithWorker(db: Db, databaseUrl: string, apiUrl: string, te
   } catch (error) {
     const message = `worker: ${errorMessage(error)}`
     console.log(`worker         FAILED: ${message}`)
-    const ids = [...(runs('fanout') ? ['fanout-5000', 'fanout-100000'] : []), ...(runs('webhooks') ? ['webhooks'] : []), ...(runs('push') ? ['push'] : [])]
+    const ids = [
+      ...(runs('fanout') ? ['fanout-5000', 'fanout-100000'] : []),
+      ...(runs('webhooks') ? ['webhooks'] : []),
+      ...(runs('push') ? ['push'] : []),
+    ]
     return ids.map((id) => ({ id, request: 'needs the job worker', pass: false, error: message }))
   }
   try {
@@ -240,8 +313,11 @@ function verdict(r: Row): string {
 
 async function main(): Promise<void> {
   const startedAt = new Date()
-  const unknown = (only ?? []).filter((part) => !['stream', 'fanout', 'webhooks', 'push', 'S13'].includes(part) && !scenarios.some((s) => s.id === part))
-  if (unknown.length > 0) console.warn(`# --only: unknown part(s) ${unknown.join(', ')} (known: scenario ids, stream, fanout, webhooks)`)
+  const unknown = (only ?? []).filter(
+    (part) => !['stream', 'fanout', 'webhooks', 'push', 'S13'].includes(part) && !scenarios.some((s) => s.id === part),
+  )
+  if (unknown.length > 0)
+    console.warn(`# --only: unknown part(s) ${unknown.join(', ')} (known: scenario ids, stream, fanout, webhooks)`)
   const database = `wp_bench_${randomBytes(4).toString('hex')}`
   let url: string
   let stopDb = async () => {}
@@ -256,7 +332,10 @@ async function main(): Promise<void> {
     const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'workplace-bench-'))
     const server = await startEmbeddedPostgres(dir, database)
     url = server.url
-    stopDb = async () => { await server.stop(); await fs.rm(dir, { recursive: true, force: true }) }
+    stopDb = async () => {
+      await server.stop()
+      await fs.rm(dir, { recursive: true, force: true })
+    }
   }
   const handle = await openDatabase({ url, dataDir: '' })
   await migrateToLatest(handle.db, handle.pool)
@@ -274,15 +353,30 @@ async function main(): Promise<void> {
 
   const apiPort = await freePort()
   // private networks: the webhook measurement's automation targets a receiver on 127.0.0.1 (checked when it is created)
-  const apiEnv = { DATABASE_URL: url, LOG_LEVEL: 'warn', NODE_ENV: 'production', WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true' }
-  const api = start(process.execPath, ['bin/workplace.js', 'serve'], { ...apiEnv, PORT: String(apiPort), WORKER: 'false' })
+  const apiEnv = {
+    DATABASE_URL: url,
+    LOG_LEVEL: 'warn',
+    NODE_ENV: 'production',
+    WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true',
+  }
+  const api = start(process.execPath, ['bin/workplace.js', 'serve'], {
+    ...apiEnv,
+    PORT: String(apiPort),
+    WORKER: 'false',
+  })
   const apiUrl = `http://127.0.0.1:${apiPort}`
   let baseline: ChildProcess | undefined
   let baseUrl = ''
   if (selectedScenarios.length > 0) {
     const basePort = await freePort()
     // the API's APP_URL and BASE_URL default to its own address: the baseline builds the same Location headers
-    baseline = start(process.execPath, ['--import', 'tsx', 'bench/baseline-server.ts'], { DATABASE_URL: url, PORT: String(basePort), APP_URL: apiUrl, BASE_URL: apiUrl, BASELINE_JOB_SCHEMA })
+    baseline = start(process.execPath, ['--import', 'tsx', 'bench/baseline-server.ts'], {
+      DATABASE_URL: url,
+      PORT: String(basePort),
+      APP_URL: apiUrl,
+      BASE_URL: apiUrl,
+      BASELINE_JOB_SCHEMA,
+    })
     baseUrl = `http://127.0.0.1:${basePort}`
   }
   await waitFor(`${apiUrl}/health/ready`)
@@ -318,11 +412,25 @@ async function main(): Promise<void> {
     const errors = apiRuns.reduce((s, r) => s + r.errors + (expected3xx ? 0 : r.non2xx), 0)
     const tail = tailCheck(a)
     rows.push({
-      id: label, request: scenario.title, rows: probe.count ?? undefined, rps: Math.round(a.rps), p50: a.p50, p99: a.p99, p99_9: a.p99_9, errors, baseline_rps: Math.round(b.rps),
-      ratio: Number(ratio.toFixed(2)), target: scenario.target, pass: ratio >= scenario.target && errors === 0 && !answerDiff,
-      tail_ratio: tail.ratio, tail_pass: tail.pass, ...(answerDiff ? { error: `baseline answer differs: ${answerDiff}` } : {}),
+      id: label,
+      request: scenario.title,
+      rows: probe.count ?? undefined,
+      rps: Math.round(a.rps),
+      p50: a.p50,
+      p99: a.p99,
+      p99_9: a.p99_9,
+      errors,
+      baseline_rps: Math.round(b.rps),
+      ratio: Number(ratio.toFixed(2)),
+      target: scenario.target,
+      pass: ratio >= scenario.target && errors === 0 && !answerDiff,
+      tail_ratio: tail.ratio,
+      tail_pass: tail.pass,
+      ...(answerDiff ? { error: `baseline answer differs: ${answerDiff}` } : {}),
     })
-    console.log(`${label.padEnd(10)} ${String(Math.round(a.rps)).padStart(7)} req/s  p50 ${a.p50} ms  p99 ${a.p99} ms  p99.9 ${a.p99_9} ms  errors ${errors}  baseline ${Math.round(b.rps)}  ratio ${ratio.toFixed(2)} (target ${scenario.target})  tail p99/p50 ${tail.ratio}${tail.pass ? '' : ' FAIL'}`)
+    console.log(
+      `${label.padEnd(10)} ${String(Math.round(a.rps)).padStart(7)} req/s  p50 ${a.p50} ms  p99 ${a.p99} ms  p99.9 ${a.p99_9} ms  errors ${errors}  baseline ${Math.round(b.rps)}  ratio ${ratio.toFixed(2)} (target ${scenario.target})  tail p99/p50 ${tail.ratio}${tail.pass ? '' : ' FAIL'}`,
+    )
   }
 
   let floorRps: number | undefined
@@ -330,7 +438,8 @@ async function main(): Promise<void> {
     floorRps = Math.round((await load(`${apiUrl}/health/live`, { seconds: duration / 2 })).rps)
     console.log(`floor      ${floorRps} req/s (constant JSON, no database)`)
   }
-  for (const scenario of selectedScenarios.filter((s) => !s.server)) await measure(scenario, tenants.big, scenario.id, apiUrl)
+  for (const scenario of selectedScenarios.filter((s) => !s.server))
+    await measure(scenario, tenants.big, scenario.id, apiUrl)
   if (tenants.small) {
     for (const scenario of selectedScenarios.filter((s) => s.scaling)) {
       await measure(scenario, tenants.small, `${scenario.id}-small`, apiUrl)
@@ -338,25 +447,50 @@ async function main(): Promise<void> {
       const small = rows.find((r) => r.id === `${scenario.id}-small`)
       if (full?.p50 !== undefined && small?.p50 !== undefined) {
         const growth = Number(full.p50) / Math.max(1, Number(small.p50))
-        const row = { id: `${scenario.id}-scaling`, request: 'full p50 / quick p50', ratio: Number(growth.toFixed(2)), target: '≤ 1.5' }
+        const row = {
+          id: `${scenario.id}-scaling`,
+          request: 'full p50 / quick p50',
+          ratio: Number(growth.toFixed(2)),
+          target: '≤ 1.5',
+        }
         // the check is defined at the same answer size (issue 15): an answer that grows with the data
         // (S5 without limit) is reported, and S5-limit50 is its same-size check
-        if (full.rows !== small.rows) rows.push({ ...row, request: `full p50 / quick p50 (answers of ${full.rows} and ${small.rows} rows: reported, not judged)`, status: 'reported' })
+        if (full.rows !== small.rows)
+          rows.push({
+            ...row,
+            request: `full p50 / quick p50 (answers of ${full.rows} and ${small.rows} rows: reported, not judged)`,
+            status: 'reported',
+          })
         else rows.push({ ...row, pass: growth <= 1.5 })
       }
     }
   }
 
   if (fleetMode) {
-    rows.push(...(await measureFleet({
-      db: handle.db, url, tenant: tenants.big, scenarios: selectedScenarios, load, seconds: duration, warmup, single: rows, freePort, waitFor,
-    })))
+    rows.push(
+      ...(await measureFleet({
+        db: handle.db,
+        url,
+        tenant: tenants.big,
+        scenarios: selectedScenarios,
+        load,
+        seconds: duration,
+        warmup,
+        single: rows,
+        freePort,
+        waitFor,
+      })),
+    )
   }
   // S14 and S13: a second API process that runs the job worker too (as `npm start` does), only for them
   const workerScenarios = selectedScenarios.filter((s) => s.server === 'worker')
   if (workerScenarios.length > 0 || runs('S13')) {
     const workerApiPort = await freePort()
-    const workerApi = start(process.execPath, ['bin/workplace.js', 'serve'], { ...apiEnv, PORT: String(workerApiPort), WORKER: 'true' })
+    const workerApi = start(process.execPath, ['bin/workplace.js', 'serve'], {
+      ...apiEnv,
+      PORT: String(workerApiPort),
+      WORKER: 'true',
+    })
     const workerApiUrl = `http://127.0.0.1:${workerApiPort}`
     try {
       await waitFor(`${workerApiUrl}/health/ready`)
@@ -365,17 +499,35 @@ async function main(): Promise<void> {
         // no worker runs the baseline's jobs (a queue schema of their own): remove them, then let the API's backlog drain
         await sql`delete from ${sql.id(BASELINE_JOB_SCHEMA, '_private_jobs')}`.execute(handle.db)
         if (!(await waitForIdleQueue(handle.db, 120_000))) console.warn('# the job queue did not drain within 120 s')
-        if (scenario.id === 'S14') rows.push(await measureRecordLatency({ db: handle.db, apiUrl: workerApiUrl, tenant: tenants.big, sends: quick ? 20 : 50 }))
+        if (scenario.id === 'S14')
+          rows.push(
+            await measureRecordLatency({
+              db: handle.db,
+              apiUrl: workerApiUrl,
+              tenant: tenants.big,
+              sends: quick ? 20 : 50,
+            }),
+          )
       }
-      if (runs('S13')) rows.push(await measureRealtime({ db: handle.db, apiUrl: workerApiUrl, tenant: tenants.big, users: 500, rounds: 5 }))
+      if (runs('S13'))
+        rows.push(
+          await measureRealtime({ db: handle.db, apiUrl: workerApiUrl, tenant: tenants.big, users: 500, rounds: 5 }),
+        )
     } finally {
       await stop(workerApi)
     }
   }
   if (runs('stream')) rows.push(await measureStream(api.pid!, apiUrl, tenants.big))
-  if (runs('fanout') || runs('webhooks') || runs('push')) rows.push(...(await measureWithWorker(handle.db, url, apiUrl, tenants.big)))
+  if (runs('fanout') || runs('webhooks') || runs('push'))
+    rows.push(...(await measureWithWorker(handle.db, url, apiUrl, tenants.big)))
   const finalRss = await rssMb(api.pid!)
-  rows.push({ id: 'memory', request: 'server RSS after the run', rss_mb: Math.round(finalRss), target: '< 300 MB', pass: finalRss < 300 })
+  rows.push({
+    id: 'memory',
+    request: 'server RSS after the run',
+    rss_mb: Math.round(finalRss),
+    target: '< 300 MB',
+    pass: finalRss < 300,
+  })
 
   await stop(api)
   if (baseline) await stop(baseline)
@@ -385,17 +537,43 @@ async function main(): Promise<void> {
   const stamp = startedAt.toISOString().replace(/[:.]/g, '-')
   const dir = path.join(root, 'bench/results')
   await fs.mkdir(dir, { recursive: true })
-  const summary = { started_at: startedAt.toISOString(), mode: quick ? 'quick' : 'full', only: only ?? null, node: process.version, cpus: os.cpus().length, seed_seconds: seedSeconds, floor_rps: floorRps ?? null, counts: tenants.big.counts, rows }
+  const summary = {
+    started_at: startedAt.toISOString(),
+    mode: quick ? 'quick' : 'full',
+    only: only ?? null,
+    node: process.version,
+    cpus: os.cpus().length,
+    seed_seconds: seedSeconds,
+    floor_rps: floorRps ?? null,
+    counts: tenants.big.counts,
+    rows,
+  }
   await fs.writeFile(path.join(dir, `${stamp}.json`), JSON.stringify(summary, null, 2))
-  const header = '| id | request | req/s | p50 ms | p99 ms | p99.9 ms | tail p99/p50 (≤ 5) | errors | baseline req/s | ratio | target | pass |\n|---|---|---|---|---|---|---|---|---|---|---|---|'
+  const header =
+    '| id | request | req/s | p50 ms | p99 ms | p99.9 ms | tail p99/p50 (≤ 5) | errors | baseline req/s | ratio | target | pass |\n|---|---|---|---|---|---|---|---|---|---|---|---|'
   const tailCell = (r: Row) => (r.tail_ratio === undefined ? '' : `${r.tail_ratio} ${r.tail_pass ? 'pass' : 'FAIL'}`)
-  const lines = rows.map((r) => `| ${r.id} | ${r.request} | ${r.rps ?? ''} | ${r.p50 ?? ''} | ${r.p99 ?? ''} | ${r.p99_9 ?? ''} | ${tailCell(r)} | ${r.errors ?? ''} | ${r.baseline_rps ?? ''} | ${figure(r)} | ${r.target ?? ''} | ${verdict(r)} |`)
+  const lines = rows.map(
+    (r) =>
+      `| ${r.id} | ${r.request} | ${r.rps ?? ''} | ${r.p50 ?? ''} | ${r.p99 ?? ''} | ${r.p99_9 ?? ''} | ${tailCell(r)} | ${r.errors ?? ''} | ${r.baseline_rps ?? ''} | ${figure(r)} | ${r.target ?? ''} | ${verdict(r)} |`,
+  )
   const md = `# Benchmark ${summary.mode} — ${summary.started_at}\n\nNode ${process.version}, ${summary.cpus} cores, seed ${seedSeconds.toFixed(1)} s, floor ${floorRps === undefined ? 'n/a' : `${floorRps} req/s`}${only ? `, only ${only.join(', ')}` : ''}.\n\n${header}\n${lines.join('\n')}\n`
   await fs.writeFile(path.join(dir, `${stamp}.md`), md)
   console.log('\n' + md)
-  for (const r of rows) if (r.pass !== undefined) console.log(`${r.pass ? 'PASS' : 'FAIL'} ${r.id} ${r.request}${r.error ? ` — ${r.error}` : ''}`)
-  for (const r of rows) if (r.tail_pass !== undefined) console.log(`${r.tail_pass ? 'PASS' : 'FAIL'} ${r.id} tail: p99 ${r.p99} ms = ${r.tail_ratio} × p50 ${r.p50} ms (≤ 5 at ${connections} connections)`)
+  for (const r of rows)
+    if (r.pass !== undefined)
+      console.log(`${r.pass ? 'PASS' : 'FAIL'} ${r.id} ${r.request}${r.error ? ` — ${r.error}` : ''}`)
+  for (const r of rows)
+    if (r.tail_pass !== undefined)
+      console.log(
+        `${r.tail_pass ? 'PASS' : 'FAIL'} ${r.id} tail: p99 ${r.p99} ms = ${r.tail_ratio} × p50 ${r.p50} ms (≤ 5 at ${connections} connections)`,
+      )
   console.log(`# total ${((Date.now() - startedAt.getTime()) / 1000).toFixed(0)} s`)
 }
 
-main().then(() => process.exit(0), (error) => { console.error(error); process.exit(1) })
+main().then(
+  () => process.exit(0),
+  (error) => {
+    console.error(error)
+    process.exit(1)
+  },
+)

@@ -39,13 +39,20 @@ export async function seedTenant(db: Db, slug: string, scale: number): Promise<S
       (array['Schmidt','Miller','Dubois','Yilmaz','Rossi','Novak','Berg','Keller','Lang','Wolf'])[1 + (g / 10) % 10],
       ${created.roles.employeeId}, 'en-US', 'user' || g || '@example.com', 'S' || lpad(g::text, 6, '0')
     from generate_series(1, ${users}) g`.execute(db)
-  await sql`insert into departments (tenant_id, name) select ${tenantId}, 'Department ' || g from generate_series(1, ${departments}) g`.execute(db)
+  await sql`insert into departments (tenant_id, name) select ${tenantId}, 'Department ' || g from generate_series(1, ${departments}) g`.execute(
+    db,
+  )
   await sql`insert into department_users (tenant_id, department_id, user_id)
     select u.tenant_id, d.ids[1 + (row_number() over (order by u.id)) % ${departments}], u.id
     from users u, (select array_agg(id order by id) ids from departments where tenant_id = ${tenantId}) d
     where u.tenant_id = ${tenantId} and u.username like 'user%'`.execute(db)
 
-  const benchUser = await db.selectFrom('users').select('id').where('tenant_id', '=', tenantId).where('username', '=', 'user1').executeTakeFirstOrThrow()
+  const benchUser = await db
+    .selectFrom('users')
+    .select('id')
+    .where('tenant_id', '=', tenantId)
+    .where('username', '=', 'user1')
+    .executeTakeFirstOrThrow()
 
   if (await tableExists(db, 'notifications')) {
     const total = n(2_000_000)
@@ -59,7 +66,12 @@ export async function seedTenant(db: Db, slug: string, scale: number): Promise<S
         case when g % 2 = 0 then now() - make_interval(mins => g % 1000) end,
         now() - make_interval(secs => g)
       from generate_series(1, ${total}) g,
-        (select array_agg(id) as all_ids from users where tenant_id = ${tenantId} and id <> ${benchUser.id}) ids`.execute(db).catch((error) => { counts.notifications = -1; console.error('# seeding notifications skipped:', error.message) })
+        (select array_agg(id) as all_ids from users where tenant_id = ${tenantId} and id <> ${benchUser.id}) ids`
+      .execute(db)
+      .catch((error) => {
+        counts.notifications = -1
+        console.error('# seeding notifications skipped:', error.message)
+      })
   }
 
   const employeeRole = created.roles.employeeId
@@ -116,7 +128,7 @@ export async function seedTenant(db: Db, slug: string, scale: number): Promise<S
       where n % 10 = 0`.execute(db)
   }
 
-  if (await tableExists(db, 'filemanager_files') && (await tableExists(db, 'shared_items'))) {
+  if ((await tableExists(db, 'filemanager_files')) && (await tableExists(db, 'shared_items'))) {
     // 1,000 files (metadata only: S11 redirects to their download URL, it never reads the bytes), each
     // shared once as `redirectWithGrantToken` without grants (the type's default redirect)
     counts.files = n(1_000)
@@ -138,13 +150,21 @@ export async function seedTenant(db: Db, slug: string, scale: number): Promise<S
  * Access tokens for the first `count` seeded users (`user1` …, the benchmark user first), set-based:
  * the realtime measurement (S13) opens streams as each of them.
  */
-export async function seedUserTokens(db: Db, tenant: SeededTenant, count: number): Promise<Array<{ userId: number; token: string }>> {
-  const { rows } = await sql<{ id: string }>`select id from users where tenant_id = ${tenant.tenantId} and username like 'user%'
+export async function seedUserTokens(
+  db: Db,
+  tenant: SeededTenant,
+  count: number,
+): Promise<Array<{ userId: number; token: string }>> {
+  const { rows } = await sql<{
+    id: string
+  }>`select id from users where tenant_id = ${tenant.tenantId} and username like 'user%'
     order by id limit ${count}`.execute(db)
   const users = rows.map((r) => ({ userId: Number(r.id), token: generateAccessToken(tenant.tenantId) }))
   await sql`insert into access_tokens (tenant_id, user_id, token_hash, device_name, created_at, expires_at)
     select ${tenant.tenantId}, u, h, 'bench-stream', clock_timestamp(), now() + interval '30 days'
-    from unnest(${users.map((u) => u.userId)}::bigint[], ${users.map((u) => hashAccessToken(u.token))}::bytea[]) as t(u, h)`.execute(db)
+    from unnest(${users.map((u) => u.userId)}::bigint[], ${users.map((u) => hashAccessToken(u.token))}::bytea[]) as t(u, h)`.execute(
+    db,
+  )
   return users
 }
 
@@ -162,7 +182,9 @@ export async function deferSecondaryIndexes(db: Db, tables: string[]): Promise<(
   const { rows } = await sql<{ indexname: string; indexdef: string }>`
     select i.indexname, i.indexdef from pg_indexes i
     where i.schemaname = current_schema() and i.tablename = any(${tables}::text[])
-      and not exists (select 1 from pg_constraint c where c.conname = i.indexname and c.connamespace = to_regnamespace(i.schemaname))`.execute(db)
+      and not exists (select 1 from pg_constraint c where c.conname = i.indexname and c.connamespace = to_regnamespace(i.schemaname))`.execute(
+    db,
+  )
   for (const index of rows) await sql`drop index ${sql.id(index.indexname)}`.execute(db)
   return async () => {
     await Promise.all(rows.map((index) => sql.raw(index.indexdef).execute(db)))

@@ -14,7 +14,11 @@ export interface PollOutcome<T> {
  * Calls `check` every `intervalMs` (one call at a time: the next starts `intervalMs` after the
  * previous one answered) until `isDone(value)` or `timeoutMs` passed.
  */
-export async function pollUntil<T>(check: () => Promise<T>, isDone: (value: T) => boolean, { intervalMs, timeoutMs }: { intervalMs: number; timeoutMs: number }): Promise<PollOutcome<T>> {
+export async function pollUntil<T>(
+  check: () => Promise<T>,
+  isDone: (value: T) => boolean,
+  { intervalMs, timeoutMs }: { intervalMs: number; timeoutMs: number },
+): Promise<PollOutcome<T>> {
   const deadline = performance.now() + timeoutMs
   for (;;) {
     const value = await check()

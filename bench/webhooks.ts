@@ -32,7 +32,10 @@ const TIMEOUT_MS = 60_000
 const EVENT_TYPE = 'user.updated'
 
 /** The keys `triggerEvents` writes into each job payload: tsc fails here when the payload type changes. */
-export const PAYLOAD_KEYS = { tenantId: true, deliveryId: true, series: true, attempt: true } satisfies Record<keyof DeliverWebhookPayload, true>
+export const PAYLOAD_KEYS = { tenantId: true, deliveryId: true, series: true, attempt: true } satisfies Record<
+  keyof DeliverWebhookPayload,
+  true
+>
 
 /** A plain node:http receiver: answers 200, counts distinct `webhook-id`s with a valid `webhook-signature`. */
 class Receiver {
@@ -59,7 +62,12 @@ class Receiver {
     const id = headers['webhook-id']
     const timestamp = headers['webhook-timestamp']
     const signature = headers['webhook-signature']
-    if (typeof id !== 'string' || typeof timestamp !== 'string' || typeof signature !== 'string' || !this.verify(id, timestamp, body, signature)) {
+    if (
+      typeof id !== 'string' ||
+      typeof timestamp !== 'string' ||
+      typeof signature !== 'string' ||
+      !this.verify(id, timestamp, body, signature)
+    ) {
       this.badSignatures++
       return
     }
@@ -70,7 +78,9 @@ class Receiver {
 
   /** Standard Webhooks: `v1,<base64 HMAC-SHA256(key, "<id>.<timestamp>.<body>")>` (space-separated list). */
   private verify(id: string, timestamp: string, body: Buffer, header: string): boolean {
-    const expected = Buffer.from(createHmac('sha256', this.key).update(`${id}.${timestamp}.`).update(body).digest('base64'))
+    const expected = Buffer.from(
+      createHmac('sha256', this.key).update(`${id}.${timestamp}.`).update(body).digest('base64'),
+    )
     return header.split(' ').some((part) => {
       const [version, mac] = part.split(',')
       const given = Buffer.from(mac ?? '')
@@ -95,43 +105,71 @@ class Receiver {
   }
 }
 
-interface ApiCall { status: number; json: any }
+interface ApiCall {
+  status: number
+  json: any
+}
 
 async function api(ctx: WebhooksContext, method: string, path: string, body?: unknown): Promise<ApiCall> {
   const response = await fetch(ctx.apiUrl + path, {
     method,
-    headers: { authorization: `Bearer ${ctx.tenant.adminToken}`, ...(body ? { 'content-type': 'application/json' } : {}) },
+    headers: {
+      authorization: `Bearer ${ctx.tenant.adminToken}`,
+      ...(body ? { 'content-type': 'application/json' } : {}),
+    },
     body: body ? JSON.stringify(body) : undefined,
   })
   const text = await response.text()
   let json: unknown
-  try { json = JSON.parse(text) } catch { json = text }
+  try {
+    json = JSON.parse(text)
+  } catch {
+    json = text
+  }
   return { status: response.status, json }
 }
 
 async function createAutomation(ctx: WebhooksContext, url: string, secret: string): Promise<number> {
   const created = await api(ctx, 'POST', '/api/administration/automations', {
-    name: 'Bench webhook', event: EVENT_TYPE,
-    actions: [{ type: 'webhook', config: { url, method: 'POST', headers: {}, auth: { type: 'secret', secret: { secret } } } }],
+    name: 'Bench webhook',
+    event: EVENT_TYPE,
+    actions: [
+      { type: 'webhook', config: { url, method: 'POST', headers: {}, auth: { type: 'secret', secret: { secret } } } },
+    ],
   })
   const id = created.json?.data?.id ?? created.json?.id
-  if (created.status !== 201 || typeof id !== 'number') throw new Error(`creating the automation answered ${created.status}: ${JSON.stringify(created.json).slice(0, 300)}`)
+  if (created.status !== 201 || typeof id !== 'number')
+    throw new Error(`creating the automation answered ${created.status}: ${JSON.stringify(created.json).slice(0, 300)}`)
   return id
 }
 
 /** One synthetic `automation.test` delivery through the API; resolves when the receiver got it. */
 async function warmUp(ctx: WebhooksContext, receiver: Receiver, automationId: number): Promise<void> {
   const test = await api(ctx, 'POST', `/api/administration/automations/${automationId}/test`)
-  if (test.status !== 202) throw new Error(`the test delivery answered ${test.status}: ${JSON.stringify(test.json).slice(0, 300)}`)
-  const outcome = await pollUntil(async () => receiver.ids.size, (n) => n >= 1, { intervalMs: 20, timeoutMs: 15_000 })
-  if (!outcome.done) throw new Error(`the test delivery did not reach the receiver within 15 s (bad signatures: ${receiver.badSignatures})`)
+  if (test.status !== 202)
+    throw new Error(`the test delivery answered ${test.status}: ${JSON.stringify(test.json).slice(0, 300)}`)
+  const outcome = await pollUntil(
+    async () => receiver.ids.size,
+    (n) => n >= 1,
+    { intervalMs: 20, timeoutMs: 15_000 },
+  )
+  if (!outcome.done)
+    throw new Error(
+      `the test delivery did not reach the receiver within 15 s (bad signatures: ${receiver.badSignatures})`,
+    )
 }
 
 /**
  * N events at once, set-based, as `createDeliveries` records them for a committed domain event: a
  * delivery row per event and its first attempt job (payload `DeliverWebhookPayload`, same job key).
  */
-async function triggerEvents(db: Db, tenantId: number, automationId: number, url: string, events: number): Promise<number> {
+async function triggerEvents(
+  db: Db,
+  tenantId: number,
+  automationId: number,
+  url: string,
+  events: number,
+): Promise<number> {
   const { rows } = await sql<{ n: number }>`
     with deliveries as (
       insert into webhook_deliveries (tenant_id, automation_id, action_index, event_id, event_type, event_timestamp, event_data, url, method)
@@ -159,26 +197,50 @@ async function measure(ctx: WebhooksContext, receiver: Receiver, secret: string)
   const warmUpEvents = Math.max(100, Math.round(ctx.events / 10))
   receiver.reset()
   await triggerEvents(ctx.db, ctx.tenant.tenantId, automationId, url, warmUpEvents)
-  await pollUntil(async () => receiver.ids.size, (n) => n >= warmUpEvents, { intervalMs: 20, timeoutMs: TIMEOUT_MS })
+  await pollUntil(
+    async () => receiver.ids.size,
+    (n) => n >= warmUpEvents,
+    { intervalMs: 20, timeoutMs: TIMEOUT_MS },
+  )
   await waitForIdleQueue(ctx.db)
   receiver.reset()
   const t0 = performance.now()
   const queued = await triggerEvents(ctx.db, ctx.tenant.tenantId, automationId, url, ctx.events)
   if (queued !== ctx.events) return { pass: false, error: `queued ${queued} of ${ctx.events} deliveries` }
-  const outcome = await pollUntil(async () => receiver.ids.size, (n) => n >= ctx.events, { intervalMs: 10, timeoutMs: TIMEOUT_MS })
+  const outcome = await pollUntil(
+    async () => receiver.ids.size,
+    (n) => n >= ctx.events,
+    { intervalMs: 10, timeoutMs: TIMEOUT_MS },
+  )
   const delivered = outcome.value
   const result: Row = { deliveries: delivered, bad_signatures: receiver.badSignatures }
-  if (!outcome.done) return { ...result, pass: false, error: `${delivered} of ${ctx.events} deliveries after ${TIMEOUT_MS / 1000} s (bad signatures: ${receiver.badSignatures})` }
+  if (!outcome.done)
+    return {
+      ...result,
+      pass: false,
+      error: `${delivered} of ${ctx.events} deliveries after ${TIMEOUT_MS / 1000} s (bad signatures: ${receiver.badSignatures})`,
+    }
   const seconds = (receiver.arrivals[delivered - 1] - t0) / 1000
   const rate = Math.round(delivered / seconds)
   // where the time goes: a steady rate puts half the deliveries at half the time; a long tail does not
   const after = (share: number) => Math.round(receiver.arrivals[Math.ceil(share * delivered) - 1] - t0)
-  return { ...result, ms: Math.round(seconds * 1000), rate, half_ms: after(0.5), p90_ms: after(0.9), pass: rate >= TARGET_PER_S && receiver.badSignatures === 0 }
+  return {
+    ...result,
+    ms: Math.round(seconds * 1000),
+    rate,
+    half_ms: after(0.5),
+    p90_ms: after(0.9),
+    pass: rate >= TARGET_PER_S && receiver.badSignatures === 0,
+  }
 }
 
 /** Runs the measurement with its own receiver; any failure becomes a failed row. */
 export async function measureWebhooks(ctx: WebhooksContext): Promise<Row> {
-  const base: Row = { id: 'webhooks', request: `${ctx.events.toLocaleString('en-US')} webhook deliveries (secret signing) to a local receiver`, target: `≥ ${TARGET_PER_S}/s` }
+  const base: Row = {
+    id: 'webhooks',
+    request: `${ctx.events.toLocaleString('en-US')} webhook deliveries (secret signing) to a local receiver`,
+    target: `≥ ${TARGET_PER_S}/s`,
+  }
   const secret = `whsec_${randomBytes(24).toString('base64')}`
   const receiver = new Receiver(secret)
   let row: Row
@@ -189,9 +251,10 @@ export async function measureWebhooks(ctx: WebhooksContext): Promise<Row> {
   } finally {
     await receiver.close()
   }
-  const figure = row.rate !== undefined
-    ? `${row.deliveries} deliveries in ${row.ms} ms: ${row.rate}/s (50% after ${row.half_ms} ms, 90% after ${row.p90_ms} ms), bad signatures ${row.bad_signatures}`
-    : `FAILED: ${row.error}`
+  const figure =
+    row.rate !== undefined
+      ? `${row.deliveries} deliveries in ${row.ms} ms: ${row.rate}/s (50% after ${row.half_ms} ms, 90% after ${row.p90_ms} ms), bad signatures ${row.bad_signatures}`
+      : `FAILED: ${row.error}`
   console.log(`${'webhooks'.padEnd(14)} ${figure} (target ${row.target})`)
   return row
 }

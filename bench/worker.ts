@@ -23,7 +23,15 @@ export interface BenchWorker {
 export async function startBenchWorker(db: Db, databaseUrl: string): Promise<BenchWorker> {
   const child = spawn(process.execPath, ['bin/workplace.js', 'worker'], {
     cwd: root,
-    env: { ...process.env, DATABASE_URL: databaseUrl, LOG_LEVEL: 'warn', NODE_ENV: 'production', WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true', PUSH_ALLOW_PRIVATE_NETWORKS: 'true', NOTIFICATION_RETENTION_DAYS: '' },
+    env: {
+      ...process.env,
+      DATABASE_URL: databaseUrl,
+      LOG_LEVEL: 'warn',
+      NODE_ENV: 'production',
+      WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true',
+      PUSH_ALLOW_PRIVATE_NETWORKS: 'true',
+      NOTIFICATION_RETENTION_DAYS: '',
+    },
     stdio: ['ignore', 'ignore', 'inherit'],
   })
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()))
@@ -48,21 +56,38 @@ export async function startBenchWorker(db: Db, databaseUrl: string): Promise<Ben
 
 /** Queues a no-op job (the retention purge, a no-op while retention is unset) and waits until it is gone. */
 async function waitForProbeJob(db: Db, child: ChildProcess): Promise<void> {
-  const { rows } = await sql<{ id: string }>`select id from graphile_worker.add_job('notifications:purge_read', '{}'::json)`.execute(db)
+  const { rows } = await sql<{
+    id: string
+  }>`select id from graphile_worker.add_job('notifications:purge_read', '{}'::json)`.execute(db)
   const probeId = rows[0].id
-  const outcome = await pollUntil(async () => {
-    if (child.exitCode !== null || child.signalCode !== null) throw new Error(`the worker exited (${child.exitCode ?? child.signalCode})`)
-    const { rows: left } = await sql<{ n: number }>`select count(*)::int as n from graphile_worker.jobs where id = ${probeId}`.execute(db)
-    return left[0].n
-  }, (n) => n === 0, { intervalMs: 50, timeoutMs: 60_000 })
+  const outcome = await pollUntil(
+    async () => {
+      if (child.exitCode !== null || child.signalCode !== null)
+        throw new Error(`the worker exited (${child.exitCode ?? child.signalCode})`)
+      const { rows: left } = await sql<{
+        n: number
+      }>`select count(*)::int as n from graphile_worker.jobs where id = ${probeId}`.execute(db)
+      return left[0].n
+    },
+    (n) => n === 0,
+    { intervalMs: 50, timeoutMs: 60_000 },
+  )
   if (!outcome.done) throw new Error('the worker did not run a probe job within 60 s')
 }
 
 /** Waits until no job is due (so one measurement's follow-up jobs do not run during the next). */
 export async function waitForIdleQueue(db: Db, timeoutMs = 60_000): Promise<boolean> {
-  const outcome = await pollUntil(async () => {
-    const { rows } = await sql<{ n: number }>`select count(*)::int as n from graphile_worker.jobs where run_at <= now() and attempts < max_attempts`.execute(db)
-    return rows[0].n
-  }, (n) => n === 0, { intervalMs: 50, timeoutMs })
+  const outcome = await pollUntil(
+    async () => {
+      const { rows } = await sql<{
+        n: number
+      }>`select count(*)::int as n from graphile_worker.jobs where run_at <= now() and attempts < max_attempts`.execute(
+        db,
+      )
+      return rows[0].n
+    },
+    (n) => n === 0,
+    { intervalMs: 50, timeoutMs },
+  )
   return outcome.done
 }

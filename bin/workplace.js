@@ -10,7 +10,9 @@ if (process.env.WORKPLACE_FROM_SOURCE !== '1' && existsSync(compiled)) {
 } else {
   const tsx = await import('tsx/esm/api').catch(() => undefined)
   if (!tsx) {
-    process.stderr.write('workplace: no build in dist/ and no tsx to run the sources: run `npm install` (it builds) or `npm run build`\n')
+    process.stderr.write(
+      'workplace: no build in dist/ and no tsx to run the sources: run `npm install` (it builds) or `npm run build`\n',
+    )
     process.exit(1)
   }
   tsx.register()

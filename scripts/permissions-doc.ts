@@ -22,7 +22,8 @@ export function permissionsPage(): string {
   const checkedIn = (key: string) => {
     const direct = files.filter((f) => f.text.includes(`'${key}'`)).map((f) => `\`${f.name}\``)
     const module = key.split('.')[0]!
-    if (direct.length === 0 && (CONTENT_MODULES as readonly string[]).includes(module)) return 'the content resource of the module (`src/platform/content/`), by `<module>.view` / `<module>.manage`'
+    if (direct.length === 0 && (CONTENT_MODULES as readonly string[]).includes(module))
+      return 'the content resource of the module (`src/platform/content/`), by `<module>.view` / `<module>.manage`'
     return direct.join(', ') || '—'
   }
   const lines = [
@@ -46,7 +47,10 @@ export function permissionsPage(): string {
     '',
     '| key | grants | checked in |',
     '|---|---|---|',
-    ...PERMISSIONS.map((key) => `| \`${key}\` | ${PERMISSION_GRANTS[key] ?? '(undocumented)'} | ${key === '*' ? '`src/platform/auth/permissions.ts` (`can`)' : checkedIn(key)} |`),
+    ...PERMISSIONS.map(
+      (key) =>
+        `| \`${key}\` | ${PERMISSION_GRANTS[key] ?? '(undocumented)'} | ${key === '*' ? '`src/platform/auth/permissions.ts` (`can`)' : checkedIn(key)} |`,
+    ),
     '',
     '## Default roles of a new tenant',
     '',

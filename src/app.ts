@@ -1,4 +1,10 @@
-import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyServerOptions, type RouteOptions } from 'fastify'
+import Fastify, {
+  LogController,
+  type FastifyBaseLogger,
+  type FastifyInstance,
+  type FastifyServerOptions,
+  type RouteOptions,
+} from 'fastify'
 import cors from '@fastify/cors'
 import qs from 'qs'
 import type { Logger } from 'pino'
@@ -47,7 +53,13 @@ function parseQueryString(query: string): Record<string, unknown> {
   try {
     // Bracketed keys become nested objects (filter[read_at][null]=true); depth and key count bounded;
     // null-prototype objects, so a key like filter[hasOwnProperty] is an ordinary (unknown) name.
-    return qs.parse(query, { depth: 4, parameterLimit: QUERY_PARAMETER_LIMIT, throwOnLimitExceeded: true, arrayLimit: 100, plainObjects: true })
+    return qs.parse(query, {
+      depth: 4,
+      parameterLimit: QUERY_PARAMETER_LIMIT,
+      throwOnLimitExceeded: true,
+      arrayLimit: 100,
+      plainObjects: true,
+    })
   } catch {
     const refused = {}
     refusedQueries.add(refused)
@@ -68,7 +80,11 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
     // one line per request instead of two (registerRequestLog)
     logController: new LogController({ disableRequestLogging: true }),
     genReqId: () => crypto.randomUUID(),
-    childLoggerFactory: (logger: FastifyBaseLogger, bindings: Record<string, unknown>, opts: Parameters<FastifyBaseLogger['child']>[1]) => new LazyChildLogger(logger, bindings, opts),
+    childLoggerFactory: (
+      logger: FastifyBaseLogger,
+      bindings: Record<string, unknown>,
+      opts: Parameters<FastifyBaseLogger['child']>[1],
+    ) => new LazyChildLogger(logger, bindings, opts),
     ajv: undefined,
     // during shutdown our onRequest hook answers 503 problem+json (Fastify's own 503 is plain JSON)
     return503OnClosing: false,
@@ -110,20 +126,32 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
   })
   const databaseUrl = options.databaseUrl ?? config.db.directUrl
   if (databaseUrl && config.auth.actorCache) {
-    const cache = await startActorCache(databaseUrl, (error) => app.log.warn({ err: error }, 'actor cache listener error'))
+    const cache = await startActorCache(databaseUrl, (error) =>
+      app.log.warn({ err: error }, 'actor cache listener error'),
+    )
     useActorCache(db, cache)
     app.addHook('onClose', async () => cache.close())
     // a logout, a role change, a deactivation: answered once every node has been told (actor-cache.ts)
     app.addHook('onSend', (request, _reply, payload, done) => {
       if (!cache.changedActors(request)) return done(null, payload)
-      cache.announce(db, request.actor?.tenantId).catch((error) => request.log.warn({ err: error }, 'actor change announcement failed'))
+      cache
+        .announce(db, request.actor?.tenantId)
+        .catch((error) => request.log.warn({ err: error }, 'actor change announcement failed'))
         .finally(() => done(null, payload))
     })
   }
   app.addHook('onRequest', async (request) => {
-    if (closing) throw new AppError(503, 'shutting_down', 'The server is shutting down; retry', undefined, { 'Retry-After': '1', Connection: 'close' })
+    if (closing)
+      throw new AppError(503, 'shutting_down', 'The server is shutting down; retry', undefined, {
+        'Retry-After': '1',
+        Connection: 'close',
+      })
     if (refusedQueries.has(request.query as object)) {
-      throw new AppError(400, 'malformed_query', `The query string has more than ${QUERY_PARAMETER_LIMIT} parameters or is malformed`)
+      throw new AppError(
+        400,
+        'malformed_query',
+        `The query string has more than ${QUERY_PARAMETER_LIMIT} parameters or is malformed`,
+      )
     }
     if (request.is404 || request.routeOptions.config.public) return
     await authenticateRequest(db, request)

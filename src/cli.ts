@@ -18,20 +18,30 @@ const COMMANDS: Record<string, { usage: string; summary: string }> = {
   migrate: { usage: 'migrate', summary: 'apply migrations and exit' },
   tenant: {
     usage: 'tenant create <slug> [--name N] [--admin-username U] [--admin-password P] [--json]',
-    summary: 'create a tenant with its administrator; a generated admin password is printed once (--json: admin.password)',
+    summary:
+      'create a tenant with its administrator; a generated admin password is printed once (--json: admin.password)',
   },
   token: { usage: 'token create --tenant <slug> --username <u> [--json]', summary: 'issue an access token for a user' },
   demo: { usage: 'demo [--reset]', summary: 'create the demo tenant if missing (--reset: delete and recreate it)' },
   keys: { usage: 'keys rotate', summary: 'new signing key (the JWKS keeps the previous one)' },
-  db: { usage: 'db distribute [--dry-run]', summary: 'on a Citus coordinator: distribute tenant tables by tenant_id, make global ones reference tables (docs/citus.md)' },
-  secrets: { usage: 'secrets rotate', summary: 'a new secrets key (key-file mode); every stored secret re-encrypted under it, while the API runs' },
+  db: {
+    usage: 'db distribute [--dry-run]',
+    summary:
+      'on a Citus coordinator: distribute tenant tables by tenant_id, make global ones reference tables (docs/citus.md)',
+  },
+  secrets: {
+    usage: 'secrets rotate',
+    summary: 'a new secrets key (key-file mode); every stored secret re-encrypted under it, while the API runs',
+  },
   help: { usage: 'help [command]', summary: 'print this help' },
 }
 
 const USAGE = `Usage: workplace <command> [options]
 
 Commands:
-${Object.values(COMMANDS).map((c) => `  ${c.usage}\n      ${c.summary}`).join('\n')}
+${Object.values(COMMANDS)
+  .map((c) => `  ${c.usage}\n      ${c.summary}`)
+  .join('\n')}
 
 Every command reads its configuration from the environment (see README, "Configuration").
 \`workplace <command> --help\` prints the usage of one command.
@@ -42,7 +52,13 @@ const commandUsage = (name: string) => `Usage: workplace ${COMMANDS[name]!.usage
 /** A wrong invocation: the caller prints usage and exits 2. */
 class UsageError extends Error {}
 
-async function withDatabase<T>(config: Config, run: (db: Awaited<ReturnType<typeof openRuntimeDatabase>>['db'], handle: Awaited<ReturnType<typeof openRuntimeDatabase>>) => Promise<T>): Promise<T> {
+async function withDatabase<T>(
+  config: Config,
+  run: (
+    db: Awaited<ReturnType<typeof openRuntimeDatabase>>['db'],
+    handle: Awaited<ReturnType<typeof openRuntimeDatabase>>,
+  ) => Promise<T>,
+): Promise<T> {
   const log = pino({ level: config.logLevel === 'info' ? 'warn' : config.logLevel }, pino.destination(2))
   const handle = await openRuntimeDatabase(config, log)
   try {
@@ -56,13 +72,24 @@ async function tenantCreate(config: Config, args: string[]): Promise<void> {
   const { values, positionals } = parseArgs({
     args,
     allowPositionals: true,
-    options: { name: { type: 'string' }, 'admin-username': { type: 'string' }, 'admin-password': { type: 'string' }, json: { type: 'boolean' } },
+    options: {
+      name: { type: 'string' },
+      'admin-username': { type: 'string' },
+      'admin-password': { type: 'string' },
+      json: { type: 'boolean' },
+    },
   })
   const slug = positionals[0]
   if (!slug) throw new UsageError('tenant create needs a <slug>')
-  const created = await withDatabase(config, (db) => createTenant(db, {
-    slug, name: values.name, adminUsername: values['admin-username'], adminPassword: values['admin-password'], tokenTtlDays: config.auth.tokenTtlDays,
-  }))
+  const created = await withDatabase(config, (db) =>
+    createTenant(db, {
+      slug,
+      name: values.name,
+      adminUsername: values['admin-username'],
+      adminPassword: values['admin-password'],
+      tokenTtlDays: config.auth.tokenTtlDays,
+    }),
+  )
   if (values.json) {
     // a generated password exists nowhere else: it is printed once, here (contract 00 §2 shape plus admin.password)
     const admin = values['admin-password'] ? created.admin : { ...created.admin, password: created.password }
@@ -70,19 +97,29 @@ async function tenantCreate(config: Config, args: string[]): Promise<void> {
     return
   }
   process.stdout.write(`Created tenant ${created.tenant.slug} (id ${created.tenant.id}).\n`)
-  process.stdout.write(`Admin: ${created.admin.username}${values['admin-password'] ? '' : `  password: ${created.password}`}\n`)
+  process.stdout.write(
+    `Admin: ${created.admin.username}${values['admin-password'] ? '' : `  password: ${created.password}`}\n`,
+  )
   process.stdout.write(`Token: ${created.token}\n`)
 }
 
 async function tokenCreate(config: Config, args: string[]): Promise<void> {
-  const { values } = parseArgs({ args, options: { tenant: { type: 'string' }, username: { type: 'string' }, json: { type: 'boolean' } } })
+  const { values } = parseArgs({
+    args,
+    options: { tenant: { type: 'string' }, username: { type: 'string' }, json: { type: 'boolean' } },
+  })
   if (!values.tenant || !values.username) throw new UsageError('token create needs --tenant and --username')
   const token = await withDatabase(config, async (db) => {
     const tenant = await findTenantBySlug(db, values.tenant!)
     if (!tenant) throw new Error(`no tenant "${values.tenant}"`)
-    const user = await db.selectFrom('users').select('id').where('tenant_id', '=', tenant.id)
+    const user = await db
+      .selectFrom('users')
+      .select('id')
+      .where('tenant_id', '=', tenant.id)
       .where((eb) => eb(eb.fn('lower', ['username']), '=', values.username!.toLowerCase()))
-      .where('deleted_at', 'is', null).where('blacked_out_at', 'is', null).executeTakeFirst()
+      .where('deleted_at', 'is', null)
+      .where('blacked_out_at', 'is', null)
+      .executeTakeFirst()
     if (!user) throw new Error(`no user "${values.username}" in tenant "${values.tenant}"`)
     return (await issueAccessToken(db, tenant.id, user.id, config.auth.tokenTtlDays, 'cli')).token
   })
@@ -123,8 +160,12 @@ export async function main(argv: string[]): Promise<void> {
       break
     case 'keys':
       if (sub === 'rotate') {
-        const { kid, previousKid } = await withDatabase(config, (db) => rotateSigningKey(db, secretBoxFor(config.secrets)))
-        process.stdout.write(`New signing key ${kid}${previousKid ? ` (previous ${previousKid} stays in the JWKS)` : ''}.\n`)
+        const { kid, previousKid } = await withDatabase(config, (db) =>
+          rotateSigningKey(db, secretBoxFor(config.secrets)),
+        )
+        process.stdout.write(
+          `New signing key ${kid}${previousKid ? ` (previous ${previousKid} stays in the JWKS)` : ''}.\n`,
+        )
         return
       }
       break
@@ -132,7 +173,9 @@ export async function main(argv: string[]): Promise<void> {
       if (sub === 'distribute') {
         const { distributeCommand } = await import('./platform/db/distribute.js')
         const dryRun = parseArgs({ args: rest, options: { 'dry-run': { type: 'boolean' } } }).values['dry-run'] === true
-        process.exitCode = await withDatabase(config, (db) => distributeCommand(db, { dryRun }, (text) => process.stdout.write(text)))
+        process.exitCode = await withDatabase(config, (db) =>
+          distributeCommand(db, { dryRun }, (text) => process.stdout.write(text)),
+        )
         return
       }
       break
@@ -140,16 +183,26 @@ export async function main(argv: string[]): Promise<void> {
       if (sub === 'rotate') {
         const holders = appModules.flatMap((m) => m.secretHolders ?? [])
         const result = await withDatabase(config, (db) => rotateSecrets(db, secretBoxFor(config.secrets), holders))
-        const counts = Object.entries(result.resealed).map(([name, n]) => `${name}: ${n}`).join(', ')
-        process.stdout.write(`${result.generated ? 'New secrets key' : 'Secrets key (SECRETS_KEY)'} ${result.keyId}; re-encrypted ${counts}.\n`)
+        const counts = Object.entries(result.resealed)
+          .map(([name, n]) => `${name}: ${n}`)
+          .join(', ')
+        process.stdout.write(
+          `${result.generated ? 'New secrets key' : 'Secrets key (SECRETS_KEY)'} ${result.keyId}; re-encrypted ${counts}.\n`,
+        )
         return
       }
       break
     case 'demo': {
       const reset = parseArgs({ args: argv.slice(1), options: { reset: { type: 'boolean' } } }).values.reset ?? false
       const result = await withDatabase(config, (_db, handle) => runDemo(config, handle, { reset }))
-      if (result.created) process.stdout.write(demoInstructions(`http://${config.http.host}:${config.http.port}`, result).join('\n') + '\n')
-      else process.stdout.write('The demo tenant already exists; `workplace token create --tenant demo --username anna` prints a token, `workplace demo --reset` recreates it.\n')
+      if (result.created)
+        process.stdout.write(
+          demoInstructions(`http://${config.http.host}:${config.http.port}`, result).join('\n') + '\n',
+        )
+      else
+        process.stdout.write(
+          'The demo tenant already exists; `workplace token create --tenant demo --username anna` prints a token, `workplace demo --reset` recreates it.\n',
+        )
       return
     }
   }
@@ -160,10 +213,15 @@ main(process.argv.slice(2)).catch((error) => {
   // a wrong invocation (unknown command or option, missing argument) exits 2 with the usage
   if (error instanceof UsageError || (error as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')) {
     const [command] = process.argv.slice(2)
-    process.stderr.write(`workplace: ${(error as Error).message}\n\n${command && Object.hasOwn(COMMANDS, command) ? commandUsage(command) : USAGE}`)
+    process.stderr.write(
+      `workplace: ${(error as Error).message}\n\n${command && Object.hasOwn(COMMANDS, command) ? commandUsage(command) : USAGE}`,
+    )
     process.exit(2)
   }
-  const message = error instanceof AppError ? `${error.message}${error.errors ? ` ${JSON.stringify(error.errors)}` : ''}` : (error as Error).message
+  const message =
+    error instanceof AppError
+      ? `${error.message}${error.errors ? ` ${JSON.stringify(error.errors)}` : ''}`
+      : (error as Error).message
   process.stderr.write(`workplace: ${message}\n`)
   process.exit(1)
 })

@@ -51,7 +51,11 @@ function bool(env: NodeJS.ProcessEnv, name: string, fallback: boolean, problems:
 
 /** The VAPID subject (RFC 8292): a mailto: or https: URL; by default the API's own base URL. */
 function pushContact(raw: string | undefined, baseUrl: string, problems: string[]): string {
-  const contact = raw || (baseUrl.startsWith('https:') ? baseUrl : `mailto:webmaster@${new URL(baseUrl).hostname.includes('.') ? new URL(baseUrl).hostname : 'localhost.invalid'}`)
+  const contact =
+    raw ||
+    (baseUrl.startsWith('https:')
+      ? baseUrl
+      : `mailto:webmaster@${new URL(baseUrl).hostname.includes('.') ? new URL(baseUrl).hostname : 'localhost.invalid'}`)
   if (!/^(mailto:|https:)/.test(contact)) problems.push('PUSH_CONTACT must be a mailto: or https: URL')
   return contact
 }
@@ -85,7 +89,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       host,
       port,
       bodyLimit: 1024 * 1024,
-      corsOrigins: (env.CORS_ORIGINS || '').split(',').map((s) => s.trim()).filter(Boolean),
+      corsOrigins: (env.CORS_ORIGINS || '')
+        .split(',')
+        .map((s) => s.trim())
+        .filter(Boolean),
     },
     db: {
       url: env.DATABASE_URL || undefined,
@@ -115,11 +122,17 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     },
     digestHour: integer(env, 'DIGEST_HOUR', 7, problems),
     smtpUrl: env.SMTP_URL || undefined,
-    metrics: { token: env.METRICS_TOKEN || undefined, port: env.METRICS_PORT ? integer(env, 'METRICS_PORT', 0, problems) : undefined },
+    metrics: {
+      token: env.METRICS_TOKEN || undefined,
+      port: env.METRICS_PORT ? integer(env, 'METRICS_PORT', 0, problems) : undefined,
+    },
     notificationRetentionDays: retention ? integer(env, 'NOTIFICATION_RETENTION_DAYS', 0, problems) : undefined,
     secrets: {
       key: env.SECRETS_KEY || undefined,
-      previousKeys: (env.SECRETS_PREVIOUS_KEYS || '').split(',').map((s) => s.trim()).filter(Boolean),
+      previousKeys: (env.SECRETS_PREVIOUS_KEYS || '')
+        .split(',')
+        .map((s) => s.trim())
+        .filter(Boolean),
       keyFile: path.join(dataDir, 'secrets.key'),
     },
     auditRetentionDays: integer(env, 'AUDIT_RETENTION_DAYS', 365, problems),
@@ -128,8 +141,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     isTest: env.NODE_ENV === 'test',
   }
   if (config.digestHour > 23) problems.push('DIGEST_HOUR must be an hour from 0 to 23')
-  if (config.db.poolMode === 'transaction' && !config.db.url) problems.push('DATABASE_POOL_MODE=transaction needs DATABASE_URL (the pooler)')
-  if (config.secrets.key && Buffer.from(config.secrets.key, 'base64').length !== 32) problems.push('SECRETS_KEY must be 32 bytes, base64-encoded')
+  if (config.db.poolMode === 'transaction' && !config.db.url)
+    problems.push('DATABASE_POOL_MODE=transaction needs DATABASE_URL (the pooler)')
+  if (config.secrets.key && Buffer.from(config.secrets.key, 'base64').length !== 32)
+    problems.push('SECRETS_KEY must be 32 bytes, base64-encoded')
   if (problems.length > 0) throw new Error(`Invalid configuration:\n- ${problems.join('\n- ')}`)
   return Object.freeze(config)
 }

@@ -11,7 +11,11 @@ import { ensureDemoTenant, type DemoRequest, type DemoResult } from './modules/t
  * One process at a time (a session lock on `directUrl`): nodes of a fleet started together on an empty
  * database would otherwise each create it, or take another's demo in the making for a half-made one.
  */
-export async function runDemo(config: Config, { db, directUrl }: { db: Db; directUrl: string }, { reset = false } = {}): Promise<DemoResult> {
+export async function runDemo(
+  config: Config,
+  { db, directUrl }: { db: Db; directUrl: string },
+  { reset = false } = {},
+): Promise<DemoResult> {
   return withSessionLock(directUrl, 'workplace:demo-tenant', () => createDemo(config, db, reset))
 }
 
@@ -23,13 +27,15 @@ async function createDemo(config: Config, db: Db, reset: boolean): Promise<DemoR
       let headers: Record<string, string> = token ? { authorization: `Bearer ${token}` } : {}
       if (files) {
         const form = new FormData()
-        for (const [key, value] of Object.entries((payload ?? {}) as Record<string, unknown>)) form.append(key, String(value))
+        for (const [key, value] of Object.entries((payload ?? {}) as Record<string, unknown>))
+          form.append(key, String(value))
         for (const [field, file] of Object.entries(files)) form.append(field, file.bytes, { filename: file.name })
         body = form.getBuffer()
         headers = { ...headers, ...form.getHeaders() }
       }
       const response = await app.inject({ method, url, headers, payload: body as never })
-      if (response.statusCode >= 300) throw new Error(`demo: ${method} ${url} answered ${response.statusCode}: ${response.body}`)
+      if (response.statusCode >= 300)
+        throw new Error(`demo: ${method} ${url} answered ${response.statusCode}: ${response.body}`)
       return response.body ? response.json() : undefined
     }
     return await ensureDemoTenant(db, { tokenTtlDays: config.auth.tokenTtlDays, api, reset })

@@ -1,6 +1,13 @@
 import type { Logger } from 'pino'
 import type { Config } from './config.js'
-import { applyDatabaseDefaults, createPool, kyselyOn, openDatabase, verifySessionSettings, type DatabaseHandle } from './platform/db/database.js'
+import {
+  applyDatabaseDefaults,
+  createPool,
+  kyselyOn,
+  openDatabase,
+  verifySessionSettings,
+  type DatabaseHandle,
+} from './platform/db/database.js'
 import { migrateToLatest } from './platform/db/migrate.js'
 import { startWorker } from './platform/jobs/jobs.js'
 import type { JobHandlers } from './platform/jobs/jobs.js'
@@ -12,7 +19,11 @@ import { appModules } from './modules/index.js'
  * run on the direct URL (they take session advisory locks); behind a transaction-mode pooler the pooled
  * connections are then checked for the settings the app needs.
  */
-export async function openRuntimeDatabase(config: Config, log: Logger, { migrate = true } = {}): Promise<DatabaseHandle> {
+export async function openRuntimeDatabase(
+  config: Config,
+  log: Logger,
+  { migrate = true } = {},
+): Promise<DatabaseHandle> {
   const handle = await openDatabase({
     url: config.db.url,
     directUrl: config.db.directUrl,
@@ -61,12 +72,23 @@ export function collectJobs(deps: AppDeps): { handlers: JobHandlers; cron: strin
  * the API's own (synchronous) transactions, so no queued work is at risk.
  */
 export async function runWorker(handle: DatabaseHandle, deps: AppDeps) {
-  const pool = createPool(handle.url, { max: deps.config.jobs.concurrency + 4, asynchronousCommit: true, poolMode: handle.poolMode, name: 'jobs' })
+  const pool = createPool(handle.url, {
+    max: deps.config.jobs.concurrency + 4,
+    asynchronousCommit: true,
+    poolMode: handle.poolMode,
+    name: 'jobs',
+  })
   const jobsDb = kyselyOn(pool, handle.poolMode)
   const { handlers, cron } = collectJobs({ ...deps, db: jobsDb })
   const runner = await startWorker({
-    pool, directUrl: handle.directUrl, poolMode: handle.poolMode, handlers, cron: cron || undefined, log: deps.log,
-    concurrency: deps.config.jobs.concurrency, localQueueSize: deps.config.jobs.localQueueSize,
+    pool,
+    directUrl: handle.directUrl,
+    poolMode: handle.poolMode,
+    handlers,
+    cron: cron || undefined,
+    log: deps.log,
+    concurrency: deps.config.jobs.concurrency,
+    localQueueSize: deps.config.jobs.localQueueSize,
   })
   void runner.promise.finally(() => jobsDb.destroy()).catch(() => undefined)
   return runner

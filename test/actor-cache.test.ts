@@ -16,7 +16,8 @@ import { given } from './helpers/given.js'
 import { testDatabaseUrl, testDb } from './helpers/test-database.js'
 
 const db = testDb()
-const status = async (token: string, url: string) => (await call(await buildTestApp(), token, { method: 'GET', url })).statusCode
+const status = async (token: string, url: string) =>
+  (await call(await buildTestApp(), token, { method: 'GET', url })).statusCode
 
 /** A connection of another program (psql, say): its writes never pass through the app's driver. */
 async function otherProcess<T>(work: (client: pg.Client) => Promise<T>): Promise<T> {
@@ -35,12 +36,23 @@ async function otherProcess<T>(work: (client: pg.Client) => Promise<T>): Promise
  */
 async function anotherAppProcess(statement: string): Promise<{ pid: number; failed: boolean }> {
   const script = path.join(import.meta.dirname, 'fixtures/another-app-process.ts')
-  const { stdout, failed } = await promisify(execFile)(process.execPath, ['--import', 'tsx', script, testDatabaseUrl(), statement])
-    .then((r) => ({ stdout: r.stdout, failed: false }), (error: { stdout: string }) => ({ stdout: error.stdout, failed: true }))
+  const { stdout, failed } = await promisify(execFile)(process.execPath, [
+    '--import',
+    'tsx',
+    script,
+    testDatabaseUrl(),
+    statement,
+  ]).then(
+    (r) => ({ stdout: r.stdout, failed: false }),
+    (error: { stdout: string }) => ({ stdout: error.stdout, failed: true }),
+  )
   return { pid: Number(stdout.trim().split('\n')[0]), failed }
 }
 
-interface Notice { pid: number; payload: { tenant?: number | null; echo?: string } }
+interface Notice {
+  pid: number
+  payload: { tenant?: number | null; echo?: string }
+}
 
 /** Every `actor_changed` notice sent while `work` runs (and 200 ms after), with its sender's pid. */
 async function noticesDuring(work: () => Promise<unknown>): Promise<Notice[]> {
@@ -78,8 +90,16 @@ test('role and department changes made through the API apply on the very next re
   assert.equal(await status(user.token, `/api/users/${tenant.adminId}`), 200)
   assert.equal(await status(user.token, `/api/folders/${folderId}`), 200)
 
-  const roleChange = await call(app, tenant.adminToken, { method: 'PUT', url: `/api/roles/${roleId}`, payload: { permissions: ['forms.view'] } })
-  const departmentChange = await call(app, tenant.adminToken, { method: 'PUT', url: `/api/departments/${departmentId}`, payload: { user_ids: [] } })
+  const roleChange = await call(app, tenant.adminToken, {
+    method: 'PUT',
+    url: `/api/roles/${roleId}`,
+    payload: { permissions: ['forms.view'] },
+  })
+  const departmentChange = await call(app, tenant.adminToken, {
+    method: 'PUT',
+    url: `/api/departments/${departmentId}`,
+    payload: { user_ids: [] },
+  })
 
   assert.equal(roleChange.statusCode, 200, roleChange.body)
   assert.equal(departmentChange.statusCode, 200, departmentChange.body)
@@ -96,7 +116,11 @@ test('logout and deactivation through the API refuse the token at once', async (
   assert.equal(await status(deactivated.token, '/api/users/current'), 200)
 
   assert.equal((await call(app, leaving.token, { method: 'POST', url: '/api/auth/logout' })).statusCode, 204)
-  const deactivation = await call(app, tenant.adminToken, { method: 'PUT', url: `/api/users/${deactivated.id}`, payload: { active: false } })
+  const deactivation = await call(app, tenant.adminToken, {
+    method: 'PUT',
+    url: `/api/users/${deactivated.id}`,
+    payload: { active: false },
+  })
 
   assert.equal(deactivation.statusCode, 200, deactivation.body)
   assert.equal(await status(leaving.token, '/api/users/current'), 401)
@@ -115,10 +139,13 @@ test('a change committed by this process clears the cache itself, without waitin
     await trx.updateTable('users').set({ active: false }).where('id', '=', inTransaction.id).execute()
     assert.equal(await status(inTransaction.token, '/api/users/current'), 200, 'uncommitted: still active')
   })
-  await db.transaction().execute(async (trx) => {
-    await trx.updateTable('users').set({ active: false }).where('id', '=', rolledBack.id).execute()
-    throw new Error('roll back')
-  }).catch(() => undefined)
+  await db
+    .transaction()
+    .execute(async (trx) => {
+      await trx.updateTable('users').set({ active: false }).where('id', '=', rolledBack.id).execute()
+      throw new Error('roll back')
+    })
+    .catch(() => undefined)
 
   assert.equal(await status(inTransaction.token, '/api/users/current'), 401)
   assert.equal(await status(rolledBack.token, '/api/users/current'), 200)
@@ -130,41 +157,80 @@ test('a change committed by another process of the app reaches the cache by NOTI
   assert.equal(await status(user.token, '/api/users/current'), 200)
   // a write that bypasses the app's driver sends nothing (no trigger any more)
   let rawPid = 0
-  const raw = await noticesDuring(() => otherProcess(async (client) => {
-    rawPid = (await client.query('select pg_backend_pid() as pid')).rows[0].pid
-    await client.query('update users set active = false where id = $1', [user.id])
-  }))
-  assert.deepEqual(raw.filter((n) => n.pid === rawPid), [])
+  const raw = await noticesDuring(() =>
+    otherProcess(async (client) => {
+      rawPid = (await client.query('select pg_backend_pid() as pid')).rows[0].pid
+      await client.query('update users set active = false where id = $1', [user.id])
+    }),
+  )
+  assert.deepEqual(
+    raw.filter((n) => n.pid === rawPid),
+    [],
+  )
 
   // a single statement of another app process outside a transaction, with no request around it (a
   // job, the CLI): its notice names no tenant, which clears every tenant's cached actors
   let child = { pid: 0, failed: true }
-  const sent = await noticesDuring(async () => (child = await anotherAppProcess(`update users set first_name = 'Noticed' where tenant_id = ${tenant.id} and id = ${user.id}`)))
+  const sent = await noticesDuring(
+    async () =>
+      (child = await anotherAppProcess(
+        `update users set first_name = 'Noticed' where tenant_id = ${tenant.id} and id = ${user.id}`,
+      )),
+  )
   assert.equal(child.failed, false)
-  assert.deepEqual(sent.filter((n) => n.pid === child.pid).map((n) => n.payload), [{ tenant: null }])
-  const ms = await eventually('the deactivated user is refused', async () => (await status(user.token, '/api/users/current')) === 401)
+  assert.deepEqual(
+    sent.filter((n) => n.pid === child.pid).map((n) => n.payload),
+    [{ tenant: null }],
+  )
+  const ms = await eventually(
+    'the deactivated user is refused',
+    async () => (await status(user.token, '/api/users/current')) === 401,
+  )
   console.log(`# the other process's change applied after ${ms} ms`)
 })
 
-test('a transaction that writes an actor table notifies on commit, naming the request\'s tenant, and not on rollback', async () => {
+test("a transaction that writes an actor table notifies on commit, naming the request's tenant, and not on rollback", async () => {
   const tenant = await given.tenant(db)
   const user = await given.user(db, tenant)
   let child = { pid: 0, failed: false }
-  const rolledBack = await noticesDuring(async () => (child = await anotherAppProcess(`do $$ begin update roles set name = name where tenant_id = ${tenant.id}; raise exception 'roll back'; end $$`)))
+  const rolledBack = await noticesDuring(
+    async () =>
+      (child = await anotherAppProcess(
+        `do $$ begin update roles set name = name where tenant_id = ${tenant.id}; raise exception 'roll back'; end $$`,
+      )),
+  )
   assert.equal(child.failed, true)
-  assert.deepEqual(rolledBack.filter((n) => n.pid === child.pid), [])
+  assert.deepEqual(
+    rolledBack.filter((n) => n.pid === child.pid),
+    [],
+  )
 
-  const committed = await noticesDuring(async () => (child = await anotherAppProcess(`delete from department_users where tenant_id = ${tenant.id} and user_id = ${user.id}`)))
+  const committed = await noticesDuring(
+    async () =>
+      (child = await anotherAppProcess(
+        `delete from department_users where tenant_id = ${tenant.id} and user_id = ${user.id}`,
+      )),
+  )
   assert.equal(child.failed, false)
-  assert.deepEqual(committed.filter((n) => n.pid === child.pid).map((n) => n.payload), [{ tenant: null }])
+  assert.deepEqual(
+    committed.filter((n) => n.pid === child.pid).map((n) => n.payload),
+    [{ tenant: null }],
+  )
 
   // through the API: the notice names the tenant of the request (besides the request's own echo)
   const roleId = await given.role(db, tenant, ['users.view'])
   const viaApi = await noticesDuring(async () => {
-    const res = await call(await buildTestApp(), tenant.adminToken, { method: 'PUT', url: `/api/roles/${roleId}`, payload: { permissions: [] } })
+    const res = await call(await buildTestApp(), tenant.adminToken, {
+      method: 'PUT',
+      url: `/api/roles/${roleId}`,
+      payload: { permissions: [] },
+    })
     assert.equal(res.statusCode, 200, res.body)
   })
-  assert.ok(viaApi.some((n) => n.payload.tenant === tenant.id && n.payload.echo === undefined), JSON.stringify(viaApi))
+  assert.ok(
+    viaApi.some((n) => n.payload.tenant === tenant.id && n.payload.echo === undefined),
+    JSON.stringify(viaApi),
+  )
 })
 
 test('while the LISTEN connection is lost the cache is off; it serves again once reconnected', async () => {
@@ -173,7 +239,9 @@ test('while the LISTEN connection is lost the cache is off; it serves again once
   assert.equal(await status(user.token, '/api/users/current'), 200)
 
   await otherProcess(async (client) => {
-    await client.query(`select pg_terminate_backend(pid) from pg_stat_activity where datname = current_database() and query ilike 'listen actor_changed%'`)
+    await client.query(
+      `select pg_terminate_backend(pid) from pg_stat_activity where datname = current_database() and query ilike 'listen actor_changed%'`,
+    )
     await new Promise((r) => setTimeout(r, 200))
     await client.query('update users set active = false where id = $1', [user.id])
   })
@@ -181,10 +249,14 @@ test('while the LISTEN connection is lost the cache is off; it serves again once
   // no NOTIFY was sent, and none could have been heard: the cache dropped everything when it lost the connection
   assert.equal(await status(user.token, '/api/users/current'), 401)
   // reconnected (after about a second): a silent change goes unnoticed again, i.e. lookups are cached
-  await eventually('the cache serves again', async () => {
-    const probe = await given.user(db, tenant)
-    assert.equal(await status(probe.token, '/api/users/current'), 200)
-    await otherProcess((client) => client.query('update users set active = false where id = $1', [probe.id]))
-    return (await status(probe.token, '/api/users/current')) === 200
-  }, 5000)
+  await eventually(
+    'the cache serves again',
+    async () => {
+      const probe = await given.user(db, tenant)
+      assert.equal(await status(probe.token, '/api/users/current'), 200)
+      await otherProcess((client) => client.query('update users set active = false where id = $1', [probe.id]))
+      return (await status(probe.token, '/api/users/current')) === 200
+    },
+    5000,
+  )
 })

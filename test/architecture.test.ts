@@ -18,13 +18,16 @@ async function sourceFiles(dir: string): Promise<string[]> {
 
 async function imports(file: string): Promise<string[]> {
   const text = await fs.readFile(file, 'utf8')
-  return [...text.matchAll(/(?:from|import)\s*\(?\s*['"](\.{1,2}\/[^'"]+)['"]/g)].map((m) => path.resolve(path.dirname(file), m[1]))
+  return [...text.matchAll(/(?:from|import)\s*\(?\s*['"](\.{1,2}\/[^'"]+)['"]/g)].map((m) =>
+    path.resolve(path.dirname(file), m[1]),
+  )
 }
 
 test('platform code never imports modules', async () => {
   const offenders: string[] = []
   for (const file of await sourceFiles(path.join(src, 'platform'))) {
-    for (const target of await imports(file)) if (target.startsWith(path.join(src, 'modules'))) offenders.push(path.relative(root, file))
+    for (const target of await imports(file))
+      if (target.startsWith(path.join(src, 'modules'))) offenders.push(path.relative(root, file))
   }
   assert.deepEqual(offenders, [])
 })
@@ -37,7 +40,8 @@ test('a module reaches another module only through its index.ts', async () => {
     for (const target of await imports(file)) {
       if (!target.startsWith(modulesDir + path.sep)) continue
       const [other, ...rest] = path.relative(modulesDir, target).split(path.sep)
-      if (other !== own && rest.join('/') !== 'index.js' && rest.length > 0) offenders.push(`${path.relative(root, file)} → modules/${other}/${rest.join('/')}`)
+      if (other !== own && rest.join('/') !== 'index.js' && rest.length > 0)
+        offenders.push(`${path.relative(root, file)} → modules/${other}/${rest.join('/')}`)
     }
   }
   assert.deepEqual(offenders, [])

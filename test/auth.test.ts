@@ -6,13 +6,19 @@ import { given, TEST_PASSWORD } from './helpers/given.js'
 import { testDb } from './helpers/test-database.js'
 
 const db = testDb()
-const login = async (body: Record<string, unknown>) => (await buildTestApp()).inject({ method: 'POST', url: '/api/auth/login', payload: body })
+const login = async (body: Record<string, unknown>) =>
+  (await buildTestApp()).inject({ method: 'POST', url: '/api/auth/login', payload: body })
 
 test('login returns a bearer token, its expiry and the basic user', async () => {
   const tenant = await given.tenant(db)
   const user = await given.user(db, tenant, { username: 'Anna.Schmidt' })
 
-  const res = await login({ tenant: tenant.slug, username: 'anna.schmidt', password: TEST_PASSWORD, device_name: 'phone' })
+  const res = await login({
+    tenant: tenant.slug,
+    username: 'anna.schmidt',
+    password: TEST_PASSWORD,
+    device_name: 'phone',
+  })
 
   assert.equal(res.statusCode, 200)
   const body = res.json()
@@ -54,7 +60,8 @@ test('every login failure answers 401 with the same body', async () => {
 test('the 11th failed login within the window answers 429 with Retry-After', async () => {
   const tenant = await given.tenant(db)
   await given.user(db, tenant, { username: 'target' })
-  for (let i = 0; i < 10; i++) assert.equal((await login({ tenant: tenant.slug, username: 'target', password: 'nope' })).statusCode, 401)
+  for (let i = 0; i < 10; i++)
+    assert.equal((await login({ tenant: tenant.slug, username: 'target', password: 'nope' })).statusCode, 401)
 
   const throttled = await login({ tenant: tenant.slug, username: 'TARGET', password: TEST_PASSWORD })
 
@@ -70,7 +77,11 @@ test('login is throttled no more once the failures are older than the window', a
   const tenant = await given.tenant(db)
   await given.user(db, tenant, { username: 'patient' })
   for (let i = 0; i < 10; i++) await login({ tenant: tenant.slug, username: 'patient', password: 'nope' })
-  await db.updateTable('login_failures').set({ attempted_at: sql`now() - interval '16 minutes'` as never }).where('tenant_slug', '=', tenant.slug).execute()
+  await db
+    .updateTable('login_failures')
+    .set({ attempted_at: sql`now() - interval '16 minutes'` as never })
+    .where('tenant_slug', '=', tenant.slug)
+    .execute()
 
   const res = await login({ tenant: tenant.slug, username: 'patient', password: TEST_PASSWORD })
 
@@ -91,8 +102,10 @@ test('logout revokes the token used, and only that one', async () => {
   const app = await buildTestApp()
   const tenant = await given.tenant(db)
   await given.user(db, tenant, { username: 'two-devices' })
-  const first = (await login({ tenant: tenant.slug, username: 'two-devices', password: TEST_PASSWORD })).json().access_token
-  const second = (await login({ tenant: tenant.slug, username: 'two-devices', password: TEST_PASSWORD })).json().access_token
+  const first = (await login({ tenant: tenant.slug, username: 'two-devices', password: TEST_PASSWORD })).json()
+    .access_token
+  const second = (await login({ tenant: tenant.slug, username: 'two-devices', password: TEST_PASSWORD })).json()
+    .access_token
 
   const res = await call(app, first, { method: 'POST', url: '/api/auth/logout' })
 
@@ -105,7 +118,11 @@ test('a logout mark rejects tokens issued before it but not a new login', async 
   const app = await buildTestApp()
   const tenant = await given.tenant(db)
   const user = await given.user(db, tenant, { username: 'marked' })
-  await db.updateTable('users').set({ logout_requested_at: sql`clock_timestamp()` as never }).where('id', '=', user.id).execute()
+  await db
+    .updateTable('users')
+    .set({ logout_requested_at: sql`clock_timestamp()` as never })
+    .where('id', '=', user.id)
+    .execute()
 
   const old = await call(app, user.token, { method: 'GET', url: '/api/users/current' })
   const fresh = (await login({ tenant: tenant.slug, username: 'marked', password: TEST_PASSWORD })).json().access_token
@@ -118,12 +135,24 @@ test('a logout mark rejects tokens issued before it but not a new login', async 
 test('tokens of deactivated, deleted and blacked-out users are rejected', async () => {
   const app = await buildTestApp()
   const tenant = await given.tenant(db)
-  const changes = [{ active: false }, { deleted_at: sql`now()` }, { blacked_out_at: sql`now()`, deleted_at: sql`now()` }]
+  const changes = [
+    { active: false },
+    { deleted_at: sql`now()` },
+    { blacked_out_at: sql`now()`, deleted_at: sql`now()` },
+  ]
   for (const change of changes) {
     const user = await given.user(db, tenant)
     assert.equal((await call(app, user.token, { method: 'GET', url: '/api/users/current' })).statusCode, 200)
-    await db.updateTable('users').set(change as never).where('id', '=', user.id).execute()
-    assert.equal((await call(app, user.token, { method: 'GET', url: '/api/users/current' })).statusCode, 401, JSON.stringify(Object.keys(change)))
+    await db
+      .updateTable('users')
+      .set(change as never)
+      .where('id', '=', user.id)
+      .execute()
+    assert.equal(
+      (await call(app, user.token, { method: 'GET', url: '/api/users/current' })).statusCode,
+      401,
+      JSON.stringify(Object.keys(change)),
+    )
   }
 })
 
@@ -132,7 +161,11 @@ test('missing, malformed and unknown bearer tokens answer the same 401', async (
   const variants = [undefined, 'Basic abc', 'Bearer', 'Bearer wp_unknownunknownunknownunknown', 'Bearer not-a-token']
   const bodies = new Set<string>()
   for (const authorization of variants) {
-    const res = await app.inject({ method: 'GET', url: '/api/users/current', headers: authorization ? { authorization } : {} })
+    const res = await app.inject({
+      method: 'GET',
+      url: '/api/users/current',
+      headers: authorization ? { authorization } : {},
+    })
     assert.equal(res.statusCode, 401)
     bodies.add(res.body)
   }
@@ -142,7 +175,11 @@ test('missing, malformed and unknown bearer tokens answer the same 401', async (
 test('a single-session tenant revokes older tokens at login, except for protected users', async () => {
   const app = await buildTestApp()
   const tenant = await given.tenant(db)
-  await db.updateTable('tenants').set({ settings: JSON.stringify({ single_session: true }) }).where('id', '=', tenant.id).execute()
+  await db
+    .updateTable('tenants')
+    .set({ settings: JSON.stringify({ single_session: true }) })
+    .where('id', '=', tenant.id)
+    .execute()
   const plain = await given.user(db, tenant, { username: 'plain' })
   const protectedUser = await given.user(db, tenant, { username: 'protected', prevent_logout: true })
 
@@ -164,9 +201,15 @@ test('a token names its tenant: another tenant id in it makes it unknown; tokens
 
   const { hashAccessToken } = await import('../src/platform/auth/tokens.js')
   const legacy = `wp_${'L'.repeat(20)}${Date.now().toString(36).padStart(23, '0')}`
-  await db.insertInto('access_tokens').values({
-    tenant_id: tenant.id, user_id: user.id, token_hash: hashAccessToken(legacy), expires_at: sql`now() + interval '1 day'` as never,
-  }).execute()
+  await db
+    .insertInto('access_tokens')
+    .values({
+      tenant_id: tenant.id,
+      user_id: user.id,
+      token_hash: hashAccessToken(legacy),
+      expires_at: sql`now() + interval '1 day'` as never,
+    })
+    .execute()
   const me = await call(app, legacy, { method: 'GET', url: '/api/users/current' })
   assert.equal(me.statusCode, 200)
   assert.equal(me.json().id, user.id)

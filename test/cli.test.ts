@@ -12,7 +12,9 @@ const root = path.resolve(import.meta.dirname, '..')
 async function cli(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
   try {
     const { stdout, stderr } = await run(process.execPath, [path.join(root, 'bin/workplace.js'), ...args], {
-      cwd: root, timeout: 20_000, env: { ...process.env, DATABASE_URL: testDatabaseUrl(), LOG_LEVEL: 'silent', PORT: '1' },
+      cwd: root,
+      timeout: 20_000,
+      env: { ...process.env, DATABASE_URL: testDatabaseUrl(), LOG_LEVEL: 'silent', PORT: '1' },
     })
     return { code: 0, stdout, stderr }
   } catch (error) {
@@ -46,6 +48,10 @@ test('CLI: a generated admin password is printed once, in --json as admin.passwo
   const printed = JSON.parse(res.stdout)
   assert.deepEqual(Object.keys(printed.admin), ['id', 'username', 'password'])
   const app = await buildTestApp()
-  const login = await app.inject({ method: 'POST', url: '/api/auth/login', payload: { tenant: slug, username: 'admin', password: printed.admin.password } })
+  const login = await app.inject({
+    method: 'POST',
+    url: '/api/auth/login',
+    payload: { tenant: slug, username: 'admin', password: printed.admin.password },
+  })
   assert.equal(login.statusCode, 200, login.body)
 })

@@ -3,7 +3,13 @@ import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import { sql } from 'kysely'
 import { loadConfig } from '../src/config.js'
-import { applyDatabaseDefaults, createPool, kyselyOn, openDatabase, verifySessionSettings } from '../src/platform/db/database.js'
+import {
+  applyDatabaseDefaults,
+  createPool,
+  kyselyOn,
+  openDatabase,
+  verifySessionSettings,
+} from '../src/platform/db/database.js'
 import { privateTestDatabase, testDatabaseUrl } from './helpers/test-database.js'
 
 test('transaction mode sends no startup options and prepares no named statements; session mode does both', async (t) => {
@@ -14,8 +20,12 @@ test('transaction mode sends no startup options and prepares no named statements
     const db = kyselyOn(pool, mode)
     try {
       for (let i = 0; i < 3; i++) await db.selectFrom('tenants').select('id').where('id', '=', i).execute()
-      const { rows: [row] } = await sql<{ prepared: number; jit: string; tz: string }>`
-        select (select count(*)::int from pg_prepared_statements) as prepared, current_setting('jit') as jit, current_setting('TimeZone') as tz`.execute(db)
+      const {
+        rows: [row],
+      } = await sql<{ prepared: number; jit: string; tz: string }>`
+        select (select count(*)::int from pg_prepared_statements) as prepared, current_setting('jit') as jit, current_setting('TimeZone') as tz`.execute(
+        db,
+      )
       return row
     } finally {
       await db.destroy()
@@ -45,11 +55,17 @@ test('transaction mode sends no startup options and prepares no named statements
 })
 
 test('DATABASE_POOL_MODE is session or transaction; transaction needs DATABASE_URL; DATABASE_DIRECT_URL defaults to DATABASE_URL', () => {
-  assert.throws(() => loadConfig({ DATABASE_POOL_MODE: 'statement', DATABASE_URL: 'postgres://x/y' }), /DATABASE_POOL_MODE must be session or transaction/)
+  assert.throws(
+    () => loadConfig({ DATABASE_POOL_MODE: 'statement', DATABASE_URL: 'postgres://x/y' }),
+    /DATABASE_POOL_MODE must be session or transaction/,
+  )
   assert.throws(() => loadConfig({ DATABASE_POOL_MODE: 'transaction' }), /needs DATABASE_URL/)
   const config = loadConfig({ DATABASE_URL: 'postgres://pooler/db', DATABASE_POOL_MODE: 'transaction' })
   assert.deepEqual([config.db.poolMode, config.db.directUrl], ['transaction', 'postgres://pooler/db'])
-  assert.equal(loadConfig({ DATABASE_URL: 'postgres://pooler/db', DATABASE_DIRECT_URL: 'postgres://db/db' }).db.directUrl, 'postgres://db/db')
+  assert.equal(
+    loadConfig({ DATABASE_URL: 'postgres://pooler/db', DATABASE_DIRECT_URL: 'postgres://db/db' }).db.directUrl,
+    'postgres://db/db',
+  )
 })
 
 test('the app plans each named statement once per connection, without its values, also where PostgreSQL would replan it every time', async () => {
@@ -57,11 +73,24 @@ test('the app plans each named statement once per connection, without its values
   // the values always looks cheaper than one for unknown values)
   const handle = await openDatabase({ url: testDatabaseUrl(), dataDir: '', poolSize: 1 })
   try {
-    for (let i = 0; i < 8; i++) await handle.db.selectFrom('tenants').select('id').where(sql<boolean>`"id" = any(${[1, 2, i]}::bigint[])`).orderBy('id').limit(i + 1).execute()
+    for (let i = 0; i < 8; i++)
+      await handle.db
+        .selectFrom('tenants')
+        .select('id')
+        .where(sql<boolean>`"id" = any(${[1, 2, i]}::bigint[])`)
+        .orderBy('id')
+        .limit(i + 1)
+        .execute()
     const { rows } = await sql<{ generic_plans: number; custom_plans: number }>`
-      select generic_plans::int, custom_plans::int from pg_prepared_statements where statement like '%from "tenants" where "id" = any%' and statement not like '%pg_prepared_statements%'`.execute(handle.db)
+      select generic_plans::int, custom_plans::int from pg_prepared_statements where statement like '%from "tenants" where "id" = any%' and statement not like '%pg_prepared_statements%'`.execute(
+      handle.db,
+    )
     assert.equal(rows.length, 1, 'the statement is prepared (named) once')
-    assert.deepEqual([rows[0].custom_plans, rows[0].generic_plans > 0], [0, true], 'no execution was planned for its values')
+    assert.deepEqual(
+      [rows[0].custom_plans, rows[0].generic_plans > 0],
+      [0, true],
+      'no execution was planned for its values',
+    )
   } finally {
     await handle.close()
   }

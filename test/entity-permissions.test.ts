@@ -7,20 +7,31 @@ import { testDb } from './helpers/test-database.js'
 const db = testDb()
 const app = await buildTestApp()
 
-const create = (token: string, payload: object) => call(app, token, { method: 'POST', url: '/api/entity-permissions', payload })
+const create = (token: string, payload: object) =>
+  call(app, token, { method: 'POST', url: '/api/entity-permissions', payload })
 const get = (token: string, url: string) => call(app, token, { method: 'GET', url })
-const remove = (token: string, id: number) => call(app, token, { method: 'DELETE', url: `/api/entity-permissions/${id}` })
+const remove = (token: string, id: number) =>
+  call(app, token, { method: 'DELETE', url: `/api/entity-permissions/${id}` })
 
 async function grantRows(tenantId: number) {
-  return db.selectFrom('entity_permissions').select(['id', 'key', 'permission_entity', 'permission_entity_id', 'target_entity', 'target_entity_id'])
-    .where('tenant_id', '=', tenantId).orderBy('id').execute()
+  return db
+    .selectFrom('entity_permissions')
+    .select(['id', 'key', 'permission_entity', 'permission_entity_id', 'target_entity', 'target_entity_id'])
+    .where('tenant_id', '=', tenantId)
+    .orderBy('id')
+    .execute()
 }
 
 test('create answers 201 with the record, and 200 with the same record when it exists', async () => {
   const tenant = await given.tenant(db)
   const user = await given.user(db, tenant)
   const folder = await given.folder(db, tenant)
-  const body = { permission_entity: 'user', permission_entity_id: user.id, target_entity: 'folder', target_entity_id: folder }
+  const body = {
+    permission_entity: 'user',
+    permission_entity_id: user.id,
+    target_entity: 'folder',
+    target_entity_id: folder,
+  }
 
   const first = await create(tenant.adminToken, body)
   const again = await create(tenant.adminToken, { ...body, key: 'view', target_entity_id: String(folder) })
@@ -29,11 +40,25 @@ test('create answers 201 with the record, and 200 with the same record when it e
   const record = first.json()
   assert.equal(record.key, 'view', 'key defaults to view')
   assert.equal(record.target_entity_id, folder, 'integer targets answer an integer id')
-  assert.deepEqual(Object.keys(record).sort(), ['created_at', 'id', 'key', 'permission_entity', 'permission_entity_id', 'target_entity', 'target_entity_id', 'updated_at'])
+  assert.deepEqual(Object.keys(record).sort(), [
+    'created_at',
+    'id',
+    'key',
+    'permission_entity',
+    'permission_entity_id',
+    'target_entity',
+    'target_entity_id',
+    'updated_at',
+  ])
   assert.equal(again.statusCode, 200)
   assert.deepEqual(again.json(), record)
   assert.equal((await grantRows(tenant.id)).length, 1)
-  const events = await db.selectFrom('domain_events').select(['type', 'subject_id']).where('tenant_id', '=', tenant.id).where('type', 'like', 'entityPermission.%').execute()
+  const events = await db
+    .selectFrom('domain_events')
+    .select(['type', 'subject_id'])
+    .where('tenant_id', '=', tenant.id)
+    .where('type', 'like', 'entityPermission.%')
+    .execute()
   assert.deepEqual(events, [{ type: 'entityPermission.created', subject_id: String(record.id) }])
 })
 
@@ -41,7 +66,13 @@ test('50 concurrent identical creates leave exactly one record', async () => {
   const tenant = await given.tenant(db)
   const role = await given.role(db, tenant, [])
   const folder = await given.folder(db, tenant)
-  const body = { key: 'write', permission_entity: 'role', permission_entity_id: role, target_entity: 'folder', target_entity_id: folder }
+  const body = {
+    key: 'write',
+    permission_entity: 'role',
+    permission_entity_id: role,
+    target_entity: 'folder',
+    target_entity_id: folder,
+  }
 
   const responses = await Promise.all(Array.from({ length: 50 }, () => create(tenant.adminToken, body)))
 
@@ -66,15 +97,27 @@ test('lists the grants of one target, shows one, deletes one (204)', async () =>
   const deleted = await remove(tenant.adminToken, a)
 
   assert.equal(list.statusCode, 200)
-  assert.deepEqual(list.json().map((g: { id: number }) => g.id), [a, b])
+  assert.deepEqual(
+    list.json().map((g: { id: number }) => g.id),
+    [a, b],
+  )
   assert.deepEqual(one.json(), { id: a, key: 'view', target_entity_id: folder })
   assert.equal(deleted.statusCode, 204)
   assert.equal(deleted.body, '')
   assert.equal((await get(tenant.adminToken, `/api/entity-permissions/${a}`)).statusCode, 404)
   assert.equal((await remove(tenant.adminToken, a)).statusCode, 404)
-  const events = await db.selectFrom('domain_events').select('subject_id').where('tenant_id', '=', tenant.id).where('type', '=', 'entityPermission.deleted').execute()
+  const events = await db
+    .selectFrom('domain_events')
+    .select('subject_id')
+    .where('tenant_id', '=', tenant.id)
+    .where('type', '=', 'entityPermission.deleted')
+    .execute()
   assert.deepEqual(events, [{ subject_id: String(a) }])
-  assert.equal((await get(tenant.adminToken, `/api/entity-permissions/folder/${folder}/extra`)).statusCode, 404, 'exactly two segments')
+  assert.equal(
+    (await get(tenant.adminToken, `/api/entity-permissions/folder/${folder}/extra`)).statusCode,
+    404,
+    'exactly two segments',
+  )
 })
 
 test('relations permissionEntity and targetEntity carry the basic fields', async () => {
@@ -85,7 +128,10 @@ test('relations permissionEntity and targetEntity carry the basic fields', async
   await given.grant(db, tenant, { key: 'view', to: ['user', user.id], on: ['folder', folder] })
   await given.grant(db, tenant, { key: 'write', to: ['department', department], on: ['folder', folder] })
 
-  const res = await get(tenant.adminToken, `/api/entity-permissions/folder/${folder}?relations=permissionEntity|targetEntity`)
+  const res = await get(
+    tenant.adminToken,
+    `/api/entity-permissions/folder/${folder}?relations=permissionEntity|targetEntity`,
+  )
 
   const [toUser, toDepartment] = res.json()
   assert.equal(toUser.permissionEntity.id, user.id)
@@ -94,7 +140,10 @@ test('relations permissionEntity and targetEntity carry the basic fields', async
   assert.equal(toDepartment.permissionEntity.name, 'Kitchen')
   assert.equal(toUser.targetEntity.id, folder)
   assert.equal(toUser.targetEntity.name, 'Recipes')
-  assert.equal((await get(tenant.adminToken, `/api/entity-permissions/folder/${folder}?relations=nope`)).statusCode, 422)
+  assert.equal(
+    (await get(tenant.adminToken, `/api/entity-permissions/folder/${folder}?relations=nope`)).statusCode,
+    422,
+  )
 })
 
 test('create rejects bad references and unsupported targets with 422 naming the field', async () => {
@@ -105,7 +154,12 @@ test('create rejects bad references and unsupported targets with 422 naming the 
   const formFolder = await given.folder(db, tenant, { type: 'form' })
   const channel = await given.folder(db, tenant, { type: 'infoboardChannel' })
   const foreignFolder = await given.folder(db, other)
-  const valid = { permission_entity: 'user', permission_entity_id: user.id, target_entity: 'folder', target_entity_id: formFolder }
+  const valid = {
+    permission_entity: 'user',
+    permission_entity_id: user.id,
+    target_entity: 'folder',
+    target_entity_id: formFolder,
+  }
   const cases: Array<[object, string]> = [
     [{ target_entity: 'nonsense' }, 'target_entity'],
     [{ target_entity: 'user', target_entity_id: user.id }, 'target_entity'],
@@ -131,26 +185,47 @@ test('create rejects bad references and unsupported targets with 422 naming the 
   for (const [change, field] of cases) {
     const res = await create(tenant.adminToken, { ...valid, ...change })
     assert.equal(res.statusCode, 422, `${JSON.stringify(change)} → ${res.body}`)
-    assert.ok(res.json().errors?.[field], `${JSON.stringify(change)}: expected "${field}" in ${JSON.stringify(res.json().errors)}`)
+    assert.ok(
+      res.json().errors?.[field],
+      `${JSON.stringify(change)}: expected "${field}" in ${JSON.stringify(res.json().errors)}`,
+    )
   }
   assert.equal((await grantRows(tenant.id)).length, 0)
-  assert.equal((await create(tenant.adminToken, { ...valid, key: 'comment', target_entity_id: channel })).statusCode, 201, 'channels take comment')
+  assert.equal(
+    (await create(tenant.adminToken, { ...valid, key: 'comment', target_entity_id: channel })).statusCode,
+    201,
+    'channels take comment',
+  )
 })
 
 test('managing grants needs entityPermissions.manage or administrate access on the target', async () => {
   const tenant = await given.tenant(db)
   const employee = await given.user(db, tenant)
-  const formsManager = await given.user(db, tenant, { roleId: await given.role(db, tenant, ['forms.view', 'forms.manage']) })
-  const grantManager = await given.user(db, tenant, { roleId: await given.role(db, tenant, ['entityPermissions.manage']) })
+  const formsManager = await given.user(db, tenant, {
+    roleId: await given.role(db, tenant, ['forms.view', 'forms.manage']),
+  })
+  const grantManager = await given.user(db, tenant, {
+    roleId: await given.role(db, tenant, ['entityPermissions.manage']),
+  })
   const open = await given.folder(db, tenant)
   const guarded = await given.folder(db, tenant)
   const survey = await given.folder(db, tenant, { type: 'survey' })
   await given.grant(db, tenant, { key: 'administrate', to: ['user', employee.id], on: ['folder', guarded] })
   const existing = await given.grant(db, tenant, { key: 'view', to: ['user', employee.id], on: ['folder', open] })
-  const body = (folder: number) => ({ key: 'write', permission_entity: 'user', permission_entity_id: employee.id, target_entity: 'folder', target_entity_id: folder })
+  const body = (folder: number) => ({
+    key: 'write',
+    permission_entity: 'user',
+    permission_entity_id: employee.id,
+    target_entity: 'folder',
+    target_entity_id: folder,
+  })
 
   assert.equal((await create(employee.token, body(open))).statusCode, 403, 'no manage permission')
-  assert.equal((await create(employee.token, { ...body(open), key: 'view' })).statusCode, 403, 'repeating an existing grant reveals nothing either')
+  assert.equal(
+    (await create(employee.token, { ...body(open), key: 'view' })).statusCode,
+    403,
+    'repeating an existing grant reveals nothing either',
+  )
   assert.equal((await get(employee.token, `/api/entity-permissions/folder/${open}`)).statusCode, 403)
   assert.equal((await get(employee.token, `/api/entity-permissions/${existing}`)).statusCode, 403)
   assert.equal((await remove(employee.token, existing)).statusCode, 403)
@@ -162,19 +237,35 @@ test('managing grants needs entityPermissions.manage or administrate access on t
   assert.deepEqual(invisible.json().errors.target_entity_id, [`no folder with id ${survey} exists`])
   await given.grant(db, tenant, { key: 'write', to: ['user', employee.id], on: ['folder', survey] })
   const repeatedInvisible = await create(formsManager.token, body(survey))
-  assert.equal(repeatedInvisible.body.replaceAll(String(survey), '<id>'), absent.body.replaceAll('999999999', '<id>'), 'an existing grant on an invisible target is not revealed')
-  assert.equal((await create(formsManager.token, body(guarded))).statusCode, 403, 'administrate grants exclude the manager')
+  assert.equal(
+    repeatedInvisible.body.replaceAll(String(survey), '<id>'),
+    absent.body.replaceAll('999999999', '<id>'),
+    'an existing grant on an invisible target is not revealed',
+  )
+  assert.equal(
+    (await create(formsManager.token, body(guarded))).statusCode,
+    403,
+    'administrate grants exclude the manager',
+  )
   assert.equal((await create(formsManager.token, body(open))).statusCode, 201)
   assert.equal((await get(formsManager.token, `/api/entity-permissions/${existing}`)).statusCode, 200)
-  assert.equal((await create(grantManager.token, body(guarded))).statusCode, 201, 'entityPermissions.manage manages any target')
+  assert.equal(
+    (await create(grantManager.token, body(guarded))).statusCode,
+    201,
+    'entityPermissions.manage manages any target',
+  )
   assert.equal((await remove(formsManager.token, existing)).statusCode, 204)
 })
 
-test('another tenant\'s grant or target is not found', async () => {
+test("another tenant's grant or target is not found", async () => {
   const tenant = await given.tenant(db)
   const other = await given.tenant(db)
   const foreignFolder = await given.folder(db, other)
-  const foreignGrant = await given.grant(db, other, { key: 'view', to: ['role', other.employeeRoleId], on: ['folder', foreignFolder] })
+  const foreignGrant = await given.grant(db, other, {
+    key: 'view',
+    to: ['role', other.employeeRoleId],
+    on: ['folder', foreignFolder],
+  })
 
   assert.equal((await get(tenant.adminToken, `/api/entity-permissions/${foreignGrant}`)).statusCode, 404)
   assert.equal((await remove(tenant.adminToken, foreignGrant)).statusCode, 404)
@@ -185,7 +276,10 @@ test('another tenant\'s grant or target is not found', async () => {
 test('an unknown or unsupported alias in the path is a 422 on target_entity', async () => {
   const tenant = await given.tenant(db)
 
-  const unknown = await get(tenant.adminToken, '/api/entity-permissions/noSuchAlias/7c1c2b1e-3a7e-4f4e-9a55-0b1f4a7f1b2c')
+  const unknown = await get(
+    tenant.adminToken,
+    '/api/entity-permissions/noSuchAlias/7c1c2b1e-3a7e-4f4e-9a55-0b1f4a7f1b2c',
+  )
   const user = await get(tenant.adminToken, `/api/entity-permissions/user/${tenant.adminId}`)
 
   assert.equal(unknown.statusCode, 422)

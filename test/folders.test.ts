@@ -12,7 +12,8 @@ const app = await buildTestApp()
 
 const get = (token: string, url: string) => call(app, token, { method: 'GET', url })
 const post = (token: string, payload: object) => call(app, token, { method: 'POST', url: '/api/folders', payload })
-const put = (token: string, id: number, payload: object) => call(app, token, { method: 'PUT', url: `/api/folders/${id}`, payload })
+const put = (token: string, id: number, payload: object) =>
+  call(app, token, { method: 'PUT', url: `/api/folders/${id}`, payload })
 const del = (token: string, id: number) => call(app, token, { method: 'DELETE', url: `/api/folders/${id}` })
 
 async function visibleIds(token: string, query = ''): Promise<number[]> {
@@ -49,17 +50,29 @@ const cases: GrantCase[] = [
   { name: 'no grant', arrange: async (s) => given.folder(db, s.tenant), visible: { matches: true, doesNot: true } },
   {
     name: 'user grant',
-    arrange: async (s, m) => { const f = await given.folder(db, s.tenant); await grantOn(s, f, 'view', ['user', m ? s.viewer.id : s.other.id]); return f },
+    arrange: async (s, m) => {
+      const f = await given.folder(db, s.tenant)
+      await grantOn(s, f, 'view', ['user', m ? s.viewer.id : s.other.id])
+      return f
+    },
     visible: { matches: true, doesNot: false },
   },
   {
     name: 'role grant',
-    arrange: async (s, m) => { const f = await given.folder(db, s.tenant); await grantOn(s, f, 'view', ['role', m ? s.viewerRole : s.otherRole]); return f },
+    arrange: async (s, m) => {
+      const f = await given.folder(db, s.tenant)
+      await grantOn(s, f, 'view', ['role', m ? s.viewerRole : s.otherRole])
+      return f
+    },
     visible: { matches: true, doesNot: false },
   },
   {
     name: 'department grant',
-    arrange: async (s, m) => { const f = await given.folder(db, s.tenant); await grantOn(s, f, 'view', ['department', m ? s.viewerDept : s.otherDept]); return f },
+    arrange: async (s, m) => {
+      const f = await given.folder(db, s.tenant)
+      await grantOn(s, f, 'view', ['department', m ? s.viewerDept : s.otherDept])
+      return f
+    },
     visible: { matches: true, doesNot: false },
   },
   {
@@ -74,7 +87,11 @@ const cases: GrantCase[] = [
   },
   {
     name: 'grant for another key',
-    arrange: async (s, m) => { const f = await given.folder(db, s.tenant); await grantOn(s, f, 'write', ['user', m ? s.viewer.id : s.other.id]); return f },
+    arrange: async (s, m) => {
+      const f = await given.folder(db, s.tenant)
+      await grantOn(s, f, 'write', ['user', m ? s.viewer.id : s.other.id])
+      return f
+    },
     visible: { matches: true, doesNot: true },
   },
 ]
@@ -119,7 +136,13 @@ test('a page of folders is what each requester may see: restricted users, an adm
   const foreign = await given.folder(db, elsewhere.tenant)
   const page = (token: string) => visibleIds(token, '?filter[type]=form&limit=50&sort=id')
 
-  const pages = [await page(s.viewer.token), await page(s.other.token), await page(s.tenant.adminToken), await page(elsewhere.viewer.token), await page(s.viewer.token)]
+  const pages = [
+    await page(s.viewer.token),
+    await page(s.other.token),
+    await page(s.tenant.adminToken),
+    await page(elsewhere.viewer.token),
+    await page(s.viewer.token),
+  ]
 
   assert.deepEqual(pages, [[restricted, open], [open], [restricted, open], [foreign], [restricted, open]])
 })
@@ -153,14 +176,22 @@ test('create stores the requester, the default language and the name; 201', asyn
   assert.equal(folder.parent_id, null)
   assert.equal(folder.show_on_menu, false)
   assert.equal(folder.user_id, manager.id)
-  const event = await db.selectFrom('domain_events').select(['type', 'subject_id', 'actor_id'])
-    .where('tenant_id', '=', tenant.id).where('type', '=', 'folder.created').executeTakeFirstOrThrow()
+  const event = await db
+    .selectFrom('domain_events')
+    .select(['type', 'subject_id', 'actor_id'])
+    .where('tenant_id', '=', tenant.id)
+    .where('type', '=', 'folder.created')
+    .executeTakeFirstOrThrow()
   assert.deepEqual(event, { type: 'folder.created', subject_id: String(folder.id), actor_id: manager.id })
 })
 
 test('create uses the tenant system language when lang_id is omitted', async () => {
   const tenant = await given.tenant(db)
-  await db.updateTable('tenants').set({ settings: JSON.stringify({ system_language: 'de-DE' }) }).where('id', '=', tenant.id).execute()
+  await db
+    .updateTable('tenants')
+    .set({ settings: JSON.stringify({ system_language: 'de-DE' }) })
+    .where('id', '=', tenant.id)
+    .execute()
 
   const res = await post(tenant.adminToken, { type: 'role', name: 'Leitung' })
 
@@ -170,7 +201,9 @@ test('create uses the tenant system language when lang_id is omitted', async () 
 
 test('create needs the type module manage permission (403 otherwise)', async () => {
   const tenant = await given.tenant(db)
-  const formsManager = await given.user(db, tenant, { roleId: await given.role(db, tenant, ['forms.view', 'forms.manage']) })
+  const formsManager = await given.user(db, tenant, {
+    roleId: await given.role(db, tenant, ['forms.view', 'forms.manage']),
+  })
 
   assert.equal((await post(formsManager.token, { type: 'survey', name: 'x' })).statusCode, 403)
   assert.equal((await post(formsManager.token, { type: 'form', name: 'x' })).statusCode, 201)
@@ -181,14 +214,25 @@ test('create with entity_permissions attaches the grants', async () => {
   const user = await given.user(db, tenant)
 
   const res = await post(tenant.adminToken, {
-    type: 'infoboardChannel', name: 'News',
-    entity_permissions: [{ key: 'comment', permission_entity: 'user', permission_entity_id: user.id }, { permission_entity: 'role', permission_entity_id: tenant.employeeRoleId }],
+    type: 'infoboardChannel',
+    name: 'News',
+    entity_permissions: [
+      { key: 'comment', permission_entity: 'user', permission_entity_id: user.id },
+      { permission_entity: 'role', permission_entity_id: tenant.employeeRoleId },
+    ],
   })
 
   assert.equal(res.statusCode, 201, res.body)
   const grants = await get(tenant.adminToken, `/api/folders/${res.json().id}?relations=entityPermissions`)
-  assert.deepEqual(grants.json().entityPermissions.map((g: any) => [g.key, g.permission_entity, g.permission_entity_id, g.target_entity_id]),
-    [['comment', 'user', user.id, res.json().id], ['view', 'role', tenant.employeeRoleId, res.json().id]])
+  assert.deepEqual(
+    grants
+      .json()
+      .entityPermissions.map((g: any) => [g.key, g.permission_entity, g.permission_entity_id, g.target_entity_id]),
+    [
+      ['comment', 'user', user.id, res.json().id],
+      ['view', 'role', tenant.employeeRoleId, res.json().id],
+    ],
+  )
 })
 
 async function rejects(token: string, method: 'POST' | 'PUT', payload: object, field: string, id?: number) {
@@ -206,7 +250,11 @@ test('create rejects bad input with 422 naming the field', async () => {
   const roleFolder = await given.folder(db, tenant, { type: 'role' })
   const foreignFolder = await given.folder(db, other, { type: 'form' })
   const t = tenant.adminToken
-  const grant = (extra: object) => ({ type: 'form', name: 'x', entity_permissions: [{ permission_entity: 'user', permission_entity_id: user.id }, extra] })
+  const grant = (extra: object) => ({
+    type: 'form',
+    name: 'x',
+    entity_permissions: [{ permission_entity: 'user', permission_entity_id: user.id }, extra],
+  })
 
   await rejects(t, 'POST', { name: 'x' }, 'type')
   await rejects(t, 'POST', { type: 'calendar', name: 'x' }, 'type')
@@ -219,20 +267,55 @@ test('create rejects bad input with 422 naming the field', async () => {
   await rejects(t, 'POST', { type: 'form', name: 'x', parent_id: foreignFolder }, 'parent_id')
   await rejects(t, 'POST', { type: 'form', name: 'x', parent_id: 999999999 }, 'parent_id')
   await rejects(t, 'POST', { type: 'form', name: 'x', owner: 1 }, 'owner')
-  await rejects(t, 'POST', grant({ key: 'comment', permission_entity: 'user', permission_entity_id: user.id }), 'entity_permissions.1.key')
-  await rejects(t, 'POST', grant({ permission_entity: 'group', permission_entity_id: user.id }), 'entity_permissions.1.permission_entity')
+  await rejects(
+    t,
+    'POST',
+    grant({ key: 'comment', permission_entity: 'user', permission_entity_id: user.id }),
+    'entity_permissions.1.key',
+  )
+  await rejects(
+    t,
+    'POST',
+    grant({ permission_entity: 'group', permission_entity_id: user.id }),
+    'entity_permissions.1.permission_entity',
+  )
   await rejects(t, 'POST', grant({ permission_entity: 'user' }), 'entity_permissions.1.permission_entity_id')
-  await rejects(t, 'POST', grant({ permission_entity: 'user', permission_entity_id: user.id, extra: true }), 'entity_permissions.1.extra')
-  await rejects(t, 'POST', grant({ permission_entity: 'user', permission_entity_id: foreignUser.id }), 'entity_permissions.1.permission_entity_id')
-  await rejects(t, 'POST', grant({ permission_entity: 'department', permission_entity_id: 999999999 }), 'entity_permissions.1.permission_entity_id')
-  const count = await db.selectFrom('folders').select((eb) => eb.fn.countAll<number>().as('n')).where('tenant_id', '=', tenant.id).executeTakeFirstOrThrow()
+  await rejects(
+    t,
+    'POST',
+    grant({ permission_entity: 'user', permission_entity_id: user.id, extra: true }),
+    'entity_permissions.1.extra',
+  )
+  await rejects(
+    t,
+    'POST',
+    grant({ permission_entity: 'user', permission_entity_id: foreignUser.id }),
+    'entity_permissions.1.permission_entity_id',
+  )
+  await rejects(
+    t,
+    'POST',
+    grant({ permission_entity: 'department', permission_entity_id: 999999999 }),
+    'entity_permissions.1.permission_entity_id',
+  )
+  const count = await db
+    .selectFrom('folders')
+    .select((eb) => eb.fn.countAll<number>().as('n'))
+    .where('tenant_id', '=', tenant.id)
+    .executeTakeFirstOrThrow()
   assert.equal(Number(count.n), 1, 'nothing was created')
 })
 
 test('names resolve to the requester language, else the primary language, else the first translation', async () => {
   const tenant = await given.tenant(db)
-  const german = await given.user(db, tenant, { lang_id: 'de-DE', roleId: await given.role(db, tenant, ['forms.view']) })
-  const french = await given.user(db, tenant, { lang_id: 'fr-FR', roleId: await given.role(db, tenant, ['forms.view']) })
+  const german = await given.user(db, tenant, {
+    lang_id: 'de-DE',
+    roleId: await given.role(db, tenant, ['forms.view']),
+  })
+  const french = await given.user(db, tenant, {
+    lang_id: 'fr-FR',
+    roleId: await given.role(db, tenant, ['forms.view']),
+  })
   const created = await post(tenant.adminToken, { type: 'form', name: 'Safety', lang_id: 'en-GB' })
   const id = created.json().id
 
@@ -242,9 +325,15 @@ test('names resolve to the requester language, else the primary language, else t
   assert.equal(added.statusCode, 200, added.body)
   assert.equal(renamed.json().lang_id, 'en-GB', 'the primary language never changes')
   assert.equal((await get(german.token, `/api/folders/${id}`)).json().name, 'Sicherheit')
-  assert.equal((await get(french.token, `/api/folders/${id}`)).json().name, 'Safety first', 'falls back to the primary language')
-  assert.deepEqual((await get(tenant.adminToken, `/api/folders/${id}?relations=translations`)).json().translations,
-    [{ lang_id: 'de-DE', name: 'Sicherheit' }, { lang_id: 'en-GB', name: 'Safety first' }])
+  assert.equal(
+    (await get(french.token, `/api/folders/${id}`)).json().name,
+    'Safety first',
+    'falls back to the primary language',
+  )
+  assert.deepEqual((await get(tenant.adminToken, `/api/folders/${id}?relations=translations`)).json().translations, [
+    { lang_id: 'de-DE', name: 'Sicherheit' },
+    { lang_id: 'en-GB', name: 'Safety first' },
+  ])
   await db.deleteFrom('folder_translations').where('folder_id', '=', id).where('lang_id', '=', 'en-GB').execute()
   assert.equal((await get(french.token, `/api/folders/${id}`)).json().name, 'Sicherheit', 'else the first translation')
 })
@@ -261,7 +350,14 @@ test('update sets user_id to the requester, keeps type, and rejects a different 
   assert.equal(res.json().show_on_menu, true)
   assert.equal(res.json().icon_id, 7)
   await rejects(manager.token, 'PUT', { type: 'survey' }, 'type', folder)
-  assert.ok(await db.selectFrom('domain_events').select('id').where('tenant_id', '=', tenant.id).where('type', '=', 'folder.updated').executeTakeFirst())
+  assert.ok(
+    await db
+      .selectFrom('domain_events')
+      .select('id')
+      .where('tenant_id', '=', tenant.id)
+      .where('type', '=', 'folder.updated')
+      .executeTakeFirst(),
+  )
 })
 
 test('moving a folder under itself or a descendant is refused with 422 on parent_id', async () => {
@@ -274,7 +370,11 @@ test('moving a folder under itself or a descendant is refused with 422 on parent
   await rejects(tenant.adminToken, 'PUT', { parent_id: grandchild }, 'parent_id', root)
   await rejects(tenant.adminToken, 'PUT', { parent_id: child }, 'parent_id', root)
 
-  const row = await db.selectFrom('folders').select(['parent_id', 'path']).where('id', '=', root).executeTakeFirstOrThrow()
+  const row = await db
+    .selectFrom('folders')
+    .select(['parent_id', 'path'])
+    .where('id', '=', root)
+    .executeTakeFirstOrThrow()
   assert.deepEqual(row, { parent_id: null, path: [root] })
 })
 
@@ -306,18 +406,36 @@ test('update replaces grants: unchanged keep their ids, missing are deleted, new
   const dropped = await given.grant(db, tenant, { key: 'write', to: ['user', a.id], on: ['folder', folder] })
 
   const res = await put(tenant.adminToken, folder, {
-    entity_permissions: [{ key: 'view', permission_entity: 'user', permission_entity_id: a.id }, { key: 'administrate', permission_entity: 'user', permission_entity_id: b.id }],
+    entity_permissions: [
+      { key: 'view', permission_entity: 'user', permission_entity_id: a.id },
+      { key: 'administrate', permission_entity: 'user', permission_entity_id: b.id },
+    ],
   })
 
   assert.equal(res.statusCode, 200, res.body)
-  const grants = await db.selectFrom('entity_permissions').select(['id', 'key', 'permission_entity_id'])
-    .where('tenant_id', '=', tenant.id).where('target_entity', '=', 'folder').where('target_entity_id', '=', String(folder)).orderBy('id').execute()
+  const grants = await db
+    .selectFrom('entity_permissions')
+    .select(['id', 'key', 'permission_entity_id'])
+    .where('tenant_id', '=', tenant.id)
+    .where('target_entity', '=', 'folder')
+    .where('target_entity_id', '=', String(folder))
+    .orderBy('id')
+    .execute()
   assert.equal(grants.length, 2)
   assert.equal(grants[0].id, kept)
   assert.ok(!grants.some((g) => g.id === dropped))
   assert.deepEqual(grants[1], { id: grants[1].id, key: 'administrate', permission_entity_id: b.id })
-  const events = await db.selectFrom('domain_events').select('type').where('tenant_id', '=', tenant.id).where('type', 'like', 'entityPermission.%').orderBy('type').execute()
-  assert.deepEqual(events.map((e) => e.type), ['entityPermission.created', 'entityPermission.deleted'])
+  const events = await db
+    .selectFrom('domain_events')
+    .select('type')
+    .where('tenant_id', '=', tenant.id)
+    .where('type', 'like', 'entityPermission.%')
+    .orderBy('type')
+    .execute()
+  assert.deepEqual(
+    events.map((e) => e.type),
+    ['entityPermission.created', 'entityPermission.deleted'],
+  )
 })
 
 test('a failed update leaves the folder and its grants exactly as they were', async () => {
@@ -329,16 +447,32 @@ test('a failed update leaves the folder and its grants exactly as they were', as
   const before = await db.selectFrom('folders').selectAll().where('id', '=', folder).executeTakeFirstOrThrow()
 
   const res = await put(tenant.adminToken, folder, {
-    name: 'Changed', parent_id: root, show_on_menu: true,
-    entity_permissions: [{ key: 'write', permission_entity: 'user', permission_entity_id: user.id }, { key: 'view', permission_entity: 'role', permission_entity_id: 999999999 }],
+    name: 'Changed',
+    parent_id: root,
+    show_on_menu: true,
+    entity_permissions: [
+      { key: 'write', permission_entity: 'user', permission_entity_id: user.id },
+      { key: 'view', permission_entity: 'role', permission_entity_id: 999999999 },
+    ],
   })
 
   assert.equal(res.statusCode, 422)
   assert.ok(res.json().errors['entity_permissions.1.permission_entity_id'])
-  assert.deepEqual(await db.selectFrom('folders').selectAll().where('id', '=', folder).executeTakeFirstOrThrow(), before)
+  assert.deepEqual(
+    await db.selectFrom('folders').selectAll().where('id', '=', folder).executeTakeFirstOrThrow(),
+    before,
+  )
   assert.equal((await get(tenant.adminToken, `/api/folders/${folder}`)).json().name, 'Original')
-  const grants = await db.selectFrom('entity_permissions').select('id').where('target_entity', '=', 'folder').where('target_entity_id', '=', String(folder)).execute()
-  assert.deepEqual(grants.map((g) => g.id), [grant])
+  const grants = await db
+    .selectFrom('entity_permissions')
+    .select('id')
+    .where('target_entity', '=', 'folder')
+    .where('target_entity_id', '=', String(folder))
+    .execute()
+  assert.deepEqual(
+    grants.map((g) => g.id),
+    [grant],
+  )
 })
 
 test('update and delete need administrate access: manage permission and, where administrate grants exist, being a grantee', async () => {
@@ -366,7 +500,8 @@ test('delete removes the whole subtree, its translations and grants, and detache
   const child = await given.folder(db, tenant, { parentId: root })
   const grandchild = await given.folder(db, tenant, { parentId: child })
   const unrelated = await given.folder(db, tenant, { type: 'department' })
-  for (const f of [root, child, grandchild, unrelated]) await given.grant(db, tenant, { key: 'view', to: ['user', user.id], on: ['folder', f] })
+  for (const f of [root, child, grandchild, unrelated])
+    await given.grant(db, tenant, { key: 'view', to: ['user', user.id], on: ['folder', f] })
   const deptInChild = await given.department(db, tenant)
   const deptInGrandchild = await given.department(db, tenant)
   const deptElsewhere = await given.department(db, tenant)
@@ -381,20 +516,54 @@ test('delete removes the whole subtree, its translations and grants, and detache
   assert.equal(res.statusCode, 204)
   assert.equal(res.body, '')
   const folders = await db.selectFrom('folders').select('id').where('tenant_id', '=', tenant.id).execute()
-  assert.deepEqual(folders.map((f) => f.id), [unrelated])
-  const translations = await db.selectFrom('folder_translations').select('folder_id').where('tenant_id', '=', tenant.id).execute()
-  assert.deepEqual(translations.map((t) => t.folder_id), [unrelated])
-  const grants = await db.selectFrom('entity_permissions').select('target_entity_id').where('tenant_id', '=', tenant.id).execute()
-  assert.deepEqual(grants.map((g) => g.target_entity_id), [String(unrelated)])
-  const departments = await db.selectFrom('departments').select(['id', 'folder_id']).where('id', 'in', [deptInChild, deptInGrandchild, deptElsewhere]).orderBy('id').execute()
-  assert.deepEqual(departments, [{ id: deptInChild, folder_id: null }, { id: deptInGrandchild, folder_id: null }, { id: deptElsewhere, folder_id: unrelated }])
-  assert.equal((await db.selectFrom('roles').select('folder_id').where('id', '=', roleInRoot).executeTakeFirstOrThrow()).folder_id, null)
-  const events = await db.selectFrom('domain_events').select('subject_id').where('tenant_id', '=', tenant.id).where('type', '=', 'folder.deleted').execute()
+  assert.deepEqual(
+    folders.map((f) => f.id),
+    [unrelated],
+  )
+  const translations = await db
+    .selectFrom('folder_translations')
+    .select('folder_id')
+    .where('tenant_id', '=', tenant.id)
+    .execute()
+  assert.deepEqual(
+    translations.map((t) => t.folder_id),
+    [unrelated],
+  )
+  const grants = await db
+    .selectFrom('entity_permissions')
+    .select('target_entity_id')
+    .where('tenant_id', '=', tenant.id)
+    .execute()
+  assert.deepEqual(
+    grants.map((g) => g.target_entity_id),
+    [String(unrelated)],
+  )
+  const departments = await db
+    .selectFrom('departments')
+    .select(['id', 'folder_id'])
+    .where('id', 'in', [deptInChild, deptInGrandchild, deptElsewhere])
+    .orderBy('id')
+    .execute()
+  assert.deepEqual(departments, [
+    { id: deptInChild, folder_id: null },
+    { id: deptInGrandchild, folder_id: null },
+    { id: deptElsewhere, folder_id: unrelated },
+  ])
+  assert.equal(
+    (await db.selectFrom('roles').select('folder_id').where('id', '=', roleInRoot).executeTakeFirstOrThrow()).folder_id,
+    null,
+  )
+  const events = await db
+    .selectFrom('domain_events')
+    .select('subject_id')
+    .where('tenant_id', '=', tenant.id)
+    .where('type', '=', 'folder.deleted')
+    .execute()
   assert.deepEqual(events.map((e) => Number(e.subject_id)).sort(), [root, child, grandchild].sort())
   assert.equal((await get(tenant.adminToken, `/api/folders/${child}`)).statusCode, 404)
 })
 
-test('another tenant\'s folder id is not found for show, update and delete', async () => {
+test("another tenant's folder id is not found for show, update and delete", async () => {
   const tenant = await given.tenant(db)
   const other = await given.tenant(db)
   const foreign = await given.folder(db, other, { name: 'Theirs' })
@@ -435,23 +604,36 @@ test('relations: parent, visible children only, user', async () => {
   const res = await get(s.viewer.token, `/api/folders/${root}?relations=children|user|parent`)
   const child = await get(s.viewer.token, `/api/folders/${seen}?relations=parent`)
 
-  assert.deepEqual(res.json().children.map((f: { id: number }) => f.id), [seen])
+  assert.deepEqual(
+    res.json().children.map((f: { id: number }) => f.id),
+    [seen],
+  )
   assert.equal(res.json().parent, null)
   assert.equal(res.json().user.id, s.tenant.adminId)
   assert.equal(child.json().parent.name, 'Root')
   const all = await get(s.tenant.adminToken, `/api/folders/${root}?relations=children`)
-  assert.deepEqual(all.json().children.map((f: { id: number }) => f.id), [seen, hidden])
+  assert.deepEqual(
+    all.json().children.map((f: { id: number }) => f.id),
+    [seen, hidden],
+  )
 })
 
 test('tree visibility of a random 600-folder forest matches a reference walk of the rule', async () => {
   const s = await viewerSetup()
   const principals: Array<['user' | 'role' | 'department', number]> = [
-    ['user', s.viewer.id], ['user', s.other.id], ['role', s.viewerRole], ['role', s.otherRole], ['department', s.viewerDept], ['department', s.otherDept],
+    ['user', s.viewer.id],
+    ['user', s.other.id],
+    ['role', s.viewerRole],
+    ['role', s.otherRole],
+    ['department', s.viewerDept],
+    ['department', s.otherDept],
   ]
   const viewerMatches = (p: ['user' | 'role' | 'department', number]) =>
-    (p[0] === 'user' && p[1] === s.viewer.id) || (p[0] === 'role' && p[1] === s.viewerRole) || (p[0] === 'department' && p[1] === s.viewerDept)
+    (p[0] === 'user' && p[1] === s.viewer.id) ||
+    (p[0] === 'role' && p[1] === s.viewerRole) ||
+    (p[0] === 'department' && p[1] === s.viewerDept)
   let seed = 42
-  const random = () => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31)
+  const random = () => (seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31
   const parents = new Map<number, number | null>()
   const grants = new Map<number, Array<['user' | 'role' | 'department', number]>>()
   const ids: number[] = []
@@ -461,9 +643,13 @@ test('tree visibility of a random 600-folder forest matches a reference walk of 
     ids.push(id)
     parents.set(id, parent)
     if (random() < 0.15) {
-      const chosen = [principals[Math.floor(random() * principals.length)], principals[Math.floor(random() * principals.length)]]
+      const chosen = [
+        principals[Math.floor(random() * principals.length)],
+        principals[Math.floor(random() * principals.length)],
+      ]
       grants.set(id, chosen)
-      for (const p of new Set(chosen)) await given.grant(db, s.tenant, { key: 'view', to: p, on: ['folder', id] }).catch(() => undefined)
+      for (const p of new Set(chosen))
+        await given.grant(db, s.tenant, { key: 'view', to: p, on: ['folder', id] }).catch(() => undefined)
     }
   }
   const lets = (id: number) => !grants.has(id) || grants.get(id)!.some(viewerMatches)
@@ -494,11 +680,29 @@ test('the path check probes the grants per folder in the plan the pool keeps (ge
     select ${tenant.id}, 'view', 'role', ${tenant.employeeRoleId}, 'folder', f.id::text
     from folders f where f.tenant_id = ${tenant.id} order by f.id limit 100`.execute(db)
   await sql`insert into entity_permissions (tenant_id, key, permission_entity, permission_entity_id, target_entity, target_entity_id)
-    select ${tenant.id}, 'view', 'user', ${viewer.id}, 'sharedItem', gen_random_uuid()::text from generate_series(1, 3000)`.execute(db)
+    select ${tenant.id}, 'view', 'user', ${viewer.id}, 'sharedItem', gen_random_uuid()::text from generate_series(1, 3000)`.execute(
+    db,
+  )
   await sql`analyze folders`.execute(db)
   await sql`analyze entity_permissions`.execute(db)
-  const actor = { userId: viewer.id, tenantId: tenant.id, roleId: role, departmentIds: [], permissions: new Set(['forms.view']), isAdmin: false, langId: 'en-US', tokenId: 0 }
-  const page = db.selectFrom('folders as f').select('f.id').where('f.tenant_id', '=', tenant.id).where(folderVisibleSql(actor, 'f')).orderBy('f.id').limit(50).compile()
+  const actor = {
+    userId: viewer.id,
+    tenantId: tenant.id,
+    roleId: role,
+    departmentIds: [],
+    permissions: new Set(['forms.view']),
+    isAdmin: false,
+    langId: 'en-US',
+    tokenId: 0,
+  }
+  const page = db
+    .selectFrom('folders as f')
+    .select('f.id')
+    .where('f.tenant_id', '=', tenant.id)
+    .where(folderVisibleSql(actor, 'f'))
+    .orderBy('f.id')
+    .limit(50)
+    .compile()
 
   const plan = await genericPlanOf(db, page)
 

@@ -26,7 +26,11 @@ function capture(isTTY = false) {
 
 test('one JSON line per request: method, route pattern, status, duration, request id, tenant, user, problem code', async () => {
   const { stream, lines } = capture()
-  const app = await buildApp({ config: testConfig(), db, logger: createLogger({ level: 'info', format: 'json', destination: stream }) })
+  const app = await buildApp({
+    config: testConfig(),
+    db,
+    logger: createLogger({ level: 'info', format: 'json', destination: stream }),
+  })
   const tenant = await given.tenant(db)
   const headers = { authorization: `Bearer ${tenant.adminToken}` }
   await app.inject({ method: 'GET', url: '/api/roles?selects=id', headers })
@@ -51,7 +55,12 @@ test('one JSON line per request: method, route pattern, status, duration, reques
 })
 
 test('pretty lines on a terminal, JSON otherwise, LOG_FORMAT wins', () => {
-  for (const [isTTY, format, json] of [[true, undefined, false], [false, undefined, true], [true, 'json', true], [false, 'pretty', false]] as const) {
+  for (const [isTTY, format, json] of [
+    [true, undefined, false],
+    [false, undefined, true],
+    [true, 'json', true],
+    [false, 'pretty', false],
+  ] as const) {
     const { stream, lines } = capture(isTTY)
     createLogger({ level: 'info', format, destination: stream }).info({ n: 1 }, 'hello')
     assert.ok(lines.length >= 1)
@@ -63,8 +72,18 @@ test('pretty lines on a terminal, JSON otherwise, LOG_FORMAT wins', () => {
 test('a job line carries task, id and attempt, never the payload', () => {
   const { stream, lines } = capture()
   const logger = pinoWorkerLogger(createLogger({ level: 'info', format: 'json', destination: stream }))
-  const job = { id: '42', task_identifier: 'notification_fanout', attempts: 1, max_attempts: 25, payload: { userIds: [1, 2, 3], secretish: 'x' } }
-  logger.info('Completed task 42 (notification_fanout, 3.00ms) with success', { job, duration: 3, success: true } as never)
+  const job = {
+    id: '42',
+    task_identifier: 'notification_fanout',
+    attempts: 1,
+    max_attempts: 25,
+    payload: { userIds: [1, 2, 3], secretish: 'x' },
+  }
+  logger.info('Completed task 42 (notification_fanout, 3.00ms) with success', {
+    job,
+    duration: 3,
+    success: true,
+  } as never)
   const entry = JSON.parse(lines[0]!)
   assert.equal(entry.task, 'notification_fanout')
   assert.equal(entry.jobId, '42')

@@ -21,7 +21,9 @@ async function listening(env: Record<string, string>): Promise<{ app: FastifyIns
 /** The value of one sample (`name{labels} value`) in a Prometheus text exposition, 0 when absent. */
 function sample(text: string, name: string, labels: Record<string, string>): number {
   const wanted = Object.entries(labels).map(([k, v]) => `${k}="${v}"`)
-  const line = text.split('\n').find((l) => l.startsWith(`${name}{`) && wanted.every((w) => l.slice(0, l.indexOf('}')).includes(w)))
+  const line = text
+    .split('\n')
+    .find((l) => l.startsWith(`${name}{`) && wanted.every((w) => l.slice(0, l.indexOf('}')).includes(w)))
   return line ? Number(line.slice(line.lastIndexOf(' ') + 1)) : 0
 }
 
@@ -39,13 +41,18 @@ test('GET /metrics needs the METRICS_TOKEN bearer and shows the request just mad
     const tenant = await given.tenant(testDb())
     const labels = { route: '/api/users/:id', method: 'GET', status: '200' }
     const before = sample(await scrape(), 'workplace_http_requests_total', labels)
-    const res = await fetch(`${base}/api/users/${tenant.adminId}`, { headers: { authorization: `Bearer ${tenant.adminToken}` } })
+    const res = await fetch(`${base}/api/users/${tenant.adminId}`, {
+      headers: { authorization: `Bearer ${tenant.adminToken}` },
+    })
     assert.equal(res.status, 200)
     await fetch(`${base}/api/users/not-a-route/at/all`)
     const text = await scrape()
     assert.equal(sample(text, 'workplace_http_requests_total', labels), before + 1, 'counted under its route pattern')
     assert.ok(sample(text, 'workplace_http_request_duration_seconds_count', labels) >= 1)
-    assert.ok(sample(text, 'workplace_http_requests_total', { route: 'unmatched', status: '404' }) >= 1, 'raw URLs never become labels')
+    assert.ok(
+      sample(text, 'workplace_http_requests_total', { route: 'unmatched', status: '404' }) >= 1,
+      'raw URLs never become labels',
+    )
     assert.ok(!text.includes(`/api/users/${tenant.adminId}`) && !text.includes('not-a-route'), 'no raw URLs in labels')
     assert.match(text, /^workplace_db_pool_connections\{pool="api",state="in_use"\} \d+$/m)
     assert.match(text, /^workplace_db_pool_connections\{pool="api",state="waiting"\} \d+$/m)
@@ -62,14 +69,25 @@ test('open SSE streams are counted while open', async () => {
   try {
     const tenant = await given.tenant(testDb())
     const abort = new AbortController()
-    const stream = await fetch(`${base}/api/notifications/stream`, { headers: { authorization: `Bearer ${tenant.adminToken}` }, signal: abort.signal })
+    const stream = await fetch(`${base}/api/notifications/stream`, {
+      headers: { authorization: `Bearer ${tenant.adminToken}` },
+      signal: abort.signal,
+    })
     assert.equal(stream.status, 200)
-    const open = async () => sample(await (await fetch(`${base}/metrics`, { headers: { authorization: `Bearer ${TOKEN}` } })).text(), 'workplace_sse_streams_open', {})
+    const open = async () =>
+      sample(
+        await (await fetch(`${base}/metrics`, { headers: { authorization: `Bearer ${TOKEN}` } })).text(),
+        'workplace_sse_streams_open',
+        {},
+      )
     const scraped = await (await fetch(`${base}/metrics`, { headers: { authorization: `Bearer ${TOKEN}` } })).text()
     assert.match(scraped, /^workplace_sse_streams_open 1$/m)
     abort.abort()
     for (let i = 0; i < 50 && (await open().catch(() => 1)) !== 0; i++) await new Promise((r) => setTimeout(r, 50))
-    assert.match(await (await fetch(`${base}/metrics`, { headers: { authorization: `Bearer ${TOKEN}` } })).text(), /^workplace_sse_streams_open 0$/m)
+    assert.match(
+      await (await fetch(`${base}/metrics`, { headers: { authorization: `Bearer ${TOKEN}` } })).text(),
+      /^workplace_sse_streams_open 0$/m,
+    )
   } finally {
     await app.close()
   }

@@ -21,7 +21,9 @@ test('an event stream sends heartbeat comments and runs its close callbacks when
   const app = Fastify()
   app.get('/stream', (request, reply) => {
     const stream = openEventStream(request, reply, { heartbeatMs: 30 })
-    stream.onClose(() => { closed = true })
+    stream.onClose(() => {
+      closed = true
+    })
     stream.send('hello', { a: 1 })
   })
   await app.listen({ port: 0, host: '127.0.0.1' })
@@ -32,7 +34,9 @@ test('an event stream sends heartbeat comments and runs its close callbacks when
   const request = http.get({ host: '127.0.0.1', port, path: '/stream' })
   const response = await new Promise<http.IncomingMessage>((resolve) => request.on('response', resolve))
   response.setEncoding('utf8')
-  response.on('data', (chunk: string) => { text += chunk })
+  response.on('data', (chunk: string) => {
+    text += chunk
+  })
   await until(() => (text.match(/: heartbeat\n\n/g) ?? []).length >= 2, 'two heartbeats')
   request.destroy()
   await until(() => closed, 'the close callback')
@@ -46,21 +50,28 @@ test('LISTEN/NOTIFY reaches every listening connection, and only after commit', 
   const received: unknown[][] = [[], []]
   const hubs = [0, 1].map(() => createPgPubSub({ connectionString: async () => testDatabaseUrl() }))
   t.after(() => Promise.all(hubs.map((hub) => hub.close())))
-  for (const [index, hub] of hubs.entries()) await hub.subscribe('test_realtime_channel', (payload) => received[index].push(payload))
+  for (const [index, hub] of hubs.entries())
+    await hub.subscribe('test_realtime_channel', (payload) => received[index].push(payload))
 
   await db.transaction().execute(async (trx) => {
     await publish(trx, 'test_realtime_channel', { n: 1 })
     await new Promise((resolve) => setTimeout(resolve, 100))
     assert.deepEqual(received, [[], []], 'nothing is delivered before commit')
   })
-  await db.transaction().execute(async (trx) => {
-    await publish(trx, 'test_realtime_channel', { n: 2 })
-    throw new Error('rollback')
-  }).catch(() => undefined)
+  await db
+    .transaction()
+    .execute(async (trx) => {
+      await publish(trx, 'test_realtime_channel', { n: 2 })
+      throw new Error('rollback')
+    })
+    .catch(() => undefined)
   await publish(db, 'test_realtime_channel', { n: 3 })
 
   await until(() => received.every((list) => list.length >= 2), 'both listeners')
   await new Promise((resolve) => setTimeout(resolve, 100))
-  assert.deepEqual(received, [[{ n: 1 }, { n: 3 }], [{ n: 1 }, { n: 3 }]])
+  assert.deepEqual(received, [
+    [{ n: 1 }, { n: 3 }],
+    [{ n: 1 }, { n: 3 }],
+  ])
   await assert.rejects(publish(db, 'bad channel; drop table x', {}))
 })

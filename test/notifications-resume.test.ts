@@ -19,10 +19,14 @@ async function openStream(app: FastifyInstance, token: string, lastEventId?: str
   const { port } = app.server.address() as AddressInfo
   const events: ServerSentEvent[] = []
   const request = http.get({
-    host: '127.0.0.1', port, path: '/api/notifications/stream',
+    host: '127.0.0.1',
+    port,
+    path: '/api/notifications/stream',
     headers: { authorization: `Bearer ${token}`, ...(lastEventId ? { 'last-event-id': lastEventId } : {}) },
   })
-  const response = await new Promise<http.IncomingMessage>((resolve, reject) => request.on('response', resolve).on('error', reject))
+  const response = await new Promise<http.IncomingMessage>((resolve, reject) =>
+    request.on('response', resolve).on('error', reject),
+  )
   readEventStream(response, (event) => events.push(event))
   const waitFor = async (predicate: () => boolean, what: string) => {
     const deadline = Date.now() + 5000
@@ -38,11 +42,19 @@ async function openStream(app: FastifyInstance, token: string, lastEventId?: str
 /** A record as a fan-out job writes it, announced to every node like one; `createdAgo` backdates it (a late commit). */
 async function notify(tenant: GivenTenant, userId: number, title: string, createdAgo?: number) {
   const sourceKey = `resume-test:${randomUUID()}`
-  await db.insertInto('notifications').values({
-    tenant_id: tenant.id, notifiable_id: userId, type: 'genericNotification', targetable_type: 'genericNotification',
-    targetable_id: 1, source_key: sourceKey, data: JSON.stringify({ title, body: '', url: '/' }),
-    ...(createdAgo ? { created_at: new Date(Date.now() - createdAgo * 1000).toISOString() } : {}),
-  }).execute()
+  await db
+    .insertInto('notifications')
+    .values({
+      tenant_id: tenant.id,
+      notifiable_id: userId,
+      type: 'genericNotification',
+      targetable_type: 'genericNotification',
+      targetable_id: 1,
+      source_key: sourceKey,
+      data: JSON.stringify({ title, body: '', url: '/' }),
+      ...(createdAgo ? { created_at: new Date(Date.now() - createdAgo * 1000).toISOString() } : {}),
+    })
+    .execute()
   await publish(db, NOTIFICATIONS_CHANNEL, { tenantId: tenant.id, userIds: [userId], sourceKey })
 }
 
@@ -97,7 +109,11 @@ test('a Last-Event-ID this server did not send is a 422 naming the header', asyn
   const tenant = await given.tenant(db)
   const user = await given.user(db, tenant)
   for (const bad of ['abc', '12.nothex', `1.${'a'.repeat(31)}`]) {
-    const res = await nodeA.inject({ method: 'GET', url: '/api/notifications/stream', headers: { authorization: `Bearer ${user.token}`, 'last-event-id': bad } })
+    const res = await nodeA.inject({
+      method: 'GET',
+      url: '/api/notifications/stream',
+      headers: { authorization: `Bearer ${user.token}`, 'last-event-id': bad },
+    })
     assert.equal(res.statusCode, 422, bad)
     assert.ok(res.json().errors['Last-Event-ID'], bad)
   }

@@ -13,34 +13,66 @@ const db = testDb()
 const { app, watch } = await watchedApp()
 test.after(() => app.close())
 
-const sendWatched = (token: string, payload: object) => watch(() => call(app, token, { method: 'POST', url: '/api/notifications', payload }))
+const sendWatched = (token: string, payload: object) =>
+  watch(() => call(app, token, { method: 'POST', url: '/api/notifications', payload }))
 
 async function deliveriesOf(tenant: GivenTenant): Promise<DeliverPayload[]> {
   const { rows } = await sql<{ payload: DeliverPayload }>`
     select j.payload from graphile_worker._private_jobs j join graphile_worker._private_tasks t on t.id = j.task_id
-    where t.identifier = 'notifications:deliver' and (j.payload->>'tenantId')::bigint = ${tenant.id} order by j.id`.execute(db)
+    where t.identifier = 'notifications:deliver' and (j.payload->>'tenantId')::bigint = ${tenant.id} order by j.id`.execute(
+    db,
+  )
   return rows.map((row) => row.payload)
 }
 
-const recordsOf = async (tenant: GivenTenant) => (await db.selectFrom('notifications').select(['notifiable_id', 'targetable_id', 'source_key'])
-  .where('tenant_id', '=', tenant.id).orderBy('notifiable_id').execute()).map((r) => ({ ...r, notifiable_id: Number(r.notifiable_id), targetable_id: Number(r.targetable_id) }))
+const recordsOf = async (tenant: GivenTenant) =>
+  (
+    await db
+      .selectFrom('notifications')
+      .select(['notifiable_id', 'targetable_id', 'source_key'])
+      .where('tenant_id', '=', tenant.id)
+      .orderBy('notifiable_id')
+      .execute()
+  ).map((r) => ({ ...r, notifiable_id: Number(r.notifiable_id), targetable_id: Number(r.targetable_id) }))
 
 test('a send to listed users is one statement with no transaction: the send, its records, their delivery job and the event', async () => {
   const tenant = await given.tenant(db)
   const [a, b] = [await given.user(db, tenant), await given.user(db, tenant)]
 
-  const { result: res, statements } = await sendWatched(tenant.adminToken, { title: 'Drill', body: '<p>Now</p>', url: '/drill', user_ids: [b.id, a.id, b.id] })
+  const { result: res, statements } = await sendWatched(tenant.adminToken, {
+    title: 'Drill',
+    body: '<p>Now</p>',
+    url: '/drill',
+    user_ids: [b.id, a.id, b.id],
+  })
 
   assert.equal(res.statusCode, 202, res.body)
   assert.equal(writes(statements).length, 1, `one writing statement, sent:\n${statements.join('\n---\n')}`)
   assert.deepEqual(transactions(statements), [])
-  const sent = await db.selectFrom('generic_notifications').select(['id', 'user_ids']).where('tenant_id', '=', tenant.id).executeTakeFirstOrThrow()
+  const sent = await db
+    .selectFrom('generic_notifications')
+    .select(['id', 'user_ids'])
+    .where('tenant_id', '=', tenant.id)
+    .executeTakeFirstOrThrow()
   const sourceKey = `genericNotification:${sent.id}`
   const ids = [a.id, b.id].sort((x, y) => x - y)
-  assert.deepEqual(await recordsOf(tenant), ids.map((id) => ({ notifiable_id: id, targetable_id: Number(sent.id), source_key: sourceKey })))
+  assert.deepEqual(
+    await recordsOf(tenant),
+    ids.map((id) => ({ notifiable_id: id, targetable_id: Number(sent.id), source_key: sourceKey })),
+  )
   assert.deepEqual(await deliveriesOf(tenant), [{ tenantId: tenant.id, sourceKey, userIds: ids }])
-  const events = await db.selectFrom('domain_events').select(['type', 'subject_id', 'data']).where('tenant_id', '=', tenant.id).execute()
-  assert.deepEqual(events, [{ type: 'notification.sent', subject_id: String(sent.id), data: { title: 'Drill', url: '/drill', user_ids: [b.id, a.id], department_ids: [] } }])
+  const events = await db
+    .selectFrom('domain_events')
+    .select(['type', 'subject_id', 'data'])
+    .where('tenant_id', '=', tenant.id)
+    .execute()
+  assert.deepEqual(events, [
+    {
+      type: 'notification.sent',
+      subject_id: String(sent.id),
+      data: { title: 'Drill', url: '/drill', user_ids: [b.id, a.id], department_ids: [] },
+    },
+  ])
 })
 
 test('a send listing an inactive user takes the transaction: records for the active recipients only, one delivery job', async () => {
@@ -48,24 +80,46 @@ test('a send listing an inactive user takes the transaction: records for the act
   const active = await given.user(db, tenant)
   const inactive = await given.user(db, tenant, { active: false })
 
-  const { result: res, statements } = await sendWatched(tenant.adminToken, { title: 'Drill', body: 'x', url: '/drill', user_ids: [active.id, inactive.id] })
+  const { result: res, statements } = await sendWatched(tenant.adminToken, {
+    title: 'Drill',
+    body: 'x',
+    url: '/drill',
+    user_ids: [active.id, inactive.id],
+  })
 
   assert.equal(res.statusCode, 202, res.body)
   assert.equal(transactions(statements).length, 1)
-  assert.deepEqual((await recordsOf(tenant)).map((r) => r.notifiable_id), [active.id])
-  assert.deepEqual((await deliveriesOf(tenant)).map((d) => d.userIds), [[active.id]])
-  assert.equal((await db.selectFrom('generic_notifications').select('id').where('tenant_id', '=', tenant.id).execute()).length, 1)
+  assert.deepEqual(
+    (await recordsOf(tenant)).map((r) => r.notifiable_id),
+    [active.id],
+  )
+  assert.deepEqual(
+    (await deliveriesOf(tenant)).map((d) => d.userIds),
+    [[active.id]],
+  )
+  assert.equal(
+    (await db.selectFrom('generic_notifications').select('id').where('tenant_id', '=', tenant.id).execute()).length,
+    1,
+  )
 })
 
 test('a send to a missing user writes nothing and names it (422)', async () => {
   const tenant = await given.tenant(db)
   const user = await given.user(db, tenant)
 
-  const { result: res } = await sendWatched(tenant.adminToken, { title: 'Drill', body: 'x', url: '/drill', user_ids: [user.id, 987654321] })
+  const { result: res } = await sendWatched(tenant.adminToken, {
+    title: 'Drill',
+    body: 'x',
+    url: '/drill',
+    user_ids: [user.id, 987654321],
+  })
 
   assert.equal(res.statusCode, 422, res.body)
   assert.deepEqual(Object.keys(res.json().errors), ['user_ids'])
-  assert.equal((await db.selectFrom('generic_notifications').select('id').where('tenant_id', '=', tenant.id).execute()).length, 0)
+  assert.equal(
+    (await db.selectFrom('generic_notifications').select('id').where('tenant_id', '=', tenant.id).execute()).length,
+    0,
+  )
   assert.deepEqual(await recordsOf(tenant), [])
   assert.deepEqual(await deliveriesOf(tenant), [])
 })
@@ -74,14 +128,33 @@ test('with an active automation on notification.sent, the send takes the transac
   const tenant = await given.tenant(db)
   const user = await given.user(db, tenant)
   const actions = [{ type: 'webhook', config: { url: 'http://127.0.0.1:9/hook', method: 'POST', headers: {} } }]
-  const { id: automationId } = await db.insertInto('automations')
-    .values({ tenant_id: tenant.id, name: 'listens', event: 'notification.sent', actions: JSON.stringify(actions) }).returning('id').executeTakeFirstOrThrow()
+  const { id: automationId } = await db
+    .insertInto('automations')
+    .values({ tenant_id: tenant.id, name: 'listens', event: 'notification.sent', actions: JSON.stringify(actions) })
+    .returning('id')
+    .executeTakeFirstOrThrow()
 
-  const { result: res, statements } = await sendWatched(tenant.adminToken, { title: 'Drill', body: 'x', url: '/drill', user_ids: [user.id] })
+  const { result: res, statements } = await sendWatched(tenant.adminToken, {
+    title: 'Drill',
+    body: 'x',
+    url: '/drill',
+    user_ids: [user.id],
+  })
 
   assert.equal(res.statusCode, 202, res.body)
   assert.equal(transactions(statements).length, 1)
-  const hooks = await db.selectFrom('webhook_deliveries').select('event_type').where('tenant_id', '=', tenant.id).where('automation_id', '=', automationId).execute()
-  assert.deepEqual(hooks.map((d) => d.event_type), ['notification.sent'])
-  assert.deepEqual((await recordsOf(tenant)).map((r) => r.notifiable_id), [user.id])
+  const hooks = await db
+    .selectFrom('webhook_deliveries')
+    .select('event_type')
+    .where('tenant_id', '=', tenant.id)
+    .where('automation_id', '=', automationId)
+    .execute()
+  assert.deepEqual(
+    hooks.map((d) => d.event_type),
+    ['notification.sent'],
+  )
+  assert.deepEqual(
+    (await recordsOf(tenant)).map((r) => r.notifiable_id),
+    [user.id],
+  )
 })

@@ -34,19 +34,31 @@ async function queued<T>(task: string, keyPrefix: string): Promise<T[]> {
 
 /** The tenant's latest send (by time: a small send's id is reserved beforehand, so ids need not follow the order of sends). */
 async function lastSend(tenant: GivenTenant) {
-  return db.selectFrom('generic_notifications').select(['id', 'title', 'body', 'url', 'user_id', 'user_ids', 'department_ids'])
-    .where('tenant_id', '=', tenant.id).orderBy('created_at', 'desc').orderBy('id', 'desc').executeTakeFirstOrThrow()
+  return db
+    .selectFrom('generic_notifications')
+    .select(['id', 'title', 'body', 'url', 'user_id', 'user_ids', 'department_ids'])
+    .where('tenant_id', '=', tenant.id)
+    .orderBy('created_at', 'desc')
+    .orderBy('id', 'desc')
+    .executeTakeFirstOrThrow()
 }
 
 async function fanOutJob(sendId: number): Promise<FanOutPayload> {
-  const [payload] = await queued<FanOutPayload>('notifications:fan_out', `notifications:fan_out:genericNotification:${sendId}`)
+  const [payload] = await queued<FanOutPayload>(
+    'notifications:fan_out',
+    `notifications:fan_out:genericNotification:${sendId}`,
+  )
   assert.ok(payload, 'the fan-out job was queued')
   return payload
 }
 
 const recordsOf = (tenant: GivenTenant) =>
-  db.selectFrom('notifications').select(['id', 'notifiable_id', 'type', 'targetable_type', 'targetable_id', 'data'])
-    .where('tenant_id', '=', tenant.id).orderBy('notifiable_id').execute()
+  db
+    .selectFrom('notifications')
+    .select(['id', 'notifiable_id', 'type', 'targetable_type', 'targetable_id', 'data'])
+    .where('tenant_id', '=', tenant.id)
+    .orderBy('notifiable_id')
+    .execute()
 
 test('a send needs notifications.send', async () => {
   const tenant = await given.tenant(db)
@@ -55,7 +67,10 @@ test('a send needs notifications.send', async () => {
   const res = await send(employee.token, { title: 'Hi', body: 'x', url: '/home', user_ids: [employee.id] })
 
   assert.equal(res.statusCode, 403)
-  assert.equal(await db.selectFrom('generic_notifications').select('id').where('tenant_id', '=', tenant.id).executeTakeFirst(), undefined)
+  assert.equal(
+    await db.selectFrom('generic_notifications').select('id').where('tenant_id', '=', tenant.id).executeTakeFirst(),
+    undefined,
+  )
 })
 
 test('a send is validated: recipients, unknown IDs (named), url scheme, sizes, unknown keys', async () => {
@@ -68,19 +83,41 @@ test('a send is validated: recipients, unknown IDs (named), url scheme, sizes, u
   const ok = { title: 'Hi', body: '<p>x</p>', url: '/home', user_ids: [user.id] }
 
   const none = await send(tenant.adminToken, { title: 'Hi', body: 'x', url: '/home' })
-  const empty = await send(tenant.adminToken, { title: 'Hi', body: 'x', url: '/home', user_ids: [], department_ids: [] })
-  const unknown = await send(tenant.adminToken, { ...ok, user_ids: [user.id, foreignUser.id, deleted.id], department_ids: [foreignDepartment] })
+  const empty = await send(tenant.adminToken, {
+    title: 'Hi',
+    body: 'x',
+    url: '/home',
+    user_ids: [],
+    department_ids: [],
+  })
+  const unknown = await send(tenant.adminToken, {
+    ...ok,
+    user_ids: [user.id, foreignUser.id, deleted.id],
+    department_ids: [foreignDepartment],
+  })
 
   assert.equal(none.statusCode, 422)
   assert.ok(none.json().errors.user_ids)
   assert.equal(empty.statusCode, 422)
   assert.equal(unknown.statusCode, 422)
-  assert.match(unknown.json().errors.user_ids[0], new RegExp(`${Math.min(foreignUser.id, deleted.id)}.*${Math.max(foreignUser.id, deleted.id)}`))
+  assert.match(
+    unknown.json().errors.user_ids[0],
+    new RegExp(`${Math.min(foreignUser.id, deleted.id)}.*${Math.max(foreignUser.id, deleted.id)}`),
+  )
   assert.doesNotMatch(unknown.json().errors.user_ids[0], new RegExp(`\\b${user.id}\\b`))
   assert.match(unknown.json().errors.department_ids[0], new RegExp(String(foreignDepartment)))
   const stored = await db.selectFrom('generic_notifications').select('id').where('tenant_id', '=', tenant.id).execute()
   assert.deepEqual(stored, [], 'a refused send stores nothing')
-  for (const url of ['javascript:alert(1)', 'JavaScript:alert(1)', 'data:text/html,x', '//evil.example/x', '/\\evil.example', 'ftp://host/x', 'home', 'https://']) {
+  for (const url of [
+    'javascript:alert(1)',
+    'JavaScript:alert(1)',
+    'data:text/html,x',
+    '//evil.example/x',
+    '/\\evil.example',
+    'ftp://host/x',
+    'home',
+    'https://',
+  ]) {
     const res = await send(tenant.adminToken, { ...ok, url })
     assert.equal(res.statusCode, 422, url)
     assert.ok(res.json().errors.url, url)
@@ -103,7 +140,9 @@ test('a send answers 202, stores the sanitized send, queues the fan-out and reco
   const user = await given.user(db, tenant)
 
   const res = await send(tenant.adminToken, {
-    title: 'Fire drill', url: 'https://example.com/drill', user_ids: [user.id],
+    title: 'Fire drill',
+    url: 'https://example.com/drill',
+    user_ids: [user.id],
     body: '<p onclick="x()">Meet <b>outside</b><script>alert(1)</script><img src=x onerror="alert(2)"><a href="javascript:alert(3)">a</a><a href="https://ok.example/">b</a></p>',
   })
 
@@ -116,13 +155,26 @@ test('a send answers 202, stores the sanitized send, queues the fan-out and reco
   // a send to a few listed users creates its records in its own transaction (no fan-out job), and
   // queues their delivery there too
   assert.deepEqual(await queued('notifications:fan_out', `notifications:fan_out:genericNotification:${sent.id}`), [])
-  assert.deepEqual((await recordsOf(tenant)).map((r) => [r.notifiable_id, r.targetable_id]), [[user.id, sent.id]])
-  const [delivery] = await queued<DeliverPayload>('notifications:deliver', `notifications:deliver:genericNotification:${sent.id}:`)
+  assert.deepEqual(
+    (await recordsOf(tenant)).map((r) => [r.notifiable_id, r.targetable_id]),
+    [[user.id, sent.id]],
+  )
+  const [delivery] = await queued<DeliverPayload>(
+    'notifications:deliver',
+    `notifications:deliver:genericNotification:${sent.id}:`,
+  )
   assert.deepEqual(delivery, { tenantId: tenant.id, sourceKey: `genericNotification:${sent.id}`, userIds: [user.id] })
-  const event = await db.selectFrom('domain_events').select(['type', 'actor_id', 'subject_type', 'subject_id', 'data'])
-    .where('tenant_id', '=', tenant.id).where('type', '=', 'notification.sent').executeTakeFirstOrThrow()
+  const event = await db
+    .selectFrom('domain_events')
+    .select(['type', 'actor_id', 'subject_type', 'subject_id', 'data'])
+    .where('tenant_id', '=', tenant.id)
+    .where('type', '=', 'notification.sent')
+    .executeTakeFirstOrThrow()
   assert.deepEqual(event, {
-    type: 'notification.sent', actor_id: tenant.adminId, subject_type: 'genericNotification', subject_id: String(sent.id),
+    type: 'notification.sent',
+    actor_id: tenant.adminId,
+    subject_type: 'genericNotification',
+    subject_id: String(sent.id),
     data: { title: 'Fire drill', url: 'https://example.com/drill', user_ids: [user.id], department_ids: [] },
   })
 })
@@ -137,11 +189,24 @@ test('a send to more than 100 listed users is fanned out by the worker; to 100 o
   assert.equal((await recordsOf(tenant)).length, 0, 'no record before the fan-out job ran')
   assert.equal(await runFanOut(db, await fanOutJob(many.id)), ids.length)
 
-  assert.equal((await send(tenant.adminToken, { title: 'Few', body: 'x', url: '/x', user_ids: ids.slice(0, INLINE_FAN_OUT_MAX) })).statusCode, 202)
+  assert.equal(
+    (await send(tenant.adminToken, { title: 'Few', body: 'x', url: '/x', user_ids: ids.slice(0, INLINE_FAN_OUT_MAX) }))
+      .statusCode,
+    202,
+  )
   const few = await lastSend(tenant)
   assert.deepEqual(await queued('notifications:fan_out', `notifications:fan_out:genericNotification:${few.id}`), [])
-  const records = await db.selectFrom('notifications').select('notifiable_id').where('tenant_id', '=', tenant.id).where('targetable_id', '=', few.id).orderBy('notifiable_id').execute()
-  assert.deepEqual(records.map((r) => r.notifiable_id), ids.slice(0, INLINE_FAN_OUT_MAX))
+  const records = await db
+    .selectFrom('notifications')
+    .select('notifiable_id')
+    .where('tenant_id', '=', tenant.id)
+    .where('targetable_id', '=', few.id)
+    .orderBy('notifiable_id')
+    .execute()
+  assert.deepEqual(
+    records.map((r) => r.notifiable_id),
+    ids.slice(0, INLINE_FAN_OUT_MAX),
+  )
 })
 
 test('fan-out merges department members and users once each, skipping group, inactive, deleted and blacked-out accounts; a retry adds nothing', async () => {
@@ -157,7 +222,13 @@ test('fan-out merges department members and users once each, skipping group, ina
   const department = await given.department(db, tenant, [a.id, b.id, group.id, inactive.id, deleted.id, blackedOut.id])
   const secondDepartment = await given.department(db, tenant, [b.id])
 
-  const res = await send(tenant.adminToken, { title: 'T', body: '<p>B</p>', url: '/x', department_ids: [department, secondDepartment], user_ids: [b.id, c.id, group.id] })
+  const res = await send(tenant.adminToken, {
+    title: 'T',
+    body: '<p>B</p>',
+    url: '/x',
+    department_ids: [department, secondDepartment],
+    user_ids: [b.id, c.id, group.id],
+  })
   assert.equal(res.statusCode, 202)
   const sent = await lastSend(tenant)
   const job = await fanOutJob(sent.id)
@@ -167,18 +238,30 @@ test('fan-out merges department members and users once each, skipping group, ina
   assert.equal(created, 3)
   assert.equal(retried, 0)
   const records = await recordsOf(tenant)
-  assert.deepEqual(records.map((r) => r.notifiable_id), [a.id, b.id, c.id].sort((x, y) => x - y))
+  assert.deepEqual(
+    records.map((r) => r.notifiable_id),
+    [a.id, b.id, c.id].sort((x, y) => x - y),
+  )
   assert.ok(!records.some((r) => r.notifiable_id === bystander.id))
   assert.deepEqual(records[0].data, { title: 'T', body: '<p>B</p>', url: '/x' })
   assert.equal(records[0].type, 'genericNotification')
   assert.equal(records[0].targetable_type, 'genericNotification')
   assert.equal(records[0].targetable_id, sent.id)
 
-  const deliveries = await queued<DeliverPayload>('notifications:deliver', `notifications:deliver:genericNotification:${sent.id}:`)
+  const deliveries = await queued<DeliverPayload>(
+    'notifications:deliver',
+    `notifications:deliver:genericNotification:${sent.id}:`,
+  )
   assert.equal(deliveries.length, 1, 'the retry queued no second delivery')
-  assert.deepEqual(deliveries[0].userIds, records.map((r) => r.notifiable_id))
+  assert.deepEqual(
+    deliveries[0].userIds,
+    records.map((r) => r.notifiable_id),
+  )
 
-  const mine = await call(await buildTestApp(), a.token, { method: 'GET', url: '/api/notifications?relations=targetable' })
+  const mine = await call(await buildTestApp(), a.token, {
+    method: 'GET',
+    url: '/api/notifications?relations=targetable',
+  })
   assert.equal(mine.json()[0].targetable.id, sent.id)
   assert.equal(mine.json()[0].targetable.title, 'T')
 })
@@ -190,10 +273,23 @@ async function largeSend() {
     insert into users (tenant_id, username, password_hash, role_id)
     select ${tenant.id}, 'bulk-' || g || '-' || ${tenant.id}, 'x', ${tenant.employeeRoleId} from generate_series(1, 2500) g
     returning id`.execute(db)
-  const department = await given.department(db, tenant, rows.map((r) => r.id))
+  const department = await given.department(
+    db,
+    tenant,
+    rows.map((r) => r.id),
+  )
   await send(tenant.adminToken, { title: 'All hands', body: 'x', url: '/x', department_ids: [department] })
   const job = await fanOutJob((await lastSend(tenant)).id)
-  const count = async () => Number((await db.selectFrom('notifications').select((eb) => eb.fn.countAll<number>().as('c')).where('tenant_id', '=', tenant.id).executeTakeFirstOrThrow()).c)
+  const count = async () =>
+    Number(
+      (
+        await db
+          .selectFrom('notifications')
+          .select((eb) => eb.fn.countAll<number>().as('c'))
+          .where('tenant_id', '=', tenant.id)
+          .executeTakeFirstOrThrow()
+      ).c,
+    )
   return { job, count }
 }
 
@@ -222,14 +318,24 @@ test('content modules queue notifications in their transaction with enqueueNotif
   const user = await given.user(db, tenant)
   const sourceKey = `infoboardPost:77:created:${tenant.id}`
 
-  await db.transaction().execute((trx) => enqueueNotifications(trx, {
-    tenantId: tenant.id, type: 'infoboardPostCreated', targetableType: 'infoboardPost', targetableId: 77, sourceKey,
-    data: { title: 'New post', body: '<p>Hi<script>x</script></p>', url: '/infoboard/posts/77' }, recipients: { userIds: [user.id] },
-  }))
+  await db.transaction().execute((trx) =>
+    enqueueNotifications(trx, {
+      tenantId: tenant.id,
+      type: 'infoboardPostCreated',
+      targetableType: 'infoboardPost',
+      targetableId: 77,
+      sourceKey,
+      data: { title: 'New post', body: '<p>Hi<script>x</script></p>', url: '/infoboard/posts/77' },
+      recipients: { userIds: [user.id] },
+    }),
+  )
   const [job] = await queued<FanOutPayload>('notifications:fan_out', `notifications:fan_out:${sourceKey}`)
   await runFanOut(db, job)
 
-  const list = await call(await buildTestApp(), user.token, { method: 'GET', url: '/api/notifications/type/infoboardPost/77' })
+  const list = await call(await buildTestApp(), user.token, {
+    method: 'GET',
+    url: '/api/notifications/type/infoboardPost/77',
+  })
   assert.equal(list.json().length, 1)
   assert.equal(list.json()[0].type, 'infoboardPostCreated')
   assert.equal(list.json()[0].data.body, '<p>Hi</p>')
@@ -240,17 +346,34 @@ test('delivery emails those who want it, once; push goes to devices only (no sub
   const wants = await given.user(db, tenant, { email: 'wants@example.com', wants_email_notifications: true })
   const noEmail = await given.user(db, tenant, { wants_email_notifications: true })
   const optedOut = await given.user(db, tenant, { email: 'quiet@example.com' })
-  await send(tenant.adminToken, { title: 'Lunch', body: '<p>Pizza &amp; salad</p>', url: '/canteen', user_ids: [wants.id, noEmail.id, optedOut.id] })
+  await send(tenant.adminToken, {
+    title: 'Lunch',
+    body: '<p>Pizza &amp; salad</p>',
+    url: '/canteen',
+    user_ids: [wants.id, noEmail.id, optedOut.id],
+  })
   const sent = await lastSend(tenant)
-  const [payload] = await queued<DeliverPayload>('notifications:deliver', `notifications:deliver:genericNotification:${sent.id}:`)
+  const [payload] = await queued<DeliverPayload>(
+    'notifications:deliver',
+    `notifications:deliver:genericNotification:${sent.id}:`,
+  )
   const deps = createDeliveryDeps({ db, config: testConfig(), log: silent })
 
   await deliverNotifications(deps, payload)
   await deliverNotifications(deps, payload) // a retried job
 
-  const messages = await db.selectFrom('outbound_messages').select(['channel', 'status', 'user_id', 'recipient', 'subject', 'body_html', 'body_text'])
-    .where('tenant_id', '=', tenant.id).orderBy('channel').orderBy('user_id').execute()
-  assert.equal(messages.filter((m) => m.channel === 'push').length, 0, 'push payloads are not parked in outbound_messages')
+  const messages = await db
+    .selectFrom('outbound_messages')
+    .select(['channel', 'status', 'user_id', 'recipient', 'subject', 'body_html', 'body_text'])
+    .where('tenant_id', '=', tenant.id)
+    .orderBy('channel')
+    .orderBy('user_id')
+    .execute()
+  assert.equal(
+    messages.filter((m) => m.channel === 'push').length,
+    0,
+    'push payloads are not parked in outbound_messages',
+  )
   const emails = messages.filter((m) => m.channel === 'email')
   assert.equal(emails.length, 1)
   assert.equal(emails[0].recipient, 'wants@example.com')
@@ -270,9 +393,17 @@ test('with SMTP_URL set, email goes out over SMTP with the title as subject, and
 
   const tenant = await given.tenant(db)
   const user = await given.user(db, tenant, { email: 'anna@example.com', wants_email_notifications: true })
-  await send(tenant.adminToken, { title: 'Shift swap approved', body: '<p>See you <strong>Monday</strong></p>', url: 'https://example.com/shifts', user_ids: [user.id] })
+  await send(tenant.adminToken, {
+    title: 'Shift swap approved',
+    body: '<p>See you <strong>Monday</strong></p>',
+    url: 'https://example.com/shifts',
+    user_ids: [user.id],
+  })
   const sent = await lastSend(tenant)
-  const [payload] = await queued<DeliverPayload>('notifications:deliver', `notifications:deliver:genericNotification:${sent.id}:`)
+  const [payload] = await queued<DeliverPayload>(
+    'notifications:deliver',
+    `notifications:deliver:genericNotification:${sent.id}:`,
+  )
   const deps = createDeliveryDeps({ db, config: testConfig({ SMTP_URL: `smtp://127.0.0.1:${port}` }), log: silent })
 
   await deliverNotifications(deps, payload)
@@ -283,7 +414,12 @@ test('with SMTP_URL set, email goes out over SMTP with the title as subject, and
   assert.match(received[0], /^To: anna@example\.com\r?$/m)
   assert.match(received[0], /text\/plain/)
   assert.match(received[0], /<strong>Monday<\/strong>/)
-  const email = await db.selectFrom('outbound_messages').select(['status']).where('tenant_id', '=', tenant.id).where('channel', '=', 'email').executeTakeFirstOrThrow()
+  const email = await db
+    .selectFrom('outbound_messages')
+    .select(['status'])
+    .where('tenant_id', '=', tenant.id)
+    .where('channel', '=', 'email')
+    .executeTakeFirstOrThrow()
   assert.equal(email.status, 'sent')
 })
 
@@ -292,19 +428,31 @@ test('a failing SMTP server fails the delivery job (to be retried) without touch
   const user = await given.user(db, tenant, { email: 'ben@example.com', wants_email_notifications: true })
   await send(tenant.adminToken, { title: 'T', body: 'x', url: '/x', user_ids: [user.id] })
   const sent = await lastSend(tenant)
-  const [payload] = await queued<DeliverPayload>('notifications:deliver', `notifications:deliver:genericNotification:${sent.id}:`)
+  const [payload] = await queued<DeliverPayload>(
+    'notifications:deliver',
+    `notifications:deliver:genericNotification:${sent.id}:`,
+  )
   const closedPort = await new Promise<number>((resolve) => {
     const probe = http.createServer().listen(0, '127.0.0.1', () => {
       const { port } = probe.address() as AddressInfo
       probe.close(() => resolve(port))
     })
   })
-  const deps = createDeliveryDeps({ db, config: testConfig({ SMTP_URL: `smtp://127.0.0.1:${closedPort}` }), log: silent })
+  const deps = createDeliveryDeps({
+    db,
+    config: testConfig({ SMTP_URL: `smtp://127.0.0.1:${closedPort}` }),
+    log: silent,
+  })
 
   await assert.rejects(deliverNotifications(deps, payload))
 
   assert.equal((await recordsOf(tenant)).length, 1)
-  const emails = await db.selectFrom('outbound_messages').select('id').where('tenant_id', '=', tenant.id).where('channel', '=', 'email').execute()
+  const emails = await db
+    .selectFrom('outbound_messages')
+    .select('id')
+    .where('tenant_id', '=', tenant.id)
+    .where('channel', '=', 'email')
+    .execute()
   assert.equal(emails.length, 0, 'nothing is recorded as sent, so the retry sends it')
 })
 
@@ -319,8 +467,15 @@ test('the SSE stream sends the unread count, then a record created by a send and
 
   const events: Array<{ event: string; data: any }> = []
   let waiter: (() => void) | undefined
-  const request = http.get({ host: '127.0.0.1', port, path: '/api/notifications/stream', headers: { authorization: `Bearer ${user.token}` } })
-  const response = await new Promise<http.IncomingMessage>((resolve, reject) => request.on('response', resolve).on('error', reject))
+  const request = http.get({
+    host: '127.0.0.1',
+    port,
+    path: '/api/notifications/stream',
+    headers: { authorization: `Bearer ${user.token}` },
+  })
+  const response = await new Promise<http.IncomingMessage>((resolve, reject) =>
+    request.on('response', resolve).on('error', reject),
+  )
   t.after(async () => {
     request.destroy()
     await app.close()
@@ -333,7 +488,10 @@ test('the SSE stream sends the unread count, then a record created by a send and
     const deadline = Date.now() + 5000
     while (!predicate()) {
       if (Date.now() > deadline) throw new Error(`timed out; events so far: ${JSON.stringify(events)}`)
-      await new Promise<void>((resolve) => { waiter = resolve; setTimeout(resolve, 50) })
+      await new Promise<void>((resolve) => {
+        waiter = resolve
+        setTimeout(resolve, 50)
+      })
     }
   }
 
@@ -343,16 +501,34 @@ test('the SSE stream sends the unread count, then a record created by a send and
   assert.deepEqual(events[0], { event: 'count', data: { unread: 1 } })
   // the other recipient listens too (one message reaches both: each gets its own record and count)
   const otherEvents: Array<{ event: string; data: any }> = []
-  const otherRequest = http.get({ host: '127.0.0.1', port, path: '/api/notifications/stream', headers: { authorization: `Bearer ${other.token}` } })
-  t.after(() => { otherRequest.destroy() })
-  readEventStream(await new Promise<http.IncomingMessage>((resolve, reject) => otherRequest.on('response', resolve).on('error', reject)), (event) => {
-    otherEvents.push({ event: event.event, data: event.data })
+  const otherRequest = http.get({
+    host: '127.0.0.1',
+    port,
+    path: '/api/notifications/stream',
+    headers: { authorization: `Bearer ${other.token}` },
   })
+  t.after(() => {
+    otherRequest.destroy()
+  })
+  readEventStream(
+    await new Promise<http.IncomingMessage>((resolve, reject) =>
+      otherRequest.on('response', resolve).on('error', reject),
+    ),
+    (event) => {
+      otherEvents.push({ event: event.event, data: event.data })
+    },
+  )
   await waitFor(() => otherEvents.length >= 1)
 
-  await call(app, tenant.adminToken, { method: 'POST', url: '/api/notifications', payload: { title: 'Live', body: '<p>now</p>', url: '/live', user_ids: [user.id, other.id] } })
+  await call(app, tenant.adminToken, {
+    method: 'POST',
+    url: '/api/notifications',
+    payload: { title: 'Live', body: '<p>now</p>', url: '/live', user_ids: [user.id, other.id] },
+  })
   const sent = await lastSend(tenant)
-  await waitFor(() => events.some((e) => e.event === 'notification') && events.filter((e) => e.event === 'count').length >= 2)
+  await waitFor(
+    () => events.some((e) => e.event === 'notification') && events.filter((e) => e.event === 'count').length >= 2,
+  )
 
   const record = events.find((e) => e.event === 'notification')!.data
   assert.equal(record.notifiable_id, user.id)
@@ -362,8 +538,14 @@ test('the SSE stream sends the unread count, then a record created by a send and
   assert.deepEqual(record, shown.json(), 'the event carries the record as GET /api/notifications/{id} returns it')
   assert.deepEqual(events.filter((e) => e.event === 'count').at(-1), { event: 'count', data: { unread: 2 } })
   await waitFor(() => otherEvents.filter((e) => e.event === 'count').length >= 2)
-  assert.deepEqual(otherEvents.filter((e) => e.event === 'notification').map((e) => [e.data.notifiable_id, e.data.targetable_id]), [[other.id, sent.id]])
-  assert.deepEqual(otherEvents.filter((e) => e.event === 'count').map((e) => e.data.unread), [0, 1])
+  assert.deepEqual(
+    otherEvents.filter((e) => e.event === 'notification').map((e) => [e.data.notifiable_id, e.data.targetable_id]),
+    [[other.id, sent.id]],
+  )
+  assert.deepEqual(
+    otherEvents.filter((e) => e.event === 'count').map((e) => e.data.unread),
+    [0, 1],
+  )
 
   await call(app, user.token, { method: 'PUT', url: '/api/notifications', payload: { read_at: '2024-01-01 00:00:00' } })
   await waitFor(() => events.at(-1)?.event === 'count' && events.at(-1)?.data.unread === 0)
@@ -376,5 +558,8 @@ test('the stream requires authentication', async () => {
 
 test('the retention and digest cron lines are valid graphile-worker crontab', () => {
   const items = parseCrontab(NOTIFICATION_CRON.join('\n'))
-  assert.deepEqual(items.map((i) => i.task), ['notifications:purge_read', 'notifications:digest'])
+  assert.deepEqual(
+    items.map((i) => i.task),
+    ['notifications:purge_read', 'notifications:digest'],
+  )
 })

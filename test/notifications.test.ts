@@ -13,7 +13,8 @@ import { recipientsSql } from '../src/modules/notifications/notifications-fan-ou
 
 const db = testDb()
 const get = async (token: string, url: string) => call(await buildTestApp(), token, { method: 'GET', url })
-const put = async (token: string, url: string, payload: unknown) => call(await buildTestApp(), token, { method: 'PUT', url, payload: payload as object })
+const put = async (token: string, url: string, payload: unknown) =>
+  call(await buildTestApp(), token, { method: 'PUT', url, payload: payload as object })
 
 async function withTwoUsers() {
   const tenant = await given.tenant(db)
@@ -22,44 +23,73 @@ async function withTwoUsers() {
   return { tenant, alice, bob }
 }
 
-const row = (id: string) => db.selectFrom('notifications').select(['seen_at', 'read_at']).where('id', '=', id).executeTakeFirstOrThrow()
+const row = (id: string) =>
+  db.selectFrom('notifications').select(['seen_at', 'read_at']).where('id', '=', id).executeTakeFirstOrThrow()
 
-test('lists only the requester\'s notifications, newest first, with all fields', async () => {
+test("lists only the requester's notifications, newest first, with all fields", async () => {
   const { tenant, alice, bob } = await withTwoUsers()
   const older = await given.notification(db, tenant, alice.id, { created_at: '2024-01-01 10:00:00' })
-  const newer = await given.notification(db, tenant, alice.id, { created_at: '2024-01-02 10:00:00', data: { title: 'T', body: '<p>B</p>', url: '/x' } })
+  const newer = await given.notification(db, tenant, alice.id, {
+    created_at: '2024-01-02 10:00:00',
+    data: { title: 'T', body: '<p>B</p>', url: '/x' },
+  })
   await given.notification(db, tenant, bob.id)
 
   const res = await get(alice.token, '/api/notifications')
 
   assert.equal(res.statusCode, 200)
   const list = res.json()
-  assert.deepEqual(list.map((n: { id: string }) => n.id), [newer, older])
+  assert.deepEqual(
+    list.map((n: { id: string }) => n.id),
+    [newer, older],
+  )
   assert.deepEqual(list[0], {
-    id: newer, type: 'genericNotification', notifiable_type: 'user', notifiable_id: alice.id,
-    targetable_type: 'genericNotification', targetable_id: 1, data: { title: 'T', body: '<p>B</p>', url: '/x' },
-    seen_at: null, read_at: null, created_at: '2024-01-02 10:00:00', updated_at: list[0].updated_at,
+    id: newer,
+    type: 'genericNotification',
+    notifiable_type: 'user',
+    notifiable_id: alice.id,
+    targetable_type: 'genericNotification',
+    targetable_id: 1,
+    data: { title: 'T', body: '<p>B</p>', url: '/x' },
+    seen_at: null,
+    read_at: null,
+    created_at: '2024-01-02 10:00:00',
+    updated_at: list[0].updated_at,
   })
 })
 
 test('ties on created_at are ordered by id descending, and limit/offset page through them', async () => {
   const { tenant, alice } = await withTwoUsers()
   const ids = []
-  for (let i = 0; i < 4; i++) ids.push(await given.notification(db, tenant, alice.id, { created_at: '2024-03-01 00:00:00' }))
+  for (let i = 0; i < 4; i++)
+    ids.push(await given.notification(db, tenant, alice.id, { created_at: '2024-03-01 00:00:00' }))
   const expected = [...ids].sort().reverse()
 
   const first = await get(alice.token, '/api/notifications?limit=2')
   const second = await get(alice.token, '/api/notifications?limit=2&offset=2')
 
-  assert.deepEqual([...first.json(), ...second.json()].map((n: { id: string }) => n.id), expected)
+  assert.deepEqual(
+    [...first.json(), ...second.json()].map((n: { id: string }) => n.id),
+    expected,
+  )
 })
 
 test('filters on type, targetable, read state, unread and created_at; unknown filters are 422', async () => {
   const { tenant, alice } = await withTwoUsers()
-  const post = await given.notification(db, tenant, alice.id, { type: 'infoboardPostCreated', targetable_type: 'infoboardPost', targetable_id: 7, created_at: '2024-05-01 00:00:00' })
-  const read = await given.notification(db, tenant, alice.id, { read_at: '2024-05-02 00:00:00', seen_at: '2024-05-02 00:00:00', created_at: '2024-04-01 00:00:00' })
+  const post = await given.notification(db, tenant, alice.id, {
+    type: 'infoboardPostCreated',
+    targetable_type: 'infoboardPost',
+    targetable_id: 7,
+    created_at: '2024-05-01 00:00:00',
+  })
+  const read = await given.notification(db, tenant, alice.id, {
+    read_at: '2024-05-02 00:00:00',
+    seen_at: '2024-05-02 00:00:00',
+    created_at: '2024-04-01 00:00:00',
+  })
   const unseen = await given.notification(db, tenant, alice.id, { created_at: '2024-03-01 00:00:00' })
-  const ids = async (query: string) => (await get(alice.token, `/api/notifications?${query}`)).json().map((n: { id: string }) => n.id)
+  const ids = async (query: string) =>
+    (await get(alice.token, `/api/notifications?${query}`)).json().map((n: { id: string }) => n.id)
 
   assert.deepEqual(await ids('filter[type]=infoboardPostCreated'), [post])
   assert.deepEqual(await ids('filter[targetable_type]=infoboardPost&filter[targetable_id]=7'), [post])
@@ -87,7 +117,10 @@ test('count answers a bare integer after filters', async () => {
 
   const all = await get(alice.token, '/api/notifications/count')
   const unread = await get(alice.token, '/api/notifications/count?filter[read_at]=null')
-  const unreadFlag = await get(alice.token, '/api/notifications/count?filter[unread]=true&filter[type]=manualEntryUpdated')
+  const unreadFlag = await get(
+    alice.token,
+    '/api/notifications/count?filter[unread]=true&filter[type]=manualEntryUpdated',
+  )
   const bad = await get(alice.token, '/api/notifications/count?filter[bogus]=1')
 
   assert.equal(all.statusCode, 200)
@@ -109,29 +142,50 @@ test('the same count and page asked by users of two tenants show the records of 
   const pages = []
   for (const user of [first.alice, first.bob, second.alice, second.bob, first.alice]) {
     counts.push((await get(user.token, '/api/notifications/count?filter[read_at]=null')).json())
-    pages.push((await get(user.token, '/api/notifications?limit=50&selects=notifiable_id')).json().map((n: { notifiable_id: number }) => n.notifiable_id))
+    pages.push(
+      (await get(user.token, '/api/notifications?limit=50&selects=notifiable_id'))
+        .json()
+        .map((n: { notifiable_id: number }) => n.notifiable_id),
+    )
   }
 
   assert.deepEqual(counts, [2, 1, 0, 1, 2])
-  assert.deepEqual(pages, [[first.alice.id, first.alice.id], [first.bob.id], [], [second.bob.id], [first.alice.id, first.alice.id]])
+  assert.deepEqual(pages, [
+    [first.alice.id, first.alice.id],
+    [first.bob.id],
+    [],
+    [second.bob.id],
+    [first.alice.id, first.alice.id],
+  ])
 })
 
 test('lists by targetable type and by type and ID', async () => {
   const { tenant, alice, bob } = await withTwoUsers()
-  const a = await given.notification(db, tenant, alice.id, { targetable_type: 'manualEntry', targetable_id: 5, created_at: '2024-01-02 00:00:00' })
-  const b = await given.notification(db, tenant, alice.id, { targetable_type: 'manualEntry', targetable_id: 6, created_at: '2024-01-01 00:00:00' })
+  const a = await given.notification(db, tenant, alice.id, {
+    targetable_type: 'manualEntry',
+    targetable_id: 5,
+    created_at: '2024-01-02 00:00:00',
+  })
+  const b = await given.notification(db, tenant, alice.id, {
+    targetable_type: 'manualEntry',
+    targetable_id: 6,
+    created_at: '2024-01-01 00:00:00',
+  })
   await given.notification(db, tenant, alice.id, { targetable_type: 'infoboardPost', targetable_id: 5 })
   await given.notification(db, tenant, bob.id, { targetable_type: 'manualEntry', targetable_id: 5 })
 
   const byType = await get(alice.token, '/api/notifications/type/manualEntry')
   const byTarget = await get(alice.token, '/api/notifications/type/manualEntry/5?selects=id,targetable_id')
 
-  assert.deepEqual(byType.json().map((n: { id: string }) => n.id), [a, b])
+  assert.deepEqual(
+    byType.json().map((n: { id: string }) => n.id),
+    [a, b],
+  )
   assert.deepEqual(byTarget.json(), [{ id: a, targetable_id: 5 }])
   assert.deepEqual((await get(alice.token, '/api/notifications/type/manualEntry/99')).json(), [])
 })
 
-test('shows one own notification with selects and relations; another user\'s is 404', async () => {
+test("shows one own notification with selects and relations; another user's is 404", async () => {
   const { tenant, alice, bob } = await withTwoUsers()
   const mine = await given.notification(db, tenant, alice.id)
   const theirs = await given.notification(db, tenant, bob.id)
@@ -158,29 +212,54 @@ test('PUT /api/notifications updates only own unread records and answers the num
   const { tenant, alice, bob } = await withTwoUsers()
   const unread = await given.notification(db, tenant, alice.id)
   const seenEarlier = await given.notification(db, tenant, alice.id, { seen_at: '2024-01-01 08:00:00' })
-  const alreadyRead = await given.notification(db, tenant, alice.id, { seen_at: '2023-01-01 00:00:00', read_at: '2023-01-01 00:00:00' })
+  const alreadyRead = await given.notification(db, tenant, alice.id, {
+    seen_at: '2023-01-01 00:00:00',
+    read_at: '2023-01-01 00:00:00',
+  })
   const bobs = await given.notification(db, tenant, bob.id)
 
   const res = await put(alice.token, '/api/notifications', { read_at: '2024-06-01 12:00:00' })
 
   assert.equal(res.statusCode, 200)
   assert.deepEqual(res.json(), { status: 'success', data: 2 })
-  assert.deepEqual(await row(unread), { seen_at: '2024-06-01 12:00:00', read_at: '2024-06-01 12:00:00' }, 'read_at supplies seen_at')
-  assert.deepEqual(await row(seenEarlier), { seen_at: '2024-01-01 08:00:00', read_at: '2024-06-01 12:00:00' }, 'an earlier seen_at is kept')
-  assert.deepEqual(await row(alreadyRead), { seen_at: '2023-01-01 00:00:00', read_at: '2023-01-01 00:00:00' }, 'read records are untouched')
+  assert.deepEqual(
+    await row(unread),
+    { seen_at: '2024-06-01 12:00:00', read_at: '2024-06-01 12:00:00' },
+    'read_at supplies seen_at',
+  )
+  assert.deepEqual(
+    await row(seenEarlier),
+    { seen_at: '2024-01-01 08:00:00', read_at: '2024-06-01 12:00:00' },
+    'an earlier seen_at is kept',
+  )
+  assert.deepEqual(
+    await row(alreadyRead),
+    { seen_at: '2023-01-01 00:00:00', read_at: '2023-01-01 00:00:00' },
+    'read records are untouched',
+  )
   assert.deepEqual(await row(bobs), { seen_at: null, read_at: null })
 })
 
-test('PUT /api/notifications applies a JSON filter with the list\'s meaning; seen_at alone leaves read_at', async () => {
+test("PUT /api/notifications applies a JSON filter with the list's meaning; seen_at alone leaves read_at", async () => {
   const { tenant, alice } = await withTwoUsers()
   const post = await given.notification(db, tenant, alice.id, { targetable_type: 'infoboardPost', targetable_id: 3 })
   const other = await given.notification(db, tenant, alice.id, { targetable_type: 'manualEntry', targetable_id: 3 })
 
-  const res = await put(alice.token, '/api/notifications', { seen_at: '2024-02-03T04:05:06+02:00', filter: { targetable_type: 'infoboardPost', targetable_id: 3, read_at: null } })
-  const badFilter = await put(alice.token, '/api/notifications', { seen_at: '2024-02-03 00:00:00', filter: { notifiable_id: 1 } })
+  const res = await put(alice.token, '/api/notifications', {
+    seen_at: '2024-02-03T04:05:06+02:00',
+    filter: { targetable_type: 'infoboardPost', targetable_id: 3, read_at: null },
+  })
+  const badFilter = await put(alice.token, '/api/notifications', {
+    seen_at: '2024-02-03 00:00:00',
+    filter: { notifiable_id: 1 },
+  })
 
   assert.equal(res.json().data, 1)
-  assert.deepEqual(await row(post), { seen_at: '2024-02-03 02:05:06', read_at: null }, 'ISO 8601 with offset is stored in UTC')
+  assert.deepEqual(
+    await row(post),
+    { seen_at: '2024-02-03 02:05:06', read_at: null },
+    'ISO 8601 with offset is stored in UTC',
+  )
   assert.deepEqual(await row(other), { seen_at: null, read_at: null })
   assert.equal(badFilter.statusCode, 422)
   assert.ok(badFilter.json().errors['filter.notifiable_id'])
@@ -225,7 +304,7 @@ test('PUT by target type and ID marks only matching unread records', async () =>
   assert.deepEqual(await row(post), { seen_at: null, read_at: null })
 })
 
-test('PUT one notification sets values, accepts null to mark it unread, and 404s for another user\'s', async () => {
+test("PUT one notification sets values, accepts null to mark it unread, and 404s for another user's", async () => {
   const { tenant, alice, bob } = await withTwoUsers()
   const id = await given.notification(db, tenant, alice.id)
   const bobs = await given.notification(db, tenant, bob.id)
@@ -245,18 +324,31 @@ test('PUT one notification sets values, accepts null to mark it unread, and 404s
   assert.deepEqual(await row(bobs), { seen_at: null, read_at: null })
 })
 
-test('notification settings are readable by any user; another tenant\'s is 404', async () => {
+test("notification settings are readable by any user; another tenant's is 404", async () => {
   const { alice } = await withTwoUsers()
   const otherTenant = await given.tenant(db)
-  const foreign = await db.selectFrom('notification_settings').select('id').where('tenant_id', '=', otherTenant.id).executeTakeFirstOrThrow()
+  const foreign = await db
+    .selectFrom('notification_settings')
+    .select('id')
+    .where('tenant_id', '=', otherTenant.id)
+    .executeTakeFirstOrThrow()
 
   const list = await get(alice.token, '/api/notification-settings')
   const first = list.json()[0]
   const one = await get(alice.token, `/api/notification-settings/${first.id}?selects=key`)
 
   assert.equal(list.statusCode, 200)
-  assert.deepEqual(list.json().map((s: { key: string; sort_number: number }) => [s.key, s.sort_number]),
-    [['general', 1], ['infoboard', 2], ['manuals', 3], ['tasks', 4], ['forms', 5], ['calendar', 6]])
+  assert.deepEqual(
+    list.json().map((s: { key: string; sort_number: number }) => [s.key, s.sort_number]),
+    [
+      ['general', 1],
+      ['infoboard', 2],
+      ['manuals', 3],
+      ['tasks', 4],
+      ['forms', 5],
+      ['calendar', 6],
+    ],
+  )
   assert.deepEqual(Object.keys(first).sort(), ['id', 'key', 'sort_number'])
   assert.deepEqual(one.json(), { key: 'general' })
   assert.equal((await get(alice.token, `/api/notification-settings/${foreign.id}`)).statusCode, 404)
@@ -283,7 +375,11 @@ test('reset deletes every notification of the tenant only, keeps settings, and n
   const left = await db.selectFrom('notifications').select('id').where('tenant_id', '=', tenant.id).execute()
   assert.equal(left.length, 0)
   assert.ok(await db.selectFrom('notifications').select('id').where('id', '=', kept).executeTakeFirst())
-  const settings = await db.selectFrom('notification_settings').select('id').where('tenant_id', '=', tenant.id).execute()
+  const settings = await db
+    .selectFrom('notification_settings')
+    .select('id')
+    .where('tenant_id', '=', tenant.id)
+    .execute()
   assert.equal(settings.length, 6)
 })
 
@@ -293,7 +389,8 @@ test('retention deletes read notifications older than the period, in batches, an
   const oldRead = await given.notification(db, tenant, alice.id, { read_at: '2030-01-01 00:00:00' })
   const recentRead = await given.notification(db, tenant, alice.id, { read_at: '2030-01-29 00:00:00' })
   const oldUnread = await given.notification(db, tenant, alice.id, { created_at: '2029-01-01 00:00:00' })
-  const exists = async (id: string) => (await db.selectFrom('notifications').select('id').where('id', '=', id).executeTakeFirst()) !== undefined
+  const exists = async (id: string) =>
+    (await db.selectFrom('notifications').select('id').where('id', '=', id).executeTakeFirst()) !== undefined
 
   assert.equal(await purgeReadNotifications(db, undefined, now), 0)
   assert.equal(await exists(oldRead), true)
@@ -315,15 +412,29 @@ test('the first page and the unread count are served from the per-user indexes w
   await sql`analyze notifications`.execute(db)
   const ctx = { db, tenantId: tenant.id }
   const parsed = parseListQuery(notificationResource, { limit: 20 }, ctx)
-  const base = db.selectFrom('notifications as n').where('n.tenant_id', '=', tenant.id).where('n.notifiable_id', '=', alice.id)
+  const base = db
+    .selectFrom('notifications as n')
+    .where('n.tenant_id', '=', tenant.id)
+    .where('n.notifiable_id', '=', alice.id)
   const page = applyListQuery(base, notificationResource, parsed, ctx).compile()
-  const unread = base.where('n.read_at', 'is', null).select((eb) => eb.fn.countAll().as('c')).compile()
+  const unread = base
+    .where('n.read_at', 'is', null)
+    .select((eb) => eb.fn.countAll().as('c'))
+    .compile()
 
   const plans = await db.connection().execute(async (conn) => {
     await sql`set enable_seqscan = off`.execute(conn)
     try {
       const explain = async (q: { sql: string; parameters: readonly unknown[] }) =>
-        (await conn.executeQuery<{ 'QUERY PLAN': string }>({ sql: `explain ${q.sql}`, parameters: q.parameters, query: null as never })).rows.map((r) => r['QUERY PLAN']).join('\n')
+        (
+          await conn.executeQuery<{ 'QUERY PLAN': string }>({
+            sql: `explain ${q.sql}`,
+            parameters: q.parameters,
+            query: null as never,
+          })
+        ).rows
+          .map((r) => r['QUERY PLAN'])
+          .join('\n')
       return { page: await explain(page), unread: await explain(unread) }
     } finally {
       await sql`reset enable_seqscan`.execute(conn)
@@ -331,7 +442,11 @@ test('the first page and the unread count are served from the per-user indexes w
   })
 
   assert.match(plans.page, /notifications_user_(created|unread)_idx/)
-  assert.doesNotMatch(plans.page, /Sort/, 'the index order matches the default sort (created_at desc nulls last, id desc nulls last)')
+  assert.doesNotMatch(
+    plans.page,
+    /Sort/,
+    'the index order matches the default sort (created_at desc nulls last, id desc nulls last)',
+  )
   assert.match(plans.unread, /notifications_user_unread_idx/)
 })
 
@@ -340,13 +455,24 @@ test('a send to listed users probes them by id in the plan the pool keeps (gener
   const someone = await given.user(db, tenant)
   // enough users and department members that scanning them all costs more than probing a few
   await sql`insert into users (tenant_id, username, password_hash, first_name, last_name, role_id, lang_id)
-    select ${tenant.id}, 'plan-user-' || g, 'x', 'Plan', 'User', ${tenant.employeeRoleId}, 'en-US' from generate_series(1, 3000) g`.execute(db)
+    select ${tenant.id}, 'plan-user-' || g, 'x', 'Plan', 'User', ${tenant.employeeRoleId}, 'en-US' from generate_series(1, 3000) g`.execute(
+    db,
+  )
   const departments = await Promise.all([1, 2, 3].map(() => given.department(db, tenant)))
   await sql`insert into department_users (tenant_id, department_id, user_id)
-    select tenant_id, (${departments}::bigint[])[1 + id % 3], id from users where tenant_id = ${tenant.id} and username like 'plan-user-%'`.execute(db)
+    select tenant_id, (${departments}::bigint[])[1 + id % 3], id from users where tenant_id = ${tenant.id} and username like 'plan-user-%'`.execute(
+    db,
+  )
   await sql`analyze users`.execute(db)
   await sql`analyze department_users`.execute(db)
-  const spec = { tenantId: tenant.id, type: 'genericNotification', targetableType: 'genericNotification', targetableId: 1, sourceKey: 'plan', data: { title: 't', body: 'b', url: '/' } }
+  const spec = {
+    tenantId: tenant.id,
+    type: 'genericNotification',
+    targetableType: 'genericNotification',
+    targetableId: 1,
+    sourceKey: 'plan',
+    data: { title: 't', body: 'b', url: '/' },
+  }
   const recipients = recipientsSql({ ...spec, recipients: { userIds: [someone.id] } }, undefined).compile(db)
 
   const plan = await genericPlanOf(db, recipients)
@@ -374,6 +500,9 @@ test('a list without limit, compiled once for every user, streams each user thei
     assert.ok(unread.json().every((r: { targetable_id: number }) => r.targetable_id % 2 === 1))
     const bobs = await get(bob.token, '/api/notifications?selects=id,targetable_id')
     assert.equal(bobs.json().length, 2)
-    assert.equal((await get(bob.token, '/api/notifications?selects=id,targetable_id&filter[read_at]=null')).json().length, 1)
+    assert.equal(
+      (await get(bob.token, '/api/notifications?selects=id,targetable_id&filter[read_at]=null')).json().length,
+      1,
+    )
   }
 })

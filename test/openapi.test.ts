@@ -24,11 +24,18 @@ test('OpenAPI 3.1: unique operationIds, a summary everywhere, named schemas, pro
     }
   }
   assert.ok(operations > 100)
-  for (const [id, path, method] of [['users.list', '/api/users', 'get'], ['roles.update', '/api/roles/{id}', 'put'], ['auth.login', '/api/auth/login', 'post']]) {
+  for (const [id, path, method] of [
+    ['users.list', '/api/users', 'get'],
+    ['roles.update', '/api/roles/{id}', 'put'],
+    ['auth.login', '/api/auth/login', 'post'],
+  ]) {
     assert.equal(doc.paths[path][method].operationId, id)
   }
-  for (const name of ['User', 'Role', 'Notification', 'Problem', 'Folder', 'SharedItem']) assert.ok(doc.components.schemas[name], name)
+  for (const name of ['User', 'Role', 'Notification', 'Problem', 'Folder', 'SharedItem'])
+    assert.ok(doc.components.schemas[name], name)
   assert.ok(!Object.keys(doc.components.schemas).some((name) => /^def-\d+$/.test(name)))
-  assert.deepEqual(Object.keys(doc.paths['/api/notifications/stream'].get.responses['200'].content), ['text/event-stream'])
+  assert.deepEqual(Object.keys(doc.paths['/api/notifications/stream'].get.responses['200'].content), [
+    'text/event-stream',
+  ])
   assert.ok(doc.paths['/users/{id}/profile-picture'].get && doc.paths['/users/{id}/profile-picture/{fileName}'].get)
 })

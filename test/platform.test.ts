@@ -10,9 +10,11 @@ import { isMigrated } from '../src/platform/db/migrate.js'
 
 const run = promisify(execFile)
 const root = path.resolve(import.meta.dirname, '..')
-const cli = (args: string[]) => run(process.execPath, [path.join(root, 'bin/workplace.js'), ...args], {
-  cwd: root, env: { ...process.env, DATABASE_URL: testDatabaseUrl(), LOG_LEVEL: 'silent' },
-})
+const cli = (args: string[]) =>
+  run(process.execPath, [path.join(root, 'bin/workplace.js'), ...args], {
+    cwd: root,
+    env: { ...process.env, DATABASE_URL: testDatabaseUrl(), LOG_LEVEL: 'silent' },
+  })
 
 test('health: live and ready', async () => {
   const app = await buildTestApp()
@@ -33,10 +35,17 @@ test('OpenAPI describes the routes from their schemas, and /docs is served offli
     assert.ok(doc.paths[route], `documents ${route}`)
   }
   assert.ok(doc.paths['/api/roles'].post.requestBody.content['application/json'].schema.properties.permissions)
-  assert.ok(doc.paths['/api/roles'].get.responses['4XX'] || doc.paths['/api/roles'].get.responses['4xx'], 'documents the error shape')
+  assert.ok(
+    doc.paths['/api/roles'].get.responses['4XX'] || doc.paths['/api/roles'].get.responses['4xx'],
+    'documents the error shape',
+  )
   const docs = await app.inject({ url: '/docs/' })
   assert.equal(docs.statusCode, 200)
-  assert.doesNotMatch(docs.body, /https?:\/\/(?!127\.0\.0\.1|localhost)[a-z0-9.-]+\/[^"']*\.(js|css)/i, 'no assets from the internet')
+  assert.doesNotMatch(
+    docs.body,
+    /https?:\/\/(?!127\.0\.0\.1|localhost)[a-z0-9.-]+\/[^"']*\.(js|css)/i,
+    'no assets from the internet',
+  )
 })
 
 test('an explicit database URL is used as is (external mode)', async () => {
@@ -57,7 +66,11 @@ test('CLI: tenant create --json prints exactly the contract shape, and the token
   const me = await call(app, printed.token, { method: 'GET', url: '/api/users/current' })
   assert.equal(me.statusCode, 200)
   assert.equal(me.json().id, printed.admin.id)
-  const login = await app.inject({ method: 'POST', url: '/api/auth/login', payload: { tenant: slug, username: 'admin', password: 'S3cure-pass' } })
+  const login = await app.inject({
+    method: 'POST',
+    url: '/api/auth/login',
+    payload: { tenant: slug, username: 'admin', password: 'S3cure-pass' },
+  })
   assert.equal(login.statusCode, 200)
 
   const { stdout: tokenOut } = await cli(['token', 'create', '--tenant', slug, '--username', 'ADMIN', '--json'])

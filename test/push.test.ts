@@ -13,13 +13,20 @@ import type { DeliverPayload, FanOutPayload } from '../src/modules/notifications
 import { PUSH_RETRY_JOB, type PushRetryPayload } from '../src/modules/notifications/notifications-push.js'
 import { call, testConfig } from './helpers/build-test-app.js'
 import { given, type GivenTenant, type GivenUser } from './helpers/given.js'
-import { decryptPushBody, startPushService, userAgentKeys, verifyVapid, type UserAgentKeys } from './helpers/push-service.js'
+import {
+  decryptPushBody,
+  startPushService,
+  userAgentKeys,
+  verifyVapid,
+  type UserAgentKeys,
+} from './helpers/push-service.js'
 import { testDb } from './helpers/test-database.js'
 import { startSmtpServer } from './helpers/smtp.js'
 
 const db = testDb()
 const silent = pino({ level: 'silent' })
-const pushConfig = (extra: Record<string, string> = {}) => testConfig({ PUSH_ALLOW_PRIVATE_NETWORKS: 'true', PUSH_CONTACT: 'mailto:ops@example.com', ...extra })
+const pushConfig = (extra: Record<string, string> = {}) =>
+  testConfig({ PUSH_ALLOW_PRIVATE_NETWORKS: 'true', PUSH_CONTACT: 'mailto:ops@example.com', ...extra })
 let appWithPrivatePush: Promise<FastifyInstance> | undefined
 const app = () => (appWithPrivatePush ??= buildApp({ config: pushConfig(), db }))
 
@@ -31,21 +38,47 @@ async function queued<T>(task: string, keyPrefix: string): Promise<Array<{ paylo
 }
 
 async function subscribeDevice(user: GivenUser, endpoint: string, keys: UserAgentKeys = userAgentKeys()) {
-  const res = await call(await app(), user.token, { method: 'POST', url: '/api/push-subscriptions', payload: { endpoint, expirationTime: null, keys: { p256dh: keys.p256dh, auth: keys.auth } } })
+  const res = await call(await app(), user.token, {
+    method: 'POST',
+    url: '/api/push-subscriptions',
+    payload: { endpoint, expirationTime: null, keys: { p256dh: keys.p256dh, auth: keys.auth } },
+  })
   assert.ok([200, 201].includes(res.statusCode), res.body)
   return { id: res.json().data.id as number, keys }
 }
 
 /** What a send does end to end, minus the worker process: the API call (which creates the records), the delivery job. */
-async function sendAndDeliver(tenant: GivenTenant, userIds: number[], title: string, extraConfig: Record<string, string> = {}, reuse?: ReturnType<typeof createDeliveryDeps>) {
-  const res = await call(await app(), tenant.adminToken, { method: 'POST', url: '/api/notifications', payload: { title, body: '<p>Hello <b>team</b></p>', url: '/shifts', user_ids: userIds } })
+async function sendAndDeliver(
+  tenant: GivenTenant,
+  userIds: number[],
+  title: string,
+  extraConfig: Record<string, string> = {},
+  reuse?: ReturnType<typeof createDeliveryDeps>,
+) {
+  const res = await call(await app(), tenant.adminToken, {
+    method: 'POST',
+    url: '/api/notifications',
+    payload: { title, body: '<p>Hello <b>team</b></p>', url: '/shifts', user_ids: userIds },
+  })
   assert.equal(res.statusCode, 202, res.body)
-  const sent = await db.selectFrom('generic_notifications').select('id').where('tenant_id', '=', tenant.id).orderBy('id', 'desc').executeTakeFirstOrThrow()
+  const sent = await db
+    .selectFrom('generic_notifications')
+    .select('id')
+    .where('tenant_id', '=', tenant.id)
+    .orderBy('id', 'desc')
+    .executeTakeFirstOrThrow()
   // a send to a few users creates its records itself; a larger one queues the fan-out
-  const [fanOut] = await queued<FanOutPayload>('notifications:fan_out', `notifications:fan_out:genericNotification:${sent.id}`)
+  const [fanOut] = await queued<FanOutPayload>(
+    'notifications:fan_out',
+    `notifications:fan_out:genericNotification:${sent.id}`,
+  )
   if (fanOut) await runFanOut(db, fanOut.payload)
   const deps = reuse ?? createDeliveryDeps({ db, config: pushConfig(extraConfig), log: silent })
-  for (const job of await queued<DeliverPayload>('notifications:deliver', `notifications:deliver:genericNotification:${sent.id}:`)) await deliverNotifications(deps, job.payload)
+  for (const job of await queued<DeliverPayload>(
+    'notifications:deliver',
+    `notifications:deliver:genericNotification:${sent.id}:`,
+  ))
+    await deliverNotifications(deps, job.payload)
   return { sendId: sent.id, deps }
 }
 
@@ -69,9 +102,25 @@ test('a notification reaches the device: RFC 8291 body decrypted with the subscr
   const claims = await verifyVapid(push.headers.authorization, publicKey, service.origin)
   assert.equal(claims.sub, 'mailto:ops@example.com')
   const payload = JSON.parse(decryptPushBody(push.body, device.keys))
-  const record = await db.selectFrom('notifications').select(['id', 'created_at']).where('tenant_id', '=', tenant.id).where('notifiable_id', '=', user.id).executeTakeFirstOrThrow()
-  assert.deepEqual(payload, { id: record.id, type: 'genericNotification', title: 'Shift swap approved', body: 'Hello team', url: 'http://app.test/shifts', created_at: record.created_at })
-  const attempts = await db.selectFrom('push_deliveries').select(['status', 'attempt', 'response_status']).where('tenant_id', '=', tenant.id).execute()
+  const record = await db
+    .selectFrom('notifications')
+    .select(['id', 'created_at'])
+    .where('tenant_id', '=', tenant.id)
+    .where('notifiable_id', '=', user.id)
+    .executeTakeFirstOrThrow()
+  assert.deepEqual(payload, {
+    id: record.id,
+    type: 'genericNotification',
+    title: 'Shift swap approved',
+    body: 'Hello team',
+    url: 'http://app.test/shifts',
+    created_at: record.created_at,
+  })
+  const attempts = await db
+    .selectFrom('push_deliveries')
+    .select(['status', 'attempt', 'response_status'])
+    .where('tenant_id', '=', tenant.id)
+    .execute()
   assert.deepEqual(attempts, [{ status: 'sent', attempt: 1, response_status: 201 }])
 
   // the VAPID JWT (valid 12 h) is signed once per push service and reused by the next pushes
@@ -83,7 +132,9 @@ test('a notification reaches the device: RFC 8291 body decrypted with the subscr
 })
 
 test('410 from the push service deletes the subscription; 503 with Retry-After is retried later, honouring it', async (t) => {
-  const service = await startPushService((push) => (push.path.endsWith('/gone') ? { status: 410 } : { status: 503, headers: { 'retry-after': '120' } }))
+  const service = await startPushService((push) =>
+    push.path.endsWith('/gone') ? { status: 410 } : { status: 503, headers: { 'retry-after': '120' } },
+  )
   t.after(service.close)
   const tenant = await given.tenant(db)
   const user = await given.user(db, tenant)
@@ -93,25 +144,78 @@ test('410 from the push service deletes the subscription; 503 with Retry-After i
   const before = Date.now()
   const { deps } = await sendAndDeliver(tenant, [user.id], 'Retry me')
 
-  assert.equal(await db.selectFrom('push_subscriptions').select('id').where('tenant_id', '=', tenant.id).where('id', '=', gone.id).executeTakeFirst(), undefined, 'pruned')
-  const rows = await db.selectFrom('push_deliveries').select(['subscription_id', 'status', 'response_status']).where('tenant_id', '=', tenant.id).orderBy('subscription_id').execute()
-  assert.deepEqual(rows.map((r) => [r.subscription_id, r.status, r.response_status]), [[gone.id, 'gone', 410], [busy.id, 'retrying', 503]].sort((a, b) => Number(a[0]) - Number(b[0])))
-  const [retry] = await queued<PushRetryPayload>(PUSH_RETRY_JOB, `push:`).then((jobs) => jobs.filter((j) => j.payload.subscriptionId === busy.id))
+  assert.equal(
+    await db
+      .selectFrom('push_subscriptions')
+      .select('id')
+      .where('tenant_id', '=', tenant.id)
+      .where('id', '=', gone.id)
+      .executeTakeFirst(),
+    undefined,
+    'pruned',
+  )
+  const rows = await db
+    .selectFrom('push_deliveries')
+    .select(['subscription_id', 'status', 'response_status'])
+    .where('tenant_id', '=', tenant.id)
+    .orderBy('subscription_id')
+    .execute()
+  assert.deepEqual(
+    rows.map((r) => [r.subscription_id, r.status, r.response_status]),
+    [
+      [gone.id, 'gone', 410],
+      [busy.id, 'retrying', 503],
+    ].sort((a, b) => Number(a[0]) - Number(b[0])),
+  )
+  const [retry] = await queued<PushRetryPayload>(PUSH_RETRY_JOB, `push:`).then((jobs) =>
+    jobs.filter((j) => j.payload.subscriptionId === busy.id),
+  )
   assert.ok(retry, 'a retry was queued')
-  assert.ok(new Date(retry.run_at).getTime() >= before + 119_000, 'Retry-After (120 s) outweighs the first backoff (5 s)')
+  assert.ok(
+    new Date(retry.run_at).getTime() >= before + 119_000,
+    'Retry-After (120 s) outweighs the first backoff (5 s)',
+  )
 
   // the push service recovers; the retry job runs
   const accepting = await startPushService()
   t.after(accepting.close)
-  await db.updateTable('push_subscriptions').set({ endpoint: accepting.endpoint('busy') }).where('tenant_id', '=', tenant.id).where('id', '=', busy.id).execute()
+  await db
+    .updateTable('push_subscriptions')
+    .set({ endpoint: accepting.endpoint('busy') })
+    .where('tenant_id', '=', tenant.id)
+    .where('id', '=', busy.id)
+    .execute()
   await deps.pushRetry(db, retry.payload, async (_db, tenantId, id) => {
-    const row = await db.selectFrom('notifications').select(['id', 'type', 'created_at', 'notifiable_id', 'data']).where('tenant_id', '=', tenantId).where('id', '=', id).executeTakeFirstOrThrow()
-    return { tenantId, userId: row.notifiable_id, notificationId: row.id, type: row.type, title: 'Retry me', body: '', url: '/', createdAt: row.created_at }
+    const row = await db
+      .selectFrom('notifications')
+      .select(['id', 'type', 'created_at', 'notifiable_id', 'data'])
+      .where('tenant_id', '=', tenantId)
+      .where('id', '=', id)
+      .executeTakeFirstOrThrow()
+    return {
+      tenantId,
+      userId: row.notifiable_id,
+      notificationId: row.id,
+      type: row.type,
+      title: 'Retry me',
+      body: '',
+      url: '/',
+      createdAt: row.created_at,
+    }
   })
   await deps.pushRetry(db, retry.payload, async () => undefined) // the same job again: nothing
   assert.equal(accepting.received.length, 1)
-  const attempts = await db.selectFrom('push_deliveries').select(['attempt', 'status']).where('tenant_id', '=', tenant.id).where('subscription_id', '=', busy.id).orderBy('attempt').execute()
-  assert.deepEqual(attempts, [{ attempt: 1, status: 'retrying' }, { attempt: 2, status: 'sent' }])
+  const attempts = await db
+    .selectFrom('push_deliveries')
+    .select(['attempt', 'status'])
+    .where('tenant_id', '=', tenant.id)
+    .where('subscription_id', '=', busy.id)
+    .orderBy('attempt')
+    .execute()
+  assert.deepEqual(attempts, [
+    { attempt: 1, status: 'retrying' },
+    { attempt: 2, status: 'sent' },
+  ])
 })
 
 test('a muted category gets no push and no email, but the in-app record; other categories still do', async (t) => {
@@ -120,22 +224,61 @@ test('a muted category gets no push and no email, but the in-app record; other c
   const tenant = await given.tenant(db)
   const user = await given.user(db, tenant, { email: 'muted@example.com', wants_email_notifications: true })
   await subscribeDevice(user, service.endpoint('muted'))
-  const prefs = await call(await app(), user.token, { method: 'GET', url: '/api/users/current/notification-preferences' })
+  const prefs = await call(await app(), user.token, {
+    method: 'GET',
+    url: '/api/users/current/notification-preferences',
+  })
   assert.equal(prefs.statusCode, 200)
   assert.equal(prefs.json().email_digest, 'immediate')
   const general = prefs.json().preferences.find((p: { key: string }) => p.key === 'general')
-  assert.deepEqual({ ...general, notification_setting_id: undefined }, { notification_setting_id: undefined, key: 'general', push: true, email: true })
+  assert.deepEqual(
+    { ...general, notification_setting_id: undefined },
+    { notification_setting_id: undefined, key: 'general', push: true, email: true },
+  )
 
-  const changed = await call(await app(), user.token, { method: 'PUT', url: '/api/users/current/notification-preferences', payload: [{ notification_setting_id: general.notification_setting_id, push: false, email: false }] })
+  const changed = await call(await app(), user.token, {
+    method: 'PUT',
+    url: '/api/users/current/notification-preferences',
+    payload: [{ notification_setting_id: general.notification_setting_id, push: false, email: false }],
+  })
   assert.equal(changed.statusCode, 200, changed.body)
-  assert.deepEqual(changed.json().preferences.find((p: { key: string }) => p.key === 'general'), { ...general, push: false, email: false })
+  assert.deepEqual(
+    changed.json().preferences.find((p: { key: string }) => p.key === 'general'),
+    { ...general, push: false, email: false },
+  )
 
   await sendAndDeliver(tenant, [user.id], 'Muted news')
   assert.equal(service.received.length, 0, 'no push')
-  assert.equal((await db.selectFrom('outbound_messages').select('id').where('tenant_id', '=', tenant.id).where('user_id', '=', user.id).execute()).length, 0, 'no email')
-  assert.equal((await db.selectFrom('notifications').select('id').where('tenant_id', '=', tenant.id).where('notifiable_id', '=', user.id).execute()).length, 1, 'the in-app record')
+  assert.equal(
+    (
+      await db
+        .selectFrom('outbound_messages')
+        .select('id')
+        .where('tenant_id', '=', tenant.id)
+        .where('user_id', '=', user.id)
+        .execute()
+    ).length,
+    0,
+    'no email',
+  )
+  assert.equal(
+    (
+      await db
+        .selectFrom('notifications')
+        .select('id')
+        .where('tenant_id', '=', tenant.id)
+        .where('notifiable_id', '=', user.id)
+        .execute()
+    ).length,
+    1,
+    'the in-app record',
+  )
 
-  await call(await app(), user.token, { method: 'PUT', url: '/api/users/current/notification-preferences', payload: { preferences: [{ notification_setting_id: general.notification_setting_id, push: true }] } })
+  await call(await app(), user.token, {
+    method: 'PUT',
+    url: '/api/users/current/notification-preferences',
+    payload: { preferences: [{ notification_setting_id: general.notification_setting_id, push: true }] },
+  })
   await sendAndDeliver(tenant, [user.id], 'Loud news')
   assert.equal(service.received.length, 1, 'push again once unmuted')
 })
@@ -144,20 +287,41 @@ test('preferences and subscriptions are validated: unknown setting, bad keys, pl
   const tenant = await given.tenant(db)
   const other = await given.tenant(db)
   const user = await given.user(db, tenant)
-  const foreignSetting = await db.selectFrom('notification_settings').select('id').where('tenant_id', '=', other.id).executeTakeFirstOrThrow()
-  const bad = await call(await app(), user.token, { method: 'PUT', url: '/api/users/current/notification-preferences', payload: [{ notification_setting_id: foreignSetting.id, push: false }] })
+  const foreignSetting = await db
+    .selectFrom('notification_settings')
+    .select('id')
+    .where('tenant_id', '=', other.id)
+    .executeTakeFirstOrThrow()
+  const bad = await call(await app(), user.token, {
+    method: 'PUT',
+    url: '/api/users/current/notification-preferences',
+    payload: [{ notification_setting_id: foreignSetting.id, push: false }],
+  })
   assert.equal(bad.statusCode, 422)
   assert.deepEqual(Object.keys(bad.json().errors), ['0.notification_setting_id'])
-  const badDigest = await call(await app(), user.token, { method: 'PUT', url: '/api/users/current/notification-preferences', payload: { email_digest: 'hourly' } })
+  const badDigest = await call(await app(), user.token, {
+    method: 'PUT',
+    url: '/api/users/current/notification-preferences',
+    payload: { email_digest: 'hourly' },
+  })
   assert.equal(badDigest.statusCode, 422)
 
   const keys = userAgentKeys()
-  const post = (payload: unknown, target = app()) => target.then((a) => call(a, user.token, { method: 'POST', url: '/api/push-subscriptions', payload: payload as never }))
+  const post = (payload: unknown, target = app()) =>
+    target.then((a) =>
+      call(a, user.token, { method: 'POST', url: '/api/push-subscriptions', payload: payload as never }),
+    )
   const offCurve = Buffer.concat([Buffer.from([4]), Buffer.alloc(64, 7)]).toString('base64url')
   const cases: Array<[unknown, string]> = [
-    [{ endpoint: 'https://push.example/x', keys: { p256dh: keys.p256dh.slice(0, 40), auth: keys.auth } }, 'keys.p256dh'],
+    [
+      { endpoint: 'https://push.example/x', keys: { p256dh: keys.p256dh.slice(0, 40), auth: keys.auth } },
+      'keys.p256dh',
+    ],
     [{ endpoint: 'https://push.example/x', keys: { p256dh: offCurve, auth: keys.auth } }, 'keys.p256dh'],
-    [{ endpoint: 'https://push.example/x', keys: { p256dh: keys.p256dh, auth: randomBytes(8).toString('base64url') } }, 'keys.auth'],
+    [
+      { endpoint: 'https://push.example/x', keys: { p256dh: keys.p256dh, auth: randomBytes(8).toString('base64url') } },
+      'keys.auth',
+    ],
     [{ endpoint: 'not a url', keys: { p256dh: keys.p256dh, auth: keys.auth } }, 'endpoint'],
   ]
   for (const [payload, field] of cases) {
@@ -167,7 +331,10 @@ test('preferences and subscriptions are validated: unknown setting, bad keys, pl
   }
   // without PUSH_ALLOW_PRIVATE_NETWORKS a push service must be https
   const strict = buildApp({ config: testConfig(), db })
-  const plain = await post({ endpoint: 'http://push.example/x', keys: { p256dh: keys.p256dh, auth: keys.auth } }, strict)
+  const plain = await post(
+    { endpoint: 'http://push.example/x', keys: { p256dh: keys.p256dh, auth: keys.auth } },
+    strict,
+  )
   assert.equal(plain.statusCode, 422)
   assert.ok(plain.json().errors.endpoint)
   await (await strict).close()
@@ -181,23 +348,48 @@ test('subscriptions belong to one user of one tenant: own list only, 404 for oth
   const stranger = await given.user(db, other)
   const endpoint = `https://push.example/${randomBytes(6).toString('hex')}`
   const keys = userAgentKeys()
-  const first = await call(await app(), anna.token, { method: 'POST', url: '/api/push-subscriptions', payload: { endpoint, keys: { p256dh: keys.p256dh, auth: keys.auth }, user_agent: 'Firefox' } })
+  const first = await call(await app(), anna.token, {
+    method: 'POST',
+    url: '/api/push-subscriptions',
+    payload: { endpoint, keys: { p256dh: keys.p256dh, auth: keys.auth }, user_agent: 'Firefox' },
+  })
   assert.equal(first.statusCode, 201)
   const id = first.json().data.id
 
   assert.deepEqual((await call(await app(), ben.token, { method: 'GET', url: '/api/push-subscriptions' })).json(), [])
-  assert.equal((await call(await app(), ben.token, { method: 'DELETE', url: `/api/push-subscriptions/${id}` })).statusCode, 404)
-  assert.equal((await call(await app(), stranger.token, { method: 'DELETE', url: `/api/push-subscriptions/${id}` })).statusCode, 404)
-  assert.equal((await call(await app(), anna.token, { method: 'GET', url: '/api/push-subscriptions' })).json()[0].user_agent, 'Firefox')
+  assert.equal(
+    (await call(await app(), ben.token, { method: 'DELETE', url: `/api/push-subscriptions/${id}` })).statusCode,
+    404,
+  )
+  assert.equal(
+    (await call(await app(), stranger.token, { method: 'DELETE', url: `/api/push-subscriptions/${id}` })).statusCode,
+    404,
+  )
+  assert.equal(
+    (await call(await app(), anna.token, { method: 'GET', url: '/api/push-subscriptions' })).json()[0].user_agent,
+    'Firefox',
+  )
 
-  const moved = await call(await app(), ben.token, { method: 'POST', url: '/api/push-subscriptions', payload: { endpoint, keys: { p256dh: keys.p256dh, auth: keys.auth } } })
+  const moved = await call(await app(), ben.token, {
+    method: 'POST',
+    url: '/api/push-subscriptions',
+    payload: { endpoint, keys: { p256dh: keys.p256dh, auth: keys.auth } },
+  })
   assert.equal(moved.statusCode, 200, 'the same endpoint again')
   assert.equal(moved.json().data.id, id)
   assert.deepEqual((await call(await app(), anna.token, { method: 'GET', url: '/api/push-subscriptions' })).json(), [])
 
   const deleted = await call(await app(), tenant.adminToken, { method: 'DELETE', url: `/api/users/${ben.id}` })
   assert.equal(deleted.statusCode, 200, deleted.body)
-  assert.equal(await db.selectFrom('push_subscriptions').select('id').where('tenant_id', '=', tenant.id).where('id', '=', id).executeTakeFirst(), undefined)
+  assert.equal(
+    await db
+      .selectFrom('push_subscriptions')
+      .select('id')
+      .where('tenant_id', '=', tenant.id)
+      .where('id', '=', id)
+      .executeTakeFirst(),
+    undefined,
+  )
 })
 
 test('email digests: one per period with the unread notifications oldest first, "and N more", nothing when none, never twice', async (t) => {
@@ -207,17 +399,48 @@ test('email digests: one per period with the unread notifications oldest first, 
   const smtp = smtpServer.url
 
   const tenant = await given.tenant(db)
-  const reader = await given.user(db, tenant, { email: 'digest@example.com', wants_email_notifications: true, email_digest: 'daily' })
-  const quiet = await given.user(db, tenant, { email: 'quiet@example.com', wants_email_notifications: true, email_digest: 'daily' })
+  const reader = await given.user(db, tenant, {
+    email: 'digest@example.com',
+    wants_email_notifications: true,
+    email_digest: 'daily',
+  })
+  const quiet = await given.user(db, tenant, {
+    email: 'quiet@example.com',
+    wants_email_notifications: true,
+    email_digest: 'daily',
+  })
   const now = new Date()
   const at = (minutesAgo: number) => new Date(now.getTime() - minutesAgo * 60_000).toISOString()
-  for (let i = 0; i < DIGEST_ITEMS + 3; i++) await given.notification(db, tenant, reader.id, { data: { title: `Item ${i}`, body: '<p>b</p>', url: `/n/${i}` }, created_at: at(300 - i) })
-  await given.notification(db, tenant, reader.id, { data: { title: 'Already read', body: '', url: '/' }, created_at: at(10), read_at: at(5) })
+  for (let i = 0; i < DIGEST_ITEMS + 3; i++)
+    await given.notification(db, tenant, reader.id, {
+      data: { title: `Item ${i}`, body: '<p>b</p>', url: `/n/${i}` },
+      created_at: at(300 - i),
+    })
+  await given.notification(db, tenant, reader.id, {
+    data: { title: 'Already read', body: '', url: '/' },
+    created_at: at(10),
+    read_at: at(5),
+  })
   // a reader who muted email for the category gets no digest of it
-  const muting = await given.user(db, tenant, { email: 'muting@example.com', wants_email_notifications: true, email_digest: 'daily' })
-  await given.notification(db, tenant, muting.id, { data: { title: 'Muted item', body: '', url: '/' }, created_at: at(20) })
-  const general = await db.selectFrom('notification_settings').select('id').where('tenant_id', '=', tenant.id).where('key', '=', 'general').executeTakeFirstOrThrow()
-  await db.insertInto('notification_preferences').values({ tenant_id: tenant.id, user_id: muting.id, notification_setting_id: general.id, email: false }).execute()
+  const muting = await given.user(db, tenant, {
+    email: 'muting@example.com',
+    wants_email_notifications: true,
+    email_digest: 'daily',
+  })
+  await given.notification(db, tenant, muting.id, {
+    data: { title: 'Muted item', body: '', url: '/' },
+    created_at: at(20),
+  })
+  const general = await db
+    .selectFrom('notification_settings')
+    .select('id')
+    .where('tenant_id', '=', tenant.id)
+    .where('key', '=', 'general')
+    .executeTakeFirstOrThrow()
+  await db
+    .insertInto('notification_preferences')
+    .values({ tenant_id: tenant.id, user_id: muting.id, notification_setting_id: general.id, email: false })
+    .execute()
 
   // an immediate send to a digest reader does not email at once
   await sendAndDeliver(tenant, [reader.id], 'Digest only', { SMTP_URL: smtp })
@@ -225,7 +448,10 @@ test('email digests: one per period with the unread notifications oldest first, 
 
   const deps = { ...createDeliveryDeps({ db, config: testConfig({ SMTP_URL: smtp }), log: silent }), digestHour: 7 }
   const later = new Date(now.getTime() + 1000)
-  const sent = await Promise.all([sendDueDigests(deps, later, { force: true }), sendDueDigests(deps, later, { force: true })])
+  const sent = await Promise.all([
+    sendDueDigests(deps, later, { force: true }),
+    sendDueDigests(deps, later, { force: true }),
+  ])
   assert.equal(sent[0] + sent[1], 1, 'two workers at once: one digest')
   assert.equal(await sendDueDigests(deps, later, { force: true }), 0, 'a retry of the period: none')
   assert.equal(received.length, 1)
@@ -238,5 +464,9 @@ test('email digests: one per period with the unread notifications oldest first, 
   void quiet // no unread notifications: no digest
   assert.equal(received.filter((m) => m.includes('quiet@example.com')).length, 0)
   assert.equal(received.filter((m) => m.includes('muting@example.com')).length, 0, 'muted category: no digest')
-  assert.equal(await sendDueDigests(deps, new Date(now.getTime() + 2000)), 0, 'outside DIGEST_HOUR, or with the period claimed: nothing')
+  assert.equal(
+    await sendDueDigests(deps, new Date(now.getTime() + 2000)),
+    0,
+    'outside DIGEST_HOUR, or with the period claimed: nothing',
+  )
 })

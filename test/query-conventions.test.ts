@@ -13,7 +13,8 @@ async function fixture() {
   const beta = await given.role(db, tenant, [], { name: 'Beta_%', active: false })
   const gamma = await given.role(db, tenant, [], { name: 'gamma' })
   await db.updateTable('roles').set({ folder_id: 7 }).where('id', '=', gamma).execute()
-  const get = async (query: string) => call(await buildTestApp(), tenant.adminToken, { method: 'GET', url: `/api/roles?${query}` })
+  const get = async (query: string) =>
+    call(await buildTestApp(), tenant.adminToken, { method: 'GET', url: `/api/roles?${query}` })
   const ids = async (query: string) => {
     const res = await get(query)
     assert.equal(res.statusCode, 200, res.body)
@@ -74,14 +75,23 @@ test('relations load nested objects; include is an alias', async () => {
   const f = await fixture()
   const dept = await given.department(db, f.tenant, [f.tenant.adminId], 'HQ')
   const app = await buildTestApp()
-  const res = await call(app, f.tenant.adminToken, { method: 'GET', url: '/api/users/current?relations=role|departments|language&selects=id' })
+  const res = await call(app, f.tenant.adminToken, {
+    method: 'GET',
+    url: '/api/users/current?relations=role|departments|language&selects=id',
+  })
   assert.equal(res.statusCode, 200, res.body)
   const body = res.json()
   assert.deepEqual(Object.keys(body).sort(), ['departments', 'id', 'language', 'role'])
   assert.equal(body.role.id, f.admin)
-  assert.deepEqual(body.departments.map((d: { id: number }) => d.id), [dept])
+  assert.deepEqual(
+    body.departments.map((d: { id: number }) => d.id),
+    [dept],
+  )
   assert.deepEqual(body.language, { id: 'en-US', name: 'English (US)' })
-  const alias = await call(app, f.tenant.adminToken, { method: 'GET', url: '/api/users/current?include=role&select=id' })
+  const alias = await call(app, f.tenant.adminToken, {
+    method: 'GET',
+    url: '/api/users/current?include=role&select=id',
+  })
   assert.deepEqual(Object.keys(alias.json()).sort(), ['id', 'role'])
 })
 
@@ -123,7 +133,10 @@ test('unknown or malformed query keys answer 422 naming the key', async () => {
 test('a list without limit streams every row as one valid JSON array', async () => {
   const f = await fixture()
   const tenantId = f.tenant.id
-  await db.insertInto('roles').values(Array.from({ length: 2500 }, (_, i) => ({ tenant_id: tenantId, name: `bulk-${i}`, permissions: [] }))).execute()
+  await db
+    .insertInto('roles')
+    .values(Array.from({ length: 2500 }, (_, i) => ({ tenant_id: tenantId, name: `bulk-${i}`, permissions: [] })))
+    .execute()
 
   const res = await f.get('selects=id,name&filter[name][like]=bulk-')
 
@@ -132,9 +145,16 @@ test('a list without limit streams every row as one valid JSON array', async () 
   const rows = res.json()
   assert.equal(rows.length, 2500)
   assert.deepEqual(rows[0], { id: rows[0].id, name: 'bulk-0' })
-  assert.ok(rows.every((r: { id: number }, i: number) => i === 0 || r.id > rows[i - 1].id), 'ordered by id')
+  assert.ok(
+    rows.every((r: { id: number }, i: number) => i === 0 || r.id > rows[i - 1].id),
+    'ordered by id',
+  )
   // around the first batch (1,000 rows: answered as a plain array, else streamed): same JSON either way
-  for (const [like, count] of [['bulk-1', 1111], ['bulk-2', 611], ['bulk-none', 0]] as const) {
+  for (const [like, count] of [
+    ['bulk-1', 1111],
+    ['bulk-2', 611],
+    ['bulk-none', 0],
+  ] as const) {
     const page = await f.get(`selects=id,name&filter[name][like]=${like}`)
     assert.equal(page.statusCode, 200, page.body)
     assert.equal(page.json().length, count, like)
@@ -145,7 +165,10 @@ test('a list without limit streams every row as one valid JSON array', async () 
 test('bracketed query keys nest, and a query string with too many keys is refused', async () => {
   const f = await fixture()
   const nested = await f.get('filter[folder_id][null]=false')
-  assert.deepEqual(nested.json().map((r: { id: number }) => r.id), [f.gamma])
+  assert.deepEqual(
+    nested.json().map((r: { id: number }) => r.id),
+    [f.gamma],
+  )
   const flood = Array.from({ length: 10_000 }, (_, i) => `k${i}=1`).join('&')
   const res = await f.get(flood)
   assert.equal(res.statusCode, 400)
@@ -157,7 +180,8 @@ test('a query repeated by callers who may see different fields answers each with
   const viewer = await given.user(db, tenant, { roleId: await given.role(db, tenant, ['users.view']) })
   const colleague = await given.user(db, tenant, { email: 'colleague@example.com' })
   const app = await buildTestApp()
-  const show = (token: string, query = '') => call(app, token, { method: 'GET', url: `/api/users/${colleague.id}${query}` })
+  const show = (token: string, query = '') =>
+    call(app, token, { method: 'GET', url: `/api/users/${colleague.id}${query}` })
   // the same request in turn: the parse remembered for one caller must not answer the other
   for (let round = 0; round < 2; round++) {
     const full = await show(tenant.adminToken)

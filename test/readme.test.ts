@@ -51,12 +51,16 @@ export function shapeOf(output: string, baseUrl: string): unknown {
   } catch {
     // text
   }
-  return trimmed.replaceAll(baseUrl, '{base}').replace(/[0-9a-f]{8}-[0-9a-f-]{27}/g, '{uuid}').replace(/\/\d+/g, '/{id}')
+  return trimmed
+    .replaceAll(baseUrl, '{base}')
+    .replace(/[0-9a-f]{8}-[0-9a-f-]{27}/g, '{uuid}')
+    .replace(/\/\d+/g, '/{id}')
 }
 
 function mergeShapes(a: unknown, b: unknown): unknown {
   if (a === undefined) return b
-  if (typeof a === 'string' && typeof b === 'string') return [...new Set([...a.split('|'), ...b.split('|')])].sort().join('|')
+  if (typeof a === 'string' && typeof b === 'string')
+    return [...new Set([...a.split('|'), ...b.split('|')])].sort().join('|')
   if (isRecord(a) && isRecord(b)) {
     const keys = [...new Set([...Object.keys(a), ...Object.keys(b)])].sort()
     return Object.fromEntries(keys.map((k) => [k, k in a && k in b ? mergeShapes(a[k], b[k]) : (a[k] ?? b[k])]))
@@ -64,7 +68,8 @@ function mergeShapes(a: unknown, b: unknown): unknown {
   return a
 }
 
-const isRecord = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value)
+const isRecord = (value: unknown): value is Record<string, unknown> =>
+  typeof value === 'object' && value !== null && !Array.isArray(value)
 
 function jsonShape(value: unknown): unknown {
   if (value === null) return 'null'
@@ -73,7 +78,11 @@ function jsonShape(value: unknown): unknown {
     return [value.map(jsonShape).reduce(mergeShapes, undefined)]
   }
   if (typeof value === 'object') {
-    return Object.fromEntries(Object.entries(value as object).sort(([a], [b]) => a.localeCompare(b)).map(([k, v]) => [k, jsonShape(v)]))
+    return Object.fromEntries(
+      Object.entries(value as object)
+        .sort(([a], [b]) => a.localeCompare(b))
+        .map(([k, v]) => [k, jsonShape(v)]),
+    )
   }
   return typeof value
 }
@@ -90,26 +99,50 @@ test('the README "First requests" run against a fresh server and keep their outp
   const readme = await fs.readFile(path.join(root, 'README.md'), 'utf8')
   const commands = firstRequestCommands(readme)
   assert.ok(commands.length >= 5, `found ${commands.length} commands`)
-  const fill = (command: string) => command.replaceAll(DOCUMENTED_BASE, server.baseUrl)
-    .replaceAll('<printed password>', server.password).replaceAll('<shared item id>', server.sharedItemId)
+  const fill = (command: string) =>
+    command
+      .replaceAll(DOCUMENTED_BASE, server.baseUrl)
+      .replaceAll('<printed password>', server.password)
+      .replaceAll('<shared item id>', server.sharedItemId)
   // one shell, so the token of the login stays set; each command's exit status and output are recorded
-  const script = ['set -o pipefail', ...commands.map((c) => `${fill(c)}\nprintf '\\n${SEPARATOR}%s${SEPARATOR}\\n' "$?"`)].join('\n')
-  const { stdout } = await promisify(execFile)('bash', ['-c', script], { cwd: root, env: { PATH: process.env.PATH }, timeout: 60_000 })
+  const script = [
+    'set -o pipefail',
+    ...commands.map((c) => `${fill(c)}\nprintf '\\n${SEPARATOR}%s${SEPARATOR}\\n' "$?"`),
+  ].join('\n')
+  const { stdout } = await promisify(execFile)('bash', ['-c', script], {
+    cwd: root,
+    env: { PATH: process.env.PATH },
+    timeout: 60_000,
+  })
   const parts = stdout.split(new RegExp(`\\n${SEPARATOR}(\\d+)${SEPARATOR}\\n`))
-  const results = commands.map((command, i) => ({ command, status: Number(parts[i * 2 + 1]), shape: shapeOf(parts[i * 2], server.baseUrl) }))
+  const results = commands.map((command, i) => ({
+    command,
+    status: Number(parts[i * 2 + 1]),
+    shape: shapeOf(parts[i * 2], server.baseUrl),
+  }))
   for (const result of results) assert.equal(result.status, 0, `exit status of: ${result.command}`)
 
   const shapes = results.map(({ command, shape }) => ({ command, shape }))
   if (process.env.UPDATE_README_SHAPES) await fs.writeFile(SHAPES, JSON.stringify(shapes, null, 2) + '\n')
   const recorded = JSON.parse(await fs.readFile(SHAPES, 'utf8'))
-  assert.deepEqual(shapes, recorded, 'the README commands or their output shapes changed (UPDATE_README_SHAPES=1 after an intended change)')
+  assert.deepEqual(
+    shapes,
+    recorded,
+    'the README commands or their output shapes changed (UPDATE_README_SHAPES=1 after an intended change)',
+  )
 })
 
 test('the start banner prints the three requests, and they work as printed', async () => {
-  const lines = server.banner.split('\n').filter((line) => /^\s+(TOKEN=|curl )/.test(line)).map((line) => line.trim())
+  const lines = server.banner
+    .split('\n')
+    .filter((line) => /^\s+(TOKEN=|curl )/.test(line))
+    .map((line) => line.trim())
   assert.equal(lines.length, 3, server.banner)
   const script = `${lines[0]}\n${lines[1]}\necho\n${lines[2]}`
-  const { stdout } = await promisify(execFile)('bash', ['-c', script], { env: { PATH: process.env.PATH }, timeout: 30_000 })
+  const { stdout } = await promisify(execFile)('bash', ['-c', script], {
+    env: { PATH: process.env.PATH },
+    timeout: 30_000,
+  })
   const [notifications, opened] = stdout.trim().split('\n')
   const unread = JSON.parse(notifications)
   assert.ok(Array.isArray(unread) && unread.length > 0, 'the employee has unread notifications')

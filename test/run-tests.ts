@@ -61,16 +61,30 @@ async function main(): Promise<number> {
   await migrateToLatest(handle.db, handle.pool)
   await handle.close()
 
-  const pattern = suite === 'reliability' ? /\.reliability\.ts$/ : suite === 'cluster' ? /\.cluster\.ts$/ : /\.test\.ts$/
-  const files = explicitFiles.length > 0 ? explicitFiles : [...(await listTests(path.join(root, 'src'), pattern)), ...(await listTests(path.join(root, 'test'), pattern))]
+  const pattern =
+    suite === 'reliability' ? /\.reliability\.ts$/ : suite === 'cluster' ? /\.cluster\.ts$/ : /\.test\.ts$/
+  const files =
+    explicitFiles.length > 0
+      ? explicitFiles
+      : [...(await listTests(path.join(root, 'src'), pattern)), ...(await listTests(path.join(root, 'test'), pattern))]
   const storage = await fs.mkdtemp(path.join(os.tmpdir(), 'workplace-api-test-storage-'))
   const statementLog = await fs.mkdtemp(path.join(os.tmpdir(), 'workplace-api-test-statements-'))
   const code = await new Promise<number>((resolve) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', '--test', `--test-concurrency=${process.env.TEST_CONCURRENCY ?? 2}`, ...files], {
-      cwd: root,
-      stdio: 'inherit',
-      env: { ...process.env, TEST_DB_URL: url, NODE_ENV: 'test', TEST_STORAGE_DIR: storage, STATEMENT_LOG_DIR: statementLog },
-    })
+    const child = spawn(
+      process.execPath,
+      ['--import', 'tsx', '--test', `--test-concurrency=${process.env.TEST_CONCURRENCY ?? 2}`, ...files],
+      {
+        cwd: root,
+        stdio: 'inherit',
+        env: {
+          ...process.env,
+          TEST_DB_URL: url,
+          NODE_ENV: 'test',
+          TEST_STORAGE_DIR: storage,
+          STATEMENT_LOG_DIR: statementLog,
+        },
+      },
+    )
     child.on('close', (exitCode) => resolve(exitCode ?? 1))
   })
   await cleanup().catch((error) => console.error('# cleanup failed:', error))
@@ -84,15 +98,22 @@ async function main(): Promise<number> {
 async function checkRoutableStatements(dir: string): Promise<number> {
   const statements = new Set<string>()
   for (const file of await fs.readdir(dir)) {
-    for (const line of (await fs.readFile(path.join(dir, file), 'utf8')).split('\n')) if (line) statements.add(JSON.parse(line) as string)
+    for (const line of (await fs.readFile(path.join(dir, file), 'utf8')).split('\n'))
+      if (line) statements.add(JSON.parse(line) as string)
   }
   const offenders = await unroutableStatements(statements)
-  console.log(`# routable statements: ${statements.size} distinct statements sent by requests, ${offenders.length} not routed to one tenant`)
-  for (const offender of offenders) console.log(`# not routable (${offender.tables.join(', ')}): ${offender.sql.slice(0, 400)}`)
+  console.log(
+    `# routable statements: ${statements.size} distinct statements sent by requests, ${offenders.length} not routed to one tenant`,
+  )
+  for (const offender of offenders)
+    console.log(`# not routable (${offender.tables.join(', ')}): ${offender.sql.slice(0, 400)}`)
   return offenders.length > 0 ? 1 : 0
 }
 
-main().then((code) => process.exit(code), (error) => {
-  console.error(error)
-  process.exit(1)
-})
+main().then(
+  (code) => process.exit(code),
+  (error) => {
+    console.error(error)
+    process.exit(1)
+  },
+)

@@ -16,12 +16,18 @@ test('the distribution plan covers every table of the migrated schema; without C
   const db = testDb()
   const plan = await distributionPlan(db)
   const tables = await catalogTables(db)
-  assert.deepEqual(plan.steps.map((s) => s.table).sort(), tables.map((t) => (t.schema === 'public' ? t.table : `${t.schema}.${t.table}`)).sort())
+  assert.deepEqual(
+    plan.steps.map((s) => s.table).sort(),
+    tables.map((t) => (t.schema === 'public' ? t.table : `${t.schema}.${t.table}`)).sort(),
+  )
   assert.equal(plan.steps.filter((s) => s.kind === 'unclassified').length, 0)
   const byTable = new Map(plan.steps.map((s) => [s.table, s]))
   assert.equal(byTable.get('tenants')?.action, 'reference')
   assert.equal(byTable.get('users')?.action, 'distribute')
-  assert.match(byTable.get('users')?.statement ?? '', /create_distributed_table\('users', 'tenant_id', colocate_with => '\w+'\)/)
+  assert.match(
+    byTable.get('users')?.statement ?? '',
+    /create_distributed_table\('users', 'tenant_id', colocate_with => '\w+'\)/,
+  )
   assert.equal(byTable.get('graphile_worker._private_jobs')?.kind, 'local')
   // referenced tenant tables are distributed before the tables referencing them
   const order = plan.steps.map((s) => s.table)
@@ -33,8 +39,15 @@ test('the distribution plan covers every table of the migrated schema; without C
     const held = plan.heldForeignKeys.map((fk) => `${fk.table}.${fk.constraint}`)
     assert.ok(held.includes('users.users_tenant_id_role_id_fkey'), held.join(', '))
     assert.ok(held.includes('access_tokens.access_tokens_tenant_id_user_id_fkey'), held.join(', '))
-    assert.ok(!held.includes('folders.folders_tenant_id_parent_id_fkey'), 'a self-reference is distributed with its table')
-    assert.deepEqual(plan.heldForeignKeys.filter((fk) => /REFERENCES (tenants|languages)\(/.test(fk.definition)), [], 'keys to reference tables stay')
+    assert.ok(
+      !held.includes('folders.folders_tenant_id_parent_id_fkey'),
+      'a self-reference is distributed with its table',
+    )
+    assert.deepEqual(
+      plan.heldForeignKeys.filter((fk) => /REFERENCES (tenants|languages)\(/.test(fk.definition)),
+      [],
+      'keys to reference tables stay',
+    )
   }
 
   let output = ''
@@ -43,11 +56,20 @@ test('the distribution plan covers every table of the migrated schema; without C
 })
 
 test('a trigger on a tenant table breaks the rules (on Citus it would run on a worker)', async () => {
-  const violations = await testDb().transaction().execute(async (trx) => {
-    await sql`create function schema_rules_probe() returns trigger language plpgsql as $$ begin return null; end $$`.execute(trx)
-    await sql`create trigger schema_rules_probe after update on roles for each statement execute function schema_rules_probe()`.execute(trx)
-    const found = await schemaRuleViolations(trx)
-    throw Object.assign(new Error('rolled back'), { found })
-  }).catch((error: { found?: string[] }) => error.found)
-  assert.deepEqual(violations, ['roles: trigger schema_rules_probe on a tenant table (send notices from the app: db/change-notices.ts)'])
+  const violations = await testDb()
+    .transaction()
+    .execute(async (trx) => {
+      await sql`create function schema_rules_probe() returns trigger language plpgsql as $$ begin return null; end $$`.execute(
+        trx,
+      )
+      await sql`create trigger schema_rules_probe after update on roles for each statement execute function schema_rules_probe()`.execute(
+        trx,
+      )
+      const found = await schemaRuleViolations(trx)
+      throw Object.assign(new Error('rolled back'), { found })
+    })
+    .catch((error: { found?: string[] }) => error.found)
+  assert.deepEqual(violations, [
+    'roles: trigger schema_rules_probe on a tenant table (send notices from the app: db/change-notices.ts)',
+  ])
 })

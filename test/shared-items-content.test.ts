@@ -12,7 +12,12 @@ const png = fixture('pixel.png')
 
 async function uploadFile(tenant: GivenTenant, filename: string): Promise<number> {
   const body = multipart({}, { file: { bytes: png, filename, contentType: 'image/png' } })
-  const res = await call(app, tenant.adminToken, { method: 'POST', url: '/api/filemanager/files', payload: body.payload, headers: body.headers })
+  const res = await call(app, tenant.adminToken, {
+    method: 'POST',
+    url: '/api/filemanager/files',
+    payload: body.payload,
+    headers: body.headers,
+  })
   assert.equal(res.statusCode, 201, res.body)
   return res.json().id
 }
@@ -33,19 +38,31 @@ test('a user without filemanager.view opens a restricted file through a redirect
   // the file itself is restricted to someone else
   await given.grant(db, tenant, { key: 'view', to: ['user', owner.id], on: ['filemanagerFile', file] })
   const created = await call(app, tenant.adminToken, {
-    method: 'POST', url: '/api/administration/shared-items',
-    payload: { type: 'filemanagerFile', targetable_type: 'filemanagerFile', targetable_id: file, entity_permissions: [{ key: 'view', permission_entity: 'user', permission_entity_id: guest.id }] },
+    method: 'POST',
+    url: '/api/administration/shared-items',
+    payload: {
+      type: 'filemanagerFile',
+      targetable_type: 'filemanagerFile',
+      targetable_id: file,
+      entity_permissions: [{ key: 'view', permission_entity: 'user', permission_entity_id: guest.id }],
+    },
   })
   assert.equal(created.statusCode, 201, created.body)
   assert.equal(created.json().redirect_type, 'redirectWithGrantToken')
 
   const direct = await call(app, guest.token, { method: 'GET', url: `/api/filemanager/files/${file}/content` })
-  const stable = await call(app, guest.token, { method: 'GET', url: `/shared/${created.json().id}?showFileContent=true` })
+  const stable = await call(app, guest.token, {
+    method: 'GET',
+    url: `/shared/${created.json().id}?showFileContent=true`,
+  })
   const location = stable.headers.location as string
   const content = await app.inject({ method: 'GET', url: local(location) })
   const token = new URL(location).searchParams.get('grant_token')!
   const show = await app.inject({ method: 'GET', url: `/api/filemanager/files/${file}?grant_token=${token}` })
-  const otherContent = await app.inject({ method: 'GET', url: `/api/filemanager/files/${otherFile}/content?grant_token=${token}` })
+  const otherContent = await app.inject({
+    method: 'GET',
+    url: `/api/filemanager/files/${otherFile}/content?grant_token=${token}`,
+  })
   const otherShow = await app.inject({ method: 'GET', url: `/api/filemanager/files/${otherFile}?grant_token=${token}` })
 
   assert.notEqual(direct.statusCode, 200, 'without the token the guest cannot open the file')
@@ -59,7 +76,10 @@ test('a user without filemanager.view opens a restricted file through a redirect
   assert.equal(otherShow.statusCode, 401, otherShow.body)
 
   // deleting the shared item revokes the token at once
-  const removed = await call(app, tenant.adminToken, { method: 'DELETE', url: `/api/administration/shared-items/${created.json().id}` })
+  const removed = await call(app, tenant.adminToken, {
+    method: 'DELETE',
+    url: `/api/administration/shared-items/${created.json().id}`,
+  })
   assert.equal(removed.statusCode, 204)
   assert.equal((await app.inject({ method: 'GET', url: local(location) })).statusCode, 401)
 })
@@ -72,13 +92,33 @@ test('the "may share" rule and the redirect refusal use the real module view rul
   const file = await uploadFile(tenant, 'plan.png')
 
   const refused = await call(app, sharer.token, {
-    method: 'POST', url: '/api/administration/shared-items', payload: { type: 'filemanagerFile', targetable_type: 'filemanagerFile', targetable_id: file, redirect_type: 'redirect' },
+    method: 'POST',
+    url: '/api/administration/shared-items',
+    payload: {
+      type: 'filemanagerFile',
+      targetable_type: 'filemanagerFile',
+      targetable_id: file,
+      redirect_type: 'redirect',
+    },
   })
   const created = await call(app, tenant.adminToken, {
-    method: 'POST', url: '/api/administration/shared-items', payload: { type: 'filemanagerFile', targetable_type: 'filemanagerFile', targetable_id: file, redirect_type: 'redirect' },
+    method: 'POST',
+    url: '/api/administration/shared-items',
+    payload: {
+      type: 'filemanagerFile',
+      targetable_type: 'filemanagerFile',
+      targetable_id: file,
+      redirect_type: 'redirect',
+    },
   })
-  const sharerResolves = await call(app, sharer.token, { method: 'GET', url: `/api/shared-items/${created.json().id}/resolve?downloadFileContent=1` })
-  const employeeResolves = await call(app, employee.token, { method: 'GET', url: `/api/shared-items/${created.json().id}/resolve?downloadFileContent=1` })
+  const sharerResolves = await call(app, sharer.token, {
+    method: 'GET',
+    url: `/api/shared-items/${created.json().id}/resolve?downloadFileContent=1`,
+  })
+  const employeeResolves = await call(app, employee.token, {
+    method: 'GET',
+    url: `/api/shared-items/${created.json().id}/resolve?downloadFileContent=1`,
+  })
 
   assert.equal(refused.statusCode, 403, refused.body)
   assert.equal(created.statusCode, 201, created.body)
@@ -97,17 +137,32 @@ test('a repeated click (the one-statement path) still follows retargeting, lost 
   const first = await uploadFile(tenant, 'first.png')
   const second = await uploadFile(tenant, 'second.png')
   const created = await call(app, tenant.adminToken, {
-    method: 'POST', url: '/api/administration/shared-items', payload: { type: 'filemanagerFile', targetable_type: 'filemanagerFile', targetable_id: first, redirect_type: 'redirect' },
+    method: 'POST',
+    url: '/api/administration/shared-items',
+    payload: {
+      type: 'filemanagerFile',
+      targetable_type: 'filemanagerFile',
+      targetable_id: first,
+      redirect_type: 'redirect',
+    },
   })
   assert.equal(created.statusCode, 201, created.body)
   const item = created.json().id as string
   const click = () => call(app, viewer.token, { method: 'GET', url: `/shared/${item}?downloadFileContent=1` })
 
   const clicks = [await click(), await click()]
-  assert.deepEqual(clicks.map((c) => [c.statusCode, new URL(c.headers.location as string).pathname]), [
-    [302, `/api/filemanager/files/${first}/download`], [302, `/api/filemanager/files/${first}/download`],
-  ])
-  const retargeted = await call(app, tenant.adminToken, { method: 'PUT', url: `/api/administration/shared-items/${item}`, payload: { targetable_type: 'filemanagerFile', targetable_id: second } })
+  assert.deepEqual(
+    clicks.map((c) => [c.statusCode, new URL(c.headers.location as string).pathname]),
+    [
+      [302, `/api/filemanager/files/${first}/download`],
+      [302, `/api/filemanager/files/${first}/download`],
+    ],
+  )
+  const retargeted = await call(app, tenant.adminToken, {
+    method: 'PUT',
+    url: `/api/administration/shared-items/${item}`,
+    payload: { targetable_type: 'filemanagerFile', targetable_id: second },
+  })
   assert.equal(retargeted.statusCode, 200, retargeted.body)
   const afterRetarget = await click()
   assert.equal(new URL(afterRetarget.headers.location as string).pathname, `/api/filemanager/files/${second}/download`)
@@ -117,12 +172,19 @@ test('a repeated click (the one-statement path) still follows retargeting, lost 
   assert.equal(notVisible.statusCode, 403, notVisible.body)
   assert.equal(notVisible.json().code, 'target_not_accessible')
 
-  assert.equal((await call(app, tenant.adminToken, { method: 'DELETE', url: `/api/filemanager/files/${second}` })).statusCode, 204)
+  assert.equal(
+    (await call(app, tenant.adminToken, { method: 'DELETE', url: `/api/filemanager/files/${second}` })).statusCode,
+    204,
+  )
   const targetGone = await click()
   assert.equal(targetGone.statusCode, 404, targetGone.body)
   assert.equal(targetGone.json().code, 'target_not_found')
 
-  assert.equal((await call(app, tenant.adminToken, { method: 'DELETE', url: `/api/administration/shared-items/${item}` })).statusCode, 204)
+  assert.equal(
+    (await call(app, tenant.adminToken, { method: 'DELETE', url: `/api/administration/shared-items/${item}` }))
+      .statusCode,
+    204,
+  )
   assert.equal((await click()).statusCode, 404)
 })
 
@@ -137,29 +199,56 @@ test('the one-statement click is the same statement as building it for this acto
   const file = await uploadFile(tenant, 'team.png')
   await given.grant(db, tenant, { key: 'view', to: ['department', department], on: ['filemanagerFile', file] })
   const created = await call(app, tenant.adminToken, {
-    method: 'POST', url: '/api/administration/shared-items', payload: { type: 'filemanagerFile', targetable_type: 'filemanagerFile', targetable_id: file, redirect_type: 'redirect' },
+    method: 'POST',
+    url: '/api/administration/shared-items',
+    payload: {
+      type: 'filemanagerFile',
+      targetable_type: 'filemanagerFile',
+      targetable_id: file,
+      redirect_type: 'redirect',
+    },
   })
   assert.equal(created.statusCode, 201, created.body)
   const click = (token: string) => call(app, token, { method: 'GET', url: `/shared/${created.json().id}` })
 
   // each user clicks twice: the second click takes the one-statement path, after another actor shaped it
   const statuses: Record<string, number[]> = {}
-  for (const [name, token] of [['member', departmentMember.token], ['viewer', viewer.token], ['outsider', outsider.token], ['admin', tenant.adminToken], ['member again', departmentMember.token]] as const) {
+  for (const [name, token] of [
+    ['member', departmentMember.token],
+    ['viewer', viewer.token],
+    ['outsider', outsider.token],
+    ['admin', tenant.adminToken],
+    ['member again', departmentMember.token],
+  ] as const) {
     statuses[name] = [(await click(token)).statusCode, (await click(token)).statusCode]
   }
 
-  assert.deepEqual(statuses, { member: [302, 302], viewer: [403, 403], outsider: [403, 403], admin: [302, 302], 'member again': [302, 302] })
+  assert.deepEqual(statuses, {
+    member: [302, 302],
+    viewer: [403, 403],
+    outsider: [403, 403],
+    admin: [302, 302],
+    'member again': [302, 302],
+  })
 })
 
 test('a content target that does not exist in the tenant answers 422 on targetable_id, one that exists is shared', async () => {
   const tenant = await given.tenant(db)
   const other = await given.tenant(db)
-  const calendarEvent = (t: GivenTenant) => given.content(db, t, 'calendar_events', { title: 'Kick-off', starts_at: '2026-01-05 09:00', ends_at: '2026-01-05 10:00' })
+  const calendarEvent = (t: GivenTenant) =>
+    given.content(db, t, 'calendar_events', {
+      title: 'Kick-off',
+      starts_at: '2026-01-05 09:00',
+      ends_at: '2026-01-05 10:00',
+    })
   const mine = await calendarEvent(tenant)
   const foreign = await calendarEvent(other)
-  const share = (id: number) => call(app, tenant.adminToken, {
-    method: 'POST', url: '/api/administration/shared-items', payload: { type: 'calendarEvent', targetable_type: 'calendarEvent', targetable_id: id },
-  })
+  const share = (id: number) =>
+    call(app, tenant.adminToken, {
+      method: 'POST',
+      url: '/api/administration/shared-items',
+      payload: { type: 'calendarEvent', targetable_type: 'calendarEvent', targetable_id: id },
+    })
 
   const missing = await share(foreign)
   const created = await share(mine)

@@ -5,7 +5,12 @@ import { buildTestApp, call, testSecrets } from './helpers/build-test-app.js'
 import { given } from './helpers/given.js'
 import { testDb } from './helpers/test-database.js'
 import { givenTarget, useTestShareTargets } from './shared-items.support.js'
-import { actorFromGrantToken, GRANT_TOKEN_TTL_SECONDS, issueGrantToken, verifyGrantToken } from '../src/modules/shared-items/index.js'
+import {
+  actorFromGrantToken,
+  GRANT_TOKEN_TTL_SECONDS,
+  issueGrantToken,
+  verifyGrantToken,
+} from '../src/modules/shared-items/index.js'
 import { AppError } from '../src/platform/http/errors.js'
 
 const db = testDb()
@@ -55,7 +60,11 @@ for (const redirectType of ['none', 'redirect', 'redirectWithGrantToken'] as con
     for (const flag of Object.keys(FLAG_VARIANTS) as Flag[]) {
       test(`${redirectType}, user ${canView ? 'can' : 'cannot'} view the target, ${flag}`, async () => {
         const s = await setup()
-        const item = await given.sharedItem(db, s.tenant, { type: 'filemanagerFile', targetable_id: s.file, redirect_type: redirectType })
+        const item = await given.sharedItem(db, s.tenant, {
+          type: 'filemanagerFile',
+          targetable_id: s.file,
+          redirect_type: redirectType,
+        })
         const user = canView ? s.viewer : s.outsider
 
         const resolved = await get(user.token, `/api/shared-items/${item}/resolve${query(flag)}`)
@@ -93,8 +102,16 @@ for (const redirectType of ['none', 'redirect', 'redirectWithGrantToken'] as con
 
 test('an unavailable URL variant falls back to the target URL', async () => {
   const s = await setup()
-  const withoutPoster = await given.sharedItem(db, s.tenant, { type: 'filemanagerFile', targetable_id: s.plainFile, redirect_type: 'redirect' })
-  const event = await given.sharedItem(db, s.tenant, { type: 'calendarEvent', targetable_id: s.event, redirect_type: 'redirect' })
+  const withoutPoster = await given.sharedItem(db, s.tenant, {
+    type: 'filemanagerFile',
+    targetable_id: s.plainFile,
+    redirect_type: 'redirect',
+  })
+  const event = await given.sharedItem(db, s.tenant, {
+    type: 'calendarEvent',
+    targetable_id: s.event,
+    redirect_type: 'redirect',
+  })
 
   const poster = await get(s.viewer.token, `/api/shared-items/${withoutPoster}/resolve?filePoster=true`)
   const content = await get(s.viewer.token, `/api/shared-items/${withoutPoster}/resolve?showFileContent=1`)
@@ -108,7 +125,11 @@ test('an unavailable URL variant falls back to the target URL', async () => {
 
 test('two or more URL type flags answer 422 naming each; false flags do not count', async () => {
   const s = await setup()
-  const item = await given.sharedItem(db, s.tenant, { type: 'filemanagerFile', targetable_id: s.file, redirect_type: 'redirect' })
+  const item = await given.sharedItem(db, s.tenant, {
+    type: 'filemanagerFile',
+    targetable_id: s.file,
+    redirect_type: 'redirect',
+  })
 
   const two = await get(s.viewer.token, `/api/shared-items/${item}/resolve?showFileContent=true&filePoster=true`)
   const three = await get(s.viewer.token, `/shared/${item}?showFileContent=1&downloadFileContent=1&filePoster=1`)
@@ -125,9 +146,13 @@ test('two or more URL type flags answer 422 naming each; false flags do not coun
   assert.equal(oneFalse.json().url, `${BASE}/api/filemanager/files/${s.file}/poster`)
 })
 
-test('a user the item\'s view grants exclude gets 404 from resolve and the stable URL', async () => {
+test("a user the item's view grants exclude gets 404 from resolve and the stable URL", async () => {
   const s = await setup()
-  const item = await given.sharedItem(db, s.tenant, { type: 'calendarEvent', targetable_id: s.event, redirect_type: 'redirect' })
+  const item = await given.sharedItem(db, s.tenant, {
+    type: 'calendarEvent',
+    targetable_id: s.event,
+    redirect_type: 'redirect',
+  })
   await given.grant(db, s.tenant, { key: 'view', to: ['user', s.outsider.id], on: ['sharedItem', item] })
 
   assert.equal((await get(s.viewer.token, `/api/shared-items/${item}/resolve`)).statusCode, 404)
@@ -135,10 +160,14 @@ test('a user the item\'s view grants exclude gets 404 from resolve and the stabl
   assert.equal((await get(s.outsider.token, `/shared/${item}`)).statusCode, 403)
 })
 
-test('redirect honours the target\'s own view grants, not only the module permission', async () => {
+test("redirect honours the target's own view grants, not only the module permission", async () => {
   const s = await setup()
   await given.grant(db, s.tenant, { key: 'view', to: ['user', s.outsider.id], on: ['calendarEvent', s.event] })
-  const item = await given.sharedItem(db, s.tenant, { type: 'calendarEvent', targetable_id: s.event, redirect_type: 'redirect' })
+  const item = await given.sharedItem(db, s.tenant, {
+    type: 'calendarEvent',
+    targetable_id: s.event,
+    redirect_type: 'redirect',
+  })
 
   const res = await get(s.viewer.token, `/api/shared-items/${item}/resolve`)
 
@@ -148,7 +177,11 @@ test('redirect honours the target\'s own view grants, not only the module permis
 
 test('a target that no longer exists answers 404 target_not_found', async () => {
   const s = await setup()
-  const item = await given.sharedItem(db, s.tenant, { type: 'calendarEvent', targetable_id: 999999999, redirect_type: 'redirectWithGrantToken' })
+  const item = await given.sharedItem(db, s.tenant, {
+    type: 'calendarEvent',
+    targetable_id: 999999999,
+    redirect_type: 'redirectWithGrantToken',
+  })
 
   const res = await get(s.viewer.token, `/api/shared-items/${item}/resolve`)
 
@@ -161,7 +194,11 @@ test('a target that no longer exists answers 404 target_not_found', async () => 
 /** A redirectWithGrantToken item on `s.file` restricted (view) to the outsider, and its token for the outsider. */
 async function tokenSetup() {
   const s = await setup()
-  const item = await given.sharedItem(db, s.tenant, { type: 'filemanagerFile', targetable_id: s.file, redirect_type: 'redirectWithGrantToken' })
+  const item = await given.sharedItem(db, s.tenant, {
+    type: 'filemanagerFile',
+    targetable_id: s.file,
+    redirect_type: 'redirectWithGrantToken',
+  })
   await given.grant(db, s.tenant, { key: 'view', to: ['user', s.outsider.id], on: ['sharedItem', item] })
   const resolved = await get(s.outsider.token, `/api/shared-items/${item}/resolve?downloadFileContent=true`)
   assert.equal(resolved.statusCode, 200, resolved.body)
@@ -205,7 +242,10 @@ test('a valid grant token admits its holder to exactly that target', async () =>
 
 async function assertRefused(token: string, alias: string, id: number | string, issuer = BASE) {
   assert.equal(await verifyGrantToken(db, token, { alias, id, issuer }), undefined)
-  await assert.rejects(actorFromGrantToken(db, token, alias, id, { issuer }), (error: unknown) => error instanceof AppError && error.status === 401)
+  await assert.rejects(
+    actorFromGrantToken(db, token, alias, id, { issuer }),
+    (error: unknown) => error instanceof AppError && error.status === 401,
+  )
 }
 
 test('grant token refused: another target (other file, other alias)', async () => {
@@ -218,7 +258,12 @@ test('grant token refused: expired', async () => {
   const s = await tokenSetup()
   const old = await issueGrantToken(db, {
     secrets: testSecrets(),
-    issuer: BASE, tenantSlug: s.tenant.slug, userId: s.outsider.id, sharedItemId: s.item, alias: 'filemanagerFile', id: s.file,
+    issuer: BASE,
+    tenantSlug: s.tenant.slug,
+    userId: s.outsider.id,
+    sharedItemId: s.item,
+    alias: 'filemanagerFile',
+    id: s.file,
     now: Math.floor(Date.now() / 1000) - GRANT_TOKEN_TTL_SECONDS - 1,
   })
   await assertRefused(old, 'filemanagerFile', s.file)
@@ -251,8 +296,13 @@ test('grant token refused: shared item deleted', async () => {
 
 test('grant token refused: access revoked (holder no longer a view grantee of the item)', async () => {
   const s = await tokenSetup()
-  await db.updateTable('entity_permissions').set({ permission_entity_id: s.viewer.id })
-    .where('tenant_id', '=', s.tenant.id).where('target_entity', '=', 'sharedItem').where('target_entity_id', '=', s.item).execute()
+  await db
+    .updateTable('entity_permissions')
+    .set({ permission_entity_id: s.viewer.id })
+    .where('tenant_id', '=', s.tenant.id)
+    .where('target_entity', '=', 'sharedItem')
+    .where('target_entity_id', '=', s.item)
+    .execute()
   await assertRefused(s.token, 'filemanagerFile', s.file)
 })
 
@@ -260,7 +310,11 @@ test('grant token refused: item retargeted or no longer redirectWithGrantToken',
   const s = await tokenSetup()
   await db.updateTable('shared_items').set({ redirect_type: 'redirect' }).where('id', '=', s.item).execute()
   await assertRefused(s.token, 'filemanagerFile', s.file)
-  await db.updateTable('shared_items').set({ redirect_type: 'redirectWithGrantToken', targetable_id: String(s.plainFile) }).where('id', '=', s.item).execute()
+  await db
+    .updateTable('shared_items')
+    .set({ redirect_type: 'redirectWithGrantToken', targetable_id: String(s.plainFile) })
+    .where('id', '=', s.item)
+    .execute()
   await assertRefused(s.token, 'filemanagerFile', s.file)
 })
 

@@ -13,9 +13,16 @@ import type { GivenTenant } from './helpers/given.js'
 const TABLE = 'test_share_targets'
 
 const MODULE_OF: Record<string, string> = {
-  calendarEvent: 'calendar', filemanagerDirectory: 'filemanager', filemanagerFile: 'filemanager', form: 'forms',
-  formMessage: 'forms', infoboardComment: 'infoboard', infoboardPost: 'infoboard', manualChapter: 'manuals',
-  manualEntry: 'manuals', taskExecution: 'tasks',
+  calendarEvent: 'calendar',
+  filemanagerDirectory: 'filemanager',
+  filemanagerFile: 'filemanager',
+  form: 'forms',
+  formMessage: 'forms',
+  infoboardComment: 'infoboard',
+  infoboardPost: 'infoboard',
+  manualChapter: 'manuals',
+  manualEntry: 'manuals',
+  taskExecution: 'tasks',
 }
 
 let ready: Promise<void> | undefined
@@ -25,10 +32,12 @@ export function useTestShareTargets(db: Db): Promise<void> {
   ready ??= (async () => {
     await sql`create table if not exists test_share_targets (
       id bigint primary key default nextval('global_id_seq'), tenant_id bigint not null, alias text not null,
-      title text, has_poster boolean not null default false)`.execute(db).catch(async (error) => {
-      // a parallel test process may have created it at the same moment
-      if (!(await sql`select to_regclass('test_share_targets') as t`.execute(db)).rows[0]) throw error
-    })
+      title text, has_poster boolean not null default false)`
+      .execute(db)
+      .catch(async (error) => {
+        // a parallel test process may have created it at the same moment
+        if (!(await sql`select to_regclass('test_share_targets') as t`.execute(db)).rows[0]) throw error
+      })
     for (const alias of Object.keys(SHARED_ITEM_TYPES)) {
       const isFile = alias === 'filemanagerFile'
       registerShareTarget({
@@ -36,23 +45,37 @@ export function useTestShareTargets(db: Db): Promise<void> {
         sharedItemTypes: [alias],
         idType: 'integer',
         async exists(db, tenantId, id) {
-          const { rows } = await sql`select 1 from test_share_targets where tenant_id = ${tenantId} and alias = ${alias} and id = ${id}`.execute(db)
+          const { rows } =
+            await sql`select 1 from test_share_targets where tenant_id = ${tenantId} and alias = ${alias} and id = ${id}`.execute(
+              db,
+            )
           return rows.length > 0
         },
         async canView(db, actor, id) {
           return can(actor, `${MODULE_OF[alias]}.view`) && hasGrantAccess(db, actor, 'view', alias, id)
         },
         async describe(id, { appUrl, baseUrl, db, tenantId, actor }) {
-          const { rows } = await sql<{ has_poster: boolean; title: string | null }>`select has_poster, title from test_share_targets
+          const { rows } = await sql<{
+            has_poster: boolean
+            title: string | null
+          }>`select has_poster, title from test_share_targets
             where tenant_id = ${tenantId} and alias = ${alias} and id = ${id}`.execute(db)
           if (!rows[0]) return undefined
           const target = `${appUrl}/test/${alias}/${id}`
           const files = `${baseUrl}/api/filemanager/files/${id}`
-          const urls = !isFile ? { target } : {
-            target, showFileContent: `${files}/content`, downloadFileContent: `${files}/download`,
-            ...(rows[0].has_poster ? { filePoster: `${files}/poster` } : {}),
+          const urls = !isFile
+            ? { target }
+            : {
+                target,
+                showFileContent: `${files}/content`,
+                downloadFileContent: `${files}/download`,
+                ...(rows[0].has_poster ? { filePoster: `${files}/poster` } : {}),
+              }
+          return {
+            urls,
+            title: rows[0].title,
+            visible: can(actor, `${MODULE_OF[alias]}.view`) && (await hasGrantAccess(db, actor, 'view', alias, id)),
           }
-          return { urls, title: rows[0].title, visible: can(actor, `${MODULE_OF[alias]}.view`) && await hasGrantAccess(db, actor, 'view', alias, id) }
         },
         async loadFields(db, tenantId, ids) {
           const { rows } = await sql<{ id: string; title: string | null }>`select id, title from test_share_targets
@@ -66,8 +89,15 @@ export function useTestShareTargets(db: Db): Promise<void> {
 }
 
 /** A test target of `alias` in the tenant. */
-export async function givenTarget(db: Db, tenant: GivenTenant, alias: string, options: { title?: string; hasPoster?: boolean } = {}): Promise<number> {
+export async function givenTarget(
+  db: Db,
+  tenant: GivenTenant,
+  alias: string,
+  options: { title?: string; hasPoster?: boolean } = {},
+): Promise<number> {
   const { rows } = await sql<{ id: string }>`insert into test_share_targets (tenant_id, alias, title, has_poster)
-    values (${tenant.id}, ${alias}, ${options.title ?? `${alias} title`}, ${options.hasPoster ?? false}) returning id`.execute(db)
+    values (${tenant.id}, ${alias}, ${options.title ?? `${alias} title`}, ${options.hasPoster ?? false}) returning id`.execute(
+    db,
+  )
   return Number(rows[0].id)
 }

@@ -13,19 +13,31 @@ await useTestShareTargets(db)
 const ADMIN = '/api/administration/shared-items'
 const get = (token: string, url: string) => call(app, token, { method: 'GET', url })
 const create = (token: string, payload: object) => call(app, token, { method: 'POST', url: ADMIN, payload })
-const update = (token: string, id: string, payload: object) => call(app, token, { method: 'PUT', url: `${ADMIN}/${id}`, payload })
+const update = (token: string, id: string, payload: object) =>
+  call(app, token, { method: 'PUT', url: `${ADMIN}/${id}`, payload })
 const remove = (token: string, id: string) => call(app, token, { method: 'DELETE', url: `${ADMIN}/${id}` })
 
 async function ids(token: string, url: string): Promise<string[]> {
   const res = await get(token, url)
   assert.equal(res.statusCode, 200, res.body)
-  return res.json().map((item: { id: string }) => item.id).sort()
+  return res
+    .json()
+    .map((item: { id: string }) => item.id)
+    .sort()
 }
 
 /** A tenant with a sharer (sharedItems.administrate + calendar/filemanager view) and a plain employee. */
 async function setup() {
   const tenant = await given.tenant(db)
-  const sharerRole = await given.role(db, tenant, ['sharedItems.administrate', 'calendar.view', 'filemanager.view', 'forms.view', 'infoboard.view', 'manuals.view', 'tasks.view'])
+  const sharerRole = await given.role(db, tenant, [
+    'sharedItems.administrate',
+    'calendar.view',
+    'filemanager.view',
+    'forms.view',
+    'infoboard.view',
+    'manuals.view',
+    'tasks.view',
+  ])
   const sharer = await given.user(db, tenant, { roleId: sharerRole })
   const employee = await given.user(db, tenant)
   return { tenant, sharer, sharerRole, employee }
@@ -71,7 +83,13 @@ test('create fills omitted config keys from the defaults and keeps the sent ones
   const { tenant, sharer } = await setup()
   const target = await givenTarget(db, tenant, 'manualEntry')
 
-  const res = await create(sharer.token, { type: 'manualEntry', targetable_type: 'manualEntry', targetable_id: target, config: { show_history: true }, redirect_type: 'none' })
+  const res = await create(sharer.token, {
+    type: 'manualEntry',
+    targetable_type: 'manualEntry',
+    targetable_id: target,
+    config: { show_history: true },
+    redirect_type: 'none',
+  })
 
   assert.equal(res.statusCode, 201, res.body)
   assert.deepEqual(res.json().config, { show_history: true })
@@ -84,21 +102,84 @@ test('bad create input answers 422 naming the field and creates nothing', async 
   const post = await givenTarget(db, tenant, 'infoboardPost')
   const cases: Array<[string, object, string]> = [
     ['unknown type', { type: 'poll', targetable_type: 'calendarEvent', targetable_id: event }, 'type'],
-    ['alias not allowed for the type', { type: 'calendarEvent', targetable_type: 'infoboardPost', targetable_id: post }, 'targetable_type'],
+    [
+      'alias not allowed for the type',
+      { type: 'calendarEvent', targetable_type: 'infoboardPost', targetable_id: post },
+      'targetable_type',
+    ],
     ['unknown alias', { type: 'calendarEvent', targetable_type: 'user', targetable_id: sharer.id }, 'targetable_type'],
     ['missing target id', { type: 'calendarEvent', targetable_type: 'calendarEvent' }, 'targetable_id'],
     ['missing target type', { type: 'calendarEvent', targetable_id: event }, 'targetable_type'],
-    ['target that does not exist', { type: 'calendarEvent', targetable_type: 'calendarEvent', targetable_id: 999999999 }, 'targetable_id'],
-    ['target of the right alias but another kind', { type: 'calendarEvent', targetable_type: 'calendarEvent', targetable_id: post }, 'targetable_id'],
-    ['malformed target id', { type: 'calendarEvent', targetable_type: 'calendarEvent', targetable_id: 'abc' }, 'targetable_id'],
-    ['unknown config key', { type: 'infoboardPost', targetable_type: 'infoboardPost', targetable_id: post, config: { show_likes: true } }, 'config.show_likes'],
-    ['config key on a type without config', { type: 'calendarEvent', targetable_type: 'calendarEvent', targetable_id: event, config: { x: 1 } }, 'config.x'],
-    ['config value of the wrong type', { type: 'infoboardPost', targetable_type: 'infoboardPost', targetable_id: post, config: { show_comments: 'yes' } }, 'config.show_comments'],
-    ['config that is not an object', { type: 'infoboardPost', targetable_type: 'infoboardPost', targetable_id: post, config: [true] }, 'config'],
-    ['invalid redirect type', { type: 'calendarEvent', targetable_type: 'calendarEvent', targetable_id: event, redirect_type: 'always' }, 'redirect_type'],
-    ['unknown body key', { type: 'calendarEvent', targetable_type: 'calendarEvent', targetable_id: event, colour: 'red' }, 'colour'],
-    ['bad grant element', { type: 'calendarEvent', targetable_type: 'calendarEvent', targetable_id: event, entity_permissions: [{ key: 'write', permission_entity: 'user', permission_entity_id: sharer.id }] }, 'entity_permissions.0.key'],
-    ['grant to a missing user', { type: 'calendarEvent', targetable_type: 'calendarEvent', targetable_id: event, entity_permissions: [{ permission_entity: 'user', permission_entity_id: 999999999 }] }, 'entity_permissions.0.permission_entity_id'],
+    [
+      'target that does not exist',
+      { type: 'calendarEvent', targetable_type: 'calendarEvent', targetable_id: 999999999 },
+      'targetable_id',
+    ],
+    [
+      'target of the right alias but another kind',
+      { type: 'calendarEvent', targetable_type: 'calendarEvent', targetable_id: post },
+      'targetable_id',
+    ],
+    [
+      'malformed target id',
+      { type: 'calendarEvent', targetable_type: 'calendarEvent', targetable_id: 'abc' },
+      'targetable_id',
+    ],
+    [
+      'unknown config key',
+      { type: 'infoboardPost', targetable_type: 'infoboardPost', targetable_id: post, config: { show_likes: true } },
+      'config.show_likes',
+    ],
+    [
+      'config key on a type without config',
+      { type: 'calendarEvent', targetable_type: 'calendarEvent', targetable_id: event, config: { x: 1 } },
+      'config.x',
+    ],
+    [
+      'config value of the wrong type',
+      {
+        type: 'infoboardPost',
+        targetable_type: 'infoboardPost',
+        targetable_id: post,
+        config: { show_comments: 'yes' },
+      },
+      'config.show_comments',
+    ],
+    [
+      'config that is not an object',
+      { type: 'infoboardPost', targetable_type: 'infoboardPost', targetable_id: post, config: [true] },
+      'config',
+    ],
+    [
+      'invalid redirect type',
+      { type: 'calendarEvent', targetable_type: 'calendarEvent', targetable_id: event, redirect_type: 'always' },
+      'redirect_type',
+    ],
+    [
+      'unknown body key',
+      { type: 'calendarEvent', targetable_type: 'calendarEvent', targetable_id: event, colour: 'red' },
+      'colour',
+    ],
+    [
+      'bad grant element',
+      {
+        type: 'calendarEvent',
+        targetable_type: 'calendarEvent',
+        targetable_id: event,
+        entity_permissions: [{ key: 'write', permission_entity: 'user', permission_entity_id: sharer.id }],
+      },
+      'entity_permissions.0.key',
+    ],
+    [
+      'grant to a missing user',
+      {
+        type: 'calendarEvent',
+        targetable_type: 'calendarEvent',
+        targetable_id: event,
+        entity_permissions: [{ permission_entity: 'user', permission_entity_id: 999999999 }],
+      },
+      'entity_permissions.0.permission_entity_id',
+    ],
   ]
   for (const [name, body, field] of cases) {
     const res = await create(sharer.token, body)
@@ -106,7 +187,12 @@ test('bad create input answers 422 naming the field and creates nothing', async 
     assert.ok(Object.hasOwn(res.json().errors, field), `${name}: expected errors.${field} in ${res.body}`)
   }
   assert.deepEqual(await ids(tenant.adminToken, ADMIN), [])
-  const events = await db.selectFrom('domain_events').select('id').where('tenant_id', '=', tenant.id).where('type', 'like', 'sharedItem.%').execute()
+  const events = await db
+    .selectFrom('domain_events')
+    .select('id')
+    .where('tenant_id', '=', tenant.id)
+    .where('type', 'like', 'sharedItem.%')
+    .execute()
   assert.equal(events.length, 0)
 })
 
@@ -159,14 +245,28 @@ test('update keeps type and user_id, keeps or replaces config, and checks a new 
   const hiddenPost = await givenTarget(db, tenant, 'infoboardPost')
   await given.grant(db, tenant, { key: 'view', to: ['user', employee.id], on: ['infoboardPost', hiddenPost] })
   const event = await givenTarget(db, tenant, 'calendarEvent')
-  const created = (await create(sharer.token, { type: 'infoboardPost', targetable_type: 'infoboardPost', targetable_id: post, config: { show_comments: false } })).json()
+  const created = (
+    await create(sharer.token, {
+      type: 'infoboardPost',
+      targetable_type: 'infoboardPost',
+      targetable_id: post,
+      config: { show_comments: false },
+    })
+  ).json()
 
   const changeType = await update(sharer.token, created.id, { type: 'calendarEvent' })
-  const sameType = await update(tenant.adminToken, created.id, { type: 'infoboardPost', user_id: tenant.adminId, redirect_type: 'none' })
+  const sameType = await update(tenant.adminToken, created.id, {
+    type: 'infoboardPost',
+    user_id: tenant.adminId,
+    redirect_type: 'none',
+  })
   const keepsConfig = sameType.json().config
   const replaceConfig = await update(sharer.token, created.id, { config: {} })
   const badConfig = await update(sharer.token, created.id, { config: { show_comments: 1 } })
-  const retargetAlias = await update(sharer.token, created.id, { targetable_type: 'calendarEvent', targetable_id: event })
+  const retargetAlias = await update(sharer.token, created.id, {
+    targetable_type: 'calendarEvent',
+    targetable_id: event,
+  })
   const retargetHidden = await update(sharer.token, created.id, { targetable_id: hiddenPost })
   const retarget = await update(sharer.token, created.id, { targetable_id: otherPost })
 
@@ -192,14 +292,22 @@ test('entity_permissions are synchronized on create and update, keeping unchange
   const event = await givenTarget(db, tenant, 'calendarEvent')
   const dept = await given.department(db, tenant, [employee.id])
   const res = await create(sharer.token, {
-    type: 'calendarEvent', targetable_type: 'calendarEvent', targetable_id: event,
-    entity_permissions: [{ key: 'view', permission_entity: 'user', permission_entity_id: employee.id }, { key: 'administrate', permission_entity: 'user', permission_entity_id: sharer.id }],
+    type: 'calendarEvent',
+    targetable_type: 'calendarEvent',
+    targetable_id: event,
+    entity_permissions: [
+      { key: 'view', permission_entity: 'user', permission_entity_id: employee.id },
+      { key: 'administrate', permission_entity: 'user', permission_entity_id: sharer.id },
+    ],
   })
   const id = res.json().id
   const before = (await get(tenant.adminToken, `${ADMIN}/${id}?relations=entityPermissions`)).json().entityPermissions
 
   const updated = await update(sharer.token, id, {
-    entity_permissions: [{ key: 'administrate', permission_entity: 'user', permission_entity_id: sharer.id }, { permission_entity: 'department', permission_entity_id: dept }],
+    entity_permissions: [
+      { key: 'administrate', permission_entity: 'user', permission_entity_id: sharer.id },
+      { permission_entity: 'department', permission_entity_id: dept },
+    ],
   })
   const after = (await get(tenant.adminToken, `${ADMIN}/${id}?relations=entityPermissions`)).json().entityPermissions
   const viaGrantsApi = await get(tenant.adminToken, `/api/entity-permissions/sharedItem/${id}`)
@@ -209,7 +317,10 @@ test('entity_permissions are synchronized on create and update, keeping unchange
   assert.equal(updated.statusCode, 200, updated.body)
   const adminGrant = (list: Array<{ key: string; id: number }>) => list.find((g) => g.key === 'administrate')!.id
   assert.equal(adminGrant(after), adminGrant(before))
-  assert.deepEqual(after.map((g: { key: string; permission_entity: string }) => `${g.key}:${g.permission_entity}`).sort(), ['administrate:user', 'view:department'])
+  assert.deepEqual(
+    after.map((g: { key: string; permission_entity: string }) => `${g.key}:${g.permission_entity}`).sort(),
+    ['administrate:user', 'view:department'],
+  )
   assert.equal(viaGrantsApi.statusCode, 200, viaGrantsApi.body)
   assert.equal(viaGrantsApi.json().length, 2)
 })
@@ -220,37 +331,84 @@ test('a create with grants writes the item, each grant once, their events and au
   const viewOfRole = { key: 'view', permission_entity: 'role', permission_entity_id: sharerRole }
 
   const res = await create(sharer.token, {
-    type: 'calendarEvent', targetable_type: 'calendarEvent', targetable_id: event,
+    type: 'calendarEvent',
+    targetable_type: 'calendarEvent',
+    targetable_id: event,
     entity_permissions: [viewOfRole, { permission_entity: 'user', permission_entity_id: employee.id }, viewOfRole],
   })
 
   assert.equal(res.statusCode, 201, res.body)
   const id = res.json().id as string
-  assert.deepEqual(res.json(), (await get(tenant.adminToken, `/api/shared-items/${id}`)).json(), 'the response is the item as a read shows it')
-  const grants = await db.selectFrom('entity_permissions').select(['id', 'key', 'permission_entity', 'permission_entity_id', 'target_entity', 'target_entity_id'])
-    .where('tenant_id', '=', tenant.id).orderBy('id').execute()
-  assert.deepEqual(grants.map((g) => [g.key, g.permission_entity, Number(g.permission_entity_id), g.target_entity, g.target_entity_id]), [
-    ['view', 'role', sharerRole, 'sharedItem', id], ['view', 'user', employee.id, 'sharedItem', id],
-  ])
-  const events = await db.selectFrom('domain_events').select(['type', 'subject_type', 'subject_id', 'actor_id', 'data']).where('tenant_id', '=', tenant.id).execute()
-  assert.deepEqual(events.map((e) => `${e.type}:${e.subject_id}:${e.actor_id}`).sort(), [
-    `entityPermission.created:${grants[0]!.id}:${sharer.id}`, `entityPermission.created:${grants[1]!.id}:${sharer.id}`, `sharedItem.created:${id}:${sharer.id}`,
-  ].sort())
-  assert.equal((events.find((e) => e.type === 'sharedItem.created')!.data as { entity_permissions: number }).entity_permissions, 3)
-  const audit = await db.selectFrom('audit_log').select(['action', 'target_type', 'target_id', 'actor_id', 'changes', 'request_id'])
-    .where('tenant_id', '=', tenant.id).orderBy('id').execute()
-  assert.deepEqual(audit.map((a) => [a.action, a.target_type, a.target_id, Number(a.actor_id)]), [
-    ['entity_permission.create', 'entity_permission', String(grants[0]!.id), sharer.id],
-    ['entity_permission.create', 'entity_permission', String(grants[1]!.id), sharer.id],
-    ['shared_item.create', 'shared_item', id, sharer.id],
-  ])
+  assert.deepEqual(
+    res.json(),
+    (await get(tenant.adminToken, `/api/shared-items/${id}`)).json(),
+    'the response is the item as a read shows it',
+  )
+  const grants = await db
+    .selectFrom('entity_permissions')
+    .select(['id', 'key', 'permission_entity', 'permission_entity_id', 'target_entity', 'target_entity_id'])
+    .where('tenant_id', '=', tenant.id)
+    .orderBy('id')
+    .execute()
+  assert.deepEqual(
+    grants.map((g) => [
+      g.key,
+      g.permission_entity,
+      Number(g.permission_entity_id),
+      g.target_entity,
+      g.target_entity_id,
+    ]),
+    [
+      ['view', 'role', sharerRole, 'sharedItem', id],
+      ['view', 'user', employee.id, 'sharedItem', id],
+    ],
+  )
+  const events = await db
+    .selectFrom('domain_events')
+    .select(['type', 'subject_type', 'subject_id', 'actor_id', 'data'])
+    .where('tenant_id', '=', tenant.id)
+    .execute()
+  assert.deepEqual(
+    events.map((e) => `${e.type}:${e.subject_id}:${e.actor_id}`).sort(),
+    [
+      `entityPermission.created:${grants[0]!.id}:${sharer.id}`,
+      `entityPermission.created:${grants[1]!.id}:${sharer.id}`,
+      `sharedItem.created:${id}:${sharer.id}`,
+    ].sort(),
+  )
+  assert.equal(
+    (events.find((e) => e.type === 'sharedItem.created')!.data as { entity_permissions: number }).entity_permissions,
+    3,
+  )
+  const audit = await db
+    .selectFrom('audit_log')
+    .select(['action', 'target_type', 'target_id', 'actor_id', 'changes', 'request_id'])
+    .where('tenant_id', '=', tenant.id)
+    .orderBy('id')
+    .execute()
+  assert.deepEqual(
+    audit.map((a) => [a.action, a.target_type, a.target_id, Number(a.actor_id)]),
+    [
+      ['entity_permission.create', 'entity_permission', String(grants[0]!.id), sharer.id],
+      ['entity_permission.create', 'entity_permission', String(grants[1]!.id), sharer.id],
+      ['shared_item.create', 'shared_item', id, sharer.id],
+    ],
+  )
   assert.deepEqual(audit[0]!.changes, {
-    id: [null, grants[0]!.id], key: [null, 'view'], permission_entity: [null, 'role'], permission_entity_id: [null, sharerRole],
-    target_entity: [null, 'sharedItem'], target_entity_id: [null, id],
+    id: [null, grants[0]!.id],
+    key: [null, 'view'],
+    permission_entity: [null, 'role'],
+    permission_entity_id: [null, sharerRole],
+    target_entity: [null, 'sharedItem'],
+    target_entity_id: [null, id],
   })
   assert.deepEqual(audit[2]!.changes, {
-    user_id: [null, sharer.id], type: [null, 'calendarEvent'], redirect_type: [null, 'redirect'],
-    targetable_type: [null, 'calendarEvent'], targetable_id: [null, String(event)], config: [null, {}],
+    user_id: [null, sharer.id],
+    type: [null, 'calendarEvent'],
+    redirect_type: [null, 'redirect'],
+    targetable_type: [null, 'calendarEvent'],
+    targetable_id: [null, String(event)],
+    config: [null, {}],
   })
   assert.ok(audit[0]!.request_id !== null && audit.every((a) => a.request_id === audit[0]!.request_id))
 })
@@ -263,7 +421,9 @@ test('a create with a grant to a missing, blacked-out or foreign principal answe
   const blackedOut = await given.user(db, tenant, { blacked_out_at: new Date() })
 
   const res = await create(sharer.token, {
-    type: 'calendarEvent', targetable_type: 'calendarEvent', targetable_id: event,
+    type: 'calendarEvent',
+    targetable_type: 'calendarEvent',
+    targetable_id: event,
     entity_permissions: [
       { permission_entity: 'role', permission_entity_id: sharerRole },
       { permission_entity: 'user', permission_entity_id: 999999999 },
@@ -276,7 +436,9 @@ test('a create with a grant to a missing, blacked-out or foreign principal answe
 
   assert.equal(res.statusCode, 422, res.body)
   assert.deepEqual(Object.keys(res.json().errors).sort(), [
-    'entity_permissions.1.permission_entity_id', 'entity_permissions.3.permission_entity_id', 'entity_permissions.4.permission_entity_id',
+    'entity_permissions.1.permission_entity_id',
+    'entity_permissions.3.permission_entity_id',
+    'entity_permissions.4.permission_entity_id',
   ])
   for (const table of ['shared_items', 'entity_permissions', 'domain_events', 'audit_log'] as const) {
     const rows = await db.selectFrom(table).select('tenant_id').where('tenant_id', '=', tenant.id).execute()
@@ -319,12 +481,27 @@ test('a page of shared items is what each viewer may see: users, an administrato
   const page = async (token: string) => {
     const res = await get(token, '/api/shared-items?limit=50')
     assert.equal(res.statusCode, 200, res.body)
-    return res.json().map((item: { id: string }) => item.id).sort()
+    return res
+      .json()
+      .map((item: { id: string }) => item.id)
+      .sort()
   }
 
-  const pages = [await page(employee.token), await page(sharer.token), await page(tenant.adminToken), await page(other.employee.token), await page(employee.token)]
+  const pages = [
+    await page(employee.token),
+    await page(sharer.token),
+    await page(tenant.adminToken),
+    await page(other.employee.token),
+    await page(employee.token),
+  ]
 
-  assert.deepEqual(pages, [[open, forEmployee].sort(), [open], [open, forEmployee].sort(), [foreign], [open, forEmployee].sort()])
+  assert.deepEqual(pages, [
+    [open, forEmployee].sort(),
+    [open],
+    [open, forEmployee].sort(),
+    [foreign],
+    [open, forEmployee].sort(),
+  ])
 })
 
 test('list filters and relations', async () => {
@@ -336,7 +513,12 @@ test('list filters and relations', async () => {
 
   const byType = await ids(sharer.token, '/api/shared-items?filter[type]=calendarEvent')
   const byTarget = await ids(sharer.token, `/api/shared-items?filter[targetable_id]=${event}`)
-  const withUser = (await get(sharer.token, `/api/shared-items/${a}?relations=user|targetable&selects=id,user_id,targetable_type,targetable_id`)).json()
+  const withUser = (
+    await get(
+      sharer.token,
+      `/api/shared-items/${a}?relations=user|targetable&selects=id,user_id,targetable_type,targetable_id`,
+    )
+  ).json()
   const badFilter = await get(sharer.token, '/api/shared-items?filter[nope]=1')
 
   assert.deepEqual(byType, [a])
@@ -398,7 +580,7 @@ test('administration applies administrate grants; administrateAll sees every ite
   assert.equal(allUpdateTheirs.statusCode, 200, allUpdateTheirs.body)
 })
 
-test('another tenant\'s item and malformed ids answer 404 everywhere', async () => {
+test("another tenant's item and malformed ids answer 404 everywhere", async () => {
   const { tenant } = await setup()
   const other = await given.tenant(db)
   const event = await givenTarget(db, other, 'calendarEvent')
@@ -418,7 +600,11 @@ test('another tenant\'s item and malformed ids answer 404 everywhere', async () 
     for (const res of results) assert.equal(res.statusCode, 404, `${id}: ${res.body}`)
   }
   const ownTarget = await givenTarget(db, tenant, 'calendarEvent')
-  const retarget = await create(token, { type: 'calendarEvent', targetable_type: 'calendarEvent', targetable_id: event })
+  const retarget = await create(token, {
+    type: 'calendarEvent',
+    targetable_type: 'calendarEvent',
+    targetable_id: event,
+  })
   assert.equal(retarget.statusCode, 422, 'a target of another tenant does not exist here')
   assert.ok(ownTarget > 0)
 })
@@ -426,15 +612,26 @@ test('another tenant\'s item and malformed ids answer 404 everywhere', async () 
 test('create, update, delete and restore record domain events in the same transaction', async () => {
   const { tenant, sharer } = await setup()
   const event = await givenTarget(db, tenant, 'calendarEvent')
-  const id = (await create(sharer.token, { type: 'calendarEvent', targetable_type: 'calendarEvent', targetable_id: event })).json().id
+  const id = (
+    await create(sharer.token, { type: 'calendarEvent', targetable_type: 'calendarEvent', targetable_id: event })
+  ).json().id
   await update(sharer.token, id, { redirect_type: 'none' })
   await remove(sharer.token, id)
   await update(sharer.token, id, { type: 'form' }) // refused: no event
 
-  const events = await db.selectFrom('domain_events').select(['type', 'subject_id', 'actor_id']).where('tenant_id', '=', tenant.id)
-    .where('type', 'like', 'sharedItem.%').orderBy('occurred_at').orderBy('id').execute()
+  const events = await db
+    .selectFrom('domain_events')
+    .select(['type', 'subject_id', 'actor_id'])
+    .where('tenant_id', '=', tenant.id)
+    .where('type', 'like', 'sharedItem.%')
+    .orderBy('occurred_at')
+    .orderBy('id')
+    .execute()
 
-  assert.deepEqual(events.map((e) => e.type), ['sharedItem.created', 'sharedItem.updated', 'sharedItem.deleted'])
+  assert.deepEqual(
+    events.map((e) => e.type),
+    ['sharedItem.created', 'sharedItem.updated', 'sharedItem.deleted'],
+  )
   assert.ok(events.every((e) => e.subject_id === id && e.actor_id === sharer.id))
 })
 

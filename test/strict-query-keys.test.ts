@@ -40,9 +40,15 @@ test('a route without query parameters refuses any, and the documented keys and 
   assert.equal(none.statusCode, 422, none.body)
   assert.match(none.json().errors.x[0], /takes no query parameters/)
 
-  const filtered = await call(app, tenant.adminToken, { method: 'GET', url: '/api/users?filter[username]=anna&select=id&include=role&sort=-id&limit=5&offset=0' })
+  const filtered = await call(app, tenant.adminToken, {
+    method: 'GET',
+    url: '/api/users?filter[username]=anna&select=id&include=role&sort=-id&limit=5&offset=0',
+  })
   assert.equal(filtered.statusCode, 200, filtered.body)
-  assert.deepEqual(filtered.json().map((u: { id: number }) => u.id), [anna.id])
+  assert.deepEqual(
+    filtered.json().map((u: { id: number }) => u.id),
+    [anna.id],
+  )
 })
 
 test('OpenAPI declares filter as a deepObject with the filterable fields of each list', async () => {

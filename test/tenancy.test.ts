@@ -13,9 +13,16 @@ test("a tenant's token cannot see, change or delete another tenant's roles and d
   const acmeRole = await given.role(db, acme, [], { name: 'acme-secret-role' })
   const acmeDept = await given.department(db, acme, [], 'acme-secret-dept')
 
-  for (const [path, id] of [['roles', acmeRole], ['departments', acmeDept]] as const) {
+  for (const [path, id] of [
+    ['roles', acmeRole],
+    ['departments', acmeDept],
+  ] as const) {
     assert.equal((await call(app, globex.adminToken, { method: 'GET', url: `/api/${path}/${id}` })).statusCode, 404)
-    assert.equal((await call(app, globex.adminToken, { method: 'PUT', url: `/api/${path}/${id}`, payload: { name: 'hijacked' } })).statusCode, 404)
+    assert.equal(
+      (await call(app, globex.adminToken, { method: 'PUT', url: `/api/${path}/${id}`, payload: { name: 'hijacked' } }))
+        .statusCode,
+      404,
+    )
     assert.equal((await call(app, globex.adminToken, { method: 'DELETE', url: `/api/${path}/${id}` })).statusCode, 404)
     const list = await call(app, globex.adminToken, { method: 'GET', url: `/api/${path}` })
     assert.equal(list.statusCode, 200)
@@ -33,7 +40,11 @@ test("a department cannot take another tenant's users as members", async () => {
   const acme = await given.tenant(db)
   const globex = await given.tenant(db)
   const stranger = await given.user(db, acme)
-  const res = await call(app, globex.adminToken, { method: 'POST', url: '/api/departments', payload: { name: 'd', user_ids: [stranger.id] } })
+  const res = await call(app, globex.adminToken, {
+    method: 'POST',
+    url: '/api/departments',
+    payload: { name: 'd', user_ids: [stranger.id] },
+  })
   assert.equal(res.statusCode, 422)
   assert.ok(res.json().errors.user_ids)
 })

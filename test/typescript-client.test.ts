@@ -29,8 +29,10 @@ test('the committed OpenAPI document and client types are what the routes produc
 })
 
 test('query conventions serialise to the nested bracket keys the server parses', () => {
-  assert.equal(serializeQuery({ selects: 'id,name', filter: { read_at: { null: true }, id: { in: [1, 2] } }, limit: 2 }),
-    'selects=id%2Cname&filter[read_at][null]=true&filter[id][in]=1,2&limit=2')
+  assert.equal(
+    serializeQuery({ selects: 'id,name', filter: { read_at: { null: true }, id: { in: [1, 2] } }, limit: 2 }),
+    'selects=id%2Cname&filter[read_at][null]=true&filter[id][in]=1,2&limit=2',
+  )
 })
 
 test('the typed client logs in, lists with query conventions, updates a notification and uploads a file', async () => {
@@ -40,21 +42,40 @@ test('the typed client logs in, lists with query conventions, updates a notifica
   const notificationId = await given.notification(db, tenant, anna.id)
   const api = createWorkplaceClient({ baseUrl })
 
-  const refused = await api.POST('/api/auth/login', { body: { tenant: tenant.slug, username: 'anna.client', password: 'wrong-password' } })
+  const refused = await api.POST('/api/auth/login', {
+    body: { tenant: tenant.slug, username: 'anna.client', password: 'wrong-password' },
+  })
   assert.equal(refused.response.status, 401)
   assert.equal(refused.error?.code, 'invalid_credentials')
-  const login = await api.POST('/api/auth/login', { body: { tenant: tenant.slug, username: 'anna.client', password: TEST_PASSWORD } })
+  const login = await api.POST('/api/auth/login', {
+    body: { tenant: tenant.slug, username: 'anna.client', password: TEST_PASSWORD },
+  })
   assert.equal(login.response.status, 200, JSON.stringify(login.error))
   api.useToken(login.data!.access_token)
 
-  const users = await api.GET('/api/users', { params: { query: { selects: 'id,username', filter: { username: { in: ['anna.client', 'ben.client', 'admin'] } }, sort: '-username', limit: 5 } } })
+  const users = await api.GET('/api/users', {
+    params: {
+      query: {
+        selects: 'id,username',
+        filter: { username: { in: ['anna.client', 'ben.client', 'admin'] } },
+        sort: '-username',
+        limit: 5,
+      },
+    },
+  })
   assert.equal(users.response.status, 200, JSON.stringify(users.error))
-  assert.deepEqual(users.data!.map((u) => u.username), ['ben.client', 'anna.client', 'admin'])
+  assert.deepEqual(
+    users.data!.map((u) => u.username),
+    ['ben.client', 'anna.client', 'admin'],
+  )
   assert.deepEqual(Object.keys(users.data![0]).sort(), ['id', 'username'])
 
   const unread = () => api.GET('/api/notifications', { params: { query: { filter: { read_at: { null: 'true' } } } } })
   assert.equal((await unread()).data!.length, 1)
-  const marked = await api.PUT('/api/notifications/{id}', { params: { path: { id: notificationId } }, body: { read_at: '2026-01-02 03:04:05' } })
+  const marked = await api.PUT('/api/notifications/{id}', {
+    params: { path: { id: notificationId } },
+    body: { read_at: '2026-01-02 03:04:05' },
+  })
   assert.equal(marked.response.status, 200, JSON.stringify(marked.error))
   assert.equal(marked.data!.data.read_at, '2026-01-02 03:04:05')
   assert.equal((await unread()).data!.length, 0)
@@ -72,7 +93,10 @@ test('the typed client logs in, lists with query conventions, updates a notifica
   })
   assert.equal(upload.response.status, 201, JSON.stringify(upload.error))
   assert.equal(upload.data!.media_type, 'image/png')
-  const content = await api.GET('/api/filemanager/files/{id}/content', { params: { path: { id: upload.data!.id! } }, parseAs: 'arrayBuffer' })
+  const content = await api.GET('/api/filemanager/files/{id}/content', {
+    params: { path: { id: upload.data!.id! } },
+    parseAs: 'arrayBuffer',
+  })
   assert.equal(content.response.headers.get('content-type'), 'image/png')
   assert.equal(content.data!.byteLength, upload.data!.size)
 })

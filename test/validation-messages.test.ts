@@ -13,23 +13,35 @@ const db = testDb()
 
 type Schema = { type?: string | string[]; anyOf?: Schema[]; oneOf?: Schema[]; const?: unknown; enum?: unknown[] }
 const acceptsObject = (s: Schema): boolean =>
-  s.anyOf || s.oneOf ? [...(s.anyOf ?? []), ...(s.oneOf ?? [])].some(acceptsObject)
-    : s.type === undefined ? s.const === undefined && s.enum === undefined : [s.type].flat().includes('object')
+  s.anyOf || s.oneOf
+    ? [...(s.anyOf ?? []), ...(s.oneOf ?? [])].some(acceptsObject)
+    : s.type === undefined
+      ? s.const === undefined && s.enum === undefined
+      : [s.type].flat().includes('object')
 
 /** Messages must be actionable: no regular expressions, no ajv jargon, no "must be null" next to another message. */
-const UNREADABLE = [/must match pattern/, /\^|\$'|\\d/, /must match a schema in anyOf/, /must be equal to constant/, /must be null/]
+const UNREADABLE = [
+  /must match pattern/,
+  /\^|\$'|\\d/,
+  /must match a schema in anyOf/,
+  /must be equal to constant/,
+  /must be null/,
+]
 
 test('each rule of the message table', () => {
   const ajv = createAjv()
-  const schema = Type.Object({
-    gender: Type.Union([Type.Union([Type.Literal('male'), Type.Literal('female')]), Type.Null()]),
-    kind: Type.Union([Type.Literal('a'), Type.Literal('b')]),
-    mode: Type.String({ enum: ['x', 'y'] }),
-    count: Type.Union([Type.Integer(), Type.Null()]),
-    code: Type.String({ pattern: '^[0-9]+$', 'x-expected': 'digits only' }),
-    raw: Type.String({ pattern: '^[a-z]+$' }),
-    name: Type.String({ minLength: 3 }),
-  }, { additionalProperties: false })
+  const schema = Type.Object(
+    {
+      gender: Type.Union([Type.Union([Type.Literal('male'), Type.Literal('female')]), Type.Null()]),
+      kind: Type.Union([Type.Literal('a'), Type.Literal('b')]),
+      mode: Type.String({ enum: ['x', 'y'] }),
+      count: Type.Union([Type.Integer(), Type.Null()]),
+      code: Type.String({ pattern: '^[0-9]+$', 'x-expected': 'digits only' }),
+      raw: Type.String({ pattern: '^[a-z]+$' }),
+      name: Type.String({ minLength: 3 }),
+    },
+    { additionalProperties: false },
+  )
   const validate = ajv.compile(schema)
   validate({ gender: 'other', kind: 'c', mode: 'z', count: 'many', code: 'abc', raw: 'ABC', name: 'x', extra: 1 })
   const table: Record<string, string[]> = {
@@ -47,7 +59,13 @@ test('each rule of the message table', () => {
 
 test('every JSON body of every route reports all its wrong fields at once, in readable words', async () => {
   const routes: RouteOptions[] = []
-  await buildApp({ config: testConfig(), db: testDb(), onRoute: (route) => { routes.push(route) } })
+  await buildApp({
+    config: testConfig(),
+    db: testDb(),
+    onRoute: (route) => {
+      routes.push(route)
+    },
+  })
   const app = await buildTestApp()
   const tenant = await given.tenant(db)
   let checked = 0
@@ -58,17 +76,27 @@ test('every JSON body of every route reports all its wrong fields at once, in re
     const url = route.url.replace(/:[A-Za-z]+\??/g, '1')
     // every declared field gets a value of no JSON type it could accept, plus one unknown key
     const wrong = Object.fromEntries(Object.keys(body.properties).map((key) => [key, { wrong: [] }]))
-    const res = await call(app, tenant.adminToken, { method: method as 'POST', url, payload: { ...wrong, not_a_field: 1 } })
+    const res = await call(app, tenant.adminToken, {
+      method: method as 'POST',
+      url,
+      payload: { ...wrong, not_a_field: 1 },
+    })
     if (res.statusCode === 404) continue // a route whose path parameter is not a plain id
     assert.equal(res.statusCode, 422, `${method} ${route.url}: ${res.body}`)
     const errors = res.json().errors as Record<string, string[]>
-    const mustBeNamed = Object.entries(body.properties).filter(([, schema]) => !acceptsObject(schema as Schema)).map(([key]) => key)
+    const mustBeNamed = Object.entries(body.properties)
+      .filter(([, schema]) => !acceptsObject(schema as Schema))
+      .map(([key]) => key)
     for (const key of [...mustBeNamed, 'not_a_field']) {
-      assert.ok(errors[key] ?? Object.keys(errors).some((k) => k.startsWith(`${key}.`)), `${method} ${route.url} names ${key}: ${res.body}`)
+      assert.ok(
+        errors[key] ?? Object.keys(errors).some((k) => k.startsWith(`${key}.`)),
+        `${method} ${route.url} names ${key}: ${res.body}`,
+      )
     }
     for (const [field, messages] of Object.entries(errors)) {
       for (const message of messages) {
-        for (const pattern of UNREADABLE) assert.doesNotMatch(message, pattern, `${method} ${route.url} ${field}: ${message}`)
+        for (const pattern of UNREADABLE)
+          assert.doesNotMatch(message, pattern, `${method} ${route.url} ${field}: ${message}`)
       }
     }
     checked++
@@ -79,7 +107,16 @@ test('every JSON body of every route reports all its wrong fields at once, in re
 test('a short password is reported together with the schema errors of the same body', async () => {
   const app = await buildTestApp()
   const tenant = await given.tenant(db)
-  const body = { username: 'x y', password: 'short', first_name: 'A', last_name: 'B', role_id: tenant.employeeRoleId, email: 'not-an-email', gender: 'other', zipcode: null }
+  const body = {
+    username: 'x y',
+    password: 'short',
+    first_name: 'A',
+    last_name: 'B',
+    role_id: tenant.employeeRoleId,
+    email: 'not-an-email',
+    gender: 'other',
+    zipcode: null,
+  }
   const res = await call(app, tenant.adminToken, { method: 'POST', url: '/api/users', payload: body })
   assert.equal(res.statusCode, 422, res.body)
   const errors = res.json().errors
@@ -88,7 +125,11 @@ test('a short password is reported together with the schema errors of the same b
   assert.deepEqual(errors.gender, ['must be one of: "male", "female", "diverse"'])
   assert.deepEqual(errors.username, ['must be letters, digits and . _ @ + - only'])
   assert.equal(errors.zipcode, undefined, 'null is allowed')
-  const update = await call(app, tenant.adminToken, { method: 'PUT', url: `/api/users/${tenant.adminId}`, payload: { password: 'short', active: 'yes' } })
+  const update = await call(app, tenant.adminToken, {
+    method: 'PUT',
+    url: `/api/users/${tenant.adminId}`,
+    payload: { password: 'short', active: 'yes' },
+  })
   assert.equal(update.statusCode, 422, update.body)
   assert.deepEqual(Object.keys(update.json().errors).sort(), ['active', 'password'])
 })

@@ -23,8 +23,14 @@ const privateConfig = testConfig({ WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true' })
 const strictConfig = testConfig()
 const app = buildApp({ config: privateConfig, db })
 const FAST_RETRIES = [20, 20, 20, 20, 20, 20, 20]
-const deliverer = createWebhookDeliverer({ db, config: privateConfig, log }, { retryDelaysMs: FAST_RETRIES, timeoutMs: 2_000 })
-const strictDeliverer = createWebhookDeliverer({ db, config: strictConfig, log }, { retryDelaysMs: FAST_RETRIES, timeoutMs: 2_000 })
+const deliverer = createWebhookDeliverer(
+  { db, config: privateConfig, log },
+  { retryDelaysMs: FAST_RETRIES, timeoutMs: 2_000 },
+)
+const strictDeliverer = createWebhookDeliverer(
+  { db, config: strictConfig, log },
+  { retryDelaysMs: FAST_RETRIES, timeoutMs: 2_000 },
+)
 after(async () => {
   await deliverer.close()
   await strictDeliverer.close()
@@ -33,7 +39,12 @@ after(async () => {
 
 // ---------------------------------------------------------------- helpers
 
-interface Received { method: string; url: string; headers: http.IncomingHttpHeaders; body: Buffer }
+interface Received {
+  method: string
+  url: string
+  headers: http.IncomingHttpHeaders
+  body: Buffer
+}
 type Responder = (req: Received, res: http.ServerResponse) => void
 
 /** A loopback receiver recording every request; queued responders answer first, then `fallback`. */
@@ -56,18 +67,29 @@ async function startReceiver(fallback: Responder = (_req, res) => res.writeHead(
     url: `http://127.0.0.1:${port}`,
     received,
     respond: (...responders: Responder[]) => queue.push(...responders),
-    close: () => new Promise<void>((resolve) => { server.closeAllConnections(); server.close(() => resolve()) }),
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections()
+        server.close(() => resolve())
+      }),
   }
 }
 
 async function createAutomation(tenant: GivenTenant, body: Record<string, unknown>) {
-  const res = await call(await app, tenant.adminToken, { method: 'POST', url: '/api/administration/automations', payload: { name: 'hook', event: '*', ...body } })
+  const res = await call(await app, tenant.adminToken, {
+    method: 'POST',
+    url: '/api/administration/automations',
+    payload: { name: 'hook', event: '*', ...body },
+  })
   assert.equal(res.statusCode, 201, res.body)
   return res.json() as { id: number }
 }
 
 async function testEvent(tenant: GivenTenant, automationId: number): Promise<number[]> {
-  const res = await call(await app, tenant.adminToken, { method: 'POST', url: `/api/administration/automations/${automationId}/test` })
+  const res = await call(await app, tenant.adminToken, {
+    method: 'POST',
+    url: `/api/administration/automations/${automationId}/test`,
+  })
   assert.equal(res.statusCode, 202, res.body)
   return res.json().delivery_ids
 }
@@ -124,7 +146,16 @@ test('secret auth: POST with the JSON body, the contract headers and a Standard 
   const tenant = await given.tenant(db)
   const secret = `whsec_${Buffer.from('0123456789abcdef0123456789abcdef').toString('base64')}`
   const automation = await createAutomation(tenant, {
-    actions: [{ type: 'webhook', config: { url: `${receiver.url}/hooks?x=1`, headers: { 'X-Custom': '{{tenant}} $BASE_URL' }, auth: { type: 'secret', secret: { secret } } } }],
+    actions: [
+      {
+        type: 'webhook',
+        config: {
+          url: `${receiver.url}/hooks?x=1`,
+          headers: { 'X-Custom': '{{tenant}} $BASE_URL' },
+          auth: { type: 'secret', secret: { secret } },
+        },
+      },
+    ],
   })
 
   const [id] = await testEvent(tenant, automation.id)
@@ -160,7 +191,11 @@ test('secret auth with a plain secret signs with its UTF-8 bytes', async (t) => 
   t.after(receiver.close)
   const tenant = await given.tenant(db)
   const secret = 'plain sécret'
-  const automation = await createAutomation(tenant, { actions: [{ type: 'webhook', config: { url: receiver.url, headers: {}, auth: { type: 'secret', secret: { secret } } } }] })
+  const automation = await createAutomation(tenant, {
+    actions: [
+      { type: 'webhook', config: { url: receiver.url, headers: {}, auth: { type: 'secret', secret: { secret } } } },
+    ],
+  })
 
   await drain(await testEvent(tenant, automation.id))
 
@@ -172,7 +207,11 @@ test('secret auth with a plain secret signs with its UTF-8 bytes', async (t) => 
 test('the signature matches the standardwebhooks library for a fixed id, timestamp and body', () => {
   const secret = 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw'
   const body = Buffer.from('{"test": 2432232314}')
-  const expected = new Webhook(secret).sign('msg_p5jXN8AQM9LWM0D4loKWxJek', new Date(1614265330 * 1000), body.toString())
+  const expected = new Webhook(secret).sign(
+    'msg_p5jXN8AQM9LWM0D4loKWxJek',
+    new Date(1614265330 * 1000),
+    body.toString(),
+  )
 
   assert.equal(standardWebhookSignature(secret, 'msg_p5jXN8AQM9LWM0D4loKWxJek', 1614265330, body), expected)
   assert.equal(expected, 'v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=')
@@ -182,7 +221,19 @@ test('basic auth sends the credentials; the delivery log never holds them', asyn
   const receiver = await startReceiver()
   t.after(receiver.close)
   const tenant = await given.tenant(db)
-  const automation = await createAutomation(tenant, { actions: [{ type: 'webhook', config: { url: receiver.url, method: 'PUT', headers: {}, auth: { type: 'basic', basic: { username: 'hook-user', password: 'p4ss:wörd' } } } }] })
+  const automation = await createAutomation(tenant, {
+    actions: [
+      {
+        type: 'webhook',
+        config: {
+          url: receiver.url,
+          method: 'PUT',
+          headers: {},
+          auth: { type: 'basic', basic: { username: 'hook-user', password: 'p4ss:wörd' } },
+        },
+      },
+    ],
+  })
 
   const [id] = await testEvent(tenant, automation.id)
   await drain([id])
@@ -190,7 +241,10 @@ test('basic auth sends the credentials; the delivery log never holds them', asyn
   const req = receiver.received[0]
   assert.equal(req.method, 'PUT')
   assert.equal(req.headers.authorization, `Basic ${Buffer.from('hook-user:p4ss:wörd', 'utf8').toString('base64')}`)
-  const log = await call(await app, tenant.adminToken, { method: 'GET', url: `/api/administration/automations/${automation.id}/deliveries` })
+  const log = await call(await app, tenant.adminToken, {
+    method: 'GET',
+    url: `/api/administration/automations/${automation.id}/deliveries`,
+  })
   assert.equal(log.statusCode, 200)
   assert.equal(log.json()[0].id, id)
   assert.ok(!log.body.includes('p4ss') && !log.body.includes('Basic'), log.body)
@@ -200,7 +254,19 @@ test('header auth sends the named header; GET sends no body', async (t) => {
   const receiver = await startReceiver()
   t.after(receiver.close)
   const tenant = await given.tenant(db)
-  const automation = await createAutomation(tenant, { actions: [{ type: 'webhook', config: { url: receiver.url, method: 'GET', headers: { Accept: 'text/plain' }, auth: { type: 'header', header: { name: 'X-Api-Key', value: 'k-123' } } } }] })
+  const automation = await createAutomation(tenant, {
+    actions: [
+      {
+        type: 'webhook',
+        config: {
+          url: receiver.url,
+          method: 'GET',
+          headers: { Accept: 'text/plain' },
+          auth: { type: 'header', header: { name: 'X-Api-Key', value: 'k-123' } },
+        },
+      },
+    ],
+  })
 
   await drain(await testEvent(tenant, automation.id))
 
@@ -218,7 +284,11 @@ test('jwt auth sends an ES256 token verifiable with the JWKS, bound to the body'
   const receiver = await startReceiver()
   t.after(receiver.close)
   const tenant = await given.tenant(db)
-  const automation = await createAutomation(tenant, { actions: [{ type: 'webhook', config: { url: `${receiver.url}/jwt?q=1`, method: null, headers: {}, auth: { type: 'jwt' } } }] })
+  const automation = await createAutomation(tenant, {
+    actions: [
+      { type: 'webhook', config: { url: `${receiver.url}/jwt?q=1`, method: null, headers: {}, auth: { type: 'jwt' } } },
+    ],
+  })
 
   await drain(await testEvent(tenant, automation.id))
 
@@ -231,7 +301,11 @@ test('jwt auth sends an ES256 token verifiable with the JWKS, bound to the body'
     assert.equal(key.d, undefined, 'no private member in the JWKS')
     assert.equal(key.kid, await calculateJwkThumbprint(key, 'sha256'))
   }
-  const { payload, protectedHeader } = await jwtVerify(token, createLocalJWKSet(jwks), { algorithms: ['ES256'], issuer: 'http://api.test', audience: receiver.url })
+  const { payload, protectedHeader } = await jwtVerify(token, createLocalJWKSet(jwks), {
+    algorithms: ['ES256'],
+    issuer: 'http://api.test',
+    audience: receiver.url,
+  })
   assert.equal(protectedHeader.alg, 'ES256')
   assert.ok(jwks.keys.some((k) => k.kid === protectedHeader.kid))
   assert.equal(payload.sub, `tenant:${tenant.slug}`)
@@ -241,18 +315,27 @@ test('jwt auth sends an ES256 token verifiable with the JWKS, bound to the body'
   assert.equal(payload.body_sha256, createHash('sha256').update(req.body).digest('base64url'))
   assert.equal(payload.htm, 'POST')
   assert.equal(req.method, 'POST', 'method null means POST')
-  await assert.rejects(jwtVerify(token, createLocalJWKSet(jwks), { algorithms: ['ES256'], audience: 'http://other.example' }))
+  await assert.rejects(
+    jwtVerify(token, createLocalJWKSet(jwks), { algorithms: ['ES256'], audience: 'http://other.example' }),
+  )
 })
 
 test('after key rotation the JWKS lists the new and the previous key, and old tokens still verify', async () => {
   const before = await currentSigningKey(db, testSecrets())
-  const oldToken = await new SignJWT({}).setProtectedHeader({ alg: 'ES256', kid: before.kid }).setIssuedAt().setExpirationTime('5m').sign(before.privateKey)
+  const oldToken = await new SignJWT({})
+    .setProtectedHeader({ alg: 'ES256', kid: before.kid })
+    .setIssuedAt()
+    .setExpirationTime('5m')
+    .sign(before.privateKey)
 
   const { kid, previousKid } = await rotateSigningKey(db, testSecrets())
 
   assert.equal(previousKid, before.kid)
   const jwks = (await (await app).inject({ method: 'GET', url: '/.well-known/jwks.json' })).json() as { keys: JWK[] }
-  assert.deepEqual(jwks.keys.map((k) => k.kid), [kid, before.kid])
+  assert.deepEqual(
+    jwks.keys.map((k) => k.kid),
+    [kid, before.kid],
+  )
   await jwtVerify(oldToken, createLocalJWKSet(jwks), { algorithms: ['ES256'] })
   assert.equal((await currentSigningKey(db, testSecrets())).kid, kid)
   assert.equal(decodeProtectedHeader(oldToken).kid, before.kid)
@@ -263,9 +346,19 @@ test('after key rotation the JWKS lists the new and the previous key, and old to
 test('a receiver failing twice then answering 2xx: succeeded after 3 attempts with one webhook-id', async (t) => {
   const receiver = await startReceiver()
   t.after(receiver.close)
-  receiver.respond((_q, res) => res.writeHead(500).end('boom'), (_q, res) => res.writeHead(503).end())
+  receiver.respond(
+    (_q, res) => res.writeHead(500).end('boom'),
+    (_q, res) => res.writeHead(503).end(),
+  )
   const tenant = await given.tenant(db)
-  const automation = await createAutomation(tenant, { actions: [{ type: 'webhook', config: { url: receiver.url, headers: {}, auth: { type: 'secret', secret: { secret: 'abc' } } } }] })
+  const automation = await createAutomation(tenant, {
+    actions: [
+      {
+        type: 'webhook',
+        config: { url: receiver.url, headers: {}, auth: { type: 'secret', secret: { secret: 'abc' } } },
+      },
+    ],
+  })
 
   const [id] = await testEvent(tenant, automation.id)
   const outcomes = await drain([id])
@@ -277,7 +370,10 @@ test('a receiver failing twice then answering 2xx: succeeded after 3 attempts wi
   const row = await delivery(id)
   assert.equal(row.status, 'succeeded')
   assert.equal(row.attempts, 3)
-  assert.equal(row.response_status, 200 <= row.response_status! && row.response_status! < 300 ? row.response_status : -1)
+  assert.equal(
+    row.response_status,
+    200 <= row.response_status! && row.response_status! < 300 ? row.response_status : -1,
+  )
   assert.equal(row.error, null)
   assert.equal(row.next_attempt_at, null)
 })
@@ -286,7 +382,9 @@ test('a receiver that always fails: failed after the 7 retries (8 attempts), nex
   const receiver = await startReceiver((_q, res) => res.writeHead(500).end('x'.repeat(10_000)))
   t.after(receiver.close)
   const tenant = await given.tenant(db)
-  const automation = await createAutomation(tenant, { actions: [{ type: 'webhook', config: { url: receiver.url, headers: {} } }] })
+  const automation = await createAutomation(tenant, {
+    actions: [{ type: 'webhook', config: { url: receiver.url, headers: {} } }],
+  })
   const [id] = await testEvent(tenant, automation.id)
 
   const [first] = await claim([id])
@@ -308,15 +406,22 @@ test('a receiver that always fails: failed after the 7 retries (8 attempts), nex
 
 test('the contract retry schedule is 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h', async () => {
   const { RETRY_DELAYS_MS, DELIVERY_TIMEOUT_MS } = await import('../src/modules/automations/webhook-delivery.job.js')
-  assert.deepEqual(RETRY_DELAYS_MS, [5, 300, 1800, 7200, 18000, 36000, 36000].map((s) => s * 1000))
+  assert.deepEqual(
+    RETRY_DELAYS_MS,
+    [5, 300, 1800, 7200, 18000, 36000, 36000].map((s) => s * 1000),
+  )
   assert.equal(DELIVERY_TIMEOUT_MS, 10_000)
 })
 
 test('a stalled receiver times out and the attempt is retried later', async (t) => {
-  const receiver = await startReceiver(() => { /* never answers */ })
+  const receiver = await startReceiver(() => {
+    /* never answers */
+  })
   t.after(receiver.close)
   const tenant = await given.tenant(db)
-  const automation = await createAutomation(tenant, { actions: [{ type: 'webhook', config: { url: receiver.url, headers: {} } }] })
+  const automation = await createAutomation(tenant, {
+    actions: [{ type: 'webhook', config: { url: receiver.url, headers: {} } }],
+  })
   const [id] = await testEvent(tenant, automation.id)
   const quick = createWebhookDeliverer({ db, config: privateConfig, log }, { retryDelaysMs: [60_000], timeoutMs: 300 })
   t.after(() => quick.close())
@@ -329,7 +434,10 @@ test('a stalled receiver times out and the attempt is retried later', async (t) 
   const row = await delivery(id)
   assert.equal(row.error, 'timeout')
   assert.equal(row.response_status, null)
-  assert.deepEqual((await jobsFor([id])).map((j) => j.payload.attempt), [2])
+  assert.deepEqual(
+    (await jobsFor([id])).map((j) => j.payload.attempt),
+    [2],
+  )
   await sql`delete from graphile_worker._private_jobs where (payload->>'deliveryId')::bigint = ${id}`.execute(db)
 })
 
@@ -338,13 +446,18 @@ test('a 3xx answer is not followed and counts as a failed attempt', async (t) =>
   t.after(receiver.close)
   receiver.respond((_q, res) => res.writeHead(302, { location: `${receiver.url}/elsewhere` }).end())
   const tenant = await given.tenant(db)
-  const automation = await createAutomation(tenant, { actions: [{ type: 'webhook', config: { url: `${receiver.url}/start`, headers: {} } }] })
+  const automation = await createAutomation(tenant, {
+    actions: [{ type: 'webhook', config: { url: `${receiver.url}/start`, headers: {} } }],
+  })
   const [id] = await testEvent(tenant, automation.id)
 
   const outcome = await deliverer.deliver((await claim([id]))[0])
 
   assert.equal(outcome, 'retrying')
-  assert.deepEqual(receiver.received.map((r) => r.url), ['/start'])
+  assert.deepEqual(
+    receiver.received.map((r) => r.url),
+    ['/start'],
+  )
   const row = await delivery(id)
   assert.equal(row.response_status, 302)
   assert.equal(row.error, 'redirect_not_followed')
@@ -355,11 +468,16 @@ test('redeliver starts a new attempt series with the same webhook-id', async (t)
   const receiver = await startReceiver()
   t.after(receiver.close)
   const tenant = await given.tenant(db)
-  const automation = await createAutomation(tenant, { actions: [{ type: 'webhook', config: { url: receiver.url, headers: {} } }] })
+  const automation = await createAutomation(tenant, {
+    actions: [{ type: 'webhook', config: { url: receiver.url, headers: {} } }],
+  })
   const [id] = await testEvent(tenant, automation.id)
   await drain([id])
 
-  const res = await call(await app, tenant.adminToken, { method: 'POST', url: `/api/administration/automations/${automation.id}/deliveries/${id}/redeliver` })
+  const res = await call(await app, tenant.adminToken, {
+    method: 'POST',
+    url: `/api/administration/automations/${automation.id}/deliveries/${id}/redeliver`,
+  })
 
   assert.equal(res.statusCode, 202, res.body)
   assert.equal(res.json().status, 'pending')
@@ -369,7 +487,10 @@ test('redeliver starts a new attempt series with the same webhook-id', async (t)
   assert.equal(receiver.received[0].headers['webhook-id'], receiver.received[1].headers['webhook-id'])
   assert.equal((await delivery(id)).status, 'succeeded')
   const other = await given.tenant(db)
-  const foreign = await call(await app, other.adminToken, { method: 'POST', url: `/api/administration/automations/${automation.id}/deliveries/${id}/redeliver` })
+  const foreign = await call(await app, other.adminToken, {
+    method: 'POST',
+    url: `/api/administration/automations/${automation.id}/deliveries/${id}/redeliver`,
+  })
   assert.equal(foreign.statusCode, 404)
 })
 
@@ -378,13 +499,21 @@ test('a host at its concurrency bound: a further delivery waits briefly for a sl
   let mostOpen = 0
   const receiver = await startReceiver((_q, res) => {
     mostOpen = Math.max(mostOpen, ++open)
-    setTimeout(() => { open--; res.writeHead(200).end() }, 300)
+    setTimeout(() => {
+      open--
+      res.writeHead(200).end()
+    }, 300)
   })
   t.after(receiver.close)
   const tenant = await given.tenant(db)
-  const automation = await createAutomation(tenant, { actions: [{ type: 'webhook', config: { url: receiver.url, headers: {} } }] })
+  const automation = await createAutomation(tenant, {
+    actions: [{ type: 'webhook', config: { url: receiver.url, headers: {} } }],
+  })
   const ids = [...(await testEvent(tenant, automation.id)), ...(await testEvent(tenant, automation.id))]
-  const impatient = createWebhookDeliverer({ db, config: privateConfig, log }, { perHostConcurrency: 1, hostSlotWaitMs: 50 })
+  const impatient = createWebhookDeliverer(
+    { db, config: privateConfig, log },
+    { perHostConcurrency: 1, hostSlotWaitMs: 50 },
+  )
   t.after(() => impatient.close())
 
   const outcomes = await Promise.all((await claim(ids)).map((payload) => impatient.deliver(payload)))
@@ -394,7 +523,10 @@ test('a host at its concurrency bound: a further delivery waits briefly for a sl
   assert.equal(receiver.received.length, 2)
 
   const more = [...(await testEvent(tenant, automation.id)), ...(await testEvent(tenant, automation.id))]
-  const patient = createWebhookDeliverer({ db, config: privateConfig, log }, { perHostConcurrency: 1, hostSlotWaitMs: 2000 })
+  const patient = createWebhookDeliverer(
+    { db, config: privateConfig, log },
+    { perHostConcurrency: 1, hostSlotWaitMs: 2000 },
+  )
   t.after(() => patient.close())
   const waited = await Promise.all((await claim(more)).map((payload) => patient.deliver(payload)))
 
@@ -408,15 +540,22 @@ test('the per-host bound holds across worker processes: two deliverers never sen
   let mostOpen = 0
   const receiver = await startReceiver((_q, res) => {
     mostOpen = Math.max(mostOpen, ++open)
-    setTimeout(() => { open--; res.writeHead(200).end() }, 150)
+    setTimeout(() => {
+      open--
+      res.writeHead(200).end()
+    }, 150)
   })
   t.after(receiver.close)
   const tenant = await given.tenant(db)
-  const automation = await createAutomation(tenant, { actions: [{ type: 'webhook', config: { url: receiver.url, headers: {} } }] })
+  const automation = await createAutomation(tenant, {
+    actions: [{ type: 'webhook', config: { url: receiver.url, headers: {} } }],
+  })
   const ids: number[] = []
   for (let i = 0; i < 8; i++) ids.push(...(await testEvent(tenant, automation.id)))
   // two worker processes: each its own deliverer (own in-process slots), the same database
-  const workers = [0, 1].map(() => createWebhookDeliverer({ db, config: privateConfig, log }, { perHostConcurrency: 2, hostSlotWaitMs: 5_000 }))
+  const workers = [0, 1].map(() =>
+    createWebhookDeliverer({ db, config: privateConfig, log }, { perHostConcurrency: 2, hostSlotWaitMs: 5_000 }),
+  )
   t.after(() => Promise.all(workers.map((w) => w.close())))
 
   const outcomes = await Promise.all((await claim(ids)).map((payload, i) => workers[i % 2].deliver(payload)))
@@ -429,11 +568,30 @@ test('the per-host bound holds across worker processes: two deliverers never sen
 // ---------------------------------------------------------------- SSRF guard
 
 test('address guard: loopback, private, link-local, CGNAT, multicast, unspecified and mapped forms are blocked', () => {
-  for (const address of ['127.0.0.1', '10.0.0.1', '172.16.5.4', '192.168.1.1', '169.254.169.254', '100.64.0.1', '0.0.0.0', '224.0.0.1',
-    '255.255.255.255', '::1', '[::1]', '::', '::ffff:127.0.0.1', '::ffff:7f00:1', '::ffff:a9fe:a9fe', 'fd00:ec2::254', 'fe80::1', 'ff02::1']) {
+  for (const address of [
+    '127.0.0.1',
+    '10.0.0.1',
+    '172.16.5.4',
+    '192.168.1.1',
+    '169.254.169.254',
+    '100.64.0.1',
+    '0.0.0.0',
+    '224.0.0.1',
+    '255.255.255.255',
+    '::1',
+    '[::1]',
+    '::',
+    '::ffff:127.0.0.1',
+    '::ffff:7f00:1',
+    '::ffff:a9fe:a9fe',
+    'fd00:ec2::254',
+    'fe80::1',
+    'ff02::1',
+  ]) {
     assert.equal(isBlockedAddress(address), true, address)
   }
-  for (const address of ['93.184.216.34', '8.8.8.8', '2606:4700::6810:84e5', '::ffff:8.8.8.8']) assert.equal(isBlockedAddress(address), false, address)
+  for (const address of ['93.184.216.34', '8.8.8.8', '2606:4700::6810:84e5', '::ffff:8.8.8.8'])
+    assert.equal(isBlockedAddress(address), false, address)
 })
 
 test('with private networks not allowed, deliveries to blocked addresses fail permanently before connecting', async (t) => {
@@ -441,17 +599,26 @@ test('with private networks not allowed, deliveries to blocked addresses fail pe
   t.after(receiver.close)
   const tenant = await given.tenant(db)
   const targets = [
-    `http://127.0.0.1:${receiver.port}/`, 'http://10.0.0.1/', 'http://169.254.169.254/latest/meta-data/',
-    `http://[::1]:${receiver.port}/`, `http://[::ffff:127.0.0.1]:${receiver.port}/`, `http://localhost:${receiver.port}/`,
+    `http://127.0.0.1:${receiver.port}/`,
+    'http://10.0.0.1/',
+    'http://169.254.169.254/latest/meta-data/',
+    `http://[::1]:${receiver.port}/`,
+    `http://[::ffff:127.0.0.1]:${receiver.port}/`,
+    `http://localhost:${receiver.port}/`,
     `http://2130706433:${receiver.port}/`,
   ]
-  const automation = await createAutomation(tenant, { actions: targets.map((url) => ({ type: 'webhook', config: { url, headers: {} } })) })
+  const automation = await createAutomation(tenant, {
+    actions: targets.map((url) => ({ type: 'webhook', config: { url, headers: {} } })),
+  })
   const ids = await testEvent(tenant, automation.id)
   assert.equal(ids.length, targets.length)
 
   const outcomes = await Promise.all((await claim(ids)).map((payload) => strictDeliverer.deliver(payload)))
 
-  assert.deepEqual(outcomes, targets.map(() => 'failed'))
+  assert.deepEqual(
+    outcomes,
+    targets.map(() => 'failed'),
+  )
   for (const id of ids) {
     const row = await delivery(id)
     assert.equal(row.error, 'blocked_address', row.url)
@@ -466,13 +633,18 @@ test('a name resolving to loopback at delivery time (DNS rebinding) or a mixed a
   const receiver = await startReceiver()
   t.after(receiver.close)
   const tenant = await given.tenant(db)
-  const automation = await createAutomation(tenant, { actions: [
-    { type: 'webhook', config: { url: `http://127.0.0.1:${receiver.port}/rebind`, headers: {} } },
-  ] })
+  const automation = await createAutomation(tenant, {
+    actions: [{ type: 'webhook', config: { url: `http://127.0.0.1:${receiver.port}/rebind`, headers: {} } }],
+  })
   const [id] = await testEvent(tenant, automation.id)
   // the stored URL now names a host that resolved publicly at config time and now answers loopback
-  await sql`update automations set actions = jsonb_set(actions, '{0,config,url}', ${JSON.stringify(`http://evil.test:${receiver.port}/`)}::jsonb) where id = ${automation.id}`.execute(db)
-  const resolve = async () => [{ address: '93.184.216.34', family: 4 }, { address: '127.0.0.1', family: 4 }]
+  await sql`update automations set actions = jsonb_set(actions, '{0,config,url}', ${JSON.stringify(`http://evil.test:${receiver.port}/`)}::jsonb) where id = ${automation.id}`.execute(
+    db,
+  )
+  const resolve = async () => [
+    { address: '93.184.216.34', family: 4 },
+    { address: '127.0.0.1', family: 4 },
+  ]
   const rebinding = createWebhookDeliverer({ db, config: strictConfig, log }, { resolve })
   t.after(() => rebinding.close())
 
@@ -489,24 +661,52 @@ test('a rolled-back change sends nothing; a committed one enqueues one delivery 
   const receiver = await startReceiver()
   t.after(receiver.close)
   const tenant = await given.tenant(db)
-  const both = await createAutomation(tenant, { event: 'user.created', actions: [
-    { type: 'webhook', config: { url: `${receiver.url}/a`, headers: {} } },
-    { type: 'webhook', config: { url: `${receiver.url}/b`, headers: {} } },
-  ] })
-  const otherEvent = await createAutomation(tenant, { event: 'user.deleted', actions: [{ type: 'webhook', config: { url: `${receiver.url}/c`, headers: {} } }] })
-  const inactive = await createAutomation(tenant, { event: 'user.created', active: false, actions: [{ type: 'webhook', config: { url: `${receiver.url}/d`, headers: {} } }] })
-  const event = { type: 'user.created', tenantId: tenant.id, actorId: tenant.adminId, subjectType: 'user', subjectId: 4242, data: { username: 'new' } }
-  const deliveriesOf = (automationId: number) => db.selectFrom('webhook_deliveries').select(['id', 'action_index', 'event_id']).where('automation_id', '=', automationId).execute()
+  const both = await createAutomation(tenant, {
+    event: 'user.created',
+    actions: [
+      { type: 'webhook', config: { url: `${receiver.url}/a`, headers: {} } },
+      { type: 'webhook', config: { url: `${receiver.url}/b`, headers: {} } },
+    ],
+  })
+  const otherEvent = await createAutomation(tenant, {
+    event: 'user.deleted',
+    actions: [{ type: 'webhook', config: { url: `${receiver.url}/c`, headers: {} } }],
+  })
+  const inactive = await createAutomation(tenant, {
+    event: 'user.created',
+    active: false,
+    actions: [{ type: 'webhook', config: { url: `${receiver.url}/d`, headers: {} } }],
+  })
+  const event = {
+    type: 'user.created',
+    tenantId: tenant.id,
+    actorId: tenant.adminId,
+    subjectType: 'user',
+    subjectId: 4242,
+    data: { username: 'new' },
+  }
+  const deliveriesOf = (automationId: number) =>
+    db
+      .selectFrom('webhook_deliveries')
+      .select(['id', 'action_index', 'event_id'])
+      .where('automation_id', '=', automationId)
+      .execute()
 
-  await assert.rejects(db.transaction().execute(async (trx) => {
-    await recordDomainEvent(trx, event)
-    throw new Error('the change fails')
-  }), /the change fails/)
+  await assert.rejects(
+    db.transaction().execute(async (trx) => {
+      await recordDomainEvent(trx, event)
+      throw new Error('the change fails')
+    }),
+    /the change fails/,
+  )
   assert.deepEqual(await deliveriesOf(both.id), [])
 
   const eventId = await db.transaction().execute((trx) => recordDomainEvent(trx, event))
   const rows = await deliveriesOf(both.id)
-  assert.deepEqual(rows.map((r) => [r.action_index, r.event_id]).sort(), [[0, eventId], [1, eventId]])
+  assert.deepEqual(rows.map((r) => [r.action_index, r.event_id]).sort(), [
+    [0, eventId],
+    [1, eventId],
+  ])
   assert.deepEqual(await deliveriesOf(otherEvent.id), [])
   assert.deepEqual(await deliveriesOf(inactive.id), [])
   await drain(rows.map((r) => r.id))

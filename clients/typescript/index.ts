@@ -32,7 +32,8 @@ export function serializeQuery(query: Record<string, unknown>): string {
   const add = (key: string, value: unknown) => {
     if (value === undefined) return
     if (Array.isArray(value)) parts.push(`${key}=${value.map((v) => encodeURIComponent(String(v))).join(',')}`)
-    else if (value !== null && typeof value === 'object') for (const [k, v] of Object.entries(value)) add(`${key}[${encodeURIComponent(k)}]`, v)
+    else if (value !== null && typeof value === 'object')
+      for (const [k, v] of Object.entries(value)) add(`${key}[${encodeURIComponent(k)}]`, v)
     else parts.push(`${key}=${encodeURIComponent(String(value))}`)
   }
   for (const [key, value] of Object.entries(query)) add(encodeURIComponent(key), value)
@@ -41,7 +42,11 @@ export function serializeQuery(query: Record<string, unknown>): string {
 
 export function createWorkplaceClient(options: WorkplaceClientOptions): WorkplaceClient {
   let token = options.token
-  const client = createClient<paths>({ baseUrl: options.baseUrl, fetch: options.fetch, querySerializer: serializeQuery })
+  const client = createClient<paths>({
+    baseUrl: options.baseUrl,
+    fetch: options.fetch,
+    querySerializer: serializeQuery,
+  })
   client.use({
     onRequest({ request }) {
       if (token) request.headers.set('authorization', `Bearer ${token}`)

@@ -24,7 +24,11 @@ export interface FleetOptions {
   nodeDirectUrl?: string
 }
 
-interface Daemon { child: ChildProcess; exited: Promise<unknown>; output: () => string }
+interface Daemon {
+  child: ChildProcess
+  exited: Promise<unknown>
+  output: () => string
+}
 
 /** Debian installs both daemons in /usr/sbin, which is not on every user's PATH. */
 function executable(name: string): string {
@@ -33,7 +37,9 @@ function executable(name: string): string {
     try {
       execFileSync('test', ['-x', candidate])
       return candidate
-    } catch { /* next */ }
+    } catch {
+      /* next */
+    }
   }
   throw new Error(`${name} is not installed (Debian: apt-get install ${name})`)
 }
@@ -41,7 +47,9 @@ function executable(name: string): string {
 function daemon(command: string, args: string[]): Daemon {
   const child = spawn(executable(command), args, { stdio: ['ignore', 'pipe', 'pipe'] })
   let log = ''
-  const keep = (d: Buffer) => { log = (log + d).slice(-200_000) }
+  const keep = (d: Buffer) => {
+    log = (log + d).slice(-200_000)
+  }
   child.stdout!.on('data', keep)
   child.stderr!.on('data', keep)
   return { child, exited: new Promise((resolve) => child.on('exit', resolve)), output: () => log }
@@ -54,19 +62,31 @@ function fill(template: string, values: Record<string, string>): string {
   })
 }
 
-const portOpen = (port: number) => new Promise<boolean>((resolve) => {
-  const socket = net.connect(port, '127.0.0.1')
-  socket.on('connect', () => { socket.destroy(); resolve(true) })
-  socket.on('error', () => resolve(false))
-})
+const portOpen = (port: number) =>
+  new Promise<boolean>((resolve) => {
+    const socket = net.connect(port, '127.0.0.1')
+    socket.on('connect', () => {
+      socket.destroy()
+      resolve(true)
+    })
+    socket.on('error', () => resolve(false))
+  })
 
 /** PgBouncer refuses to run as root: as root it switches to the `postgres` OS user. */
 function unprivilegedUser(): { name: string; uid: number; gid: number } | undefined {
   if (os.userInfo().uid !== 0) return undefined
-  return { name: 'postgres', uid: Number(execFileSync('id', ['-u', 'postgres']).toString()), gid: Number(execFileSync('id', ['-g', 'postgres']).toString()) }
+  return {
+    name: 'postgres',
+    uid: Number(execFileSync('id', ['-u', 'postgres']).toString()),
+    gid: Number(execFileSync('id', ['-g', 'postgres']).toString()),
+  }
 }
 
-export interface ApiNode { name: string; port: number; proc: Proc }
+export interface ApiNode {
+  name: string
+  port: number
+  proc: Proc
+}
 
 export class Fleet {
   readonly nodes: ApiNode[] = []
@@ -82,7 +102,9 @@ export class Fleet {
   ) {}
 
   /** The load balancer: the only address clients use. */
-  get url(): string { return `http://127.0.0.1:${this.proxyPort}` }
+  get url(): string {
+    return `http://127.0.0.1:${this.proxyPort}`
+  }
   /** DATABASE_URL of every node and worker: PgBouncer. */
   get pooledUrl(): string {
     const direct = new URL(this.options.directUrl)
@@ -97,7 +119,8 @@ export class Fleet {
       const migrate = workplace('migrate', { DATABASE_URL: options.directUrl })
       if ((await migrate.exited) !== 0) throw new Error(`workplace migrate failed: ${migrate.output()}`)
       await fleet.startPooler()
-      for (let i = 0; i < options.apiNodes; i++) fleet.nodes.push({ name: `api${i + 1}`, port: await freePort(), proc: undefined as never })
+      for (let i = 0; i < options.apiNodes; i++)
+        fleet.nodes.push({ name: `api${i + 1}`, port: await freePort(), proc: undefined as never })
       await Promise.all(fleet.nodes.map((_, i) => fleet.restartNode(i)))
       for (let i = 0; i < options.workers; i++) fleet.workers.push(fleet.spawnWorker())
       await fleet.startProxy()
@@ -125,16 +148,22 @@ export class Fleet {
     const direct = new URL(this.options.directUrl)
     const database = direct.pathname.slice(1)
     const server = [
-      `host=${direct.hostname}`, `port=${direct.port || 5432}`, `dbname=${database}`,
+      `host=${direct.hostname}`,
+      `port=${direct.port || 5432}`,
+      `dbname=${database}`,
       `user=${decodeURIComponent(direct.username || 'postgres')}`,
       ...(direct.password ? [`password=${decodeURIComponent(direct.password)}`] : []),
     ].join(' ')
     const user = unprivilegedUser()
-    const ini = fill(await fs.readFile(path.join(root, 'deploy/pgbouncer.ini'), 'utf8'), {
-      DATABASE_ALIAS: database, SERVER_CONNECTION: server, PORT: String(this.poolerPort), DIR: this.dir,
-      // test only: the pooler trusts every client on 127.0.0.1 and logs in to PostgreSQL as configured above
-      AUTH_TYPE: 'any',
-    }) + (user ? `user = ${user.name}\n` : '')
+    const ini =
+      fill(await fs.readFile(path.join(root, 'deploy/pgbouncer.ini'), 'utf8'), {
+        DATABASE_ALIAS: database,
+        SERVER_CONNECTION: server,
+        PORT: String(this.poolerPort),
+        DIR: this.dir,
+        // test only: the pooler trusts every client on 127.0.0.1 and logs in to PostgreSQL as configured above
+        AUTH_TYPE: 'any',
+      }) + (user ? `user = ${user.name}\n` : '')
     const file = path.join(this.dir, 'pgbouncer.ini')
     await fs.writeFile(file, ini, { mode: 0o600 })
     if (user) {
@@ -165,11 +194,17 @@ export class Fleet {
   async restartNode(index: number): Promise<void> {
     const node = this.nodes[index]
     node.proc = workplace('serve', { ...this.env(), WORKER: 'false', PORT: String(node.port), HOST: '127.0.0.1' })
-    await waitFor(`${node.name} to be ready`, async () => {
-      if (node.proc.child.exitCode !== null) throw new Error(`${node.name} exited: ${node.proc.output().slice(-2000)}`)
-      const response = await fetch(`http://127.0.0.1:${node.port}/health/ready`).catch(() => undefined)
-      return response?.status === 200
-    }, 60_000, 100).catch((error) => {
+    await waitFor(
+      `${node.name} to be ready`,
+      async () => {
+        if (node.proc.child.exitCode !== null)
+          throw new Error(`${node.name} exited: ${node.proc.output().slice(-2000)}`)
+        const response = await fetch(`http://127.0.0.1:${node.port}/health/ready`).catch(() => undefined)
+        return response?.status === 200
+      },
+      60_000,
+      100,
+    ).catch((error) => {
       throw new Error(`${(error as Error).message}\n${node.proc.output().slice(-3000)}`)
     })
   }
@@ -191,16 +226,24 @@ export class Fleet {
   private async startProxy(): Promise<void> {
     const servers = this.nodes.map((n) => `    server ${n.name} 127.0.0.1:${n.port} check`).join('\n')
     const cfg = fill(await fs.readFile(path.join(root, 'deploy/haproxy.cfg'), 'utf8'), {
-      BIND: `127.0.0.1:${this.proxyPort}`, STATS_BIND: `127.0.0.1:${this.statsPort}`, SERVERS: servers, ERRORFILE_DIR: path.join(root, 'deploy'),
+      BIND: `127.0.0.1:${this.proxyPort}`,
+      STATS_BIND: `127.0.0.1:${this.statsPort}`,
+      SERVERS: servers,
+      ERRORFILE_DIR: path.join(root, 'deploy'),
     })
     const file = path.join(this.dir, 'haproxy.cfg')
     await fs.writeFile(file, cfg)
     this.proxy = daemon('haproxy', ['-f', file, '-db'])
-    await waitFor('HAProxy to see every node up', async () => {
-      if (this.proxy?.child.exitCode !== null) throw new Error(`haproxy exited: ${this.proxy?.output()}`)
-      const states = await this.nodeStates()
-      return this.nodes.every((n) => states[n.name] === 'UP')
-    }, 20_000, 100)
+    await waitFor(
+      'HAProxy to see every node up',
+      async () => {
+        if (this.proxy?.child.exitCode !== null) throw new Error(`haproxy exited: ${this.proxy?.output()}`)
+        const states = await this.nodeStates()
+        return this.nodes.every((n) => states[n.name] === 'UP')
+      },
+      20_000,
+      100,
+    )
   }
 
   /** HAProxy's view of each node: UP, DOWN, or a transition such as "UP 1/2". */
@@ -212,16 +255,22 @@ export class Fleet {
     const states: Record<string, string> = {}
     for (const line of lines.slice(1)) {
       const cells = line.split(',')
-      if (cells[proxyName] === 'api_nodes' && cells[serverName]?.startsWith('api')) states[cells[serverName]] = cells[status]
+      if (cells[proxyName] === 'api_nodes' && cells[serverName]?.startsWith('api'))
+        states[cells[serverName]] = cells[status]
     }
     return states
   }
 
   async waitForStates(expected: Record<string, string>, timeoutMs = 20_000): Promise<void> {
-    await waitFor(`HAProxy states ${JSON.stringify(expected)}`, async () => {
-      const states = await this.nodeStates()
-      return Object.entries(expected).every(([name, state]) => states[name] === state)
-    }, timeoutMs, 100)
+    await waitFor(
+      `HAProxy states ${JSON.stringify(expected)}`,
+      async () => {
+        const states = await this.nodeStates()
+        return Object.entries(expected).every(([name, state]) => states[name] === state)
+      },
+      timeoutMs,
+      100,
+    )
   }
 
   diagnostics(): string {

@@ -44,7 +44,10 @@ export async function send(agent: Agent, baseUrl: string, op: Operation): Promis
     const response = await request(baseUrl + op.path, {
       dispatcher: agent,
       method: op.method,
-      headers: { authorization: `Bearer ${op.token}`, ...(op.body !== undefined ? { 'content-type': 'application/json' } : {}) },
+      headers: {
+        authorization: `Bearer ${op.token}`,
+        ...(op.body !== undefined ? { 'content-type': 'application/json' } : {}),
+      },
       body: op.body !== undefined ? JSON.stringify(op.body) : undefined,
       headersTimeout: 30_000,
       bodyTimeout: 30_000,
@@ -52,7 +55,13 @@ export async function send(agent: Agent, baseUrl: string, op: Operation): Promis
     const text = await response.body.text()
     const contentType = String(response.headers['content-type'] ?? '')
     let body: unknown = text
-    if (contentType.includes('json')) { try { body = JSON.parse(text) } catch { /* keep the text */ } }
+    if (contentType.includes('json')) {
+      try {
+        body = JSON.parse(text)
+      } catch {
+        /* keep the text */
+      }
+    }
     if (response.statusCode >= 200 && response.statusCode < 300) op.acknowledged?.(body)
     return { op: op.name, status: response.statusCode, start, end: performance.now(), contentType, body }
   } catch (error) {
@@ -65,13 +74,15 @@ export async function runLoad(options: LoadOptions): Promise<LoadReport> {
   const agent = new Agent({ connections: options.connections, keepAliveTimeout: 5_000 })
   const outcomes: Outcome[] = []
   const deadline = performance.now() + options.durationMs
-  await Promise.all(Array.from({ length: options.connections }, async (_, user) => {
-    for (let iteration = 0; performance.now() < deadline; iteration++) {
-      const outcome = await send(agent, options.baseUrl, options.next(user, iteration))
-      if (!options.keepErrorBodies && outcome.status >= 200 && outcome.status < 400) outcome.body = undefined
-      outcomes.push(outcome)
-    }
-  }))
+  await Promise.all(
+    Array.from({ length: options.connections }, async (_, user) => {
+      for (let iteration = 0; performance.now() < deadline; iteration++) {
+        const outcome = await send(agent, options.baseUrl, options.next(user, iteration))
+        if (!options.keepErrorBodies && outcome.status >= 200 && outcome.status < 400) outcome.body = undefined
+        outcomes.push(outcome)
+      }
+    }),
+  )
   await agent.close()
   const byStatus: Record<string, number> = {}
   for (const o of outcomes) byStatus[o.status] = (byStatus[o.status] ?? 0) + 1

@@ -15,7 +15,13 @@ export function openResumingStream(url: string, token: string) {
 
   const connect = () => {
     if (closed) return
-    const request = http.get(url, { headers: { authorization: `Bearer ${token}`, accept: 'text/event-stream', ...(lastEventId ? { 'last-event-id': lastEventId } : {}) } })
+    const request = http.get(url, {
+      headers: {
+        authorization: `Bearer ${token}`,
+        accept: 'text/event-stream',
+        ...(lastEventId ? { 'last-event-id': lastEventId } : {}),
+      },
+    })
     current = request
     const retry = () => {
       if (current !== request) return
@@ -30,7 +36,13 @@ export function openResumingStream(url: string, token: string) {
         return
       }
       connections.push(String(response.headers['x-served-by'] ?? '?'))
-      readEventStream(response, (event) => events.push(event), (id) => { lastEventId = id })
+      readEventStream(
+        response,
+        (event) => events.push(event),
+        (id) => {
+          lastEventId = id
+        },
+      )
       response.on('end', retry)
       response.on('error', retry)
       response.on('close', retry)

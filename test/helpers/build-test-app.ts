@@ -44,12 +44,15 @@ export async function instrumentTestApp(app: FastifyInstance): Promise<FastifyIn
   await app.ready() // an inject that waits for ready runs in avvio's context, not the caller's
   const inject = app.inject.bind(app) as (...args: unknown[]) => unknown
   // light-my-request dispatches lazily, when its result is awaited: `then` is called inside the scope
-  const injectInScope = (...args: unknown[]) => inRequest(() => {
-    const options = args[0] as { payload?: unknown; method?: string; url?: string } | undefined
-    if (options && typeof options === 'object') rememberSecrets(options.payload)
-    const result = inject(...args) as PromiseLike<unknown> | undefined
-    return typeof result?.then === 'function' ? result.then((response) => refuseSecretEcho(options, response)) : result
-  })
+  const injectInScope = (...args: unknown[]) =>
+    inRequest(() => {
+      const options = args[0] as { payload?: unknown; method?: string; url?: string } | undefined
+      if (options && typeof options === 'object') rememberSecrets(options.payload)
+      const result = inject(...args) as PromiseLike<unknown> | undefined
+      return typeof result?.then === 'function'
+        ? result.then((response) => refuseSecretEcho(options, response))
+        : result
+    })
   app.inject = ((...args: unknown[]) => (args.length > 0 ? injectInScope(...args) : inject())) as typeof app.inject
   return app
 }
@@ -58,7 +61,9 @@ export async function instrumentTestApp(app: FastifyInstance): Promise<FastifyIn
 function refuseSecretEcho(options: { method?: string; url?: string } | undefined, response: unknown): unknown {
   const echoed = echoedSecrets(response as { headers: Record<string, unknown>; body: string })
   if (echoed.length > 0) {
-    throw new Error(`the response to ${options?.method ?? 'GET'} ${options?.url ?? ''} contains ${echoed.length} secret(s) a request of this test file sent (e.g. "${echoed[0]!.slice(0, 4)}…")`)
+    throw new Error(
+      `the response to ${options?.method ?? 'GET'} ${options?.url ?? ''} contains ${echoed.length} secret(s) a request of this test file sent (e.g. "${echoed[0]!.slice(0, 4)}…")`,
+    )
   }
   return response
 }

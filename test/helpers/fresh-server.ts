@@ -35,7 +35,16 @@ export async function startFreshServer(name: string, env: Record<string, string>
   const port = await freePort()
   const child: ChildProcess = spawn(process.execPath, [path.join(root, 'bin/workplace.js'), 'serve'], {
     cwd: root,
-    env: { PATH: process.env.PATH, DATABASE_URL: database.url, PORT: String(port), HOST: '127.0.0.1', STORAGE_DIR: storage, LOG_LEVEL: 'warn', WORKPLACE_FROM_SOURCE: process.env.WORKPLACE_FROM_SOURCE ?? '', ...env },
+    env: {
+      PATH: process.env.PATH,
+      DATABASE_URL: database.url,
+      PORT: String(port),
+      HOST: '127.0.0.1',
+      STORAGE_DIR: storage,
+      LOG_LEVEL: 'warn',
+      WORKPLACE_FROM_SOURCE: process.env.WORKPLACE_FROM_SOURCE ?? '',
+      ...env,
+    },
     stdio: ['ignore', 'pipe', 'pipe'],
   })
   let output = ''
@@ -57,7 +66,10 @@ export async function startFreshServer(name: string, env: Record<string, string>
       if (child.exitCode !== null) throw new Error(`the server exited (${child.exitCode}):\n${output}`)
       if (Date.now() > deadline) throw new Error(`the server did not start in time:\n${output}`)
       if (output.includes('API docs:')) {
-        const ready = await fetch(`${baseUrl}/health/ready`).then((r) => r.ok, () => false)
+        const ready = await fetch(`${baseUrl}/health/ready`).then(
+          (r) => r.ok,
+          () => false,
+        )
         if (ready) break
       }
       await new Promise((resolve) => setTimeout(resolve, 200))

@@ -12,13 +12,22 @@ function literal(value: unknown): string {
  * The plan PostgreSQL keeps for `statement` in the API's pool: its generic plan (planned without the
  * values, `plan_cache_mode=force_generic_plan`, as the pool's named statements run), as EXPLAIN text.
  */
-export async function genericPlanOf(db: Db, statement: { sql: string; parameters: readonly unknown[] }): Promise<string> {
+export async function genericPlanOf(
+  db: Db,
+  statement: { sql: string; parameters: readonly unknown[] },
+): Promise<string> {
   return db.connection().execute(async (conn) => {
     await sql`set plan_cache_mode = force_generic_plan`.execute(conn)
     try {
-      await conn.executeQuery({ sql: `prepare generic_plan_probe as ${statement.sql}`, parameters: [], query: null as never })
+      await conn.executeQuery({
+        sql: `prepare generic_plan_probe as ${statement.sql}`,
+        parameters: [],
+        query: null as never,
+      })
       const { rows } = await conn.executeQuery<{ 'QUERY PLAN': string }>({
-        sql: `explain execute generic_plan_probe(${statement.parameters.map(literal).join(', ')})`, parameters: [], query: null as never,
+        sql: `explain execute generic_plan_probe(${statement.parameters.map(literal).join(', ')})`,
+        parameters: [],
+        query: null as never,
       })
       return rows.map((r) => r['QUERY PLAN']).join('\n')
     } finally {

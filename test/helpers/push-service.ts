@@ -4,7 +4,12 @@ import type { AddressInfo } from 'node:net'
 import { importJWK, jwtVerify, type JWTPayload } from 'jose'
 
 /** A browser's side of a subscription: its key pair and auth secret (what `PushManager.subscribe` makes). */
-export interface UserAgentKeys { ecdh: ReturnType<typeof createECDH>; p256dh: string; auth: string; authSecret: Buffer }
+export interface UserAgentKeys {
+  ecdh: ReturnType<typeof createECDH>
+  p256dh: string
+  auth: string
+  authSecret: Buffer
+}
 
 export function userAgentKeys(): UserAgentKeys {
   const ecdh = createECDH('prime256v1')
@@ -36,20 +41,40 @@ export function decryptPushBody(body: Buffer, keys: UserAgentKeys): string {
 }
 
 /** RFC 8292: `Authorization: vapid t=<JWT>, k=<public key>`; the JWT is ES256 by the key the API publishes. */
-export async function verifyVapid(authorization: string | undefined, expectedPublicKey: string, audience: string): Promise<JWTPayload> {
+export async function verifyVapid(
+  authorization: string | undefined,
+  expectedPublicKey: string,
+  audience: string,
+): Promise<JWTPayload> {
   const match = /^vapid t=([^,\s]+),\s*k=([A-Za-z0-9_-]+)$/.exec(authorization ?? '')
   if (!match) throw new Error(`not a VAPID authorization: ${authorization}`)
   if (match[2] !== expectedPublicKey) throw new Error('k= is not the public key the API publishes')
   const point = Buffer.from(expectedPublicKey, 'base64url')
-  const key = await importJWK({ kty: 'EC', crv: 'P-256', x: point.subarray(1, 33).toString('base64url'), y: point.subarray(33).toString('base64url') }, 'ES256')
+  const key = await importJWK(
+    {
+      kty: 'EC',
+      crv: 'P-256',
+      x: point.subarray(1, 33).toString('base64url'),
+      y: point.subarray(33).toString('base64url'),
+    },
+    'ES256',
+  )
   const { payload } = await jwtVerify(match[1], key, { audience, algorithms: ['ES256'] })
   return payload
 }
 
-export interface ReceivedPush { path: string; headers: http.IncomingHttpHeaders; body: Buffer }
+export interface ReceivedPush {
+  path: string
+  headers: http.IncomingHttpHeaders
+  body: Buffer
+}
 
 /** A push service on 127.0.0.1: records each message; `answer` decides the status (default 201). */
-export async function startPushService(answer: (push: ReceivedPush, index: number) => { status: number; headers?: Record<string, string> } = () => ({ status: 201 })) {
+export async function startPushService(
+  answer: (push: ReceivedPush, index: number) => { status: number; headers?: Record<string, string> } = () => ({
+    status: 201,
+  }),
+) {
   const received: ReceivedPush[] = []
   const server = http.createServer((request, response) => {
     const chunks: Buffer[] = []
@@ -67,6 +92,10 @@ export async function startPushService(answer: (push: ReceivedPush, index: numbe
     origin,
     received,
     endpoint: (name: string) => `${origin}/push/${name}`,
-    close: () => new Promise<void>((resolve) => { server.closeAllConnections(); server.close(() => resolve()) }),
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections()
+        server.close(() => resolve())
+      }),
   }
 }

@@ -31,12 +31,17 @@ export function tappedPool(pool: pg.Pool, onStatement: (sql: string) => void): p
     let proxy = wrapped.get(client)
     if (!proxy) {
       const query = client.query.bind(client) as (...args: unknown[]) => unknown
-      proxy = new Proxy(client, { get: (c, p, r) => (p === 'query' ? (...args: unknown[]) => (tap(args[0]), query(...args)) : Reflect.get(c, p, r)) })
+      proxy = new Proxy(client, {
+        get: (c, p, r) =>
+          p === 'query' ? (...args: unknown[]) => (tap(args[0]), query(...args)) : Reflect.get(c, p, r),
+      })
       wrapped.set(client, proxy)
     }
     return proxy
   }
-  return new Proxy(pool, { get: (target, property, receiver) => (property === 'connect' ? connect : Reflect.get(target, property, receiver)) })
+  return new Proxy(pool, {
+    get: (target, property, receiver) => (property === 'connect' ? connect : Reflect.get(target, property, receiver)),
+  })
 }
 
 /** The pool with every statement sent during a request appended (once per text) to STATEMENT_LOG_DIR. */
@@ -67,9 +72,15 @@ export const ALLOWED_CROSS_TENANT: ReadonlyArray<{ name: string; why: string; sq
 
 /* eslint-disable @typescript-eslint/no-explicit-any -- libpg-query's JSON AST */
 type Node = any
-interface Range { table: string; alias: string }
+interface Range {
+  table: string
+  alias: string
+}
 /** `isolated`: a subquery in a select list, which Citus routes only when it is pinned by a constant itself. */
-interface Level { ranges: Range[]; isolated: boolean }
+interface Level {
+  ranges: Range[]
+  isolated: boolean
+}
 
 const STATEMENTS = ['SelectStmt', 'InsertStmt', 'UpdateStmt', 'DeleteStmt'] as const
 const CONST = '#const'
@@ -116,7 +127,8 @@ class Analysis {
     // row (`du.tenant_id = u.tenant_id`) makes the whole statement a query to every shard, and fails
     // ("correlated subqueries are not supported when the FROM clause contains a set returning function")
     // next to an `unnest` sublink; a correlated `exists` in WHERE is routed
-    for (const [key, value] of Object.entries(stmt)) if (key !== 'relation') this.walk(value, kind === 'SelectStmt' && key === 'targetList')
+    for (const [key, value] of Object.entries(stmt))
+      if (key !== 'relation') this.walk(value, kind === 'SelectStmt' && key === 'targetList')
   }
 
   private range(rangeVar: Node, level: Level): Range | undefined {
@@ -139,7 +151,8 @@ class Analysis {
   /** Only conjuncts count: an equality under OR or NOT pins nothing. */
   private conditions(expr: Node, level: Level) {
     if (!expr) return
-    if (expr.BoolExpr?.boolop === 'AND_EXPR') return expr.BoolExpr.args.forEach((arg: Node) => this.conditions(arg, level))
+    if (expr.BoolExpr?.boolop === 'AND_EXPR')
+      return expr.BoolExpr.args.forEach((arg: Node) => this.conditions(arg, level))
     const op = expr.A_Expr
     if (!op || op.kind !== 'AEXPR_OP' || op.name?.[0]?.String?.sval !== '=') return
     const left = this.side(op.lexpr, level)
@@ -165,11 +178,20 @@ class Analysis {
   /** Tenant tables of the statement not pinned to one tenant. */
   unpinned(): string[] {
     const target = this.find(CONST)
-    return [...new Set(this.ranges.filter((r) => this.tenant.has(r.table) && this.find(`${r.alias}.tenant_id`) !== target).map((r) => r.table))]
+    return [
+      ...new Set(
+        this.ranges
+          .filter((r) => this.tenant.has(r.table) && this.find(`${r.alias}.tenant_id`) !== target)
+          .map((r) => r.table),
+      ),
+    ]
   }
 }
 
-export interface Offender { sql: string; tables: string[] }
+export interface Offender {
+  sql: string
+  tables: string[]
+}
 
 /** The statements that touch a tenant table without a single-tenant filter and are not allowed by name. */
 export async function unroutableStatements(statements: Iterable<string>): Promise<Offender[]> {

@@ -15,7 +15,11 @@ const sent = new Set<string>()
 export function rememberSecrets(payload: unknown): void {
   let body = payload
   if (typeof body === 'string') {
-    try { body = JSON.parse(body) } catch { return }
+    try {
+      body = JSON.parse(body)
+    } catch {
+      return
+    }
   }
   const walk = (value: unknown, key: string, parent: string) => {
     if (typeof value === 'string') {

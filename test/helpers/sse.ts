@@ -1,12 +1,20 @@
 import type { IncomingMessage } from 'node:http'
 
-export interface ServerSentEvent { id?: string; event: string; data: any }
+export interface ServerSentEvent {
+  id?: string
+  event: string
+  data: any
+}
 
 /**
  * Reads a `text/event-stream` response: `onEvent` gets each complete event (its JSON `data` parsed),
  * `onId` each `id` line (comment-only blocks such as heartbeats are skipped).
  */
-export function readEventStream(response: IncomingMessage, onEvent: (event: ServerSentEvent) => void, onId?: (id: string) => void): void {
+export function readEventStream(
+  response: IncomingMessage,
+  onEvent: (event: ServerSentEvent) => void,
+  onId?: (id: string) => void,
+): void {
   let buffer = ''
   response.setEncoding('utf8')
   response.on('data', (chunk: string) => {

@@ -9,7 +9,8 @@ let shared: { db: Db; pool: ReturnType<typeof createPool> } | undefined
 
 export function testDatabaseUrl(): string {
   const url = process.env.TEST_DB_URL
-  if (!url) throw new Error('TEST_DB_URL is not set: run the tests with `npm test` (test/run-tests.ts prepares the database)')
+  if (!url)
+    throw new Error('TEST_DB_URL is not set: run the tests with `npm test` (test/run-tests.ts prepares the database)')
   return url
 }
 

@@ -27,6 +27,7 @@ export async function watchedApp(): Promise<WatchedApp> {
 }
 
 /** The writing statements among `statements`. */
-export const writes = (statements: string[]) => statements.filter((text) => /\b(insert\s+into|update|delete\s+from)\b/i.test(text))
+export const writes = (statements: string[]) =>
+  statements.filter((text) => /\b(insert\s+into|update|delete\s+from)\b/i.test(text))
 /** The transactions begun among `statements`. */
 export const transactions = (statements: string[]) => statements.filter((text) => /^\s*begin\b/i.test(text))

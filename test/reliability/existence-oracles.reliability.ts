@@ -31,9 +31,15 @@ let hideableIds: string[]
 
 /** Grant aliases of the content tables (a view grant to someone else hides a row from everyone else). */
 const GRANT_ALIASES: Record<string, string> = {
-  calendar_events: 'calendarEvent', filemanager_directories: 'filemanagerDirectory', filemanager_files: 'filemanagerFile',
-  forms: 'form', infoboard_posts: 'infoboardPost', manual_chapters: 'manualChapter', manual_entries: 'manualEntry',
-  task_executions: 'taskExecution', shared_items: 'sharedItem',
+  calendar_events: 'calendarEvent',
+  filemanager_directories: 'filemanagerDirectory',
+  filemanager_files: 'filemanagerFile',
+  forms: 'form',
+  infoboard_posts: 'infoboardPost',
+  manual_chapters: 'manualChapter',
+  manual_entries: 'manualEntry',
+  task_executions: 'taskExecution',
+  shared_items: 'sharedItem',
 }
 
 /** The same shape with every id replaced by one that exists nowhere. */
@@ -42,7 +48,10 @@ function missingFixtures(f: TenantFixtures): TenantFixtures {
   const swap = (value: unknown): unknown => {
     if (typeof value === 'number') return next++
     if (typeof value === 'string' && /^[0-9a-f-]{36}$/i.test(value)) return randomUUID()
-    if (value && typeof value === 'object') return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, k === 'token' || k === 'username' || k === 'slug' ? v : swap(v)]))
+    if (value && typeof value === 'object')
+      return Object.fromEntries(
+        Object.entries(value).map(([k, v]) => [k, k === 'token' || k === 'username' || k === 'slug' ? v : swap(v)]),
+      )
     return value
   }
   return swap(f) as TenantFixtures
@@ -58,14 +67,26 @@ before(async () => {
     const alias = GRANT_ALIASES[table]
     if (alias) await given.grant(db, hidden.tenant, { key: 'view', to: ['user', hidden.employee.id], on: [alias, id] })
   }
-  hideableIds = [hidden.folderId, hidden.grantId, hidden.notificationId, hidden.pushSubscriptionId, ...Object.values(hidden.content)].filter((id) => id !== undefined).map(String)
+  hideableIds = [
+    hidden.folderId,
+    hidden.grantId,
+    hidden.notificationId,
+    hidden.pushSubscriptionId,
+    ...Object.values(hidden.content),
+  ]
+    .filter((id) => id !== undefined)
+    .map(String)
   // every module's view permission and users/roles/departments reading, nothing that manages or administrates
   const reading = ALL_PERMISSIONS.filter((p) => p.endsWith('.view'))
   prober = await given.user(db, hidden.tenant, { roleId: await given.role(db, hidden.tenant, reading) })
 })
 after(() => app.close())
 
-interface Built { url: string; payload?: unknown; headers?: Record<string, string> }
+interface Built {
+  url: string
+  payload?: unknown
+  headers?: Record<string, string>
+}
 
 function build(spec: RouteClass, f: TenantFixtures): Built | undefined {
   const url = spec.path(f)
@@ -75,14 +96,23 @@ function build(spec: RouteClass, f: TenantFixtures): Built | undefined {
 }
 
 const send = (route: RegisteredRoute, request: Built): Promise<LightMyRequestResponse> =>
-  call(app, prober.token, { method: route.method as never, url: request.url, payload: request.payload as never, headers: request.headers })
+  call(app, prober.token, {
+    method: route.method as never,
+    url: request.url,
+    payload: request.payload as never,
+    headers: request.headers,
+  })
 
 /** What a caller can compare: status, code, error keys and the body without ids and request ids. */
 function observable(response: LightMyRequestResponse, ids: string[]) {
   let text = response.body
   for (const id of [...ids].sort((x, y) => y.length - x.length)) text = text.split(id).join('<id>')
   let body: any = text
-  try { body = JSON.parse(text) } catch { /* not JSON */ }
+  try {
+    body = JSON.parse(text)
+  } catch {
+    /* not JSON */
+  }
   if (body && typeof body === 'object') delete body.instance
   return {
     status: response.statusCode,
@@ -98,8 +128,10 @@ function idsOf(request: Built, f: TenantFixtures): string[] {
   const text = `${request.url} ${typeof request.payload === 'string' || Buffer.isBuffer(request.payload) ? '' : JSON.stringify(request.payload ?? '')}`
   const values = new Set<string>()
   const collect = (value: unknown) => {
-    if (typeof value === 'number' || (typeof value === 'string' && /^[0-9a-f-]{36}$/i.test(value))) values.add(String(value))
-    else if (value && typeof value === 'object') for (const [k, v] of Object.entries(value)) if (k !== 'token') collect(v)
+    if (typeof value === 'number' || (typeof value === 'string' && /^[0-9a-f-]{36}$/i.test(value)))
+      values.add(String(value))
+    else if (value && typeof value === 'object')
+      for (const [k, v] of Object.entries(value)) if (k !== 'token') collect(v)
   }
   collect(f)
   return [...values].filter((id) => new RegExp(`(^|[^0-9a-f-])${id}($|[^0-9a-f-])`, 'i').test(text))
@@ -113,7 +145,9 @@ function idTakingRoutes() {
     if (!a || !b || !c) return []
     const ids = idsOf(a, hidden)
     if (ids.length === 0) return []
-    return [{ route, spec, requests: { a, b, c }, hideable: !spec.seesAll && ids.some((id) => hideableIds.includes(id)) }]
+    return [
+      { route, spec, requests: { a, b, c }, hideable: !spec.seesAll && ids.some((id) => hideableIds.includes(id)) },
+    ]
   })
 }
 
@@ -133,7 +167,9 @@ async function medians(route: RegisteredRoute, first: Built, second: Built): Pro
 
 test('every id-taking route answers alike for a hidden, a foreign and a missing id', async (t) => {
   const covered = idTakingRoutes()
-  console.log(`# existence oracles: ${covered.length} id-taking routes, ${covered.filter((r) => r.hideable).length} with an id the prober may not see`)
+  console.log(
+    `# existence oracles: ${covered.length} id-taking routes, ${covered.filter((r) => r.hideable).length} with an id the prober may not see`,
+  )
   assert.ok(covered.length >= 40, `only ${covered.length} id-taking routes found`)
   for (const { route, requests, hideable } of covered) {
     await t.test(routeKey(route), async () => {
@@ -142,7 +178,12 @@ test('every id-taking route answers alike for a hidden, a foreign and a missing 
       const missingAnswer = observable(c, ids)
       assert.ok(missingAnswer.status >= 400, `a missing id answered ${missingAnswer.status}`)
       assert.deepEqual(observable(b, ids), missingAnswer, "another tenant's id must answer like a missing one")
-      if (hideable) assert.deepEqual(observable(a, ids), missingAnswer, 'an id the caller may not see must answer like a missing one')
+      if (hideable)
+        assert.deepEqual(
+          observable(a, ids),
+          missingAnswer,
+          'an id the caller may not see must answer like a missing one',
+        )
     })
   }
 })
@@ -152,7 +193,9 @@ test('response times do not tell a hidden id from a missing one (medians within 
     await t.test(routeKey(route), async () => {
       const [hiddenMs, missingMs] = await medians(route, requests.a, requests.c)
       const ratio = Math.max(hiddenMs, missingMs) / Math.max(0.001, Math.min(hiddenMs, missingMs))
-      console.log(`# ${routeKey(route)}: median hidden ${hiddenMs.toFixed(2)} ms, missing ${missingMs.toFixed(2)} ms (${ratio.toFixed(2)}×)`)
+      console.log(
+        `# ${routeKey(route)}: median hidden ${hiddenMs.toFixed(2)} ms, missing ${missingMs.toFixed(2)} ms (${ratio.toFixed(2)}×)`,
+      )
       assert.ok(ratio <= 3, `${ratio.toFixed(2)}× apart`)
     })
   }

@@ -31,15 +31,26 @@ after(() => app.close())
 function request(route: RegisteredRoute, spec: RouteClass, token: string) {
   const url = spec.path(a)
   const body = spec.body?.(a)
-  return url === undefined ? undefined : call(app, token, { method: route.method as never, url, payload: body?.payload as never, headers: body?.headers })
+  return url === undefined
+    ? undefined
+    : call(app, token, { method: route.method as never, url, payload: body?.payload as never, headers: body?.headers })
 }
 
-const swept = () => routes.map((route) => ({ route, spec: classify(route.method, route.url) }))
-  .filter((r): r is { route: RegisteredRoute; spec: RouteClass } => r.spec !== undefined && r.spec.kind !== 'public' && !r.spec.skip)
+const swept = () =>
+  routes
+    .map((route) => ({ route, spec: classify(route.method, route.url) }))
+    .filter(
+      (r): r is { route: RegisteredRoute; spec: RouteClass } =>
+        r.spec !== undefined && r.spec.kind !== 'public' && !r.spec.skip,
+    )
 
 test('every registered route is classified for the BOLA/BFLA sweep', () => {
   const unclassified = routes.filter((route) => !classify(route.method, route.url)).map(routeKey)
-  assert.deepEqual(unclassified, [], `classify these routes in test/reliability/support/route-classes.ts: ${unclassified.join(', ')}`)
+  assert.deepEqual(
+    unclassified,
+    [],
+    `classify these routes in test/reliability/support/route-classes.ts: ${unclassified.join(', ')}`,
+  )
   console.log(`# route table: ${routes.length} routes, ${swept().length} swept`)
 })
 
@@ -52,7 +63,11 @@ test("tenant B's administrator gets 404 for tenant A's IDs, sees none of A's row
       assert.ok(res, `no fixture of tenant A for ${routeKey(route)}: add one in support/fixtures.ts`)
       assert.ok(res.statusCode < 500, `${res.statusCode} ${res.body.slice(0, 300)}`)
       const allowed = spec.lenient ? [404, 422] : [404]
-      if (spec.kind === 'id') assert.ok(allowed.includes(res.statusCode), `expected 404 for another tenant's ID, got ${res.statusCode} ${res.body.slice(0, 300)}`)
+      if (spec.kind === 'id')
+        assert.ok(
+          allowed.includes(res.statusCode),
+          `expected 404 for another tenant's ID, got ${res.statusCode} ${res.body.slice(0, 300)}`,
+        )
       if (res.headers['content-type']?.toString().includes('json')) {
         const leaks = leakedIds(res.json(), idsOfA)
         assert.deepEqual(leaks, [], `response contains IDs of tenant A: ${leaks.join(', ')}`)
@@ -73,7 +88,9 @@ test('a user whose role lacks the route permission gets 403/404 and changes noth
     const roleId = await given.role(db, a.tenant, permissions)
     probes.set(key, (await given.user(db, a.tenant, { roleId })).token)
   }
-  const visibleIds = new Set([a.folderId, a.roleId, a.departmentId, a.victim.id, a.automationId].filter(Boolean).map(String))
+  const visibleIds = new Set(
+    [a.folderId, a.roleId, a.departmentId, a.victim.id, a.automationId].filter(Boolean).map(String),
+  )
   for (const { route, spec } of guarded) {
     await t.test(`${routeKey(route)} without ${spec.permission}`, async () => {
       const token = probes.get(lackingPermissions(spec).join(','))!
@@ -82,7 +99,11 @@ test('a user whose role lacks the route permission gets 403/404 and changes noth
       assert.ok(res, `no fixture for ${routeKey(route)}`)
       if (spec.hides) {
         assert.ok([200, 403, 404].includes(res.statusCode), `${res.statusCode} ${res.body.slice(0, 300)}`)
-        if (res.statusCode === 200) assert.deepEqual(leakedIds(res.json(), new Set([a.folderId, ...Object.values(a.content)].filter(Boolean).map(String))), [])
+        if (res.statusCode === 200)
+          assert.deepEqual(
+            leakedIds(res.json(), new Set([a.folderId, ...Object.values(a.content)].filter(Boolean).map(String))),
+            [],
+          )
       } else {
         const refused = spec.lenient ? [403, 404, 422] : [403, 404]
         assert.ok(refused.includes(res.statusCode), `expected 403/404, got ${res.statusCode} ${res.body.slice(0, 300)}`)

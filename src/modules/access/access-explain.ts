@@ -8,8 +8,23 @@ import { lookupTarget, parseTargetId } from '../entity-permissions/index.js'
 import { FOLDER_TYPE_MODULE } from '../folders/index.js'
 import type { FolderType } from '../../platform/db/schema.js'
 
-export type ExplainReason = 'admin_bypass' | 'module_permission_missing' | 'target_deleted' | 'unrestricted' | 'direct_grant' | 'inherited_grant' | 'no_matching_grant'
-export const EXPLAIN_REASONS: readonly ExplainReason[] = ['admin_bypass', 'module_permission_missing', 'target_deleted', 'unrestricted', 'direct_grant', 'inherited_grant', 'no_matching_grant']
+export type ExplainReason =
+  | 'admin_bypass'
+  | 'module_permission_missing'
+  | 'target_deleted'
+  | 'unrestricted'
+  | 'direct_grant'
+  | 'inherited_grant'
+  | 'no_matching_grant'
+export const EXPLAIN_REASONS: readonly ExplainReason[] = [
+  'admin_bypass',
+  'module_permission_missing',
+  'target_deleted',
+  'unrestricted',
+  'direct_grant',
+  'inherited_grant',
+  'no_matching_grant',
+]
 
 export interface ExplainedGrant {
   id: number
@@ -23,7 +38,10 @@ export interface ExplainedGrant {
   why: string
 }
 
-export interface TargetRef { target_entity: string; target_entity_id: string }
+export interface TargetRef {
+  target_entity: string
+  target_entity_id: string
+}
 
 export interface Explanation {
   allowed: boolean
@@ -41,31 +59,74 @@ export interface Explanation {
 
 /** The user as the access rule sees them (the same fields authentication builds). */
 async function principalOf(db: Db, tenantId: number, userId: number): Promise<Actor> {
-  const user = await db.selectFrom('users as u').innerJoin('roles as r', (j) => j.onRef('r.tenant_id', '=', 'u.tenant_id').onRef('r.id', '=', 'u.role_id'))
+  const user = await db
+    .selectFrom('users as u')
+    .innerJoin('roles as r', (j) => j.onRef('r.tenant_id', '=', 'u.tenant_id').onRef('r.id', '=', 'u.role_id'))
     .select(['u.id', 'u.role_id', 'r.permissions', 'u.lang_id'])
-    .select(sql<Array<number | string>>`array(select du.department_id from department_users du where du.tenant_id = ${tenantId} and du.user_id = u.id)`.as('department_ids'))
-    .where('u.tenant_id', '=', tenantId).where('u.id', '=', userId).where('u.deleted_at', 'is', null).executeTakeFirst()
+    .select(
+      sql<
+        Array<number | string>
+      >`array(select du.department_id from department_users du where du.tenant_id = ${tenantId} and du.user_id = u.id)`.as(
+        'department_ids',
+      ),
+    )
+    .where('u.tenant_id', '=', tenantId)
+    .where('u.id', '=', userId)
+    .where('u.deleted_at', 'is', null)
+    .executeTakeFirst()
   if (!user) throw notFound('User')
   const permissions = new Set(user.permissions as string[])
   return {
-    userId, tenantId, roleId: user.role_id, departmentIds: user.department_ids.map(Number),
-    permissions, isAdmin: permissions.has('*'), langId: user.lang_id, tokenId: 0,
+    userId,
+    tenantId,
+    roleId: user.role_id,
+    departmentIds: user.department_ids.map(Number),
+    permissions,
+    isAdmin: permissions.has('*'),
+    langId: user.lang_id,
+    tokenId: 0,
   }
 }
 
-async function grantsOf(db: Db, principal: Actor, key: string, target: string, ids: string[]): Promise<ExplainedGrant[]> {
+async function grantsOf(
+  db: Db,
+  principal: Actor,
+  key: string,
+  target: string,
+  ids: string[],
+): Promise<ExplainedGrant[]> {
   if (ids.length === 0) return []
-  const rows = await db.selectFrom('entity_permissions as ep')
-    .select(['ep.id', 'ep.target_entity', 'ep.target_entity_id', 'ep.key', 'ep.permission_entity', 'ep.permission_entity_id'])
-    .where('ep.tenant_id', '=', principal.tenantId).where('ep.target_entity', '=', target).where('ep.target_entity_id', 'in', ids).where('ep.key', '=', key)
-    .orderBy('ep.id').execute()
+  const rows = await db
+    .selectFrom('entity_permissions as ep')
+    .select([
+      'ep.id',
+      'ep.target_entity',
+      'ep.target_entity_id',
+      'ep.key',
+      'ep.permission_entity',
+      'ep.permission_entity_id',
+    ])
+    .where('ep.tenant_id', '=', principal.tenantId)
+    .where('ep.target_entity', '=', target)
+    .where('ep.target_entity_id', 'in', ids)
+    .where('ep.key', '=', key)
+    .orderBy('ep.id')
+    .execute()
   return rows.map((g) => {
     const id = Number(g.permission_entity_id)
-    const matches = g.permission_entity === 'user' ? id === principal.userId
-      : g.permission_entity === 'role' ? id === principal.roleId
-        : principal.departmentIds.includes(id)
-    const why = matches ? g.permission_entity
-      : g.permission_entity === 'user' ? 'another user' : g.permission_entity === 'role' ? 'the user holds another role' : 'the user is not in this department'
+    const matches =
+      g.permission_entity === 'user'
+        ? id === principal.userId
+        : g.permission_entity === 'role'
+          ? id === principal.roleId
+          : principal.departmentIds.includes(id)
+    const why = matches
+      ? g.permission_entity
+      : g.permission_entity === 'user'
+        ? 'another user'
+        : g.permission_entity === 'role'
+          ? 'the user holds another role'
+          : 'the user is not in this department'
     return { ...g, permission_entity_id: id, matches, why }
   })
 }
@@ -73,12 +134,19 @@ async function grantsOf(db: Db, principal: Actor, key: string, target: string, i
 /** The access rule (`grantAllows`) on each link's own view grants, in one statement. */
 async function linksAllow(db: Db, principal: Actor, links: TargetRef[]): Promise<boolean[]> {
   if (links.length === 0) return []
-  const { rows } = await sql<Record<string, boolean>>`select ${sql.join(links.map((link, i) =>
-    sql`${grantAllows(principal, 'view', link.target_entity, sql`${link.target_entity_id}`)} as ${sql.id(`l${i}`)}`))}`.execute(db)
+  const { rows } = await sql<Record<string, boolean>>`select ${sql.join(
+    links.map(
+      (link, i) =>
+        sql`${grantAllows(principal, 'view', link.target_entity, sql`${link.target_entity_id}`)} as ${sql.id(`l${i}`)}`,
+    ),
+  )}`.execute(db)
   return links.map((_link, i) => rows[0]![`l${i}`] === true)
 }
 
-const ref = (target_entity: string, target_entity_id: string | number): TargetRef => ({ target_entity, target_entity_id: String(target_entity_id) })
+const ref = (target_entity: string, target_entity_id: string | number): TargetRef => ({
+  target_entity,
+  target_entity_id: String(target_entity_id),
+})
 
 /**
  * Why `userId` may or may not use `key` on a target. `allowed` is computed by THE rule of the
@@ -87,14 +155,21 @@ const ref = (target_entity: string, target_entity_id: string | number): TargetRe
  * the access rule on the target's own grants for other keys — never re-derived here. The reason,
  * grants and path only describe it, from the parts that rule checks (the target's view chain).
  */
-export async function explainAccess(db: Db, tenantId: number, query: { userId: number; targetEntity: string; targetEntityId: string; key: string }): Promise<Explanation> {
+export async function explainAccess(
+  db: Db,
+  tenantId: number,
+  query: { userId: number; targetEntity: string; targetEntityId: string; key: string },
+): Promise<Explanation> {
   const found = lookupTarget(query.targetEntity)
   if ('problem' in found) throw invalidField('target_entity', found.problem)
   const target = found.target
   const id = parseTargetId(target, query.targetEntityId)
   if (id === undefined) throw notFound('Target')
   // both looked up at once; a missing target is reported before a missing user, always
-  const [keysResult, principalResult] = await Promise.allSettled([target.allowedKeys(db, tenantId, id), principalOf(db, tenantId, query.userId)])
+  const [keysResult, principalResult] = await Promise.allSettled([
+    target.allowedKeys(db, tenantId, id),
+    principalOf(db, tenantId, query.userId),
+  ])
   if (keysResult.status === 'rejected') throw keysResult.reason
   const keys = keysResult.value
   if (!keys) throw notFound('Target')
@@ -107,26 +182,60 @@ export async function explainAccess(db: Db, tenantId: number, query: { userId: n
     // other keys: the access rule on the target's own grants (not inherited)
     const allowed = await hasGrantAccess(db, principal, query.key, target.alias, id)
     const grants = await grantsOf(db, principal, query.key, target.alias, [String(id)])
-    const reason: ExplainReason = principal.isAdmin ? 'admin_bypass' : grants.length === 0 ? 'unrestricted' : allowed ? 'direct_grant' : 'no_matching_grant'
-    return { allowed, reason, folder_id: null, decided_by: grants.length > 0 && !principal.isAdmin ? self : null, grants, path: [], records: [self] }
+    const reason: ExplainReason = principal.isAdmin
+      ? 'admin_bypass'
+      : grants.length === 0
+        ? 'unrestricted'
+        : allowed
+          ? 'direct_grant'
+          : 'no_matching_grant'
+    return {
+      allowed,
+      reason,
+      folder_id: null,
+      decided_by: grants.length > 0 && !principal.isAdmin ? self : null,
+      grants,
+      path: [],
+      records: [self],
+    }
   }
 
   const [allowed, chain] = await Promise.all([target.isVisible(db, principal, id), target.viewChain(db, tenantId, id)])
   if (!chain) throw notFound('Target')
-  const folder = chain.folderId === null ? undefined
-    : await db.selectFrom('folders').select(['type', 'path']).where('tenant_id', '=', tenantId).where('id', '=', chain.folderId).executeTakeFirst()
+  const folder =
+    chain.folderId === null
+      ? undefined
+      : await db
+          .selectFrom('folders')
+          .select(['type', 'path'])
+          .where('tenant_id', '=', tenantId)
+          .where('id', '=', chain.folderId)
+          .executeTakeFirst()
   const path = folder ? (folder.path as unknown as Array<number | string>).map(Number) : []
   const records = chain.records.map((r) => ref(r.target_entity, r.target_entity_id))
   const links = [...records, ...path.map((folderId) => ref('folder', folderId))]
   const [grantLists, allows] = await Promise.all([
-    Promise.all([...new Set(links.map((r) => r.target_entity))].map((alias) =>
-      grantsOf(db, principal, 'view', alias, links.filter((r) => r.target_entity === alias).map((r) => r.target_entity_id)))),
+    Promise.all(
+      [...new Set(links.map((r) => r.target_entity))].map((alias) =>
+        grantsOf(
+          db,
+          principal,
+          'view',
+          alias,
+          links.filter((r) => r.target_entity === alias).map((r) => r.target_entity_id),
+        ),
+      ),
+    ),
     linksAllow(db, principal, links),
   ])
   const grants = grantLists.flat()
   const base = { allowed, grants, path, records }
-  const permissions = [...chain.records.flatMap((r) => (r.permission ? [r.permission] : [])), ...(folder ? [`${FOLDER_TYPE_MODULE[folder.type as FolderType]}.view`] : [])]
-  if (!permissions.every((permission) => can(principal, permission))) return { ...base, reason: 'module_permission_missing', folder_id: null, decided_by: null }
+  const permissions = [
+    ...chain.records.flatMap((r) => (r.permission ? [r.permission] : [])),
+    ...(folder ? [`${FOLDER_TYPE_MODULE[folder.type as FolderType]}.view`] : []),
+  ]
+  if (!permissions.every((permission) => can(principal, permission)))
+    return { ...base, reason: 'module_permission_missing', folder_id: null, decided_by: null }
   if (chain.deleted) return { ...base, reason: 'target_deleted', folder_id: null, decided_by: null }
   if (principal.isAdmin) return { ...base, reason: 'admin_bypass', folder_id: null, decided_by: null }
   // every link must let the user through (the records, then the folder path from the root): the first that does not explains a denial
@@ -135,8 +244,15 @@ export async function explainAccess(db: Db, tenantId: number, query: { userId: n
   if (blocking) return { ...base, reason: 'no_matching_grant', folder_id: folderOf(blocking), decided_by: blocking }
   // the grants nearest to the target decide: its own, the records it lives in, then its folder upwards
   const nearestFirst = [...records, ...[...path].reverse().map((folderId) => ref('folder', folderId))]
-  const carrying = nearestFirst.find((link) => grants.some((g) => g.target_entity === link.target_entity && g.target_entity_id === link.target_entity_id))
+  const carrying = nearestFirst.find((link) =>
+    grants.some((g) => g.target_entity === link.target_entity && g.target_entity_id === link.target_entity_id),
+  )
   if (!carrying) return { ...base, reason: 'unrestricted', folder_id: null, decided_by: null }
   const direct = carrying.target_entity === self.target_entity && carrying.target_entity_id === self.target_entity_id
-  return { ...base, reason: direct ? 'direct_grant' : 'inherited_grant', folder_id: folderOf(carrying), decided_by: carrying }
+  return {
+    ...base,
+    reason: direct ? 'direct_grant' : 'inherited_grant',
+    folder_id: folderOf(carrying),
+    decided_by: carrying,
+  }
 }

@@ -1,5 +1,12 @@
 import { sql } from 'kysely'
-import { anonymizeAuditFor, auditColumns, auditInsert, recordAudits, type AuditColumns, type AuditEntry } from '../../platform/audit/audit-log.js'
+import {
+  anonymizeAuditFor,
+  auditColumns,
+  auditInsert,
+  recordAudits,
+  type AuditColumns,
+  type AuditEntry,
+} from '../../platform/audit/audit-log.js'
 import { currentRequestContext } from '../../platform/audit/request-context.js'
 import type { DomainEvent, DomainEventSubscriber } from '../../platform/events/domain-events.js'
 
@@ -33,8 +40,12 @@ function auditEntries(events: DomainEvent[]): AuditEntry[] {
     let action = ACTIONS[event.type]!
     const data = event.data ?? {}
     if (event.type === 'sharedItem.updated' && data.restored) action = 'shared_item.restore'
-    const changed = Array.isArray(data.changed) ? data.changed as string[] : undefined
-    const target = { tenantId: event.tenantId, targetType: TARGET_TYPES[event.subjectType] ?? event.subjectType, targetId: event.subjectId }
+    const changed = Array.isArray(data.changed) ? (data.changed as string[]) : undefined
+    const target = {
+      tenantId: event.tenantId,
+      targetType: TARGET_TYPES[event.subjectType] ?? event.subjectType,
+      targetId: event.subjectId,
+    }
     // before → after as the recording service read it in its transaction; else what the event says
     const changes = event.audit ?? (changed ? { changed: changed.filter((f) => f !== 'password') } : data)
     entries.push({ ...target, action, changes })
@@ -62,7 +73,8 @@ export const auditDomainEvent: DomainEventSubscriber = {
   },
   async handle(db, events) {
     const audited = events.filter(isAdministrative)
-    for (const event of audited) if (event.type === 'user.blackedOut') await anonymizeAuditFor(db, event.tenantId, Number(event.subjectId))
+    for (const event of audited)
+      if (event.type === 'user.blackedOut') await anonymizeAuditFor(db, event.tenantId, Number(event.subjectId))
     await recordAudits(db, auditEntries(audited))
   },
 }

@@ -19,4 +19,15 @@ export const auditResource = defineResource({
   },
 })
 
-export const AUDIT_CSV_COLUMNS = ['id', 'created_at', 'actor_id', 'action', 'target_type', 'target_id', 'changes', 'request_id', 'ip', 'user_agent'] as const
+export const AUDIT_CSV_COLUMNS = [
+  'id',
+  'created_at',
+  'actor_id',
+  'action',
+  'target_type',
+  'target_id',
+  'changes',
+  'request_id',
+  'ip',
+  'user_agent',
+] as const

@@ -20,7 +20,11 @@ export const AuditRecordSchema = Type.Object({
   action: Opt(Type.String({ description: 'stable dotted name, e.g. user.blackout' })),
   target_type: Opt(Type.String()),
   target_id: Opt(Type.Union([Type.String(), Type.Null()])),
-  changes: Opt(Type.Record(Type.String(), Type.Unknown(), { description: '{field: [before, after]}; secrets and hashes redacted' })),
+  changes: Opt(
+    Type.Record(Type.String(), Type.Unknown(), {
+      description: '{field: [before, after]}; secrets and hashes redacted',
+    }),
+  ),
   request_id: Opt(Type.Union([Type.String(), Type.Null()])),
   ip: Opt(Type.Union([Type.String(), Type.Null()])),
   user_agent: Opt(Type.Union([Type.String(), Type.Null()])),
@@ -29,14 +33,21 @@ export const AuditRecordSchema = Type.Object({
 const wantsCsv = (accept: string | undefined) => /\btext\/csv\b/i.test(accept ?? '')
 
 /** CSV of the same query, streamed in batches (an export has no implicit limit). */
-function csvStream(query: ReturnType<typeof applyListQuery>, present: (rows: Record<string, unknown>[]) => Promise<Record<string, unknown>[]>): Readable {
+function csvStream(
+  query: ReturnType<typeof applyListQuery>,
+  present: (rows: Record<string, unknown>[]) => Promise<Record<string, unknown>[]>,
+): Readable {
   async function* generate() {
     yield stringify([[...AUDIT_CSV_COLUMNS]])
     let batch: Record<string, unknown>[] = []
     const flush = async () => {
       const items = await present(batch)
       batch = []
-      return stringify(items.map((item) => AUDIT_CSV_COLUMNS.map((c) => c === 'changes' ? JSON.stringify(item[c] ?? {}) : item[c] ?? '')))
+      return stringify(
+        items.map((item) =>
+          AUDIT_CSV_COLUMNS.map((c) => (c === 'changes' ? JSON.stringify(item[c] ?? {}) : (item[c] ?? ''))),
+        ),
+      )
     }
     for await (const row of query.stream(500)) {
       batch.push(row as Record<string, unknown>)
@@ -49,25 +60,31 @@ function csvStream(query: ReturnType<typeof applyListQuery>, present: (rows: Rec
 
 /** `GET /api/administration/audit-log` (permission `audit.view`): JSON with the query conventions, or CSV. */
 export async function auditRoutes(app: FastifyInstance, { db }: AppDeps): Promise<void> {
-  app.get('/api/administration/audit-log', {
-    schema: {
-      tags: ['audit'],
-      description: 'Administrative changes, newest first. `Accept: text/csv` exports the same query as CSV.',
-      querystring: listQuerySchema(auditResource),
-      response: { 200: Type.Array(AuditRecordSchema), ...errorResponses },
+  app.get(
+    '/api/administration/audit-log',
+    {
+      schema: {
+        tags: ['audit'],
+        description: 'Administrative changes, newest first. `Accept: text/csv` exports the same query as CSV.',
+        querystring: listQuerySchema(auditResource),
+        response: { 200: Type.Array(AuditRecordSchema), ...errorResponses },
+      },
     },
-  }, async (request, reply) => {
-    const actor = request.actor
-    requirePermission(actor, 'audit.view')
-    const ctx = { db, tenantId: actor.tenantId, actor }
-    const base = db.selectFrom('audit_log as l').where('l.tenant_id', '=', actor.tenantId)
-    const raw = request.query as RawListQuery
-    if (wantsCsv(request.headers.accept)) {
-      const parsed = parseListQuery(auditResource, raw, ctx)
-      const query = applyListQuery(base, auditResource, parsed, ctx)
-      return reply.type('text/csv; charset=utf-8').header('content-disposition', 'attachment; filename="audit-log.csv"')
-        .send(csvStream(query, (rows) => presentRows(auditResource, parsed, rows, ctx)))
-    }
-    return sendList(reply, await listResource(ctx, auditResource, base, raw))
-  })
+    async (request, reply) => {
+      const actor = request.actor
+      requirePermission(actor, 'audit.view')
+      const ctx = { db, tenantId: actor.tenantId, actor }
+      const base = db.selectFrom('audit_log as l').where('l.tenant_id', '=', actor.tenantId)
+      const raw = request.query as RawListQuery
+      if (wantsCsv(request.headers.accept)) {
+        const parsed = parseListQuery(auditResource, raw, ctx)
+        const query = applyListQuery(base, auditResource, parsed, ctx)
+        return reply
+          .type('text/csv; charset=utf-8')
+          .header('content-disposition', 'attachment; filename="audit-log.csv"')
+          .send(csvStream(query, (rows) => presentRows(auditResource, parsed, rows, ctx)))
+      }
+      return sendList(reply, await listResource(ctx, auditResource, base, raw))
+    },
+  )
 }

@@ -5,15 +5,33 @@ import { LoginBodySchema, LoginResponseSchema, type LoginBody } from './auth.sch
 import type { AuthService } from './auth.service.js'
 
 export async function authRoutes(app: FastifyInstance, { auth }: { auth: AuthService }): Promise<void> {
-  app.post('/api/auth/login', {
-    config: { public: true },
-    schema: { tags: ['auth'], summary: 'Log in and obtain an access token', security: [], body: LoginBodySchema, response: { 200: LoginResponseSchema, ...errorResponses } },
-  }, (request) => auth.login(request.body as LoginBody))
+  app.post(
+    '/api/auth/login',
+    {
+      config: { public: true },
+      schema: {
+        tags: ['auth'],
+        summary: 'Log in and obtain an access token',
+        security: [],
+        body: LoginBodySchema,
+        response: { 200: LoginResponseSchema, ...errorResponses },
+      },
+    },
+    (request) => auth.login(request.body as LoginBody),
+  )
 
-  app.post('/api/auth/logout', {
-    schema: { tags: ['auth'], summary: 'Revoke the access token used', response: { 204: Type.Null(), ...errorResponses } },
-  }, async (request, reply) => {
-    await auth.logout(request.actor)
-    return reply.code(204).send()
-  })
+  app.post(
+    '/api/auth/logout',
+    {
+      schema: {
+        tags: ['auth'],
+        summary: 'Revoke the access token used',
+        response: { 204: Type.Null(), ...errorResponses },
+      },
+    },
+    async (request, reply) => {
+      await auth.logout(request.actor)
+      return reply.code(204).send()
+    },
+  )
 }

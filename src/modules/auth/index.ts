@@ -9,7 +9,10 @@ export const authModule: AppModule = {
   jobs: ({ db }) => ({
     // keeps the brute-force table small: failures older than a day no longer matter
     'auth:prune_login_failures': async () => {
-      await db.deleteFrom('login_failures').where(sql<boolean>`attempted_at < now() - interval '1 day'`).execute()
+      await db
+        .deleteFrom('login_failures')
+        .where(sql<boolean>`attempted_at < now() - interval '1 day'`)
+        .execute()
     },
   }),
   cron: ['17 3 * * * auth:prune_login_failures'],

@@ -5,37 +5,69 @@ import * as queries from './automations.queries.js'
 import { enqueueDeliveryAttempt } from './webhook-delivery.job.js'
 
 const CONTENT_ALIASES = [
-  'calendarEvent', 'filemanagerDirectory', 'filemanagerFile', 'form', 'formMessage', 'infoboardPost',
-  'infoboardComment', 'manualChapter', 'manualEntry', 'taskExecution',
+  'calendarEvent',
+  'filemanagerDirectory',
+  'filemanagerFile',
+  'form',
+  'formMessage',
+  'infoboardPost',
+  'infoboardComment',
+  'manualChapter',
+  'manualEntry',
+  'taskExecution',
 ]
 
 /** Domain event types an automation may listen to (contract 00 §9 and contract 30), or `*`. */
 export const AUTOMATION_EVENTS: readonly string[] = [
-  'user.created', 'user.updated', 'user.deleted', 'user.restored', 'user.blackedOut', 'user.loggedOut',
-  'sharedItem.created', 'sharedItem.updated', 'sharedItem.deleted',
-  'folder.created', 'folder.updated', 'folder.deleted',
-  'entityPermission.created', 'entityPermission.deleted',
+  'user.created',
+  'user.updated',
+  'user.deleted',
+  'user.restored',
+  'user.blackedOut',
+  'user.loggedOut',
+  'sharedItem.created',
+  'sharedItem.updated',
+  'sharedItem.deleted',
+  'folder.created',
+  'folder.updated',
+  'folder.deleted',
+  'entityPermission.created',
+  'entityPermission.deleted',
   'notification.sent',
   ...CONTENT_ALIASES.flatMap((alias) => [`${alias}.created`, `${alias}.updated`, `${alias}.deleted`]),
 ]
 
 export const TEST_EVENT_TYPE = 'automation.test'
 
-export interface OutgoingEvent { id: string; type: string; data: Record<string, unknown> }
+export interface OutgoingEvent {
+  id: string
+  type: string
+  data: Record<string, unknown>
+}
 
 /**
  * Inserts one delivery per action of each automation and enqueues its first attempt, all through
  * `db` — the transaction of the change, so deliveries commit or vanish with it (transactional outbox).
  */
-export async function createDeliveries(db: Db, tenantId: number, automations: Array<{ id: number; actions: queries.StoredAction[] }>, event: OutgoingEvent): Promise<number[]> {
-  const wanted = automations.flatMap((a) => a.actions.map((action, actionIndex) => ({ action, actionIndex, automationId: a.id })))
+export async function createDeliveries(
+  db: Db,
+  tenantId: number,
+  automations: Array<{ id: number; actions: queries.StoredAction[] }>,
+  event: OutgoingEvent,
+): Promise<number[]> {
+  const wanted = automations
+    .flatMap((a) => a.actions.map((action, actionIndex) => ({ action, actionIndex, automationId: a.id })))
     .filter(({ action }) => action.type === 'webhook')
     .map(({ action, actionIndex, automationId }) => ({
-      automationId, actionIndex, url: String(action.config.url), method: String(action.config.method ?? 'POST'),
+      automationId,
+      actionIndex,
+      url: String(action.config.url),
+      method: String(action.config.method ?? 'POST'),
     }))
   if (wanted.length === 0) return []
   const rows = await queries.insertDeliveries(db, tenantId, event, wanted)
-  for (const row of rows) await enqueueDeliveryAttempt(db, { tenantId, deliveryId: row.id, series: row.series, attempt: 1 })
+  for (const row of rows)
+    await enqueueDeliveryAttempt(db, { tenantId, deliveryId: row.id, series: row.series, attempt: 1 })
   return rows.map((r) => r.id)
 }
 
@@ -55,6 +87,11 @@ export const enqueueDeliveriesForEvents: DomainEventSubscriber = {
 async function enqueueDeliveriesForEvent(db: Db, event: RecordedEvent): Promise<void> {
   const automations = await queries.selectMatchingAutomations(db, event.tenantId, event.type)
   if (automations.length === 0) return
-  const data = { subject_type: event.subjectType, subject_id: event.subjectId, actor_id: event.actorId, ...(event.data ?? {}) }
+  const data = {
+    subject_type: event.subjectType,
+    subject_id: event.subjectId,
+    actor_id: event.actorId,
+    ...(event.data ?? {}),
+  }
   await createDeliveries(db, event.tenantId, automations, { id: event.id, type: event.type, data })
 }

@@ -6,7 +6,10 @@ type StoredActions = Array<{ type: string; config: Record<string, unknown> }>
 
 /** Actions as clients see them: secrets never leave the database (not even in streamed lists). */
 export function presentActions(actions: StoredActions | null | undefined) {
-  return (actions ?? []).map((a) => ({ type: a.type, config: a.type === 'webhook' ? redactWebhookConfig(a.config) : {} }))
+  return (actions ?? []).map((a) => ({
+    type: a.type,
+    config: a.type === 'webhook' ? redactWebhookConfig(a.config) : {},
+  }))
 }
 
 export const automationResource = defineResource<Record<string, any>>({
@@ -19,7 +22,12 @@ export const automationResource = defineResource<Record<string, any>>({
     name: { type: 'string' },
     event: { type: 'string' },
     active: { type: 'boolean' },
-    actions: { type: 'json', requires: ['stored_actions'], byDefault: true, compute: (row) => presentActions(row.stored_actions) },
+    actions: {
+      type: 'json',
+      requires: ['stored_actions'],
+      byDefault: true,
+      compute: (row) => presentActions(row.stored_actions),
+    },
     stored_actions: { type: 'json', sql: sql`a.actions`, internal: true },
     user_id: { type: 'id' },
     created_at: { type: 'timestamp' },

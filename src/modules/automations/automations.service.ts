@@ -25,7 +25,11 @@ export function createAutomationsService({ db, config }: AppDeps, options: { res
   const secrets = secretBoxFor(config.secrets)
   const urlOptions = { allowPrivateNetworks: config.webhooks.allowPrivateNetworks, resolve: options.resolve }
 
-  async function checkAction(action: ActionInput, path: string, errors: FieldErrorCollector): Promise<queries.StoredAction | undefined> {
+  async function checkAction(
+    action: ActionInput,
+    path: string,
+    errors: FieldErrorCollector,
+  ): Promise<queries.StoredAction | undefined> {
     const typePath = path ? `${path}.type` : 'type'
     if (!ACTION_TYPES.includes(action.type as never)) {
       errors.add(typePath, `unknown action type "${action.type}" (known: ${ACTION_TYPES.join(', ')})`)
@@ -33,7 +37,9 @@ export function createAutomationsService({ db, config }: AppDeps, options: { res
     }
     const config = await validateWebhookConfig(action.config, path ? `${path}.config` : 'config', errors, urlOptions)
     // stored sealed: secrets at rest are AES-256-GCM (platform/secrets)
-    return config ? { type: action.type, config: sealWebhookSecrets(config as unknown as Record<string, unknown>, secrets) } : undefined
+    return config
+      ? { type: action.type, config: sealWebhookSecrets(config as unknown as Record<string, unknown>, secrets) }
+      : undefined
   }
 
   async function checkActions(actions: ActionInput[], errors: FieldErrorCollector): Promise<queries.StoredAction[]> {
@@ -45,7 +51,8 @@ export function createAutomationsService({ db, config }: AppDeps, options: { res
     stored && stored.type === 'webhook' ? { ...stored, config: openWebhookSecrets(stored.config, secrets) } : stored
 
   function checkEvent(event: string | undefined, errors: FieldErrorCollector): void {
-    if (event !== undefined && event !== '*' && !AUTOMATION_EVENTS.includes(event)) errors.add('event', `unknown event type "${event}"`)
+    if (event !== undefined && event !== '*' && !AUTOMATION_EVENTS.includes(event))
+      errors.add('event', `unknown event type "${event}"`)
   }
 
   /** Lists the tenant's automations (secrets redacted). */
@@ -57,7 +64,13 @@ export function createAutomationsService({ db, config }: AppDeps, options: { res
   /** Shows one automation (secrets redacted). */
   async function getAutomation(actor: Actor, id: number, query: RawListQuery = {}) {
     requirePermission(actor, PERMISSION)
-    return showResource(ctx(actor), automationResource, queries.selectAutomations(db, actor.tenantId).where('a.id', '=', id), query, 'Automation')
+    return showResource(
+      ctx(actor),
+      automationResource,
+      queries.selectAutomations(db, actor.tenantId).where('a.id', '=', id),
+      query,
+      'Automation',
+    )
   }
 
   /** Creates an automation after validating its event and every action's config. */
@@ -68,8 +81,25 @@ export function createAutomationsService({ db, config }: AppDeps, options: { res
     const actions = await checkActions(body.actions, errors)
     errors.throwIfAny()
     const { id } = await db.transaction().execute(async (trx) => {
-      const row = await queries.insertAutomation(trx, actor.tenantId, { name: body.name, event: body.event, active: body.active ?? true, actions, userId: actor.userId })
-      await recordAudit(trx, { tenantId: actor.tenantId, action: 'automation.create', targetType: 'automation', targetId: row.id, changes: diff(undefined, { name: body.name, event: body.event, active: body.active ?? true, actions: presentActions(actions) }) })
+      const row = await queries.insertAutomation(trx, actor.tenantId, {
+        name: body.name,
+        event: body.event,
+        active: body.active ?? true,
+        actions,
+        userId: actor.userId,
+      })
+      await recordAudit(trx, {
+        tenantId: actor.tenantId,
+        action: 'automation.create',
+        targetType: 'automation',
+        targetId: row.id,
+        changes: diff(undefined, {
+          name: body.name,
+          event: body.event,
+          active: body.active ?? true,
+          actions: presentActions(actions),
+        }),
+      })
       return row
     })
     return getAutomation(actor, id)
@@ -87,13 +117,33 @@ export function createAutomationsService({ db, config }: AppDeps, options: { res
     errors.throwIfAny()
     await db.transaction().execute(async (trx) => {
       // the stored row, locked, as the audit record's "before" (actions as clients see them: secrets masked)
-      const stored = await trx.selectFrom('automations').select(['name', 'event', 'active', 'actions'])
-        .where('tenant_id', '=', actor.tenantId).where('id', '=', id).forUpdate().executeTakeFirst()
+      const stored = await trx
+        .selectFrom('automations')
+        .select(['name', 'event', 'active', 'actions'])
+        .where('tenant_id', '=', actor.tenantId)
+        .where('id', '=', id)
+        .forUpdate()
+        .executeTakeFirst()
       if (!stored) throw notFound('Automation')
-      await queries.updateAutomation(trx, actor.tenantId, id, { name: body.name, event: body.event, active: body.active, actions })
+      await queries.updateAutomation(trx, actor.tenantId, id, {
+        name: body.name,
+        event: body.event,
+        active: body.active,
+        actions,
+      })
       const before = { ...stored, actions: presentActions(stored.actions as queries.StoredAction[]) }
-      await recordAudit(trx, { tenantId: actor.tenantId, action: 'automation.update', targetType: 'automation', targetId: id,
-        changes: diff(before, { name: body.name, event: body.event, active: body.active, actions: actions && presentActions(actions) }) })
+      await recordAudit(trx, {
+        tenantId: actor.tenantId,
+        action: 'automation.update',
+        targetType: 'automation',
+        targetId: id,
+        changes: diff(before, {
+          name: body.name,
+          event: body.event,
+          active: body.active,
+          actions: actions && presentActions(actions),
+        }),
+      })
     })
     return getAutomation(actor, id)
   }
@@ -104,7 +154,12 @@ export function createAutomationsService({ db, config }: AppDeps, options: { res
     await db.transaction().execute(async (trx) => {
       const deleted = await queries.deleteAutomation(trx, actor.tenantId, id)
       if (!deleted) throw notFound('Automation')
-      await recordAudit(trx, { tenantId: actor.tenantId, action: 'automation.delete', targetType: 'automation', targetId: id })
+      await recordAudit(trx, {
+        tenantId: actor.tenantId,
+        action: 'automation.delete',
+        targetType: 'automation',
+        targetId: id,
+      })
     })
   }
 
@@ -122,8 +177,14 @@ export function createAutomationsService({ db, config }: AppDeps, options: { res
     requirePermission(actor, PERMISSION)
     const automation = await queries.findAutomation(db, actor.tenantId, id)
     if (!automation) throw notFound('Automation')
-    const event = { id: randomUUID(), type: TEST_EVENT_TYPE, data: { automation_id: automation.id, automation_name: automation.name, test: true } }
-    const deliveryIds = await db.transaction().execute((trx) => createDeliveries(trx, actor.tenantId, [automation], event))
+    const event = {
+      id: randomUUID(),
+      type: TEST_EVENT_TYPE,
+      data: { automation_id: automation.id, automation_name: automation.name, test: true },
+    }
+    const deliveryIds = await db
+      .transaction()
+      .execute((trx) => createDeliveries(trx, actor.tenantId, [automation], event))
     return { delivery_ids: deliveryIds }
   }
 
@@ -135,7 +196,13 @@ export function createAutomationsService({ db, config }: AppDeps, options: { res
   }
 
   async function getDelivery(actor: Actor, id: number, deliveryId: number) {
-    return showResource(ctx(actor), deliveryResource, queries.selectDeliveries(db, actor.tenantId, id).where('d.id', '=', deliveryId), {}, 'Delivery')
+    return showResource(
+      ctx(actor),
+      deliveryResource,
+      queries.selectDeliveries(db, actor.tenantId, id).where('d.id', '=', deliveryId),
+      {},
+      'Delivery',
+    )
   }
 
   /** Starts a new attempt series for a delivery (same event, same `webhook-id`). */
@@ -149,5 +216,15 @@ export function createAutomationsService({ db, config }: AppDeps, options: { res
     return getDelivery(actor, id, deliveryId)
   }
 
-  return { listAutomations, getAutomation, createAutomation, updateAutomation, deleteAutomation, validateAction, testAutomation, listDeliveries, redeliver }
+  return {
+    listAutomations,
+    getAutomation,
+    createAutomation,
+    updateAutomation,
+    deleteAutomation,
+    validateAction,
+    testAutomation,
+    listDeliveries,
+    redeliver,
+  }
 }

@@ -20,7 +20,9 @@ const JWT_TTL_SECONDS = 300
 
 /** Standard Webhooks `v1` signature of `<id>.<timestamp>.<body>`; `whsec_` secrets are base64, others raw UTF-8. */
 export function standardWebhookSignature(secret: string, webhookId: string, timestamp: number, body: Buffer): string {
-  const key = secret.startsWith('whsec_') ? Buffer.from(secret.slice('whsec_'.length), 'base64') : Buffer.from(secret, 'utf8')
+  const key = secret.startsWith('whsec_')
+    ? Buffer.from(secret.slice('whsec_'.length), 'base64')
+    : Buffer.from(secret, 'utf8')
   const mac = createHmac('sha256', key).update(`${webhookId}.${timestamp}.`).update(body).digest('base64')
   return `v1,${mac}`
 }
@@ -49,13 +51,17 @@ export async function webhookJwt(ctx: SigningContext): Promise<string> {
 export async function authHeaders(auth: WebhookAuth | null, ctx: SigningContext): Promise<Record<string, string>> {
   switch (auth?.type ?? null) {
     case 'basic':
-      return { authorization: `Basic ${Buffer.from(`${auth!.basic!.username}:${auth!.basic!.password}`, 'utf8').toString('base64')}` }
+      return {
+        authorization: `Basic ${Buffer.from(`${auth!.basic!.username}:${auth!.basic!.password}`, 'utf8').toString('base64')}`,
+      }
     case 'header':
       return { [auth!.header!.name]: auth!.header!.value }
     case 'jwt':
       return { authorization: `Bearer ${await webhookJwt(ctx)}` }
     case 'secret':
-      return { 'webhook-signature': standardWebhookSignature(auth!.secret!.secret, ctx.webhookId, ctx.timestamp, ctx.body) }
+      return {
+        'webhook-signature': standardWebhookSignature(auth!.secret!.secret, ctx.webhookId, ctx.timestamp, ctx.body),
+      }
     default:
       return {}
   }

@@ -1,7 +1,12 @@
 import { isIP } from 'node:net'
 import { FieldErrorCollector } from '../../platform/http/errors.js'
 import type { SecretBox } from '../../platform/secrets/secret-box.js'
-import { isBlockedAddress, resolveWithSystemDns, unbracket, type ResolveHost } from '../../platform/outbound-http/safe-fetch.js'
+import {
+  isBlockedAddress,
+  resolveWithSystemDns,
+  unbracket,
+  type ResolveHost,
+} from '../../platform/outbound-http/safe-fetch.js'
 
 export const WEBHOOK_METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'] as const
 export const WEBHOOK_AUTH_TYPES = ['basic', 'header', 'jwt', 'secret'] as const
@@ -35,8 +40,19 @@ const MAX_HEADERS = 50
 const MAX_VALUE_LENGTH = 8192
 /** Names we set ourselves or that would corrupt the framing of the request. */
 const RESERVED_HEADERS = new Set([
-  'host', 'content-length', 'transfer-encoding', 'connection', 'keep-alive', 'upgrade', 'te', 'trailer', 'expect',
-  'proxy-connection', 'webhook-id', 'webhook-timestamp', 'webhook-signature',
+  'host',
+  'content-length',
+  'transfer-encoding',
+  'connection',
+  'keep-alive',
+  'upgrade',
+  'te',
+  'trailer',
+  'expect',
+  'proxy-connection',
+  'webhook-id',
+  'webhook-timestamp',
+  'webhook-signature',
 ])
 const DNS_TIMEOUT_MS = 3_000
 
@@ -44,22 +60,31 @@ const isPlainObject = (value: unknown): value is Record<string, unknown> =>
   typeof value === 'object' && value !== null && !Array.isArray(value)
 
 function checkKeys(value: Record<string, unknown>, allowed: string[], path: string, errors: FieldErrorCollector): void {
-  for (const key of Object.keys(value)) if (!allowed.includes(key)) errors.add(`${path}.${key}`, 'is not an allowed field')
+  for (const key of Object.keys(value))
+    if (!allowed.includes(key)) errors.add(`${path}.${key}`, 'is not an allowed field')
 }
 
-function requiredString(parent: Record<string, unknown>, key: string, path: string, errors: FieldErrorCollector, { nonEmpty = false } = {}): string | undefined {
+function requiredString(
+  parent: Record<string, unknown>,
+  key: string,
+  path: string,
+  errors: FieldErrorCollector,
+  { nonEmpty = false } = {},
+): string | undefined {
   const value = parent[key]
   if (value === undefined || value === null) errors.add(`${path}.${key}`, 'is required')
   else if (typeof value !== 'string') errors.add(`${path}.${key}`, 'must be a string')
   else if (nonEmpty && value.length === 0) errors.add(`${path}.${key}`, 'must not be empty')
-  else if (value.length > MAX_VALUE_LENGTH) errors.add(`${path}.${key}`, `must be at most ${MAX_VALUE_LENGTH} characters`)
+  else if (value.length > MAX_VALUE_LENGTH)
+    errors.add(`${path}.${key}`, `must be at most ${MAX_VALUE_LENGTH} characters`)
   else return value
   return undefined
 }
 
 function checkHeaderName(name: string, path: string, errors: FieldErrorCollector): boolean {
   if (!TOKEN.test(name)) errors.add(path, 'must be a valid HTTP header name')
-  else if (RESERVED_HEADERS.has(name.toLowerCase())) errors.add(path, `"${name}" is set by the platform and cannot be configured`)
+  else if (RESERVED_HEADERS.has(name.toLowerCase()))
+    errors.add(path, `"${name}" is set by the platform and cannot be configured`)
   else return true
   return false
 }
@@ -69,7 +94,12 @@ function checkHeaderValue(value: string, path: string, errors: FieldErrorCollect
 }
 
 /** "Valid active URL": absolute http(s), no credentials, a host that resolves (or an IP literal). */
-async function checkUrl(value: unknown, path: string, errors: FieldErrorCollector, options: UrlCheckOptions): Promise<string | undefined> {
+async function checkUrl(
+  value: unknown,
+  path: string,
+  errors: FieldErrorCollector,
+  options: UrlCheckOptions,
+): Promise<string | undefined> {
   if (value === undefined || value === null) return void errors.add(path, 'is required')
   if (typeof value !== 'string') return void errors.add(path, 'must be a string')
   if (value.length > 2048) return void errors.add(path, 'must be at most 2048 characters')
@@ -87,7 +117,9 @@ async function checkUrl(value: unknown, path: string, errors: FieldErrorCollecto
   if (isIP(host)) addresses = [host]
   else {
     const resolve = options.resolve ?? resolveWithSystemDns
-    const timeout = new Promise<never>((_, reject) => setTimeout(() => reject(new Error('timeout')), DNS_TIMEOUT_MS).unref())
+    const timeout = new Promise<never>((_, reject) =>
+      setTimeout(() => reject(new Error('timeout')), DNS_TIMEOUT_MS).unref(),
+    )
     try {
       addresses = (await Promise.race([resolve(host), timeout])).map((a) => a.address)
     } catch {
@@ -104,7 +136,11 @@ async function checkUrl(value: unknown, path: string, errors: FieldErrorCollecto
 function checkSecret(secret: string, path: string, errors: FieldErrorCollector): void {
   if (!secret.startsWith('whsec_')) return
   const encoded = secret.slice('whsec_'.length)
-  if (!/^[A-Za-z0-9+/]+={0,2}$/.test(encoded) || encoded.length % 4 !== 0 || Buffer.from(encoded, 'base64').length === 0) {
+  if (
+    !/^[A-Za-z0-9+/]+={0,2}$/.test(encoded) ||
+    encoded.length % 4 !== 0 ||
+    Buffer.from(encoded, 'base64').length === 0
+  ) {
     errors.add(path, 'a whsec_ secret must be followed by base64')
   }
 }
@@ -158,7 +194,10 @@ function checkAuth(value: unknown, path: string, errors: FieldErrorCollector): W
  * `config.auth.basic.username`). Values are kept verbatim: no template or variable is ever resolved.
  */
 export async function validateWebhookConfig(
-  config: unknown, path: string, errors: FieldErrorCollector, options: UrlCheckOptions,
+  config: unknown,
+  path: string,
+  errors: FieldErrorCollector,
+  options: UrlCheckOptions,
 ): Promise<WebhookConfig | undefined> {
   if (!isPlainObject(config)) return void errors.add(path, 'must be an object')
   const before = Object.keys(errors.errors).length
@@ -172,7 +211,8 @@ export async function validateWebhookConfig(
 
   const headers: Record<string, string> = {}
   if (!('headers' in config) || config.headers === undefined) errors.add(`${path}.headers`, 'is required')
-  else if (!isPlainObject(config.headers)) errors.add(`${path}.headers`, 'must be an object of header name to string value')
+  else if (!isPlainObject(config.headers))
+    errors.add(`${path}.headers`, 'must be an object of header name to string value')
   else {
     const entries = Object.entries(config.headers)
     if (entries.length > MAX_HEADERS) errors.add(`${path}.headers`, `must have at most ${MAX_HEADERS} headers`)
@@ -211,20 +251,31 @@ export function redactWebhookConfig(config: Record<string, any>): Record<string,
  * On update, a secret the client leaves out (it never received it) is kept from the stored action
  * at the same index when the action and auth types are unchanged.
  */
-export function carryOverSecrets(incoming: unknown, stored: { type: string; config: Record<string, any> } | undefined): unknown {
+export function carryOverSecrets(
+  incoming: unknown,
+  stored: { type: string; config: Record<string, any> } | undefined,
+): unknown {
   if (!isPlainObject(incoming) || !stored || stored.type !== incoming.type) return incoming
   const config = incoming.config
   const old = stored.config?.auth as Record<string, any> | undefined
-  if (!isPlainObject(config) || !isPlainObject(config.auth) || !isPlainObject(old) || config.auth.type !== old.type) return incoming
+  if (!isPlainObject(config) || !isPlainObject(config.auth) || !isPlainObject(old) || config.auth.type !== old.type)
+    return incoming
   const type = old.type as string
   const secretKey = ({ basic: 'password', header: 'value', secret: 'secret' } as Record<string, string>)[type]
   const sub = config.auth[type]
   if (!secretKey || !isPlainObject(old[type]) || (sub !== undefined && !isPlainObject(sub))) return incoming
   if (sub !== undefined && (sub as Record<string, unknown>)[secretKey] !== undefined) return incoming
   // for header auth the secret belongs to its header name: keep it only for the same name
-  if (type === 'header' && isPlainObject(sub) && sub.name !== undefined && sub.name !== (old.header as Record<string, unknown>).name) return incoming
+  if (
+    type === 'header' &&
+    isPlainObject(sub) &&
+    sub.name !== undefined &&
+    sub.name !== (old.header as Record<string, unknown>).name
+  )
+    return incoming
   const merged = { ...(isPlainObject(sub) ? sub : {}), [secretKey]: (old[type] as Record<string, unknown>)[secretKey] }
-  if (type === 'basic' && merged.username === undefined) merged.username = (old.basic as Record<string, unknown>).username
+  if (type === 'basic' && merged.username === undefined)
+    merged.username = (old.basic as Record<string, unknown>).username
   if (type === 'header' && merged.name === undefined) merged.name = (old.header as Record<string, unknown>).name
   return { ...incoming, config: { ...config, auth: { ...config.auth, [type]: merged } } }
 }
@@ -234,11 +285,16 @@ export function mapWebhookSecrets<T extends Record<string, any>>(config: T, tran
   const auth = config.auth
   if (!isPlainObject(auth)) return config
   const mapped: Record<string, unknown> = { ...auth }
-  if (isPlainObject(auth.basic) && typeof auth.basic.password === 'string') mapped.basic = { ...auth.basic, password: transform(auth.basic.password) }
-  if (isPlainObject(auth.header) && typeof auth.header.value === 'string') mapped.header = { ...auth.header, value: transform(auth.header.value) }
-  if (isPlainObject(auth.secret) && typeof auth.secret.secret === 'string') mapped.secret = { ...auth.secret, secret: transform(auth.secret.secret) }
+  if (isPlainObject(auth.basic) && typeof auth.basic.password === 'string')
+    mapped.basic = { ...auth.basic, password: transform(auth.basic.password) }
+  if (isPlainObject(auth.header) && typeof auth.header.value === 'string')
+    mapped.header = { ...auth.header, value: transform(auth.header.value) }
+  if (isPlainObject(auth.secret) && typeof auth.secret.secret === 'string')
+    mapped.secret = { ...auth.secret, secret: transform(auth.secret.secret) }
   return { ...config, auth: mapped }
 }
 
-export const sealWebhookSecrets = <T extends Record<string, any>>(config: T, box: SecretBox): T => mapWebhookSecrets(config, (v) => box.seal(v))
-export const openWebhookSecrets = <T extends Record<string, any>>(config: T, box: SecretBox): T => mapWebhookSecrets(config, (v) => box.open(v))
+export const sealWebhookSecrets = <T extends Record<string, any>>(config: T, box: SecretBox): T =>
+  mapWebhookSecrets(config, (v) => box.seal(v))
+export const openWebhookSecrets = <T extends Record<string, any>>(config: T, box: SecretBox): T =>
+  mapWebhookSecrets(config, (v) => box.open(v))

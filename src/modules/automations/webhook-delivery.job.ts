@@ -58,13 +58,15 @@ interface AttemptResult {
   retryAfterMs?: number
 }
 
-
 /** Classifies one exchange. 2xx succeeds; 3xx is never followed; 410 and blocked addresses are permanent. */
 function judge(result: OutboundResult): AttemptResult {
   if (result.kind === 'error') {
     return {
       status: result.error === 'blocked_address' ? 'failed' : 'retrying',
-      responseStatus: null, responseTimeMs: result.timeMs, responseBody: null, error: result.error,
+      responseStatus: null,
+      responseTimeMs: result.timeMs,
+      responseBody: null,
+      error: result.error,
     }
   }
   const responseBody = result.body.toString('utf8').replace(/\u0000/g, '')
@@ -72,7 +74,12 @@ function judge(result: OutboundResult): AttemptResult {
   if (result.status >= 200 && result.status < 300) return { ...base, status: 'succeeded', error: null }
   if (result.status === 410) return { ...base, status: 'failed', error: 'gone' }
   const error = result.status >= 300 && result.status < 400 ? 'redirect_not_followed' : `http_${result.status}`
-  return { ...base, status: 'retrying', error, retryAfterMs: retryAfterMs(result.headers['retry-after'], MAX_RETRY_AFTER_MS) }
+  return {
+    ...base,
+    status: 'retrying',
+    error,
+    retryAfterMs: retryAfterMs(result.headers['retry-after'], MAX_RETRY_AFTER_MS),
+  }
 }
 
 /** Builds the `automations:deliver_webhook` handler: one attempt per job, the next one enqueued on failure. */
@@ -91,11 +98,23 @@ export function createWebhookDeliverer({ db, config, log }: AppDeps, options: We
   const slots = createHostSlots(db, { limit: perHost, leaseMs: timeoutMs + 5_000 })
   const slotWaitMs = options.hostSlotWaitMs ?? 1_000
 
-  async function attempt(target: NonNullable<Awaited<ReturnType<typeof queries.findDeliveryForAttempt>>>, webhook: WebhookConfig): Promise<AttemptResult> {
+  async function attempt(
+    target: NonNullable<Awaited<ReturnType<typeof queries.findDeliveryForAttempt>>>,
+    webhook: WebhookConfig,
+  ): Promise<AttemptResult> {
     const method = webhook.method ?? 'POST'
-    const body = method === 'GET'
-      ? Buffer.alloc(0)
-      : Buffer.from(JSON.stringify({ id: target.event_id, type: target.event_type, timestamp: target.event_timestamp, tenant: target.tenant_slug, data: target.event_data }))
+    const body =
+      method === 'GET'
+        ? Buffer.alloc(0)
+        : Buffer.from(
+            JSON.stringify({
+              id: target.event_id,
+              type: target.event_type,
+              timestamp: target.event_timestamp,
+              tenant: target.tenant_slug,
+              data: target.event_data,
+            }),
+          )
     const timestamp = Math.floor(Date.now() / 1000)
     // configured headers first; the platform's own headers replace same-named ones (case-insensitive)
     const headers = new Map<string, [string, string]>()
@@ -106,8 +125,14 @@ export function createWebhookDeliverer({ db, config, log }: AppDeps, options: We
     put('webhook-id', target.event_id)
     put('webhook-timestamp', String(timestamp))
     const auth = await authHeaders(webhook.auth, {
-      url: webhook.url, method, body, webhookId: target.event_id, timestamp, tenantSlug: target.tenant_slug,
-      issuer: config.baseUrl, signingKey: () => currentSigningKey(db, secrets),
+      url: webhook.url,
+      method,
+      body,
+      webhookId: target.event_id,
+      timestamp,
+      tenantSlug: target.tenant_slug,
+      issuer: config.baseUrl,
+      signingKey: () => currentSigningKey(db, secrets),
     })
     for (const [name, value] of Object.entries(auth)) put(name, value)
     const result = await http.send(webhook.url, {
@@ -148,19 +173,38 @@ export function createWebhookDeliverer({ db, config, log }: AppDeps, options: We
     const waitMs = status === 'retrying' ? Math.max(delay, result.retryAfterMs ?? 0) : 0
     const nextAttemptAt = status === 'retrying' ? new Date(Date.now() + waitMs) : null
     const record = {
-      status, error: result.error, nextAttemptAt, url: webhook.url, method: webhook.method ?? 'POST',
-      responseStatus: result.responseStatus, responseTimeMs: result.responseTimeMs, responseBody: result.responseBody,
+      status,
+      error: result.error,
+      nextAttemptAt,
+      url: webhook.url,
+      method: webhook.method ?? 'POST',
+      responseStatus: result.responseStatus,
+      responseTimeMs: result.responseTimeMs,
+      responseBody: result.responseBody,
     }
-    if (!nextAttemptAt) await queries.recordAttempt(db, payload, record) // final: one statement, no transaction
+    if (!nextAttemptAt)
+      await queries.recordAttempt(db, payload, record) // final: one statement, no transaction
     else {
       await db.transaction().execute(async (trx) => {
         // the attempt and its successor commit together
         if (!(await queries.recordAttempt(trx, payload, record))) return
         const next = { ...payload, attempt: payload.attempt + 1 }
-        await enqueue(trx, DELIVER_WEBHOOK_JOB, next, { runAt: nextAttemptAt, key: `webhook:${payload.deliveryId}:${payload.series}:${next.attempt}` })
+        await enqueue(trx, DELIVER_WEBHOOK_JOB, next, {
+          runAt: nextAttemptAt,
+          key: `webhook:${payload.deliveryId}:${payload.series}:${next.attempt}`,
+        })
       })
     }
-    log.info({ deliveryId: payload.deliveryId, attempt: payload.attempt, status, error: result.error ?? undefined, responseStatus: result.responseStatus ?? undefined }, 'webhook delivery attempt')
+    log.info(
+      {
+        deliveryId: payload.deliveryId,
+        attempt: payload.attempt,
+        status,
+        error: result.error ?? undefined,
+        responseStatus: result.responseStatus ?? undefined,
+      },
+      'webhook delivery attempt',
+    )
     return status
   }
 
@@ -171,7 +215,9 @@ export type WebhookDeliverer = ReturnType<typeof createWebhookDeliverer>
 
 /** Enqueues attempt 1 of a delivery series (in the caller's transaction). */
 export function enqueueDeliveryAttempt(db: AppDeps['db'], payload: DeliverWebhookPayload) {
-  return enqueue(db, DELIVER_WEBHOOK_JOB, payload, { key: `webhook:${payload.deliveryId}:${payload.series}:${payload.attempt}` })
+  return enqueue(db, DELIVER_WEBHOOK_JOB, payload, {
+    key: `webhook:${payload.deliveryId}:${payload.series}:${payload.attempt}`,
+  })
 }
 
 export const nowUtcIso = sql<string>`to_char(now() at time zone 'utc', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`

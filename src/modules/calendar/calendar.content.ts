@@ -18,12 +18,17 @@ export const calendarEvents = defineContent({
   fields: { title: { type: 'string' }, starts_at: { type: 'timestamp' }, ends_at: { type: 'timestamp' } },
   appPath: (row) => `/calendar/events/${row.id}`,
   prepare(values, merged, errors) {
-    if (merged.starts_at != null && merged.ends_at != null && epoch(merged.ends_at) < epoch(merged.starts_at)) errors.add('ends_at', 'must not be before starts_at')
+    if (merged.starts_at != null && merged.ends_at != null && epoch(merged.ends_at) < epoch(merged.starts_at))
+      errors.add('ends_at', 'must not be before starts_at')
     return values
   },
 })
 
 export const calendarEventBodies = contentBodies(
-  { title: Type.String({ minLength: 1, maxLength: 255 }), starts_at: TimestampInputSchema, ends_at: TimestampInputSchema },
+  {
+    title: Type.String({ minLength: 1, maxLength: 255 }),
+    starts_at: TimestampInputSchema,
+    ends_at: TimestampInputSchema,
+  },
   ['title', 'starts_at', 'ends_at'],
 )

@@ -12,8 +12,14 @@ registerShareTarget(contentShareTarget(calendarEvents))
 
 export const calendarModule: AppModule = {
   name: 'calendar',
-  routes: (app, { db }) => contentRoutes(app, calendarEvents, {
-    db, tag: 'calendar', collection: '/api/calendar/events', item: '/api/calendar/events/:id', bodies: calendarEventBodies,
-    operations: ['list', 'show', 'create', 'update', 'delete'], grantTokens: actorFromGrantToken,
-  }),
+  routes: (app, { db }) =>
+    contentRoutes(app, calendarEvents, {
+      db,
+      tag: 'calendar',
+      collection: '/api/calendar/events',
+      item: '/api/calendar/events/:id',
+      bodies: calendarEventBodies,
+      operations: ['list', 'show', 'create', 'update', 'delete'],
+      grantTokens: actorFromGrantToken,
+    }),
 }

@@ -1,27 +1,58 @@
 import { sql } from 'kysely'
 import type { Db } from '../../platform/db/schema.js'
 
-export const selectDepartments = (db: Db, tenantId: number) => db.selectFrom('departments as d').where('d.tenant_id', '=', tenantId)
+export const selectDepartments = (db: Db, tenantId: number) =>
+  db.selectFrom('departments as d').where('d.tenant_id', '=', tenantId)
 
-export function insertDepartment(db: Db, tenantId: number, values: { name: string; folder_id?: number | null; notification_setting_id?: number | null }) {
-  return db.insertInto('departments')
-    .values({ tenant_id: tenantId, name: values.name, folder_id: values.folder_id ?? null, notification_setting_id: values.notification_setting_id ?? null })
-    .returning('id').executeTakeFirstOrThrow()
+export function insertDepartment(
+  db: Db,
+  tenantId: number,
+  values: { name: string; folder_id?: number | null; notification_setting_id?: number | null },
+) {
+  return db
+    .insertInto('departments')
+    .values({
+      tenant_id: tenantId,
+      name: values.name,
+      folder_id: values.folder_id ?? null,
+      notification_setting_id: values.notification_setting_id ?? null,
+    })
+    .returning('id')
+    .executeTakeFirstOrThrow()
 }
 
-export function updateDepartment(db: Db, tenantId: number, id: number, values: { name?: string; folder_id?: number | null; notification_setting_id?: number | null }) {
-  return db.updateTable('departments').set({ ...values, updated_at: sql`now()` as never })
-    .where('tenant_id', '=', tenantId).where('id', '=', id).returning('id').executeTakeFirst()
+export function updateDepartment(
+  db: Db,
+  tenantId: number,
+  id: number,
+  values: { name?: string; folder_id?: number | null; notification_setting_id?: number | null },
+) {
+  return db
+    .updateTable('departments')
+    .set({ ...values, updated_at: sql`now()` as never })
+    .where('tenant_id', '=', tenantId)
+    .where('id', '=', id)
+    .returning('id')
+    .executeTakeFirst()
 }
 
 export function deleteDepartment(db: Db, tenantId: number, id: number) {
-  return db.deleteFrom('departments').where('tenant_id', '=', tenantId).where('id', '=', id).returning('id').executeTakeFirst()
+  return db
+    .deleteFrom('departments')
+    .where('tenant_id', '=', tenantId)
+    .where('id', '=', id)
+    .returning('id')
+    .executeTakeFirst()
 }
 
 /** Replaces the department's members with `userIds` (set-based). */
 export async function replaceMembers(db: Db, tenantId: number, departmentId: number, userIds: number[]): Promise<void> {
-  await db.deleteFrom('department_users').where('tenant_id', '=', tenantId).where('department_id', '=', departmentId)
-    .where((eb) => (userIds.length > 0 ? eb('user_id', 'not in', userIds) : eb.val(true))).execute()
+  await db
+    .deleteFrom('department_users')
+    .where('tenant_id', '=', tenantId)
+    .where('department_id', '=', departmentId)
+    .where((eb) => (userIds.length > 0 ? eb('user_id', 'not in', userIds) : eb.val(true)))
+    .execute()
   if (userIds.length === 0) return
   await sql`insert into department_users (tenant_id, department_id, user_id)
     select ${tenantId}, ${departmentId}, unnest(${userIds}::bigint[]) on conflict do nothing`.execute(db)

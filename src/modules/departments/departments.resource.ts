@@ -14,7 +14,8 @@ export const departmentResource = defineResource({
     user_ids: {
       type: 'json',
       filterable: false,
-      sql: (tenantId: number) => sql`array(select du.user_id from department_users du where du.tenant_id = ${tenantId} and du.department_id = d.id order by du.user_id)`,
+      sql: (tenantId: number) =>
+        sql`array(select du.user_id from department_users du where du.tenant_id = ${tenantId} and du.department_id = d.id order by du.user_id)`,
     },
     created_at: { type: 'timestamp' },
     updated_at: { type: 'timestamp' },

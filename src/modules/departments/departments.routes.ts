@@ -4,13 +4,23 @@ import { CreateDepartmentBodySchema, DepartmentSchema, UpdateDepartmentBodySchem
 import { departmentResource } from './departments.resource.js'
 import type { DepartmentsService } from './departments.service.js'
 
-export async function departmentsRoutes(app: FastifyInstance, { departments }: { departments: DepartmentsService }): Promise<void> {
+export async function departmentsRoutes(
+  app: FastifyInstance,
+  { departments }: { departments: DepartmentsService },
+): Promise<void> {
   registerResourceRoutes(app, {
-    collection: '/api/departments', item: '/api/departments/:id', tag: 'departments', itemSchema: DepartmentSchema, resource: departmentResource,
+    collection: '/api/departments',
+    item: '/api/departments/:id',
+    tag: 'departments',
+    itemSchema: DepartmentSchema,
+    resource: departmentResource,
     bodies: { create: CreateDepartmentBodySchema, update: UpdateDepartmentBodySchema },
     handlers: actorHandlers({
-      list: departments.listDepartments, show: (actor, id, query) => departments.getDepartment(actor, id, query),
-      create: departments.createDepartment, update: departments.updateDepartment, remove: departments.deleteDepartment,
+      list: departments.listDepartments,
+      show: (actor, id, query) => departments.getDepartment(actor, id, query),
+      create: departments.createDepartment,
+      update: departments.updateDepartment,
+      remove: departments.deleteDepartment,
     }),
   })
 }

@@ -3,15 +3,18 @@ import { IdSchema, Nullable, TimestampSchema } from '../../platform/http/schemas
 
 const Opt = Type.Optional
 
-export const DepartmentSchema = Type.Object({
-  id: Opt(Type.Integer()),
-  name: Opt(Type.String()),
-  folder_id: Opt(Nullable(Type.Integer())),
-  notification_setting_id: Opt(Nullable(Type.Integer())),
-  user_ids: Opt(Type.Array(Type.Integer())),
-  created_at: Opt(TimestampSchema),
-  updated_at: Opt(TimestampSchema),
-}, { $id: 'Department' })
+export const DepartmentSchema = Type.Object(
+  {
+    id: Opt(Type.Integer()),
+    name: Opt(Type.String()),
+    folder_id: Opt(Nullable(Type.Integer())),
+    notification_setting_id: Opt(Nullable(Type.Integer())),
+    user_ids: Opt(Type.Array(Type.Integer())),
+    created_at: Opt(TimestampSchema),
+    updated_at: Opt(TimestampSchema),
+  },
+  { $id: 'Department' },
+)
 
 const fields = {
   name: Type.String({ minLength: 1, maxLength: 255 }),
@@ -21,13 +24,23 @@ const fields = {
 }
 
 export const CreateDepartmentBodySchema = Type.Object(
-  { name: fields.name, user_ids: Opt(fields.user_ids), folder_id: Opt(fields.folder_id), notification_setting_id: Opt(fields.notification_setting_id) },
+  {
+    name: fields.name,
+    user_ids: Opt(fields.user_ids),
+    folder_id: Opt(fields.folder_id),
+    notification_setting_id: Opt(fields.notification_setting_id),
+  },
   { additionalProperties: false },
 )
 export type CreateDepartmentBody = Static<typeof CreateDepartmentBodySchema>
 
 export const UpdateDepartmentBodySchema = Type.Object(
-  { name: Opt(fields.name), user_ids: Opt(fields.user_ids), folder_id: Opt(fields.folder_id), notification_setting_id: Opt(fields.notification_setting_id) },
+  {
+    name: Opt(fields.name),
+    user_ids: Opt(fields.user_ids),
+    folder_id: Opt(fields.folder_id),
+    notification_setting_id: Opt(fields.notification_setting_id),
+  },
   { additionalProperties: false },
 )
 export type UpdateDepartmentBody = Static<typeof UpdateDepartmentBodySchema>

@@ -20,7 +20,10 @@ export function createDepartmentsService({ db }: AppDeps) {
     const problems = new FieldErrorCollector()
     const missing = await queries.missingUserIds(trx, tenantId, body.user_ids ?? [])
     if (missing.length > 0) problems.add('user_ids', `unknown user ids: ${missing.join(', ')}`)
-    if (body.notification_setting_id && !(await notificationSettingExists(trx, tenantId, body.notification_setting_id))) {
+    if (
+      body.notification_setting_id &&
+      !(await notificationSettingExists(trx, tenantId, body.notification_setting_id))
+    ) {
       problems.add('notification_setting_id', 'does not exist')
     }
     problems.throwIfAny()
@@ -35,7 +38,13 @@ export function createDepartmentsService({ db }: AppDeps) {
   /** Shows one department with its member ids. */
   async function getDepartment(actor: Actor, id: number, query: RawListQuery = {}, trx: Db = db) {
     requirePermission(actor, 'departments.view')
-    return showResource({ db: trx, tenantId: actor.tenantId, actor }, departmentResource, queries.selectDepartments(trx, actor.tenantId).where('d.id', '=', id), query, 'Department')
+    return showResource(
+      { db: trx, tenantId: actor.tenantId, actor },
+      departmentResource,
+      queries.selectDepartments(trx, actor.tenantId).where('d.id', '=', id),
+      query,
+      'Department',
+    )
   }
 
   /** Creates a department, optionally with members. */
@@ -45,7 +54,13 @@ export function createDepartmentsService({ db }: AppDeps) {
       await checkReferences(trx, actor.tenantId, body)
       const { id } = await queries.insertDepartment(trx, actor.tenantId, body)
       if (body.user_ids) await queries.replaceMembers(trx, actor.tenantId, id, body.user_ids)
-      await recordAudit(trx, { tenantId: actor.tenantId, action: 'department.create', targetType: 'department', targetId: id, changes: diff(undefined, body) })
+      await recordAudit(trx, {
+        tenantId: actor.tenantId,
+        action: 'department.create',
+        targetType: 'department',
+        targetId: id,
+        changes: diff(undefined, body),
+      })
       return getDepartment({ ...actor, permissions: new Set(['*']) }, id, {}, trx)
     })
   }
@@ -56,15 +71,43 @@ export function createDepartmentsService({ db }: AppDeps) {
     return db.transaction().execute(async (trx) => {
       const { user_ids: userIds, ...fields } = body
       // the stored row and members, locked, as the audit records' "before"
-      const before = await trx.selectFrom('departments').selectAll().where('tenant_id', '=', actor.tenantId).where('id', '=', id).forUpdate().executeTakeFirst()
-      const membersBefore = userIds ? (await trx.selectFrom('department_users').select('user_id').where('tenant_id', '=', actor.tenantId)
-        .where('department_id', '=', id).orderBy('user_id').execute()).map((m) => Number(m.user_id)) : []
+      const before = await trx
+        .selectFrom('departments')
+        .selectAll()
+        .where('tenant_id', '=', actor.tenantId)
+        .where('id', '=', id)
+        .forUpdate()
+        .executeTakeFirst()
+      const membersBefore = userIds
+        ? (
+            await trx
+              .selectFrom('department_users')
+              .select('user_id')
+              .where('tenant_id', '=', actor.tenantId)
+              .where('department_id', '=', id)
+              .orderBy('user_id')
+              .execute()
+          ).map((m) => Number(m.user_id))
+        : []
       const updated = await queries.updateDepartment(trx, actor.tenantId, id, fields)
       if (!updated) throw notFound('Department')
       await checkReferences(trx, actor.tenantId, body)
       if (userIds) await queries.replaceMembers(trx, actor.tenantId, id, userIds)
-      await recordAudit(trx, { tenantId: actor.tenantId, action: 'department.update', targetType: 'department', targetId: id, changes: diff(before, fields) })
-      if (userIds) await recordAudit(trx, { tenantId: actor.tenantId, action: 'department.members_replace', targetType: 'department', targetId: id, changes: diff({ user_ids: membersBefore }, { user_ids: [...new Set(userIds)].sort((a, b) => a - b) }) })
+      await recordAudit(trx, {
+        tenantId: actor.tenantId,
+        action: 'department.update',
+        targetType: 'department',
+        targetId: id,
+        changes: diff(before, fields),
+      })
+      if (userIds)
+        await recordAudit(trx, {
+          tenantId: actor.tenantId,
+          action: 'department.members_replace',
+          targetType: 'department',
+          targetId: id,
+          changes: diff({ user_ids: membersBefore }, { user_ids: [...new Set(userIds)].sort((a, b) => a - b) }),
+        })
       return getDepartment({ ...actor, permissions: new Set(['*']) }, id, {}, trx)
     })
   }
@@ -75,7 +118,12 @@ export function createDepartmentsService({ db }: AppDeps) {
     await db.transaction().execute(async (trx) => {
       const deleted = await queries.deleteDepartment(trx, actor.tenantId, id)
       if (!deleted) throw notFound('Department')
-      await recordAudit(trx, { tenantId: actor.tenantId, action: 'department.delete', targetType: 'department', targetId: id })
+      await recordAudit(trx, {
+        tenantId: actor.tenantId,
+        action: 'department.delete',
+        targetType: 'department',
+        targetId: id,
+      })
     })
   }
 

@@ -3,7 +3,14 @@ import type { Db } from '../../platform/db/schema.js'
 import type { PermissionEntity } from './entity-permissions.schemas.js'
 
 export const grantColumns = [
-  'id', 'key', 'permission_entity', 'permission_entity_id', 'target_entity', 'target_entity_id', 'created_at', 'updated_at',
+  'id',
+  'key',
+  'permission_entity',
+  'permission_entity_id',
+  'target_entity',
+  'target_entity_id',
+  'created_at',
+  'updated_at',
 ] as const
 
 export interface GrantRow {
@@ -26,22 +33,42 @@ export interface GrantValues {
 }
 
 /** The tenant's grants, aliased `ep` (the base of list and show queries). */
-export const selectGrants = (db: Db, tenantId: number) => db.selectFrom('entity_permissions as ep').where('ep.tenant_id', '=', tenantId)
+export const selectGrants = (db: Db, tenantId: number) =>
+  db.selectFrom('entity_permissions as ep').where('ep.tenant_id', '=', tenantId)
 
 export function findGrant(db: Db, tenantId: number, id: number): Promise<GrantRow | undefined> {
-  return db.selectFrom('entity_permissions').select(grantColumns).where('tenant_id', '=', tenantId).where('id', '=', id).executeTakeFirst()
+  return db
+    .selectFrom('entity_permissions')
+    .select(grantColumns)
+    .where('tenant_id', '=', tenantId)
+    .where('id', '=', id)
+    .executeTakeFirst()
 }
 
 /** Grants on one or more targets of one alias, in id order. */
-export function selectGrantsOnTargets(db: Db, tenantId: number, alias: string, targetIds: string[]): Promise<GrantRow[]> {
+export function selectGrantsOnTargets(
+  db: Db,
+  tenantId: number,
+  alias: string,
+  targetIds: string[],
+): Promise<GrantRow[]> {
   if (targetIds.length === 0) return Promise.resolve([])
-  return db.selectFrom('entity_permissions').select(grantColumns)
-    .where('tenant_id', '=', tenantId).where('target_entity', '=', alias).where('target_entity_id', 'in', targetIds)
-    .orderBy('id').execute()
+  return db
+    .selectFrom('entity_permissions')
+    .select(grantColumns)
+    .where('tenant_id', '=', tenantId)
+    .where('target_entity', '=', alias)
+    .where('target_entity_id', 'in', targetIds)
+    .orderBy('id')
+    .execute()
 }
 
 /** Inserts a grant unless the identical one exists (on the table's unique constraint); the new row or undefined. */
-export async function insertGrantIfAbsent(db: Db, tenantId: number, values: GrantValues): Promise<GrantRow | undefined> {
+export async function insertGrantIfAbsent(
+  db: Db,
+  tenantId: number,
+  values: GrantValues,
+): Promise<GrantRow | undefined> {
   return (await insertGrantsIfAbsent(db, tenantId, [values]))[0]
 }
 
@@ -50,18 +77,33 @@ export async function insertGrantIfAbsent(db: Db, tenantId: number, values: Gran
  * skipping those that exist (the unique key); with `existingGranteesOnly`, also those whose grantee
  * does not exist (`granteeExists`). The inserted rows, by id.
  */
-export async function insertGrantsIfAbsent(db: Db, tenantId: number, values: GrantValues[], options: { existingGranteesOnly?: boolean } = {}): Promise<GrantRow[]> {
+export async function insertGrantsIfAbsent(
+  db: Db,
+  tenantId: number,
+  values: GrantValues[],
+  options: { existingGranteesOnly?: boolean } = {},
+): Promise<GrantRow[]> {
   if (values.length === 0) return []
   const column = <K extends keyof GrantValues>(name: K) => values.map((v) => v[name])
-  const grantee = options.existingGranteesOnly ? sql`where ${granteeExists(tenantId, sql.ref('g.permission_entity'), sql.ref('g.permission_entity_id'))}` : sql``
-  const rows = await db.insertInto('entity_permissions')
+  const grantee = options.existingGranteesOnly
+    ? sql`where ${granteeExists(tenantId, sql.ref('g.permission_entity'), sql.ref('g.permission_entity_id'))}`
+    : sql``
+  const rows = await db
+    .insertInto('entity_permissions')
     .columns(['tenant_id', 'key', 'permission_entity', 'permission_entity_id', 'target_entity', 'target_entity_id'])
-    .expression(sql`select ${tenantId}::bigint, g.key, g.permission_entity, g.permission_entity_id, g.target_entity, g.target_entity_id
+    .expression(
+      sql`select ${tenantId}::bigint, g.key, g.permission_entity, g.permission_entity_id, g.target_entity, g.target_entity_id
       from unnest(${column('key')}::text[], ${column('permission_entity')}::text[], ${column('permission_entity_id')}::bigint[],
         ${column('target_entity')}::text[], ${column('target_entity_id')}::text[]) as g(key, permission_entity, permission_entity_id, target_entity, target_entity_id)
-      ${grantee}`)
-    .onConflict((oc) => oc.columns(['tenant_id', 'target_entity', 'target_entity_id', 'key', 'permission_entity', 'permission_entity_id']).doNothing())
-    .returning(grantColumns).execute()
+      ${grantee}`,
+    )
+    .onConflict((oc) =>
+      oc
+        .columns(['tenant_id', 'target_entity', 'target_entity_id', 'key', 'permission_entity', 'permission_entity_id'])
+        .doNothing(),
+    )
+    .returning(grantColumns)
+    .execute()
   return rows.sort((a, b) => a.id - b.id)
 }
 
@@ -79,8 +121,13 @@ export interface GrantColumns {
 export function freshGrantColumns(grants: GrantRow[]): GrantColumns {
   const column = <K extends keyof GrantColumns>(name: K) => grants.map((g) => g[name]) as GrantColumns[K]
   return {
-    id: column('id'), key: column('key'), permission_entity: column('permission_entity'), permission_entity_id: column('permission_entity_id'),
-    target_entity: column('target_entity'), target_entity_id: column('target_entity_id'), created_at: column('created_at'),
+    id: column('id'),
+    key: column('key'),
+    permission_entity: column('permission_entity'),
+    permission_entity_id: column('permission_entity_id'),
+    target_entity: column('target_entity'),
+    target_entity_id: column('target_entity_id'),
+    created_at: column('created_at'),
   }
 }
 
@@ -107,25 +154,43 @@ export function freshGrantsWrite(tenantId: number, columns: GrantColumns) {
 /** `selectGrants` narrowed to the grant identical to `values` (the unique key). */
 export function selectIdenticalGrant(db: Db, tenantId: number, values: GrantValues) {
   return selectGrants(db, tenantId)
-    .where('ep.target_entity', '=', values.target_entity).where('ep.target_entity_id', '=', values.target_entity_id)
-    .where('ep.key', '=', values.key).where('ep.permission_entity', '=', values.permission_entity)
+    .where('ep.target_entity', '=', values.target_entity)
+    .where('ep.target_entity_id', '=', values.target_entity_id)
+    .where('ep.key', '=', values.key)
+    .where('ep.permission_entity', '=', values.permission_entity)
     .where('ep.permission_entity_id', '=', values.permission_entity_id)
 }
 
 export function findIdenticalGrant(db: Db, tenantId: number, values: GrantValues): Promise<GrantRow | undefined> {
-  return selectIdenticalGrant(db, tenantId, values).select(grantColumns.map((column) => `ep.${column}` as const)).executeTakeFirst() as Promise<GrantRow | undefined>
+  return selectIdenticalGrant(db, tenantId, values)
+    .select(grantColumns.map((column) => `ep.${column}` as const))
+    .executeTakeFirst() as Promise<GrantRow | undefined>
 }
 
 export function deleteGrants(db: Db, tenantId: number, ids: number[]): Promise<GrantRow[]> {
   if (ids.length === 0) return Promise.resolve([])
-  return db.deleteFrom('entity_permissions').where('tenant_id', '=', tenantId).where('id', 'in', ids).returning(grantColumns).execute()
+  return db
+    .deleteFrom('entity_permissions')
+    .where('tenant_id', '=', tenantId)
+    .where('id', 'in', ids)
+    .returning(grantColumns)
+    .execute()
 }
 
-export function deleteGrantsOnTargets(db: Db, tenantId: number, alias: string, targetIds: string[]): Promise<GrantRow[]> {
+export function deleteGrantsOnTargets(
+  db: Db,
+  tenantId: number,
+  alias: string,
+  targetIds: string[],
+): Promise<GrantRow[]> {
   if (targetIds.length === 0) return Promise.resolve([])
-  return db.deleteFrom('entity_permissions')
-    .where('tenant_id', '=', tenantId).where('target_entity', '=', alias).where('target_entity_id', '=', sql<string>`any(${targetIds}::text[])`)
-    .returning(grantColumns).execute()
+  return db
+    .deleteFrom('entity_permissions')
+    .where('tenant_id', '=', tenantId)
+    .where('target_entity', '=', alias)
+    .where('target_entity_id', '=', sql<string>`any(${targetIds}::text[])`)
+    .returning(grantColumns)
+    .execute()
 }
 
 /** SQL: the grantee (`entity`, `id`) exists in the tenant and may receive grants (a blacked-out user may not). */
@@ -138,7 +203,11 @@ function granteeExists(tenantId: number, entity: RawBuilder<unknown>, id: RawBui
 }
 
 /** Which of the given principals exist in the tenant (`granteeExists`, one statement), as `entity:id` strings. */
-export async function existingPrincipals(db: Db, tenantId: number, refs: Array<{ entity: PermissionEntity; id: number }>): Promise<Set<string>> {
+export async function existingPrincipals(
+  db: Db,
+  tenantId: number,
+  refs: Array<{ entity: PermissionEntity; id: number }>,
+): Promise<Set<string>> {
   if (refs.length === 0) return new Set()
   const { rows } = await sql<{ entity: string; id: number }>`select p.entity, p.id
     from unnest(${refs.map((r) => r.entity)}::text[], ${refs.map((r) => r.id)}::bigint[]) as p(entity, id)
@@ -148,11 +217,19 @@ export async function existingPrincipals(db: Db, tenantId: number, refs: Array<{
 
 /** Basic fields of roles and departments for the `permissionEntity` relation. */
 export function selectBasicRoles(db: Db, tenantId: number, ids: number[]) {
-  return db.selectFrom('roles').select(['id', 'name', 'active', 'folder_id', 'created_at', 'updated_at'])
-    .where('tenant_id', '=', tenantId).where('id', 'in', ids).execute()
+  return db
+    .selectFrom('roles')
+    .select(['id', 'name', 'active', 'folder_id', 'created_at', 'updated_at'])
+    .where('tenant_id', '=', tenantId)
+    .where('id', 'in', ids)
+    .execute()
 }
 
 export function selectBasicDepartments(db: Db, tenantId: number, ids: number[]) {
-  return db.selectFrom('departments').select(['id', 'name', 'folder_id', 'created_at', 'updated_at'])
-    .where('tenant_id', '=', tenantId).where('id', 'in', ids).execute()
+  return db
+    .selectFrom('departments')
+    .select(['id', 'name', 'folder_id', 'created_at', 'updated_at'])
+    .where('tenant_id', '=', tenantId)
+    .where('id', 'in', ids)
+    .execute()
 }

@@ -6,13 +6,22 @@ import { BASIC_USER_FIELDS, userResource } from '../users/index.js'
 import * as queries from './entity-permissions.queries.js'
 import { presentTargetId, registeredTarget, type TargetId } from './targets.js'
 
-const basicUserQuery: ParsedQuery = { selects: [...BASIC_USER_FIELDS], relations: [], filters: [], customFilters: [], sort: [] }
+const basicUserQuery: ParsedQuery = {
+  selects: [...BASIC_USER_FIELDS],
+  relations: [],
+  filters: [],
+  customFilters: [],
+  sort: [],
+}
 
 /** Basic user objects keyed by id (batched; deleted users included: a grant may still name them). */
 export async function loadBasicUsers(ctx: QueryContext, ids: number[]): Promise<Map<number, Record<string, unknown>>> {
   if (ids.length === 0) return new Map()
   const base = ctx.db.selectFrom('users as u').where('u.tenant_id', '=', ctx.tenantId).where('u.id', 'in', ids)
-  const rows = (await applySelects(base, userResource, basicUserQuery, ctx.tenantId).execute()) as Record<string, unknown>[]
+  const rows = (await applySelects(base, userResource, basicUserQuery, ctx.tenantId).execute()) as Record<
+    string,
+    unknown
+  >[]
   const presented = await presentRows(userResource, basicUserQuery, rows, ctx)
   return new Map(presented.map((user) => [user.id as number, user]))
 }
@@ -31,10 +40,12 @@ async function loadPrincipals(ctx: QueryContext, refs: string[]): Promise<Map<un
   const out = new Map<unknown, unknown>()
   for (const [id, user] of await loadBasicUsers(ctx, byEntity.user)) out.set(`user:${id}`, user)
   if (byEntity.role.length > 0) {
-    for (const role of await queries.selectBasicRoles(ctx.db, ctx.tenantId, byEntity.role)) out.set(`role:${role.id}`, role)
+    for (const role of await queries.selectBasicRoles(ctx.db, ctx.tenantId, byEntity.role))
+      out.set(`role:${role.id}`, role)
   }
   if (byEntity.department.length > 0) {
-    for (const department of await queries.selectBasicDepartments(ctx.db, ctx.tenantId, byEntity.department)) out.set(`department:${department.id}`, department)
+    for (const department of await queries.selectBasicDepartments(ctx.db, ctx.tenantId, byEntity.department))
+      out.set(`department:${department.id}`, department)
   }
   return out
 }

@@ -4,32 +4,78 @@ import { errorResponses, IdParamsSchema } from '../../platform/http/schemas.js'
 import { showQuerySchema } from '../../platform/query/list-query-schema.js'
 import { entityPermissionResource } from './entity-permissions.resource.js'
 import { sendList } from '../../platform/http/list-response.js'
-import { CreateEntityPermissionBodySchema, EntityPermissionSchema, TargetParamsSchema, type TargetParams } from './entity-permissions.schemas.js'
+import {
+  CreateEntityPermissionBodySchema,
+  EntityPermissionSchema,
+  TargetParamsSchema,
+  type TargetParams,
+} from './entity-permissions.schemas.js'
 import type { EntityPermissionsService } from './entity-permissions.service.js'
 
 type IdParams = { id: number }
 
-export async function entityPermissionsRoutes(app: FastifyInstance, { grants }: { grants: EntityPermissionsService }): Promise<void> {
+export async function entityPermissionsRoutes(
+  app: FastifyInstance,
+  { grants }: { grants: EntityPermissionsService },
+): Promise<void> {
   const tags = ['entity-permissions']
-  app.get('/api/entity-permissions/:targetEntity/:targetEntityId', {
-    schema: { tags, params: TargetParamsSchema, querystring: showQuerySchema(entityPermissionResource), response: { 200: Type.Array(EntityPermissionSchema), ...errorResponses } },
-  }, async (request, reply) => {
-    const params = request.params as TargetParams
-    return sendList(reply, await grants.listTargetGrants(request.actor, params.targetEntity, params.targetEntityId, request.query as never))
-  })
-  app.get('/api/entity-permissions/:id', {
-    schema: { tags, params: IdParamsSchema, querystring: showQuerySchema(entityPermissionResource), response: { 200: EntityPermissionSchema, ...errorResponses } },
-  }, (request) => grants.getGrant(request.actor, (request.params as IdParams).id, request.query as never))
-  app.post('/api/entity-permissions', {
-    schema: { tags, body: CreateEntityPermissionBodySchema, response: { 200: EntityPermissionSchema, 201: EntityPermissionSchema, ...errorResponses } },
-  }, async (request, reply) => {
-    const { record, created } = await grants.createGrant(request.actor, request.body as never)
-    return reply.code(created ? 201 : 200).send(record)
-  })
-  app.delete('/api/entity-permissions/:id', {
-    schema: { tags, params: IdParamsSchema, response: { 204: Type.Null(), ...errorResponses } },
-  }, async (request, reply) => {
-    await grants.deleteGrant(request.actor, (request.params as IdParams).id)
-    return reply.code(204).send()
-  })
+  app.get(
+    '/api/entity-permissions/:targetEntity/:targetEntityId',
+    {
+      schema: {
+        tags,
+        params: TargetParamsSchema,
+        querystring: showQuerySchema(entityPermissionResource),
+        response: { 200: Type.Array(EntityPermissionSchema), ...errorResponses },
+      },
+    },
+    async (request, reply) => {
+      const params = request.params as TargetParams
+      return sendList(
+        reply,
+        await grants.listTargetGrants(
+          request.actor,
+          params.targetEntity,
+          params.targetEntityId,
+          request.query as never,
+        ),
+      )
+    },
+  )
+  app.get(
+    '/api/entity-permissions/:id',
+    {
+      schema: {
+        tags,
+        params: IdParamsSchema,
+        querystring: showQuerySchema(entityPermissionResource),
+        response: { 200: EntityPermissionSchema, ...errorResponses },
+      },
+    },
+    (request) => grants.getGrant(request.actor, (request.params as IdParams).id, request.query as never),
+  )
+  app.post(
+    '/api/entity-permissions',
+    {
+      schema: {
+        tags,
+        body: CreateEntityPermissionBodySchema,
+        response: { 200: EntityPermissionSchema, 201: EntityPermissionSchema, ...errorResponses },
+      },
+    },
+    async (request, reply) => {
+      const { record, created } = await grants.createGrant(request.actor, request.body as never)
+      return reply.code(created ? 201 : 200).send(record)
+    },
+  )
+  app.delete(
+    '/api/entity-permissions/:id',
+    {
+      schema: { tags, params: IdParamsSchema, response: { 204: Type.Null(), ...errorResponses } },
+    },
+    async (request, reply) => {
+      await grants.deleteGrant(request.actor, (request.params as IdParams).id)
+      return reply.code(204).send()
+    },
+  )
 }

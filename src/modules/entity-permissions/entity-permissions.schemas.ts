@@ -7,7 +7,14 @@ export const PERMISSION_ENTITIES = ['user', 'role', 'department'] as const
 export type PermissionEntity = (typeof PERMISSION_ENTITIES)[number]
 
 /** Every key a grant may carry somewhere; which ones a target accepts is the target's business. */
-export const GRANT_KEYS = ['administrate', 'administrationRights', 'comment', 'view', 'viewFormMessages', 'write'] as const
+export const GRANT_KEYS = [
+  'administrate',
+  'administrationRights',
+  'comment',
+  'view',
+  'viewFormMessages',
+  'write',
+] as const
 
 const KeySchema = Type.String({ minLength: 1, maxLength: 64, default: 'view' })
 const TargetIdSchema = Type.Union([IdSchema, Type.String({ minLength: 1, maxLength: 64 })])
@@ -28,18 +35,21 @@ export const EntityPermissionElementsSchema = Type.Array(EntityPermissionElement
 
 const BasicObject = Type.Object({}, { additionalProperties: true })
 
-export const EntityPermissionSchema = Type.Object({
-  id: Opt(Type.Integer()),
-  key: Opt(Type.String()),
-  permission_entity: Opt(Type.String()),
-  permission_entity_id: Opt(Type.Integer()),
-  target_entity: Opt(Type.String()),
-  target_entity_id: Opt(Type.Union([Type.Integer(), Type.String()])),
-  created_at: Opt(TimestampSchema),
-  updated_at: Opt(TimestampSchema),
-  permissionEntity: Opt(Type.Union([BasicObject, Type.Null()])),
-  targetEntity: Opt(Type.Union([BasicObject, Type.Null()])),
-}, { $id: 'EntityPermission' })
+export const EntityPermissionSchema = Type.Object(
+  {
+    id: Opt(Type.Integer()),
+    key: Opt(Type.String()),
+    permission_entity: Opt(Type.String()),
+    permission_entity_id: Opt(Type.Integer()),
+    target_entity: Opt(Type.String()),
+    target_entity_id: Opt(Type.Union([Type.Integer(), Type.String()])),
+    created_at: Opt(TimestampSchema),
+    updated_at: Opt(TimestampSchema),
+    permissionEntity: Opt(Type.Union([BasicObject, Type.Null()])),
+    targetEntity: Opt(Type.Union([BasicObject, Type.Null()])),
+  },
+  { $id: 'EntityPermission' },
+)
 export type EntityPermission = Static<typeof EntityPermissionSchema>
 
 export const CreateEntityPermissionBodySchema = Type.Object(

@@ -24,7 +24,10 @@ export async function mayManageGrants(db: Db, actor: Actor, target: GrantTarget,
 /** Grant managers know every target; anyone else only those they may see or administrate (the existence rule). */
 async function mayKnowTarget(db: Db, actor: Actor, target: GrantTarget, id: TargetId): Promise<boolean> {
   if (can(actor, MANAGE)) return true
-  const [visible, administrable] = await Promise.all([target.isVisible(db, actor, id), target.canAdministrate(db, actor, id)])
+  const [visible, administrable] = await Promise.all([
+    target.isVisible(db, actor, id),
+    target.canAdministrate(db, actor, id),
+  ])
   return visible || administrable
 }
 
@@ -36,15 +39,22 @@ export function createEntityPermissionsService({ db }: AppDeps) {
 
   /** The grant target's keys when it exists and the actor may know it; undefined answers as "no such target". */
   const knownTargetKeys = (actor: Actor, target: GrantTarget, id: TargetId) =>
-    visibleIdOrNothing(() => target.allowedKeys(db, actor.tenantId, id), () => mayKnowTarget(db, actor, target, id))
+    visibleIdOrNothing(
+      () => target.allowedKeys(db, actor.tenantId, id),
+      () => mayKnowTarget(db, actor, target, id),
+    )
 
   /** A stored grant when the actor may know its target; undefined answers as "no such grant". */
   async function findKnownGrant(actor: Actor, id: number) {
-    return visibleOrNothing(() => queries.findGrant(db, actor.tenantId, id), async (grant) => {
-      const target = registeredTarget(grant.target_entity)
-      const targetId = target && parseTargetId(target, grant.target_entity_id)
-      return target !== undefined && targetId !== undefined && mayKnowTarget(db, actor, target, targetId)
-    }, PLACEHOLDER_GRANT)
+    return visibleOrNothing(
+      () => queries.findGrant(db, actor.tenantId, id),
+      async (grant) => {
+        const target = registeredTarget(grant.target_entity)
+        const targetId = target && parseTargetId(target, grant.target_entity_id)
+        return target !== undefined && targetId !== undefined && mayKnowTarget(db, actor, target, targetId)
+      },
+      PLACEHOLDER_GRANT,
+    )
   }
 
   /** Parses alias + id of a body (a 422 naming the offending field), without reading the target. */
@@ -78,9 +88,18 @@ export function createEntityPermissionsService({ db }: AppDeps) {
     if ('problem' in found) throw invalidField('target_entity', found.problem)
     const id = parseTargetId(found.target, rawId)
     if (id === undefined || !(await knownTargetKeys(actor, found.target, id))) throw notFound('Target')
-    if (!(await mayManageGrants(db, actor, found.target, id))) throw forbidden('Listing these grants requires administrate access on the target or "entityPermissions.manage"')
-    const base = queries.selectGrants(db, actor.tenantId).where('ep.target_entity', '=', alias).where('ep.target_entity_id', '=', String(id))
-    return listResource(ctx(actor), entityPermissionResource, base, { selects: query.selects, select: query.select, relations: query.relations, include: query.include })
+    if (!(await mayManageGrants(db, actor, found.target, id)))
+      throw forbidden('Listing these grants requires administrate access on the target or "entityPermissions.manage"')
+    const base = queries
+      .selectGrants(db, actor.tenantId)
+      .where('ep.target_entity', '=', alias)
+      .where('ep.target_entity_id', '=', String(id))
+    return listResource(ctx(actor), entityPermissionResource, base, {
+      selects: query.selects,
+      select: query.select,
+      relations: query.relations,
+      include: query.include,
+    })
   }
 
   /** Shows one grant to whoever may manage the grants of its target. */
@@ -88,7 +107,13 @@ export function createEntityPermissionsService({ db }: AppDeps) {
     const grant = await findKnownGrant(actor, id)
     if (!grant) throw notFound('Entity permission')
     await requireGrantManagement(actor, grant.target_entity, grant.target_entity_id)
-    return showResource(ctx(actor), entityPermissionResource, queries.selectGrants(db, actor.tenantId).where('ep.id', '=', id), query, 'Entity permission')
+    return showResource(
+      ctx(actor),
+      entityPermissionResource,
+      queries.selectGrants(db, actor.tenantId).where('ep.id', '=', id),
+      query,
+      'Entity permission',
+    )
   }
 
   /** Creates a grant, or returns the identical existing one (`created: false`); safe under concurrency. */
@@ -100,12 +125,14 @@ export function createEntityPermissionsService({ db }: AppDeps) {
     // contract 20: an existing identical combination is returned (200). A grant manager may know every
     // target and such a grant proves its target exists (deleting a target deletes its grants), so the
     // common repeat costs that one read; anyone else learns of the grant only after the target checks.
-    const findExisting = () => findResource(ctx(actor), entityPermissionResource, queries.selectIdenticalGrant(db, actor.tenantId, values), {})
+    const findExisting = () =>
+      findResource(ctx(actor), entityPermissionResource, queries.selectIdenticalGrant(db, actor.tenantId, values), {})
     const manager = can(actor, MANAGE)
     const existingForManager = manager ? await findExisting() : undefined
     if (existingForManager) return { record: existingForManager, created: false }
     const keys = await bodyTargetKeys(actor, target, id)
-    if (!(await mayManageGrants(db, actor, target, id))) throw forbidden('Granting on this target requires administrate access on it or "entityPermissions.manage"')
+    if (!(await mayManageGrants(db, actor, target, id)))
+      throw forbidden('Granting on this target requires administrate access on it or "entityPermissions.manage"')
     const existing = manager ? undefined : await findExisting()
     if (existing) return { record: existing, created: false }
     await validateGrantElements(db, actor.tenantId, keys, [element], (_index, name) => name)
@@ -120,7 +147,13 @@ export function createEntityPermissionsService({ db }: AppDeps) {
       if (!existing) throw new Error('grant vanished between conflict and read')
       return { grantId: existing.id, created: false }
     })
-    const record = await showResource(ctx(actor), entityPermissionResource, queries.selectGrants(db, actor.tenantId).where('ep.id', '=', grantId), {}, 'Entity permission')
+    const record = await showResource(
+      ctx(actor),
+      entityPermissionResource,
+      queries.selectGrants(db, actor.tenantId).where('ep.id', '=', grantId),
+      {},
+      'Entity permission',
+    )
     return { record, created }
   }
 

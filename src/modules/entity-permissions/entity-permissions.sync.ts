@@ -5,28 +5,49 @@ import { recordDomainEvents, type DomainEvent } from '../../platform/events/doma
 import { FieldErrorCollector, notFound } from '../../platform/http/errors.js'
 import * as queries from './entity-permissions.queries.js'
 import { presentGrant } from './entity-permissions.resource.js'
-import { PERMISSION_ENTITIES, type EntityPermissionElement, type PermissionEntity } from './entity-permissions.schemas.js'
+import {
+  PERMISSION_ENTITIES,
+  type EntityPermissionElement,
+  type PermissionEntity,
+} from './entity-permissions.schemas.js'
 import { registeredTarget, type TargetId } from './targets.js'
 
 const grantKey = (g: { key: string; permission_entity: string; permission_entity_id: number }) =>
   `${g.key}|${g.permission_entity}|${g.permission_entity_id}`
 
 /** The `entityPermission.created|deleted` events of grants, with their audit records' changes. */
-function grantEvents(actor: Pick<Actor, 'tenantId' | 'userId'>, type: 'created' | 'deleted', grants: queries.GrantRow[]): DomainEvent[] {
+function grantEvents(
+  actor: Pick<Actor, 'tenantId' | 'userId'>,
+  type: 'created' | 'deleted',
+  grants: queries.GrantRow[],
+): DomainEvent[] {
   return grants.map((grant) => {
     const presented = presentGrant(grant)
     // the audit record: the grant's fields appear (create) or disappear (delete)
-    const audit = Object.fromEntries(Object.entries(presented).filter(([field]) => field !== 'created_at' && field !== 'updated_at')
-      .map(([field, value]) => [field, type === 'created' ? [null, value] : [value, null]]))
+    const audit = Object.fromEntries(
+      Object.entries(presented)
+        .filter(([field]) => field !== 'created_at' && field !== 'updated_at')
+        .map(([field, value]) => [field, type === 'created' ? [null, value] : [value, null]]),
+    )
     return {
-      type: `entityPermission.${type}`, tenantId: actor.tenantId, actorId: actor.userId,
-      subjectType: 'entityPermission', subjectId: grant.id, data: presented, audit,
+      type: `entityPermission.${type}`,
+      tenantId: actor.tenantId,
+      actorId: actor.userId,
+      subjectType: 'entityPermission',
+      subjectId: grant.id,
+      data: presented,
+      audit,
     }
   })
 }
 
 /** Records `entityPermission.created|deleted` for each grant, in the caller's transaction (one statement). */
-export async function recordGrantEvents(trx: Db, actor: Pick<Actor, 'tenantId' | 'userId'>, type: 'created' | 'deleted', grants: queries.GrantRow[]) {
+export async function recordGrantEvents(
+  trx: Db,
+  actor: Pick<Actor, 'tenantId' | 'userId'>,
+  type: 'created' | 'deleted',
+  grants: queries.GrantRow[],
+) {
   await recordDomainEvents(trx, grantEvents(actor, type, grants))
 }
 
@@ -36,7 +57,11 @@ export type ElementPath = (index: number, name: keyof EntityPermissionElement) =
 type Principal = { entity: PermissionEntity; id: number; index: number }
 
 /** The problems of grant elements that need no database (keys, principal kinds and ids), and their well-formed principals. */
-function checkElementShapes(allowedKeys: readonly string[], elements: Array<Partial<EntityPermissionElement>>, path: ElementPath) {
+function checkElementShapes(
+  allowedKeys: readonly string[],
+  elements: Array<Partial<EntityPermissionElement>>,
+  path: ElementPath,
+) {
   const problems = new FieldErrorCollector()
   const principals: Principal[] = []
   elements.forEach((element, i) => {
@@ -54,10 +79,17 @@ function checkElementShapes(allowedKeys: readonly string[], elements: Array<Part
 }
 
 /** Adds the principals that do not exist in the tenant to `problems`, then throws them all (422) if there are any. */
-async function throwIfInvalid(db: Db, tenantId: number, principals: Principal[], problems: FieldErrorCollector, path: ElementPath): Promise<void> {
+async function throwIfInvalid(
+  db: Db,
+  tenantId: number,
+  principals: Principal[],
+  problems: FieldErrorCollector,
+  path: ElementPath,
+): Promise<void> {
   const existing = await queries.existingPrincipals(db, tenantId, principals)
   for (const { entity, id, index } of principals) {
-    if (!existing.has(`${entity}:${id}`)) problems.add(path(index, 'permission_entity_id'), `no ${entity} with id ${id} exists`)
+    if (!existing.has(`${entity}:${id}`))
+      problems.add(path(index, 'permission_entity_id'), `no ${entity} with id ${id} exists`)
   }
   problems.throwIfAny()
 }
@@ -67,19 +99,30 @@ async function throwIfInvalid(db: Db, tenantId: number, principals: Principal[],
  * tenant. Throws one 422 naming every offending field.
  */
 export async function validateGrantElements(
-  db: Db, tenantId: number, allowedKeys: readonly string[], elements: Array<Partial<EntityPermissionElement>>, path: ElementPath,
+  db: Db,
+  tenantId: number,
+  allowedKeys: readonly string[],
+  elements: Array<Partial<EntityPermissionElement>>,
+  path: ElementPath,
 ): Promise<void> {
   const { problems, principals } = checkElementShapes(allowedKeys, elements, path)
   await throwIfInvalid(db, tenantId, principals, problems, path)
 }
 
 /** The grants `elements` ask for on one target (well-formed elements; `key` defaults to `view`), one per identity. */
-function wantedGrants(targetAlias: string, targetId: TargetId, elements: Array<Partial<EntityPermissionElement>>): Map<string, queries.GrantValues> {
+function wantedGrants(
+  targetAlias: string,
+  targetId: TargetId,
+  elements: Array<Partial<EntityPermissionElement>>,
+): Map<string, queries.GrantValues> {
   const wanted = new Map<string, queries.GrantValues>()
   for (const element of elements) {
     const values: queries.GrantValues = {
-      key: element.key ?? 'view', permission_entity: element.permission_entity!, permission_entity_id: element.permission_entity_id!,
-      target_entity: targetAlias, target_entity_id: String(targetId),
+      key: element.key ?? 'view',
+      permission_entity: element.permission_entity!,
+      permission_entity_id: element.permission_entity_id!,
+      target_entity: targetAlias,
+      target_entity_id: String(targetId),
     }
     wanted.set(grantKey(values), values)
   }
@@ -105,8 +148,12 @@ export interface SyncOptions {
  * call it after deciding the actor may change the target's grants. Returns the resulting grants.
  */
 export async function syncEntityPermissions(
-  trx: Db, actor: Pick<Actor, 'tenantId' | 'userId'>, targetAlias: string, targetId: TargetId,
-  elements: Array<Partial<EntityPermissionElement>>, options: SyncOptions = {},
+  trx: Db,
+  actor: Pick<Actor, 'tenantId' | 'userId'>,
+  targetAlias: string,
+  targetId: TargetId,
+  elements: Array<Partial<EntityPermissionElement>>,
+  options: SyncOptions = {},
 ) {
   const target = registeredTarget(targetAlias)
   if (!target) throw new Error(`syncEntityPermissions: target alias "${targetAlias}" is not registered`)
@@ -116,7 +163,7 @@ export async function syncEntityPermissions(
     if (options.events) options.events.push(...grantEvents(actor, type, grants))
     else await recordGrantEvents(trx, actor, type, grants)
   }
-  const allowedKeys = options.fresh?.allowedKeys ?? await target.allowedKeys(trx, actor.tenantId, targetId)
+  const allowedKeys = options.fresh?.allowedKeys ?? (await target.allowedKeys(trx, actor.tenantId, targetId))
   if (!allowedKeys) throw notFound('Target')
   const { problems, principals } = checkElementShapes(allowedKeys, elements, path)
   // a fresh target's grantees are checked by the insert (and only named when it skipped one)
@@ -124,13 +171,19 @@ export async function syncEntityPermissions(
 
   const wanted = wantedGrants(targetAlias, targetId, elements)
   if (options.fresh) {
-    let created = await queries.insertGrantsIfAbsent(trx, actor.tenantId, [...wanted.values()], { existingGranteesOnly: true })
+    let created = await queries.insertGrantsIfAbsent(trx, actor.tenantId, [...wanted.values()], {
+      existingGranteesOnly: true,
+    })
     if (created.length < wanted.size) {
       // a skipped grantee does not exist: 422 naming it (the caller's transaction rolls back) …
       await throwIfInvalid(trx, actor.tenantId, principals, problems, path)
       // … unless it was created meanwhile: then the rest is inserted as for any target
       const inserted = new Set(created.map(grantKey))
-      const rest = await queries.insertGrantsIfAbsent(trx, actor.tenantId, [...wanted].filter(([identity]) => !inserted.has(identity)).map(([, values]) => values))
+      const rest = await queries.insertGrantsIfAbsent(
+        trx,
+        actor.tenantId,
+        [...wanted].filter(([identity]) => !inserted.has(identity)).map(([, values]) => values),
+      )
       created = [...created, ...rest].sort((a, b) => a.id - b.id)
     }
     await record('created', created)
@@ -138,11 +191,19 @@ export async function syncEntityPermissions(
   }
   const current = await queries.selectGrantsOnTargets(trx, actor.tenantId, targetAlias, [String(targetId)])
   const stale = current.filter((grant) => !wanted.has(grantKey(grant)))
-  const deleted = await queries.deleteGrants(trx, actor.tenantId, stale.map((g) => g.id))
+  const deleted = await queries.deleteGrants(
+    trx,
+    actor.tenantId,
+    stale.map((g) => g.id),
+  )
   await record('deleted', deleted)
 
   const kept = new Set(current.map(grantKey))
-  const created = await queries.insertGrantsIfAbsent(trx, actor.tenantId, [...wanted].filter(([identity]) => !kept.has(identity)).map(([, values]) => values))
+  const created = await queries.insertGrantsIfAbsent(
+    trx,
+    actor.tenantId,
+    [...wanted].filter(([identity]) => !kept.has(identity)).map(([, values]) => values),
+  )
   await record('created', created)
   // the caller holds the target's row lock, so no other sync changed them meanwhile: kept + created
   const result = [...current.filter((grant) => wanted.has(grantKey(grant))), ...created].sort((a, b) => a.id - b.id)
@@ -156,26 +217,47 @@ export async function syncEntityPermissions(
  * the transactional way, where `syncEntityPermissions` names every problem.
  */
 export async function planFreshGrants(
-  db: Db, actor: Pick<Actor, 'tenantId' | 'userId'>, targetAlias: string, targetId: TargetId,
-  elements: Array<Partial<EntityPermissionElement>>, allowedKeys: readonly string[], createdAt: string,
+  db: Db,
+  actor: Pick<Actor, 'tenantId' | 'userId'>,
+  targetAlias: string,
+  targetId: TargetId,
+  elements: Array<Partial<EntityPermissionElement>>,
+  allowedKeys: readonly string[],
+  createdAt: string,
 ) {
-  if (!registeredTarget(targetAlias)) throw new Error(`planFreshGrants: target alias "${targetAlias}" is not registered`)
+  if (!registeredTarget(targetAlias))
+    throw new Error(`planFreshGrants: target alias "${targetAlias}" is not registered`)
   if (!checkElementShapes(allowedKeys, elements, (i, name) => `${i}.${name}`).problems.isEmpty) return undefined
   const wanted = [...wantedGrants(targetAlias, targetId, elements).values()]
   const ids = await reserveIds(db, wanted.length)
-  const grants: queries.GrantRow[] = wanted.map((grant, i) => ({ id: ids[i]!, ...grant, created_at: createdAt, updated_at: createdAt }))
+  const grants: queries.GrantRow[] = wanted.map((grant, i) => ({
+    id: ids[i]!,
+    ...grant,
+    created_at: createdAt,
+    updated_at: createdAt,
+  }))
   return { grants, events: grantEvents(actor, 'created', grants), columns: queries.freshGrantColumns(grants) }
 }
 
 /** Deletes every grant on the given targets (e.g. a deleted folder tree), recording the events. */
-export async function deleteEntityPermissionsOnTargets(trx: Db, actor: Pick<Actor, 'tenantId' | 'userId'>, targetAlias: string, targetIds: TargetId[]) {
+export async function deleteEntityPermissionsOnTargets(
+  trx: Db,
+  actor: Pick<Actor, 'tenantId' | 'userId'>,
+  targetAlias: string,
+  targetIds: TargetId[],
+) {
   const deleted = await queries.deleteGrantsOnTargets(trx, actor.tenantId, targetAlias, targetIds.map(String))
   await recordGrantEvents(trx, actor, 'deleted', deleted)
   return deleted.length
 }
 
 /** Grants on many targets of one alias, grouped by target id as the API shows it (for `entityPermissions` relations). */
-export async function loadEntityPermissionsOfTargets(db: Db, tenantId: number, targetAlias: string, targetIds: TargetId[]) {
+export async function loadEntityPermissionsOfTargets(
+  db: Db,
+  tenantId: number,
+  targetAlias: string,
+  targetIds: TargetId[],
+) {
   const rows = await queries.selectGrantsOnTargets(db, tenantId, targetAlias, targetIds.map(String))
   const byTarget = new Map<TargetId, ReturnType<typeof presentGrant>[]>()
   for (const row of rows) {

@@ -106,7 +106,9 @@ export function contentTarget(options: ContentTargetOptions): GrantTarget {
     async loadBasic(db, tenantId, ids) {
       const { rows } = await sql<Record<string, unknown>>`
         select ${sql.join(columns.map((c) => sql.ref(c)))} from ${table}
-        where tenant_id = ${tenantId} and id = any(${ids.map(String)}::${sql.raw(options.idType === 'uuid' ? 'uuid' : 'bigint')}[])`.execute(db)
+        where tenant_id = ${tenantId} and id = any(${ids.map(String)}::${sql.raw(options.idType === 'uuid' ? 'uuid' : 'bigint')}[])`.execute(
+        db,
+      )
       return new Map(rows.map((row) => [String(row.id), row]))
     },
   }

@@ -25,14 +25,24 @@ export function createFilesService({ db, config }: Pick<AppDeps, 'db' | 'config'
     if (!file) throw invalidField('file', 'is required (send it as multipart/form-data)')
     const poster = uploads?.poster
     const posterType = poster && (await detect(poster))
-    if (poster && !POSTER_TYPES.has(posterType ?? '')) throw invalidField('poster', 'must be a JPEG, PNG, GIF or WebP image')
+    if (poster && !POSTER_TYPES.has(posterType ?? ''))
+      throw invalidField('poster', 'must be a JPEG, PNG, GIF or WebP image')
     const mediaType = (await detect(file)) ?? 'application/octet-stream'
     const kept = [await storage.move(file, area(actor.tenantId))]
     if (poster) kept.push(await storage.move(poster, area(actor.tenantId)))
     try {
-      const row = await files.create(db, actor, { name: body.name ?? (file.clientName || 'file').slice(0, 255), directory_id: body.directory_id ?? null }, {
-        size: kept[0].size, media_type: mediaType, has_poster: poster !== undefined, storage_name: kept[0].name, poster_storage_name: kept[1]?.name ?? null,
-      })
+      const row = await files.create(
+        db,
+        actor,
+        { name: body.name ?? (file.clientName || 'file').slice(0, 255), directory_id: body.directory_id ?? null },
+        {
+          size: kept[0].size,
+          media_type: mediaType,
+          has_poster: poster !== undefined,
+          storage_name: kept[0].name,
+          poster_storage_name: kept[1]?.name ?? null,
+        },
+      )
       return files.show(db, actor, row.id, {}, true)
     } catch (error) {
       for (const stored of kept) await storage.remove(stored.area, stored.name)
@@ -43,7 +53,8 @@ export function createFilesService({ db, config }: Pick<AppDeps, 'db' | 'config'
   /** Deletes the record (grants, domain event), then its bytes. */
   async function remove(actor: Actor, id: number) {
     const row = await files.remove(db, actor, id)
-    for (const name of [row.storage_name, row.poster_storage_name]) if (typeof name === 'string') await storage.remove(area(actor.tenantId), name)
+    for (const name of [row.storage_name, row.poster_storage_name])
+      if (typeof name === 'string') await storage.remove(area(actor.tenantId), name)
   }
 
   /** The stored bytes of a file for one viewer: 403 without `filemanager.view`, 404 when not visible or no poster. */
@@ -56,7 +67,10 @@ export function createFilesService({ db, config }: Pick<AppDeps, 'db' | 'config'
     const stored = await storage.open(area(actor.tenantId), name)
     if (!stored) throw notFound('File')
     stored.stream.destroy() // the response opens its own (ranged) stream
-    const mediaType = variant === 'poster' ? ((await fileTypeFromFile(stored.path))?.mime ?? 'application/octet-stream') : String(row.media_type)
+    const mediaType =
+      variant === 'poster'
+        ? ((await fileTypeFromFile(stored.path))?.mime ?? 'application/octet-stream')
+        : String(row.media_type)
     return { path: stored.path, size: stored.size, mediaType, fileName: String(row.name) }
   }
 

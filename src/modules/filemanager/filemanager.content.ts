@@ -16,8 +16,11 @@ export const directories = defineContent({
   references: { parent_id: 'self' },
   appPath: (row) => `/filemanager/directories/${row.id}`,
   async beforeDelete(trx, actor, row) {
-    const { rows } = await sql`select 1 from filemanager_directories where tenant_id = ${actor.tenantId} and parent_id = ${row.id}
-      union all select 1 from filemanager_files where tenant_id = ${actor.tenantId} and directory_id = ${row.id} limit 1`.execute(trx)
+    const { rows } =
+      await sql`select 1 from filemanager_directories where tenant_id = ${actor.tenantId} and parent_id = ${row.id}
+      union all select 1 from filemanager_files where tenant_id = ${actor.tenantId} and directory_id = ${row.id} limit 1`.execute(
+        trx,
+      )
     if (rows.length > 0) throw conflict('directory_not_empty', 'The directory still holds files or directories')
   },
 })
@@ -30,23 +33,35 @@ export const files = defineContent({
   label: 'File',
   titleColumn: 'name',
   fields: {
-    name: { type: 'string' }, directory_id: { type: 'id' }, size: { type: 'integer' }, media_type: { type: 'string' }, has_poster: { type: 'boolean' },
+    name: { type: 'string' },
+    directory_id: { type: 'id' },
+    size: { type: 'integer' },
+    media_type: { type: 'string' },
+    has_poster: { type: 'boolean' },
   },
   parent: { column: 'directory_id', resource: directories },
   references: { directory_id: directories },
   appPath: (row) => `/filemanager/files/${row.id}`,
 })
 
-export const directoryBodies = contentBodies({ name: Type.String({ minLength: 1, maxLength: 255 }), parent_id: Nullable(IdSchema) }, ['name'])
+export const directoryBodies = contentBodies(
+  { name: Type.String({ minLength: 1, maxLength: 255 }), parent_id: Nullable(IdSchema) },
+  ['name'],
+)
 
 /** Upload limits (contract 00 §8): 10 MiB per file; posters are images of at most 5 MiB. */
 export const FILE_MAX_BYTES = 10 * 1024 * 1024
 export const POSTER_MAX_BYTES = 5 * 1024 * 1024
 
-export const UploadFileBodySchema = Type.Object({
-  file: Type.Optional(Type.String({ format: 'binary', description: 'the file (required), at most 10 MiB' })),
-  poster: Type.Optional(Type.String({ format: 'binary', description: 'optional JPEG/PNG/GIF/WebP poster, at most 5 MiB' })),
-  name: Type.Optional(Type.String({ minLength: 1, maxLength: 255 })),
-  directory_id: Type.Optional(Nullable(IdSchema)),
-}, { additionalProperties: false })
+export const UploadFileBodySchema = Type.Object(
+  {
+    file: Type.Optional(Type.String({ format: 'binary', description: 'the file (required), at most 10 MiB' })),
+    poster: Type.Optional(
+      Type.String({ format: 'binary', description: 'optional JPEG/PNG/GIF/WebP poster, at most 5 MiB' }),
+    ),
+    name: Type.Optional(Type.String({ minLength: 1, maxLength: 255 })),
+    directory_id: Type.Optional(Nullable(IdSchema)),
+  },
+  { additionalProperties: false },
+)
 export type UploadFileBody = { name?: string; directory_id?: number | null }

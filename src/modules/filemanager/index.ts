@@ -11,23 +11,40 @@ export { directories as filemanagerDirectories, files as filemanagerFiles } from
 
 for (const content of [directories, files]) registerTarget(contentTarget({ ...content, keys: ['view', 'write'] }))
 registerShareTarget(contentShareTarget(directories))
-registerShareTarget(contentShareTarget(files, (row, base) => ({
-  showFileContent: `${base}/api/filemanager/files/${row.id}/content`,
-  downloadFileContent: `${base}/api/filemanager/files/${row.id}/download`,
-  ...(row.has_poster ? { filePoster: `${base}/api/filemanager/files/${row.id}/poster` } : {}),
-})))
+registerShareTarget(
+  contentShareTarget(files, (row, base) => ({
+    showFileContent: `${base}/api/filemanager/files/${row.id}/content`,
+    downloadFileContent: `${base}/api/filemanager/files/${row.id}/download`,
+    ...(row.has_poster ? { filePoster: `${base}/api/filemanager/files/${row.id}/poster` } : {}),
+  })),
+)
 
 export const filemanagerModule: AppModule = {
   name: 'filemanager',
   routes: async (app, { db, config }) => {
     await contentRoutes(app, directories, {
-      db, tag: 'filemanager', collection: '/api/filemanager/directories', item: '/api/filemanager/directories/:id', bodies: directoryBodies,
-      operations: ['list', 'show', 'create', 'delete'], grantTokens: grantTokenActorFor(config.baseUrl),
+      db,
+      tag: 'filemanager',
+      collection: '/api/filemanager/directories',
+      item: '/api/filemanager/directories/:id',
+      bodies: directoryBodies,
+      operations: ['list', 'show', 'create', 'delete'],
+      grantTokens: grantTokenActorFor(config.baseUrl),
     })
     await contentRoutes(app, files, {
-      db, tag: 'filemanager', collection: '/api/filemanager/files', item: '/api/filemanager/files/:id', bodies: {},
-      operations: ['list', 'show'], grantTokens: grantTokenActorFor(config.baseUrl),
+      db,
+      tag: 'filemanager',
+      collection: '/api/filemanager/files',
+      item: '/api/filemanager/files/:id',
+      bodies: {},
+      operations: ['list', 'show'],
+      grantTokens: grantTokenActorFor(config.baseUrl),
     })
-    await fileRoutes(app, { db, service: createFilesService({ db, config }), storageDir: config.storageDir, grantTokens: grantTokenActorFor(config.baseUrl) })
+    await fileRoutes(app, {
+      db,
+      service: createFilesService({ db, config }),
+      storageDir: config.storageDir,
+      grantTokens: grantTokenActorFor(config.baseUrl),
+    })
   },
 }

@@ -17,7 +17,11 @@ registerFolderReference('departments')
 registerFolderReference('roles')
 
 /** Sets every registered reference to one of `folderIds` to null; returns the detached rows per table. */
-export async function detachFolderReferences(trx: Db, tenantId: number, folderIds: number[]): Promise<Record<string, number>> {
+export async function detachFolderReferences(
+  trx: Db,
+  tenantId: number,
+  folderIds: number[],
+): Promise<Record<string, number>> {
   const detached: Record<string, number> = {}
   if (folderIds.length === 0) return detached
   for (const { table, column } of references) {

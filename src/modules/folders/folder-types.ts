@@ -1,7 +1,15 @@
 import type { FolderType } from '../../platform/db/schema.js'
 
 export const FOLDER_TYPES = [
-  'department', 'form', 'infoboardChannel', 'report', 'reportDefinition', 'role', 'survey', 'taskAssignment', 'taskTemplate',
+  'department',
+  'form',
+  'infoboardChannel',
+  'report',
+  'reportDefinition',
+  'role',
+  'survey',
+  'taskAssignment',
+  'taskTemplate',
 ] as const satisfies readonly FolderType[]
 
 /** Folder type → the module whose `.view` / `.manage` permissions govern it (contract 00 §5). */

@@ -11,7 +11,11 @@ import { folderVisibleSql } from './folders.visibility.js'
  * "Administrate access" on a folder (contract 20): the type's `<module>.manage`, and — when the
  * folder carries `administrate` grants — being a grantee of one (the access rule, key `administrate`).
  */
-export async function canAdministrateFolder(db: Db, actor: Actor, folder: Pick<queries.FolderRow, 'id' | 'type'>): Promise<boolean> {
+export async function canAdministrateFolder(
+  db: Db,
+  actor: Actor,
+  folder: Pick<queries.FolderRow, 'id' | 'type'>,
+): Promise<boolean> {
   if (!can(actor, managePermission(folder.type))) return false
   return hasGrantAccess(db, actor, 'administrate', 'folder', folder.id)
 }
@@ -30,7 +34,12 @@ export const folderGrantTarget: GrantTarget = {
     return folder !== undefined && canAdministrateFolder(db, actor, folder)
   },
   async isVisible(db, actor, id) {
-    const visible = await queries.selectFolders(db, actor.tenantId).select('f.id').where('f.id', '=', Number(id)).where(folderVisibleSql(actor, 'f')).executeTakeFirst()
+    const visible = await queries
+      .selectFolders(db, actor.tenantId)
+      .select('f.id')
+      .where('f.id', '=', Number(id))
+      .where(folderVisibleSql(actor, 'f'))
+      .executeTakeFirst()
     return visible !== undefined
   },
   async viewChain(db, tenantId, id) {

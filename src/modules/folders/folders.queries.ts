@@ -14,9 +14,15 @@ export interface FolderRow {
 const rowColumns = ['id', 'type', 'parent_id', 'lang_id', 'path', 'icon_id', 'show_on_menu'] as const
 
 /** The tenant's folders, aliased `f` (base of list and show queries). */
-export const selectFolders = (db: Db, tenantId: number) => db.selectFrom('folders as f').where('f.tenant_id', '=', tenantId)
+export const selectFolders = (db: Db, tenantId: number) =>
+  db.selectFrom('folders as f').where('f.tenant_id', '=', tenantId)
 
-export function findFolder(db: Db, tenantId: number, id: number, { forUpdate = false } = {}): Promise<FolderRow | undefined> {
+export function findFolder(
+  db: Db,
+  tenantId: number,
+  id: number,
+  { forUpdate = false } = {},
+): Promise<FolderRow | undefined> {
   const query = db.selectFrom('folders').select(rowColumns).where('tenant_id', '=', tenantId).where('id', '=', id)
   return (forUpdate ? query.forUpdate() : query).executeTakeFirst()
 }
@@ -34,38 +40,83 @@ export async function nextFolderId(db: Db): Promise<number> {
   return Number(rows[0].id)
 }
 
-export function insertFolder(db: Db, tenantId: number, values: {
-  id: number; type: FolderType; parent_id: number | null; lang_id: string; icon_id: number | null; show_on_menu: boolean; user_id: number; path: number[]
-}) {
-  return db.insertInto('folders').values({ tenant_id: tenantId, ...values }).returning('id').executeTakeFirstOrThrow()
+export function insertFolder(
+  db: Db,
+  tenantId: number,
+  values: {
+    id: number
+    type: FolderType
+    parent_id: number | null
+    lang_id: string
+    icon_id: number | null
+    show_on_menu: boolean
+    user_id: number
+    path: number[]
+  },
+) {
+  return db
+    .insertInto('folders')
+    .values({ tenant_id: tenantId, ...values })
+    .returning('id')
+    .executeTakeFirstOrThrow()
 }
 
 /** Stores `name` as the folder's translation in `langId`, replacing only that one. */
 export function upsertTranslation(db: Db, tenantId: number, folderId: number, langId: string, name: string) {
   // the time in VALUES, not in DO UPDATE SET: Citus refuses non-immutable functions there (docs/citus.md)
-  return db.insertInto('folder_translations').values({ tenant_id: tenantId, folder_id: folderId, lang_id: langId, name, updated_at: sql`now()` as never })
-    .onConflict((oc) => oc.columns(['tenant_id', 'folder_id', 'lang_id']).doUpdateSet({ name, updated_at: sql`excluded.updated_at` as never }))
+  return db
+    .insertInto('folder_translations')
+    .values({ tenant_id: tenantId, folder_id: folderId, lang_id: langId, name, updated_at: sql`now()` as never })
+    .onConflict((oc) =>
+      oc
+        .columns(['tenant_id', 'folder_id', 'lang_id'])
+        .doUpdateSet({ name, updated_at: sql`excluded.updated_at` as never }),
+    )
     .execute()
 }
 
-export function updateFolder(db: Db, tenantId: number, id: number, patch: { icon_id?: number | null; show_on_menu?: boolean; user_id: number }) {
-  return db.updateTable('folders').set({ ...patch, updated_at: sql`now()` as never })
-    .where('tenant_id', '=', tenantId).where('id', '=', id).execute()
+export function updateFolder(
+  db: Db,
+  tenantId: number,
+  id: number,
+  patch: { icon_id?: number | null; show_on_menu?: boolean; user_id: number },
+) {
+  return db
+    .updateTable('folders')
+    .set({ ...patch, updated_at: sql`now()` as never })
+    .where('tenant_id', '=', tenantId)
+    .where('id', '=', id)
+    .execute()
 }
 
 /** Re-roots the subtree of `folder` under `newParent` (null = top level): parent_id and every path. */
-export async function moveSubtree(db: Db, tenantId: number, folder: FolderRow, newParent: FolderRow | null): Promise<void> {
+export async function moveSubtree(
+  db: Db,
+  tenantId: number,
+  folder: FolderRow,
+  newParent: FolderRow | null,
+): Promise<void> {
   const prefix = newParent?.path ?? []
   // path[k:] of a descendant starts with the moved folder's own id (k = its depth)
   await sql`update folders set path = ${prefix}::bigint[] || path[${folder.path.length}:]
     where tenant_id = ${tenantId} and path @> array[${folder.id}]::bigint[]`.execute(db)
-  await db.updateTable('folders').set({ parent_id: newParent?.id ?? null }).where('tenant_id', '=', tenantId).where('id', '=', folder.id).execute()
+  await db
+    .updateTable('folders')
+    .set({ parent_id: newParent?.id ?? null })
+    .where('tenant_id', '=', tenantId)
+    .where('id', '=', folder.id)
+    .execute()
 }
 
 /** The folder and every descendant, at any depth. */
 export async function selectSubtreeIds(db: Db, tenantId: number, id: number): Promise<number[]> {
-  const rows = await db.selectFrom('folders').select('id')
-    .where('tenant_id', '=', tenantId).where(sql<boolean>`path @> array[${id}]::bigint[]`).orderBy('id').execute()
+  const rows = await db
+    .selectFrom('folders')
+    .select('id')
+    .where('tenant_id', '=', tenantId)
+    .where(sql<boolean>`path @> array[${id}]::bigint[]`)
+    .orderBy('id')
+    .execute()
   return rows.map((r) => r.id)
 }
 
@@ -84,15 +135,26 @@ export async function tenantSystemLanguage(db: Db, tenantId: number): Promise<st
 }
 
 export function selectTranslations(db: Db, tenantId: number, folderIds: number[]) {
-  return db.selectFrom('folder_translations').select(['folder_id', 'lang_id', 'name'])
-    .where('tenant_id', '=', tenantId).where('folder_id', 'in', folderIds).orderBy('folder_id').orderBy('lang_id').execute()
+  return db
+    .selectFrom('folder_translations')
+    .select(['folder_id', 'lang_id', 'name'])
+    .where('tenant_id', '=', tenantId)
+    .where('folder_id', 'in', folderIds)
+    .orderBy('folder_id')
+    .orderBy('lang_id')
+    .execute()
 }
 
 /** Basic fields of folders with the name in their primary language (the grant `targetEntity` relation). */
 export function selectBasicFolders(db: Db, tenantId: number, ids: number[]) {
-  return db.selectFrom('folders as f')
+  return db
+    .selectFrom('folders as f')
     .select(['f.id', 'f.type', 'f.parent_id', 'f.lang_id', 'f.show_on_menu', 'f.created_at', 'f.updated_at'])
-    .select(sql<string>`(select t.name from folder_translations t where t.tenant_id = ${tenantId} and t.folder_id = f.id
-      order by (t.lang_id = f.lang_id) desc, t.lang_id limit 1)`.as('name'))
-    .where('f.tenant_id', '=', tenantId).where('f.id', 'in', ids).execute()
+    .select(
+      sql<string>`(select t.name from folder_translations t where t.tenant_id = ${tenantId} and t.folder_id = f.id
+      order by (t.lang_id = f.lang_id) desc, t.lang_id limit 1)`.as('name'),
+    )
+    .where('f.tenant_id', '=', tenantId)
+    .where('f.id', 'in', ids)
+    .execute()
 }

@@ -6,15 +6,39 @@ import { loadBasicUsers, loadEntityPermissionsOfTargets } from '../entity-permis
 import * as queries from './folders.queries.js'
 import { folderVisibleSql } from './folders.visibility.js'
 
-const FOLDER_FIELDS = ['id', 'type', 'parent_id', 'lang_id', 'name', 'icon_id', 'show_on_menu', 'user_id', 'created_at', 'updated_at']
-const plainFolders: ParsedQuery = { selects: FOLDER_FIELDS, relations: [], filters: [], customFilters: [], sort: [{ field: 'id', desc: false }] }
+const FOLDER_FIELDS = [
+  'id',
+  'type',
+  'parent_id',
+  'lang_id',
+  'name',
+  'icon_id',
+  'show_on_menu',
+  'user_id',
+  'created_at',
+  'updated_at',
+]
+const plainFolders: ParsedQuery = {
+  selects: FOLDER_FIELDS,
+  relations: [],
+  filters: [],
+  customFilters: [],
+  sort: [{ field: 'id', desc: false }],
+}
 
 /** Visible folders matching `where`, presented with their default fields (parent / children relations). */
-async function loadVisibleFolders(ctx: QueryContext, column: 'id' | 'parent_id', keys: number[]): Promise<Record<string, unknown>[]> {
+async function loadVisibleFolders(
+  ctx: QueryContext,
+  column: 'id' | 'parent_id',
+  keys: number[],
+): Promise<Record<string, unknown>[]> {
   const resource = folderResource(ctx.actor?.langId ?? null)
   let base = queries.selectFolders(ctx.db, ctx.tenantId).where(`f.${column}`, 'in', keys)
   if (ctx.actor) base = base.where(folderVisibleSql(ctx.actor, 'f'))
-  const rows = (await applySelects(base, resource, plainFolders, ctx.tenantId).orderBy('f.id').execute()) as Record<string, unknown>[]
+  const rows = (await applySelects(base, resource, plainFolders, ctx.tenantId).orderBy('f.id').execute()) as Record<
+    string,
+    unknown
+  >[]
   return presentRows(resource, plainFolders, rows, ctx)
 }
 
@@ -47,7 +71,9 @@ export function folderResource(langId: string | null): ResourceDef {
       lang_id: { type: 'string' },
       name: {
         type: 'string',
-        sql: (tenantId: number) => sql`(select t.name from folder_translations t where t.tenant_id = ${tenantId} and t.folder_id = f.id
+        sql: (
+          tenantId: number,
+        ) => sql`(select t.name from folder_translations t where t.tenant_id = ${tenantId} and t.folder_id = f.id
           order by coalesce(t.lang_id = ${langId}::text, false) desc, (t.lang_id = f.lang_id) desc, t.lang_id limit 1)`,
       },
       icon_id: { type: 'id' },
@@ -65,7 +91,8 @@ export function folderResource(langId: string | null): ResourceDef {
       children: {
         key: 'id',
         many: true,
-        load: async (ctx, ids) => groupBy(await loadVisibleFolders(ctx, 'parent_id', ids as number[]), (f) => f.parent_id),
+        load: async (ctx, ids) =>
+          groupBy(await loadVisibleFolders(ctx, 'parent_id', ids as number[]), (f) => f.parent_id),
       },
       translations: {
         key: 'id',
@@ -79,7 +106,10 @@ export function folderResource(langId: string | null): ResourceDef {
       entityPermissions: {
         key: 'id',
         many: true,
-        load: (ctx, ids) => loadEntityPermissionsOfTargets(ctx.db, ctx.tenantId, 'folder', ids as number[]) as Promise<Map<unknown, unknown>>,
+        load: (ctx, ids) =>
+          loadEntityPermissionsOfTargets(ctx.db, ctx.tenantId, 'folder', ids as number[]) as Promise<
+            Map<unknown, unknown>
+          >,
       },
       user: {
         key: 'user_id',

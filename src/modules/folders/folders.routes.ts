@@ -6,8 +6,18 @@ import type { FoldersService } from './folders.service.js'
 
 export async function foldersRoutes(app: FastifyInstance, { folders }: { folders: FoldersService }): Promise<void> {
   registerResourceRoutes(app, {
-    collection: '/api/folders', item: '/api/folders/:id', tag: 'folders', itemSchema: FolderSchema, resource: folderResource(null),
+    collection: '/api/folders',
+    item: '/api/folders/:id',
+    tag: 'folders',
+    itemSchema: FolderSchema,
+    resource: folderResource(null),
     bodies: { create: CreateFolderBodySchema, update: UpdateFolderBodySchema },
-    handlers: actorHandlers({ list: folders.listFolders, show: folders.getFolder, create: folders.createFolder, update: folders.updateFolder, remove: folders.deleteFolderTree }),
+    handlers: actorHandlers({
+      list: folders.listFolders,
+      show: folders.getFolder,
+      create: folders.createFolder,
+      update: folders.updateFolder,
+      remove: folders.deleteFolderTree,
+    }),
   })
 }

@@ -18,14 +18,17 @@ const FolderBasicSchema = Type.Object({
   updated_at: Opt(TimestampSchema),
 })
 
-export const FolderSchema = Type.Object({
-  ...FolderBasicSchema.properties,
-  parent: Opt(Nullable(FolderBasicSchema)),
-  children: Opt(Type.Array(FolderBasicSchema)),
-  translations: Opt(Type.Array(Type.Object({ lang_id: Type.String(), name: Type.String() }))),
-  entityPermissions: Opt(Type.Array(EntityPermissionSchema)),
-  user: Opt(Nullable(Type.Object({}, { additionalProperties: true }))),
-}, { $id: 'Folder' })
+export const FolderSchema = Type.Object(
+  {
+    ...FolderBasicSchema.properties,
+    parent: Opt(Nullable(FolderBasicSchema)),
+    children: Opt(Type.Array(FolderBasicSchema)),
+    translations: Opt(Type.Array(Type.Object({ lang_id: Type.String(), name: Type.String() }))),
+    entityPermissions: Opt(Type.Array(EntityPermissionSchema)),
+    user: Opt(Nullable(Type.Object({}, { additionalProperties: true }))),
+  },
+  { $id: 'Folder' },
+)
 export type Folder = Static<typeof FolderSchema>
 
 const folderFields = {

@@ -35,5 +35,11 @@ export const formMessages = defineContent({
   appPath: (row) => `/forms/${row.form_id}/messages/${row.id}`,
 })
 
-export const formBodies = contentBodies({ name: Type.String({ minLength: 1, maxLength: 255 }), folder_id: Nullable(IdSchema) }, ['name'])
-export const formMessageBodies = contentBodies({ data: Type.Record(Type.String({ maxLength: 255 }), Type.Unknown(), { maxProperties: 200 }) }, ['data'])
+export const formBodies = contentBodies(
+  { name: Type.String({ minLength: 1, maxLength: 255 }), folder_id: Nullable(IdSchema) },
+  ['name'],
+)
+export const formMessageBodies = contentBodies(
+  { data: Type.Record(Type.String({ maxLength: 255 }), Type.Unknown(), { maxProperties: 200 }) },
+  ['data'],
+)

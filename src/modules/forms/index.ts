@@ -17,11 +17,21 @@ export const formsModule: AppModule = {
   name: 'forms',
   routes: async (app, { db }) => {
     await contentRoutes(app, forms, {
-      db, tag: 'forms', collection: '/api/forms', item: '/api/forms/:id', bodies: formBodies,
-      operations: ['list', 'show', 'create', 'update', 'delete'], grantTokens: actorFromGrantToken,
+      db,
+      tag: 'forms',
+      collection: '/api/forms',
+      item: '/api/forms/:id',
+      bodies: formBodies,
+      operations: ['list', 'show', 'create', 'update', 'delete'],
+      grantTokens: actorFromGrantToken,
     })
     await contentRoutes(app, formMessages, {
-      db, tag: 'forms', collection: '/api/forms/:id/messages', parentColumn: 'form_id', bodies: formMessageBodies, operations: ['list', 'create'],
+      db,
+      tag: 'forms',
+      collection: '/api/forms/:id/messages',
+      parentColumn: 'form_id',
+      bodies: formMessageBodies,
+      operations: ['list', 'create'],
     })
   },
 }

@@ -5,7 +5,13 @@ import { contentTarget, registerTarget } from '../entity-permissions/index.js'
 import { registerFolderReference } from '../folders/index.js'
 import { registerRecipientsQuery } from '../notifications/index.js'
 import { grantTokenActorFor, registerShareTarget } from '../shared-items/index.js'
-import { commentBodies, INFOBOARD_POST_VIEWERS, infoboardComments, infoboardPosts, postBodies } from './infoboard.content.js'
+import {
+  commentBodies,
+  INFOBOARD_POST_VIEWERS,
+  infoboardComments,
+  infoboardPosts,
+  postBodies,
+} from './infoboard.content.js'
 
 export { infoboardPosts, infoboardComments } from './infoboard.content.js'
 
@@ -19,11 +25,21 @@ export const infoboardModule: AppModule = {
   name: 'infoboard',
   routes: async (app, { db, config }) => {
     await contentRoutes(app, infoboardPosts, {
-      db, tag: 'infoboard', collection: '/api/infoboard/posts', item: '/api/infoboard/posts/:id', bodies: postBodies,
-      operations: ['list', 'show', 'create', 'update', 'delete'], grantTokens: grantTokenActorFor(config.baseUrl),
+      db,
+      tag: 'infoboard',
+      collection: '/api/infoboard/posts',
+      item: '/api/infoboard/posts/:id',
+      bodies: postBodies,
+      operations: ['list', 'show', 'create', 'update', 'delete'],
+      grantTokens: grantTokenActorFor(config.baseUrl),
     })
     await contentRoutes(app, infoboardComments, {
-      db, tag: 'infoboard', collection: '/api/infoboard/posts/:id/comments', parentColumn: 'post_id', bodies: commentBodies, operations: ['list', 'create'],
+      db,
+      tag: 'infoboard',
+      collection: '/api/infoboard/posts/:id/comments',
+      parentColumn: 'post_id',
+      bodies: commentBodies,
+      operations: ['list', 'create'],
     })
   },
 }

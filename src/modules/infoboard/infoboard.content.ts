@@ -16,9 +16,16 @@ async function notifyViewers(trx: Db, { kind, actor, row, eventId }: ContentChan
   if (row.requires_reading_confirmation === true) types.push('infoboardPostReadingConfirmationRequired')
   for (const type of types) {
     await enqueueNotifications(trx, {
-      tenantId: actor.tenantId, type, targetableType: 'infoboardPost', targetableId: row.id, sourceKey: `${type}:${row.id}:${eventId}`,
+      tenantId: actor.tenantId,
+      type,
+      targetableType: 'infoboardPost',
+      targetableId: row.id,
+      sourceKey: `${type}:${row.id}:${eventId}`,
       data: { title: String(row.title), body: String(row.body).slice(0, 4096), url: `/infoboard/posts/${row.id}` },
-      recipients: { query: { name: INFOBOARD_POST_VIEWERS, targetId: row.id }, exceptUserIds: row.user_id ? [row.user_id] : [] },
+      recipients: {
+        query: { name: INFOBOARD_POST_VIEWERS, targetId: row.id },
+        exceptUserIds: row.user_id ? [row.user_id] : [],
+      },
     })
   }
 }
@@ -30,10 +37,16 @@ export const infoboardPosts = defineContent({
   module: 'infoboard',
   label: 'Infoboard post',
   titleColumn: 'title',
-  fields: { channel_id: { type: 'id' }, title: { type: 'string' }, body: { type: 'string' }, requires_reading_confirmation: { type: 'boolean' } },
+  fields: {
+    channel_id: { type: 'id' },
+    title: { type: 'string' },
+    body: { type: 'string' },
+    requires_reading_confirmation: { type: 'boolean' },
+  },
   folder: { column: 'channel_id', type: 'infoboardChannel', module: 'infoboard', visibleSql: folderIdVisibleSql },
   appPath: (row) => `/infoboard/posts/${row.id}`,
-  prepare: (values) => (typeof values.body === 'string' ? { ...values, body: sanitizeNotificationBody(values.body) } : values),
+  prepare: (values) =>
+    typeof values.body === 'string' ? { ...values, body: sanitizeNotificationBody(values.body) } : values,
   afterChange: notifyViewers,
 })
 
@@ -53,10 +66,13 @@ export const infoboardComments = defineContent({
   appPath: (row) => `/infoboard/posts/${row.post_id}#comment-${row.id}`,
 })
 
-export const postBodies = contentBodies({
-  channel_id: IdSchema,
-  title: Type.String({ minLength: 1, maxLength: 255 }),
-  body: Type.String({ maxLength: 65536 }),
-  requires_reading_confirmation: Type.Boolean(),
-}, ['channel_id', 'title', 'body'])
+export const postBodies = contentBodies(
+  {
+    channel_id: IdSchema,
+    title: Type.String({ minLength: 1, maxLength: 255 }),
+    body: Type.String({ maxLength: 65536 }),
+    requires_reading_confirmation: Type.Boolean(),
+  },
+  ['channel_id', 'title', 'body'],
+)
 export const commentBodies = contentBodies({ body: Type.String({ minLength: 1, maxLength: 10000 }) }, ['body'])

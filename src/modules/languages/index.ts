@@ -16,7 +16,11 @@ export async function languageExists(db: Db, id: string): Promise<boolean> {
 }
 
 async function languagesRoutes(app: FastifyInstance, db: Db): Promise<void> {
-  app.get('/api/languages', { schema: { tags: ['languages'], response: { 200: Type.Array(LanguageSchema), ...errorResponses } } }, () => listLanguages(db))
+  app.get(
+    '/api/languages',
+    { schema: { tags: ['languages'], response: { 200: Type.Array(LanguageSchema), ...errorResponses } } },
+    () => listLanguages(db),
+  )
 }
 
 export const languagesModule: AppModule = {

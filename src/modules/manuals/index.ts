@@ -18,16 +18,30 @@ export const manualsModule: AppModule = {
   name: 'manuals',
   routes: async (app, { db, config }) => {
     await contentRoutes(app, manualChapters, {
-      db, tag: 'manuals', collection: '/api/manuals/chapters', item: '/api/manuals/chapters/:id', bodies: chapterBodies,
-      operations: ['list', 'show', 'create', 'update', 'delete'], grantTokens: grantTokenActorFor(config.baseUrl),
+      db,
+      tag: 'manuals',
+      collection: '/api/manuals/chapters',
+      item: '/api/manuals/chapters/:id',
+      bodies: chapterBodies,
+      operations: ['list', 'show', 'create', 'update', 'delete'],
+      grantTokens: grantTokenActorFor(config.baseUrl),
     })
     await contentRoutes(app, manualEntries, {
-      db, tag: 'manuals', collection: '/api/manuals/chapters/:id/entries', parentColumn: 'chapter_id', bodies: { create: entryBodies.create },
+      db,
+      tag: 'manuals',
+      collection: '/api/manuals/chapters/:id/entries',
+      parentColumn: 'chapter_id',
+      bodies: { create: entryBodies.create },
       operations: ['list', 'create'],
     })
     await contentRoutes(app, manualEntries, {
-      db, tag: 'manuals', collection: '/api/manuals/entries', item: '/api/manuals/entries/:id', bodies: { update: entryBodies.update },
-      operations: ['show', 'update', 'delete'], grantTokens: grantTokenActorFor(config.baseUrl),
+      db,
+      tag: 'manuals',
+      collection: '/api/manuals/entries',
+      item: '/api/manuals/entries/:id',
+      bodies: { update: entryBodies.update },
+      operations: ['show', 'update', 'delete'],
+      grantTokens: grantTokenActorFor(config.baseUrl),
     })
   },
 }

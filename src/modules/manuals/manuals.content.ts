@@ -28,13 +28,22 @@ export const manualEntries = defineContent({
   async afterChange(trx, { kind, actor, row, eventId }) {
     if (kind !== 'updated') return
     await enqueueNotifications(trx, {
-      tenantId: actor.tenantId, type: 'manualEntryUpdated', targetableType: 'manualEntry', targetableId: row.id,
+      tenantId: actor.tenantId,
+      type: 'manualEntryUpdated',
+      targetableType: 'manualEntry',
+      targetableId: row.id,
       sourceKey: `manualEntryUpdated:${row.id}:${eventId}`,
       data: { title: String(row.title), body: 'A manual entry was updated', url: `/manuals/entries/${row.id}` },
-      recipients: { query: { name: MANUAL_ENTRY_VIEWERS, targetId: row.id }, exceptUserIds: row.user_id ? [row.user_id] : [] },
+      recipients: {
+        query: { name: MANUAL_ENTRY_VIEWERS, targetId: row.id },
+        exceptUserIds: row.user_id ? [row.user_id] : [],
+      },
     })
   },
 })
 
 export const chapterBodies = contentBodies({ title: Type.String({ minLength: 1, maxLength: 255 }) }, ['title'])
-export const entryBodies = contentBodies({ title: Type.String({ minLength: 1, maxLength: 255 }), body: Type.String({ maxLength: 65536 }) }, ['title', 'body'])
+export const entryBodies = contentBodies(
+  { title: Type.String({ minLength: 1, maxLength: 255 }), body: Type.String({ maxLength: 65536 }) },
+  ['title', 'body'],
+)

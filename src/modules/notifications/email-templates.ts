@@ -42,13 +42,20 @@ const DIGEST_TEXT = `{{heading}}
 
 // HTML parts escape like every other HTML the API writes; plain-text parts are not HTML: no escaping there
 const render = (template: string, view: object, html = true) =>
-  Mustache.render(template, view, undefined, { escape: html ? (value: unknown) => escapeHtml(String(value)) : (value: unknown) => String(value) })
+  Mustache.render(template, view, undefined, {
+    escape: html ? (value: unknown) => escapeHtml(String(value)) : (value: unknown) => String(value),
+  })
 
 export function immediateEmail(view: { title: string; bodyHtml: string; bodyText: string; link: string }) {
   return { subject: view.title, html: render(IMMEDIATE_HTML, view), text: render(IMMEDIATE_TEXT, view, false).trim() }
 }
 
-export interface DigestItem { title: string; bodyText: string; link: string; createdAt: string }
+export interface DigestItem {
+  title: string
+  bodyText: string
+  link: string
+  createdAt: string
+}
 
 export function digestEmail(view: { heading: string; items: DigestItem[]; more: number; allLink: string }) {
   const data = { ...view, more: view.more > 0 ? view.more : undefined }

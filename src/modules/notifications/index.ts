@@ -14,7 +14,13 @@ import { selectGenericNotifications } from './notifications.queries.js'
 
 export { insertDefaultNotificationSettings, notificationSettingExists } from './notification-settings.queries.js'
 /** For content modules: queue notifications in the transaction of the change, or fan out directly. */
-export { enqueueNotifications, fanOutNotifications, registerRecipientsQuery, type NotificationSpec, type RecipientsQuery } from './notifications-fan-out.js'
+export {
+  enqueueNotifications,
+  fanOutNotifications,
+  registerRecipientsQuery,
+  type NotificationSpec,
+  type RecipientsQuery,
+} from './notifications-fan-out.js'
 export { registerNotificationTargetable, type TargetableLoader } from './notifications.resource.js'
 export { sanitizeNotificationBody } from './notification-html.js'
 export { deleteUserSubscriptions } from './push-subscriptions.js'
@@ -29,7 +35,8 @@ export const notificationsModule: AppModule = {
   routes: async (app, deps) => {
     // One LISTEN connection per process, opened when the first stream does.
     const pubsub = createPgPubSub({
-      connectionString: async () => deps.databaseUrl ?? (await resolveDatabaseUrl({ dataDir: deps.config.db.dataDir })).url,
+      connectionString: async () =>
+        deps.databaseUrl ?? (await resolveDatabaseUrl({ dataDir: deps.config.db.dataDir })).url,
       onError: (error) => deps.log.warn({ err: error }, 'notifications realtime listener error'),
     })
     const streams = createNotificationStreams({ db: deps.db, pubsub, log: deps.log })

@@ -23,5 +23,8 @@ export function categoryOf(notificationType: string): string {
 /** The same mapping as SQL over a `type` column, for set-based checks over many records. */
 export function categorySql(typeColumn: string): RawBuilder<string> {
   const ref = sql.ref(typeColumn)
-  return sql<string>`case ${sql.join(CATEGORY_BY_PREFIX.map(([prefix, category]) => sql`when ${ref} like ${`${prefix}%`} then ${category}`), sql` `)} else ${FALLBACK_CATEGORY} end`
+  return sql<string>`case ${sql.join(
+    CATEGORY_BY_PREFIX.map(([prefix, category]) => sql`when ${ref} like ${`${prefix}%`} then ${category}`),
+    sql` `,
+  )} else ${FALLBACK_CATEGORY} end`
 }

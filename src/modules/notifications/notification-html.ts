@@ -2,7 +2,27 @@ import sanitizeHtml from 'sanitize-html'
 
 /** The allowlist of contract 40: everything else (tags, attributes, schemes) is stripped. */
 const BODY_POLICY: sanitizeHtml.IOptions = {
-  allowedTags: ['p', 'br', 'strong', 'b', 'em', 'i', 'u', 's', 'a', 'ul', 'ol', 'li', 'h1', 'h2', 'h3', 'h4', 'blockquote', 'code', 'pre'],
+  allowedTags: [
+    'p',
+    'br',
+    'strong',
+    'b',
+    'em',
+    'i',
+    'u',
+    's',
+    'a',
+    'ul',
+    'ol',
+    'li',
+    'h1',
+    'h2',
+    'h3',
+    'h4',
+    'blockquote',
+    'code',
+    'pre',
+  ],
   allowedAttributes: { a: ['href'] },
   allowedSchemes: ['http', 'https', 'mailto'],
   allowedSchemesByTag: {},
@@ -22,7 +42,10 @@ const ENTITIES: Record<string, string> = { amp: '&', lt: '<', gt: '>', quot: '"'
 export function notificationBodyText(html: string): string {
   const withBreaks = html.replace(/<\s*(br|\/p|\/li|\/h[1-4]|\/blockquote|\/pre)\s*\/?>/gi, '\n')
   const text = sanitizeHtml(withBreaks, { allowedTags: [], allowedAttributes: {} })
-  return text.replace(/&(amp|lt|gt|quot|#39|nbsp);/g, (_, name: string) => ENTITIES[name]).replace(/\n{3,}/g, '\n\n').trim()
+  return text
+    .replace(/&(amp|lt|gt|quot|#39|nbsp);/g, (_, name: string) => ENTITIES[name])
+    .replace(/\n{3,}/g, '\n\n')
+    .trim()
 }
 
 export function escapeHtml(text: string): string {

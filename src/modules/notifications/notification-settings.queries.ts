@@ -12,6 +12,11 @@ export async function insertDefaultNotificationSettings(db: Db, tenantId: number
 }
 
 export async function notificationSettingExists(db: Db, tenantId: number, id: number): Promise<boolean> {
-  const row = await db.selectFrom('notification_settings').select('id').where('tenant_id', '=', tenantId).where('id', '=', id).executeTakeFirst()
+  const row = await db
+    .selectFrom('notification_settings')
+    .select('id')
+    .where('tenant_id', '=', tenantId)
+    .where('id', '=', id)
+    .executeTakeFirst()
   return row !== undefined
 }

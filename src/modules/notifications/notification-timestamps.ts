@@ -19,7 +19,10 @@ export function parseTimestampInput(raw: string): Date | undefined {
 }
 
 /** seen_at / read_at from a body: at least one present; each a valid timestamp (or null when allowed). */
-export function parseSeenRead(body: { seen_at?: string | null; read_at?: string | null }): { seenAt?: Date | null; readAt?: Date | null } {
+export function parseSeenRead(body: { seen_at?: string | null; read_at?: string | null }): {
+  seenAt?: Date | null
+  readAt?: Date | null
+} {
   const problems = new FieldErrorCollector()
   if (body.seen_at === undefined && body.read_at === undefined) {
     problems.add('seen_at', 'seen_at or read_at is required')

@@ -34,14 +34,29 @@ const PUSH_BODY_CHARS = 1000
 
 function emailFor(row: DeliveryRow, appUrl: string) {
   const bodyHtml = sanitizeNotificationBody(row.data.body ?? '')
-  return immediateEmail({ title: row.data.title ?? '', bodyHtml, bodyText: notificationBodyText(bodyHtml), link: absoluteNotificationUrl(row.data.url ?? '/', appUrl) })
+  return immediateEmail({
+    title: row.data.title ?? '',
+    bodyHtml,
+    bodyText: notificationBodyText(bodyHtml),
+    link: absoluteNotificationUrl(row.data.url ?? '/', appUrl),
+  })
 }
 
 /** A record as its user's devices receive it. */
-export function pushMessageOf(tenantId: number, row: Pick<DeliveryRow, 'id' | 'type' | 'created_at' | 'notifiable_id' | 'data'>, appUrl: string): PushMessage {
+export function pushMessageOf(
+  tenantId: number,
+  row: Pick<DeliveryRow, 'id' | 'type' | 'created_at' | 'notifiable_id' | 'data'>,
+  appUrl: string,
+): PushMessage {
   return {
-    tenantId, userId: row.notifiable_id, notificationId: row.id, type: row.type, createdAt: row.created_at,
-    title: row.data.title ?? '', body: notificationBodyText(row.data.body ?? '').slice(0, PUSH_BODY_CHARS), url: absoluteNotificationUrl(row.data.url ?? '/', appUrl),
+    tenantId,
+    userId: row.notifiable_id,
+    notificationId: row.id,
+    type: row.type,
+    createdAt: row.created_at,
+    title: row.data.title ?? '',
+    body: notificationBodyText(row.data.body ?? '').slice(0, PUSH_BODY_CHARS),
+    url: absoluteNotificationUrl(row.data.url ?? '/', appUrl),
   }
 }
 
@@ -55,10 +70,24 @@ export function pushMessageOf(tenantId: number, row: Pick<DeliveryRow, 'id' | 't
 export async function deliverNotifications(deps: DeliveryDeps, payload: DeliverPayload): Promise<void> {
   const { db, tenantId } = { db: deps.db, tenantId: payload.tenantId }
   if (payload.userIds.length === 0) return
-  const rows = (await db.selectFrom('notifications as n')
+  const rows = (await db
+    .selectFrom('notifications as n')
     .innerJoin('users as u', (j) => j.onRef('u.tenant_id', '=', 'n.tenant_id').onRef('u.id', '=', 'n.notifiable_id'))
-    .select(['n.id', 'n.type', 'n.created_at', 'n.notifiable_id', 'n.data', 'u.email', 'u.wants_email_notifications', 'u.email_digest'])
-    .select(sql<boolean>`exists (select 1 from push_subscriptions ps where ps.tenant_id = ${tenantId} and ps.user_id = n.notifiable_id)`.as('has_push'))
+    .select([
+      'n.id',
+      'n.type',
+      'n.created_at',
+      'n.notifiable_id',
+      'n.data',
+      'u.email',
+      'u.wants_email_notifications',
+      'u.email_digest',
+    ])
+    .select(
+      sql<boolean>`exists (select 1 from push_subscriptions ps where ps.tenant_id = ${tenantId} and ps.user_id = n.notifiable_id)`.as(
+        'has_push',
+      ),
+    )
     .where('n.tenant_id', '=', tenantId)
     .where('n.source_key', '=', payload.sourceKey)
     .where('n.notifiable_id', 'in', payload.userIds)
@@ -66,20 +95,43 @@ export async function deliverNotifications(deps: DeliveryDeps, payload: DeliverP
     .where('u.active', '=', true)
     .execute()) as DeliveryRow[]
   // digest readers get this one in their next digest instead
-  const emailNow = (r: DeliveryRow) => r.wants_email_notifications && r.email !== null && r.email !== '' && r.email_digest === 'immediate'
+  const emailNow = (r: DeliveryRow) =>
+    r.wants_email_notifications && r.email !== null && r.email !== '' && r.email_digest === 'immediate'
   // recipients with neither a device nor an immediate email cost no further statement
   const reachable = rows.filter((r) => r.has_push || emailNow(r))
   if (reachable.length === 0) return
 
   // one source key, one type: the category's preferences are read once for the batch
-  const muted = await mutedChannels(db, tenantId, reachable[0].type, reachable.map((r) => r.notifiable_id))
-  await deps.push.send(db, reachable.filter((r) => r.has_push && !muted.push.has(r.notifiable_id)).map((r) => pushMessageOf(tenantId, r, deps.appUrl)))
+  const muted = await mutedChannels(
+    db,
+    tenantId,
+    reachable[0].type,
+    reachable.map((r) => r.notifiable_id),
+  )
+  await deps.push.send(
+    db,
+    reachable
+      .filter((r) => r.has_push && !muted.push.has(r.notifiable_id))
+      .map((r) => pushMessageOf(tenantId, r, deps.appUrl)),
+  )
 
   const wantEmail = reachable.filter((r) => emailNow(r) && !muted.email.has(r.notifiable_id))
   if (wantEmail.length === 0) return
-  const done = new Set((await db.selectFrom('outbound_messages').select('notification_id')
-    .where('tenant_id', '=', tenantId).where('channel', '=', 'email')
-    .where('notification_id', 'in', wantEmail.map((r) => r.id)).execute()).map((r) => r.notification_id))
+  const done = new Set(
+    (
+      await db
+        .selectFrom('outbound_messages')
+        .select('notification_id')
+        .where('tenant_id', '=', tenantId)
+        .where('channel', '=', 'email')
+        .where(
+          'notification_id',
+          'in',
+          wantEmail.map((r) => r.id),
+        )
+        .execute()
+    ).map((r) => r.notification_id),
+  )
 
   const failures: unknown[] = []
   for (const row of wantEmail) {
@@ -92,11 +144,21 @@ export async function deliverNotifications(deps: DeliveryDeps, payload: DeliverP
       failures.push(error)
       continue
     }
-    await db.insertInto('outbound_messages').values({
-      tenant_id: tenantId, channel: 'email', status: deps.mailer.transport === 'smtp' ? 'sent' : 'stored',
-      user_id: row.notifiable_id, notification_id: row.id, recipient: message.to, subject: message.subject,
-      body_html: message.html, body_text: message.text,
-    }).onConflict((oc) => oc.columns(['tenant_id', 'channel', 'notification_id']).doNothing()).execute()
+    await db
+      .insertInto('outbound_messages')
+      .values({
+        tenant_id: tenantId,
+        channel: 'email',
+        status: deps.mailer.transport === 'smtp' ? 'sent' : 'stored',
+        user_id: row.notifiable_id,
+        notification_id: row.id,
+        recipient: message.to,
+        subject: message.subject,
+        body_html: message.html,
+        body_text: message.text,
+      })
+      .onConflict((oc) => oc.columns(['tenant_id', 'channel', 'notification_id']).doNothing())
+      .execute()
   }
   if (failures.length > 0) throw new AggregateError(failures, `${failures.length} of ${wantEmail.length} emails failed`)
 }

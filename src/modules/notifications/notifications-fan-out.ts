@@ -53,8 +53,13 @@ const NOTIFY_BATCH = 400
  * produces the notification, so the notification exists iff the change commits.
  */
 export async function enqueueNotifications(trx: Db, spec: NotificationSpec): Promise<void> {
-  const payload: FanOutPayload = { spec: { ...spec, data: { ...spec.data, body: sanitizeNotificationBody(spec.data.body) } } }
-  await enqueue(trx, 'notifications:fan_out', payload, { key: `notifications:fan_out:${spec.sourceKey}`, maxAttempts: 10 })
+  const payload: FanOutPayload = {
+    spec: { ...spec, data: { ...spec.data, body: sanitizeNotificationBody(spec.data.body) } },
+  }
+  await enqueue(trx, 'notifications:fan_out', payload, {
+    key: `notifications:fan_out:${spec.sourceKey}`,
+    maxAttempts: 10,
+  })
 }
 
 function chunks<T>(items: T[], size: number): T[][] {
@@ -75,11 +80,21 @@ export function recipientsSql(spec: NotificationSpec, custom: RecipientsQuery | 
   const userIds = [...new Set(spec.recipients.userIds ?? [])]
   const departmentIds = [...new Set(spec.recipients.departmentIds ?? [])]
   const exceptUserIds = spec.recipients.exceptUserIds ?? []
-  const member = departmentIds.length === 0 && !custom ? sql`u.id = any(${userIds}::bigint[])` : sql`u.id in (${sql.join([
-    ...(userIds.length > 0 ? [sql`select unnest(${userIds}::bigint[]) as id`] : []),
-    ...(departmentIds.length > 0 ? [sql`select du.user_id from department_users du where du.tenant_id = ${t} and du.department_id = any(${departmentIds}::bigint[])`] : []),
-    ...(custom ? [sql`select q.id from (${custom(t, spec.recipients.query!.targetId)}) q`] : []),
-  ], sql` union `)})`
+  const member =
+    departmentIds.length === 0 && !custom
+      ? sql`u.id = any(${userIds}::bigint[])`
+      : sql`u.id in (${sql.join(
+          [
+            ...(userIds.length > 0 ? [sql`select unnest(${userIds}::bigint[]) as id`] : []),
+            ...(departmentIds.length > 0
+              ? [
+                  sql`select du.user_id from department_users du where du.tenant_id = ${t} and du.department_id = any(${departmentIds}::bigint[])`,
+                ]
+              : []),
+            ...(custom ? [sql`select q.id from (${custom(t, spec.recipients.query!.targetId)}) q`] : []),
+          ],
+          sql` union `,
+        )})`
   return sql<{ id: number }>`
     select u.id from users u
     where u.tenant_id = ${t} and ${member}${exceptUserIds.length > 0 ? sql` and not (u.id = any(${exceptUserIds}::bigint[]))` : sql``}
@@ -90,7 +105,11 @@ export function recipientsSql(spec: NotificationSpec, custom: RecipientsQuery | 
  * The recipients of `spec`, resolved in ONE statement, ascending. Resolving once keeps a fan-out
  * linear: chunking the resolution itself re-read the members before each chunk (quadratic).
  */
-async function resolveRecipients(db: Db, spec: NotificationSpec, custom: RecipientsQuery | undefined): Promise<number[]> {
+async function resolveRecipients(
+  db: Db,
+  spec: NotificationSpec,
+  custom: RecipientsQuery | undefined,
+): Promise<number[]> {
   const { rows } = await sql<{ ids: number[] }>`
     select coalesce(array_agg(r.id order by r.id), '{}') as ids from (${recipientsSql(spec, custom)}) r`.execute(db)
   return rows[0].ids.map(Number)
@@ -110,7 +129,8 @@ export async function fanOutNotifications(db: Db, spec: NotificationSpec, signal
   let created = 0
   for (const [index, recipients] of chunks(await resolveRecipients(db, spec, custom), CHUNK_SIZE).entries()) {
     // shutting down: stop between committed chunks; the retried job resumes (inserts are idempotent)
-    if (index > 0 && signal?.aborted) throw new Error(`fan-out ${spec.sourceKey} interrupted by shutdown after ${created} records; it resumes on retry`)
+    if (index > 0 && signal?.aborted)
+      throw new Error(`fan-out ${spec.sourceKey} interrupted by shutdown after ${created} records; it resumes on retry`)
     await db.transaction().execute(async (trx) => {
       created += await insertRecords(trx, spec, sql<{ id: number }>`select unnest(${recipients}::bigint[]) as id`)
     })
@@ -133,7 +153,9 @@ export async function fanOutInTransaction(trx: Db, spec: NotificationSpec): Prom
  * realtime NOTIFY and its delivery job, all in `trx`.
  */
 async function insertRecords(trx: Db, spec: NotificationSpec, recipients: RawBuilder<{ id: number }>): Promise<number> {
-  const { rows } = await sql<{ notifiable_id: number }>`${recordsInsert(spec, recipients)} returning notifiable_id`.execute(trx)
+  const { rows } = await sql<{
+    notifiable_id: number
+  }>`${recordsInsert(spec, recipients)} returning notifiable_id`.execute(trx)
   if (rows.length === 0) return 0
   const insertedIds = rows.map((row) => Number(row.notifiable_id)).sort((a, b) => a - b)
   await sql`select ${recordSignals(spec, insertedIds)}`.execute(trx)
@@ -156,7 +178,10 @@ function recordSignals(spec: NotificationSpec, insertedIds: number[]): RawBuilde
     return publishSql(NOTIFICATIONS_CHANNEL, message)
   })
   const delivery: DeliverPayload = { tenantId: spec.tenantId, sourceKey: spec.sourceKey, userIds: insertedIds }
-  const job = enqueueSql('notifications:deliver', delivery, { key: `notifications:deliver:${spec.sourceKey}:${insertedIds[0]}`, maxAttempts: 10 })
+  const job = enqueueSql('notifications:deliver', delivery, {
+    key: `notifications:deliver:${spec.sourceKey}:${insertedIds[0]}`,
+    maxAttempts: 10,
+  })
   return sql.join([...notices, job])
 }
 
@@ -168,7 +193,8 @@ function recordSignals(spec: NotificationSpec, insertedIds: number[]): RawBuilde
  */
 export function listedRecordsWrite(spec: NotificationSpec) {
   const userIds = [...new Set(spec.recipients.userIds ?? [])].sort((a, b) => a - b)
-  if (userIds.length === 0 || spec.recipients.departmentIds?.length || spec.recipients.query) throw new Error('listedRecordsWrite: a send to listed users only')
+  if (userIds.length === 0 || spec.recipients.departmentIds?.length || spec.recipients.query)
+    throw new Error('listedRecordsWrite: a send to listed users only')
   const recipients = recipientsSql(spec, undefined)
   return {
     allRecipients: sql<boolean>`(select count(*) from (${recipients}) r) = ${userIds.length}`,

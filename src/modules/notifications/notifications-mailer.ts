@@ -28,7 +28,10 @@ export function createMailer(options: { smtpUrl: string | undefined; appUrl: str
     return {
       transport: 'store',
       async send(message) {
-        options.log.info({ to: message.to, subject: message.subject }, 'email stored in outbound_messages (SMTP_URL not set)')
+        options.log.info(
+          { to: message.to, subject: message.subject },
+          'email stored in outbound_messages (SMTP_URL not set)',
+        )
       },
     }
   }
@@ -36,7 +39,13 @@ export function createMailer(options: { smtpUrl: string | undefined; appUrl: str
   return {
     transport: 'smtp',
     async send(message) {
-      await transporter.sendMail({ from, to: message.to, subject: message.subject, html: message.html, text: message.text })
+      await transporter.sendMail({
+        from,
+        to: message.to,
+        subject: message.subject,
+        html: message.html,
+        text: message.text,
+      })
     },
   }
 }

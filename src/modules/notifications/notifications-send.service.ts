@@ -5,7 +5,12 @@ import type { Db } from '../../platform/db/schema.js'
 import { requirePermission } from '../../platform/auth/require-permission.js'
 import { withClause } from '../../platform/db/common-table-expressions.js'
 import { reserveIds } from '../../platform/db/reserved-ids.js'
-import { domainEventWrites, eventWritesSql, recordDomainEvent, type DomainEvent } from '../../platform/events/domain-events.js'
+import {
+  domainEventWrites,
+  eventWritesSql,
+  recordDomainEvent,
+  type DomainEvent,
+} from '../../platform/events/domain-events.js'
 import { FieldErrorCollector } from '../../platform/http/errors.js'
 import { enqueue } from '../../platform/jobs/jobs.js'
 import * as queries from './notifications.queries.js'
@@ -23,7 +28,14 @@ export const INLINE_FAN_OUT_MAX = 100
 
 export type NotificationsSendService = ReturnType<typeof createNotificationsSendService>
 
-type SendValues = { title: string; body: string; url: string; userId: number; userIds: number[]; departmentIds: number[] }
+type SendValues = {
+  title: string
+  body: string
+  url: string
+  userId: number
+  userIds: number[]
+  departmentIds: number[]
+}
 
 export function createNotificationsSendService({ db }: Pick<AppDeps, 'db'>) {
   /**
@@ -37,15 +49,24 @@ export function createNotificationsSendService({ db }: Pick<AppDeps, 'db'>) {
     const userIds = [...new Set(body.user_ids ?? [])]
     const departmentIds = [...new Set(body.department_ids ?? [])]
     if (body.title.trim() === '') problems.add('title', 'must not be blank')
-    if (Buffer.byteLength(body.body, 'utf8') > MAX_BODY_BYTES) problems.add('body', `must be at most ${MAX_BODY_BYTES} bytes`)
-    if (!isAllowedNotificationUrl(body.url)) problems.add('url', 'must be an absolute http(s) URL or an app path starting with "/"')
+    if (Buffer.byteLength(body.body, 'utf8') > MAX_BODY_BYTES)
+      problems.add('body', `must be at most ${MAX_BODY_BYTES} bytes`)
+    if (!isAllowedNotificationUrl(body.url))
+      problems.add('url', 'must be an absolute http(s) URL or an app path starting with "/"')
     if (userIds.length === 0 && departmentIds.length === 0) {
       problems.add('user_ids', 'user_ids or department_ids must list at least one recipient')
       problems.add('department_ids', 'user_ids or department_ids must list at least one recipient')
     }
     problems.throwIfAny()
 
-    const values: SendValues = { title: body.title, body: sanitizeNotificationBody(body.body), url: body.url, userId: actor.userId, userIds, departmentIds }
+    const values: SendValues = {
+      title: body.title,
+      body: sanitizeNotificationBody(body.body),
+      url: body.url,
+      userId: actor.userId,
+      userIds,
+      departmentIds,
+    }
     /** The send, stored only if every listed recipient exists (one statement); else 422 naming the missing IDs. */
     const store = async (trx: Db) => {
       const sent = await queries.insertGenericNotification(trx, actor.tenantId, values, { onlyIfRecipientsExist: true })
@@ -53,7 +74,8 @@ export function createNotificationsSendService({ db }: Pick<AppDeps, 'db'>) {
       const missingUsers = await queries.findMissingUserIds(trx, actor.tenantId, userIds)
       const missingDepartments = await queries.findMissingDepartmentIds(trx, actor.tenantId, departmentIds)
       if (missingUsers.length > 0) problems.add('user_ids', `unknown user IDs: ${missingUsers.join(', ')}`)
-      if (missingDepartments.length > 0) problems.add('department_ids', `unknown department IDs: ${missingDepartments.join(', ')}`)
+      if (missingDepartments.length > 0)
+        problems.add('department_ids', `unknown department IDs: ${missingDepartments.join(', ')}`)
       problems.throwIfAny()
       // a recipient came back between the two statements: the check above is the later one
       const stored = await queries.insertGenericNotification(trx, actor.tenantId, values)
@@ -61,18 +83,25 @@ export function createNotificationsSendService({ db }: Pick<AppDeps, 'db'>) {
       return stored
     }
     const sentEvent = (id: number): DomainEvent => ({
-      type: 'notification.sent', tenantId: actor.tenantId, actorId: actor.userId, subjectType: 'genericNotification', subjectId: id,
+      type: 'notification.sent',
+      tenantId: actor.tenantId,
+      actorId: actor.userId,
+      subjectType: 'genericNotification',
+      subjectId: id,
       data: { title: body.title, url: body.url, user_ids: userIds, department_ids: departmentIds },
     })
     const small = departmentIds.length === 0 && userIds.length <= INLINE_FAN_OUT_MAX
-    if (small && await sendInOneStatement(actor, values, sentEvent)) return
+    if (small && (await sendInOneStatement(actor, values, sentEvent))) return
     await db.transaction().execute(async (trx) => {
       const sent = await store(trx)
       if (small) {
         await fanOutInTransaction(trx, genericNotificationSpec(actor.tenantId, sent))
       } else {
         const payload: FanOutPayload = { tenantId: actor.tenantId, genericNotificationId: sent.id }
-        await enqueue(trx, 'notifications:fan_out', payload, { key: `notifications:fan_out:genericNotification:${sent.id}`, maxAttempts: 10 })
+        await enqueue(trx, 'notifications:fan_out', payload, {
+          key: `notifications:fan_out:genericNotification:${sent.id}`,
+          maxAttempts: 10,
+        })
       }
       await recordDomainEvent(trx, sentEvent(sent.id))
     })
@@ -85,16 +114,26 @@ export function createNotificationsSendService({ db }: Pick<AppDeps, 'db'>) {
    * subscriber (an active automation) has work. False, with nothing written, otherwise: the
    * transactional way then names the missing users or runs those subscribers.
    */
-  async function sendInOneStatement(actor: Actor, values: SendValues, sentEvent: (id: number) => DomainEvent): Promise<boolean> {
+  async function sendInOneStatement(
+    actor: Actor,
+    values: SendValues,
+    sentEvent: (id: number) => DomainEvent,
+  ): Promise<boolean> {
     const [id] = await reserveIds(db, 1)
-    const spec = genericNotificationSpec(actor.tenantId, { ...values, id: id!, user_ids: values.userIds, department_ids: values.departmentIds })
+    const spec = genericNotificationSpec(actor.tenantId, {
+      ...values,
+      id: id!,
+      user_ids: values.userIds,
+      department_ids: values.departmentIds,
+    })
     const written = sql<boolean>`exists (select from sent)`
     const events = domainEventWrites([sentEvent(id!)])
     if (!events) return false
     const eventWrites = eventWritesSql(actor.tenantId, events, written)
     const records = listedRecordsWrite(spec)
     const sent = sql`${queries.genericNotificationInsert(actor.tenantId, { ...values, id }, sql`${records.allRecipients} and ${eventWrites.unheeded}`)} returning id`
-    const { rows } = await sql`${withClause([['sent', sent], ['records', records.insert(written)], ...eventWrites.ctes])}
+    const { rows } =
+      await sql`${withClause([['sent', sent], ['records', records.insert(written)], ...eventWrites.ctes])}
       select ${records.signals} from sent`.execute(db)
     return rows.length > 0
   }

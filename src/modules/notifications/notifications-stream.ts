@@ -10,10 +10,20 @@ import { listResource } from '../../platform/query/run-query.js'
 import * as queries from './notifications.queries.js'
 import { NOTIFICATIONS_CHANNEL, type NotificationsChannelMessage } from './notifications-fan-out.js'
 import { notificationResource } from './notifications.resource.js'
-import { advancePosition, createdSeconds, formatPosition, parsePosition, SETTLE_SECONDS, type StreamPosition } from './stream-position.js'
+import {
+  advancePosition,
+  createdSeconds,
+  formatPosition,
+  parsePosition,
+  SETTLE_SECONDS,
+  type StreamPosition,
+} from './stream-position.js'
 
 /** One open stream and where it stands (its events' ids). */
-interface StreamState { stream: EventStream; position: StreamPosition }
+interface StreamState {
+  stream: EventStream
+  position: StreamPosition
+}
 
 const REPLAY_PAGE = 200
 
@@ -23,7 +33,17 @@ export type NotificationStreams = ReturnType<typeof createNotificationStreams>
  * The SSE hub of one process: streams by tenant and user, fed by the cross-process channel. Work per
  * message is proportional to the streams open HERE for the users named, not to the recipients.
  */
-export function createNotificationStreams({ db, pubsub, log, heartbeatMs }: { db: Db; pubsub: PubSub; log: Logger; heartbeatMs?: number }) {
+export function createNotificationStreams({
+  db,
+  pubsub,
+  log,
+  heartbeatMs,
+}: {
+  db: Db
+  pubsub: PubSub
+  log: Logger
+  heartbeatMs?: number
+}) {
   const streams = new Map<number, Map<number, Set<StreamState>>>()
   let subscribed: Promise<unknown> | undefined
 
@@ -40,12 +60,22 @@ export function createNotificationStreams({ db, pubsub, log, heartbeatMs }: { db
    * open streams: two statements per message, whatever the number of users (a send to 500 users with
    * two tabs each was 1,000 statements, one per user and kind).
    */
-  async function pushTo(tenantId: number, tenant: Map<number, Set<StreamState>>, userIds: number[], sourceKey?: string) {
+  async function pushTo(
+    tenantId: number,
+    tenant: Map<number, Set<StreamState>>,
+    userIds: number[],
+    sourceKey?: string,
+  ) {
     const records = new Map<number, Record<string, unknown>>()
     if (sourceKey) {
-      const base = db.selectFrom('notifications as n').where('n.tenant_id', '=', tenantId)
-        .where('n.notifiable_id', 'in', userIds).where('n.source_key', '=', sourceKey)
-      const rows = await listResource({ db, tenantId }, notificationResource, base, { limit: userIds.length }) as Record<string, unknown>[]
+      const base = db
+        .selectFrom('notifications as n')
+        .where('n.tenant_id', '=', tenantId)
+        .where('n.notifiable_id', 'in', userIds)
+        .where('n.source_key', '=', sourceKey)
+      const rows = (await listResource({ db, tenantId }, notificationResource, base, {
+        limit: userIds.length,
+      })) as Record<string, unknown>[]
       for (const row of rows) records.set(Number(row.notifiable_id), row)
     }
     const unread = await queries.countUnreadNotificationsOf(db, tenantId, userIds)
@@ -54,7 +84,8 @@ export function createNotificationStreams({ db, pubsub, log, heartbeatMs }: { db
       if (!targets) continue
       const record = records.get(userId)
       if (record) for (const state of targets) deliver(state, record)
-      for (const state of targets) state.stream.send('count', { unread: unread.get(userId) ?? 0 }, formatPosition(state.position))
+      for (const state of targets)
+        state.stream.send('count', { unread: unread.get(userId) ?? 0 }, formatPosition(state.position))
     }
   }
 
@@ -64,7 +95,9 @@ export function createNotificationStreams({ db, pubsub, log, heartbeatMs }: { db
     if (!tenant) return
     const userIds = (message.userIds ?? [...tenant.keys()]).filter((userId) => tenant.has(userId))
     if (userIds.length === 0) return
-    pushTo(message.tenantId, tenant, userIds, message.sourceKey).catch((error) => log.warn({ err: error }, 'notification stream push failed'))
+    pushTo(message.tenantId, tenant, userIds, message.sourceKey).catch((error) =>
+      log.warn({ err: error }, 'notification stream push failed'),
+    )
   }
 
   function add(actor: Actor, state: StreamState) {
@@ -85,20 +118,34 @@ export function createNotificationStreams({ db, pubsub, log, heartbeatMs }: { db
    * a reconnect replays only what is created from here on.
    */
   async function currentPosition(actor: Actor): Promise<StreamPosition> {
-    const { rows: [row] } = await sql<{ now: number; recent: Array<{ id: string; created: number }> }>`
+    const {
+      rows: [row],
+    } = await sql<{ now: number; recent: Array<{ id: string; created: number }> }>`
       select floor(extract(epoch from now()))::bigint - ${SETTLE_SECONDS}::int as now,
              coalesce((select json_agg(json_build_object('id', n.id, 'created', floor(extract(epoch from n.created_at))::bigint))
                 from notifications n
                where n.tenant_id = ${actor.tenantId} and n.notifiable_id = ${actor.userId}
-                 and n.created_at >= now() - make_interval(secs => ${SETTLE_SECONDS}::int)), '[]') as recent`.execute(db)
+                 and n.created_at >= now() - make_interval(secs => ${SETTLE_SECONDS}::int)), '[]') as recent`.execute(
+      db,
+    )
     return { watermark: Number(row.now), delivered: new Map(row.recent.map((r) => [r.id, Number(r.created)])) }
   }
 
   /** A client's position, with the creation second of each record it names (so the watermark can pass them correctly). */
-  async function resumedPosition(actor: Actor, resumed: { watermark: number; delivered: string[] }): Promise<StreamPosition> {
-    const rows = resumed.delivered.length === 0 ? [] : await db.selectFrom('notifications')
-      .select(['id', sql<number>`floor(extract(epoch from created_at))::bigint`.as('created')])
-      .where('tenant_id', '=', actor.tenantId).where('notifiable_id', '=', actor.userId).where('id', 'in', resumed.delivered).execute()
+  async function resumedPosition(
+    actor: Actor,
+    resumed: { watermark: number; delivered: string[] },
+  ): Promise<StreamPosition> {
+    const rows =
+      resumed.delivered.length === 0
+        ? []
+        : await db
+            .selectFrom('notifications')
+            .select(['id', sql<number>`floor(extract(epoch from created_at))::bigint`.as('created')])
+            .where('tenant_id', '=', actor.tenantId)
+            .where('notifiable_id', '=', actor.userId)
+            .where('id', 'in', resumed.delivered)
+            .execute()
     return { watermark: resumed.watermark, delivered: new Map(rows.map((r) => [r.id, Number(r.created)])) }
   }
 
@@ -106,10 +153,15 @@ export function createNotificationStreams({ db, pubsub, log, heartbeatMs }: { db
   async function replay(actor: Actor, state: StreamState, seen: string[]): Promise<void> {
     const ctx = { db, tenantId: actor.tenantId }
     for (let offset = 0; ; offset += REPLAY_PAGE) {
-      let base = queries.selectOwnNotifications(db, actor.tenantId, actor.userId)
+      let base = queries
+        .selectOwnNotifications(db, actor.tenantId, actor.userId)
         .where('n.created_at', '>=', sql<string>`to_timestamp(${state.position.watermark}::bigint)`)
       if (seen.length > 0) base = base.where('n.id', 'not in', seen)
-      const page = await listResource(ctx, notificationResource, base, { sort: 'created_at,id', limit: REPLAY_PAGE, offset }) as Record<string, unknown>[]
+      const page = (await listResource(ctx, notificationResource, base, {
+        sort: 'created_at,id',
+        limit: REPLAY_PAGE,
+        offset,
+      })) as Record<string, unknown>[]
       for (const record of page) deliver(state, record)
       if (page.length < REPLAY_PAGE) return
     }
@@ -130,7 +182,9 @@ export function createNotificationStreams({ db, pubsub, log, heartbeatMs }: { db
       await subscribed
     } catch (error) {
       log.error({ err: error }, 'cannot listen for notifications')
-      throw new AppError(503, 'realtime_unavailable', 'Realtime notifications are temporarily unavailable', undefined, { 'Retry-After': '5' })
+      throw new AppError(503, 'realtime_unavailable', 'Realtime notifications are temporarily unavailable', undefined, {
+        'Retry-After': '5',
+      })
     }
     const position: StreamPosition = resumed ? await resumedPosition(actor, resumed) : await currentPosition(actor)
     const unread = await queries.countUnreadNotifications(db, actor.tenantId, actor.userId)
@@ -149,7 +203,8 @@ export function createNotificationStreams({ db, pubsub, log, heartbeatMs }: { db
 
   /** Ends every open stream (server shutdown), so that closing the server does not wait for clients. */
   function closeAll() {
-    for (const tenant of streams.values()) for (const set of tenant.values()) for (const state of set) state.stream.end()
+    for (const tenant of streams.values())
+      for (const set of tenant.values()) for (const state of set) state.stream.end()
   }
 
   return { open, closeAll }

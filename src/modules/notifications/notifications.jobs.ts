@@ -4,7 +4,12 @@ import type { JobHandlers } from '../../platform/jobs/jobs.js'
 import * as queries from './notifications.queries.js'
 import { deliverNotifications, pushMessageOf, type DeliveryDeps } from './notifications-delivery.js'
 import { sendDueDigests } from './notifications-digest.js'
-import { fanOutNotifications, type DeliverPayload, type FanOutPayload, type NotificationSpec } from './notifications-fan-out.js'
+import {
+  fanOutNotifications,
+  type DeliverPayload,
+  type FanOutPayload,
+  type NotificationSpec,
+} from './notifications-fan-out.js'
 import { createMailer } from './notifications-mailer.js'
 import { createWebPushSender, PUSH_RETRY_JOB, type PushRetryPayload } from './notifications-push.js'
 
@@ -21,7 +26,10 @@ export async function runFanOut(db: Db, payload: FanOutPayload, signal?: AbortSi
 }
 
 /** The records a generic notification (a send through `POST /api/notifications`) creates. */
-export function genericNotificationSpec(tenantId: number, sent: { id: number; title: string; body: string; url: string; user_ids: number[]; department_ids: number[] }): NotificationSpec {
+export function genericNotificationSpec(
+  tenantId: number,
+  sent: { id: number; title: string; body: string; url: string; user_ids: number[]; department_ids: number[] },
+): NotificationSpec {
   return {
     tenantId,
     type: GENERIC_NOTIFICATION,
@@ -34,7 +42,11 @@ export function genericNotificationSpec(tenantId: number, sent: { id: number; ti
 }
 
 /** Deletes read notifications older than the retention period (unset = keep forever), in batches. */
-export async function purgeReadNotifications(db: Db, retentionDays: number | undefined, now = new Date()): Promise<number> {
+export async function purgeReadNotifications(
+  db: Db,
+  retentionDays: number | undefined,
+  now = new Date(),
+): Promise<number> {
   if (retentionDays === undefined) return 0
   const cutOff = new Date(now.getTime() - retentionDays * 24 * 60 * 60 * 1000)
   let deleted = 0
@@ -46,10 +58,16 @@ export async function purgeReadNotifications(db: Db, retentionDays: number | und
 }
 
 /** The delivery dependencies of a worker: SMTP when configured (else stored messages), Web Push. */
-export function createDeliveryDeps({ db, config, log }: AppDeps): DeliveryDeps & { pushRetry: ReturnType<typeof createWebPushSender>['retry'] } {
+export function createDeliveryDeps({
+  db,
+  config,
+  log,
+}: AppDeps): DeliveryDeps & { pushRetry: ReturnType<typeof createWebPushSender>['retry'] } {
   const push = createWebPushSender({ config, log })
   return {
-    db, log, appUrl: config.appUrl,
+    db,
+    log,
+    appUrl: config.appUrl,
     mailer: createMailer({ smtpUrl: config.smtpUrl, appUrl: config.appUrl, log }),
     push: push.sender,
     pushRetry: push.retry,
@@ -58,15 +76,22 @@ export function createDeliveryDeps({ db, config, log }: AppDeps): DeliveryDeps &
 
 /** A stored record as a push message (for a later attempt). */
 async function loadPushMessage(db: Db, appUrl: string, tenantId: number, notificationId: string) {
-  const row = await db.selectFrom('notifications').select(['id', 'type', 'created_at', 'notifiable_id', 'data'])
-    .where('tenant_id', '=', tenantId).where('id', '=', notificationId).executeTakeFirst()
+  const row = await db
+    .selectFrom('notifications')
+    .select(['id', 'type', 'created_at', 'notifiable_id', 'data'])
+    .where('tenant_id', '=', tenantId)
+    .where('id', '=', notificationId)
+    .executeTakeFirst()
   return row && pushMessageOf(tenantId, row as never, appUrl)
 }
 
 export function notificationJobs(deps: AppDeps): JobHandlers {
   const delivery = createDeliveryDeps(deps)
   return {
-    [PUSH_RETRY_JOB]: (payload) => delivery.pushRetry(deps.db, payload as PushRetryPayload, (db, tenantId, id) => loadPushMessage(db, deps.config.appUrl, tenantId, id)),
+    [PUSH_RETRY_JOB]: (payload) =>
+      delivery.pushRetry(deps.db, payload as PushRetryPayload, (db, tenantId, id) =>
+        loadPushMessage(db, deps.config.appUrl, tenantId, id),
+      ),
     'notifications:digest': async () => {
       const sent = await sendDueDigests({ ...delivery, digestHour: deps.config.digestHour })
       if (sent > 0) deps.log.info({ sent }, 'email digests sent')

@@ -20,10 +20,19 @@ export async function countUnreadNotifications(db: Db, tenantId: number, userId:
 }
 
 /** Unread counts of several users at once (users without unread records are absent). */
-export async function countUnreadNotificationsOf(db: Db, tenantId: number, userIds: number[]): Promise<Map<number, number>> {
-  const rows = await db.selectFrom('notifications as n').select(['n.notifiable_id', (eb) => eb.fn.countAll<number>().as('unread')])
-    .where('n.tenant_id', '=', tenantId).where('n.notifiable_id', 'in', userIds).where('n.read_at', 'is', null)
-    .groupBy('n.notifiable_id').execute()
+export async function countUnreadNotificationsOf(
+  db: Db,
+  tenantId: number,
+  userIds: number[],
+): Promise<Map<number, number>> {
+  const rows = await db
+    .selectFrom('notifications as n')
+    .select(['n.notifiable_id', (eb) => eb.fn.countAll<number>().as('unread')])
+    .where('n.tenant_id', '=', tenantId)
+    .where('n.notifiable_id', 'in', userIds)
+    .where('n.read_at', 'is', null)
+    .groupBy('n.notifiable_id')
+    .execute()
   return new Map(rows.map((row) => [Number(row.notifiable_id), Number(row.unread)]))
 }
 
@@ -47,10 +56,14 @@ function changeSet({ seenAt, readAt }: SeenReadChange) {
  * changed. The subquery carries the same filters as the list, so a filter means the same everywhere.
  */
 export async function markUnreadNotifications(
-  db: Db, tenantId: number, userId: number, change: SeenReadChange,
+  db: Db,
+  tenantId: number,
+  userId: number,
+  change: SeenReadChange,
   matching: NotificationQuery,
 ): Promise<number> {
-  const result = await db.updateTable('notifications')
+  const result = await db
+    .updateTable('notifications')
     .set(changeSet(change) as never)
     .where('tenant_id', '=', tenantId)
     .where('notifiable_id', '=', userId)
@@ -60,10 +73,21 @@ export async function markUnreadNotifications(
   return Number(result.numUpdatedRows)
 }
 
-export async function markNotification(db: Db, tenantId: number, userId: number, id: string, change: SeenReadChange): Promise<boolean> {
-  const row = await db.updateTable('notifications').set(changeSet(change) as never)
-    .where('tenant_id', '=', tenantId).where('notifiable_id', '=', userId).where('id', '=', id)
-    .returning('id').executeTakeFirst()
+export async function markNotification(
+  db: Db,
+  tenantId: number,
+  userId: number,
+  id: string,
+  change: SeenReadChange,
+): Promise<boolean> {
+  const row = await db
+    .updateTable('notifications')
+    .set(changeSet(change) as never)
+    .where('tenant_id', '=', tenantId)
+    .where('notifiable_id', '=', userId)
+    .where('id', '=', id)
+    .returning('id')
+    .executeTakeFirst()
   return row !== undefined
 }
 
@@ -105,22 +129,32 @@ async function missingIds(db: Db, missing: RawBuilder<{ id: number }>, ids: numb
 }
 
 /** The IDs among `ids` that are not present (non-deleted) users / departments of the tenant. */
-export const findMissingUserIds = (db: Db, tenantId: number, ids: number[]) => missingIds(db, missingUsersSql(tenantId, ids), ids)
-export const findMissingDepartmentIds = (db: Db, tenantId: number, ids: number[]) => missingIds(db, missingDepartmentsSql(tenantId, ids), ids)
+export const findMissingUserIds = (db: Db, tenantId: number, ids: number[]) =>
+  missingIds(db, missingUsersSql(tenantId, ids), ids)
+export const findMissingDepartmentIds = (db: Db, tenantId: number, ids: number[]) =>
+  missingIds(db, missingDepartmentsSql(tenantId, ids), ids)
 
 /**
  * Stores a send. With `onlyIfRecipientsExist`, only when every listed user (not deleted) and
  * department exists in the tenant, checked in the insert itself: undefined (nothing written) otherwise.
  */
 export async function insertGenericNotification(
-  db: Db, tenantId: number,
+  db: Db,
+  tenantId: number,
   values: { title: string; body: string; url: string; userId: number; userIds: number[]; departmentIds: number[] },
   options: { onlyIfRecipientsExist?: boolean } = {},
 ) {
   const condition = options.onlyIfRecipientsExist
     ? sql<boolean>`not exists (${missingUsersSql(tenantId, values.userIds)}) and not exists (${missingDepartmentsSql(tenantId, values.departmentIds)})`
     : undefined
-  const { rows } = await sql<{ id: number; title: string; body: string; url: string; user_ids: number[]; department_ids: number[] }>`
+  const { rows } = await sql<{
+    id: number
+    title: string
+    body: string
+    url: string
+    user_ids: number[]
+    department_ids: number[]
+  }>`
     ${genericNotificationInsert(tenantId, values, condition)}
     returning id, title, body, url, user_ids, department_ids`.execute(db)
   return rows[0]
@@ -129,7 +163,15 @@ export async function insertGenericNotification(
 /** The insert of a send, only when `onlyIf` holds; `id` reserved beforehand, or the sequence's next. */
 export function genericNotificationInsert(
   tenantId: number,
-  values: { id?: number; title: string; body: string; url: string; userId: number; userIds: number[]; departmentIds: number[] },
+  values: {
+    id?: number
+    title: string
+    body: string
+    url: string
+    userId: number
+    userIds: number[]
+    departmentIds: number[]
+  },
   onlyIf?: RawBuilder<boolean>,
 ) {
   return sql`insert into generic_notifications (id, tenant_id, title, body, url, user_id, user_ids, department_ids)
@@ -139,11 +181,19 @@ export function genericNotificationInsert(
 }
 
 export function findGenericNotification(db: Db, tenantId: number, id: number) {
-  return db.selectFrom('generic_notifications').select(['id', 'title', 'body', 'url', 'user_ids', 'department_ids'])
-    .where('tenant_id', '=', tenantId).where('id', '=', id).executeTakeFirst()
+  return db
+    .selectFrom('generic_notifications')
+    .select(['id', 'title', 'body', 'url', 'user_ids', 'department_ids'])
+    .where('tenant_id', '=', tenantId)
+    .where('id', '=', id)
+    .executeTakeFirst()
 }
 
 export function selectGenericNotifications(db: Db, tenantId: number, ids: number[]) {
-  return db.selectFrom('generic_notifications').select(['id', 'title', 'body', 'url', 'user_id', 'created_at'])
-    .where('tenant_id', '=', tenantId).where('id', 'in', ids).execute()
+  return db
+    .selectFrom('generic_notifications')
+    .select(['id', 'title', 'body', 'url', 'user_id', 'created_at'])
+    .where('tenant_id', '=', tenantId)
+    .where('id', 'in', ids)
+    .execute()
 }

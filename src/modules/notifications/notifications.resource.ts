@@ -12,8 +12,19 @@ export function registerNotificationTargetable(alias: string, loader: Targetable
 }
 
 const BASIC_USER_COLUMNS = [
-  'id', 'username', 'first_name', 'last_name', 'active', 'group_account', 'role_id', 'lang_id',
-  'profile_picture', 'created_at', 'updated_at', 'deleted_at', 'blacked_out_at',
+  'id',
+  'username',
+  'first_name',
+  'last_name',
+  'active',
+  'group_account',
+  'role_id',
+  'lang_id',
+  'profile_picture',
+  'created_at',
+  'updated_at',
+  'deleted_at',
+  'blacked_out_at',
 ] as const
 
 /** Fields, filters and relations of a notification (contract 40); always scoped to the requester. */
@@ -35,7 +46,13 @@ export const notificationResource = defineResource<Record<string, any>>({
     created_at: { type: 'timestamp' },
     updated_at: { type: 'timestamp' },
     // Key of the polymorphic `targetable` relation; fetched only when that relation is requested.
-    targetable_ref: { type: 'string', internal: true, filterable: false, sortable: false, sql: sql`n.targetable_type || ':' || n.targetable_id` },
+    targetable_ref: {
+      type: 'string',
+      internal: true,
+      filterable: false,
+      sortable: false,
+      sql: sql`n.targetable_type || ':' || n.targetable_id`,
+    },
   },
   customFilters: {
     unread: (value) => {
@@ -50,8 +67,12 @@ export const notificationResource = defineResource<Record<string, any>>({
       key: 'notifiable_id',
       many: false,
       load: async (ctx, ids) => {
-        const rows = await ctx.db.selectFrom('users').select([...BASIC_USER_COLUMNS])
-          .where('tenant_id', '=', ctx.tenantId).where('id', 'in', ids as number[]).execute()
+        const rows = await ctx.db
+          .selectFrom('users')
+          .select([...BASIC_USER_COLUMNS])
+          .where('tenant_id', '=', ctx.tenantId)
+          .where('id', 'in', ids as number[])
+          .execute()
         return new Map(rows.map((r) => [r.id, { ...r, full_name: `${r.first_name} ${r.last_name}`.trim() }]))
       },
     },

@@ -22,7 +22,13 @@ export type NotificationsService = ReturnType<typeof createNotificationsService>
 const RESET_BATCH_SIZE = 5000
 
 export function createNotificationsService({ db, config }: Pick<AppDeps, 'db' | 'config'>) {
-  const ctx = (actor: Actor): QueryContext => ({ db, tenantId: actor.tenantId, actor, baseUrl: config.baseUrl, appUrl: config.appUrl })
+  const ctx = (actor: Actor): QueryContext => ({
+    db,
+    tenantId: actor.tenantId,
+    actor,
+    baseUrl: config.baseUrl,
+    appUrl: config.appUrl,
+  })
   const own = (actor: Actor) => queries.selectOwnNotifications(db, actor.tenantId, actor.userId)
   const ownOfTarget = (actor: Actor, target: TargetParams) => {
     let query = own(actor).where('n.targetable_type', '=', target.targetableType)
@@ -34,11 +40,17 @@ export function createNotificationsService({ db, config }: Pick<AppDeps, 'db' | 
     return publish(db, NOTIFICATIONS_CHANNEL, message)
   }
 
-  const ownOf = ({ tenantId, userId }: { tenantId: number; userId: number }) => queries.selectOwnNotifications(db, tenantId, userId)
+  const ownOf = ({ tenantId, userId }: { tenantId: number; userId: number }) =>
+    queries.selectOwnNotifications(db, tenantId, userId)
 
   /** Lists the requester's own notifications (newest first by default). */
   async function listNotifications(actor: Actor, query: RawListQuery) {
-    return listResource(ctx(actor), notificationResource, { build: ownOf, values: { userId: actor.userId }, key: '' }, query)
+    return listResource(
+      ctx(actor),
+      notificationResource,
+      { build: ownOf, values: { userId: actor.userId }, key: '' },
+      query,
+    )
   }
 
   /** Lists the requester's notifications about one target type (and ID). */
@@ -48,13 +60,20 @@ export function createNotificationsService({ db, config }: Pick<AppDeps, 'db' | 
 
   /** The count of a user's notifications matching plain filters, built once per filter set (the badge polls it). */
   const ownCount = shapedStatement(({ tenantId, userId }: { tenantId: number; userId: number }, parsed: ParsedQuery) =>
-    queries.countQuery(applyFilters(queries.selectOwnNotifications(db, tenantId, userId), notificationResource, parsed, { db, tenantId })))
+    queries.countQuery(
+      applyFilters(queries.selectOwnNotifications(db, tenantId, userId), notificationResource, parsed, {
+        db,
+        tenantId,
+      }),
+    ),
+  )
 
   /** Counts the requester's notifications matching the filters (e.g. `filter[read_at]=null`). */
   async function countNotifications(actor: Actor, filter: unknown) {
     const parsed = parseFilterOnly(notificationResource, filter, ctx(actor))
     const shape = parsedQueryShape(parsed)
-    if (shape === undefined) return queries.countNotifications(applyFilters(own(actor), notificationResource, parsed, ctx(actor)))
+    if (shape === undefined)
+      return queries.countNotifications(applyFilters(own(actor), notificationResource, parsed, ctx(actor)))
     const [row] = await executeCompiled(db, ownCount(shape, { tenantId: actor.tenantId, userId: actor.userId }, parsed))
     return Number(row.count)
   }
@@ -75,9 +94,19 @@ export function createNotificationsService({ db, config }: Pick<AppDeps, 'db' | 
   }
 
   /** Marks the requester's UNREAD notifications of one target type (and ID) seen/read; the number changed. */
-  async function markTargetNotifications(actor: Actor, target: TargetParams, body: { seen_at?: string; read_at?: string }) {
+  async function markTargetNotifications(
+    actor: Actor,
+    target: TargetParams,
+    body: { seen_at?: string; read_at?: string },
+  ) {
     const change = parseSeenRead(body)
-    const changed = await queries.markUnreadNotifications(db, actor.tenantId, actor.userId, change, ownOfTarget(actor, target))
+    const changed = await queries.markUnreadNotifications(
+      db,
+      actor.tenantId,
+      actor.userId,
+      change,
+      ownOfTarget(actor, target),
+    )
     if (changed > 0) await announceCount(actor)
     return changed
   }
@@ -95,26 +124,51 @@ export function createNotificationsService({ db, config }: Pick<AppDeps, 'db' | 
   async function resetNotifications(actor: Actor) {
     requirePermission(actor, 'notifications.reset')
     let deleted = 0
-    for (let batch; (batch = await queries.deleteTenantNotificationsBatch(db, actor.tenantId, RESET_BATCH_SIZE)) > 0;) deleted += batch
+    for (let batch; (batch = await queries.deleteTenantNotificationsBatch(db, actor.tenantId, RESET_BATCH_SIZE)) > 0;)
+      deleted += batch
     // the reset runs in short batches (no one transaction to join): recorded once it is complete
-    await recordAudit(db, { tenantId: actor.tenantId, action: 'notification.reset', targetType: 'tenant', targetId: actor.tenantId, changes: { deleted } })
+    await recordAudit(db, {
+      tenantId: actor.tenantId,
+      action: 'notification.reset',
+      targetType: 'tenant',
+      targetId: actor.tenantId,
+      changes: { deleted },
+    })
     const message: NotificationsChannelMessage = { tenantId: actor.tenantId, userIds: null }
     await publish(db, NOTIFICATIONS_CHANNEL, message)
   }
 
   /** Lists the tenant's notification settings (any authenticated user). */
   async function listNotificationSettings(actor: Actor, query: RawListQuery) {
-    return listResource(ctx(actor), notificationSettingResource, queries.selectNotificationSettings(db, actor.tenantId), query)
+    return listResource(
+      ctx(actor),
+      notificationSettingResource,
+      queries.selectNotificationSettings(db, actor.tenantId),
+      query,
+    )
   }
 
   /** Shows one notification setting of the tenant. */
   async function getNotificationSetting(actor: Actor, id: number, query: RawListQuery = {}) {
-    return showResource(ctx(actor), notificationSettingResource, queries.selectNotificationSettings(db, actor.tenantId).where('s.id', '=', id), query, 'Notification setting')
+    return showResource(
+      ctx(actor),
+      notificationSettingResource,
+      queries.selectNotificationSettings(db, actor.tenantId).where('s.id', '=', id),
+      query,
+      'Notification setting',
+    )
   }
 
   return {
-    listNotifications, listTargetNotifications, countNotifications, getNotification,
-    markNotifications, markTargetNotifications, markNotification, resetNotifications,
-    listNotificationSettings, getNotificationSetting,
+    listNotifications,
+    listTargetNotifications,
+    countNotifications,
+    getNotification,
+    markNotifications,
+    markTargetNotifications,
+    markNotification,
+    resetNotifications,
+    listNotificationSettings,
+    getNotificationSetting,
   }
 }

@@ -20,12 +20,22 @@ function checkSubscription(body: PushSubscriptionBody, allowPrivateNetworks: boo
   } catch {
     problems.add('endpoint', 'must be an absolute URL')
   }
-  if (url && url.protocol !== 'https:' && !(allowPrivateNetworks && url.protocol === 'http:')) problems.add('endpoint', 'must be an https URL')
+  if (url && url.protocol !== 'https:' && !(allowPrivateNetworks && url.protocol === 'http:'))
+    problems.add('endpoint', 'must be an https URL')
   const point = decoded(body.keys.p256dh)
-  if (point.length !== 65 || point[0] !== 4) problems.add('keys.p256dh', 'must be an uncompressed P-256 public key (65 bytes, base64url)')
+  if (point.length !== 65 || point[0] !== 4)
+    problems.add('keys.p256dh', 'must be an uncompressed P-256 public key (65 bytes, base64url)')
   else {
     try {
-      createPublicKey({ key: { kty: 'EC', crv: 'P-256', x: point.subarray(1, 33).toString('base64url'), y: point.subarray(33).toString('base64url') }, format: 'jwk' })
+      createPublicKey({
+        key: {
+          kty: 'EC',
+          crv: 'P-256',
+          x: point.subarray(1, 33).toString('base64url'),
+          y: point.subarray(33).toString('base64url'),
+        },
+        format: 'jwk',
+      })
     } catch {
       problems.add('keys.p256dh', 'is not a point on the P-256 curve')
     }
@@ -40,25 +50,53 @@ function checkSubscription(body: PushSubscriptionBody, allowPrivateNetworks: boo
  */
 export async function subscribe(db: Db, actor: Actor, body: PushSubscriptionBody, allowPrivateNetworks: boolean) {
   checkSubscription(body, allowPrivateNetworks)
-  const row = await db.insertInto('push_subscriptions').values({
-    tenant_id: actor.tenantId, user_id: actor.userId, endpoint: body.endpoint, p256dh: body.keys.p256dh, auth: body.keys.auth,
-    expiration_time: body.expirationTime ?? null, user_agent: body.user_agent ?? null, updated_at: sql`now()`,
-  }).onConflict((oc) => oc.columns(['tenant_id', 'endpoint']).doUpdateSet({
-    // the time in VALUES, not in DO UPDATE SET: Citus refuses non-immutable functions there (docs/citus.md)
-    user_id: actor.userId, p256dh: body.keys.p256dh, auth: body.keys.auth, expiration_time: body.expirationTime ?? null,
-    user_agent: body.user_agent ?? null, updated_at: sql`excluded.updated_at`,
-  })).returning([...COLUMNS, sql<boolean>`xmax = 0`.as('inserted')]).executeTakeFirstOrThrow()
+  const row = await db
+    .insertInto('push_subscriptions')
+    .values({
+      tenant_id: actor.tenantId,
+      user_id: actor.userId,
+      endpoint: body.endpoint,
+      p256dh: body.keys.p256dh,
+      auth: body.keys.auth,
+      expiration_time: body.expirationTime ?? null,
+      user_agent: body.user_agent ?? null,
+      updated_at: sql`now()`,
+    })
+    .onConflict((oc) =>
+      oc.columns(['tenant_id', 'endpoint']).doUpdateSet({
+        // the time in VALUES, not in DO UPDATE SET: Citus refuses non-immutable functions there (docs/citus.md)
+        user_id: actor.userId,
+        p256dh: body.keys.p256dh,
+        auth: body.keys.auth,
+        expiration_time: body.expirationTime ?? null,
+        user_agent: body.user_agent ?? null,
+        updated_at: sql`excluded.updated_at`,
+      }),
+    )
+    .returning([...COLUMNS, sql<boolean>`xmax = 0`.as('inserted')])
+    .executeTakeFirstOrThrow()
   const { inserted, ...subscription } = row
   return { subscription, created: inserted }
 }
 
 export function listOwnSubscriptions(db: Db, actor: Actor) {
-  return db.selectFrom('push_subscriptions').select(COLUMNS).where('tenant_id', '=', actor.tenantId).where('user_id', '=', actor.userId).orderBy('id').execute()
+  return db
+    .selectFrom('push_subscriptions')
+    .select(COLUMNS)
+    .where('tenant_id', '=', actor.tenantId)
+    .where('user_id', '=', actor.userId)
+    .orderBy('id')
+    .execute()
 }
 
 /** Another user's subscription answers like one that does not exist. */
 export async function unsubscribe(db: Db, actor: Actor, id: number): Promise<void> {
-  const deleted = await db.deleteFrom('push_subscriptions').where('tenant_id', '=', actor.tenantId).where('user_id', '=', actor.userId).where('id', '=', id).executeTakeFirst()
+  const deleted = await db
+    .deleteFrom('push_subscriptions')
+    .where('tenant_id', '=', actor.tenantId)
+    .where('user_id', '=', actor.userId)
+    .where('id', '=', id)
+    .executeTakeFirst()
   if (Number(deleted.numDeletedRows) === 0) throw notFound('Push subscription')
 }
 

@@ -7,47 +7,103 @@ import { Envelope, envelope, errorResponses, IdParamsSchema } from '../../platfo
 import { changePreferences, readPreferences } from './notification-preferences.js'
 import { listOwnSubscriptions, subscribe, unsubscribe } from './push-subscriptions.js'
 import {
-  NotificationPreferencesBodySchema, NotificationPreferencesSchema, PushSubscriptionBodySchema, PushSubscriptionSchema,
-  VapidPublicKeySchema, type NotificationPreferencesBody, type PushSubscriptionBody,
+  NotificationPreferencesBodySchema,
+  NotificationPreferencesSchema,
+  PushSubscriptionBodySchema,
+  PushSubscriptionSchema,
+  VapidPublicKeySchema,
+  type NotificationPreferencesBody,
+  type PushSubscriptionBody,
 } from './push.schemas.js'
 
 /** Web Push registration and the current user's channel preferences (issue 14, docs/notifications-delivery.md). */
 export async function pushRoutes(app: FastifyInstance, { db, config }: AppDeps): Promise<void> {
   const tags = ['push']
   const box = secretBoxFor(config.secrets)
-  app.get('/api/push/vapid-public-key', {
-    schema: { tags, summary: "The API's VAPID public key (the browser's applicationServerKey)", response: { 200: VapidPublicKeySchema, ...errorResponses } },
-  }, async () => ({ public_key: (await vapidKeys(db, box)).publicKey }))
-
-  app.post('/api/push-subscriptions', {
-    schema: {
-      tags, summary: "Registers the browser's PushSubscription for the current user (the same endpoint again: 200, moved to this user)",
-      body: PushSubscriptionBodySchema, response: { 200: Envelope(PushSubscriptionSchema), 201: Envelope(PushSubscriptionSchema), ...errorResponses },
+  app.get(
+    '/api/push/vapid-public-key',
+    {
+      schema: {
+        tags,
+        summary: "The API's VAPID public key (the browser's applicationServerKey)",
+        response: { 200: VapidPublicKeySchema, ...errorResponses },
+      },
     },
-  }, async (request, reply) => {
-    const { subscription, created } = await subscribe(db, request.actor, request.body as PushSubscriptionBody, config.push.allowPrivateNetworks)
-    return reply.code(created ? 201 : 200).send(envelope(subscription))
-  })
+    async () => ({ public_key: (await vapidKeys(db, box)).publicKey }),
+  )
 
-  app.get('/api/push-subscriptions', {
-    schema: { tags, summary: "The current user's push subscriptions", response: { 200: Type.Array(PushSubscriptionSchema), ...errorResponses } },
-  }, (request) => listOwnSubscriptions(db, request.actor))
-
-  app.delete('/api/push-subscriptions/:id', {
-    schema: { tags, summary: 'Removes one of the current user\'s push subscriptions', params: IdParamsSchema, response: { 204: Type.Null(), ...errorResponses } },
-  }, async (request, reply) => {
-    await unsubscribe(db, request.actor, (request.params as { id: number }).id)
-    return reply.code(204).send()
-  })
-
-  app.get('/api/users/current/notification-preferences', {
-    schema: { tags, summary: 'Push and email per notification category, and the email digest', response: { 200: NotificationPreferencesSchema, ...errorResponses } },
-  }, (request) => readPreferences(db, request.actor))
-
-  app.put('/api/users/current/notification-preferences', {
-    schema: {
-      tags, summary: 'Changes some categories (a partial array, or {email_digest, preferences})',
-      body: NotificationPreferencesBodySchema, response: { 200: NotificationPreferencesSchema, ...errorResponses },
+  app.post(
+    '/api/push-subscriptions',
+    {
+      schema: {
+        tags,
+        summary:
+          "Registers the browser's PushSubscription for the current user (the same endpoint again: 200, moved to this user)",
+        body: PushSubscriptionBodySchema,
+        response: { 200: Envelope(PushSubscriptionSchema), 201: Envelope(PushSubscriptionSchema), ...errorResponses },
+      },
     },
-  }, (request) => changePreferences(db, request.actor, request.body as NotificationPreferencesBody))
+    async (request, reply) => {
+      const { subscription, created } = await subscribe(
+        db,
+        request.actor,
+        request.body as PushSubscriptionBody,
+        config.push.allowPrivateNetworks,
+      )
+      return reply.code(created ? 201 : 200).send(envelope(subscription))
+    },
+  )
+
+  app.get(
+    '/api/push-subscriptions',
+    {
+      schema: {
+        tags,
+        summary: "The current user's push subscriptions",
+        response: { 200: Type.Array(PushSubscriptionSchema), ...errorResponses },
+      },
+    },
+    (request) => listOwnSubscriptions(db, request.actor),
+  )
+
+  app.delete(
+    '/api/push-subscriptions/:id',
+    {
+      schema: {
+        tags,
+        summary: "Removes one of the current user's push subscriptions",
+        params: IdParamsSchema,
+        response: { 204: Type.Null(), ...errorResponses },
+      },
+    },
+    async (request, reply) => {
+      await unsubscribe(db, request.actor, (request.params as { id: number }).id)
+      return reply.code(204).send()
+    },
+  )
+
+  app.get(
+    '/api/users/current/notification-preferences',
+    {
+      schema: {
+        tags,
+        summary: 'Push and email per notification category, and the email digest',
+        response: { 200: NotificationPreferencesSchema, ...errorResponses },
+      },
+    },
+    (request) => readPreferences(db, request.actor),
+  )
+
+  app.put(
+    '/api/users/current/notification-preferences',
+    {
+      schema: {
+        tags,
+        summary: 'Changes some categories (a partial array, or {email_digest, preferences})',
+        body: NotificationPreferencesBodySchema,
+        response: { 200: NotificationPreferencesSchema, ...errorResponses },
+      },
+    },
+    (request) => changePreferences(db, request.actor, request.body as NotificationPreferencesBody),
+  )
 }

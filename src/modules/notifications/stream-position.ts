@@ -25,7 +25,9 @@ const UUID_HEX = /^[0-9a-f]{32}$/
 
 /** `<watermark>[.<uuid hex>…]`; compact because the browser stores and resends it. */
 export function formatPosition(position: StreamPosition): string {
-  return [String(position.watermark), ...Array.from(position.delivered.keys(), (id) => id.replaceAll('-', ''))].join('.')
+  return [String(position.watermark), ...Array.from(position.delivered.keys(), (id) => id.replaceAll('-', ''))].join(
+    '.',
+  )
 }
 
 /** Parses a Last-Event-ID header; 422 on anything this server did not send. */
@@ -35,7 +37,8 @@ export function parsePosition(header: string): Omit<StreamPosition, 'delivered'>
   if (!/^\d{1,12}$/.test(watermarkText) || ids.length > MAX_DELIVERED || !ids.every((id) => UUID_HEX.test(id))) {
     throw invalidField('Last-Event-ID', 'must be an event id sent by this stream')
   }
-  const uuid = (hex: string) => `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`
+  const uuid = (hex: string) =>
+    `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`
   return { watermark, delivered: ids.map(uuid) }
 }
 
@@ -56,5 +59,6 @@ export function advancePosition(position: StreamPosition, id: string, createdAt:
     if (kept.filter((created) => created >= watermark).length > MAX_DELIVERED) watermark += 1
   }
   position.watermark = watermark
-  for (const [deliveredId, created] of position.delivered) if (created < watermark) position.delivered.delete(deliveredId)
+  for (const [deliveredId, created] of position.delivered)
+    if (created < watermark) position.delivered.delete(deliveredId)
 }

@@ -5,26 +5,56 @@ import type { CreateRoleBody, UpdateRoleBody } from './roles.schemas.js'
 export const selectRoles = (db: Db, tenantId: number) => db.selectFrom('roles as r').where('r.tenant_id', '=', tenantId)
 
 export function insertRole(db: Db, tenantId: number, body: CreateRoleBody) {
-  return db.insertInto('roles').values({ tenant_id: tenantId, name: body.name, permissions: body.permissions, active: body.active ?? true, folder_id: body.folder_id ?? null })
-    .returning('id').executeTakeFirstOrThrow()
+  return db
+    .insertInto('roles')
+    .values({
+      tenant_id: tenantId,
+      name: body.name,
+      permissions: body.permissions,
+      active: body.active ?? true,
+      folder_id: body.folder_id ?? null,
+    })
+    .returning('id')
+    .executeTakeFirstOrThrow()
 }
 
 export function updateRole(db: Db, tenantId: number, id: number, body: UpdateRoleBody) {
-  return db.updateTable('roles').set({ ...body, updated_at: sql`now()` as never }).where('tenant_id', '=', tenantId).where('id', '=', id)
-    .returning('id').executeTakeFirst()
+  return db
+    .updateTable('roles')
+    .set({ ...body, updated_at: sql`now()` as never })
+    .where('tenant_id', '=', tenantId)
+    .where('id', '=', id)
+    .returning('id')
+    .executeTakeFirst()
 }
 
 export function deleteRole(db: Db, tenantId: number, id: number) {
-  return db.deleteFrom('roles').where('tenant_id', '=', tenantId).where('id', '=', id).returning('id').executeTakeFirst()
+  return db
+    .deleteFrom('roles')
+    .where('tenant_id', '=', tenantId)
+    .where('id', '=', id)
+    .returning('id')
+    .executeTakeFirst()
 }
 
 export async function roleHasUsers(db: Db, tenantId: number, id: number): Promise<boolean> {
-  const row = await db.selectFrom('users').select('id').where('tenant_id', '=', tenantId).where('role_id', '=', id).limit(1).executeTakeFirst()
+  const row = await db
+    .selectFrom('users')
+    .select('id')
+    .where('tenant_id', '=', tenantId)
+    .where('role_id', '=', id)
+    .limit(1)
+    .executeTakeFirst()
   return row !== undefined
 }
 
 /** The role's `active` flag, or undefined when no such role exists in the tenant. */
 export async function findRoleActive(db: Db, tenantId: number, id: number): Promise<boolean | undefined> {
-  const row = await db.selectFrom('roles').select('active').where('tenant_id', '=', tenantId).where('id', '=', id).executeTakeFirst()
+  const row = await db
+    .selectFrom('roles')
+    .select('active')
+    .where('tenant_id', '=', tenantId)
+    .where('id', '=', id)
+    .executeTakeFirst()
   return row?.active
 }

@@ -6,8 +6,18 @@ import type { RolesService } from './roles.service.js'
 
 export async function rolesRoutes(app: FastifyInstance, { roles }: { roles: RolesService }): Promise<void> {
   registerResourceRoutes(app, {
-    collection: '/api/roles', item: '/api/roles/:id', tag: 'roles', itemSchema: RoleSchema, resource: roleResource,
+    collection: '/api/roles',
+    item: '/api/roles/:id',
+    tag: 'roles',
+    itemSchema: RoleSchema,
+    resource: roleResource,
     bodies: { create: CreateRoleBodySchema, update: UpdateRoleBodySchema },
-    handlers: actorHandlers({ list: roles.listRoles, show: roles.getRole, create: roles.createRole, update: roles.updateRole, remove: roles.deleteRole }),
+    handlers: actorHandlers({
+      list: roles.listRoles,
+      show: roles.getRole,
+      create: roles.createRole,
+      update: roles.updateRole,
+      remove: roles.deleteRole,
+    }),
   })
 }

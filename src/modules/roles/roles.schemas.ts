@@ -3,15 +3,18 @@ import { IdSchema, Nullable, TimestampSchema } from '../../platform/http/schemas
 
 const Opt = Type.Optional
 
-export const RoleSchema = Type.Object({
-  id: Opt(Type.Integer()),
-  name: Opt(Type.String()),
-  permissions: Opt(Type.Array(Type.String())),
-  active: Opt(Type.Boolean()),
-  folder_id: Opt(Nullable(Type.Integer())),
-  created_at: Opt(TimestampSchema),
-  updated_at: Opt(TimestampSchema),
-}, { $id: 'Role' })
+export const RoleSchema = Type.Object(
+  {
+    id: Opt(Type.Integer()),
+    name: Opt(Type.String()),
+    permissions: Opt(Type.Array(Type.String())),
+    active: Opt(Type.Boolean()),
+    folder_id: Opt(Nullable(Type.Integer())),
+    created_at: Opt(TimestampSchema),
+    updated_at: Opt(TimestampSchema),
+  },
+  { $id: 'Role' },
+)
 
 const roleFields = {
   name: Type.String({ minLength: 1, maxLength: 255 }),
@@ -21,13 +24,23 @@ const roleFields = {
 }
 
 export const CreateRoleBodySchema = Type.Object(
-  { name: roleFields.name, permissions: roleFields.permissions, active: Opt(roleFields.active), folder_id: Opt(roleFields.folder_id) },
+  {
+    name: roleFields.name,
+    permissions: roleFields.permissions,
+    active: Opt(roleFields.active),
+    folder_id: Opt(roleFields.folder_id),
+  },
   { additionalProperties: false },
 )
 export type CreateRoleBody = Static<typeof CreateRoleBodySchema>
 
 export const UpdateRoleBodySchema = Type.Object(
-  { name: Opt(roleFields.name), permissions: Opt(roleFields.permissions), active: Opt(roleFields.active), folder_id: Opt(roleFields.folder_id) },
+  {
+    name: Opt(roleFields.name),
+    permissions: Opt(roleFields.permissions),
+    active: Opt(roleFields.active),
+    folder_id: Opt(roleFields.folder_id),
+  },
   { additionalProperties: false },
 )
 export type UpdateRoleBody = Static<typeof UpdateRoleBodySchema>

@@ -14,7 +14,9 @@ export type RolesService = ReturnType<typeof createRolesService>
 
 function checkPermissions(permissions: string[] | undefined): void {
   const problems = new FieldErrorCollector()
-  permissions?.forEach((p, i) => { if (!isKnownPermission(p)) problems.add(`permissions.${i}`, `unknown permission "${p}"`) })
+  permissions?.forEach((p, i) => {
+    if (!isKnownPermission(p)) problems.add(`permissions.${i}`, `unknown permission "${p}"`)
+  })
   problems.throwIfAny()
 }
 
@@ -30,7 +32,13 @@ export function createRolesService({ db }: AppDeps) {
   /** Shows one role of the tenant. */
   async function getRole(actor: Actor, id: number, query: RawListQuery = {}) {
     requirePermission(actor, 'roles.view')
-    return showResource(ctx(actor), roleResource, queries.selectRoles(db, actor.tenantId).where('r.id', '=', id), query, 'Role')
+    return showResource(
+      ctx(actor),
+      roleResource,
+      queries.selectRoles(db, actor.tenantId).where('r.id', '=', id),
+      query,
+      'Role',
+    )
   }
 
   /** Creates a role from known permission strings. */
@@ -39,7 +47,13 @@ export function createRolesService({ db }: AppDeps) {
     checkPermissions(body.permissions)
     const { id } = await db.transaction().execute(async (trx) => {
       const row = await queries.insertRole(trx, actor.tenantId, body)
-      await recordAudit(trx, { tenantId: actor.tenantId, action: 'role.create', targetType: 'role', targetId: row.id, changes: diff(undefined, body) })
+      await recordAudit(trx, {
+        tenantId: actor.tenantId,
+        action: 'role.create',
+        targetType: 'role',
+        targetId: row.id,
+        changes: diff(undefined, body),
+      })
       return row
     })
     return getRole(actor, id)
@@ -50,10 +64,22 @@ export function createRolesService({ db }: AppDeps) {
     requirePermission(actor, 'roles.manage')
     checkPermissions(body.permissions)
     await db.transaction().execute(async (trx) => {
-      const before = await trx.selectFrom('roles').selectAll().where('tenant_id', '=', actor.tenantId).where('id', '=', id).forUpdate().executeTakeFirst()
+      const before = await trx
+        .selectFrom('roles')
+        .selectAll()
+        .where('tenant_id', '=', actor.tenantId)
+        .where('id', '=', id)
+        .forUpdate()
+        .executeTakeFirst()
       const updated = await queries.updateRole(trx, actor.tenantId, id, body)
       if (!updated) throw notFound('Role')
-      await recordAudit(trx, { tenantId: actor.tenantId, action: 'role.update', targetType: 'role', targetId: id, changes: diff(before, body) })
+      await recordAudit(trx, {
+        tenantId: actor.tenantId,
+        action: 'role.update',
+        targetType: 'role',
+        targetId: id,
+        changes: diff(before, body),
+      })
     })
     return getRole(actor, id)
   }
@@ -62,7 +88,8 @@ export function createRolesService({ db }: AppDeps) {
   async function deleteRole(actor: Actor, id: number) {
     requirePermission(actor, 'roles.manage')
     await db.transaction().execute(async (trx) => {
-      if (await queries.roleHasUsers(trx, actor.tenantId, id)) throw conflict('role_in_use', 'Users still hold this role')
+      if (await queries.roleHasUsers(trx, actor.tenantId, id))
+        throw conflict('role_in_use', 'Users still hold this role')
       const deleted = await queries.deleteRole(trx, actor.tenantId, id)
       if (!deleted) throw notFound('Role')
       await recordAudit(trx, { tenantId: actor.tenantId, action: 'role.delete', targetType: 'role', targetId: id })

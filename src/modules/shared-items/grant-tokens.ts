@@ -52,7 +52,12 @@ export interface VerifiedGrant {
 export async function issueGrantToken(db: Db, input: IssueGrantTokenInput): Promise<string> {
   const key = await currentSigningKey(db, input.secrets)
   const iat = input.now ?? Math.floor(Date.now() / 1000)
-  return new SignJWT({ tid: input.tenantSlug, sid: input.sharedItemId, tgt: targetClaim(input.alias, input.id), scope: ['view'] })
+  return new SignJWT({
+    tid: input.tenantSlug,
+    sid: input.sharedItemId,
+    tgt: targetClaim(input.alias, input.id),
+    scope: ['view'],
+  })
     .setProtectedHeader({ alg: SIGNING_ALG, kid: key.kid, typ: 'JWT' })
     .setIssuer(input.issuer)
     .setSubject(String(input.userId))
@@ -78,11 +83,15 @@ interface GrantClaims extends JWTPayload {
 async function verifySignature(db: Db, token: string, issuer: string | undefined): Promise<GrantClaims | undefined> {
   if (typeof token !== 'string' || token.length > 4096) return undefined
   try {
-    const { payload } = await jwtVerify(token, async (header) => {
-      const key = await verificationKey(db, header.kid)
-      if (!key) throw new joseErrors.JWKSNoMatchingKey()
-      return key
-    }, { algorithms: [SIGNING_ALG], issuer, requiredClaims: ['sub', 'iat', 'exp', 'tid', 'sid', 'tgt', 'scope'] })
+    const { payload } = await jwtVerify(
+      token,
+      async (header) => {
+        const key = await verificationKey(db, header.kid)
+        if (!key) throw new joseErrors.JWKSNoMatchingKey()
+        return key
+      },
+      { algorithms: [SIGNING_ALG], issuer, requiredClaims: ['sub', 'iat', 'exp', 'tid', 'sid', 'tgt', 'scope'] },
+    )
     return payload as GrantClaims
   } catch (error) {
     if (error instanceof joseErrors.JOSEError) return undefined
@@ -95,11 +104,20 @@ async function loadHolder(db: Db, tenantSlug: string, userId: number, issuedAt: 
   // the tenant first, so that the user lookup names its tenant (routed to one shard on Citus, docs/citus.md)
   const tenant = await db.selectFrom('tenants').select('id').where('slug', '=', tenantSlug).executeTakeFirst()
   if (!tenant) return undefined
-  const row = await db.selectFrom('users as u')
+  const row = await db
+    .selectFrom('users as u')
     .innerJoin('roles as r', (join) => join.onRef('r.id', '=', 'u.role_id').onRef('r.tenant_id', '=', 'u.tenant_id'))
     .select([
-      'u.id as user_id', 'u.tenant_id', 'u.role_id', 'u.lang_id', 'r.permissions',
-      sql<number[]>`array(select du.department_id from department_users du where du.tenant_id = ${tenant.id} and du.user_id = u.id)`.as('department_ids'),
+      'u.id as user_id',
+      'u.tenant_id',
+      'u.role_id',
+      'u.lang_id',
+      'r.permissions',
+      sql<
+        number[]
+      >`array(select du.department_id from department_users du where du.tenant_id = ${tenant.id} and du.user_id = u.id)`.as(
+        'department_ids',
+      ),
     ])
     .where('u.tenant_id', '=', tenant.id)
     .where('u.id', '=', userId)
@@ -111,15 +129,29 @@ async function loadHolder(db: Db, tenantSlug: string, userId: number, issuedAt: 
   if (!row) return undefined
   const permissions = new Set(row.permissions)
   return {
-    userId: row.user_id, tenantId: row.tenant_id, roleId: row.role_id, departmentIds: row.department_ids.map(Number),
-    permissions, isAdmin: permissions.has('*'), langId: row.lang_id, tokenId: 0,
+    userId: row.user_id,
+    tenantId: row.tenant_id,
+    roleId: row.role_id,
+    departmentIds: row.department_ids.map(Number),
+    permissions,
+    isAdmin: permissions.has('*'),
+    langId: row.lang_id,
+    tokenId: 0,
   }
 }
 
 /** The shared item still exists, still points at the target, still hands out tokens, and `holder` may view it. */
-async function sharedItemStillAdmits(db: Db, holder: Actor, sharedItemId: string, alias: string, storedId: string): Promise<boolean> {
+async function sharedItemStillAdmits(
+  db: Db,
+  holder: Actor,
+  sharedItemId: string,
+  alias: string,
+  storedId: string,
+): Promise<boolean> {
   if (!/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/.test(sharedItemId)) return false
-  const row = await db.selectFrom('shared_items as si').select('si.id')
+  const row = await db
+    .selectFrom('shared_items as si')
+    .select('si.id')
     .where('si.tenant_id', '=', holder.tenantId)
     .where('si.id', '=', sharedItemId)
     .where('si.deleted_at', 'is', null)
@@ -143,20 +175,33 @@ export interface VerifyGrantTokenOptions {
  * to `<alias>:<id>`, `view` in scope, and the shared item still existing and viewable by `sub`.
  * Returns the grant, or undefined for any failure (callers answer 401).
  */
-export async function verifyGrantToken(db: Db, token: string, options: VerifyGrantTokenOptions): Promise<VerifiedGrant | undefined> {
+export async function verifyGrantToken(
+  db: Db,
+  token: string,
+  options: VerifyGrantTokenOptions,
+): Promise<VerifiedGrant | undefined> {
   const claims = await verifySignature(db, token, options.issuer)
   if (!claims) return undefined
   const wanted = targetClaim(options.alias, options.id)
   if (claims.tgt !== wanted) return undefined
   if (!Array.isArray(claims.scope) || !claims.scope.includes('view')) return undefined
-  if (typeof claims.tid !== 'string' || typeof claims.sid !== 'string' || !/^[1-9]\d{0,15}$/.test(claims.sub ?? '')) return undefined
+  if (typeof claims.tid !== 'string' || typeof claims.sid !== 'string' || !/^[1-9]\d{0,15}$/.test(claims.sub ?? ''))
+    return undefined
   const holder = await loadHolder(db, claims.tid, Number(claims.sub), claims.iat!)
   if (!holder) return undefined
   const storedId = wanted.slice(options.alias.length + 1)
   if (!(await sharedItemStillAdmits(db, holder, claims.sid, options.alias, storedId))) return undefined
   return {
-    tenantId: holder.tenantId, tenantSlug: claims.tid, userId: holder.userId, sharedItemId: claims.sid,
-    alias: options.alias, id: options.id, scope: claims.scope as string[], issuedAt: claims.iat!, expiresAt: claims.exp!, holder,
+    tenantId: holder.tenantId,
+    tenantSlug: claims.tid,
+    userId: holder.userId,
+    sharedItemId: claims.sid,
+    alias: options.alias,
+    id: options.id,
+    scope: claims.scope as string[],
+    issuedAt: claims.iat!,
+    expiresAt: claims.exp!,
+    holder,
   }
 }
 
@@ -182,14 +227,24 @@ export function grantCoversTarget(actor: Actor, alias: string, id: ShareTargetId
  */
 /** `actorFromGrantToken` bound to this API's issuer (`BASE_URL`): what content routes call. */
 export function grantTokenActorFor(issuer: string) {
-  return (db: Db, token: string, alias: string, id: ShareTargetId) => actorFromGrantToken(db, token, alias, id, { issuer })
+  return (db: Db, token: string, alias: string, id: ShareTargetId) =>
+    actorFromGrantToken(db, token, alias, id, { issuer })
 }
 
 export async function actorFromGrantToken(
-  db: Db, token: string, alias: string, id: ShareTargetId, options: { issuer?: string } = {},
+  db: Db,
+  token: string,
+  alias: string,
+  id: ShareTargetId,
+  options: { issuer?: string } = {},
 ): Promise<GrantTokenActor> {
   const grant = await verifyGrantToken(db, token, { alias, id, issuer: options.issuer })
-  if (!grant) throw new AppError(401, 'invalid_grant_token', 'The grant token is invalid, expired, or not valid for this resource')
+  if (!grant)
+    throw new AppError(
+      401,
+      'invalid_grant_token',
+      'The grant token is invalid, expired, or not valid for this resource',
+    )
   return {
     ...grant.holder,
     permissions: new Set<string>(),

@@ -8,12 +8,28 @@ import { createSharedItemsService } from './shared-items.service.js'
 
 // Public surface for content modules: register share targets, accept grant tokens.
 export {
-  registerShareTarget, lookupShareTarget, unregisterShareTarget, parseShareTargetId, targetClaim,
-  type ShareTargetDef, type ShareTargetId, type ShareTargetIdType, type ShareTargetUrls, type ShareTargetUrlContext,
+  registerShareTarget,
+  lookupShareTarget,
+  unregisterShareTarget,
+  parseShareTargetId,
+  targetClaim,
+  type ShareTargetDef,
+  type ShareTargetId,
+  type ShareTargetIdType,
+  type ShareTargetUrls,
+  type ShareTargetUrlContext,
 } from './share-targets.js'
 export {
-  issueGrantToken, verifyGrantToken, actorFromGrantToken, grantTokenActorFor, grantCoversTarget, GRANT_TOKEN_TTL_SECONDS,
-  type VerifiedGrant, type GrantTokenActor, type IssueGrantTokenInput, type VerifyGrantTokenOptions,
+  issueGrantToken,
+  verifyGrantToken,
+  actorFromGrantToken,
+  grantTokenActorFor,
+  grantCoversTarget,
+  GRANT_TOKEN_TTL_SECONDS,
+  type VerifiedGrant,
+  type GrantTokenActor,
+  type IssueGrantTokenInput,
+  type VerifyGrantTokenOptions,
 } from './grant-tokens.js'
 export { SHARED_ITEM_TYPES, REDIRECT_TYPES } from './shared-item-types.js'
 
@@ -22,8 +38,14 @@ registerTarget(sharedItemGrantTarget)
 export const sharedItemsModule: AppModule = {
   name: 'shared-items',
   routes: async (app, deps) => {
-    const accesses = createAccessRecorder(deps.db, (error) => deps.log.warn({ err: error }, 'share access log write failed'))
+    const accesses = createAccessRecorder(deps.db, (error) =>
+      deps.log.warn({ err: error }, 'share access log write failed'),
+    )
     app.addHook('onClose', async () => accesses.flush())
-    await sharedItemsRoutes(app, { sharedItems: createSharedItemsService(deps), resolver: createSharedItemResolver(deps), accesses })
+    await sharedItemsRoutes(app, {
+      sharedItems: createSharedItemsService(deps),
+      resolver: createSharedItemResolver(deps),
+      accesses,
+    })
   },
 }

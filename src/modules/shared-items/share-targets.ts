@@ -53,15 +53,25 @@ export interface ShareTargetDef {
    * `url_context` (null when it has none) and whether `ctx.actor` can view it (`canView`'s rule);
    * undefined when the target does not exist in the tenant.
    */
-  describe(id: ShareTargetId, ctx: ShareTargetUrlContext & { actor: Actor }): Promise<{ urls: ShareTargetUrls; title: string | null; visible: boolean } | undefined>
+  describe(
+    id: ShareTargetId,
+    ctx: ShareTargetUrlContext & { actor: Actor },
+  ): Promise<{ urls: ShareTargetUrls; title: string | null; visible: boolean } | undefined>
   /**
    * The one-statement stable URL (optional): left-joins the target (its id given as text by `idText`)
    * and the actor's visibility onto the caller's shared-item query; `describeJoined` reads `describe`'s
    * answer off a row of it (undefined when the target does not exist).
    */
   // eslint-disable-next-line @typescript-eslint/no-explicit-any
-  joinTarget?(query: SelectQueryBuilder<any, any, any>, actor: Actor, idText: RawBuilder<unknown>): SelectQueryBuilder<any, any, any>
-  describeJoined?(row: Record<string, unknown>, ctx: Pick<ShareTargetUrlContext, 'appUrl' | 'baseUrl'>): { urls: ShareTargetUrls; title: string | null; visible: boolean } | undefined
+  joinTarget?(
+    query: SelectQueryBuilder<any, any, any>,
+    actor: Actor,
+    idText: RawBuilder<unknown>,
+  ): SelectQueryBuilder<any, any, any>
+  describeJoined?(
+    row: Record<string, unknown>,
+    ctx: Pick<ShareTargetUrlContext, 'appUrl' | 'baseUrl'>,
+  ): { urls: ShareTargetUrls; title: string | null; visible: boolean } | undefined
   /** Fields of the `targetable` relation, keyed by `String(id)` (default: none loaded). */
   loadFields?(db: Db, tenantId: number, ids: ShareTargetId[]): Promise<Map<string, Record<string, unknown>>>
 }
@@ -94,4 +104,5 @@ export function parseShareTargetId(idType: ShareTargetIdType, raw: unknown): Sha
 }
 
 /** The `tgt` claim value naming one target: `"<alias>:<id>"`. */
-export const targetClaim = (alias: string, id: ShareTargetId): string => `${alias}:${typeof id === 'string' ? id.toLowerCase() : id}`
+export const targetClaim = (alias: string, id: ShareTargetId): string =>
+  `${alias}:${typeof id === 'string' ? id.toLowerCase() : id}`

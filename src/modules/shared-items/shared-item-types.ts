@@ -14,13 +14,18 @@ interface SharedItemType {
 }
 
 const flag = (value: boolean): ConfigValue => ({ type: 'boolean', default: value })
-const simple = (alias: string, defaultRedirectType: RedirectType, config: Record<string, ConfigValue> = {}): SharedItemType =>
-  ({ targetableTypes: [alias], defaultRedirectType, config })
+const simple = (
+  alias: string,
+  defaultRedirectType: RedirectType,
+  config: Record<string, ConfigValue> = {},
+): SharedItemType => ({ targetableTypes: [alias], defaultRedirectType, config })
 
 /** The type table of contract 30. */
 export const SHARED_ITEM_TYPES: Readonly<Record<string, SharedItemType>> = Object.freeze({
   calendarEvent: simple('calendarEvent', 'redirect'),
-  filemanagerDirectory: simple('filemanagerDirectory', 'redirectWithGrantToken', { include_subdirectories: flag(true) }),
+  filemanagerDirectory: simple('filemanagerDirectory', 'redirectWithGrantToken', {
+    include_subdirectories: flag(true),
+  }),
   filemanagerFile: simple('filemanagerFile', 'redirectWithGrantToken'),
   form: simple('form', 'redirect'),
   formMessage: simple('formMessage', 'redirect'),
@@ -41,13 +46,21 @@ export function sharedItemType(type: string): SharedItemType | undefined {
  * A type's complete config: submitted keys checked (unknown key or wrong type → `config.<key>`),
  * omitted keys filled from the type's defaults. Problems go to `problems`.
  */
-export function completeConfig(type: SharedItemType, submitted: Record<string, unknown> | undefined, problems: FieldErrorCollector): Record<string, unknown> {
+export function completeConfig(
+  type: SharedItemType,
+  submitted: Record<string, unknown> | undefined,
+  problems: FieldErrorCollector,
+): Record<string, unknown> {
   const config: Record<string, unknown> = {}
   for (const [key, value] of Object.entries(submitted ?? {})) {
     const spec = Object.hasOwn(type.config, key) ? type.config[key] : undefined
-    if (!spec) problems.add(`config.${key}`, Object.keys(type.config).length > 0
-      ? `unknown key; allowed: ${Object.keys(type.config).join(', ')}`
-      : 'unknown key; this type takes no configuration')
+    if (!spec)
+      problems.add(
+        `config.${key}`,
+        Object.keys(type.config).length > 0
+          ? `unknown key; allowed: ${Object.keys(type.config).join(', ')}`
+          : 'unknown key; this type takes no configuration',
+      )
     else if (typeof value !== spec.type) problems.add(`config.${key}`, `must be a ${spec.type}`)
   }
   for (const [key, spec] of Object.entries(type.config)) {

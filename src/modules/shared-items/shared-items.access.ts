@@ -53,14 +53,21 @@ export const sharedItemGrantTarget: GrantTarget = {
   },
   canAdministrate: (db, actor, id) => canAdministrateSharedItem(db, actor, String(id)),
   async isVisible(db, actor, id) {
-    const { rows } = await sql`select 1 from shared_items si where si.tenant_id = ${actor.tenantId} and si.id = ${String(id)}::uuid
+    const { rows } =
+      await sql`select 1 from shared_items si where si.tenant_id = ${actor.tenantId} and si.id = ${String(id)}::uuid
       and ${viewableSql(actor)}`.execute(db)
     return rows.length > 0
   },
   async viewChain(db, tenantId, id) {
     // viewableSql: not soft-deleted and the item's own view grants; shared items live in no folder
     const row = await queries.findSharedItem(db, tenantId, String(id))
-    return row && { records: [{ target_entity: 'sharedItem', target_entity_id: row.id }], folderId: null, deleted: row.deleted_at !== null }
+    return (
+      row && {
+        records: [{ target_entity: 'sharedItem', target_entity_id: row.id }],
+        folderId: null,
+        deleted: row.deleted_at !== null,
+      }
+    )
   },
   async loadBasic(db, tenantId, ids) {
     const rows = await queries.selectBasicSharedItems(db, tenantId, ids.map(String))

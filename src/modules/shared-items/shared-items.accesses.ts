@@ -3,7 +3,13 @@ import type { Db } from '../../platform/db/schema.js'
 import { defineResource } from '../../platform/query/resource.js'
 import { sharedItemResource } from './shared-items.resource.js'
 
-export const ACCESS_OUTCOMES = ['redirected', 'grant_token_issued', 'resolved_without_redirect', 'denied', 'not_found'] as const
+export const ACCESS_OUTCOMES = [
+  'redirected',
+  'grant_token_issued',
+  'resolved_without_redirect',
+  'denied',
+  'not_found',
+] as const
 export type AccessOutcome = (typeof ACCESS_OUTCOMES)[number]
 
 export interface SharedItemAccess {
@@ -39,7 +45,9 @@ export function createAccessRecorder(db: Db, onError: (error: unknown) => void =
       await sql`insert into shared_item_accesses (tenant_id, shared_item_id, user_id, outcome, url_type)
         select ${tenantId}, a.shared_item_id, a.user_id, a.outcome, a.url_type
         from unnest(${accesses.map((a) => a.sharedItemId)}::text[], ${accesses.map((a) => a.userId)}::bigint[],
-          ${accesses.map((a) => a.outcome)}::text[], ${accesses.map((a) => a.urlType)}::text[]) as a(shared_item_id, user_id, outcome, url_type)`.execute(db)
+          ${accesses.map((a) => a.outcome)}::text[], ${accesses.map((a) => a.urlType)}::text[]) as a(shared_item_id, user_id, outcome, url_type)`.execute(
+        db,
+      )
     }
   }
 
@@ -84,12 +92,18 @@ export const administeredSharedItemResource = defineResource<Record<string, any>
   fields: {
     ...sharedItemResource.fields,
     access_count: {
-      type: 'integer', filterable: false, sortable: false,
-      sql: (tenantId: number) => sql`(select count(*)::int from shared_item_accesses sa where sa.tenant_id = ${tenantId} and sa.shared_item_id = si.id::text)`,
+      type: 'integer',
+      filterable: false,
+      sortable: false,
+      sql: (tenantId: number) =>
+        sql`(select count(*)::int from shared_item_accesses sa where sa.tenant_id = ${tenantId} and sa.shared_item_id = si.id::text)`,
     },
     last_accessed_at: {
-      type: 'timestamp', filterable: false, sortable: false,
-      sql: (tenantId: number) => sql`(select max(sa.created_at) from shared_item_accesses sa where sa.tenant_id = ${tenantId} and sa.shared_item_id = si.id::text)`,
+      type: 'timestamp',
+      filterable: false,
+      sortable: false,
+      sql: (tenantId: number) =>
+        sql`(select max(sa.created_at) from shared_item_accesses sa where sa.tenant_id = ${tenantId} and sa.shared_item_id = si.id::text)`,
     },
   },
 })

@@ -13,14 +13,28 @@ export interface SharedItemRow {
   deleted_at: string | null
 }
 
-const columns = ['si.id', 'si.user_id', 'si.type', 'si.redirect_type', 'si.targetable_type', 'si.targetable_id', 'si.config', 'si.deleted_at'] as const
+const columns = [
+  'si.id',
+  'si.user_id',
+  'si.type',
+  'si.redirect_type',
+  'si.targetable_type',
+  'si.targetable_id',
+  'si.config',
+  'si.deleted_at',
+] as const
 
 /** The tenant's shared items as `si` (callers add the access rule and query conventions). */
 export function selectSharedItems(db: Db, tenantId: number) {
   return db.selectFrom('shared_items as si').where('si.tenant_id', '=', tenantId)
 }
 
-export async function findSharedItem(db: Db, tenantId: number, id: string, options: { forUpdate?: boolean } = {}): Promise<SharedItemRow | undefined> {
+export async function findSharedItem(
+  db: Db,
+  tenantId: number,
+  id: string,
+  options: { forUpdate?: boolean } = {},
+): Promise<SharedItemRow | undefined> {
   let query = selectSharedItems(db, tenantId).select(columns).where('si.id', '=', id)
   if (options.forUpdate) query = query.forUpdate()
   return query.executeTakeFirst()
@@ -38,7 +52,11 @@ export interface SharedItemValues {
 /** A new row's values as `insertSharedItem` takes them: the config as JSON text, the id when chosen beforehand. */
 export type SharedItemInsert = Omit<SharedItemValues, 'config'> & { id?: string; config: string }
 
-export const sharedItemInsert = (values: SharedItemValues, id?: string): SharedItemInsert => ({ ...values, id, config: JSON.stringify(values.config) })
+export const sharedItemInsert = (values: SharedItemValues, id?: string): SharedItemInsert => ({
+  ...values,
+  id,
+  config: JSON.stringify(values.config),
+})
 
 /**
  * Inserts a shared item if `onlyIf` holds (in the same statement): a select of the new row as `si`
@@ -47,32 +65,62 @@ export const sharedItemInsert = (values: SharedItemValues, id?: string): SharedI
  * The values may be a `shapedStatement`'s stand-ins.
  */
 export function insertSharedItem(
-  db: Db, tenantId: number, values: SharedItemInsert, onlyIf: RawBuilder<boolean>, alongside: CommonTableExpression[] = [],
+  db: Db,
+  tenantId: number,
+  values: SharedItemInsert,
+  onlyIf: RawBuilder<boolean>,
+  alongside: CommonTableExpression[] = [],
 ) {
-  const inserted = db.with('inserted', (qc) => qc.insertInto('shared_items')
-    .columns(['id', 'tenant_id', 'user_id', 'type', 'redirect_type', 'targetable_type', 'targetable_id', 'config'])
-    .expression(sql`select coalesce(${values.id ?? null}::uuid, gen_random_uuid()), ${tenantId}::bigint, ${values.user_id}::bigint, ${values.type}::text,
-      ${values.redirect_type}::text, ${values.targetable_type}::text, ${values.targetable_id}::text, ${values.config}::jsonb where ${onlyIf}`)
-    .returningAll())
+  const inserted = db.with('inserted', (qc) =>
+    qc
+      .insertInto('shared_items')
+      .columns(['id', 'tenant_id', 'user_id', 'type', 'redirect_type', 'targetable_type', 'targetable_id', 'config'])
+      .expression(
+        sql`select coalesce(${values.id ?? null}::uuid, gen_random_uuid()), ${tenantId}::bigint, ${values.user_id}::bigint, ${values.type}::text,
+      ${values.redirect_type}::text, ${values.targetable_type}::text, ${values.targetable_id}::text, ${values.config}::jsonb where ${onlyIf}`,
+      )
+      .returningAll(),
+  )
   // the extra writes' rows are never read: typed as the item's statement
-  return alongside.reduce((query, [name, write]) => query.with(name, () => sql`(${write})` as never) as unknown as typeof inserted, inserted).selectFrom('inserted as si')
+  return alongside
+    .reduce(
+      (query, [name, write]) => query.with(name, () => sql`(${write})` as never) as unknown as typeof inserted,
+      inserted,
+    )
+    .selectFrom('inserted as si')
 }
 
 export async function updateSharedItem(
-  db: Db, tenantId: number, id: string,
+  db: Db,
+  tenantId: number,
+  id: string,
   changes: Partial<Pick<SharedItemValues, 'redirect_type' | 'targetable_type' | 'targetable_id' | 'config'>>,
 ): Promise<void> {
   const { config, ...rest } = changes
-  await db.updateTable('shared_items')
-    .set({ ...rest, ...(config !== undefined ? { config: JSON.stringify(config) } : {}), updated_at: sql`now()` as never })
-    .where('tenant_id', '=', tenantId).where('id', '=', id).execute()
+  await db
+    .updateTable('shared_items')
+    .set({
+      ...rest,
+      ...(config !== undefined ? { config: JSON.stringify(config) } : {}),
+      updated_at: sql`now()` as never,
+    })
+    .where('tenant_id', '=', tenantId)
+    .where('id', '=', id)
+    .execute()
 }
 
 /** Sets or clears `deleted_at`; the new `deleted_at` (null when restored), or false when nothing changed. */
-export async function setSharedItemDeleted(db: Db, tenantId: number, id: string, deleted: boolean): Promise<string | null | false> {
-  const row = await db.updateTable('shared_items')
+export async function setSharedItemDeleted(
+  db: Db,
+  tenantId: number,
+  id: string,
+  deleted: boolean,
+): Promise<string | null | false> {
+  const row = await db
+    .updateTable('shared_items')
     .set({ deleted_at: deleted ? (sql`now()` as never) : null, updated_at: sql`now()` as never })
-    .where('tenant_id', '=', tenantId).where('id', '=', id)
+    .where('tenant_id', '=', tenantId)
+    .where('id', '=', id)
     .where('deleted_at', deleted ? 'is' : 'is not', null)
     .returning('deleted_at')
     .executeTakeFirst()
@@ -82,7 +130,17 @@ export async function setSharedItemDeleted(db: Db, tenantId: number, id: string,
 /** Basic fields of shared items (the `targetEntity` relation of grants). */
 export async function selectBasicSharedItems(db: Db, tenantId: number, ids: string[]) {
   return selectSharedItems(db, tenantId)
-    .select(['si.id', 'si.user_id', 'si.type', 'si.redirect_type', 'si.targetable_type', 'si.targetable_id', 'si.created_at', 'si.updated_at', 'si.deleted_at'])
-    .where('si.id', 'in', ids).execute()
+    .select([
+      'si.id',
+      'si.user_id',
+      'si.type',
+      'si.redirect_type',
+      'si.targetable_type',
+      'si.targetable_id',
+      'si.created_at',
+      'si.updated_at',
+      'si.deleted_at',
+    ])
+    .where('si.id', 'in', ids)
+    .execute()
 }
-

@@ -6,7 +6,13 @@ import { shapedStatement } from '../../platform/db/statement-shapes.js'
 import { executeCompiled } from '../../platform/db/database.js'
 import { AppError, FieldErrorCollector, notFound } from '../../platform/http/errors.js'
 import { issueGrantToken } from './grant-tokens.js'
-import { lookupShareTarget, parseShareTargetId, type ShareTargetDef, type ShareTargetId, type ShareTargetUrls } from './share-targets.js'
+import {
+  lookupShareTarget,
+  parseShareTargetId,
+  type ShareTargetDef,
+  type ShareTargetId,
+  type ShareTargetUrls,
+} from './share-targets.js'
 import { viewableSql } from './shared-items.access.js'
 import * as queries from './shared-items.queries.js'
 import { URL_TYPE_FLAGS, type ResolveQuery, type ResolveResult, type UrlTypeFlag } from './shared-items.schemas.js'
@@ -25,7 +31,14 @@ export function requestedUrlType(query: ResolveQuery): UrlTypeFlag | undefined {
   for (const flag of URL_TYPE_FLAGS) {
     const raw = query[flag]
     if (raw === undefined) continue
-    const value = typeof raw === 'boolean' ? raw : TRUE.has(raw.toLowerCase()) ? true : FALSE.has(raw.toLowerCase()) ? false : undefined
+    const value =
+      typeof raw === 'boolean'
+        ? raw
+        : TRUE.has(raw.toLowerCase())
+          ? true
+          : FALSE.has(raw.toLowerCase())
+            ? false
+            : undefined
     if (value === undefined) problems.add(flag, 'must be a boolean')
     else if (value) set.push(flag)
   }
@@ -48,7 +61,13 @@ export type SharedItemResolver = ReturnType<typeof createSharedItemResolver>
 /** How many shared items' target kinds a process remembers (a hint: the statement re-checks it). */
 const TARGET_KIND_HINTS_MAX = 50_000
 
-interface ResolvedItem { id: string; redirect_type: string; targetable_type: string; targetable_id: string; tenant_slug: string }
+interface ResolvedItem {
+  id: string
+  redirect_type: string
+  targetable_type: string
+  targetable_id: string
+  tenant_slug: string
+}
 type DescribedTarget = { urls: ShareTargetUrls; title: string | null; visible: boolean }
 
 export function createSharedItemResolver({ db, config }: AppDeps) {
@@ -65,39 +84,64 @@ export function createSharedItemResolver({ db, config }: AppDeps) {
     targetKinds.set(id, kind)
   }
 
-  const itemQuery = (actor: Actor, id: string) => queries.selectSharedItems(db, actor.tenantId)
-    .innerJoin('tenants as tn', 'tn.id', 'si.tenant_id')
-    .where('si.id', '=', id).where(viewableSql(actor))
+  const itemQuery = (actor: Actor, id: string) =>
+    queries
+      .selectSharedItems(db, actor.tenantId)
+      .innerJoin('tenants as tn', 'tn.id', 'si.tenant_id')
+      .where('si.id', '=', id)
+      .where(viewableSql(actor))
 
   /** The item (when its kind is still `def.alias`) joined with its target: built once per target kind and actor shape. */
   const joinedStatement = shapedStatement(({ actor, id }: { actor: Actor; id: string }, def: ShareTargetDef) => {
-    const query = itemQuery(actor, id).where('si.targetable_type', '=', def.alias).select([
-      'si.id as shared_item_id', 'si.redirect_type as shared_item_redirect_type', 'si.targetable_id as shared_item_targetable_id', 'tn.slug as shared_item_tenant_slug',
-    ])
+    const query = itemQuery(actor, id)
+      .where('si.targetable_type', '=', def.alias)
+      .select([
+        'si.id as shared_item_id',
+        'si.redirect_type as shared_item_redirect_type',
+        'si.targetable_id as shared_item_targetable_id',
+        'tn.slug as shared_item_tenant_slug',
+      ])
     return def.joinTarget!(query, actor, sql.ref('si.targetable_id'))
   })
 
   /** One statement: the item (when its kind is still `def.alias`) and its target; undefined when no row. */
-  async function findJoined(actor: Actor, id: string, def: ShareTargetDef): Promise<{ item: ResolvedItem; target: DescribedTarget | undefined } | undefined> {
-    const [row] = await executeCompiled<Record<string, unknown>>(db, joinedStatement(`${def.alias} ${actorShape(actor)}`, { actor, id }, def))
+  async function findJoined(
+    actor: Actor,
+    id: string,
+    def: ShareTargetDef,
+  ): Promise<{ item: ResolvedItem; target: DescribedTarget | undefined } | undefined> {
+    const [row] = await executeCompiled<Record<string, unknown>>(
+      db,
+      joinedStatement(`${def.alias} ${actorShape(actor)}`, { actor, id }, def),
+    )
     if (!row) return undefined
     const item = {
-      id: row.shared_item_id as string, redirect_type: row.shared_item_redirect_type as string, targetable_type: def.alias,
-      targetable_id: row.shared_item_targetable_id as string, tenant_slug: row.shared_item_tenant_slug as string,
+      id: row.shared_item_id as string,
+      redirect_type: row.shared_item_redirect_type as string,
+      targetable_type: def.alias,
+      targetable_id: row.shared_item_targetable_id as string,
+      tenant_slug: row.shared_item_tenant_slug as string,
     }
     return { item, target: def.describeJoined!(row, urlContext) }
   }
 
   /** Two statements: the item, then (unless it never redirects) its target. */
-  async function findSeparately(actor: Actor, id: string): Promise<{ item: ResolvedItem; target: DescribedTarget | undefined } | undefined> {
+  async function findSeparately(
+    actor: Actor,
+    id: string,
+  ): Promise<{ item: ResolvedItem; target: DescribedTarget | undefined } | undefined> {
     const item = await itemQuery(actor, id)
-      .select(['si.id', 'si.redirect_type', 'si.targetable_type', 'si.targetable_id', 'tn.slug as tenant_slug']).executeTakeFirst()
+      .select(['si.id', 'si.redirect_type', 'si.targetable_type', 'si.targetable_id', 'tn.slug as tenant_slug'])
+      .executeTakeFirst()
     if (!item) return undefined
     remember(id, item.targetable_type)
     if (item.redirect_type === 'none') return { item, target: undefined }
     const def = lookupShareTarget(item.targetable_type)
     const targetId = def && parseShareTargetId(def.idType, item.targetable_id)
-    const target = def && targetId !== undefined ? await def.describe(targetId, { ...urlContext, db, tenantId: actor.tenantId, actor }) : undefined
+    const target =
+      def && targetId !== undefined
+        ? await def.describe(targetId, { ...urlContext, db, tenantId: actor.tenantId, actor })
+        : undefined
     return { item, target }
   }
 
@@ -109,7 +153,9 @@ export function createSharedItemResolver({ db, config }: AppDeps) {
   async function resolveSharedItem(actor: Actor, id: string, query: ResolveQuery): Promise<ResolveResult> {
     const urlType = requestedUrlType(query)
     const hinted = lookupShareTarget(targetKinds.get(id) ?? '')
-    const found = (hinted?.joinTarget && hinted.describeJoined && await findJoined(actor, id, hinted)) || await findSeparately(actor, id)
+    const found =
+      (hinted?.joinTarget && hinted.describeJoined && (await findJoined(actor, id, hinted))) ||
+      (await findSeparately(actor, id))
     if (!found) throw notFound('Shared item')
     const { item, target } = found
     if (item.redirect_type === 'none') return NO_REDIRECT
@@ -120,14 +166,23 @@ export function createSharedItemResolver({ db, config }: AppDeps) {
       throw new AppError(404, 'target_not_found', 'The target of this shared item no longer exists')
     }
     if (item.redirect_type === 'redirect' && !target.visible) {
-      throw new AppError(403, 'target_not_accessible', 'You cannot view the target of this shared item, so it does not redirect')
+      throw new AppError(
+        403,
+        'target_not_accessible',
+        'You cannot view the target of this shared item, so it does not redirect',
+      )
     }
     const { urls, title } = target
     let url = (urlType && urls[urlType]) || urls.target
     if (item.redirect_type === 'redirectWithGrantToken') {
       const token = await issueGrantToken(db, {
-        issuer: config.baseUrl, tenantSlug: item.tenant_slug, userId: actor.userId,
-        sharedItemId: item.id, alias: def.alias, id: targetId, secrets,
+        issuer: config.baseUrl,
+        tenantSlug: item.tenant_slug,
+        userId: actor.userId,
+        sharedItemId: item.id,
+        alias: def.alias,
+        id: targetId,
+        secrets,
       })
       url = withGrantToken(url, token)
     }

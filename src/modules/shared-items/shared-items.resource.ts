@@ -25,13 +25,17 @@ async function loadTargetables(ctx: QueryContext, refs: string[]): Promise<Map<u
   for (const [alias, stored] of byAlias) {
     const def = lookupShareTarget(alias)
     if (!def) continue
-    const ids = stored.map((id) => parseShareTargetId(def.idType, id)).filter((id): id is ShareTargetId => id !== undefined)
+    const ids = stored
+      .map((id) => parseShareTargetId(def.idType, id))
+      .filter((id): id is ShareTargetId => id !== undefined)
     if (ids.length === 0) continue
     const grantTarget = lookupTarget(alias)
     // the target's own fields; else its grant target's basic fields; else just its id
     const loaded = def.loadFields
       ? await def.loadFields(ctx.db, ctx.tenantId, ids)
-      : 'target' in grantTarget ? await grantTarget.target.loadBasic(ctx.db, ctx.tenantId, ids) : new Map(ids.map((id) => [String(id), { id }]))
+      : 'target' in grantTarget
+        ? await grantTarget.target.loadBasic(ctx.db, ctx.tenantId, ids)
+        : new Map(ids.map((id) => [String(id), { id }]))
     for (const [id, fields] of loaded) out.set(`${alias}:${id}`, fields)
   }
   return out
@@ -66,17 +70,25 @@ export const sharedItemResource = defineResource<Record<string, any>>({
   customFilters: {
     // targetable_id is presented per target type but stored as text: compare as text
     targetable_id: (value) => {
-      if (typeof value !== 'string' || value.length > 64) throw invalidField('filter.targetable_id', 'supports equality with one id only')
+      if (typeof value !== 'string' || value.length > 64)
+        throw invalidField('filter.targetable_id', 'supports equality with one id only')
       return sql<boolean>`si.targetable_id = ${value.toLowerCase()}` as Expression<SqlBool>
     },
   },
   relations: {
-    user: { key: 'user_id', many: false, load: (ctx, ids) => loadBasicUsers(ctx, ids as number[]) as Promise<Map<unknown, unknown>> },
+    user: {
+      key: 'user_id',
+      many: false,
+      load: (ctx, ids) => loadBasicUsers(ctx, ids as number[]) as Promise<Map<unknown, unknown>>,
+    },
     targetable: { key: 'targetable_ref', many: false, load: (ctx, refs) => loadTargetables(ctx, refs as string[]) },
     entityPermissions: {
       key: 'id',
       many: true,
-      load: (ctx, ids) => loadEntityPermissionsOfTargets(ctx.db, ctx.tenantId, 'sharedItem', ids as string[]) as Promise<Map<unknown, unknown>>,
+      load: (ctx, ids) =>
+        loadEntityPermissionsOfTargets(ctx.db, ctx.tenantId, 'sharedItem', ids as string[]) as Promise<
+          Map<unknown, unknown>
+        >,
     },
   },
 })

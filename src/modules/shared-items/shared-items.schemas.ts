@@ -1,5 +1,11 @@
 import { Type, type Static } from 'typebox'
-import { IdSchema, Nullable, NullableTimestampSchema, TimestampSchema, UuidSchema } from '../../platform/http/schemas.js'
+import {
+  IdSchema,
+  Nullable,
+  NullableTimestampSchema,
+  TimestampSchema,
+  UuidSchema,
+} from '../../platform/http/schemas.js'
 import { EntityPermissionElementsSchema, EntityPermissionSchema } from '../entity-permissions/index.js'
 import { REDIRECT_TYPES } from './shared-item-types.js'
 
@@ -8,31 +14,40 @@ const AnyObject = Type.Object({}, { additionalProperties: true })
 const TargetIdSchema = Type.Union([IdSchema, Type.String({ minLength: 1, maxLength: 64 })])
 
 /** A shared item as returned by the API; every field is optional because `selects` may drop it. */
-export const SharedItemSchema = Type.Object({
-  id: Opt(Type.String()),
-  user_id: Opt(Nullable(Type.Integer())),
-  type: Opt(Type.String()),
-  redirect_type: Opt(Type.String()),
-  targetable_type: Opt(Type.String()),
-  targetable_id: Opt(Type.Union([Type.Integer(), Type.String()])),
-  config: Opt(AnyObject),
-  url: Opt(Type.String()),
-  created_at: Opt(TimestampSchema),
-  updated_at: Opt(TimestampSchema),
-  deleted_at: Opt(NullableTimestampSchema),
-  user: Opt(Nullable(AnyObject)),
-  targetable: Opt(Nullable(AnyObject)),
-  entityPermissions: Opt(Type.Array(EntityPermissionSchema)),
-  access_count: Opt(Type.Integer({ description: 'administration only: resolutions of the stable URL' })),
-  last_accessed_at: Opt(Nullable(TimestampSchema)),
-}, { $id: 'SharedItem' })
+export const SharedItemSchema = Type.Object(
+  {
+    id: Opt(Type.String()),
+    user_id: Opt(Nullable(Type.Integer())),
+    type: Opt(Type.String()),
+    redirect_type: Opt(Type.String()),
+    targetable_type: Opt(Type.String()),
+    targetable_id: Opt(Type.Union([Type.Integer(), Type.String()])),
+    config: Opt(AnyObject),
+    url: Opt(Type.String()),
+    created_at: Opt(TimestampSchema),
+    updated_at: Opt(TimestampSchema),
+    deleted_at: Opt(NullableTimestampSchema),
+    user: Opt(Nullable(AnyObject)),
+    targetable: Opt(Nullable(AnyObject)),
+    entityPermissions: Opt(Type.Array(EntityPermissionSchema)),
+    access_count: Opt(Type.Integer({ description: 'administration only: resolutions of the stable URL' })),
+    last_accessed_at: Opt(Nullable(TimestampSchema)),
+  },
+  { $id: 'SharedItem' },
+)
 
 /** One resolution of the stable URL (share access log). */
 export const SharedItemAccessSchema = Type.Object({
   id: Opt(Type.Integer()),
   shared_item_id: Opt(Type.String()),
   user_id: Opt(Nullable(Type.Integer())),
-  outcome: Opt(Type.Union(['redirected', 'grant_token_issued', 'resolved_without_redirect', 'denied', 'not_found'].map((o) => Type.Literal(o)))),
+  outcome: Opt(
+    Type.Union(
+      ['redirected', 'grant_token_issued', 'resolved_without_redirect', 'denied', 'not_found'].map((o) =>
+        Type.Literal(o),
+      ),
+    ),
+  ),
   url_type: Opt(Nullable(Type.String())),
   created_at: Opt(TimestampSchema),
 })
@@ -86,11 +101,13 @@ export type ResolveQuery = Static<typeof ResolveQuerySchema>
 export const ResolveResultSchema = Type.Object({
   redirect: Type.Boolean(),
   url: Nullable(Type.String()),
-  url_context: Nullable(Type.Object({
-    type: Type.String(),
-    id: Type.Union([Type.Integer(), Type.String()]),
-    title: Nullable(Type.String()),
-    url: Type.String(),
-  })),
+  url_context: Nullable(
+    Type.Object({
+      type: Type.String(),
+      id: Type.Union([Type.Integer(), Type.String()]),
+      title: Nullable(Type.String()),
+      url: Type.String(),
+    }),
+  ),
 })
 export type ResolveResult = Static<typeof ResolveResultSchema>

@@ -6,14 +6,33 @@ import type { CommonTableExpression } from '../../platform/db/common-table-expre
 import { timestampText } from '../../platform/db/database.js'
 import type { Db } from '../../platform/db/schema.js'
 import { diff } from '../../platform/audit/audit-log.js'
-import { domainEventWrites, eventWritesKey, eventWritesSql, recordDomainEvent, recordDomainEvents, type DomainEvent, type EventWrites } from '../../platform/events/domain-events.js'
+import {
+  domainEventWrites,
+  eventWritesKey,
+  eventWritesSql,
+  recordDomainEvent,
+  recordDomainEvents,
+  type DomainEvent,
+  type EventWrites,
+} from '../../platform/events/domain-events.js'
 import { FieldErrorCollector, forbidden, notFound } from '../../platform/http/errors.js'
 import type { RawListQuery } from '../../platform/query/parse-query.js'
 import { findResource, listResource, showResource, type ShapedBase } from '../../platform/query/run-query.js'
-import { freshGrantsWrite, planFreshGrants, syncEntityPermissions, type GrantColumns } from '../entity-permissions/index.js'
+import {
+  freshGrantsWrite,
+  planFreshGrants,
+  syncEntityPermissions,
+  type GrantColumns,
+} from '../entity-permissions/index.js'
 import { lookupShareTarget, parseShareTargetId, type ShareTargetDef, type ShareTargetId } from './share-targets.js'
 import { completeConfig, sharedItemType, SHARED_ITEM_TYPE_NAMES } from './shared-item-types.js'
-import { administrableSql, canAdministrateSharedItem, requireAdministrationArea, SHARED_ITEM_GRANT_KEYS, viewableSql } from './shared-items.access.js'
+import {
+  administrableSql,
+  canAdministrateSharedItem,
+  requireAdministrationArea,
+  SHARED_ITEM_GRANT_KEYS,
+  viewableSql,
+} from './shared-items.access.js'
 import * as queries from './shared-items.queries.js'
 import { sharedItemResource } from './shared-items.resource.js'
 import { accessResource, administeredSharedItemResource } from './shared-items.accesses.js'
@@ -21,7 +40,10 @@ import type { CreateSharedItemBody, UpdateSharedItemBody } from './shared-items.
 
 export type SharedItemsService = ReturnType<typeof createSharedItemsService>
 
-interface ShareableTarget { def: ShareTargetDef; id: ShareTargetId }
+interface ShareableTarget {
+  def: ShareTargetDef
+  id: ShareTargetId
+}
 
 /** What the one-statement create writes, as values: stand-ins when its statement is compiled (`createBuild`). */
 interface CreateValues extends Record<string, unknown> {
@@ -35,18 +57,32 @@ interface CreateValues extends Record<string, unknown> {
 const EVENT_FIELDS = ['type', 'redirect_type', 'targetable_type', 'targetable_id', 'config'] as const
 
 const ADMIN_DEFAULT_SELECTS = [
-  ...Object.entries(sharedItemResource.fields).filter(([, f]) => !f.internal && (f.byDefault ?? !f.compute)).map(([name]) => name),
-  'access_count', 'last_accessed_at',
+  ...Object.entries(sharedItemResource.fields)
+    .filter(([, f]) => !f.internal && (f.byDefault ?? !f.compute))
+    .map(([name]) => name),
+  'access_count',
+  'last_accessed_at',
 ].join(',')
 
 export function createSharedItemsService({ db, config }: AppDeps) {
-  const ctx = (actor: Actor, trx: Db = db) => ({ db: trx, tenantId: actor.tenantId, actor, baseUrl: config.baseUrl, appUrl: config.appUrl })
+  const ctx = (actor: Actor, trx: Db = db) => ({
+    db: trx,
+    tenantId: actor.tenantId,
+    actor,
+    baseUrl: config.baseUrl,
+    appUrl: config.appUrl,
+  })
 
   /**
    * A (new) target of a shared item of `type`, read from the body: its alias must be allowed for the
    * type and registered, its id well-formed (422 otherwise). Nothing is read from the database.
    */
-  function parseShareable(type: string, alias: string, rawId: unknown, problems: FieldErrorCollector): ShareableTarget | undefined {
+  function parseShareable(
+    type: string,
+    alias: string,
+    rawId: unknown,
+    problems: FieldErrorCollector,
+  ): ShareableTarget | undefined {
     const typeDef = sharedItemType(type)
     if (!typeDef) return undefined
     const def = lookupShareTarget(alias)
@@ -67,17 +103,34 @@ export function createSharedItemsService({ db, config }: AppDeps) {
   }
 
   /** The target must exist (422, with the other field errors) and the actor must be able to view it: the "may share" rule (403). */
-  async function requireShareable(trx: Db, actor: Actor, { def, id }: ShareableTarget, problems: FieldErrorCollector): Promise<void> {
+  async function requireShareable(
+    trx: Db,
+    actor: Actor,
+    { def, id }: ShareableTarget,
+    problems: FieldErrorCollector,
+  ): Promise<void> {
     // existence and the view rule in one statement when the target offers it; else `exists` now
     // (null: exists, view rule not asked yet) and `canView` after the other field errors
-    const visible = def.visibility ? await def.visibility(trx, actor, id) : (await def.exists(trx, actor.tenantId, id)) ? null : undefined
+    const visible = def.visibility
+      ? await def.visibility(trx, actor, id)
+      : (await def.exists(trx, actor.tenantId, id))
+        ? null
+        : undefined
     if (visible === undefined) problems.add('targetable_id', `no ${def.alias} with id ${id} exists`)
     problems.throwIfAny()
-    if (!(visible ?? await def.canView(trx, actor, id))) throw forbidden(`You may only share a ${def.alias} you can view`, 'target_not_shareable')
+    if (!(visible ?? (await def.canView(trx, actor, id))))
+      throw forbidden(`You may only share a ${def.alias} you can view`, 'target_not_shareable')
   }
 
   /** `parseShareable` and `requireShareable`: the checked target id (undefined when the body named none that parses). */
-  async function checkShareable(trx: Db, actor: Actor, type: string, alias: string, rawId: unknown, problems: FieldErrorCollector): Promise<ShareTargetId | undefined> {
+  async function checkShareable(
+    trx: Db,
+    actor: Actor,
+    type: string,
+    alias: string,
+    rawId: unknown,
+    problems: FieldErrorCollector,
+  ): Promise<ShareTargetId | undefined> {
     const target = parseShareable(type, alias, rawId, problems)
     if (target) await requireShareable(trx, actor, target, problems)
     return target?.id
@@ -92,13 +145,25 @@ export function createSharedItemsService({ db, config }: AppDeps) {
   }
 
   const present = (actor: Actor, id: string, trx: Db = db) =>
-    showResource(ctx(actor, trx), sharedItemResource, queries.selectSharedItems(trx, actor.tenantId).where('si.id', '=', id), {}, 'Shared item')
+    showResource(
+      ctx(actor, trx),
+      sharedItemResource,
+      queries.selectSharedItems(trx, actor.tenantId).where('si.id', '=', id),
+      {},
+      'Shared item',
+    )
 
-  const viewableItems = ({ tenantId, actor }: { tenantId: number; actor: Actor }) => queries.selectSharedItems(db, tenantId).where(viewableSql(actor))
+  const viewableItems = ({ tenantId, actor }: { tenantId: number; actor: Actor }) =>
+    queries.selectSharedItems(db, tenantId).where(viewableSql(actor))
 
   /** Lists the shared items the actor may view (not soft-deleted; `view` grants in SQL). */
   async function listSharedItems(actor: Actor, query: RawListQuery) {
-    return listResource(ctx(actor), sharedItemResource, { build: viewableItems, values: { actor }, key: actorShape(actor) }, query)
+    return listResource(
+      ctx(actor),
+      sharedItemResource,
+      { build: viewableItems, values: { actor }, key: actorShape(actor) },
+      query,
+    )
   }
 
   /** Shows one shared item the actor may view. */
@@ -110,7 +175,12 @@ export function createSharedItemsService({ db, config }: AppDeps) {
   /** Lists the shared items the actor administrates, soft-deleted included. */
   async function listAdministrableSharedItems(actor: Actor, query: RawListQuery) {
     requireAdministrationArea(actor)
-    return listResource(ctx(actor), sharedItemResource, queries.selectSharedItems(db, actor.tenantId).where(administrableSql(actor)), query)
+    return listResource(
+      ctx(actor),
+      sharedItemResource,
+      queries.selectSharedItems(db, actor.tenantId).where(administrableSql(actor)),
+      query,
+    )
   }
 
   /** Shows one shared item the actor administrates (soft-deleted included). */
@@ -125,15 +195,33 @@ export function createSharedItemsService({ db, config }: AppDeps) {
   /** The share access log of one item the actor administers (query conventions), newest first. */
   async function listAccesses(actor: Actor, id: string, query: RawListQuery) {
     requireAdministrationArea(actor)
-    const item = await queries.selectSharedItems(db, actor.tenantId).select('si.id').where('si.id', '=', id).where(administrableSql(actor)).executeTakeFirst()
+    const item = await queries
+      .selectSharedItems(db, actor.tenantId)
+      .select('si.id')
+      .where('si.id', '=', id)
+      .where(administrableSql(actor))
+      .executeTakeFirst()
     if (!item) throw notFound('Shared item')
-    const base = db.selectFrom('shared_item_accesses as sa').where('sa.tenant_id', '=', actor.tenantId).where('sa.shared_item_id', '=', id)
+    const base = db
+      .selectFrom('shared_item_accesses as sa')
+      .where('sa.tenant_id', '=', actor.tenantId)
+      .where('sa.shared_item_id', '=', id)
     return listResource(ctx(actor), accessResource, base, query)
   }
 
   /** The `sharedItem.created` event of a new item, with its audit record's changes. */
-  const createdEvent = (actor: Actor, itemId: string, values: queries.SharedItemValues, targetId: ShareTargetId, body: CreateSharedItemBody): DomainEvent => ({
-    type: 'sharedItem.created', tenantId: actor.tenantId, actorId: actor.userId, subjectType: 'sharedItem', subjectId: itemId,
+  const createdEvent = (
+    actor: Actor,
+    itemId: string,
+    values: queries.SharedItemValues,
+    targetId: ShareTargetId,
+    body: CreateSharedItemBody,
+  ): DomainEvent => ({
+    type: 'sharedItem.created',
+    tenantId: actor.tenantId,
+    actorId: actor.userId,
+    subjectType: 'sharedItem',
+    subjectId: itemId,
     data: { ...values, targetable_id: targetId, entity_permissions: body.entity_permissions?.length ?? 0 },
     audit: diff(undefined, values),
   })
@@ -148,7 +236,10 @@ export function createSharedItemsService({ db, config }: AppDeps) {
         const grantsWrite = grants && freshGrantsWrite(tenantId, grants)
         const eventWrites = eventWritesSql(tenantId, events, written)
         const onlyIf = sql<boolean>`${def.viewableSql!(db, actor, targetId)} and ${grantsWrite?.granteesExist ?? sql`true`} and ${eventWrites.unheeded}`
-        const alongside: CommonTableExpression[] = [...grantsWrite ? [['granted', grantsWrite.insert(written)] as CommonTableExpression] : [], ...eventWrites.ctes]
+        const alongside: CommonTableExpression[] = [
+          ...(grantsWrite ? [['granted', grantsWrite.insert(written)] as CommonTableExpression] : []),
+          ...eventWrites.ctes,
+        ]
         return queries.insertSharedItem(db, tenantId, item, onlyIf, alongside)
       }
       createBuilds.set(def, build)
@@ -164,19 +255,38 @@ export function createSharedItemsService({ db, config }: AppDeps) {
    * here than any of these writes (decision 0005, "Sixth pass"). Compiled once per target kind, actor
    * shape and riders: building it with Kysely was a fifth of the request's Node time ("Eighth pass").
    */
-  async function createInOneStatement(actor: Actor, body: CreateSharedItemBody, values: queries.SharedItemValues, { def, id: targetId }: ShareableTarget) {
+  async function createInOneStatement(
+    actor: Actor,
+    body: CreateSharedItemBody,
+    values: queries.SharedItemValues,
+    { def, id: targetId }: ShareableTarget,
+  ) {
     if (!def.viewableSql) return undefined
     const itemId = randomUUID()
     const createdAt = timestampText(new Date())
     const grants = body.entity_permissions
-      ? await planFreshGrants(db, actor, 'sharedItem', itemId, body.entity_permissions, SHARED_ITEM_GRANT_KEYS, createdAt)
+      ? await planFreshGrants(
+          db,
+          actor,
+          'sharedItem',
+          itemId,
+          body.entity_permissions,
+          SHARED_ITEM_GRANT_KEYS,
+          createdAt,
+        )
       : undefined
     if (body.entity_permissions && !grants) return undefined
-    const events = domainEventWrites([...grants?.events ?? [], createdEvent(actor, itemId, values, targetId, body)])
+    const events = domainEventWrites([...(grants?.events ?? []), createdEvent(actor, itemId, values, targetId, body)])
     if (!events) return undefined
     const base: ShapedBase<CreateValues> = {
       build: createBuild(def),
-      values: { actor, targetId, item: queries.sharedItemInsert(values, itemId), ...grants ? { grants: grants.columns } : {}, events },
+      values: {
+        actor,
+        targetId,
+        item: queries.sharedItemInsert(values, itemId),
+        ...(grants ? { grants: grants.columns } : {}),
+        events,
+      },
       key: `create ${def.alias} ${actorShape(actor)} ${grants ? 'grants' : 'no-grants'} ${eventWritesKey(events)}`,
     }
     return findResource(ctx(actor), sharedItemResource, base, {})
@@ -188,11 +298,17 @@ export function createSharedItemsService({ db, config }: AppDeps) {
     const problems = new FieldErrorCollector()
     const typeDef = sharedItemType(body.type)
     if (!typeDef) problems.add('type', `must be one of: ${SHARED_ITEM_TYPE_NAMES.join(', ')}`)
-    const itemConfig = typeDef ? completeConfig(typeDef, body.config as Record<string, unknown> | undefined, problems) : {}
+    const itemConfig = typeDef
+      ? completeConfig(typeDef, body.config as Record<string, unknown> | undefined, problems)
+      : {}
     const target = parseShareable(body.type, body.targetable_type, body.targetable_id, problems)
     const valuesFor = ({ id }: ShareableTarget): queries.SharedItemValues => ({
-      user_id: actor.userId, type: body.type, redirect_type: body.redirect_type ?? typeDef!.defaultRedirectType,
-      targetable_type: body.targetable_type, targetable_id: String(id), config: itemConfig,
+      user_id: actor.userId,
+      type: body.type,
+      redirect_type: body.redirect_type ?? typeDef!.defaultRedirectType,
+      targetable_type: body.targetable_type,
+      targetable_id: String(id),
+      config: itemConfig,
     })
     if (target && problems.isEmpty) {
       const item = await createInOneStatement(actor, body, valuesFor(target), target)
@@ -209,18 +325,28 @@ export function createSharedItemsService({ db, config }: AppDeps) {
       // inserted only if the actor may share the target, and presented, in one statement (what a read
       // after the commit would show: no default relations); when nothing was inserted, the checks say why
       const onlyIfShareable = def.viewableSql?.(trx, actor, targetId)
-      const insertPresented = (insert: ReturnType<typeof queries.insertSharedItem>) => findResource(ctx(actor, trx), sharedItemResource, insert, {})
-      let item = onlyIfShareable && await insertPresented(queries.insertSharedItem(trx, actor.tenantId, queries.sharedItemInsert(values), onlyIfShareable))
+      const insertPresented = (insert: ReturnType<typeof queries.insertSharedItem>) =>
+        findResource(ctx(actor, trx), sharedItemResource, insert, {})
+      let item =
+        onlyIfShareable &&
+        (await insertPresented(
+          queries.insertSharedItem(trx, actor.tenantId, queries.sharedItemInsert(values), onlyIfShareable),
+        ))
       if (!item) {
         await requireShareable(trx, actor, target!, problems)
-        item = await insertPresented(queries.insertSharedItem(trx, actor.tenantId, queries.sharedItemInsert(values), sql<boolean>`true`))
+        item = await insertPresented(
+          queries.insertSharedItem(trx, actor.tenantId, queries.sharedItemInsert(values), sql<boolean>`true`),
+        )
         if (!item) throw new Error('a shared item insert returned no row')
       }
       const itemId = item.id as string
       // the item is new: no reads of it nor of its (no) grants; its grants' events and its own in one insert
       const events: DomainEvent[] = []
       if (body.entity_permissions) {
-        await syncEntityPermissions(trx, actor, 'sharedItem', itemId, body.entity_permissions, { fresh: { allowedKeys: SHARED_ITEM_GRANT_KEYS }, events })
+        await syncEntityPermissions(trx, actor, 'sharedItem', itemId, body.entity_permissions, {
+          fresh: { allowedKeys: SHARED_ITEM_GRANT_KEYS },
+          events,
+        })
       }
       await recordDomainEvents(trx, [...events, createdEvent(actor, itemId, values, targetId, body)])
       return item
@@ -240,7 +366,8 @@ export function createSharedItemsService({ db, config }: AppDeps) {
       const typeDef = sharedItemType(item.type)
       const changes: Parameters<typeof queries.updateSharedItem>[3] = {}
       if (body.redirect_type !== undefined) changes.redirect_type = body.redirect_type
-      if (body.config !== undefined && typeDef) changes.config = completeConfig(typeDef, body.config as Record<string, unknown> | undefined, problems)
+      if (body.config !== undefined && typeDef)
+        changes.config = completeConfig(typeDef, body.config as Record<string, unknown> | undefined, problems)
       problems.throwIfAny()
       const alias = body.targetable_type ?? item.targetable_type
       const rawId = body.targetable_id ?? item.targetable_id
@@ -253,13 +380,23 @@ export function createSharedItemsService({ db, config }: AppDeps) {
       }
       await queries.updateSharedItem(trx, actor.tenantId, id, changes)
       const events: DomainEvent[] = []
-      if (body.entity_permissions) await syncEntityPermissions(trx, actor, 'sharedItem', id, body.entity_permissions, { events })
-      const changed = Object.fromEntries(EVENT_FIELDS.filter((f) => f in changes).map((f) => [f, changes[f as keyof typeof changes]]))
-      await recordDomainEvents(trx, [...events, {
-        type: 'sharedItem.updated', tenantId: actor.tenantId, actorId: actor.userId, subjectType: 'sharedItem', subjectId: id,
-        data: { changes: changed, entity_permissions_replaced: body.entity_permissions !== undefined },
-        audit: diff(item, changes),
-      }])
+      if (body.entity_permissions)
+        await syncEntityPermissions(trx, actor, 'sharedItem', id, body.entity_permissions, { events })
+      const changed = Object.fromEntries(
+        EVENT_FIELDS.filter((f) => f in changes).map((f) => [f, changes[f as keyof typeof changes]]),
+      )
+      await recordDomainEvents(trx, [
+        ...events,
+        {
+          type: 'sharedItem.updated',
+          tenantId: actor.tenantId,
+          actorId: actor.userId,
+          subjectType: 'sharedItem',
+          subjectId: id,
+          data: { changes: changed, entity_permissions_replaced: body.entity_permissions !== undefined },
+          audit: diff(item, changes),
+        },
+      ])
     })
     return present(actor, id)
   }
@@ -271,7 +408,12 @@ export function createSharedItemsService({ db, config }: AppDeps) {
       const deletedAt = await queries.setSharedItemDeleted(trx, actor.tenantId, id, true)
       if (deletedAt === false) return
       await recordDomainEvent(trx, {
-        type: 'sharedItem.deleted', tenantId: actor.tenantId, actorId: actor.userId, subjectType: 'sharedItem', subjectId: id, data: { soft: true },
+        type: 'sharedItem.deleted',
+        tenantId: actor.tenantId,
+        actorId: actor.userId,
+        subjectType: 'sharedItem',
+        subjectId: id,
+        data: { soft: true },
         audit: { deleted_at: [null, deletedAt] },
       })
     })
@@ -283,7 +425,11 @@ export function createSharedItemsService({ db, config }: AppDeps) {
       const item = await requireAdministrable(trx, actor, id)
       if ((await queries.setSharedItemDeleted(trx, actor.tenantId, id, false)) === false) return
       await recordDomainEvent(trx, {
-        type: 'sharedItem.updated', tenantId: actor.tenantId, actorId: actor.userId, subjectType: 'sharedItem', subjectId: id,
+        type: 'sharedItem.updated',
+        tenantId: actor.tenantId,
+        actorId: actor.userId,
+        subjectType: 'sharedItem',
+        subjectId: id,
         data: { changes: { deleted_at: null }, restored: true },
         audit: diff(item, { deleted_at: null }),
       })
@@ -292,7 +438,14 @@ export function createSharedItemsService({ db, config }: AppDeps) {
   }
 
   return {
-    listSharedItems, getSharedItem, listAdministrableSharedItems, getAdministrableSharedItem,
-    createSharedItem, updateSharedItem, deleteSharedItem, restoreSharedItem, listAccesses,
+    listSharedItems,
+    getSharedItem,
+    listAdministrableSharedItems,
+    getAdministrableSharedItem,
+    createSharedItem,
+    updateSharedItem,
+    deleteSharedItem,
+    restoreSharedItem,
+    listAccesses,
   }
 }

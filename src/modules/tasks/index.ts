@@ -14,8 +14,14 @@ registerFolderReference('task_executions', 'folder_id')
 
 export const tasksModule: AppModule = {
   name: 'tasks',
-  routes: (app, { db, config }) => contentRoutes(app, taskExecutions, {
-    db, tag: 'tasks', collection: '/api/tasks/executions', item: '/api/tasks/executions/:id', bodies: taskExecutionBodies,
-    operations: ['list', 'show', 'create', 'update', 'delete'], grantTokens: grantTokenActorFor(config.baseUrl),
-  }),
+  routes: (app, { db, config }) =>
+    contentRoutes(app, taskExecutions, {
+      db,
+      tag: 'tasks',
+      collection: '/api/tasks/executions',
+      item: '/api/tasks/executions/:id',
+      bodies: taskExecutionBodies,
+      operations: ['list', 'show', 'create', 'update', 'delete'],
+      grantTokens: grantTokenActorFor(config.baseUrl),
+    }),
 }

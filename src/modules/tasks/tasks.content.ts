@@ -11,14 +11,22 @@ export const taskExecutions = defineContent({
   module: 'tasks',
   label: 'Task execution',
   titleColumn: 'title',
-  fields: { title: { type: 'string' }, folder_id: { type: 'id' }, due_at: { type: 'timestamp' }, done_at: { type: 'timestamp' } },
+  fields: {
+    title: { type: 'string' },
+    folder_id: { type: 'id' },
+    due_at: { type: 'timestamp' },
+    done_at: { type: 'timestamp' },
+  },
   folder: { column: 'folder_id', type: 'taskTemplate', module: 'taskTemplates', visibleSql: folderIdVisibleSql },
   appPath: (row) => `/tasks/executions/${row.id}`,
 })
 
-export const taskExecutionBodies = contentBodies({
-  title: Type.String({ minLength: 1, maxLength: 255 }),
-  folder_id: Nullable(IdSchema),
-  due_at: Nullable(TimestampInputSchema),
-  done_at: Nullable(TimestampInputSchema),
-}, ['title'])
+export const taskExecutionBodies = contentBodies(
+  {
+    title: Type.String({ minLength: 1, maxLength: 255 }),
+    folder_id: Nullable(IdSchema),
+    due_at: Nullable(TimestampInputSchema),
+    done_at: Nullable(TimestampInputSchema),
+  },
+  ['title'],
+)

@@ -12,7 +12,12 @@ function pngChunk(type: string, data: Buffer): Buffer {
 }
 
 /** A `width`×`height` RGB PNG with a diagonal gradient from `from` to `to`. */
-export function gradientPng(width: number, height: number, from: [number, number, number], to: [number, number, number]): Buffer {
+export function gradientPng(
+  width: number,
+  height: number,
+  from: [number, number, number],
+  to: [number, number, number],
+): Buffer {
   const header = Buffer.alloc(13)
   header.writeUInt32BE(width, 0)
   header.writeUInt32BE(height, 4)
@@ -36,7 +41,9 @@ export function gradientPng(width: number, height: number, from: [number, number
 /** A one-page PDF showing `lines` (Helvetica), with a correct cross-reference table. */
 export function textPdf(lines: string[]): Buffer {
   const escape = (text: string) => text.replace(/[\\()]/g, (c) => `\\${c}`).replace(/[^\x20-\x7e]/g, '?')
-  const stream = ['BT', '/F1 18 Tf', '72 770 Td', '24 TL', ...lines.map((line) => `(${escape(line)}) '`), 'ET'].join('\n')
+  const stream = ['BT', '/F1 18 Tf', '72 770 Td', '24 TL', ...lines.map((line) => `(${escape(line)}) '`), 'ET'].join(
+    '\n',
+  )
   const objects = [
     '<< /Type /Catalog /Pages 2 0 R >>',
     '<< /Type /Pages /Kids [3 0 R] /Count 1 >>',

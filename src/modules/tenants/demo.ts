@@ -38,40 +38,75 @@ export async function ensureDemoTenant(db: Db, options: DemoOptions): Promise<De
     // every tenant-owned table cascades from tenants
     await db.deleteFrom('tenants').where('id', '=', existing.id).execute()
   }
-  const created = await createTenant(db, { slug: DEMO_SLUG, name: 'Demo Company', adminUsername: 'admin', tokenTtlDays: options.tokenTtlDays })
+  const created = await createTenant(db, {
+    slug: DEMO_SLUG,
+    name: 'Demo Company',
+    adminUsername: 'admin',
+    tokenTtlDays: options.tokenTtlDays,
+  })
   const tenantId = created.tenant.id
   await markDemo(db, tenantId, 'seeding')
   const employeePassword = await hashPassword(created.password)
   const people = await db.transaction().execute(async (trx) => {
-    const names = [['anna', 'Anna', 'Schmidt'], ['ben', 'Ben', 'Miller'], ['chloe', 'Chloé', 'Dubois'], ['deniz', 'Deniz', 'Yılmaz']] as const
+    const names = [
+      ['anna', 'Anna', 'Schmidt'],
+      ['ben', 'Ben', 'Miller'],
+      ['chloe', 'Chloé', 'Dubois'],
+      ['deniz', 'Deniz', 'Yılmaz'],
+    ] as const
     const users: Record<string, number> = {}
     for (const [username, first, last] of names) {
-      users[username] = (await insertUser(trx, {
-        tenant_id: tenantId, username, password_hash: employeePassword, first_name: first, last_name: last,
-        role_id: created.roles.employeeId, lang_id: username === 'anna' || username === 'deniz' ? 'de-DE' : 'en-US',
-      })).id
+      users[username] = (
+        await insertUser(trx, {
+          tenant_id: tenantId,
+          username,
+          password_hash: employeePassword,
+          first_name: first,
+          last_name: last,
+          role_id: created.roles.employeeId,
+          lang_id: username === 'anna' || username === 'deniz' ? 'de-DE' : 'en-US',
+        })
+      ).id
     }
-    const [store, warehouse] = await trx.insertInto('departments')
-      .values([{ tenant_id: tenantId, name: 'Store Berlin' }, { tenant_id: tenantId, name: 'Warehouse' }])
-      .returning('id').execute()
-    await trx.insertInto('department_users').values([
-      { tenant_id: tenantId, department_id: store.id, user_id: users.anna },
-      { tenant_id: tenantId, department_id: store.id, user_id: users.ben },
-      { tenant_id: tenantId, department_id: warehouse.id, user_id: users.chloe },
-      { tenant_id: tenantId, department_id: warehouse.id, user_id: users.deniz },
-    ]).execute()
-    return { users: users as Record<'anna' | 'ben' | 'chloe' | 'deniz', number>, departments: { store: store.id, warehouse: warehouse.id } }
+    const [store, warehouse] = await trx
+      .insertInto('departments')
+      .values([
+        { tenant_id: tenantId, name: 'Store Berlin' },
+        { tenant_id: tenantId, name: 'Warehouse' },
+      ])
+      .returning('id')
+      .execute()
+    await trx
+      .insertInto('department_users')
+      .values([
+        { tenant_id: tenantId, department_id: store.id, user_id: users.anna },
+        { tenant_id: tenantId, department_id: store.id, user_id: users.ben },
+        { tenant_id: tenantId, department_id: warehouse.id, user_id: users.chloe },
+        { tenant_id: tenantId, department_id: warehouse.id, user_id: users.deniz },
+      ])
+      .execute()
+    return {
+      users: users as Record<'anna' | 'ben' | 'chloe' | 'deniz', number>,
+      departments: { store: store.id, warehouse: warehouse.id },
+    }
   })
   const content = await createDemoContent(db, options.api, {
-    tenantId, adminId: created.admin.id, adminToken: created.token, password: created.password, ...people,
+    tenantId,
+    adminId: created.admin.id,
+    adminToken: created.token,
+    password: created.password,
+    ...people,
   })
   await markDemo(db, tenantId, 'complete')
   return { created: true, password: created.password, openSharedItemId: content.openSharedItemId }
 }
 
 async function markDemo(db: Db, tenantId: number, state: 'seeding' | 'complete'): Promise<void> {
-  await db.updateTable('tenants').set({ settings: sql`settings || ${JSON.stringify({ demo: state })}::jsonb` as never })
-    .where('id', '=', tenantId).execute()
+  await db
+    .updateTable('tenants')
+    .set({ settings: sql`settings || ${JSON.stringify({ demo: state })}::jsonb` as never })
+    .where('id', '=', tenantId)
+    .execute()
 }
 
 /** The ready-to-paste requests printed after the demo is created. */
@@ -81,7 +116,7 @@ export function demoInstructions(baseUrl: string, demo: DemoResult): string[] {
   return [
     'Created the demo tenant (printed once):',
     `  tenant: ${DEMO_SLUG}   username: admin   password: ${demo.password}   (employees anna, ben, chloe, deniz: same password)`,
-    'Try it (log in as an employee, list unread notifications, open a shared item\'s stable URL):',
+    "Try it (log in as an employee, list unread notifications, open a shared item's stable URL):",
     `  TOKEN=$(curl -s -X POST ${baseUrl}/api/auth/login -H 'content-type: application/json' -d '${login}' | node -pe 'JSON.parse(require("fs").readFileSync(0)).access_token')`,
     `  curl -s -g '${baseUrl}/api/notifications?filter[read_at][null]=true&selects=id,type,data,created_at' -H "authorization: Bearer $TOKEN"`,
     `  curl -s -o /dev/null -w '%{http_code} %{redirect_url}\\n' ${baseUrl}/shared/${demo.openSharedItemId} -H "authorization: Bearer $TOKEN"`,

@@ -34,11 +34,16 @@ export async function createTenant(db: Db, input: CreateTenantInput): Promise<Cr
   const passwordHash = await hashPassword(password)
   try {
     return await db.transaction().execute(async (trx) => {
-      const tenant = await trx.insertInto('tenants').values({ slug: input.slug, name: input.name ?? input.slug })
-        .returning(['id', 'slug']).executeTakeFirstOrThrow()
-      const roles = await trx.insertInto('roles')
+      const tenant = await trx
+        .insertInto('tenants')
+        .values({ slug: input.slug, name: input.name ?? input.slug })
+        .returning(['id', 'slug'])
+        .executeTakeFirstOrThrow()
+      const roles = await trx
+        .insertInto('roles')
         .values(DEFAULT_ROLES.map((r) => ({ tenant_id: tenant.id, name: r.name, permissions: [...r.permissions] })))
-        .returning(['id', 'name']).execute()
+        .returning(['id', 'name'])
+        .execute()
       const administratorId = roles.find((r) => r.name === 'Administrator')!.id
       const employeeId = roles.find((r) => r.name === 'Employee')!.id
       await insertDefaultNotificationSettings(trx, tenant.id)
@@ -55,7 +60,8 @@ export async function createTenant(db: Db, input: CreateTenantInput): Promise<Cr
       return { tenant, admin, token, password, roles: { administratorId, employeeId } }
     })
   } catch (error) {
-    if (isUniqueViolation(error, 'tenants_slug_key')) throw new AppError(409, 'tenant_exists', `Tenant "${input.slug}" already exists`)
+    if (isUniqueViolation(error, 'tenants_slug_key'))
+      throw new AppError(409, 'tenant_exists', `Tenant "${input.slug}" already exists`)
     throw error
   }
 }

@@ -15,7 +15,15 @@ import type { UploadedFile } from '../../platform/http/multipart.js'
 import type { FileStorage } from '../../platform/storage/file-storage.js'
 import * as queries from './users.queries.js'
 import { checkUserInput, DATE_KEYS, loadRuleContext, normalizeDate } from './users.rules.js'
-import { CSV_MAX_ROWS, IMPORTABLE_KEYS, TEMPLATE_KEYS, userInputFields, type ImportableKey, type ImportCsvBody, type UserInput } from './users.schemas.js'
+import {
+  CSV_MAX_ROWS,
+  IMPORTABLE_KEYS,
+  TEMPLATE_KEYS,
+  userInputFields,
+  type ImportableKey,
+  type ImportCsvBody,
+  type UserInput,
+} from './users.schemas.js'
 
 export type UsersImportService = ReturnType<typeof createUsersImportService>
 
@@ -72,7 +80,9 @@ function mapHeader(header: string[], body: ImportCsvBody): Map<number, Importabl
   const columns = new Map<number, ImportableKey>()
   const seen = new Set<ImportableKey>()
   header.forEach((name, index) => {
-    const key = remapped.get(name) ?? (IMPORTABLE_KEYS.includes(name as ImportableKey) && !remapped.has(name) ? (name as ImportableKey) : undefined)
+    const key =
+      remapped.get(name) ??
+      (IMPORTABLE_KEYS.includes(name as ImportableKey) && !remapped.has(name) ? (name as ImportableKey) : undefined)
     if (!key) problems.add('user_data_csv', `unknown column "${name}"`)
     else if (seen.has(key)) problems.add('user_data_csv', `column for "${key}" appears more than once`)
     else {
@@ -100,12 +110,14 @@ function cellValue(key: ImportableKey, raw: string, whitespaceToNull: boolean): 
     return new Error('must be a boolean (1/0/true/false/yes/no)')
   }
   if (key === 'role_id') return /^\d{1,15}$/.test(value) ? Number(value) : new Error('must be an integer')
-  if ((DATE_KEYS as readonly string[]).includes(key)) return normalizeDate(value) ?? new Error('must be a valid date (YYYY-MM-DD or DD.MM.YYYY)')
+  if ((DATE_KEYS as readonly string[]).includes(key))
+    return normalizeDate(value) ?? new Error('must be a valid date (YYYY-MM-DD or DD.MM.YYYY)')
   return key === 'password' ? raw : value
 }
 
 /** A random password for a new user whose row left it empty (at least 16 characters). */
-const generatePassword = (minLength: number) => randomBytes(Math.max(18, Math.ceil(minLength * 0.75))).toString('base64url')
+const generatePassword = (minLength: number) =>
+  randomBytes(Math.max(18, Math.ceil(minLength * 0.75))).toString('base64url')
 
 /** Parses the records of the CSV text; each with its line number (header = 1). */
 function parseRecords(text: string): Array<{ cells: string[]; line: number }> {
@@ -120,7 +132,10 @@ function parseRecords(text: string): Array<{ cells: string[]; line: number }> {
       to: CSV_MAX_ROWS + 2,
     }) as unknown as Array<{ record: string[]; info: { lines: number } }>
     // info.lines is the line a record ends on; quoted newlines move its first line up
-    return records.map(({ record, info }) => ({ cells: record, line: info.lines - record.reduce((n, c) => n + (c.match(/\n/g)?.length ?? 0), 0) }))
+    return records.map(({ record, info }) => ({
+      cells: record,
+      line: info.lines - record.reduce((n, c) => n + (c.match(/\n/g)?.length ?? 0), 0),
+    }))
   } catch (error) {
     if (error instanceof CsvError) throw csvProblem(`could not be parsed: ${error.message}`)
     throw error
@@ -144,29 +159,42 @@ export function createUsersImportService({ db }: AppDeps, storage: FileStorage) 
     const text = await readCsvText(await fs.readFile(storage.path(upload.area, upload.name)))
     const [headerRecord, ...records] = parseRecords(text)
     if (records.length > CSV_MAX_ROWS) throw csvProblem(`has more than ${CSV_MAX_ROWS} data rows`)
-    const columns = mapHeader(headerRecord.cells.map((h) => h.trim()), body)
+    const columns = mapHeader(
+      headerRecord.cells.map((h) => h.trim()),
+      body,
+    )
 
     const problems = new FieldErrorCollector()
     const rows: ParsedRow[] = []
     const firstLine = new Map<string, number>()
     for (const { cells, line } of records) {
       const prefix = `rows.${line}.`
-      if (cells.length !== headerRecord.cells.length) problems.add(`rows.${line}`, `has ${cells.length} cells, the header has ${headerRecord.cells.length}`)
+      if (cells.length !== headerRecord.cells.length)
+        problems.add(`rows.${line}`, `has ${cells.length} cells, the header has ${headerRecord.cells.length}`)
       const input: Record<string, unknown> = {}
       columns.forEach((key, index) => {
         const value = cellValue(key, cells[index] ?? '', body.whitespace_to_null === true)
         if (value instanceof Error) problems.add(prefix + key, value.message)
         else if (value !== undefined) input[key] = value
       })
-      if (!checkRow(input)) for (const [key, messages] of Object.entries(validationErrors(checkRow.errors ?? []))) messages.forEach((m) => problems.add(prefix + key, m))
+      if (!checkRow(input))
+        for (const [key, messages] of Object.entries(validationErrors(checkRow.errors ?? [])))
+          messages.forEach((m) => problems.add(prefix + key, m))
       const name = typeof input.username === 'string' ? input.username.toLowerCase() : ''
-      if (name && firstLine.has(name)) problems.add(`${prefix}username`, `appears more than once in the file (first on line ${firstLine.get(name)})`)
+      if (name && firstLine.has(name))
+        problems.add(`${prefix}username`, `appears more than once in the file (first on line ${firstLine.get(name)})`)
       else if (name) firstLine.set(name, line)
       rows.push({ line, input: input as UserInput })
     }
 
-    const existing = new Map((await queries.findUsersByUsernames(db, actor.tenantId, [...firstLine.keys()])).map((u) => [u.key, u]))
-    const rules = await loadRuleContext(db, actor.tenantId, rows.map((r) => r.input.role_id))
+    const existing = new Map(
+      (await queries.findUsersByUsernames(db, actor.tenantId, [...firstLine.keys()])).map((u) => [u.key, u]),
+    )
+    const rules = await loadRuleContext(
+      db,
+      actor.tenantId,
+      rows.map((r) => r.input.role_id),
+    )
     const newUsers: Array<Record<string, unknown>> = []
     const updateUsers: Array<Record<string, unknown>> = []
     for (const { line, input } of rows) {
@@ -181,16 +209,25 @@ export function createUsersImportService({ db }: AppDeps, storage: FileStorage) 
       } else {
         checkUserInput(input, undefined, rules, problems, prefix)
         const group = input.group_account === true
-        newUsers.push(present({
-          username: input.username, password: input.password ?? generatePassword(rules.passwordMinLength),
-          first_name: group ? '' : (input.first_name ?? ''), last_name: group ? '' : (input.last_name ?? ''),
-          role_id: input.role_id, lang_id: input.lang_id ?? null, ...omit(input, ['username', 'password', 'first_name', 'last_name', 'role_id', 'lang_id']),
-        }))
+        newUsers.push(
+          present({
+            username: input.username,
+            password: input.password ?? generatePassword(rules.passwordMinLength),
+            first_name: group ? '' : (input.first_name ?? ''),
+            last_name: group ? '' : (input.last_name ?? ''),
+            role_id: input.role_id,
+            lang_id: input.lang_id ?? null,
+            ...omit(input, ['username', 'password', 'first_name', 'last_name', 'role_id', 'lang_id']),
+          }),
+        )
       }
     }
     problems.throwIfAny('The CSV has invalid rows')
 
-    const deleteUsers = body.delete_users === true ? await queries.selectUsersAbsentFrom(db, actor.tenantId, [...firstLine.keys()], actor.userId) : []
+    const deleteUsers =
+      body.delete_users === true
+        ? await queries.selectUsersAbsentFrom(db, actor.tenantId, [...firstLine.keys()], actor.userId)
+        : []
     return { new_users: newUsers, update_users: updateUsers, delete_users: deleteUsers }
   }
 

@@ -19,13 +19,28 @@ export type UsersLifecycleService = ReturnType<typeof createUsersLifecycleServic
 
 /** Every personal column black-out clears (contract 10), besides username, names, password and picture. */
 const PERSONAL_COLUMNS = [
-  'street', 'zipcode', 'city', 'email', 'phone', 'birthdate', 'gender', 'entering_date', 'leaving_date', 'staff_number', 'default_route',
+  'street',
+  'zipcode',
+  'city',
+  'email',
+  'phone',
+  'birthdate',
+  'gender',
+  'entering_date',
+  'leaving_date',
+  'staff_number',
+  'default_route',
 ] as const
 
 export function createUsersLifecycleService(deps: AppDeps, pictures: ProfilePictures) {
   const { db } = deps
-  const event = (actor: Actor, type: string, id: number) =>
-    ({ type, tenantId: actor.tenantId, actorId: actor.userId, subjectType: 'user', subjectId: id })
+  const event = (actor: Actor, type: string, id: number) => ({
+    type,
+    tenantId: actor.tenantId,
+    actorId: actor.userId,
+    subjectType: 'user',
+    subjectId: id,
+  })
 
   /** Marks a user for logout: their existing tokens stop working. Self unless protected, else `users.administrate`. */
   async function logoutUser(actor: Actor, id: number) {
@@ -34,11 +49,14 @@ export function createUsersLifecycleService(deps: AppDeps, pictures: ProfilePict
     return db.transaction().execute(async (trx) => {
       const user = await queries.findUserState(trx, actor.tenantId, id, { forUpdate: true })
       if (!user || user.deleted_at !== null) throw notFound('User')
-      if (self && user.prevent_logout) throw forbidden('This account is protected from logging itself out', 'logout_prevented')
+      if (self && user.prevent_logout)
+        throw forbidden('This account is protected from logging itself out', 'logout_prevented')
       // clock_timestamp(): tokens issued later in this same transaction must stay valid. Read first and
       // passed as a value: Citus refuses volatile functions in an UPDATE, and evaluates the
       // clock_timestamp() of a token INSERT on the coordinator, as this select is
-      const { rows: [mark] } = await sql<{ now: string }>`select clock_timestamp()::text as now`.execute(trx)
+      const {
+        rows: [mark],
+      } = await sql<{ now: string }>`select clock_timestamp()::text as now`.execute(trx)
       await queries.updateUser(trx, actor.tenantId, id, { logout_requested_at: sql`${mark.now}::timestamptz` as never })
       await deleteUserSubscriptions(trx, actor.tenantId, id)
       await recordDomainEvent(trx, event(actor, 'user.loggedOut', id))
@@ -57,7 +75,10 @@ export function createUsersLifecycleService(deps: AppDeps, pictures: ProfilePict
       await revokeUserTokens(trx, actor.tenantId, id)
       await deleteUserSubscriptions(trx, actor.tenantId, id)
       const deleted = await queries.findUserState(trx, actor.tenantId, id)
-      await recordDomainEvent(trx, { ...event(actor, 'user.deleted', id), audit: diff(user, { deleted_at: deleted?.deleted_at }) })
+      await recordDomainEvent(trx, {
+        ...event(actor, 'user.deleted', id),
+        audit: diff(user, { deleted_at: deleted?.deleted_at }),
+      })
     })
     return null
   }
@@ -78,8 +99,14 @@ export function createUsersLifecycleService(deps: AppDeps, pictures: ProfilePict
       if (!user) throw notFound('User')
       if (user.blacked_out_at !== null) throw new AppError(422, 'blacked_out', 'A blacked-out user cannot be restored')
       if (user.deleted_at === null) throw new AppError(422, 'not_deleted', 'This user is not deleted')
-      await queries.updateUser(trx, actor.tenantId, id, { deleted_at: null, ...(body.role_id !== undefined ? { role_id: body.role_id } : {}) })
-      await recordDomainEvent(trx, { ...event(actor, 'user.restored', id), audit: diff(user, { deleted_at: null, role_id: body.role_id }) })
+      await queries.updateUser(trx, actor.tenantId, id, {
+        deleted_at: null,
+        ...(body.role_id !== undefined ? { role_id: body.role_id } : {}),
+      })
+      await recordDomainEvent(trx, {
+        ...event(actor, 'user.restored', id),
+        audit: diff(user, { deleted_at: null, role_id: body.role_id }),
+      })
       return presentBasicUser(deps, actor, id, trx)
     })
   }
@@ -94,7 +121,8 @@ export function createUsersLifecycleService(deps: AppDeps, pictures: ProfilePict
     const { result, picture } = await db.transaction().execute(async (trx) => {
       const user = await queries.findUserState(trx, actor.tenantId, id, { forUpdate: true })
       if (!user) throw notFound('User')
-      if (user.blacked_out_at !== null) throw new AppError(422, 'already_blacked_out', 'This user is already blacked out')
+      if (user.blacked_out_at !== null)
+        throw new AppError(422, 'already_blacked_out', 'This user is already blacked out')
       await queries.updateUser(trx, actor.tenantId, id, {
         ...Object.fromEntries(PERSONAL_COLUMNS.map((c) => [c, null])),
         username: `blackout-${randomBytes(8).toString('hex')}`,

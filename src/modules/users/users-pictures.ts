@@ -3,7 +3,12 @@ import type { FileStorage } from '../../platform/storage/file-storage.js'
 import type { UploadedFile } from '../../platform/http/multipart.js'
 
 /** Accepted picture types, detected by magic bytes (never the client's claim); SVG and HTML never match. */
-const PICTURE_TYPES = new Map([['image/jpeg', 'jpg'], ['image/png', 'png'], ['image/gif', 'gif'], ['image/webp', 'webp']])
+const PICTURE_TYPES = new Map([
+  ['image/jpeg', 'jpg'],
+  ['image/png', 'png'],
+  ['image/gif', 'gif'],
+  ['image/webp', 'webp'],
+])
 
 export type ProfilePictures = ReturnType<typeof createProfilePictures>
 
@@ -42,6 +47,9 @@ export function createProfilePictures(storage: FileStorage) {
 /** `inline; filename="…"; filename*=UTF-8''…` that no file name can break (quotes, CR/LF, non-Latin). */
 export function inlineDisposition(fileName: string): string {
   const ascii = fileName.replace(/[^\x20-\x7e]|["\\]/g, '_')
-  const encoded = encodeURIComponent(fileName).replace(/['()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`)
+  const encoded = encodeURIComponent(fileName).replace(
+    /['()*]/g,
+    (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`,
+  )
   return `inline; filename="${ascii}"; filename*=UTF-8''${encoded}`
 }

@@ -17,7 +17,14 @@ export async function deriveActiveForAllTenants({ db }: Pick<AppDeps, 'db'>): Pr
     changed += await db.transaction().execute(async (trx) => {
       const ids = await queries.rederiveActive(trx, tenantId)
       for (const id of ids) {
-        await recordDomainEvent(trx, { type: 'user.updated', tenantId, actorId: null, subjectType: 'user', subjectId: id, data: { changed: ['active'] } })
+        await recordDomainEvent(trx, {
+          type: 'user.updated',
+          tenantId,
+          actorId: null,
+          subjectType: 'user',
+          subjectId: id,
+          data: { changed: ['active'] },
+        })
       }
       return ids.length
     })

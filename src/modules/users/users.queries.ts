@@ -11,7 +11,12 @@ export function insertUser(db: Db, values: Insertable<UsersTable>) {
 
 /** One user (deleted ones included) presented per the parsed selects/relations; undefined when absent. */
 export async function findPresentedUser(ctx: QueryContext, userId: number, parsed: ParsedQuery) {
-  const query = applySelects(ctx.db.selectFrom('users as u').where('u.tenant_id', '=', ctx.tenantId).where('u.id', '=', userId), userResource, parsed, ctx.tenantId)
+  const query = applySelects(
+    ctx.db.selectFrom('users as u').where('u.tenant_id', '=', ctx.tenantId).where('u.id', '=', userId),
+    userResource,
+    parsed,
+    ctx.tenantId,
+  )
   const row = await query.executeTakeFirst()
   if (!row) return undefined
   const [item] = await presentRows(userResource, parsed, [row as Record<string, unknown>], ctx)
@@ -22,9 +27,33 @@ export async function findPresentedUser(ctx: QueryContext, userId: number, parse
 export const selectUsers = (db: Db, tenantId: number) => db.selectFrom('users as u').where('u.tenant_id', '=', tenantId)
 
 const stateColumns = [
-  'id', 'username', 'password_hash', 'first_name', 'last_name', 'active', 'active_derived', 'group_account', 'role_id', 'lang_id',
-  'profile_picture', 'street', 'zipcode', 'city', 'email', 'phone', 'birthdate', 'gender', 'entering_date', 'leaving_date',
-  'staff_number', 'wants_email_notifications', 'default_route', 'prevent_logout', 'password_change_required', 'deleted_at', 'blacked_out_at',
+  'id',
+  'username',
+  'password_hash',
+  'first_name',
+  'last_name',
+  'active',
+  'active_derived',
+  'group_account',
+  'role_id',
+  'lang_id',
+  'profile_picture',
+  'street',
+  'zipcode',
+  'city',
+  'email',
+  'phone',
+  'birthdate',
+  'gender',
+  'entering_date',
+  'leaving_date',
+  'staff_number',
+  'wants_email_notifications',
+  'default_route',
+  'prevent_logout',
+  'password_change_required',
+  'deleted_at',
+  'blacked_out_at',
 ] as const
 
 /** Every stored column a rule may compare against (deleted users included); `forUpdate` locks the row. */
@@ -36,14 +65,24 @@ export function findUserState(db: Db, tenantId: number, id: number, { forUpdate 
 export type UserState = NonNullable<Awaited<ReturnType<typeof findUserState>>>
 
 export function updateUser(db: Db, tenantId: number, id: number, values: Updateable<UsersTable>) {
-  return db.updateTable('users').set({ ...values, updated_at: sql`now()` as never })
-    .where('tenant_id', '=', tenantId).where('id', '=', id).returning('id').executeTakeFirst()
+  return db
+    .updateTable('users')
+    .set({ ...values, updated_at: sql`now()` as never })
+    .where('tenant_id', '=', tenantId)
+    .where('id', '=', id)
+    .returning('id')
+    .executeTakeFirst()
 }
 
 /** Role id → active flag for the given ids of the tenant. */
 export async function findRoleStates(db: Db, tenantId: number, ids: number[]): Promise<Map<number, boolean>> {
   if (ids.length === 0) return new Map()
-  const rows = await db.selectFrom('roles').select(['id', 'active']).where('tenant_id', '=', tenantId).where('id', 'in', ids).execute()
+  const rows = await db
+    .selectFrom('roles')
+    .select(['id', 'active'])
+    .where('tenant_id', '=', tenantId)
+    .where('id', 'in', ids)
+    .execute()
   return new Map(rows.map((r) => [r.id, r.active]))
 }
 
@@ -74,28 +113,58 @@ export async function deleteLoginFailures(db: Db, tenantId: number, username: st
   // reference table tenants is sent to a worker, where login_failures does not exist
   const tenant = await db.selectFrom('tenants').select('slug').where('id', '=', tenantId).executeTakeFirst()
   if (!tenant) return
-  await db.deleteFrom('login_failures').where('tenant_slug', '=', tenant.slug).where('username', '=', username.toLowerCase()).execute()
+  await db
+    .deleteFrom('login_failures')
+    .where('tenant_slug', '=', tenant.slug)
+    .where('username', '=', username.toLowerCase())
+    .execute()
 }
 
 /** Users (not blacked out) whose lower-cased username is in `names`. */
 export function findUsersByUsernames(db: Db, tenantId: number, names: string[]) {
   if (names.length === 0) return Promise.resolve([])
-  return db.selectFrom('users')
-    .select(['id', 'username', 'role_id', 'group_account', 'first_name', 'last_name', 'entering_date', 'leaving_date', 'deleted_at', sql<string>`lower(username)`.as('key')])
-    .where('tenant_id', '=', tenantId).where('blacked_out_at', 'is', null)
-    .where(sql<boolean>`lower(username) = any(${names}::text[])`).execute()
+  return db
+    .selectFrom('users')
+    .select([
+      'id',
+      'username',
+      'role_id',
+      'group_account',
+      'first_name',
+      'last_name',
+      'entering_date',
+      'leaving_date',
+      'deleted_at',
+      sql<string>`lower(username)`.as('key'),
+    ])
+    .where('tenant_id', '=', tenantId)
+    .where('blacked_out_at', 'is', null)
+    .where(sql<boolean>`lower(username) = any(${names}::text[])`)
+    .execute()
 }
 
 /** Non-deleted users whose username is not in `names`, except `exceptId` (CSV `delete_users`). */
 export function selectUsersAbsentFrom(db: Db, tenantId: number, names: string[], exceptId: number) {
-  return db.selectFrom('users').select(['id', 'username', 'first_name', 'last_name'])
-    .where('tenant_id', '=', tenantId).where('deleted_at', 'is', null).where('id', '!=', exceptId)
-    .where(sql<boolean>`not (lower(username) = any(${names}::text[]))`).orderBy('id').execute()
+  return db
+    .selectFrom('users')
+    .select(['id', 'username', 'first_name', 'last_name'])
+    .where('tenant_id', '=', tenantId)
+    .where('deleted_at', 'is', null)
+    .where('id', '!=', exceptId)
+    .where(sql<boolean>`not (lower(username) = any(${names}::text[]))`)
+    .orderBy('id')
+    .execute()
 }
 
 /** Tenants that have users whose `active` follows their dates. */
 export async function selectTenantsWithDerivedUsers(db: Db): Promise<number[]> {
-  const rows = await db.selectFrom('users').select('tenant_id').distinct().where('active_derived', '=', true).where('deleted_at', 'is', null).execute()
+  const rows = await db
+    .selectFrom('users')
+    .select('tenant_id')
+    .distinct()
+    .where('active_derived', '=', true)
+    .where('deleted_at', 'is', null)
+    .execute()
   return rows.map((r) => r.tenant_id)
 }
 
@@ -106,9 +175,14 @@ export async function selectTenantsWithDerivedUsers(db: Db): Promise<number[]> {
 export async function rederiveActive(db: Db, tenantId: number): Promise<number[]> {
   // `is true` rather than coalesce(…, false): Citus refuses non-immutable functions (current_date) in COALESCE and CASE
   const derived = sql<boolean>`not ((entering_date > current_date) is true or (leaving_date < current_date) is true)`
-  const rows = await db.updateTable('users').set({ active: derived as never, updated_at: sql`now()` as never })
-    .where('tenant_id', '=', tenantId).where('active_derived', '=', true).where('deleted_at', 'is', null)
+  const rows = await db
+    .updateTable('users')
+    .set({ active: derived as never, updated_at: sql`now()` as never })
+    .where('tenant_id', '=', tenantId)
+    .where('active_derived', '=', true)
+    .where('deleted_at', 'is', null)
     .where(sql<boolean>`active is distinct from ${derived}`)
-    .returning('id').execute()
+    .returning('id')
+    .execute()
   return rows.map((r) => r.id)
 }

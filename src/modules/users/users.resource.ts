@@ -3,7 +3,8 @@ import { invalidField } from '../../platform/http/errors.js'
 import { defineResource, type QueryContext } from '../../platform/query/resource.js'
 
 const extended = (ctx: QueryContext) => ctx.flags?.extendedFields === true
-const fullName = (row: { first_name?: unknown; last_name?: unknown }) => `${row.first_name ?? ''} ${row.last_name ?? ''}`.trim()
+const fullName = (row: { first_name?: unknown; last_name?: unknown }) =>
+  `${row.first_name ?? ''} ${row.last_name ?? ''}`.trim()
 
 /**
  * The text `filter[text]` searches: identical to the expression of the trigram index
@@ -13,7 +14,8 @@ const USER_SEARCH_TEXT = sql`(u.username || chr(31) || u.first_name || ' ' || u.
 
 /** `filter[text]`: case-insensitive substring over username, names, full name, email and staff number. */
 function textFilter(value: unknown): Expression<SqlBool> {
-  if (typeof value !== 'string' || value.length > 255) throw invalidField('filter.text', 'must be a string of at most 255 characters')
+  if (typeof value !== 'string' || value.length > 255)
+    throw invalidField('filter.text', 'must be a string of at most 255 characters')
   // control characters (the column separator among them) can never match; LIKE wildcards are literal
   const term = value.replace(/[\x00-\x1f]/g, '').replace(/[\\%_]/g, (c) => `\\${c}`)
   return sql<SqlBool>`${USER_SEARCH_TEXT} ilike ${`%${term}%`}`
@@ -57,7 +59,10 @@ export const userResource = defineResource<Record<string, any>>({
     profile_picture_url: {
       type: 'string',
       requires: ['id', 'profile_picture'],
-      compute: (row, ctx) => (row.profile_picture ? `${ctx.baseUrl}/users/${row.id}/profile-picture/${encodeURIComponent(row.profile_picture)}` : null),
+      compute: (row, ctx) =>
+        row.profile_picture
+          ? `${ctx.baseUrl}/users/${row.id}/profile-picture/${encodeURIComponent(row.profile_picture)}`
+          : null,
     },
     static_url: { type: 'string', requires: ['id'], compute: (row, ctx) => `${ctx.baseUrl}/api/users/${row.id}` },
     url: { type: 'string', requires: ['id'], compute: (row, ctx) => `${ctx.appUrl}/users/${row.id}` },
@@ -72,8 +77,12 @@ export const userResource = defineResource<Record<string, any>>({
       key: 'role_id',
       many: false,
       load: async (ctx, ids) => {
-        const rows = await ctx.db.selectFrom('roles').select(['id', 'name', 'permissions', 'active', 'folder_id', 'created_at', 'updated_at'])
-          .where('tenant_id', '=', ctx.tenantId).where('id', 'in', ids as number[]).execute()
+        const rows = await ctx.db
+          .selectFrom('roles')
+          .select(['id', 'name', 'permissions', 'active', 'folder_id', 'created_at', 'updated_at'])
+          .where('tenant_id', '=', ctx.tenantId)
+          .where('id', 'in', ids as number[])
+          .execute()
         return new Map(rows.map((r) => [r.id, r]))
       },
     },
@@ -81,7 +90,11 @@ export const userResource = defineResource<Record<string, any>>({
       key: 'lang_id',
       many: false,
       load: async (ctx, ids) => {
-        const rows = await ctx.db.selectFrom('languages').select(['id', 'name']).where('id', 'in', ids as string[]).execute()
+        const rows = await ctx.db
+          .selectFrom('languages')
+          .select(['id', 'name'])
+          .where('id', 'in', ids as string[])
+          .execute()
         return new Map(rows.map((r) => [r.id, r]))
       },
     },
@@ -89,10 +102,24 @@ export const userResource = defineResource<Record<string, any>>({
       key: 'id',
       many: true,
       load: async (ctx, ids) => {
-        const rows = await ctx.db.selectFrom('department_users as du')
-          .innerJoin('departments as d', (j) => j.onRef('d.id', '=', 'du.department_id').onRef('d.tenant_id', '=', 'du.tenant_id'))
-          .select(['du.user_id', 'd.id', 'd.name', 'd.folder_id', 'd.notification_setting_id', 'd.created_at', 'd.updated_at'])
-          .where('du.tenant_id', '=', ctx.tenantId).where('du.user_id', 'in', ids as number[]).orderBy('d.id').execute()
+        const rows = await ctx.db
+          .selectFrom('department_users as du')
+          .innerJoin('departments as d', (j) =>
+            j.onRef('d.id', '=', 'du.department_id').onRef('d.tenant_id', '=', 'du.tenant_id'),
+          )
+          .select([
+            'du.user_id',
+            'd.id',
+            'd.name',
+            'd.folder_id',
+            'd.notification_setting_id',
+            'd.created_at',
+            'd.updated_at',
+          ])
+          .where('du.tenant_id', '=', ctx.tenantId)
+          .where('du.user_id', 'in', ids as number[])
+          .orderBy('d.id')
+          .execute()
         const byUser = new Map<unknown, unknown[]>()
         for (const { user_id, ...department } of rows) byUser.set(user_id, [...(byUser.get(user_id) ?? []), department])
         return byUser
@@ -103,12 +130,26 @@ export const userResource = defineResource<Record<string, any>>({
       key: 'id',
       many: true,
       load: async (ctx, ids) => {
-        const rows = await ctx.db.selectFrom('entity_permissions')
-          .select(['id', 'key', 'permission_entity', 'permission_entity_id', 'target_entity', 'target_entity_id', 'created_at', 'updated_at'])
-          .where('tenant_id', '=', ctx.tenantId).where('permission_entity', '=', 'user').where('permission_entity_id', 'in', ids as number[])
-          .orderBy('id').execute()
+        const rows = await ctx.db
+          .selectFrom('entity_permissions')
+          .select([
+            'id',
+            'key',
+            'permission_entity',
+            'permission_entity_id',
+            'target_entity',
+            'target_entity_id',
+            'created_at',
+            'updated_at',
+          ])
+          .where('tenant_id', '=', ctx.tenantId)
+          .where('permission_entity', '=', 'user')
+          .where('permission_entity_id', 'in', ids as number[])
+          .orderBy('id')
+          .execute()
         const byUser = new Map<unknown, unknown[]>()
-        for (const row of rows) byUser.set(row.permission_entity_id, [...(byUser.get(row.permission_entity_id) ?? []), row])
+        for (const row of rows)
+          byUser.set(row.permission_entity_id, [...(byUser.get(row.permission_entity_id) ?? []), row])
         return byUser
       },
     },

@@ -10,10 +10,16 @@ export interface RuleContext {
   languages: Set<string>
 }
 
-export async function loadRuleContext(db: Db, tenantId: number, roleIds: Array<number | undefined>): Promise<RuleContext> {
+export async function loadRuleContext(
+  db: Db,
+  tenantId: number,
+  roleIds: Array<number | undefined>,
+): Promise<RuleContext> {
   const ids = [...new Set(roleIds.filter((id): id is number => typeof id === 'number'))]
   const [passwordMinLength, roles, languages] = await Promise.all([
-    queries.findPasswordMinLength(db, tenantId), queries.findRoleStates(db, tenantId, ids), queries.findLanguageIds(db),
+    queries.findPasswordMinLength(db, tenantId),
+    queries.findRoleStates(db, tenantId, ids),
+    queries.findLanguageIds(db),
   ])
   return { passwordMinLength, roles, languages }
 }
@@ -31,7 +37,8 @@ export function normalizeDate(value: string): string | undefined {
   if (!parts) return undefined
   const [y, m, d] = parts
   const date = new Date(Date.UTC(y, m - 1, d))
-  if (date.getUTCFullYear() !== y || date.getUTCMonth() !== m - 1 || date.getUTCDate() !== d || y < 1800) return undefined
+  if (date.getUTCFullYear() !== y || date.getUTCMonth() !== m - 1 || date.getUTCDate() !== d || y < 1800)
+    return undefined
   return date.toISOString().slice(0, 10)
 }
 
@@ -39,7 +46,11 @@ export function normalizeDate(value: string): string | undefined {
 export const todayUtc = () => new Date().toISOString().slice(0, 10)
 
 /** Contract 10: inactive when entering_date is in the future or leaving_date in the past. */
-export function deriveActive(enteringDate: string | null | undefined, leavingDate: string | null | undefined, today = todayUtc()): boolean {
+export function deriveActive(
+  enteringDate: string | null | undefined,
+  leavingDate: string | null | undefined,
+  today = todayUtc(),
+): boolean {
   return !((enteringDate && enteringDate.slice(0, 10) > today) || (leavingDate && leavingDate.slice(0, 10) < today))
 }
 
@@ -60,7 +71,13 @@ export interface CurrentUser {
  * personal accounts, password length, existing (and active) role, existing language, real dates.
  * Adds each problem under `prefix + key`; dates are normalized in place.
  */
-export function checkUserInput(input: UserInput, current: CurrentUser | undefined, rules: RuleContext, problems: FieldErrorCollector, prefix = ''): void {
+export function checkUserInput(
+  input: UserInput,
+  current: CurrentUser | undefined,
+  rules: RuleContext,
+  problems: FieldErrorCollector,
+  prefix = '',
+): void {
   const groupAccount = input.group_account ?? current?.group_account ?? false
   if (!groupAccount) {
     for (const key of ['first_name', 'last_name'] as const) {
@@ -88,7 +105,13 @@ export function checkUserInput(input: UserInput, current: CurrentUser | undefine
   }
   const entering = input.entering_date !== undefined ? input.entering_date : current?.entering_date
   const leaving = input.leaving_date !== undefined ? input.leaving_date : current?.leaving_date
-  if (entering && leaving && normalizeDate(leaving) && normalizeDate(entering) && normalizeDate(leaving)! < normalizeDate(entering)!) {
+  if (
+    entering &&
+    leaving &&
+    normalizeDate(leaving) &&
+    normalizeDate(entering) &&
+    normalizeDate(leaving)! < normalizeDate(entering)!
+  ) {
     problems.add(`${prefix}leaving_date`, 'must not be before entering_date')
   }
 }

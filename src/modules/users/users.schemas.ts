@@ -1,5 +1,12 @@
 import { Type, type Static } from 'typebox'
-import { Envelope, EXPECTED, IdSchema, Nullable, NullableTimestampSchema, TimestampSchema } from '../../platform/http/schemas.js'
+import {
+  Envelope,
+  EXPECTED,
+  IdSchema,
+  Nullable,
+  NullableTimestampSchema,
+  TimestampSchema,
+} from '../../platform/http/schemas.js'
 
 const Opt = Type.Optional
 
@@ -36,7 +43,9 @@ export const UserSchema = Type.Object(
     profile_picture_url: Opt(Nullable(Type.String())),
     static_url: Opt(Type.String()),
     url: Opt(Type.String()),
-    url_context: Opt(Type.Object({ type: Type.String(), id: Type.Integer(), title: Type.String(), url: Type.String() })),
+    url_context: Opt(
+      Type.Object({ type: Type.String(), id: Type.Integer(), title: Type.String(), url: Type.String() }),
+    ),
     role: Opt(Nullable(Type.Object({}, { additionalProperties: true }))),
     language: Opt(Nullable(Type.Object({ id: Type.String(), name: Type.String() }))),
     departments: Opt(Type.Array(Type.Object({}, { additionalProperties: true }))),
@@ -49,8 +58,20 @@ export type User = Static<typeof UserSchema>
 
 /** The basic fields of a user embedded elsewhere (login answer, relations). */
 export const BASIC_USER_FIELDS = [
-  'id', 'username', 'first_name', 'last_name', 'full_name', 'active', 'group_account', 'role_id', 'lang_id',
-  'profile_picture', 'created_at', 'updated_at', 'deleted_at', 'blacked_out_at',
+  'id',
+  'username',
+  'first_name',
+  'last_name',
+  'full_name',
+  'active',
+  'group_account',
+  'role_id',
+  'lang_id',
+  'profile_picture',
+  'created_at',
+  'updated_at',
+  'deleted_at',
+  'blacked_out_at',
 ] as const
 
 export const GENDERS = ['male', 'female', 'diverse'] as const
@@ -69,8 +90,17 @@ const Text = (maxLength = 255) => Type.String({ maxLength })
 
 /** Every key a create body accepts; update accepts the same keys, all optional, plus `old_password`. */
 export const userInputFields = {
-  username: Type.String({ minLength: 3, maxLength: 255, pattern: USERNAME_PATTERN, [EXPECTED]: 'letters, digits and . _ @ + - only' }),
-  password: Type.String({ minLength: 1, maxLength: 256, description: 'min length: tenant setting `password_min_length` (default 8)' }),
+  username: Type.String({
+    minLength: 3,
+    maxLength: 255,
+    pattern: USERNAME_PATTERN,
+    [EXPECTED]: 'letters, digits and . _ @ + - only',
+  }),
+  password: Type.String({
+    minLength: 1,
+    maxLength: 256,
+    description: 'min length: tenant setting `password_min_length` (default 8)',
+  }),
   first_name: Text(),
   last_name: Text(),
   role_id: IdSchema,
@@ -95,20 +125,36 @@ export const userInputFields = {
 type InputFields = typeof userInputFields
 
 const optionalAll = <T extends Record<string, import('typebox').TSchema>>(fields: T) =>
-  Object.fromEntries(Object.entries(fields).map(([k, v]) => [k, Opt(v)])) as { [K in keyof T]: import('typebox').TOptional<T[K]> }
+  Object.fromEntries(Object.entries(fields).map(([k, v]) => [k, Opt(v)])) as {
+    [K in keyof T]: import('typebox').TOptional<T[K]>
+  }
 
 const { username, password, role_id: roleId, ...optionalCreateFields } = userInputFields
 const JsonPicture = Opt(Type.Null({ description: 'send the image itself as multipart/form-data; null = no picture' }))
-const FilePicture = Opt(Type.String({ format: 'binary', description: 'JPEG, PNG, GIF or WebP, at most 5 MiB (checked by content)' }))
+const FilePicture = Opt(
+  Type.String({ format: 'binary', description: 'JPEG, PNG, GIF or WebP, at most 5 MiB (checked by content)' }),
+)
 
 const createProperties = { username, password, role_id: roleId, ...optionalAll(optionalCreateFields) }
-export const CreateUserBodySchema = Type.Object({ ...createProperties, profile_picture: JsonPicture }, { additionalProperties: false })
-export const CreateUserMultipartSchema = Type.Object({ ...createProperties, profile_picture: FilePicture }, { additionalProperties: false })
+export const CreateUserBodySchema = Type.Object(
+  { ...createProperties, profile_picture: JsonPicture },
+  { additionalProperties: false },
+)
+export const CreateUserMultipartSchema = Type.Object(
+  { ...createProperties, profile_picture: FilePicture },
+  { additionalProperties: false },
+)
 export type CreateUserBody = Static<typeof CreateUserBodySchema>
 
 const updateProperties = { ...optionalAll(userInputFields), old_password: Opt(Type.String({ maxLength: 256 })) }
-export const UpdateUserBodySchema = Type.Object({ ...updateProperties, profile_picture: JsonPicture }, { additionalProperties: false })
-export const UpdateUserMultipartSchema = Type.Object({ ...updateProperties, profile_picture: FilePicture }, { additionalProperties: false })
+export const UpdateUserBodySchema = Type.Object(
+  { ...updateProperties, profile_picture: JsonPicture },
+  { additionalProperties: false },
+)
+export const UpdateUserMultipartSchema = Type.Object(
+  { ...updateProperties, profile_picture: FilePicture },
+  { additionalProperties: false },
+)
 export type UpdateUserBody = Static<typeof UpdateUserBodySchema>
 export type UserInput = Partial<{ [K in keyof InputFields]: Static<InputFields[K]> }>
 
@@ -118,34 +164,73 @@ export type RestoreUserBody = Static<typeof RestoreUserBodySchema>
 export const UserEnvelopeSchema = Envelope(UserSchema)
 export const NullEnvelopeSchema = Envelope(Type.Null())
 
-export const ProfilePictureParamsSchema = Type.Object({ id: IdSchema, fileName: Type.String({ maxLength: 255, description: 'Any name (ignored): lets a browser save the file under it' }) })
+export const ProfilePictureParamsSchema = Type.Object({
+  id: IdSchema,
+  fileName: Type.String({ maxLength: 255, description: 'Any name (ignored): lets a browser save the file under it' }),
+})
 
 /** Keys a CSV may carry (contract 10): the template's eight plus these profile keys. */
-export const TEMPLATE_KEYS = ['username', 'password', 'first_name', 'last_name', 'active', 'group_account', 'role_id', 'lang_id'] as const
+export const TEMPLATE_KEYS = [
+  'username',
+  'password',
+  'first_name',
+  'last_name',
+  'active',
+  'group_account',
+  'role_id',
+  'lang_id',
+] as const
 export const IMPORTABLE_KEYS = [
-  ...TEMPLATE_KEYS, 'email', 'phone', 'staff_number', 'street', 'zipcode', 'city', 'gender', 'birthdate', 'entering_date', 'leaving_date',
+  ...TEMPLATE_KEYS,
+  'email',
+  'phone',
+  'staff_number',
+  'street',
+  'zipcode',
+  'city',
+  'gender',
+  'birthdate',
+  'entering_date',
+  'leaving_date',
 ] as const
 export type ImportableKey = (typeof IMPORTABLE_KEYS)[number]
 
-const headerRemaps = Object.fromEntries(IMPORTABLE_KEYS.map((k) => [k, Opt(Type.String({ minLength: 1, maxLength: 255, description: `CSV header to read \`${k}\` from` }))]))
+const headerRemaps = Object.fromEntries(
+  IMPORTABLE_KEYS.map((k) => [
+    k,
+    Opt(Type.String({ minLength: 1, maxLength: 255, description: `CSV header to read \`${k}\` from` })),
+  ]),
+)
 
 export const ImportTemplateQuerySchema = Type.Object(
   Object.fromEntries(TEMPLATE_KEYS.map((k) => [k, Opt(Type.String({ minLength: 1, maxLength: 255 }))])),
   { additionalProperties: false },
 )
 
-export const ImportCsvBodySchema = Type.Object({
-  user_data_csv: Opt(Type.String({ format: 'binary', description: 'UTF-8 CSV (BOM allowed, `,` or `;`), at most 5 MiB and 10,000 data rows; required' })),
-  update_users: Opt(Type.Boolean()),
-  delete_users: Opt(Type.Boolean()),
-  whitespace_to_null: Opt(Type.Boolean()),
-  ...headerRemaps,
-}, { additionalProperties: false })
+export const ImportCsvBodySchema = Type.Object(
+  {
+    user_data_csv: Opt(
+      Type.String({
+        format: 'binary',
+        description: 'UTF-8 CSV (BOM allowed, `,` or `;`), at most 5 MiB and 10,000 data rows; required',
+      }),
+    ),
+    update_users: Opt(Type.Boolean()),
+    delete_users: Opt(Type.Boolean()),
+    whitespace_to_null: Opt(Type.Boolean()),
+    ...headerRemaps,
+  },
+  { additionalProperties: false },
+)
 export type ImportCsvBody = Static<typeof ImportCsvBodySchema>
 
 const Row = Type.Object({}, { additionalProperties: true })
-export const ImportCsvResultSchema = Envelope(Type.Object({
-  new_users: Type.Array(Row),
-  update_users: Type.Array(Row),
-  delete_users: Type.Array(Type.Object({ id: Type.Integer(), username: Type.String(), first_name: Type.String(), last_name: Type.String() })),
-}))
+export const ImportCsvResultSchema = Envelope(
+  Type.Object({
+    new_users: Type.Array(Row),
+    update_users: Type.Array(Row),
+    delete_users: Type.Array(
+      Type.Object({ id: Type.Integer(), username: Type.String(), first_name: Type.String(), last_name: Type.String() }),
+    ),
+  }),
+)

@@ -9,7 +9,14 @@ import { isUniqueViolation } from '../../platform/db/pg-errors.js'
 import type { Db, UsersTable } from '../../platform/db/schema.js'
 import { diff } from '../../platform/audit/audit-log.js'
 import { recordDomainEvent } from '../../platform/events/domain-events.js'
-import { AppError, conflict, FieldErrorCollector, forbidden, notFound, type FieldErrors } from '../../platform/http/errors.js'
+import {
+  AppError,
+  conflict,
+  FieldErrorCollector,
+  forbidden,
+  notFound,
+  type FieldErrors,
+} from '../../platform/http/errors.js'
 import type { UploadedFile } from '../../platform/http/multipart.js'
 import { parseShowQuery, type RawListQuery } from '../../platform/query/parse-query.js'
 import type { QueryContext } from '../../platform/query/resource.js'
@@ -24,13 +31,25 @@ export type UsersService = ReturnType<typeof createUsersService>
 
 /** Keys a user may change on their own record without `users.update` (contract 00 §5: profile fields). */
 const SELF_EDITABLE = new Set([
-  'first_name', 'last_name', 'password', 'lang_id', 'street', 'zipcode', 'city', 'email', 'phone', 'birthdate', 'gender',
-  'wants_email_notifications', 'default_route',
+  'first_name',
+  'last_name',
+  'password',
+  'lang_id',
+  'street',
+  'zipcode',
+  'city',
+  'email',
+  'phone',
+  'birthdate',
+  'gender',
+  'wants_email_notifications',
+  'default_route',
 ])
 /** Input keys that are stored under another column name, or not stored as sent. */
 const NOT_COLUMNS = new Set(['password', 'request_password_change', 'old_password', 'profile_picture'])
 
-export const usernameTaken = () => conflict('username_taken', 'This username is already taken', { username: ['has already been taken'] })
+export const usernameTaken = () =>
+  conflict('username_taken', 'This username is already taken', { username: ['has already been taken'] })
 
 /** Turns a unique violation on the username index into a 409 naming `username`. */
 export async function guardUsername<T>(work: () => Promise<T>): Promise<T> {
@@ -43,28 +62,48 @@ export async function guardUsername<T>(work: () => Promise<T>): Promise<T> {
 }
 
 /** The request context of the resource queries; `extendedFields` unlocks the personal fields. */
-export function userQueryContext({ db, config }: AppDeps, actor: Actor, extendedFields: boolean, trx: Db = db): QueryContext {
-  return { db: trx, tenantId: actor.tenantId, actor, baseUrl: config.baseUrl, appUrl: config.appUrl, flags: { extendedFields } }
+export function userQueryContext(
+  { db, config }: AppDeps,
+  actor: Actor,
+  extendedFields: boolean,
+  trx: Db = db,
+): QueryContext {
+  return {
+    db: trx,
+    tenantId: actor.tenantId,
+    actor,
+    baseUrl: config.baseUrl,
+    appUrl: config.appUrl,
+    flags: { extendedFields },
+  }
 }
 
 /** The basic fields of one user, as the create/update/action envelopes carry them. */
 export async function presentBasicUser(deps: AppDeps, actor: Actor, id: number, trx: Db) {
   const ctx = userQueryContext(deps, actor, false, trx)
-  const user = await queries.findPresentedUser(ctx, id, parseShowQuery(userResource, { selects: BASIC_USER_FIELDS.join(',') }, ctx))
+  const user = await queries.findPresentedUser(
+    ctx,
+    id,
+    parseShowQuery(userResource, { selects: BASIC_USER_FIELDS.join(',') }, ctx),
+  )
   if (!user) throw notFound('User')
   return user
 }
 
 const sameValue = (key: string, sent: unknown, stored: unknown) => {
   if (key === 'birthdate' || key === 'entering_date' || key === 'leaving_date') {
-    return (typeof sent === 'string' ? normalizeDate(sent) : sent) === (typeof stored === 'string' ? stored.slice(0, 10) : stored)
+    return (
+      (typeof sent === 'string' ? normalizeDate(sent) : sent) ===
+      (typeof stored === 'string' ? stored.slice(0, 10) : stored)
+    )
   }
   return sent === stored
 }
 
 export function createUsersService(deps: AppDeps, pictures: ProfilePictures) {
   const { db } = deps
-  const mayViewDetails = (actor: Actor, id: number) => id === actor.userId || can(actor, 'users.viewDetails') || can(actor, 'users.administrate')
+  const mayViewDetails = (actor: Actor, id: number) =>
+    id === actor.userId || can(actor, 'users.viewDetails') || can(actor, 'users.administrate')
 
   /** Lists non-deleted users (basic fields); `filter[text]` searches names, email and staff number. */
   async function listUsers(actor: Actor, query: RawListQuery) {
@@ -80,12 +119,19 @@ export function createUsersService(deps: AppDeps, pictures: ProfilePictures) {
     return listResource(userQueryContext(deps, actor, false), userResource, base, query)
   }
 
-  const userById = ({ tenantId, id }: { tenantId: number; id: number }) => queries.selectUsers(db, tenantId).where('u.id', '=', id)
+  const userById = ({ tenantId, id }: { tenantId: number; id: number }) =>
+    queries.selectUsers(db, tenantId).where('u.id', '=', id)
 
   /** Shows one user, deleted included; extended fields only for self, `users.viewDetails` or `users.administrate`. */
   async function getUser(actor: Actor, id: number, query: RawListQuery) {
     if (id !== actor.userId) requirePermission(actor, 'users.view')
-    return showResource(userQueryContext(deps, actor, mayViewDetails(actor, id)), userResource, { build: userById, values: { id }, key: '' }, query, 'User')
+    return showResource(
+      userQueryContext(deps, actor, mayViewDetails(actor, id)),
+      userResource,
+      { build: userById, values: { id }, key: '' },
+      query,
+      'User',
+    )
   }
 
   /** The requester's own record with every extended field. */
@@ -102,7 +148,12 @@ export function createUsersService(deps: AppDeps, pictures: ProfilePictures) {
   }
 
   /** Stores a checked picture, runs `work`, and removes the new file again if `work` fails. */
-  async function withPicture<T>(actor: Actor, upload: UploadedFile | undefined, extension: string | undefined, work: (name: string | undefined) => Promise<T>) {
+  async function withPicture<T>(
+    actor: Actor,
+    upload: UploadedFile | undefined,
+    extension: string | undefined,
+    work: (name: string | undefined) => Promise<T>,
+  ) {
     const name = upload && extension ? await pictures.keep(actor.tenantId, upload, extension) : undefined
     try {
       return await work(name)
@@ -115,7 +166,8 @@ export function createUsersService(deps: AppDeps, pictures: ProfilePictures) {
   /** Creates a user (optionally with a profile picture); `active` defaults to what the dates say. */
   async function createUser(actor: Actor, body: CreateUserBody, upload?: UploadedFile) {
     requirePermission(actor, 'users.create')
-    if (body.prevent_logout && !can(actor, 'users.administrate')) throw forbidden('Setting prevent_logout requires the "users.administrate" permission')
+    if (body.prevent_logout && !can(actor, 'users.administrate'))
+      throw forbidden('Setting prevent_logout requires the "users.administrate" permission')
     const input: UserInput = { ...body }
     const problems = new FieldErrorCollector()
     checkUserInput(input, undefined, await loadRuleContext(db, actor.tenantId, [input.role_id]), problems)
@@ -135,15 +187,23 @@ export function createUsersService(deps: AppDeps, pictures: ProfilePictures) {
       active_derived: input.active === undefined,
       password_change_required: input.request_password_change ?? false,
     }
-    return withPicture(actor, upload, picture?.extension, (profilePicture) => guardUsername(() => db.transaction().execute(async (trx) => {
-      const { id } = await queries.insertUser(trx, { ...values, profile_picture: profilePicture ?? null })
-      const { password_hash: _hash, tenant_id: _tenant, ...recorded } = values
-      await recordDomainEvent(trx, {
-        type: 'user.created', tenantId: actor.tenantId, actorId: actor.userId, subjectType: 'user', subjectId: id,
-        audit: diff(undefined, { ...recorded, profile_picture: profilePicture ?? null }),
-      })
-      return presentBasicUser(deps, actor, id, trx)
-    })))
+    return withPicture(actor, upload, picture?.extension, (profilePicture) =>
+      guardUsername(() =>
+        db.transaction().execute(async (trx) => {
+          const { id } = await queries.insertUser(trx, { ...values, profile_picture: profilePicture ?? null })
+          const { password_hash: _hash, tenant_id: _tenant, ...recorded } = values
+          await recordDomainEvent(trx, {
+            type: 'user.created',
+            tenantId: actor.tenantId,
+            actorId: actor.userId,
+            subjectType: 'user',
+            subjectId: id,
+            audit: diff(undefined, { ...recorded, profile_picture: profilePicture ?? null }),
+          })
+          return presentBasicUser(deps, actor, id, trx)
+        }),
+      ),
+    )
   }
 
   /** Updates a user: self for profile fields, `users.update` for others (contract 10 update rules). */
@@ -160,10 +220,21 @@ export function createUsersService(deps: AppDeps, pictures: ProfilePictures) {
       delete input.prevent_logout // never on oneself (contract 10; the spec's one field ignored silently)
       if (!can(actor, 'users.update')) {
         // a field outside the profile is refused, not dropped: the client must learn that nothing changed
-        const locked = Object.entries(input).filter(([key, value]) => !SELF_EDITABLE.has(key) && !sameValue(key, value, current[key as keyof typeof current]))
+        const locked = Object.entries(input).filter(
+          ([key, value]) => !SELF_EDITABLE.has(key) && !sameValue(key, value, current[key as keyof typeof current]),
+        )
         if (locked.length > 0) {
-          throw new AppError(403, 'not_self_editable', `Changing ${locked.map(([k]) => k).join(', ')} of your own account requires the "users.update" permission`,
-            Object.fromEntries(locked.map(([key]) => [key, ['is not a profile field: changing it on your own account requires the "users.update" permission']])))
+          throw new AppError(
+            403,
+            'not_self_editable',
+            `Changing ${locked.map(([k]) => k).join(', ')} of your own account requires the "users.update" permission`,
+            Object.fromEntries(
+              locked.map(([key]) => [
+                key,
+                ['is not a profile field: changing it on your own account requires the "users.update" permission'],
+              ]),
+            ),
+          )
         }
       }
       if (!administrate) {
@@ -174,13 +245,15 @@ export function createUsersService(deps: AppDeps, pictures: ProfilePictures) {
       if (input.prevent_logout !== undefined && input.prevent_logout !== current.prevent_logout && !administrate) {
         throw forbidden('Changing prevent_logout requires the "users.administrate" permission')
       }
-      if (input.password !== undefined && !administrate) throw forbidden('Changing another user\'s password requires the "users.administrate" permission')
+      if (input.password !== undefined && !administrate)
+        throw forbidden('Changing another user\'s password requires the "users.administrate" permission')
     }
 
     const problems = new FieldErrorCollector()
     if (self && input.password !== undefined && !administrate) {
       if (!oldPassword) problems.add('old_password', 'is required to change your password')
-      else if (!(await verifyPassword(current.password_hash, oldPassword))) problems.add('old_password', 'is not your current password')
+      else if (!(await verifyPassword(current.password_hash, oldPassword)))
+        problems.add('old_password', 'is not your current password')
     }
     checkUserInput(input, current, await loadRuleContext(db, actor.tenantId, [input.role_id]), problems)
     const picture = await checkPicture(upload, problems)
@@ -189,34 +262,63 @@ export function createUsersService(deps: AppDeps, pictures: ProfilePictures) {
     const values: Updateable<UsersTable> = columnsOf(input)
     const groupAccount = input.group_account ?? current.group_account
     if (groupAccount) Object.assign(values, { first_name: '', last_name: '' })
-    else for (const key of ['first_name', 'last_name'] as const) if (input[key] !== undefined) values[key] = input[key]!.trim()
+    else
+      for (const key of ['first_name', 'last_name'] as const)
+        if (input[key] !== undefined) values[key] = input[key]!.trim()
     if (input.active !== undefined) Object.assign(values, { active: input.active, active_derived: false })
     else if (current.active_derived && (input.entering_date !== undefined || input.leaving_date !== undefined)) {
-      values.active = deriveActive(input.entering_date !== undefined ? input.entering_date : current.entering_date,
-        input.leaving_date !== undefined ? input.leaving_date : current.leaving_date)
+      values.active = deriveActive(
+        input.entering_date !== undefined ? input.entering_date : current.entering_date,
+        input.leaving_date !== undefined ? input.leaving_date : current.leaving_date,
+      )
     }
     if (input.password !== undefined) {
       values.password_hash = await hashPassword(input.password)
       // a self-chosen password satisfies a pending "change your password"
-      values.password_change_required = input.request_password_change ?? (self ? false : current.password_change_required)
-    } else if (input.request_password_change !== undefined) values.password_change_required = input.request_password_change
+      values.password_change_required =
+        input.request_password_change ?? (self ? false : current.password_change_required)
+    } else if (input.request_password_change !== undefined)
+      values.password_change_required = input.request_password_change
     if (removePicture === null) values.profile_picture = null
 
-    const result = await withPicture(actor, upload, picture?.extension, (profilePicture) => guardUsername(() => db.transaction().execute(async (trx) => {
-      if (profilePicture) values.profile_picture = profilePicture
-      // the stored row, locked: the audit record's "before" (the password hash is never recorded)
-      const before = await trx.selectFrom('users').selectAll().where('tenant_id', '=', actor.tenantId).where('id', '=', id).forUpdate().executeTakeFirst()
-      await queries.updateUser(trx, actor.tenantId, id, values)
-      // a new password ends every other session of that user (the requester's own token survives)
-      if (input.password !== undefined) await revokeUserTokens(trx, actor.tenantId, id, self ? actor.tokenId : undefined)
-      await recordDomainEvent(trx, {
-        type: 'user.updated', tenantId: actor.tenantId, actorId: actor.userId, subjectType: 'user', subjectId: id,
-        data: { changed: Object.keys(values).filter((k) => k !== 'password_hash').concat(input.password !== undefined ? ['password'] : []) },
-        audit: diff(before, Object.fromEntries(Object.entries(values).filter(([k]) => k !== 'password_hash'))),
-      })
-      return presentBasicUser(deps, actor, id, trx)
-    })))
-    if (values.profile_picture !== undefined && current.profile_picture && values.profile_picture !== current.profile_picture) {
+    const result = await withPicture(actor, upload, picture?.extension, (profilePicture) =>
+      guardUsername(() =>
+        db.transaction().execute(async (trx) => {
+          if (profilePicture) values.profile_picture = profilePicture
+          // the stored row, locked: the audit record's "before" (the password hash is never recorded)
+          const before = await trx
+            .selectFrom('users')
+            .selectAll()
+            .where('tenant_id', '=', actor.tenantId)
+            .where('id', '=', id)
+            .forUpdate()
+            .executeTakeFirst()
+          await queries.updateUser(trx, actor.tenantId, id, values)
+          // a new password ends every other session of that user (the requester's own token survives)
+          if (input.password !== undefined)
+            await revokeUserTokens(trx, actor.tenantId, id, self ? actor.tokenId : undefined)
+          await recordDomainEvent(trx, {
+            type: 'user.updated',
+            tenantId: actor.tenantId,
+            actorId: actor.userId,
+            subjectType: 'user',
+            subjectId: id,
+            data: {
+              changed: Object.keys(values)
+                .filter((k) => k !== 'password_hash')
+                .concat(input.password !== undefined ? ['password'] : []),
+            },
+            audit: diff(before, Object.fromEntries(Object.entries(values).filter(([k]) => k !== 'password_hash'))),
+          })
+          return presentBasicUser(deps, actor, id, trx)
+        }),
+      ),
+    )
+    if (
+      values.profile_picture !== undefined &&
+      current.profile_picture &&
+      values.profile_picture !== current.profile_picture
+    ) {
       await pictures.remove(actor.tenantId, current.profile_picture)
     }
     return result
@@ -226,7 +328,8 @@ export function createUsersService(deps: AppDeps, pictures: ProfilePictures) {
   async function getProfilePicture(actor: Actor, id: number, fileName: string | undefined) {
     if (id !== actor.userId) requirePermission(actor, 'users.view')
     const user = await queries.findUserState(db, actor.tenantId, id)
-    if (!user?.profile_picture || (fileName !== undefined && fileName !== user.profile_picture)) throw notFound('Profile picture')
+    if (!user?.profile_picture || (fileName !== undefined && fileName !== user.profile_picture))
+      throw notFound('Profile picture')
     const file = await pictures.open(actor.tenantId, user.profile_picture)
     if (!file) throw notFound('Profile picture')
     return { ...file, fileName: user.profile_picture }
@@ -240,7 +343,16 @@ export function createUsersService(deps: AppDeps, pictures: ProfilePictures) {
     return password.length < minLength ? { password: [`must be at least ${minLength} characters`] } : undefined
   }
 
-  return { listUsers, listDeletedUsers, getUser, getCurrentUser, createUser, updateUser, getProfilePicture, passwordProblems }
+  return {
+    listUsers,
+    listDeletedUsers,
+    getUser,
+    getCurrentUser,
+    createUser,
+    updateUser,
+    getProfilePicture,
+    passwordProblems,
+  }
 }
 
 /** The input keys stored as columns of the same name. */

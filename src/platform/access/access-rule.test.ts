@@ -24,7 +24,12 @@ test('the access rule: restricted-if-granted, grantee by user, role or departmen
   const alice = await given.user(db, tenant, { roleId: roleA })
   const bob = await given.user(db, tenant, { roleId: roleB })
   const sales = await given.department(db, tenant, [alice.id])
-  const grantee = (user: { id: number }, roleId: number, departmentIds: number[]): Grantee => ({ tenantId: tenant.id, userId: user.id, roleId, departmentIds })
+  const grantee = (user: { id: number }, roleId: number, departmentIds: number[]): Grantee => ({
+    tenantId: tenant.id,
+    userId: user.id,
+    roleId,
+    departmentIds,
+  })
   const aliceG = grantee(alice, roleA, [sales])
   const bobG = grantee(bob, roleB, [])
 
@@ -69,12 +74,19 @@ test('the access rule: restricted-if-granted, grantee by user, role or departmen
     await given.grant(db, other, { key: 'view', to: ['user', stranger.id], on: [TARGET, open] })
     assert.equal(await hasGrantAccess(db, bobG, 'view', TARGET, open), true, 'a foreign grant does not restrict')
     const strangerG: Grantee = { tenantId: other.id, userId: stranger.id, roleId: stranger.roleId, departmentIds: [] }
-    assert.equal(await hasGrantAccess(db, { ...strangerG, userId: alice.id }, 'view', TARGET, userGranted), true,
-      'in the other tenant the target carries no grant, so it is unrestricted there')
+    assert.equal(
+      await hasGrantAccess(db, { ...strangerG, userId: alice.id }, 'view', TARGET, userGranted),
+      true,
+      'in the other tenant the target carries no grant, so it is unrestricted there',
+    )
   })
 
   await t.test('removing the last grant restores open access immediately', async () => {
-    await db.deleteFrom('entity_permissions').where('tenant_id', '=', tenant.id).where('target_entity_id', '=', String(userGranted)).execute()
+    await db
+      .deleteFrom('entity_permissions')
+      .where('tenant_id', '=', tenant.id)
+      .where('target_entity_id', '=', String(userGranted))
+      .execute()
     assert.equal(await hasGrantAccess(db, bobG, 'view', TARGET, userGranted), true)
   })
 })
@@ -86,8 +98,20 @@ test('uuid targets work with the same rule', async () => {
   const uuid = '6f1c2a52-8d8e-4f39-9d3f-7c3b9f0e2a11'
   await given.grant(db, tenant, { key: 'view', to: ['user', user.id], on: ['sharedItem', uuid] })
 
-  const mine = await hasGrantAccess(db, { tenantId: tenant.id, userId: user.id, roleId: user.roleId, departmentIds: [] }, 'view', 'sharedItem', uuid)
-  const theirs = await hasGrantAccess(db, { tenantId: tenant.id, userId: other.id, roleId: other.roleId, departmentIds: [] }, 'view', 'sharedItem', uuid)
+  const mine = await hasGrantAccess(
+    db,
+    { tenantId: tenant.id, userId: user.id, roleId: user.roleId, departmentIds: [] },
+    'view',
+    'sharedItem',
+    uuid,
+  )
+  const theirs = await hasGrantAccess(
+    db,
+    { tenantId: tenant.id, userId: other.id, roleId: other.roleId, departmentIds: [] },
+    'view',
+    'sharedItem',
+    uuid,
+  )
 
   assert.equal(mine, true)
   assert.equal(theirs, false)

@@ -20,7 +20,11 @@ function granteeMatches(grantee: Grantee): RawBuilder<boolean> {
  * outer query (e.g. `vu.id`, `vu.role_id`), departments looked up per row. Used to evaluate the rule for
  * every user of a tenant at once ("who can view X", notification recipients).
  */
-export function rowGranteeMatches(tenantId: number, userId: Expression<unknown>, roleId: Expression<unknown>): RawBuilder<boolean> {
+export function rowGranteeMatches(
+  tenantId: number,
+  userId: Expression<unknown>,
+  roleId: Expression<unknown>,
+): RawBuilder<boolean> {
   return sql<boolean>`(
     (ep.permission_entity = 'user' and ep.permission_entity_id = ${userId})
     or (ep.permission_entity = 'role' and ep.permission_entity_id = ${roleId})
@@ -35,7 +39,13 @@ export function rowGranteeMatches(tenantId: number, userId: Expression<unknown>,
  * key K is unrestricted on a target that carries no K grant; otherwise only grantees have K. `targetId` is any SQL expression (usually the id column of
  * the list being filtered), so lists stay a single statement.
  */
-export function grantAllowsWhen(tenantId: number, matches: RawBuilder<boolean>, key: string, targetAlias: string, targetId: Expression<unknown>): RawBuilder<boolean> {
+export function grantAllowsWhen(
+  tenantId: number,
+  matches: RawBuilder<boolean>,
+  key: string,
+  targetAlias: string,
+  targetId: Expression<unknown>,
+): RawBuilder<boolean> {
   const grants = grantsOfTarget(tenantId, key, targetAlias, targetId)
   return sql<boolean>`(
     not exists (select 1 from ${grants})
@@ -44,7 +54,12 @@ export function grantAllowsWhen(tenantId: number, matches: RawBuilder<boolean>, 
 }
 
 /** SQL: `entity_permissions ep where …` — the K grants of one target (served by the unique index). */
-function grantsOfTarget(tenantId: number, key: string, targetAlias: string, targetId: Expression<unknown>): RawBuilder<unknown> {
+function grantsOfTarget(
+  tenantId: number,
+  key: string,
+  targetAlias: string,
+  targetId: Expression<unknown>,
+): RawBuilder<unknown> {
   return sql`entity_permissions ep
     where ep.tenant_id = ${tenantId} and ep.target_entity = ${targetAlias}
       and ep.target_entity_id = (${targetId})::text and ep.key = ${key}`
@@ -58,7 +73,12 @@ function grantsOfTarget(tenantId: number, key: string, targetAlias: string, targ
  * (LIMIT stops early); the two EXISTS form was planned as hashed subplans that read every K grant of
  * the tenant on each request (13 ms vs 0.4 ms for 50 shared items of 100,000 with 10,000 grants).
  */
-export function grantAllows(grantee: Grantee, key: string, targetAlias: string, targetId: Expression<unknown>): RawBuilder<boolean> {
+export function grantAllows(
+  grantee: Grantee,
+  key: string,
+  targetAlias: string,
+  targetId: Expression<unknown>,
+): RawBuilder<boolean> {
   if (grantee.isAdmin) return sql<boolean>`true`
   return sql<boolean>`((
     select bool_or(${granteeMatches(grantee)}) from ${grantsOfTarget(grantee.tenantId, key, targetAlias, targetId)}
@@ -78,8 +98,16 @@ export function whereAccessible<Q extends SelectQueryBuilder<any, any, any>>(
 }
 
 /** Whether `grantee` holds `key` on one target. */
-export async function hasGrantAccess(db: Db, grantee: Grantee, key: string, targetAlias: string, targetId: number | string): Promise<boolean> {
+export async function hasGrantAccess(
+  db: Db,
+  grantee: Grantee,
+  key: string,
+  targetAlias: string,
+  targetId: number | string,
+): Promise<boolean> {
   if (grantee.isAdmin) return true
-  const { rows } = await sql<{ allowed: boolean }>`select ${grantAllows(grantee, key, targetAlias, sql`${String(targetId)}`)} as allowed`.execute(db)
+  const { rows } = await sql<{
+    allowed: boolean
+  }>`select ${grantAllows(grantee, key, targetAlias, sql`${String(targetId)}`)} as allowed`.execute(db)
   return rows[0]?.allowed === true
 }

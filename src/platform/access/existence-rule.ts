@@ -20,7 +20,10 @@ export async function visibleOrNothing<T, P = T>(
 }
 
 /** `visibleOrNothing` when the check does not need the row (the id alone decides): both run at once. */
-export async function visibleIdOrNothing<T>(find: () => Promise<T | undefined>, mayKnow: () => boolean | Promise<boolean>): Promise<T | undefined> {
+export async function visibleIdOrNothing<T>(
+  find: () => Promise<T | undefined>,
+  mayKnow: () => boolean | Promise<boolean>,
+): Promise<T | undefined> {
   const [found, known] = await Promise.all([find(), mayKnow()])
   return known ? found : undefined
 }

@@ -17,17 +17,20 @@ const SECRET_FIELD = /password(?!_change_required)|secret|token|hash|private|cre
 export const REDACTED = '[redacted]'
 
 /** A `JSON.stringify` replacer: the value of a secret-looking key, at any depth, is replaced. */
-const redactSecrets = (key: string, value: unknown): unknown => (key !== '' && SECRET_FIELD.test(key) ? REDACTED : value)
+const redactSecrets = (key: string, value: unknown): unknown =>
+  key !== '' && SECRET_FIELD.test(key) ? REDACTED : value
 
 /** JSON with object keys sorted (jsonb does not keep key order), dates as ISO strings. */
 function canonical(value: unknown): string {
-  return JSON.stringify(value, (_key, v: unknown) => (v && typeof v === 'object' && !Array.isArray(v) && !(v instanceof Date)
-    ? Object.fromEntries(Object.entries(v).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)))
-    : v))
+  return JSON.stringify(value, (_key, v: unknown) =>
+    v && typeof v === 'object' && !Array.isArray(v) && !(v instanceof Date)
+      ? Object.fromEntries(Object.entries(v).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)))
+      : v,
+  )
 }
 
 /** A stored value as the audit record shows it (a Date as its ISO string). */
-const plain = (value: unknown): unknown => (value instanceof Date ? value.toISOString() : value ?? null)
+const plain = (value: unknown): unknown => (value instanceof Date ? value.toISOString() : (value ?? null))
 
 /**
  * `{field: [before, after]}` for the fields of `after` whose value differs from `before` (JSON
@@ -78,13 +81,19 @@ export interface AuditColumns {
 
 /** The records' columns (at least one record, of one tenant); actor, request id, IP and user agent from the request context. */
 export function auditColumns(entries: AuditEntry[]): AuditColumns {
-  if (entries.some((entry) => entry.tenantId !== entries[0]!.tenantId)) throw new Error('auditColumns: the records of one insert belong to one tenant')
+  if (entries.some((entry) => entry.tenantId !== entries[0]!.tenantId))
+    throw new Error('auditColumns: the records of one insert belong to one tenant')
   const context = currentRequestContext()
   const each = <T>(value: T) => entries.map(() => value)
   return {
-    action: entries.map((e) => e.action), targetType: entries.map((e) => e.targetType),
-    targetId: entries.map((e) => (e.targetId === null ? null : String(e.targetId))), changes: entries.map((e) => JSON.stringify(e.changes ?? {}, redactSecrets)),
-    actorId: each(context.actorId), requestId: each(context.requestId), ip: each(context.ip), userAgent: each(context.userAgent),
+    action: entries.map((e) => e.action),
+    targetType: entries.map((e) => e.targetType),
+    targetId: entries.map((e) => (e.targetId === null ? null : String(e.targetId))),
+    changes: entries.map((e) => JSON.stringify(e.changes ?? {}, redactSecrets)),
+    actorId: each(context.actorId),
+    requestId: each(context.requestId),
+    ip: each(context.ip),
+    userAgent: each(context.userAgent),
   }
 }
 
@@ -93,7 +102,11 @@ export function auditColumns(entries: AuditEntry[]): AuditColumns {
  * only when `onlyIf` holds: from arrays, so that its text is the same whatever the number of records
  * (and the columns may be a `shapedStatement`'s stand-ins).
  */
-export function auditInsert(tenantId: number, columns: AuditColumns, onlyIf?: RawBuilder<boolean>): RawBuilder<unknown> {
+export function auditInsert(
+  tenantId: number,
+  columns: AuditColumns,
+  onlyIf?: RawBuilder<boolean>,
+): RawBuilder<unknown> {
   return sql`insert into audit_log (tenant_id, actor_id, action, target_type, target_id, changes, request_id, ip, user_agent)
     select ${tenantId}::bigint, a.actor_id, a.action, a.target_type, a.target_id, a.changes, a.request_id, a.ip, a.user_agent
     from unnest(${columns.action}::text[], ${columns.targetType}::text[], ${columns.targetId}::text[], ${columns.changes}::jsonb[],
@@ -109,8 +122,17 @@ export function auditInsert(tenantId: number, columns: AuditColumns, onlyIf?: Ra
  * field added to users later is anonymized unless it is listed here.
  */
 const NON_IDENTIFYING_USER_FIELDS = [
-  'changed', 'role_id', 'active', 'active_derived', 'lang_id', 'group_account', 'prevent_logout', 'wants_email_notifications',
-  'password_change_required', 'deleted_at', 'logout_requested_at',
+  'changed',
+  'role_id',
+  'active',
+  'active_derived',
+  'lang_id',
+  'group_account',
+  'prevent_logout',
+  'wants_email_notifications',
+  'password_change_required',
+  'deleted_at',
+  'logout_requested_at',
 ]
 export const BLACKED_OUT = 'blacked-out'
 
@@ -120,18 +142,30 @@ export const BLACKED_OUT = 'blacked-out'
  * user made. Ids are kept.
  */
 export async function anonymizeAuditFor(db: Db, tenantId: number, userId: number): Promise<void> {
-  await db.updateTable('audit_log')
+  await db
+    .updateTable('audit_log')
     .set({
-      changes: sql`(select coalesce(jsonb_object_agg(e.k, case when e.k = any(${NON_IDENTIFYING_USER_FIELDS}::text[]) then e.v else to_jsonb(${BLACKED_OUT}::text) end), '{}')
+      changes:
+        sql`(select coalesce(jsonb_object_agg(e.k, case when e.k = any(${NON_IDENTIFYING_USER_FIELDS}::text[]) then e.v else to_jsonb(${BLACKED_OUT}::text) end), '{}')
         from jsonb_each(changes) as e(k, v))` as never,
     })
-    .where('tenant_id', '=', tenantId).where('target_type', '=', 'user').where('target_id', '=', String(userId)).execute()
-  await db.updateTable('audit_log').set({ ip: null, user_agent: null })
-    .where('tenant_id', '=', tenantId).where('actor_id', '=', userId).execute()
+    .where('tenant_id', '=', tenantId)
+    .where('target_type', '=', 'user')
+    .where('target_id', '=', String(userId))
+    .execute()
+  await db
+    .updateTable('audit_log')
+    .set({ ip: null, user_agent: null })
+    .where('tenant_id', '=', tenantId)
+    .where('actor_id', '=', userId)
+    .execute()
 }
 
 /** Deletes audit records older than the retention (job `audit:purge`). */
 export async function purgeAuditLog(db: Db, retentionDays: number): Promise<number> {
-  const result = await db.deleteFrom('audit_log').where('created_at', '<', sql<string>`now() - make_interval(days => ${retentionDays})`).executeTakeFirst()
+  const result = await db
+    .deleteFrom('audit_log')
+    .where('created_at', '<', sql<string>`now() - make_interval(days => ${retentionDays})`)
+    .executeTakeFirst()
   return Number(result.numDeletedRows)
 }

@@ -7,7 +7,6 @@ import type { Db } from '../db/schema.js'
 import { createPgPubSub, type PubSub } from '../realtime/pg-pubsub.js'
 import type { Actor } from './actor.js'
 
-
 export interface CachedActor {
   actor: Actor
   /** When the token expires (ms since epoch). */
@@ -22,7 +21,10 @@ export interface ActorCacheOptions {
   onError?: (error: unknown) => void
 }
 
-interface Entry extends CachedActor { tenantId: number; cachedAt: number }
+interface Entry extends CachedActor {
+  tenantId: number
+  cachedAt: number
+}
 
 /** How long a request that changed an actor waits, at most, for its invalidation to be heard back. */
 const ECHO_WAIT_MS = 500
@@ -72,7 +74,10 @@ export class ActorCache {
   /** Opens the LISTEN connection; until it is up, every lookup goes to the database. */
   async start(): Promise<void> {
     await this.options.pubsub.subscribe(ACTOR_CHANGED_CHANNEL, (payload) => {
-      const { tenant, echo } = (payload && typeof payload === 'object' ? payload : {}) as { tenant?: number | null; echo?: string }
+      const { tenant, echo } = (payload && typeof payload === 'object' ? payload : {}) as {
+        tenant?: number | null
+        echo?: string
+      }
       this.clearTenant(tenant)
       if (echo) this.echoes.get(echo)?.()
     })
@@ -95,10 +100,15 @@ export class ActorCache {
     const echo = randomUUID()
     const heard = new Promise<void>((resolve) => {
       const timer = setTimeout(resolve, ECHO_WAIT_MS)
-      this.echoes.set(echo, () => { clearTimeout(timer); resolve() })
+      this.echoes.set(echo, () => {
+        clearTimeout(timer)
+        resolve()
+      })
     })
     try {
-      await sql`select pg_notify(${ACTOR_CHANGED_CHANNEL}, ${JSON.stringify({ tenant: tenantId ?? null, echo })})`.execute(db)
+      await sql`select pg_notify(${ACTOR_CHANGED_CHANNEL}, ${JSON.stringify({ tenant: tenantId ?? null, echo })})`.execute(
+        db,
+      )
       await heard
       await new Promise((resolve) => setTimeout(resolve, ECHO_GRACE_MS))
     } finally {
@@ -161,7 +171,12 @@ export class ActorCache {
 export async function startActorCache(url: string, onError: (error: unknown) => void): Promise<ActorCache> {
   let cache: ActorCache | undefined
   // the cache's listener never keeps a process alive on its own (a server has its HTTP socket)
-  const pubsub = createPgPubSub({ connectionString: async () => url, onError, keepProcessAlive: false, onListening: (listening) => cache?.setListening(listening) })
+  const pubsub = createPgPubSub({
+    connectionString: async () => url,
+    onError,
+    keepProcessAlive: false,
+    onListening: (listening) => cache?.setListening(listening),
+  })
   cache = new ActorCache({ pubsub, onError })
   await cache.start()
   return cache

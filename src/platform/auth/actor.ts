@@ -20,6 +20,7 @@ const actorShapes = new WeakMap<Actor, string>()
  */
 export function actorShape(actor: Actor): string {
   let shape = actorShapes.get(actor)
-  if (shape === undefined) actorShapes.set(actor, (shape = `${actor.isAdmin ? 'admin' : 'user'}:${[...actor.permissions].sort().join(',')}`))
+  if (shape === undefined)
+    actorShapes.set(actor, (shape = `${actor.isAdmin ? 'admin' : 'user'}:${[...actor.permissions].sort().join(',')}`))
   return shape
 }

@@ -21,9 +21,19 @@ function actorQuery(db: Db, tokenHash: Buffer, tenantId: number) {
     .innerJoin('users as u', (join) => join.onRef('u.id', '=', 't.user_id').onRef('u.tenant_id', '=', 't.tenant_id'))
     .innerJoin('roles as r', (join) => join.onRef('r.id', '=', 'u.role_id').onRef('r.tenant_id', '=', 'u.tenant_id'))
     .select([
-      't.id as token_id', 't.expires_at', 'u.id as user_id', 'u.tenant_id', 'u.role_id', 'u.lang_id', 'r.permissions',
+      't.id as token_id',
+      't.expires_at',
+      'u.id as user_id',
+      'u.tenant_id',
+      'u.role_id',
+      'u.lang_id',
+      'r.permissions',
       // the tenant named in the subquery itself: Citus routes it to one shard only then (docs/citus.md)
-      sql<number[]>`array(select du.department_id from department_users du where du.tenant_id = ${tenantId} and du.user_id = u.id)`.as('department_ids'),
+      sql<
+        number[]
+      >`array(select du.department_id from department_users du where du.tenant_id = ${tenantId} and du.user_id = u.id)`.as(
+        'department_ids',
+      ),
     ])
     .where('t.token_hash', '=', tokenHash)
     .where('t.tenant_id', '=', tenantId)
@@ -50,7 +60,11 @@ const utcMillis = (timestamp: string) => Date.parse(`${timestamp.replace(' ', 'T
  * (on Citus a query to every shard, named in the routable-statements allow list).
  */
 async function legacyTokenTenant(db: Db, tokenHash: Buffer): Promise<number | undefined> {
-  const row = await db.selectFrom('access_tokens').select('tenant_id').where('token_hash', '=', tokenHash).executeTakeFirst()
+  const row = await db
+    .selectFrom('access_tokens')
+    .select('tenant_id')
+    .where('token_hash', '=', tokenHash)
+    .executeTakeFirst()
   return row?.tenant_id
 }
 
@@ -58,7 +72,9 @@ async function lookupActor(db: Db, token: string, tokenHash: Buffer): Promise<Ca
   const tenantId = accessTokenTenant(token) ?? (await legacyTokenTenant(db, tokenHash))
   if (tenantId === undefined) return undefined
   compiledActorQuery ??= actorQuery(db, HASH_SLOT, TENANT_SLOT).compile()
-  const parameters = compiledActorQuery.parameters.map((p) => (p === HASH_SLOT ? tokenHash : p === TENANT_SLOT ? tenantId : p))
+  const parameters = compiledActorQuery.parameters.map((p) =>
+    p === HASH_SLOT ? tokenHash : p === TENANT_SLOT ? tenantId : p,
+  )
   const rows = await executeCompiled(db, { ...compiledActorQuery, parameters } as CompiledQuery<NonNullable<ActorRow>>)
   const row = rows[0]
   if (!row) return undefined

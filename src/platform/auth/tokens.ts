@@ -69,14 +69,28 @@ export async function issueAccessToken(
 }
 
 export async function revokeAccessToken(db: Db, tenantId: number, tokenId: number): Promise<void> {
-  await db.updateTable('access_tokens').set({ revoked_at: sql`now()` as never })
-    .where('tenant_id', '=', tenantId).where('id', '=', tokenId).where('revoked_at', 'is', null).execute()
+  await db
+    .updateTable('access_tokens')
+    .set({ revoked_at: sql`now()` as never })
+    .where('tenant_id', '=', tenantId)
+    .where('id', '=', tokenId)
+    .where('revoked_at', 'is', null)
+    .execute()
 }
 
 /** Revokes every token of a user, optionally keeping one (the token of the current request). */
-export async function revokeUserTokens(db: Db, tenantId: number, userId: number, exceptTokenId?: number): Promise<void> {
-  let query = db.updateTable('access_tokens').set({ revoked_at: sql`now()` as never })
-    .where('tenant_id', '=', tenantId).where('user_id', '=', userId).where('revoked_at', 'is', null)
+export async function revokeUserTokens(
+  db: Db,
+  tenantId: number,
+  userId: number,
+  exceptTokenId?: number,
+): Promise<void> {
+  let query = db
+    .updateTable('access_tokens')
+    .set({ revoked_at: sql`now()` as never })
+    .where('tenant_id', '=', tenantId)
+    .where('user_id', '=', userId)
+    .where('revoked_at', 'is', null)
   if (exceptTokenId !== undefined) query = query.where('id', '!=', exceptTokenId)
   await query.execute()
 }

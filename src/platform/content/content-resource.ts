@@ -22,7 +22,12 @@ export interface ContentFolder {
 
 export type ContentRow = Record<string, unknown> & { id: number; user_id: number | null }
 export type ChangeKind = 'created' | 'updated' | 'deleted'
-export interface ContentChange { kind: ChangeKind; actor: Actor; row: ContentRow; eventId: string }
+export interface ContentChange {
+  kind: ChangeKind
+  actor: Actor
+  row: ContentRow
+  eventId: string
+}
 
 export interface ContentDeclaration {
   alias: string
@@ -44,7 +49,11 @@ export interface ContentDeclaration {
   /** The front-end path of a record (under APP_URL), from its stored columns. */
   appPath: (row: ContentRow) => string
   /** Field checks and normalization of written values (merged with the stored row on update). */
-  prepare?: (values: Record<string, unknown>, merged: Record<string, unknown>, errors: FieldErrorCollector) => Record<string, unknown>
+  prepare?: (
+    values: Record<string, unknown>,
+    merged: Record<string, unknown>,
+    errors: FieldErrorCollector,
+  ) => Record<string, unknown>
   /** Runs in the change's transaction after the domain event (e.g. queue notifications). */
   afterChange?: (trx: Db, change: ContentChange) => Promise<void>
   /** Runs in the delete's transaction before the row goes (e.g. refuse a non-empty directory). */
@@ -72,8 +81,19 @@ export interface ContentResource {
   visibleToActor(actor: Actor, alias: string): RawBuilder<boolean>
   /** SQL: the record `id` exists and `actor` can view it (`canView`'s query), for a statement that writes only if so. */
   viewableSql(db: Db, actor: Actor, id: number): RawBuilder<boolean>
-  list(db: Db, actor: Actor, query: RawListQuery, scope?: Record<string, unknown>): Promise<Readable | Record<string, unknown>[]>
-  show(db: Db, actor: Actor, id: number, query?: RawListQuery, bypassVisibility?: boolean): Promise<Record<string, unknown>>
+  list(
+    db: Db,
+    actor: Actor,
+    query: RawListQuery,
+    scope?: Record<string, unknown>,
+  ): Promise<Readable | Record<string, unknown>[]>
+  show(
+    db: Db,
+    actor: Actor,
+    id: number,
+    query?: RawListQuery,
+    bypassVisibility?: boolean,
+  ): Promise<Record<string, unknown>>
   create(db: Db, actor: Actor, body: Record<string, unknown>, trusted?: Record<string, unknown>): Promise<ContentRow>
   update(db: Db, actor: Actor, id: number, body: Record<string, unknown>): Promise<ContentRow>
   remove(db: Db, actor: Actor, id: number): Promise<ContentRow>
@@ -146,7 +166,8 @@ export function defineContent(decl: ContentDeclaration): ContentResource {
 
   /** The stored row if the actor can view it. */
   async function findVisible(db: Db, actor: Actor, id: number): Promise<ContentRow | undefined> {
-    return (await visibleQuery(db, actor).selectAll('c').where('c.id', '=', id).executeTakeFirst()) as ContentRow | undefined
+    return (await visibleQuery(db, actor).selectAll('c').where('c.id', '=', id).executeTakeFirst()) as
+      ContentRow | undefined
   }
 
   /** Whether the actor can view the record (module permission, grants, folder, parent). */
@@ -161,9 +182,11 @@ export function defineContent(decl: ContentDeclaration): ContentResource {
 
   /** Lists visible records (filters, sort and limit in the same statement); `scope` pins a parent column. */
   async function list(db: Db, actor: Actor, query: RawListQuery, scope?: Record<string, unknown>) {
-    if (!actor.permissions.has('*') && !actor.permissions.has(`${decl.module}.view`)) throw forbidden(`This requires the "${decl.module}.view" permission`)
+    if (!actor.permissions.has('*') && !actor.permissions.has(`${decl.module}.view`))
+      throw forbidden(`This requires the "${decl.module}.view" permission`)
     const parent = decl.parent
-    if (parent && scope && !(await parent.resource.canView(db, actor, scope[parent.column] as number))) throw notFound(parent.resource.label)
+    if (parent && scope && !(await parent.resource.canView(db, actor, scope[parent.column] as number)))
+      throw notFound(parent.resource.label)
     let base = visibleQuery(db, actor)
     for (const [column, value] of Object.entries(scope ?? {})) base = base.where(`c.${column}`, '=', value)
     return listResource(ctx(db, actor), resource, base, query)
@@ -175,7 +198,8 @@ export function defineContent(decl: ContentDeclaration): ContentResource {
       const base = any(db).selectFrom(tableAs('c')).where('c.tenant_id', '=', actor.tenantId).where('c.id', '=', id)
       return showResource(ctx(db, actor), resource, base, query, decl.label)
     }
-    if (!actor.permissions.has('*') && !actor.permissions.has(`${decl.module}.view`)) throw forbidden(`This requires the "${decl.module}.view" permission`)
+    if (!actor.permissions.has('*') && !actor.permissions.has(`${decl.module}.view`))
+      throw forbidden(`This requires the "${decl.module}.view" permission`)
     return showResource(ctx(db, actor), resource, visibleQuery(db, actor).where('c.id', '=', id), query, decl.label)
   }
 
@@ -184,7 +208,8 @@ export function defineContent(decl: ContentDeclaration): ContentResource {
     for (const [field, target] of Object.entries(decl.references ?? {})) {
       const id = values[field]
       const content = target === 'self' ? self : target
-      if (typeof id === 'number' && !(await content.canView(db, actor, id))) errors.add(field, `no such ${content.label.toLowerCase()}`)
+      if (typeof id === 'number' && !(await content.canView(db, actor, id)))
+        errors.add(field, `no such ${content.label.toLowerCase()}`)
     }
     const folder = decl.folder
     const folderId = folder ? values[folder.column] : undefined
@@ -197,7 +222,12 @@ export function defineContent(decl: ContentDeclaration): ContentResource {
 
   async function recordChange(trx: Db, actor: Actor, kind: ChangeKind, row: ContentRow, data: Record<string, unknown>) {
     const eventId = await recordDomainEvent(trx, {
-      type: `${decl.alias}.${kind}`, tenantId: actor.tenantId, actorId: actor.userId, subjectType: decl.alias, subjectId: row.id, data,
+      type: `${decl.alias}.${kind}`,
+      tenantId: actor.tenantId,
+      actorId: actor.userId,
+      subjectType: decl.alias,
+      subjectId: row.id,
+      data,
     })
     await decl.afterChange?.(trx, { kind, actor, row, eventId })
   }
@@ -205,29 +235,44 @@ export function defineContent(decl: ContentDeclaration): ContentResource {
   /** Parent of a nested create: 404 unless visible; 403 unless the create rule passes. */
   async function checkCreateRights(db: Db, actor: Actor, values: Record<string, unknown>, nestedUnderParent: boolean) {
     const parent = decl.parent
-    if (parent && nestedUnderParent && !(await parent.resource.canView(db, actor, values[parent.column] as number))) throw notFound(parent.resource.label)
+    if (parent && nestedUnderParent && !(await parent.resource.canView(db, actor, values[parent.column] as number)))
+      throw notFound(parent.resource.label)
     if (!decl.createBy) {
-      if (!actor.permissions.has('*') && !actor.permissions.has(`${decl.module}.manage`)) throw forbidden(`This requires the "${decl.module}.manage" permission`)
+      if (!actor.permissions.has('*') && !actor.permissions.has(`${decl.module}.manage`))
+        throw forbidden(`This requires the "${decl.module}.manage" permission`)
       return
     }
     if (!parent || !decl.createBy.rule) return
     const p = principal(actor)
-    const { rows } = await sql`select 1 from ${sql.table(parent.resource.table)} as cp where cp.tenant_id = ${actor.tenantId}
+    const { rows } =
+      await sql`select 1 from ${sql.table(parent.resource.table)} as cp where cp.tenant_id = ${actor.tenantId}
       and cp.id = ${values[parent.column]} and (${p.isAdmin} or ${decl.createBy.rule(p, 'cp')})`.execute(db)
     if (rows.length === 0) throw forbidden(`You may not add a ${decl.label.toLowerCase()} here`)
   }
 
   /** Creates a record (author = actor); `trusted` columns come from the server (e.g. file sizes). */
-  async function create(db: Db, actor: Actor, body: Record<string, unknown>, trusted: Record<string, unknown> = {}): Promise<ContentRow> {
-    await checkCreateRights(db, actor, { ...body, ...trusted }, decl.parent !== undefined && decl.parent.column in trusted)
+  async function create(
+    db: Db,
+    actor: Actor,
+    body: Record<string, unknown>,
+    trusted: Record<string, unknown> = {},
+  ): Promise<ContentRow> {
+    await checkCreateRights(
+      db,
+      actor,
+      { ...body, ...trusted },
+      decl.parent !== undefined && decl.parent.column in trusted,
+    )
     const errors = new FieldErrorCollector()
     await checkReferences(db, actor, body, errors)
     const values = decl.prepare ? decl.prepare(body, body, errors) : body
     errors.throwIfAny()
     return db.transaction().execute(async (trx) => {
-      const row = (await any(trx).insertInto(decl.table)
+      const row = (await any(trx)
+        .insertInto(decl.table)
         .values({ ...columnValues(decl.fields, values), ...trusted, tenant_id: actor.tenantId, user_id: actor.userId })
-        .returningAll().executeTakeFirstOrThrow()) as ContentRow
+        .returningAll()
+        .executeTakeFirstOrThrow()) as ContentRow
       await recordChange(trx, actor, 'created', row, { ...values })
       return row
     })
@@ -237,7 +282,8 @@ export function defineContent(decl: ContentDeclaration): ContentResource {
   async function findManageable(db: Db, actor: Actor, id: number): Promise<ContentRow> {
     const row = await findVisible(db, actor, id)
     if (!row) throw notFound(decl.label)
-    if (!actor.permissions.has('*') && !actor.permissions.has(`${decl.module}.manage`)) throw forbidden(`This requires the "${decl.module}.manage" permission`)
+    if (!actor.permissions.has('*') && !actor.permissions.has(`${decl.module}.manage`))
+      throw forbidden(`This requires the "${decl.module}.manage" permission`)
     return row
   }
 
@@ -249,8 +295,13 @@ export function defineContent(decl: ContentDeclaration): ContentResource {
     const values = decl.prepare ? decl.prepare(body, { ...stored, ...body }, errors) : body
     errors.throwIfAny()
     return db.transaction().execute(async (trx) => {
-      const row = (await any(trx).updateTable(decl.table).set({ ...columnValues(decl.fields, values), updated_at: sql`now()` })
-        .where('tenant_id', '=', actor.tenantId).where('id', '=', id).returningAll().executeTakeFirst()) as ContentRow | undefined
+      const row = (await any(trx)
+        .updateTable(decl.table)
+        .set({ ...columnValues(decl.fields, values), updated_at: sql`now()` })
+        .where('tenant_id', '=', actor.tenantId)
+        .where('id', '=', id)
+        .returningAll()
+        .executeTakeFirst()) as ContentRow | undefined
       if (!row) throw notFound(decl.label)
       await recordChange(trx, actor, 'updated', row, { ...values })
       return row
@@ -264,8 +315,12 @@ export function defineContent(decl: ContentDeclaration): ContentResource {
       await decl.beforeDelete?.(trx, actor, stored)
       for (const child of children) await child.deleteGrantsUnder(trx, actor.tenantId, id)
       await deleteGrants(trx, actor.tenantId, sql`${String(id)}`)
-      const row = (await any(trx).deleteFrom(decl.table).where('tenant_id', '=', actor.tenantId).where('id', '=', id)
-        .returningAll().executeTakeFirst()) as ContentRow | undefined
+      const row = (await any(trx)
+        .deleteFrom(decl.table)
+        .where('tenant_id', '=', actor.tenantId)
+        .where('id', '=', id)
+        .returningAll()
+        .executeTakeFirst()) as ContentRow | undefined
       if (!row) throw notFound(decl.label)
       await recordChange(trx, actor, 'deleted', row, {})
       return row
@@ -281,7 +336,11 @@ export function defineContent(decl: ContentDeclaration): ContentResource {
   const children: ContentResource[] = []
   async function deleteGrantsUnder(trx: Db, tenantId: number, parentId: number) {
     const column = sql.ref(decl.parent!.column)
-    await deleteGrants(trx, tenantId, sql`select id::text from ${table} where tenant_id = ${tenantId} and ${column} = ${parentId}`)
+    await deleteGrants(
+      trx,
+      tenantId,
+      sql`select id::text from ${table} where tenant_id = ${tenantId} and ${column} = ${parentId}`,
+    )
   }
 
   /**
@@ -290,7 +349,9 @@ export function defineContent(decl: ContentDeclaration): ContentResource {
    */
   function viewersSql(tenantId: number, id: number): RawBuilder<{ id: number }> {
     const p = userSetPrincipal(tenantId, decl.folder?.module)
-    return sql<{ id: number }>`select vu.id from users vu join roles vr on vr.tenant_id = vu.tenant_id and vr.id = vu.role_id
+    return sql<{
+      id: number
+    }>`select vu.id from users vu join roles vr on vr.tenant_id = vu.tenant_id and vr.id = vu.role_id
       where vu.tenant_id = ${tenantId} and exists (
         select 1 from ${table} as v where v.tenant_id = ${tenantId} and v.id = ${id} and ${visibleTo(p, 'v')})`
   }
@@ -298,19 +359,35 @@ export function defineContent(decl: ContentDeclaration): ContentResource {
   const appUrl = (appBase: string, row: ContentRow) => `${appBase.replace(/\/$/, '')}${decl.appPath(row)}`
 
   async function findStored(db: Db, tenantId: number, id: number): Promise<ContentRow | undefined> {
-    return (await any(db).selectFrom(decl.table).selectAll().where('tenant_id', '=', tenantId).where('id', '=', id).executeTakeFirst()) as ContentRow | undefined
+    return (await any(db)
+      .selectFrom(decl.table)
+      .selectAll()
+      .where('tenant_id', '=', tenantId)
+      .where('id', '=', id)
+      .executeTakeFirst()) as ContentRow | undefined
   }
 
   const visibleToActor = (actor: Actor, alias: string) => visibleTo(principal(actor), alias)
 
   function viewableSql(db: Db, actor: Actor, id: number): RawBuilder<boolean> {
-    return sql<boolean>`exists (${visibleQuery(db, actor).select(sql`1`.as('one')).where('c.id', '=', id)})`
+    return sql<boolean>`exists (${visibleQuery(db, actor)
+      .select(sql`1`.as('one'))
+      .where('c.id', '=', id)})`
   }
 
   /** The stored row and whether the actor can view it (`visibleTo`), in one statement; undefined when it does not exist. */
-  async function findStoredForViewer(db: Db, actor: Actor, id: number): Promise<{ row: ContentRow; visible: boolean } | undefined> {
-    const found = await any(db).selectFrom(tableAs('c')).selectAll('c').select(visibleToActor(actor, 'c').as('visible_to_actor'))
-      .where('c.tenant_id', '=', actor.tenantId).where('c.id', '=', id).executeTakeFirst() as (ContentRow & { visible_to_actor: boolean }) | undefined
+  async function findStoredForViewer(
+    db: Db,
+    actor: Actor,
+    id: number,
+  ): Promise<{ row: ContentRow; visible: boolean } | undefined> {
+    const found = (await any(db)
+      .selectFrom(tableAs('c'))
+      .selectAll('c')
+      .select(visibleToActor(actor, 'c').as('visible_to_actor'))
+      .where('c.tenant_id', '=', actor.tenantId)
+      .where('c.id', '=', id)
+      .executeTakeFirst()) as (ContentRow & { visible_to_actor: boolean }) | undefined
     if (!found) return undefined
     const { visible_to_actor: visible, ...row } = found
     return { row: row as ContentRow, visible }
@@ -323,14 +400,44 @@ export function defineContent(decl: ContentDeclaration): ContentResource {
     const own = { target_entity: decl.alias, target_entity_id: String(id), permission: `${decl.module}.view` }
     const folderId = decl.folder ? (row[decl.folder.column] as number | null) : null
     const parentId = decl.parent ? (row[decl.parent.column] as number | null) : null
-    const parent = decl.parent && parentId !== null ? await decl.parent.resource.viewChain(db, tenantId, Number(parentId)) : undefined
-    return { records: [own, ...(parent?.records ?? [])], folderId: folderId !== null ? Number(folderId) : parent?.folderId ?? null }
+    const parent =
+      decl.parent && parentId !== null
+        ? await decl.parent.resource.viewChain(db, tenantId, Number(parentId))
+        : undefined
+    return {
+      records: [own, ...(parent?.records ?? [])],
+      folderId: folderId !== null ? Number(folderId) : (parent?.folderId ?? null),
+    }
   }
 
   const self: ContentResource = {
-    alias: decl.alias, table: decl.table, module: decl.module, label: decl.label, titleColumn: decl.titleColumn, resource, columns,
-    visibleTo, canView, exists, findVisible, findStored, findStoredForViewer, visibleToActor, viewableSql, list, show, create, update, remove, viewersSql, appUrl, deleteGrantsUnder,
-    addChild: (child) => { children.push(child) }, viewChain,
+    alias: decl.alias,
+    table: decl.table,
+    module: decl.module,
+    label: decl.label,
+    titleColumn: decl.titleColumn,
+    resource,
+    columns,
+    visibleTo,
+    canView,
+    exists,
+    findVisible,
+    findStored,
+    findStoredForViewer,
+    visibleToActor,
+    viewableSql,
+    list,
+    show,
+    create,
+    update,
+    remove,
+    viewersSql,
+    appUrl,
+    deleteGrantsUnder,
+    addChild: (child) => {
+      children.push(child)
+    },
+    viewChain,
   }
   decl.parent?.resource.addChild(self)
   return self

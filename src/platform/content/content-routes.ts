@@ -25,7 +25,12 @@ const recordSchemas = new WeakMap<ContentResource, TObject>()
 export function contentRecordSchema(content: ContentResource): TObject {
   const known = recordSchemas.get(content)
   if (known) return known
-  const properties = Object.fromEntries(Object.entries(content.resource.fields as Record<string, { type: FieldType }>).map(([name, f]) => [name, Type.Optional(OUTPUT[f.type]())]))
+  const properties = Object.fromEntries(
+    Object.entries(content.resource.fields as Record<string, { type: FieldType }>).map(([name, f]) => [
+      name,
+      Type.Optional(OUTPUT[f.type]()),
+    ]),
+  )
   const schema = Type.Object(properties, { $id: `${content.alias[0].toUpperCase()}${content.alias.slice(1)}` })
   recordSchemas.set(content, schema)
   return schema
@@ -33,8 +38,13 @@ export function contentRecordSchema(content: ContentResource): TObject {
 
 /** Create and update body schemas from one map of writable fields (unknown keys → 422). */
 export function contentBodies(fields: Record<string, TSchema>, required: string[]) {
-  const create = Type.Object(Object.fromEntries(Object.entries(fields).map(([k, s]) => [k, required.includes(k) ? s : Type.Optional(s)])), { additionalProperties: false })
-  const update = Type.Object(Object.fromEntries(Object.entries(fields).map(([k, s]) => [k, Type.Optional(s)])), { additionalProperties: false })
+  const create = Type.Object(
+    Object.fromEntries(Object.entries(fields).map(([k, s]) => [k, required.includes(k) ? s : Type.Optional(s)])),
+    { additionalProperties: false },
+  )
+  const update = Type.Object(Object.fromEntries(Object.entries(fields).map(([k, s]) => [k, Type.Optional(s)])), {
+    additionalProperties: false,
+  })
   return { create, update }
 }
 
@@ -45,12 +55,21 @@ export function contentBodies(fields: Record<string, TSchema>, required: string[
 export type GrantTokenActor = (db: Db, token: string, alias: string, id: number) => Promise<Actor>
 
 /** Who reads a single target: a grant token for exactly it (visibility bypassed), or the bearer. */
-export interface Viewer { actor: Actor; viaGrantToken: boolean }
+export interface Viewer {
+  actor: Actor
+  viaGrantToken: boolean
+}
 
 export const GrantTokenQuerySchema = Type.Object({ grant_token: Type.Optional(Type.String({ maxLength: 4096 })) })
 
 /** Resolves the viewer of a route marked `public`: `grant_token` when sent, else the bearer token. */
-export async function resolveViewer(request: FastifyRequest, db: Db, alias: string, id: number, grantTokens?: GrantTokenActor): Promise<Viewer> {
+export async function resolveViewer(
+  request: FastifyRequest,
+  db: Db,
+  alias: string,
+  id: number,
+  grantTokens?: GrantTokenActor,
+): Promise<Viewer> {
   const token = (request.query as { grant_token?: unknown }).grant_token
   if (token !== undefined && grantTokens) {
     if (typeof token !== 'string' || token === '') throw unauthorized()
@@ -75,30 +94,59 @@ export interface ContentRouteOptions {
 }
 
 /** Registers the standard routes of a content resource (`registerResourceRoutes`); each handler calls one service function. */
-export async function contentRoutes(app: FastifyInstance, content: ContentResource, o: ContentRouteOptions): Promise<void> {
-  const scope = (parentId: number | undefined) => (o.parentColumn && parentId !== undefined ? { [o.parentColumn]: parentId } : undefined)
+export async function contentRoutes(
+  app: FastifyInstance,
+  content: ContentResource,
+  o: ContentRouteOptions,
+): Promise<void> {
+  const scope = (parentId: number | undefined) =>
+    o.parentColumn && parentId !== undefined ? { [o.parentColumn]: parentId } : undefined
   const offers = (operation: ContentRouteOptions['operations'][number]) => o.operations.includes(operation)
   const tokens = o.grantTokens
   registerResourceRoutes(app, {
-    tag: o.tag, collection: o.collection, item: o.item, collectionNamesParent: o.parentColumn !== undefined,
-    resource: content.resource, itemSchema: contentRecordSchema(content), bodies: o.bodies,
+    tag: o.tag,
+    collection: o.collection,
+    item: o.item,
+    collectionNamesParent: o.parentColumn !== undefined,
+    resource: content.resource,
+    itemSchema: contentRecordSchema(content),
+    bodies: o.bodies,
     show: { public: tokens !== undefined, query: GrantTokenQuerySchema.properties },
     handlers: {
-      list: offers('list') ? (request, parentId) => content.list(o.db, request.actor, request.query as never, scope(parentId)) : undefined,
-      create: offers('create') ? async (request, parentId) => {
-        const row = await content.create(o.db, request.actor, request.body as Record<string, unknown>, scope(parentId))
-        return content.show(o.db, request.actor, row.id, {}, true)
-      } : undefined,
-      show: offers('show') ? async (request, id) => {
-        const { grant_token: _token, ...query } = request.query as Record<string, unknown>
-        const viewer = tokens ? await resolveViewer(request, o.db, content.alias, id, tokens) : { actor: request.actor, viaGrantToken: false }
-        return content.show(o.db, viewer.actor, id, query, viewer.viaGrantToken)
-      } : undefined,
-      update: offers('update') ? async (request, id) => {
-        const row = await content.update(o.db, request.actor, id, request.body as Record<string, unknown>)
-        return content.show(o.db, request.actor, row.id, {}, true)
-      } : undefined,
-      remove: offers('delete') ? async (request, id) => { await content.remove(o.db, request.actor, id) } : undefined,
+      list: offers('list')
+        ? (request, parentId) => content.list(o.db, request.actor, request.query as never, scope(parentId))
+        : undefined,
+      create: offers('create')
+        ? async (request, parentId) => {
+            const row = await content.create(
+              o.db,
+              request.actor,
+              request.body as Record<string, unknown>,
+              scope(parentId),
+            )
+            return content.show(o.db, request.actor, row.id, {}, true)
+          }
+        : undefined,
+      show: offers('show')
+        ? async (request, id) => {
+            const { grant_token: _token, ...query } = request.query as Record<string, unknown>
+            const viewer = tokens
+              ? await resolveViewer(request, o.db, content.alias, id, tokens)
+              : { actor: request.actor, viaGrantToken: false }
+            return content.show(o.db, viewer.actor, id, query, viewer.viaGrantToken)
+          }
+        : undefined,
+      update: offers('update')
+        ? async (request, id) => {
+            const row = await content.update(o.db, request.actor, id, request.body as Record<string, unknown>)
+            return content.show(o.db, request.actor, row.id, {}, true)
+          }
+        : undefined,
+      remove: offers('delete')
+        ? async (request, id) => {
+            await content.remove(o.db, request.actor, id)
+          }
+        : undefined,
     },
   })
 }

@@ -32,7 +32,8 @@ export function contentShareTarget(content: ContentResource, variants?: VariantU
     exists: (db: Db, tenantId: number, id: number | string) => content.exists(db, tenantId, numeric(id)),
     canView: (db: Db, actor: Actor, id: number | string) => content.canView(db, actor, numeric(id)),
     /** Existence and the view rule in one statement (creating or retargeting a shared item). */
-    visibility: async (db: Db, actor: Actor, id: number | string) => (await content.findStoredForViewer(db, actor, numeric(id)))?.visible,
+    visibility: async (db: Db, actor: Actor, id: number | string) =>
+      (await content.findStoredForViewer(db, actor, numeric(id)))?.visible,
     /** SQL: the record exists and the actor can view it (a shared item is inserted only if so). */
     viewableSql: (db: Db, actor: Actor, id: number | string) => content.viewableSql(db, actor, numeric(id)),
     /** One statement: existence, whether the actor can view it, the URLs and the title (a stable-URL click is the hottest path). */
@@ -44,8 +45,10 @@ export function contentShareTarget(content: ContentResource, variants?: VariantU
     joinTarget(query: AnySelect, actor: Actor, idText: RawBuilder<unknown>): AnySelect {
       // a stored text id that is no well-formed integer matches no record (as parseShareTargetId rejects it)
       const id = sql`case when ${idText} ~ '^[1-9][0-9]{0,15}$' then (${idText})::bigint end`
-      return query.leftJoin(`${content.table} as t`, (join) => join.on('t.tenant_id', '=', actor.tenantId).on('t.id', '=', id))
-        .selectAll('t').select(content.visibleToActor(actor, 't').as('visible_to_actor'))
+      return query
+        .leftJoin(`${content.table} as t`, (join) => join.on('t.tenant_id', '=', actor.tenantId).on('t.id', '=', id))
+        .selectAll('t')
+        .select(content.visibleToActor(actor, 't').as('visible_to_actor'))
     },
     /** `describe`'s answer read off a row of a query `joinTarget` extended; undefined when the record does not exist. */
     describeJoined(row: Record<string, unknown>, ctx: { appUrl: string; baseUrl: string }) {

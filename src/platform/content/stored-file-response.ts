@@ -5,7 +5,10 @@ import { AppError } from '../http/errors.js'
 /** RFC 6266 `Content-Disposition`: an ASCII fallback no name can break, plus `filename*` in UTF-8. */
 export function contentDisposition(kind: 'inline' | 'attachment', fileName: string): string {
   const ascii = fileName.replace(/[^\x20-\x7e]|["\\]/g, '_')
-  const encoded = encodeURIComponent(fileName).replace(/['()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`)
+  const encoded = encodeURIComponent(fileName).replace(
+    /['()*]/g,
+    (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`,
+  )
   return `${kind}; filename="${ascii}"; filename*=UTF-8''${encoded}`
 }
 
@@ -51,7 +54,9 @@ export interface StoredFileResponse {
 export function sendStoredFile(request: FastifyRequest, reply: FastifyReply, file: StoredFileResponse): FastifyReply {
   const range = file.ranges ? parseRange(request.headers.range, file.size) : undefined
   if (range === 'unsatisfiable') {
-    throw new AppError(416, 'range_not_satisfiable', `The range is outside the file's ${file.size} bytes`, undefined, { 'content-range': `bytes */${file.size}` })
+    throw new AppError(416, 'range_not_satisfiable', `The range is outside the file's ${file.size} bytes`, undefined, {
+      'content-range': `bytes */${file.size}`,
+    })
   }
   reply.headers({
     'content-type': file.mediaType,
@@ -62,7 +67,12 @@ export function sendStoredFile(request: FastifyRequest, reply: FastifyReply, fil
   })
   if (file.ranges) reply.header('accept-ranges', 'bytes')
   if (range) {
-    return reply.code(206).headers({ 'content-range': `bytes ${range.start}-${range.end}/${file.size}`, 'content-length': range.end - range.start + 1 })
+    return reply
+      .code(206)
+      .headers({
+        'content-range': `bytes ${range.start}-${range.end}/${file.size}`,
+        'content-length': range.end - range.start + 1,
+      })
       .send(createReadStream(file.path, range))
   }
   return reply.header('content-length', file.size).send(createReadStream(file.path))

@@ -13,7 +13,10 @@ export const ACTOR_CHANGED_CHANNEL = 'actor_changed'
 /** The tables an actor is made of: a committed write to any of them invalidates cached actors. */
 export const ACTOR_TABLES: ReadonlySet<string> = new Set(['access_tokens', 'users', 'roles', 'department_users'])
 
-export interface ChangeNotice { channel: string; payload: string }
+export interface ChangeNotice {
+  channel: string
+  payload: string
+}
 
 /**
  * The notices a transaction that wrote `tables` sends. The payload names the tenant of the request

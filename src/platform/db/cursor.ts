@@ -47,19 +47,23 @@ export class SettlingCursor extends Cursor {
 // (0.5-1 ms, more than its execution for a short list). This is its `submit` with a named statement,
 // kept in the connection's prepared-statement bookkeeping like node-postgres' own named queries.
 // (Assigned to the prototype: pg-cursor's typings declare `submit` as a property.)
-Object.defineProperty(SettlingCursor.prototype, 'submit', { value: function submit(this: any, connection: any): void {
-  if (!this.name) return corked(connection, () => (Cursor.prototype as any).submit.call(this, connection))
-  corked(connection, () => submitNamed(this, connection))
-} })
+Object.defineProperty(SettlingCursor.prototype, 'submit', {
+  value: function submit(this: any, connection: any): void {
+    if (!this.name) return corked(connection, () => (Cursor.prototype as any).submit.call(this, connection))
+    corked(connection, () => submitNamed(this, connection))
+  },
+})
 
 // pg-cursor sends each protocol message with a write of its own (node-postgres' queries cork the
 // socket): parse, bind, describe, flush, then execute, flush, then close, sync were up to eight
 // syscalls per streamed list, the largest share of a short list's CPU in the profile
 for (const method of ['_getRows', '_closePortal']) {
   const original = (Cursor.prototype as any)[method]
-  Object.defineProperty(SettlingCursor.prototype, method, { value: function (this: any, ...args: unknown[]) {
-    return this.connection ? corked(this.connection, () => original.apply(this, args)) : original.apply(this, args)
-  } })
+  Object.defineProperty(SettlingCursor.prototype, method, {
+    value: function (this: any, ...args: unknown[]) {
+      return this.connection ? corked(this.connection, () => original.apply(this, args)) : original.apply(this, args)
+    },
+  })
 }
 
 function corked<T>(connection: { stream?: { cork?: () => void; uncork?: () => void } }, send: () => T): T {
@@ -75,7 +79,10 @@ function submitNamed(self: any, connection: any): void {
   self.state = 'submitted'
   self.connection = connection
   self._portal = `P_${++cursorPortals}`
-  if (connection.parsedStatements[self.name] === undefined && connection.submittedNamedStatements[self.name] === undefined) {
+  if (
+    connection.parsedStatements[self.name] === undefined &&
+    connection.submittedNamedStatements[self.name] === undefined
+  ) {
     connection.parse({ text: self.text, name: self.name })
     connection.submittedNamedStatements[self.name] = self.text
   }
@@ -86,4 +93,3 @@ function submitNamed(self: any, connection: any): void {
   connection.once('noData', self._ifNoData)
   connection.once('rowDescription', self._rowDescription)
 }
-

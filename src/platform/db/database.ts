@@ -30,8 +30,16 @@ const types = {
     const key = format === 'binary' ? -1 - oid : oid
     let parser = parsers.get(key)
     if (parser === undefined) {
-      parser = oid === TIMESTAMPTZ || oid === TIMESTAMP ? timestamp : oid === DATE ? date : oid === INT8 ? int8
-        : oid === INT8_ARRAY ? int8Array : pg.types.getTypeParser(oid, format as 'text')
+      parser =
+        oid === TIMESTAMPTZ || oid === TIMESTAMP
+          ? timestamp
+          : oid === DATE
+            ? date
+            : oid === INT8
+              ? int8
+              : oid === INT8_ARRAY
+                ? int8Array
+                : pg.types.getTypeParser(oid, format as 'text')
       parsers.set(key, parser)
     }
     return parser
@@ -67,7 +75,9 @@ export interface DatabaseOptions {
 }
 
 /** Resolves the connection URLs: the given ones, or a private embedded server in `$DATA_DIR/postgres`. */
-export async function resolveDatabaseUrl(options: DatabaseOptions): Promise<{ url: string; directUrl: string; stop: () => Promise<void> }> {
+export async function resolveDatabaseUrl(
+  options: DatabaseOptions,
+): Promise<{ url: string; directUrl: string; stop: () => Promise<void> }> {
   if (options.url) return { url: options.url, directUrl: options.directUrl ?? options.url, stop: async () => {} }
   const server = await startEmbeddedPostgres(options.dataDir, 'workplace', options.log)
   return { url: server.url, directUrl: server.url, stop: () => server.stop() }
@@ -102,7 +112,17 @@ export interface PoolOptions {
  */
 const REQUIRED_SETTINGS = { TimeZone: 'UTC', jit: 'off' } as const
 
-export function createPool(url: string, { max = 20, allowExitOnIdle = false, asynchronousCommit = false, poolMode = 'session', name = 'api', genericPlans = false }: PoolOptions = {}): pg.Pool {
+export function createPool(
+  url: string,
+  {
+    max = 20,
+    allowExitOnIdle = false,
+    asynchronousCommit = false,
+    poolMode = 'session',
+    name = 'api',
+    genericPlans = false,
+  }: PoolOptions = {},
+): pg.Pool {
   const startupOptions = Object.entries(REQUIRED_SETTINGS).map(([setting, value]) => `-c ${setting}=${value}`)
   if (asynchronousCommit) startupOptions.push('-c synchronous_commit=off')
   if (genericPlans) startupOptions.push('-c plan_cache_mode=force_generic_plan')
@@ -149,29 +169,49 @@ export async function applyDatabaseDefaults(pool: pg.Pool, warn: (message: strin
                       where d.setdatabase = (select oid from pg_database where datname = current_database())
                         and d.setrole in (0, (select oid from pg_roles where rolname = current_user))
                         and lower(split_part(c, '=', 1)) = lower(s.name) order by d.setrole desc limit 1) as value
-       from unnest($1::text[]) s(name)`, [settings.map(([name]) => name)])
-  const missing = settings.filter(([name, value]) => rows.find((r) => r.name === name)?.value?.toLowerCase() !== value.toLowerCase())
+       from unnest($1::text[]) s(name)`,
+    [settings.map(([name]) => name)],
+  )
+  const missing = settings.filter(
+    ([name, value]) => rows.find((r) => r.name === name)?.value?.toLowerCase() !== value.toLowerCase(),
+  )
   if (missing.length === 0) return
   try {
-    const { rows: [who] } = await pool.query<{ role: string; database: string }>('select current_user as role, current_database() as database')
+    const {
+      rows: [who],
+    } = await pool.query<{ role: string; database: string }>(
+      'select current_user as role, current_database() as database',
+    )
     const client = pg.Client.prototype
     for (const [name, value] of missing) {
-      await pool.query(`alter role ${client.escapeIdentifier(who.role)} in database ${client.escapeIdentifier(who.database)} set ${name} to ${client.escapeLiteral(value)}`)
+      await pool.query(
+        `alter role ${client.escapeIdentifier(who.role)} in database ${client.escapeIdentifier(who.database)} set ${name} to ${client.escapeLiteral(value)}`,
+      )
     }
   } catch (error) {
-    warn(`cannot make ${missing.map(([n, v]) => `${n}=${v}`).join(', ')} the defaults of this role in this database (${(error as Error).message}); set them yourself for transaction-mode pooling`)
+    warn(
+      `cannot make ${missing.map(([n, v]) => `${n}=${v}`).join(', ')} the defaults of this role in this database (${(error as Error).message}); set them yourself for transaction-mode pooling`,
+    )
   }
 }
 
 /** In transaction mode: fails clearly when a server connection the pooler hands out lacks a required setting. */
 export async function verifySessionSettings(pool: pg.Pool): Promise<void> {
   const names = Object.keys(REQUIRED_SETTINGS)
-  const { rows } = await pool.query<{ name: string; setting: string }>('select name, setting from pg_settings where name = any($1::text[])', [names])
-  const wrong = Object.entries(REQUIRED_SETTINGS).filter(([name, value]) => rows.find((r) => r.name.toLowerCase() === name.toLowerCase())?.setting.toLowerCase() !== value.toLowerCase())
+  const { rows } = await pool.query<{ name: string; setting: string }>(
+    'select name, setting from pg_settings where name = any($1::text[])',
+    [names],
+  )
+  const wrong = Object.entries(REQUIRED_SETTINGS).filter(
+    ([name, value]) =>
+      rows.find((r) => r.name.toLowerCase() === name.toLowerCase())?.setting.toLowerCase() !== value.toLowerCase(),
+  )
   if (wrong.length > 0) {
-    throw new Error(`DATABASE_POOL_MODE=transaction: the pooled connections lack ${wrong.map(([n, v]) => `${n}=${v}`).join(', ')}. ` +
-      'Run `workplace migrate` on DATABASE_DIRECT_URL (it makes them the role\'s defaults in this database) or set them with ALTER ROLE … IN DATABASE … SET; ' +
-      'server connections the pooler opened before keep their old settings until it reconnects them (PgBouncer: RECONNECT).')
+    throw new Error(
+      `DATABASE_POOL_MODE=transaction: the pooled connections lack ${wrong.map(([n, v]) => `${n}=${v}`).join(', ')}. ` +
+        "Run `workplace migrate` on DATABASE_DIRECT_URL (it makes them the role's defaults in this database) or set them with ALTER ROLE … IN DATABASE … SET; " +
+        'server connections the pooler opened before keep their old settings until it reconnects them (PgBouncer: RECONNECT).',
+    )
   }
 }
 
@@ -179,7 +219,8 @@ function notifyCommitted(tables: ReadonlySet<string>): void {
   if (tables.size > 0) for (const listener of commitListeners) listener(tables)
 }
 
-const WRITE = /\b(insert\s+into|update|delete\s+from|merge\s+into|truncate(?:\s+table)?)\s+(?:only\s+)?"?([a-z_][a-z0-9_]*)"?/gi
+const WRITE =
+  /\b(insert\s+into|update|delete\s+from|merge\s+into|truncate(?:\s+table)?)\s+(?:only\s+)?"?([a-z_][a-z0-9_]*)"?/gi
 
 /** What the driver knows of one distinct SQL text (one Map lookup per query: hashing a long text is not free). */
 interface StatementInfo {
@@ -202,12 +243,28 @@ function statementInfo(text: string): StatementInfo {
   const known = statements.get(text)
   if (known) return known
   const head = text.trimStart().slice(0, 20).toLowerCase()
-  const transaction = /^(begin|start transaction)\b/.test(head) ? 'begin' : /^(commit|end)\b/.test(head) ? 'commit' : /^rollback\b(?!\s+to)/.test(head) ? 'rollback' : undefined
-  const matches = Array.from(text.matchAll(WRITE), (m) => [m[1].split(/\s/)[0].toLowerCase(), m[2].toLowerCase()] as const)
+  const transaction = /^(begin|start transaction)\b/.test(head)
+    ? 'begin'
+    : /^(commit|end)\b/.test(head)
+      ? 'commit'
+      : /^rollback\b(?!\s+to)/.test(head)
+        ? 'rollback'
+        : undefined
+  const matches = Array.from(
+    text.matchAll(WRITE),
+    (m) => [m[1].split(/\s/)[0].toLowerCase(), m[2].toLowerCase()] as const,
+  )
   const writes = new Set(matches.map(([, table]) => table))
-  const noticed = new Set(matches.filter(([verb, table]) => isNoticedWrite(verb, table, text)).map(([, table]) => table))
+  const noticed = new Set(
+    matches.filter(([verb, table]) => isNoticedWrite(verb, table, text)).map(([, table]) => table),
+  )
   if (statements.size >= MAX_NAMED_STATEMENTS) return { transaction, writes, noticed }
-  const info: StatementInfo = { name: `k${createHash('sha1').update(text).digest('base64url')}`, transaction, writes, noticed }
+  const info: StatementInfo = {
+    name: `k${createHash('sha1').update(text).digest('base64url')}`,
+    transaction,
+    writes,
+    noticed,
+  }
   statements.set(text, info)
   return info
 }
@@ -229,7 +286,9 @@ export function preparingPool(pool: pg.Pool, namedStatements = true): pg.Pool {
     wrapper.checkedOut()
     return wrapper.client
   }
-  return new Proxy(pool, { get: (target, property, receiver) => (property === 'connect' ? connect : Reflect.get(target, property, receiver)) })
+  return new Proxy(pool, {
+    get: (target, property, receiver) => (property === 'connect' ? connect : Reflect.get(target, property, receiver)),
+  })
 }
 
 /** The client with `query(text, values)` prepared and committed writes reported (state kept per checkout). */
@@ -238,9 +297,10 @@ function wrapClient(client: pg.PoolClient, namedStatements: boolean) {
   // pg's callback form, not its promise form: with the promise form every result's rows outlived two
   // young-generation collections and were promoted (about 25 KB per 50-row page, even one request at
   // a time), and the API spent three to five times the baseline's time in scavenges (decision 0005)
-  const query = (...args: unknown[]) => new Promise((resolve, reject) => {
-    submit(...args, (error: Error | null, result: unknown) => (error ? reject(error) : resolve(result)))
-  })
+  const query = (...args: unknown[]) =>
+    new Promise((resolve, reject) => {
+      submit(...args, (error: Error | null, result: unknown) => (error ? reject(error) : resolve(result)))
+    })
   let inTransaction = false
   let uncommitted = new Set<string>()
   let unnoticed = new Set<string>()
@@ -261,8 +321,10 @@ function wrapClient(client: pg.PoolClient, namedStatements: boolean) {
   const sendNotices = async (tables: ReadonlySet<string>) => {
     const notices = changeNotices(tables)
     if (notices.length === 0) return
-    await query('select pg_notify(n.channel, n.payload) from unnest($1::text[], $2::text[]) as n(channel, payload)',
-      [notices.map((n) => n.channel), notices.map((n) => n.payload)])
+    await query('select pg_notify(n.channel, n.payload) from unnest($1::text[], $2::text[]) as n(channel, payload)', [
+      notices.map((n) => n.channel),
+      notices.map((n) => n.payload),
+    ])
   }
   // a single write outside a transaction that must send a notice: made a transaction of its own, so
   // that the notice is delivered with the commit (a crash in between cannot lose it)
@@ -286,7 +348,9 @@ function wrapClient(client: pg.PoolClient, namedStatements: boolean) {
       const run = () => (kind.name && namedStatements ? query({ name: kind.name, text, values }) : query(text, values))
       if (!kind.transaction && kind.writes.size === 0) return run()
       if (kind.transaction === 'commit' && inTransaction && unnoticed.size > 0) {
-        return sendNotices(unnoticed).then(run).finally(() => afterStatement(kind))
+        return sendNotices(unnoticed)
+          .then(run)
+          .finally(() => afterStatement(kind))
       }
       if (!kind.transaction && !inTransaction && kind.noticed.size > 0) return withNotice(run, kind)
       return run().finally(() => afterStatement(kind))
@@ -344,7 +408,8 @@ export async function executeCompiled<R>(db: Db, compiled: CompiledQuery<R>): Pr
  */
 export async function* streamCompiled<R>(db: Db, compiled: CompiledQuery<R>, chunkSize: number): AsyncGenerator<R[]> {
   // Kysely's plugins key their per-query state by this object (it does not export its own maker)
-  for await (const result of db.getExecutor().stream(compiled, chunkSize, { queryId: 'streamCompiled' })) yield result.rows
+  for await (const result of db.getExecutor().stream(compiled, chunkSize, { queryId: 'streamCompiled' }))
+    yield result.rows
 }
 
 /** Opens Kysely on the resolved PostgreSQL; `close` ends the pool and stops an embedded server we started. */

@@ -34,21 +34,32 @@ export interface DistributionPlan {
 const quoteLiteral = (text: string) => `'${text.replace(/'/g, "''")}'`
 
 async function citusInstalled(db: Db): Promise<boolean> {
-  const { rows } = await sql<{ installed: boolean }>`select exists (select 1 from pg_extension where extname = 'citus') as installed`.execute(db)
+  const { rows } = await sql<{
+    installed: boolean
+  }>`select exists (select 1 from pg_extension where extname = 'citus') as installed`.execute(db)
   return rows[0].installed
 }
 
 /** What Citus already knows: hash-distributed (`h`) and reference (`n` with replication model `t`) tables. */
 async function citusPlacement(db: Db): Promise<Map<string, 'distributed' | 'reference' | 'other'>> {
   const { rows } = await sql<{ table: string; method: string; model: string }>`
-    select logicalrelid::regclass::text as table, partmethod::text as method, repmodel::text as model from pg_dist_partition`.execute(db)
-  return new Map(rows.map((r) => [r.table, r.method === 'h' ? 'distributed' : r.method === 'n' && r.model === 't' ? 'reference' : 'other']))
+    select logicalrelid::regclass::text as table, partmethod::text as method, repmodel::text as model from pg_dist_partition`.execute(
+    db,
+  )
+  return new Map(
+    rows.map((r) => [
+      r.table,
+      r.method === 'h' ? 'distributed' : r.method === 'n' && r.model === 't' ? 'reference' : 'other',
+    ]),
+  )
 }
 
 /** Tenant tables ordered so that every table comes after the tenant tables it references (Citus needs them distributed first). */
 async function inReferenceOrder(db: Db, tables: string[]): Promise<string[]> {
   const { rows } = await sql<{ table: string; ref: string }>`
-    select conrelid::regclass::text as table, confrelid::regclass::text as ref from pg_constraint where contype = 'f'`.execute(db)
+    select conrelid::regclass::text as table, confrelid::regclass::text as ref from pg_constraint where contype = 'f'`.execute(
+    db,
+  )
   const ordered: string[] = []
   const visit = (table: string, path: Set<string>) => {
     if (ordered.includes(table) || path.has(table)) return
@@ -74,9 +85,17 @@ export async function distributionPlan(db: Db): Promise<DistributionPlan> {
 
   for (const t of tables.filter((t) => t.kind === 'global')) {
     const table = name(t)
-    steps.push(placement.get(table) === 'reference'
-      ? { table, kind: 'global', action: 'none', detail: 'already a reference table' }
-      : { table, kind: 'global', action: 'reference', detail: 'make a reference table (a copy on every node)', statement: `select create_reference_table(${quoteLiteral(table)})` })
+    steps.push(
+      placement.get(table) === 'reference'
+        ? { table, kind: 'global', action: 'none', detail: 'already a reference table' }
+        : {
+            table,
+            kind: 'global',
+            action: 'reference',
+            detail: 'make a reference table (a copy on every node)',
+            statement: `select create_reference_table(${quoteLiteral(table)})`,
+          },
+    )
   }
   const tenant = await inReferenceOrder(db, tables.filter((t) => t.kind === 'tenant').map(name))
   const pending = tenant.filter((table) => placement.get(table) !== 'distributed')
@@ -88,14 +107,25 @@ export async function distributionPlan(db: Db): Promise<DistributionPlan> {
     }
     const colocate = anchor ?? 'default'
     steps.push({
-      table, kind: 'tenant', action: 'distribute',
-      detail: anchor ? `distribute by tenant_id, colocated with ${anchor}` : 'distribute by tenant_id (the first: the others are colocated with it)',
+      table,
+      kind: 'tenant',
+      action: 'distribute',
+      detail: anchor
+        ? `distribute by tenant_id, colocated with ${anchor}`
+        : 'distribute by tenant_id (the first: the others are colocated with it)',
       statement: `select create_distributed_table(${quoteLiteral(table)}, 'tenant_id', colocate_with => ${quoteLiteral(colocate)})`,
     })
     anchor ??= table
   }
-  for (const t of tables.filter((t) => t.kind === 'local')) steps.push({ table: name(t), kind: 'local', action: 'none', detail: 'stays on the coordinator' })
-  for (const t of tables.filter((t) => !t.kind)) steps.push({ table: name(t), kind: 'unclassified', action: 'none', detail: 'not classified: add it to src/platform/db/table-classes.ts' })
+  for (const t of tables.filter((t) => t.kind === 'local'))
+    steps.push({ table: name(t), kind: 'local', action: 'none', detail: 'stays on the coordinator' })
+  for (const t of tables.filter((t) => !t.kind))
+    steps.push({
+      table: name(t),
+      kind: 'unclassified',
+      action: 'none',
+      detail: 'not classified: add it to src/platform/db/table-classes.ts',
+    })
 
   const { rows: triggers } = await sql<{ table: string; trigger: string }>`
     select c.relname as table, tg.tgname as trigger from pg_trigger tg
@@ -103,7 +133,13 @@ export async function distributionPlan(db: Db): Promise<DistributionPlan> {
     where not tg.tgisinternal and n.nspname = 'public' order by 1, 2`.execute(db)
   const placed = new Set(steps.filter((s) => s.kind === 'tenant' || s.kind === 'global').map((s) => s.table))
   const blocking = triggers.filter((t) => placed.has(t.table)).map((t) => `${t.table}: trigger ${t.trigger}`)
-  return { citus, violations: await schemaRuleViolations(db), triggers: blocking, steps, heldForeignKeys: await heldForeignKeys(db, tenant, pending) }
+  return {
+    citus,
+    violations: await schemaRuleViolations(db),
+    triggers: blocking,
+    steps,
+    heldForeignKeys: await heldForeignKeys(db, tenant, pending),
+  }
 }
 
 /**
@@ -124,7 +160,12 @@ async function heldForeignKeys(db: Db, tenant: string[], pending: string[]): Pro
       and c.relnamespace = 'public'::regnamespace and r.relnamespace = 'public'::regnamespace
     order by 1, 3`.execute(db)
   return rows
-    .filter((fk) => tenant.includes(fk.table) && tenant.includes(fk.ref) && (pending.includes(fk.table) || pending.includes(fk.ref)))
+    .filter(
+      (fk) =>
+        tenant.includes(fk.table) &&
+        tenant.includes(fk.ref) &&
+        (pending.includes(fk.table) || pending.includes(fk.ref)),
+    )
     .map(({ table, constraint, definition }) => ({ table, constraint, definition }))
 }
 
@@ -142,18 +183,30 @@ export async function distribute(db: Db, plan: DistributionPlan, onStep: (step: 
   }
   const tenantSteps = plan.steps.filter((s) => s.statement && s.kind === 'tenant')
   if (tenantSteps.length > 0) await distributeTenantTables(db, plan, tenantSteps, onStep)
-  await dropLocalCopies(db, plan.steps.filter((s) => s.statement).map((s) => s.table))
+  await dropLocalCopies(
+    db,
+    plan.steps.filter((s) => s.statement).map((s) => s.table),
+  )
 }
 
-async function distributeTenantTables(db: Db, plan: DistributionPlan, tenantSteps: PlanStep[], onStep: (step: PlanStep) => void): Promise<void> {
+async function distributeTenantTables(
+  db: Db,
+  plan: DistributionPlan,
+  tenantSteps: PlanStep[],
+  onStep: (step: PlanStep) => void,
+): Promise<void> {
   const done: PlanStep[] = []
   await db.transaction().execute(async (trx) => {
-    for (const fk of plan.heldForeignKeys) await sql.raw(`alter table ${quoteIdent(fk.table)} drop constraint ${quoteIdent(fk.constraint)}`).execute(trx)
+    for (const fk of plan.heldForeignKeys)
+      await sql.raw(`alter table ${quoteIdent(fk.table)} drop constraint ${quoteIdent(fk.constraint)}`).execute(trx)
     for (const step of tenantSteps) {
       await sql.raw(step.statement!).execute(trx)
       done.push(step)
     }
-    for (const fk of plan.heldForeignKeys) await sql.raw(`alter table ${quoteIdent(fk.table)} add constraint ${quoteIdent(fk.constraint)} ${fk.definition}`).execute(trx)
+    for (const fk of plan.heldForeignKeys)
+      await sql
+        .raw(`alter table ${quoteIdent(fk.table)} add constraint ${quoteIdent(fk.constraint)} ${fk.definition}`)
+        .execute(trx)
   })
   for (const step of done) onStep(step)
 }
@@ -164,18 +217,27 @@ async function distributeTenantTables(db: Db, plan: DistributionPlan, tenantStep
  * truncation also reaches the tables referencing it, whose rows are all in shards by then).
  */
 async function dropLocalCopies(db: Db, tables: string[]): Promise<void> {
-  for (const table of tables) await sql`select truncate_local_data_after_distributing_table(${table}::regclass)`.execute(db)
+  for (const table of tables)
+    await sql`select truncate_local_data_after_distributing_table(${table}::regclass)`.execute(db)
 }
 
 export function formatPlan(plan: DistributionPlan): string {
   const width = Math.max(5, ...plan.steps.map((s) => s.table.length))
-  const lines = plan.steps.map((s) => `${s.table.padEnd(width)}  ${s.kind.padEnd(12)}  ${s.action.padEnd(10)}  ${s.detail}`)
-  const held = plan.heldForeignKeys.length === 0 ? [] : [
-    '',
-    `The tenant tables are distributed in one transaction; these ${plan.heldForeignKeys.length} foreign keys between them are dropped before and added again after:`,
-    ...plan.heldForeignKeys.map((fk) => `  ${fk.table}.${fk.constraint}: ${fk.definition}`),
-  ]
-  return [`${'table'.padEnd(width)}  ${'kind'.padEnd(12)}  ${'action'.padEnd(10)}  detail`, ...lines, ...held].join('\n') + '\n'
+  const lines = plan.steps.map(
+    (s) => `${s.table.padEnd(width)}  ${s.kind.padEnd(12)}  ${s.action.padEnd(10)}  ${s.detail}`,
+  )
+  const held =
+    plan.heldForeignKeys.length === 0
+      ? []
+      : [
+          '',
+          `The tenant tables are distributed in one transaction; these ${plan.heldForeignKeys.length} foreign keys between them are dropped before and added again after:`,
+          ...plan.heldForeignKeys.map((fk) => `  ${fk.table}.${fk.constraint}: ${fk.definition}`),
+        ]
+  return (
+    [`${'table'.padEnd(width)}  ${'kind'.padEnd(12)}  ${'action'.padEnd(10)}  detail`, ...lines, ...held].join('\n') +
+    '\n'
+  )
 }
 
 const NO_CITUS = `The citus extension is not installed in this database, so there is nothing to distribute.
@@ -185,17 +247,27 @@ then \`workplace db distribute\` again (docs/citus.md). \`--dry-run\` shows the 
 `
 
 /** `workplace db distribute [--dry-run]`: prints the plan, or carries it out; returns the exit code. */
-export async function distributeCommand(db: Db, { dryRun }: { dryRun: boolean }, out: (text: string) => void): Promise<number> {
+export async function distributeCommand(
+  db: Db,
+  { dryRun }: { dryRun: boolean },
+  out: (text: string) => void,
+): Promise<number> {
   const plan = await distributionPlan(db)
   if (plan.violations.length > 0) {
-    out(`The schema breaks the rules of distribution by tenant (docs/citus.md):\n${plan.violations.map((v) => `  ${v}\n`).join('')}`)
+    out(
+      `The schema breaks the rules of distribution by tenant (docs/citus.md):\n${plan.violations.map((v) => `  ${v}\n`).join('')}`,
+    )
     return 1
   }
-  const triggerNote = plan.triggers.length === 0 ? '' : `Citus refuses triggers on distributed and reference tables; these must go first (docs/citus.md, "Triggers"):\n${plan.triggers.map((t) => `  ${t}\n`).join('')}`
+  const triggerNote =
+    plan.triggers.length === 0
+      ? ''
+      : `Citus refuses triggers on distributed and reference tables; these must go first (docs/citus.md, "Triggers"):\n${plan.triggers.map((t) => `  ${t}\n`).join('')}`
   if (dryRun) {
     out(formatPlan(plan))
     out(triggerNote)
-    if (!plan.citus) out('(citus is not installed in this database: this is what would be done on a Citus coordinator)\n')
+    if (!plan.citus)
+      out('(citus is not installed in this database: this is what would be done on a Citus coordinator)\n')
     return 0
   }
   if (!plan.citus) {

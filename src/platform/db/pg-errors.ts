@@ -14,8 +14,13 @@ export function mapPgError(error: unknown): AppError | undefined {
   const pgError = error as PgError & { message?: string }
   const code = pgError?.code
   if (!code) {
-    if (error instanceof Error && /timeout exceeded when trying to connect|Connection terminated/i.test(error.message)) {
-      return new AppError(503, 'database_unavailable', 'The database is temporarily unavailable', undefined, { 'Retry-After': '5' })
+    if (
+      error instanceof Error &&
+      /timeout exceeded when trying to connect|Connection terminated/i.test(error.message)
+    ) {
+      return new AppError(503, 'database_unavailable', 'The database is temporarily unavailable', undefined, {
+        'Retry-After': '5',
+      })
     }
     return undefined
   }
@@ -26,11 +31,15 @@ export function mapPgError(error: unknown): AppError | undefined {
   if (code === '23514' || code.startsWith('22') || code === '54000') {
     return new AppError(422, 'validation_failed', 'A value is out of range or malformed')
   }
-  if (code === '40001' || code === '40P01') return new AppError(409, 'concurrent_update', 'The record was changed concurrently; retry')
-  if (code === '57014') return new AppError(503, 'query_timeout', 'The request took too long', undefined, { 'Retry-After': '1' })
+  if (code === '40001' || code === '40P01')
+    return new AppError(409, 'concurrent_update', 'The record was changed concurrently; retry')
+  if (code === '57014')
+    return new AppError(503, 'query_timeout', 'The request took too long', undefined, { 'Retry-After': '1' })
   // class 08 is "connection exception"; a pooler (PgBouncer) answers 08P01 when it cannot serve the client
   if (CONNECTION_FAILURES.has(code) || code.startsWith('08') || NODE_NETWORK_FAILURES.has(code)) {
-    return new AppError(503, 'database_unavailable', 'The database is temporarily unavailable', undefined, { 'Retry-After': '5' })
+    return new AppError(503, 'database_unavailable', 'The database is temporarily unavailable', undefined, {
+      'Retry-After': '5',
+    })
   }
   return undefined
 }

@@ -2,7 +2,11 @@ import { sql } from 'kysely'
 import type { Db } from './schema.js'
 import { type TableClass, tableClass } from './table-classes.js'
 
-export interface CatalogTable { schema: string; table: string; kind: TableClass | undefined }
+export interface CatalogTable {
+  schema: string
+  table: string
+  kind: TableClass | undefined
+}
 
 /** Every ordinary table of the database outside the system schemas and extensions, with its class. */
 export async function catalogTables(db: Db): Promise<CatalogTable[]> {
@@ -27,7 +31,10 @@ export async function schemaRuleViolations(db: Db): Promise<string[]> {
   const tables = await catalogTables(db)
   const kindOf = new Map(tables.map((t) => [qualified(t.schema, t.table), t.kind]))
   for (const t of tables) {
-    if (!t.kind) violations.push(`${qualified(t.schema, t.table)}: table is not classified (add it to TABLE_CLASSES in src/platform/db/table-classes.ts)`)
+    if (!t.kind)
+      violations.push(
+        `${qualified(t.schema, t.table)}: table is not classified (add it to TABLE_CLASSES in src/platform/db/table-classes.ts)`,
+      )
   }
   const tenant = tables.filter((t) => t.kind === 'tenant' && t.schema === 'public').map((t) => t.table)
 
@@ -43,7 +50,13 @@ export async function schemaRuleViolations(db: Db): Promise<string[]> {
   }
 
   // unique indexes cover primary keys and unique constraints (each is backed by one)
-  const { rows: indexes } = await sql<{ table: string; index: string; constraint: string | null; primary: boolean; has_tenant: boolean }>`
+  const { rows: indexes } = await sql<{
+    table: string
+    index: string
+    constraint: string | null
+    primary: boolean
+    has_tenant: boolean
+  }>`
     select c.relname as table, ic.relname as index, con.conname as constraint, i.indisprimary as primary,
       exists (select 1 from pg_attribute a where a.attrelid = c.oid and a.attname = 'tenant_id' and a.attnum = any (i.indkey::int2[])) as has_tenant
     from pg_index i
@@ -62,7 +75,14 @@ export async function schemaRuleViolations(db: Db): Promise<string[]> {
   }
 
   const { rows: foreignKeys } = await sql<{
-    schema: string; table: string; ref_schema: string; ref_table: string; constraint: string; on_delete: string; on_update: string; pairs_tenant: boolean
+    schema: string
+    table: string
+    ref_schema: string
+    ref_table: string
+    constraint: string
+    on_delete: string
+    on_update: string
+    pairs_tenant: boolean
   }>`
     select n.nspname as schema, c.relname as table, rn.nspname as ref_schema, r.relname as ref_table, con.conname as constraint,
       con.confdeltype::text as on_delete, con.confupdtype::text as on_update,
@@ -85,8 +105,10 @@ export async function schemaRuleViolations(db: Db): Promise<string[]> {
     if (fromKind === 'tenant' && toKind === 'tenant') {
       if (!fk.pairs_tenant) violations.push(`${name} does not include tenant_id on both sides`)
       // Citus: the distribution column must never be set to null or its default by a cascade
-      else if (fk.on_delete === 'n' || fk.on_delete === 'd') violations.push(`${name}: ON DELETE SET NULL/SET DEFAULT is not allowed between tenant tables`)
-      else if (fk.on_update !== 'a' && fk.on_update !== 'r') violations.push(`${name}: ON UPDATE must be NO ACTION or RESTRICT between tenant tables`)
+      else if (fk.on_delete === 'n' || fk.on_delete === 'd')
+        violations.push(`${name}: ON DELETE SET NULL/SET DEFAULT is not allowed between tenant tables`)
+      else if (fk.on_update !== 'a' && fk.on_update !== 'r')
+        violations.push(`${name}: ON UPDATE must be NO ACTION or RESTRICT between tenant tables`)
     } else if (fromKind !== toKind && !(fromKind === 'tenant' && toKind === 'global')) {
       violations.push(`${name}: a ${fromKind} table may not reference a ${toKind} table`)
     }
@@ -100,7 +122,9 @@ export async function schemaRuleViolations(db: Db): Promise<string[]> {
     where n.nspname = 'public' and not t.tgisinternal
     order by 1, 2`.execute(db)
   for (const trigger of triggers.filter((t) => tenant.includes(t.table))) {
-    violations.push(`${trigger.table}: trigger ${trigger.trigger} on a tenant table (send notices from the app: db/change-notices.ts)`)
+    violations.push(
+      `${trigger.table}: trigger ${trigger.trigger} on a tenant table (send notices from the app: db/change-notices.ts)`,
+    )
   }
   return violations
 }

@@ -140,7 +140,16 @@ export interface DomainEventsTable {
   data: ColumnType<Record<string, unknown>, string, string>
 }
 
-export type FolderType = 'department' | 'form' | 'infoboardChannel' | 'report' | 'reportDefinition' | 'role' | 'survey' | 'taskAssignment' | 'taskTemplate'
+export type FolderType =
+  | 'department'
+  | 'form'
+  | 'infoboardChannel'
+  | 'report'
+  | 'reportDefinition'
+  | 'role'
+  | 'survey'
+  | 'taskAssignment'
+  | 'taskTemplate'
 
 export interface FoldersTable {
   id: Id
@@ -276,7 +285,12 @@ export interface OutboundHostLeasesTable {
   leased_until: ColumnType<string, Date | string, Date | string>
 }
 
-export interface PushVapidKeysTable { id: Generated<number>; public_key: string; private_key: string; created_at: Generated<string> }
+export interface PushVapidKeysTable {
+  id: Generated<number>
+  public_key: string
+  private_key: string
+  created_at: Generated<string>
+}
 
 export interface PushSubscriptionsTable {
   id: Generated<number>

@@ -4,7 +4,10 @@ import type { Compilable, CompiledQuery } from 'kysely'
 /** Where a stand-in's real value is found in the values of an execution. */
 type Path = readonly string[]
 type Parameter = { constant: unknown } | { path: Path }
-interface Shape { compiled: CompiledQuery; parameters: Parameter[] }
+interface Shape {
+  compiled: CompiledQuery
+  parameters: Parameter[]
+}
 
 /** How many shapes one statement keeps (a bound; past it the cache starts over). */
 const MAX_SHAPES = 1_000
@@ -41,17 +44,27 @@ export function shapedStatement<V extends Record<string, unknown>, F extends unk
       shape = compileShape(build, values, fixed)
       shapes.set(shapeKey, shape)
     }
-    const compiled = { ...shape.compiled, parameters: shape.parameters.map((p) => ('path' in p ? valueAt(values, p.path) : p.constant)) }
+    const compiled = {
+      ...shape.compiled,
+      parameters: shape.parameters.map((p) => ('path' in p ? valueAt(values, p.path) : p.constant)),
+    }
     if (verifying) verifyShape(shapeKey, compiled, build(values, ...fixed).compile())
     return compiled as CompiledQuery<R>
   }
 }
 
-function compileShape<V extends Record<string, unknown>, F extends unknown[]>(build: (values: V, ...fixed: F) => Compilable<unknown>, values: V, fixed: F): Shape {
+function compileShape<V extends Record<string, unknown>, F extends unknown[]>(
+  build: (values: V, ...fixed: F) => Compilable<unknown>,
+  values: V,
+  fixed: F,
+): Shape {
   const paths = new Map<unknown, Path>()
   const standIns = standIn(values, [], paths) as V
   const compiled = build(standIns, ...fixed).compile()
-  return { compiled, parameters: compiled.parameters.map((p) => (paths.has(p) ? { path: paths.get(p)! } : { constant: p })) }
+  return {
+    compiled,
+    parameters: compiled.parameters.map((p) => (paths.has(p) ? { path: paths.get(p)! } : { constant: p })),
+  }
 }
 
 function standIn(value: unknown, path: Path, paths: Map<unknown, Path>): unknown {
@@ -75,5 +88,7 @@ function valueAt(values: Record<string, unknown>, path: Path): unknown {
 
 function verifyShape(shapeKey: string, shaped: CompiledQuery, direct: CompiledQuery): void {
   if (shaped.sql === direct.sql && isDeepStrictEqual(shaped.parameters, direct.parameters)) return
-  throw new Error(`shapedStatement: shape "${shapeKey}" gave another statement than building it with these values; a decision of the builder is missing from the shape key\n${shaped.sql}\n${direct.sql}`)
+  throw new Error(
+    `shapedStatement: shape "${shapeKey}" gave another statement than building it with these values; a decision of the builder is missing from the shape key\n${shaped.sql}\n${direct.sql}`,
+  )
 }

@@ -69,5 +69,7 @@ export function tableClass(schema: string, table: string): TableClass | undefine
 }
 
 export function tenantTables(): string[] {
-  return Object.entries(TABLE_CLASSES).filter(([, kind]) => kind === 'tenant').map(([table]) => table)
+  return Object.entries(TABLE_CLASSES)
+    .filter(([, kind]) => kind === 'tenant')
+    .map(([table]) => table)
 }

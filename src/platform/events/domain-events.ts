@@ -67,12 +67,16 @@ export async function recordDomainEvent(db: Db, event: DomainEvent): Promise<str
 export async function recordDomainEvents(db: Db, events: DomainEvent[]): Promise<string[]> {
   if (events.length === 0) return []
   const tenantId = events[0]!.tenantId
-  if (events.some((event) => event.tenantId !== tenantId)) throw new Error('recordDomainEvents: the events of one call belong to one tenant')
+  if (events.some((event) => event.tenantId !== tenantId))
+    throw new Error('recordDomainEvents: the events of one call belong to one tenant')
   const riders = riderValues(events)
   const along = ridingInserts(tenantId, riders)
   const handlers = handlersBesides(riders)
   const type = sql.ref('domain_events.type')
-  const probes = handlers.map((subscriber, i) => sql`, ${subscriber.probe ? subscriber.probe(tenantId, type) : sql`true`} as ${sql.id(`probe${i}`)}`)
+  const probes = handlers.map(
+    (subscriber, i) =>
+      sql`, ${subscriber.probe ? subscriber.probe(tenantId, type) : sql`true`} as ${sql.id(`probe${i}`)}`,
+  )
   const { rows } = await sql<{ id: string } & Record<string, boolean>>`${withClause(along)}
     ${eventsInsert(tenantId, eventColumns(events))}
     returning id${probes.length > 0 ? sql.join(probes, sql``) : sql``}`.execute(db)
@@ -94,8 +98,11 @@ export interface EventColumns {
 }
 
 const eventColumns = (events: DomainEvent[]): EventColumns => ({
-  type: events.map((e) => e.type), actorId: events.map((e) => e.actorId), subjectType: events.map((e) => e.subjectType),
-  subjectId: events.map((e) => String(e.subjectId)), data: events.map((e) => JSON.stringify(e.data ?? {})),
+  type: events.map((e) => e.type),
+  actorId: events.map((e) => e.actorId),
+  subjectType: events.map((e) => e.subjectType),
+  subjectId: events.map((e) => String(e.subjectId)),
+  data: events.map((e) => JSON.stringify(e.data ?? {})),
 })
 
 /** The insert of events of one tenant, only when `onlyIf` holds. */
@@ -122,7 +129,8 @@ export interface EventWrites {
  */
 export function domainEventWrites(events: DomainEvent[]): EventWrites | undefined {
   const tenantId = events[0]!.tenantId
-  if (events.some((event) => event.tenantId !== tenantId)) throw new Error('domainEventWrites: the events of one statement belong to one tenant')
+  if (events.some((event) => event.tenantId !== tenantId))
+    throw new Error('domainEventWrites: the events of one statement belong to one tenant')
   const riders = riderValues(events)
   if (handlersBesides(riders).some((handler) => !handler.probe)) return undefined
   return { events: eventColumns(events), riders }
@@ -139,9 +147,14 @@ export const eventWritesKey = (writes: EventWrites): string => Object.keys(write
  */
 export function eventWritesSql(tenantId: number, writes: EventWrites, onlyIf: RawBuilder<boolean>) {
   const heeded = handlersBesides(writes.riders).map((handler) => handler.probe!(tenantId, sql.ref('e.type')))
-  const unheeded = heeded.length === 0 ? sql<boolean>`true`
-    : sql<boolean>`not exists (select from unnest(${writes.events.type}::text[]) as e(type) where ${sql.join(heeded, sql` or `)})`
-  const ctes: CommonTableExpression[] = [...ridingInserts(tenantId, writes.riders, onlyIf), ['recorded_events', eventsInsert(tenantId, writes.events, onlyIf)]]
+  const unheeded =
+    heeded.length === 0
+      ? sql<boolean>`true`
+      : sql<boolean>`not exists (select from unnest(${writes.events.type}::text[]) as e(type) where ${sql.join(heeded, sql` or `)})`
+  const ctes: CommonTableExpression[] = [
+    ...ridingInserts(tenantId, writes.riders, onlyIf),
+    ['recorded_events', eventsInsert(tenantId, writes.events, onlyIf)],
+  ]
   return { ctes, unheeded }
 }
 
@@ -158,7 +171,11 @@ function riderValues(events: DomainEvent[]): Record<string, RiderValues> {
 }
 
 /** The riders' inserts (as named CTEs). */
-function ridingInserts(tenantId: number, riders: Record<string, RiderValues>, onlyIf?: RawBuilder<boolean>): CommonTableExpression[] {
+function ridingInserts(
+  tenantId: number,
+  riders: Record<string, RiderValues>,
+  onlyIf?: RawBuilder<boolean>,
+): CommonTableExpression[] {
   return subscribers.flatMap((subscriber, i): CommonTableExpression[] => {
     const values = riders[riderName(i)]
     return values ? [[riderName(i), subscriber.alongside!.insert(tenantId, values, onlyIf)]] : []
@@ -166,4 +183,5 @@ function ridingInserts(tenantId: number, riders: Record<string, RiderValues>, on
 }
 
 /** The subscribers that handle the events themselves (those that do not ride). */
-const handlersBesides = (riders: Record<string, RiderValues>) => subscribers.filter((_, i) => !Object.hasOwn(riders, riderName(i)))
+const handlersBesides = (riders: Record<string, RiderValues>) =>
+  subscribers.filter((_, i) => !Object.hasOwn(riders, riderName(i)))

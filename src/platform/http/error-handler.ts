@@ -17,7 +17,14 @@ export interface ProblemDetails {
 export { validationErrors } from './validation-messages.js'
 
 export function problem(status: number, code: string, detail: string, errors?: FieldErrors): ProblemDetails {
-  return { type: 'about:blank', title: STATUS_CODES[status] ?? 'Error', status, detail, code, ...(errors ? { errors } : {}) }
+  return {
+    type: 'about:blank',
+    title: STATUS_CODES[status] ?? 'Error',
+    status,
+    detail,
+    code,
+    ...(errors ? { errors } : {}),
+  }
 }
 
 /** The problem code each error answer carried (the request log line names it). */
@@ -48,9 +55,17 @@ const FASTIFY_CODES: Record<string, [number, string, string]> = {
 }
 
 /** Maps any thrown error to problem details. Unknown errors become a 500 that reveals nothing. */
-export function toProblem(error: unknown): { body: ProblemDetails; headers?: Record<string, string>; unexpected: boolean } {
+export function toProblem(error: unknown): {
+  body: ProblemDetails
+  headers?: Record<string, string>
+  unexpected: boolean
+} {
   if (error instanceof AppError) {
-    return { body: problem(error.status, error.code, error.message, error.errors), headers: error.headers, unexpected: false }
+    return {
+      body: problem(error.status, error.code, error.message, error.errors),
+      headers: error.headers,
+      unexpected: false,
+    }
   }
   const fastifyError = error as FastifyError & { validationContext?: string }
   if (fastifyError?.validation) {
@@ -63,7 +78,12 @@ export function toProblem(error: unknown): { body: ProblemDetails; headers?: Rec
   const known = fastifyError?.code ? FASTIFY_CODES[fastifyError.code] : undefined
   if (known) return { body: problem(known[0], known[1], known[2]), unexpected: false }
   const mapped = mapPgError(error)
-  if (mapped) return { body: problem(mapped.status, mapped.code, mapped.message, mapped.errors), headers: mapped.headers, unexpected: false }
+  if (mapped)
+    return {
+      body: problem(mapped.status, mapped.code, mapped.message, mapped.errors),
+      headers: mapped.headers,
+      unexpected: false,
+    }
   const status = fastifyError?.statusCode
   if (status && status >= 400 && status < 500) {
     const code = fastifyError.code ? fastifyError.code.toLowerCase().replace(/^fst_(err_)?/, '') : 'bad_request'

@@ -15,14 +15,22 @@ export class AppError extends Error {
 }
 
 export const notFound = (resource = 'Resource') => new AppError(404, 'not_found', `${resource} not found`)
-export const forbidden = (message = 'You are not allowed to do this', code = 'forbidden') => new AppError(403, code, message)
-export const unauthorized = () => new AppError(401, 'unauthenticated', 'Authentication required: send a valid bearer token')
-export const conflict = (code: string, message: string, errors?: FieldErrors) => new AppError(409, code, message, errors)
+export const forbidden = (message = 'You are not allowed to do this', code = 'forbidden') =>
+  new AppError(403, code, message)
+export const unauthorized = () =>
+  new AppError(401, 'unauthenticated', 'Authentication required: send a valid bearer token')
+export const conflict = (code: string, message: string, errors?: FieldErrors) =>
+  new AppError(409, code, message, errors)
 export const badRequest = (code: string, message: string) => new AppError(400, code, message)
-export const tooLarge = (message = 'The request body or upload is too large') => new AppError(413, 'payload_too_large', message)
+export const tooLarge = (message = 'The request body or upload is too large') =>
+  new AppError(413, 'payload_too_large', message)
 
 /** A 422 naming each offending field (dotted path) with its messages. */
-export function invalid(errors: FieldErrors, message = 'The given data was invalid', code = 'validation_failed'): AppError {
+export function invalid(
+  errors: FieldErrors,
+  message = 'The given data was invalid',
+  code = 'validation_failed',
+): AppError {
   return new AppError(422, code, message, errors)
 }
 

@@ -39,7 +39,9 @@ export async function registerMultipart(app: FastifyInstance, config: Config): P
   app.decorateRequest('uploads', null as never)
   app.addHook('onResponse', (request, _reply, done) => {
     if (!request.uploads) return done()
-    void Promise.all(Object.values(request.uploads).map((upload) => storage.remove(upload.area, upload.name).catch(() => undefined))).finally(() => done())
+    void Promise.all(
+      Object.values(request.uploads).map((upload) => storage.remove(upload.area, upload.name).catch(() => undefined)),
+    ).finally(() => done())
   })
 }
 
@@ -86,7 +88,10 @@ function toMultipartError(error: unknown): unknown {
  */
 export function multipartBody(options: MultipartBodyOptions): preValidationAsyncHookHandler {
   const storage = createFileStorage(options.storageDir)
-  const properties = ((options.schema as Record<string, unknown>).properties ?? {}) as Record<string, Record<string, unknown>>
+  const properties = ((options.schema as Record<string, unknown>).properties ?? {}) as Record<
+    string,
+    Record<string, unknown>
+  >
   const maxBytes = Math.max(...Object.values(options.files).map((f) => f.maxBytes))
   const fileCount = Object.keys(options.files).length
   return async function parseMultipart(request: FastifyRequest) {
@@ -95,7 +100,9 @@ export function multipartBody(options: MultipartBodyOptions): preValidationAsync
     const problems = new FieldErrorCollector()
     request.uploads = {}
     try {
-      for await (const part of request.parts({ limits: { fileSize: maxBytes, files: fileCount } }) as AsyncIterable<Multipart>) {
+      for await (const part of request.parts({
+        limits: { fileSize: maxBytes, files: fileCount },
+      }) as AsyncIterable<Multipart>) {
         if (part.type === 'file') {
           const limit = options.files[part.fieldname]
           if (!limit || request.uploads[part.fieldname]) {
@@ -105,7 +112,12 @@ export function multipartBody(options: MultipartBodyOptions): preValidationAsync
           }
           const stored = await storage.save(UPLOAD_AREA, part.file)
           request.uploads[part.fieldname] = {
-            field: part.fieldname, clientName: part.filename, clientType: part.mimetype, area: UPLOAD_AREA, name: stored.name, size: stored.size,
+            field: part.fieldname,
+            clientName: part.filename,
+            clientType: part.mimetype,
+            area: UPLOAD_AREA,
+            name: stored.name,
+            size: stored.size,
           }
           if (part.file.truncated || stored.size > limit.maxBytes) {
             throw tooLarge(`The file "${part.fieldname}" is larger than ${limit.maxBytes} bytes`)
@@ -115,7 +127,8 @@ export function multipartBody(options: MultipartBodyOptions): preValidationAsync
         } else {
           const value = coerceField(String(part.value), properties[part.fieldname])
           const previous = body[part.fieldname]
-          body[part.fieldname] = previous === undefined ? value : [...(Array.isArray(previous) ? previous : [previous]), value]
+          body[part.fieldname] =
+            previous === undefined ? value : [...(Array.isArray(previous) ? previous : [previous]), value]
         }
       }
     } catch (error) {

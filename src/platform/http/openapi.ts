@@ -26,7 +26,9 @@ export async function registerOpenApi(app: FastifyInstance, config: Config): Pro
       security: [{ bearer: [] }],
     },
     // component schemas are named by their `$id` (User, Notification, …) instead of def-0, def-1, …
-    refResolver: { buildLocalReference: (json, _baseUri, _fragment, i) => (typeof json.$id === 'string' ? json.$id : `Schema${i}`) },
+    refResolver: {
+      buildLocalReference: (json, _baseUri, _fragment, i) => (typeof json.$id === 'string' ? json.$id : `Schema${i}`),
+    },
     transform: ({ schema, url, route }) => {
       const publicRoute = (route as { config?: { public?: boolean } }).config?.public
       const transformed = { ...(schema ?? {}) } as Record<string, unknown>
@@ -45,7 +47,11 @@ export async function registerOpenApi(app: FastifyInstance, config: Config): Pro
     logLevel: 'warn',
   })
   let document: unknown
-  app.get('/api/openapi.json', { config: { public: true }, schema: { hide: true } }, async () => (document ??= finishDocument(app.swagger())))
+  app.get(
+    '/api/openapi.json',
+    { config: { public: true }, schema: { hide: true } },
+    async () => (document ??= finishDocument(app.swagger())),
+  )
 }
 
 type Schema = Record<string, unknown>
@@ -66,17 +72,25 @@ interface Document {
 const METHODS = ['get', 'put', 'post', 'delete', 'patch', 'head', 'options']
 const PROBLEM_REF = { $ref: '#/components/schemas/Problem' }
 
-const camel = (segment: string) => segment.replace(/^\.+/, '').replace(/[-_.]+([a-z0-9])/gi, (_, c: string) => c.toUpperCase())
+const camel = (segment: string) =>
+  segment.replace(/^\.+/, '').replace(/[-_.]+([a-z0-9])/gi, (_, c: string) => c.toUpperCase())
 const capital = (word: string) => word.charAt(0).toUpperCase() + word.slice(1)
 
 /** `GET /api/users` → users.list, `PUT /api/roles/{id}` → roles.update, `POST /api/auth/login` → auth.login.create … */
 function operationName(path: string, method: string): { base: string; verb: string; params: string[] } {
-  const segments = path.replace(/^\/api\//, '/').split('/').filter(Boolean)
+  const segments = path
+    .replace(/^\/api\//, '/')
+    .split('/')
+    .filter(Boolean)
   const literals = segments.filter((s) => !s.startsWith('{')).map(camel)
   const params = segments.filter((s) => s.startsWith('{')).map((s) => s.slice(1, -1))
   const onItem = segments.at(-1)?.startsWith('{') ?? false
   const verbs: Record<string, [string, string]> = {
-    get: ['list', 'get'], post: ['create', 'post'], put: ['updateMany', 'update'], patch: ['patchMany', 'patch'], delete: ['deleteMany', 'delete'],
+    get: ['list', 'get'],
+    post: ['create', 'post'],
+    put: ['updateMany', 'update'],
+    patch: ['patchMany', 'patch'],
+    delete: ['deleteMany', 'delete'],
   }
   const verb = (verbs[method] ?? [method, method])[onItem ? 1 : 0]
   return { base: literals.join('.') || 'root', verb, params }
@@ -92,7 +106,18 @@ function isAction(operation: Operation, path: string, method: string): boolean {
   return schema?.type !== 'array'
 }
 
-const WORDS: Record<string, string> = { list: 'List', get: 'Get one', create: 'Create one', post: 'Act on one', update: 'Update one', patch: 'Change one', delete: 'Delete one', updateMany: 'Update', deleteMany: 'Delete', patchMany: 'Change' }
+const WORDS: Record<string, string> = {
+  list: 'List',
+  get: 'Get one',
+  create: 'Create one',
+  post: 'Act on one',
+  update: 'Update one',
+  patch: 'Change one',
+  delete: 'Delete one',
+  updateMany: 'Update',
+  deleteMany: 'Delete',
+  patchMany: 'Change',
+}
 const spaced = (name: string) => name.replace(/([a-z])([A-Z])/g, '$1 $2').toLowerCase()
 const singular = (noun: string) => noun.replace(/ies$/, 'y').replace(/([^s])s$/, '$1')
 
@@ -106,24 +131,38 @@ function finishDocument<T>(input: T): T {
   const seen = new Map<string, number>()
   const operations: Array<{ path: string; method: string; operation: Operation }> = []
   for (const [path, item] of Object.entries(doc.paths ?? {})) {
-    for (const [method, operation] of Object.entries(item)) if (METHODS.includes(method)) operations.push({ path, method, operation })
+    for (const [method, operation] of Object.entries(item))
+      if (METHODS.includes(method)) operations.push({ path, method, operation })
   }
-  const named = operations.map(({ path, method, operation }) => ({ path, method, operation, ...operationName(path, method) }))
+  const named = operations.map(({ path, method, operation }) => ({
+    path,
+    method,
+    operation,
+    ...operationName(path, method),
+  }))
   for (const n of named) if (isAction(n.operation, n.path, n.method)) n.verb = ''
   const plainName = (n: { base: string; verb: string }) => (n.verb ? `${n.base}.${n.verb}` : n.base)
   for (const n of named) seen.set(plainName(n), (seen.get(plainName(n)) ?? 0) + 1)
   for (const n of named) {
     const { operation, base, verb, params } = n
     const plain = plainName(n)
-    operation.operationId ??= seen.get(plain)! > 1 && params.length > 0 ? `${plain}By${params.map(capital).join('And')}` : plain
+    operation.operationId ??=
+      seen.get(plain)! > 1 && params.length > 0 ? `${plain}By${params.map(capital).join('And')}` : plain
     if (!operation.summary) {
       const firstSentence = operation.description?.split(/(?<=\.)\s/)[0]
       const noun = spaced(base.split('.').at(-1)!)
-      operation.summary = firstSentence && firstSentence.length <= 120 ? firstSentence.replace(/\.$/, '')
-        : !verb ? capital(spaced(base.split('.').slice(-2).join(' ')))
-        : verb === 'list' || verb.endsWith('Many') ? `${WORDS[verb]} ${noun}` : `${WORDS[verb] ?? capital(verb)} ${singular(noun)}`
+      operation.summary =
+        firstSentence && firstSentence.length <= 120
+          ? firstSentence.replace(/\.$/, '')
+          : !verb
+            ? capital(spaced(base.split('.').slice(-2).join(' ')))
+            : verb === 'list' || verb.endsWith('Many')
+              ? `${WORDS[verb]} ${noun}`
+              : `${WORDS[verb] ?? capital(verb)} ${singular(noun)}`
     }
-    const isPublic = Array.isArray((operation as { security?: unknown[] }).security) && (operation as { security: unknown[] }).security.length === 0
+    const isPublic =
+      Array.isArray((operation as { security?: unknown[] }).security) &&
+      (operation as { security: unknown[] }).security.length === 0
     operation.description ??= `${operation.summary}. ${isPublic ? 'No authentication needed.' : 'Needs a bearer token; permissions are checked per record (see docs/permissions.md).'}`
     for (const parameter of operation.parameters ?? []) {
       const schema = parameter.schema
@@ -135,7 +174,9 @@ function finishDocument<T>(input: T): T {
     }
     for (const [status, response] of Object.entries(operation.responses ?? {})) {
       if (!/^[45]/.test(status)) continue
-      response.description = status.startsWith('4') ? 'Client error (problem details, RFC 9457)' : 'Server error (problem details, RFC 9457)'
+      response.description = status.startsWith('4')
+        ? 'Client error (problem details, RFC 9457)'
+        : 'Server error (problem details, RFC 9457)'
       response.content = { 'application/problem+json': { schema: PROBLEM_REF } }
     }
   }

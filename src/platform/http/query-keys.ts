@@ -38,6 +38,13 @@ export function registerStrictQueryKeys(app: FastifyInstance): void {
     if (unknown.length === 0) return done()
     const hint = allowed.length === 0 ? 'this route takes no query parameters' : `allowed: ${allowed.join(', ')}`
     const errors = Object.fromEntries(unknown.map((key) => [key, [`is not a query parameter of this route (${hint})`]]))
-    done(new AppError(422, 'validation_failed', `Unknown query parameter ${unknown.map((k) => `"${k}"`).join(', ')}; ${hint}`, errors))
+    done(
+      new AppError(
+        422,
+        'validation_failed',
+        `Unknown query parameter ${unknown.map((k) => `"${k}"`).join(', ')}; ${hint}`,
+        errors,
+      ),
+    )
   })
 }

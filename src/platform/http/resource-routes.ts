@@ -48,30 +48,72 @@ export function registerResourceRoutes(app: FastifyInstance, o: ResourceRoutesOp
   const collectionParams = o.collectionNamesParent ? { params: IdParamsSchema } : {}
   const parentId = (request: FastifyRequest) => (o.collectionNamesParent ? id(request) : undefined)
   if (list) {
-    app.get(o.collection, { schema: { tags, ...collectionParams, querystring: listQuerySchema(o.resource), response: { 200: Type.Array(o.itemSchema), ...errorResponses } } },
-      async (request, reply) => sendList(reply, await list(request, parentId(request))))
+    app.get(
+      o.collection,
+      {
+        schema: {
+          tags,
+          ...collectionParams,
+          querystring: listQuerySchema(o.resource),
+          response: { 200: Type.Array(o.itemSchema), ...errorResponses },
+        },
+      },
+      async (request, reply) => sendList(reply, await list(request, parentId(request))),
+    )
   }
   if (create && o.bodies.create) {
-    app.post(o.collection, { schema: { tags, ...collectionParams, body: o.bodies.create, response: { 201: o.itemSchema, ...errorResponses } } },
-      async (request, reply) => reply.code(201).send(await create(request, parentId(request))))
+    app.post(
+      o.collection,
+      {
+        schema: {
+          tags,
+          ...collectionParams,
+          body: o.bodies.create,
+          response: { 201: o.itemSchema, ...errorResponses },
+        },
+      },
+      async (request, reply) => reply.code(201).send(await create(request, parentId(request))),
+    )
   }
   if (!o.item) return
   if (show) {
-    app.get(o.item, {
-      config: o.show?.public ? { public: true } : {},
-      schema: { tags, params: IdParamsSchema, querystring: showQuerySchema(o.resource, o.show?.query), response: { 200: o.itemSchema, ...errorResponses } },
-    }, (request) => show(request, id(request)))
+    app.get(
+      o.item,
+      {
+        config: o.show?.public ? { public: true } : {},
+        schema: {
+          tags,
+          params: IdParamsSchema,
+          querystring: showQuerySchema(o.resource, o.show?.query),
+          response: { 200: o.itemSchema, ...errorResponses },
+        },
+      },
+      (request) => show(request, id(request)),
+    )
   }
   if (update && o.bodies.update) {
-    app.put(o.item, { schema: { tags, params: IdParamsSchema, body: o.bodies.update, response: { 200: o.itemSchema, ...errorResponses } } },
-      (request) => update(request, id(request)))
+    app.put(
+      o.item,
+      {
+        schema: {
+          tags,
+          params: IdParamsSchema,
+          body: o.bodies.update,
+          response: { 200: o.itemSchema, ...errorResponses },
+        },
+      },
+      (request) => update(request, id(request)),
+    )
   }
   if (remove) {
-    app.delete(o.item, { schema: { tags, params: IdParamsSchema, response: { 204: Type.Null(), ...errorResponses } } },
+    app.delete(
+      o.item,
+      { schema: { tags, params: IdParamsSchema, response: { 204: Type.Null(), ...errorResponses } } },
       async (request, reply) => {
         await remove(request, id(request))
         return reply.code(204).send()
-      })
+      },
+    )
   }
 }
 

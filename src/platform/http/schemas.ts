@@ -6,7 +6,11 @@ export { EXPECTED }
 /** Shared schema atoms. Every route response map spreads `errorResponses`. */
 export const IdSchema = Type.Integer({ minimum: 1, maximum: 9007199254740991 })
 export const UuidSchema = Type.String({ format: 'uuid' })
-export const TimestampSchema = Type.String({ pattern: '^\\d{4}-\\d{2}-\\d{2} \\d{2}:\\d{2}:\\d{2}$', [EXPECTED]: 'a timestamp YYYY-MM-DD HH:MM:SS', examples: ['2026-01-31 09:30:00'] })
+export const TimestampSchema = Type.String({
+  pattern: '^\\d{4}-\\d{2}-\\d{2} \\d{2}:\\d{2}:\\d{2}$',
+  [EXPECTED]: 'a timestamp YYYY-MM-DD HH:MM:SS',
+  examples: ['2026-01-31 09:30:00'],
+})
 export const NullableTimestampSchema = Type.Union([TimestampSchema, Type.Null()])
 export const Nullable = <T extends TSchema>(schema: T) => Type.Union([schema, Type.Null()])
 
@@ -37,8 +41,7 @@ export type Problem = Static<typeof ProblemSchema>
 export const errorResponses = { '4xx': ProblemSchema, '5xx': ProblemSchema } as const
 
 /** `{status: "success", data}` — the envelope of users and notifications create/update/action endpoints. */
-export const Envelope = <T extends TSchema>(data: T) =>
-  Type.Object({ status: Type.Literal('success'), data })
+export const Envelope = <T extends TSchema>(data: T) => Type.Object({ status: Type.Literal('success'), data })
 
 export function envelope<T>(data: T): { status: 'success'; data: T } {
   return { status: 'success', data }

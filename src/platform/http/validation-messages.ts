@@ -17,7 +17,12 @@ export const EXPECTED = 'x-expected'
 type Branch = { const?: unknown; enum?: unknown[]; type?: unknown }
 
 function toDottedPath(instancePath = ''): string {
-  return instancePath.replace(/^\//, '').split('/').filter(Boolean).map((p) => p.replace(/~1/g, '/').replace(/~0/g, '~')).join('.')
+  return instancePath
+    .replace(/^\//, '')
+    .split('/')
+    .filter(Boolean)
+    .map((p) => p.replace(/~1/g, '/').replace(/~0/g, '~'))
+    .join('.')
 }
 
 const article = (type: string) => (/^[aeiou]/.test(type) ? `an ${type}` : `a ${type}`)
@@ -38,23 +43,36 @@ function choicesOf(branches: Branch[]): unknown[] | undefined {
 function messageOf(issue: AjvIssue): string {
   const params = issue.params ?? {}
   switch (issue.keyword) {
-    case 'required': return 'is required'
-    case 'additionalProperties': return 'is not an allowed field'
-    case 'enum': return `must be one of: ${quoteAll((params.allowedValues as unknown[]) ?? [])}`
-    case 'const': return `must be ${JSON.stringify(params.allowedValue)}`
-    case 'type': return `must be ${String(params.type).split(',').map(article).join(' or ')}`
+    case 'required':
+      return 'is required'
+    case 'additionalProperties':
+      return 'is not an allowed field'
+    case 'enum':
+      return `must be one of: ${quoteAll((params.allowedValues as unknown[]) ?? [])}`
+    case 'const':
+      return `must be ${JSON.stringify(params.allowedValue)}`
+    case 'type':
+      return `must be ${String(params.type).split(',').map(article).join(' or ')}`
     case 'pattern': {
       const expected = issue.parentSchema?.[EXPECTED]
       return typeof expected === 'string' ? `must be ${expected}` : 'has an invalid format'
     }
-    case 'format': return `must be a valid ${String(params.format)}`
-    case 'minLength': return `must be at least ${String(params.limit)} characters`
-    case 'maxLength': return `must be at most ${String(params.limit)} characters`
-    case 'minimum': return `must be at least ${String(params.limit)}`
-    case 'maximum': return `must be at most ${String(params.limit)}`
-    case 'minItems': return `must have at least ${String(params.limit)} items`
-    case 'maxItems': return `must have at most ${String(params.limit)} items`
-    default: return issue.message ?? 'is invalid'
+    case 'format':
+      return `must be a valid ${String(params.format)}`
+    case 'minLength':
+      return `must be at least ${String(params.limit)} characters`
+    case 'maxLength':
+      return `must be at most ${String(params.limit)} characters`
+    case 'minimum':
+      return `must be at least ${String(params.limit)}`
+    case 'maximum':
+      return `must be at most ${String(params.limit)}`
+    case 'minItems':
+      return `must have at least ${String(params.limit)} items`
+    case 'maxItems':
+      return `must have at most ${String(params.limit)} items`
+    default:
+      return issue.message ?? 'is invalid'
   }
 }
 
@@ -74,11 +92,13 @@ export function validationErrors(issues: AjvIssue[]): FieldErrors {
   const unions = issues.filter((i) => (i.keyword === 'anyOf' || i.keyword === 'oneOf') && Array.isArray(i.schema))
   const unionOf = (issue: AjvIssue) =>
     unions
-      .filter((u) => u !== issue && u.instancePath === issue.instancePath && issue.schemaPath?.startsWith(`${u.schemaPath}/`))
+      .filter(
+        (u) => u !== issue && u.instancePath === issue.instancePath && issue.schemaPath?.startsWith(`${u.schemaPath}/`),
+      )
       .sort((a, b) => (b.schemaPath?.length ?? 0) - (a.schemaPath?.length ?? 0))[0]
   for (const issue of issues) {
     let field = toDottedPath(issue.instancePath)
-    if ((issue.keyword === 'required' || issue.keyword === 'additionalProperties')) {
+    if (issue.keyword === 'required' || issue.keyword === 'additionalProperties') {
       const key = issue.params?.missingProperty ?? issue.params?.additionalProperty
       if (key !== undefined) field = [field, String(key)].filter(Boolean).join('.')
       add(field, messageOf(issue))

@@ -7,7 +7,14 @@ const addFormats = addFormatsModule as unknown as (ajv: Ajv) => Ajv
 /** The project's ajv: all errors, with the failing schema attached (`verbose`) for readable messages. */
 export function createAjv(coerceTypes: boolean | 'array' = false): Ajv {
   // removeAdditional: false — unknown body keys are rejected (422), never silently dropped.
-  const ajv = new Ajv({ allErrors: true, verbose: true, removeAdditional: false, useDefaults: true, coerceTypes, strict: false })
+  const ajv = new Ajv({
+    allErrors: true,
+    verbose: true,
+    removeAdditional: false,
+    useDefaults: true,
+    coerceTypes,
+    strict: false,
+  })
   addFormats(ajv)
   return ajv
 }

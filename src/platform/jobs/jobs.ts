@@ -63,8 +63,18 @@ export function pinoWorkerLogger(log: PinoLogger): Logger {
     const method = level === 'warning' ? 'warn' : level
     const { error, job, ...rest } = (meta ?? {}) as { error?: unknown; job?: Record<string, unknown> }
     // a job is named by task, id and attempt: its payload (up to 1,000 user ids, webhook bodies) is never logged
-    const jobFields = job ? { task: job.task_identifier, jobId: job.id, attempt: job.attempts, maxAttempts: job.max_attempts } : {}
-    worker[method]({ scope, ...rest, ...jobFields, ...(error instanceof Error ? { err: error } : error !== undefined ? { error } : {}) }, message)
+    const jobFields = job
+      ? { task: job.task_identifier, jobId: job.id, attempt: job.attempts, maxAttempts: job.max_attempts }
+      : {}
+    worker[method](
+      {
+        scope,
+        ...rest,
+        ...jobFields,
+        ...(error instanceof Error ? { err: error } : error !== undefined ? { error } : {}),
+      },
+      message,
+    )
   })
 }
 
@@ -76,9 +86,12 @@ export function pinoWorkerLogger(log: PinoLogger): Logger {
 function withDirectListener(pool: pg.Pool, directUrl: string): { pool: pg.Pool; end: () => Promise<void> } {
   const direct = new pg.Pool({ connectionString: directUrl, max: 1 })
   direct.on('error', () => {})
-  const connect = (...args: unknown[]) => (typeof args[0] === 'function' ? direct.connect(args[0] as never) : pool.connect())
+  const connect = (...args: unknown[]) =>
+    typeof args[0] === 'function' ? direct.connect(args[0] as never) : pool.connect()
   return {
-    pool: new Proxy(pool, { get: (target, property, receiver) => (property === 'connect' ? connect : Reflect.get(target, property, receiver)) }),
+    pool: new Proxy(pool, {
+      get: (target, property, receiver) => (property === 'connect' ? connect : Reflect.get(target, property, receiver)),
+    }),
     end: () => direct.end(),
   }
 }
@@ -87,7 +100,8 @@ function withDirectListener(pool: pg.Pool, directUrl: string): { pool: pg.Pool; 
 export async function startWorker(options: WorkerOptions): Promise<Runner> {
   const liveness = options.directUrl ? await startWorkerLiveness(options.directUrl, options.pool) : undefined
   const transactionMode = options.poolMode === 'transaction'
-  const listener = transactionMode && options.directUrl ? withDirectListener(options.pool, options.directUrl) : undefined
+  const listener =
+    transactionMode && options.directUrl ? withDirectListener(options.pool, options.directUrl) : undefined
   const runner = await run({
     pgPool: listener?.pool ?? options.pool,
     taskList: instrumentJobs(options.handlers) as TaskList,
@@ -100,7 +114,13 @@ export async function startWorker(options: WorkerOptions): Promise<Runner> {
     events: liveness?.events,
     // jobs fetched (and locked) in batches, completions batched per tick: fewer database round trips per
     // job when many are queued (webhook bursts); a crashed worker's batch is freed by the liveness sweep
-    ...(options.localQueueSize > 1 ? { preset: { worker: { localQueue: { size: options.localQueueSize }, completeJobBatchDelay: 0, failJobBatchDelay: 0 } } } : {}),
+    ...(options.localQueueSize > 1
+      ? {
+          preset: {
+            worker: { localQueue: { size: options.localQueueSize }, completeJobBatchDelay: 0, failJobBatchDelay: 0 },
+          },
+        }
+      : {}),
     ...(options.log ? { logger: pinoWorkerLogger(options.log) } : {}),
   })
   void runner.promise.finally(() => Promise.all([liveness?.stop(), listener?.end()])).catch(() => undefined)
@@ -113,7 +133,9 @@ export async function startWorker(options: WorkerOptions): Promise<Runner> {
  */
 export async function stopWorker(runner: Runner, budgetMs = 5_000): Promise<'stopped' | 'released'> {
   let timer: NodeJS.Timeout | undefined
-  const budget = new Promise<'timeout'>((resolve) => { timer = setTimeout(() => resolve('timeout'), budgetMs) })
+  const budget = new Promise<'timeout'>((resolve) => {
+    timer = setTimeout(() => resolve('timeout'), budgetMs)
+  })
   const outcome = await Promise.race([runner.stop().then(() => 'stopped' as const), budget])
   clearTimeout(timer)
   if (outcome === 'stopped') return 'stopped'

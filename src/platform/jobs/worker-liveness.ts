@@ -19,7 +19,11 @@ export interface WorkerLiveness {
  * run again within seconds. Jobs are idempotent (at-least-once), so a false positive after a lost
  * liveness connection only repeats a job.
  */
-export async function startWorkerLiveness(url: string, pool: pg.Pool, log: { warn(obj: object, msg: string): void } = console): Promise<WorkerLiveness> {
+export async function startWorkerLiveness(
+  url: string,
+  pool: pg.Pool,
+  log: { warn(obj: object, msg: string): void } = console,
+): Promise<WorkerLiveness> {
   const events = new EventEmitter() as WorkerEvents
   const workerIds = new Set<string>()
   let client: pg.Client | undefined
@@ -46,12 +50,16 @@ export async function startWorkerLiveness(url: string, pool: pg.Pool, log: { war
     await onClient(`select pg_advisory_lock(${lockKey})`, id)
   }
   // jobs are locked by a worker id, or by the pool id when the pool fetches for its workers
-  events.on('pool:create', ({ workerPool }) => { void hold(workerPool.id) })
+  events.on('pool:create', ({ workerPool }) => {
+    void hold(workerPool.id)
+  })
   events.on('pool:release', ({ workerPool }) => {
     workerIds.delete(workerPool.id)
     void onClient(`select pg_advisory_unlock(${lockKey})`, workerPool.id)
   })
-  events.on('worker:create', ({ worker }) => { void hold(worker.workerId) })
+  events.on('worker:create', ({ worker }) => {
+    void hold(worker.workerId)
+  })
   events.on('worker:release', ({ worker }) => {
     workerIds.delete(worker.workerId)
     void onClient(`select pg_advisory_unlock(${lockKey})`, worker.workerId)
@@ -60,14 +68,19 @@ export async function startWorkerLiveness(url: string, pool: pg.Pool, log: { war
   async function sweep(): Promise<void> {
     if (!client) await connect()
     const { rows } = await pool.query<{ locked_by: string }>(
-      `select distinct locked_by from graphile_worker._private_jobs where locked_by is not null and locked_at < now() - interval '${MIN_LOCK_AGE}'`)
+      `select distinct locked_by from graphile_worker._private_jobs where locked_by is not null and locked_at < now() - interval '${MIN_LOCK_AGE}'`,
+    )
     const dead: string[] = []
     for (const { locked_by: id } of rows) {
       if (workerIds.has(id)) continue
       // probe and release in ONE statement: through a transaction-mode pooler two statements may run on
       // two server connections, and the probe's session lock would stay behind on the first
-      const { rows: [probe] } = await pool.query<{ free: boolean }>(
-        `select case when pg_try_advisory_lock(${lockKey}) then pg_advisory_unlock(${lockKey}) else false end as free`, ['graphile-worker:' + id])
+      const {
+        rows: [probe],
+      } = await pool.query<{ free: boolean }>(
+        `select case when pg_try_advisory_lock(${lockKey}) then pg_advisory_unlock(${lockKey}) else false end as free`,
+        ['graphile-worker:' + id],
+      )
       if (probe.free) dead.push(id)
     }
     if (dead.length > 0) {

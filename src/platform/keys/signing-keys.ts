@@ -25,7 +25,8 @@ const currentKeys = new WeakMap<Db, { key: SigningKey; readAt: number }>()
 
 function publicPart(jwk: JWK): JWK {
   const out: JWK = {}
-  for (const member of PUBLIC_MEMBERS) if (jwk[member] !== undefined) (out as Record<string, unknown>)[member] = jwk[member]
+  for (const member of PUBLIC_MEMBERS)
+    if (jwk[member] !== undefined) (out as Record<string, unknown>)[member] = jwk[member]
   return out
 }
 
@@ -33,7 +34,7 @@ function publicPart(jwk: JWK): JWK {
 const sealJwk = (box: SecretBox, jwk: JWK) => JSON.stringify({ sealed: box.seal(JSON.stringify(jwk)) })
 
 function openJwk(box: SecretBox, stored: Record<string, unknown>): JWK {
-  return isSealed(stored.sealed) ? JSON.parse(box.open(stored.sealed)) as JWK : stored as JWK
+  return isSealed(stored.sealed) ? (JSON.parse(box.open(stored.sealed)) as JWK) : (stored as JWK)
 }
 
 async function newKeyRow(box: SecretBox) {
@@ -41,7 +42,12 @@ async function newKeyRow(box: SecretBox) {
   const privateJwk = await exportJWK(privateKey)
   const publicJwk = publicPart(privateJwk)
   const kid = await calculateJwkThumbprint(publicJwk, 'sha256')
-  return { kid, alg: SIGNING_ALG, public_jwk: JSON.stringify({ ...publicJwk, kid, alg: SIGNING_ALG, use: 'sig' }), private_jwk: sealJwk(box, privateJwk) }
+  return {
+    kid,
+    alg: SIGNING_ALG,
+    public_jwk: JSON.stringify({ ...publicJwk, kid, alg: SIGNING_ALG, use: 'sig' }),
+    private_jwk: sealJwk(box, privateJwk),
+  }
 }
 
 // One writer at a time: key creation and rotation are serialized across processes.
@@ -54,7 +60,11 @@ export async function ensureSigningKey(db: Db, box: SecretBox): Promise<void> {
   await db.transaction().execute(async (trx) => {
     await lockKeys(trx)
     const again = await trx.selectFrom('signing_keys').select('kid').where('retired_at', 'is', null).executeTakeFirst()
-    if (!again) await trx.insertInto('signing_keys').values(await newKeyRow(box)).execute()
+    if (!again)
+      await trx
+        .insertInto('signing_keys')
+        .values(await newKeyRow(box))
+        .execute()
   })
 }
 
@@ -66,8 +76,12 @@ export async function rotateSigningKey(db: Db, box: SecretBox): Promise<{ kid: s
   const row = await newKeyRow(box)
   const rotated = await db.transaction().execute(async (trx) => {
     await lockKeys(trx)
-    const retired = await trx.updateTable('signing_keys').set({ retired_at: sql`now()` as never })
-      .where('retired_at', 'is', null).returning('kid').executeTakeFirst()
+    const retired = await trx
+      .updateTable('signing_keys')
+      .set({ retired_at: sql`now()` as never })
+      .where('retired_at', 'is', null)
+      .returning('kid')
+      .executeTakeFirst()
     await trx.insertInto('signing_keys').values(row).execute()
     return { kid: row.kid, previousKid: retired?.kid ?? null }
   })
@@ -85,7 +99,12 @@ export async function currentSigningKey(db: Db, box: SecretBox): Promise<Signing
 }
 
 async function readCurrentSigningKey(db: Db, box: SecretBox): Promise<SigningKey> {
-  const current = () => db.selectFrom('signing_keys').select(['kid', 'alg', 'private_jwk']).where('retired_at', 'is', null).executeTakeFirst()
+  const current = () =>
+    db
+      .selectFrom('signing_keys')
+      .select(['kid', 'alg', 'private_jwk'])
+      .where('retired_at', 'is', null)
+      .executeTakeFirst()
   let row = await current()
   if (!row) {
     await ensureSigningKey(db, box)
@@ -103,8 +122,13 @@ async function readCurrentSigningKey(db: Db, box: SecretBox): Promise<SigningKey
 /** The public JWK Set: the current key and the previous one (never private members); with `box`, creates the first key. */
 export async function publicJwks(db: Db, box?: SecretBox): Promise<{ keys: JWK[] }> {
   if (box) await ensureSigningKey(db, box)
-  const rows = await db.selectFrom('signing_keys').select('public_jwk')
-    .orderBy(sql`retired_at is null`, 'desc').orderBy('retired_at', 'desc').limit(2).execute()
+  const rows = await db
+    .selectFrom('signing_keys')
+    .select('public_jwk')
+    .orderBy(sql`retired_at is null`, 'desc')
+    .orderBy('retired_at', 'desc')
+    .limit(2)
+    .execute()
   return {
     keys: rows.map((r) => {
       const jwk = r.public_jwk as JWK
@@ -123,8 +147,12 @@ export const signingKeySecrets: SecretHolder = {
     for (const row of rows) {
       const stored = row.private_jwk
       if (isSealed(stored.sealed) && !box.needsResealing(stored.sealed)) continue
-      const updated = await db.updateTable('signing_keys').set({ private_jwk: sealJwk(box, openJwk(box, stored)) })
-        .where('kid', '=', row.kid).where(sql<boolean>`private_jwk = ${JSON.stringify(stored)}::jsonb`).executeTakeFirst()
+      const updated = await db
+        .updateTable('signing_keys')
+        .set({ private_jwk: sealJwk(box, openJwk(box, stored)) })
+        .where('kid', '=', row.kid)
+        .where(sql<boolean>`private_jwk = ${JSON.stringify(stored)}::jsonb`)
+        .executeTakeFirst()
       changed += Number(updated.numUpdatedRows)
     }
     return changed

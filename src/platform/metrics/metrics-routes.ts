@@ -43,14 +43,19 @@ export async function registerMetrics(app: FastifyInstance, db: Db, config: Metr
   if (!config.token && !config.port) return
   queueDb = db
   app.addHook('onResponse', async (request, reply) => {
-    const labels = { route: request.routeOptions.url ?? 'unmatched', method: request.method, status: String(reply.statusCode) }
+    const labels = {
+      route: request.routeOptions.url ?? 'unmatched',
+      method: request.method,
+      status: String(reply.statusCode),
+    }
     httpRequests.inc(labels)
     httpDuration.observe(labels, reply.elapsedTime / 1000)
   })
   if (config.token) {
     const expected = digest(config.token)
     app.get('/metrics', { config: { public: true }, schema: { hide: true } }, async (request, reply) => {
-      if (!timingSafeEqual(digest(BEARER.exec(request.headers.authorization ?? '')?.[1] ?? ''), expected)) throw unauthorized()
+      if (!timingSafeEqual(digest(BEARER.exec(request.headers.authorization ?? '')?.[1] ?? ''), expected))
+        throw unauthorized()
       return reply.type(registry.contentType).send(await registry.metrics())
     })
   }
@@ -64,7 +69,9 @@ export async function registerMetrics(app: FastifyInstance, db: Db, config: Metr
     })
     // only alongside the API listener (an app built for inject never opens it)
     app.addHook('onListen', async () => {
-      await new Promise<void>((resolve, reject) => server.once('error', reject).listen(config.port, '127.0.0.1', resolve))
+      await new Promise<void>((resolve, reject) =>
+        server.once('error', reject).listen(config.port, '127.0.0.1', resolve),
+      )
     })
     app.addHook('onClose', async () => {
       if (server.listening) await new Promise((resolve) => server.close(resolve))

@@ -94,17 +94,22 @@ export function trackOpenStream(): () => void {
 
 /** Wraps job handlers so that every run counts its outcome and duration. */
 export function instrumentJobs<H extends Record<string, (...args: any[]) => unknown>>(handlers: H): H {
-  return Object.fromEntries(Object.entries(handlers).map(([task, handler]) => [task, async (...args: unknown[]) => {
-    const end = jobDuration.startTimer({ task })
-    try {
-      const result = await handler(...args)
-      jobOutcomes.inc({ task, outcome: 'success' })
-      return result
-    } catch (error) {
-      jobOutcomes.inc({ task, outcome: 'failure' })
-      throw error
-    } finally {
-      end()
-    }
-  }])) as H
+  return Object.fromEntries(
+    Object.entries(handlers).map(([task, handler]) => [
+      task,
+      async (...args: unknown[]) => {
+        const end = jobDuration.startTimer({ task })
+        try {
+          const result = await handler(...args)
+          jobOutcomes.inc({ task, outcome: 'success' })
+          return result
+        } catch (error) {
+          jobOutcomes.inc({ task, outcome: 'failure' })
+          throw error
+        } finally {
+          end()
+        }
+      },
+    ]),
+  ) as H
 }

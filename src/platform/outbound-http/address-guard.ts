@@ -7,15 +7,35 @@ import { BlockList, isIP } from 'node:net'
  */
 const blocked = new BlockList()
 for (const [network, prefix] of [
-  ['0.0.0.0', 8], ['10.0.0.0', 8], ['100.64.0.0', 10], ['127.0.0.0', 8], ['169.254.0.0', 16],
-  ['172.16.0.0', 12], ['192.0.0.0', 24], ['192.0.2.0', 24], ['192.88.99.0', 24], ['192.168.0.0', 16],
-  ['198.18.0.0', 15], ['198.51.100.0', 24], ['203.0.113.0', 24], ['224.0.0.0', 4], ['240.0.0.0', 4],
-] as const) blocked.addSubnet(network, prefix, 'ipv4')
+  ['0.0.0.0', 8],
+  ['10.0.0.0', 8],
+  ['100.64.0.0', 10],
+  ['127.0.0.0', 8],
+  ['169.254.0.0', 16],
+  ['172.16.0.0', 12],
+  ['192.0.0.0', 24],
+  ['192.0.2.0', 24],
+  ['192.88.99.0', 24],
+  ['192.168.0.0', 16],
+  ['198.18.0.0', 15],
+  ['198.51.100.0', 24],
+  ['203.0.113.0', 24],
+  ['224.0.0.0', 4],
+  ['240.0.0.0', 4],
+] as const)
+  blocked.addSubnet(network, prefix, 'ipv4')
 for (const [network, prefix] of [
   ['::', 96], // unspecified, loopback and the deprecated IPv4-compatible block
-  ['64:ff9b:1::', 48], ['100::', 64], ['2001::', 23], ['2001:db8::', 32],
-  ['fc00::', 7], ['fe80::', 10], ['fec0::', 10], ['ff00::', 8],
-] as const) blocked.addSubnet(network, prefix, 'ipv6')
+  ['64:ff9b:1::', 48],
+  ['100::', 64],
+  ['2001::', 23],
+  ['2001:db8::', 32],
+  ['fc00::', 7],
+  ['fe80::', 10],
+  ['fec0::', 10],
+  ['ff00::', 8],
+] as const)
+  blocked.addSubnet(network, prefix, 'ipv6')
 
 /** Expands an IPv6 text form to its eight 16-bit groups (handles `::` and a dotted IPv4 tail). */
 function ipv6Groups(address: string): number[] {
@@ -60,7 +80,10 @@ export function isBlockedAddress(address: string): boolean {
 /** A connection refused by the SSRF guard; permanent (retrying cannot help). */
 export class BlockedAddressError extends Error {
   readonly code = 'ERR_BLOCKED_ADDRESS'
-  constructor(readonly host: string, readonly address: string) {
+  constructor(
+    readonly host: string,
+    readonly address: string,
+  ) {
     super(`Refusing to connect to ${host} (${address}): private, loopback or reserved address`)
     this.name = 'BlockedAddressError'
   }

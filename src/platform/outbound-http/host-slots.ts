@@ -12,7 +12,9 @@ export interface HostSlotsOptions {
   leaseMs: number
 }
 
-export interface HostSlot { release(): Promise<void> }
+export interface HostSlot {
+  release(): Promise<void>
+}
 
 /** A lease is passed on to this process's next waiting delivery for at most this long, then given back (fairness between processes). */
 const HOLD_MS = 1_000
@@ -50,14 +52,18 @@ export function createHostSlots(db: Db, options: HostSlotsOptions) {
        order by random() limit 1
       on conflict (host, slot) do update set holder = excluded.holder, leased_until = excluded.leased_until
        where l.leased_until <= now()
-      returning slot`.execute(db).catch(() => ({ rows: [] as Array<{ slot: number }> }))
+      returning slot`
+      .execute(db)
+      .catch(() => ({ rows: [] as Array<{ slot: number }> }))
     return rows[0]?.slot
   }
 
   async function giveBack(host: string, slot: number): Promise<void> {
     state(host).held.delete(slot)
     await sql`update outbound_host_leases set leased_until = now() - interval '1 second'
-               where host = ${host} and slot = ${slot} and holder = ${holder}`.execute(db).catch(() => undefined)
+               where host = ${host} and slot = ${slot} and holder = ${holder}`
+      .execute(db)
+      .catch(() => undefined)
   }
 
   const handle = (host: string, slot: number): HostSlot => ({ release: () => release(host, slot) })

@@ -5,11 +5,15 @@ import { BlockedAddressError, isBlockedAddress, unbracket } from './address-guar
 
 export { BlockedAddressError, isBlockedAddress, unbracket } from './address-guard.js'
 
-export interface ResolvedAddress { address: string; family: number }
+export interface ResolvedAddress {
+  address: string
+  family: number
+}
 /** Resolves a host name to every address (A and AAAA). Tests inject a fake one (rebinding, mixed answers). */
 export type ResolveHost = (hostname: string) => Promise<ResolvedAddress[]>
 
-export const resolveWithSystemDns: ResolveHost = (hostname) => dns.promises.lookup(hostname, { all: true, verbatim: true })
+export const resolveWithSystemDns: ResolveHost = (hostname) =>
+  dns.promises.lookup(hostname, { all: true, verbatim: true })
 
 export interface SafeHttpOptions {
   /** WEBHOOK_ALLOW_PRIVATE_NETWORKS: skips the address check (tests, on-premises targets). */
@@ -29,10 +33,18 @@ export interface OutboundRequest {
   body?: Buffer
 }
 
-export type OutboundErrorKind = 'timeout' | 'blocked_address' | 'dns_failure' | 'connection_failed' | 'tls_failure' | 'request_failed'
+export type OutboundErrorKind =
+  'timeout' | 'blocked_address' | 'dns_failure' | 'connection_failed' | 'tls_failure' | 'request_failed'
 
 export type OutboundResult =
-  | { kind: 'response'; status: number; headers: Record<string, string | string[] | undefined>; body: Buffer; truncated: boolean; timeMs: number }
+  | {
+      kind: 'response'
+      status: number
+      headers: Record<string, string | string[] | undefined>
+      body: Buffer
+      truncated: boolean
+      timeMs: number
+    }
   | { kind: 'error'; error: OutboundErrorKind; message: string; timeMs: number }
 
 /**
@@ -44,19 +56,25 @@ function guardedLookup(resolve: ResolveHost, allowPrivate: boolean): LookupFunct
   return (hostname, options, callback) => {
     const host = unbracket(hostname)
     const answer = isIP(host) ? Promise.resolve([{ address: host, family: isIP(host) }]) : resolve(host)
-    answer.then((addresses) => {
-      const wanted = addresses.filter((a) => !options.family || a.family === options.family)
-      if (wanted.length === 0) throw Object.assign(new Error(`${host} does not resolve`), { code: 'ENOTFOUND' })
-      const bad = allowPrivate ? undefined : addresses.find((a) => isBlockedAddress(a.address))
-      if (bad) throw new BlockedAddressError(host, bad.address)
-      if (options.all) (callback as (e: null, a: ResolvedAddress[]) => void)(null, wanted)
-      else callback(null, wanted[0].address, wanted[0].family)
-    }).catch((error: NodeJS.ErrnoException) => callback(error, '', 0))
+    answer
+      .then((addresses) => {
+        const wanted = addresses.filter((a) => !options.family || a.family === options.family)
+        if (wanted.length === 0) throw Object.assign(new Error(`${host} does not resolve`), { code: 'ENOTFOUND' })
+        const bad = allowPrivate ? undefined : addresses.find((a) => isBlockedAddress(a.address))
+        if (bad) throw new BlockedAddressError(host, bad.address)
+        if (options.all) (callback as (e: null, a: ResolvedAddress[]) => void)(null, wanted)
+        else callback(null, wanted[0].address, wanted[0].family)
+      })
+      .catch((error: NodeJS.ErrnoException) => callback(error, '', 0))
   }
 }
 
 function findCause(error: unknown, test: (e: { code?: string; name?: string }) => boolean): boolean {
-  for (let e = error as { code?: string; name?: string; cause?: unknown } | undefined, depth = 0; e && depth < 5; e = e.cause as never, depth++) {
+  for (
+    let e = error as { code?: string; name?: string; cause?: unknown } | undefined, depth = 0;
+    e && depth < 5;
+    e = e.cause as never, depth++
+  ) {
     if (test(e)) return true
   }
   return false
@@ -65,9 +83,12 @@ function findCause(error: unknown, test: (e: { code?: string; name?: string }) =
 function classify(error: unknown, timedOut: boolean): OutboundErrorKind {
   if (findCause(error, (e) => e.code === 'ERR_BLOCKED_ADDRESS')) return 'blocked_address'
   if (timedOut || findCause(error, (e) => e.name === 'TimeoutError' || /TIMEOUT/.test(e.code ?? ''))) return 'timeout'
-  if (findCause(error, (e) => e.code === 'ENOTFOUND' || e.code === 'EAI_AGAIN' || e.code === 'EAI_NONAME')) return 'dns_failure'
-  if (findCause(error, (e) => /^(ERR_TLS|ERR_SSL|CERT_|UNABLE_TO|DEPTH_ZERO|SELF_SIGNED)/.test(e.code ?? ''))) return 'tls_failure'
-  if (findCause(error, (e) => /^(ECONN|EHOST|ENET|EPIPE|UND_ERR_SOCKET|UND_ERR_CLOSED)/.test(e.code ?? ''))) return 'connection_failed'
+  if (findCause(error, (e) => e.code === 'ENOTFOUND' || e.code === 'EAI_AGAIN' || e.code === 'EAI_NONAME'))
+    return 'dns_failure'
+  if (findCause(error, (e) => /^(ERR_TLS|ERR_SSL|CERT_|UNABLE_TO|DEPTH_ZERO|SELF_SIGNED)/.test(e.code ?? '')))
+    return 'tls_failure'
+  if (findCause(error, (e) => /^(ECONN|EHOST|ENET|EPIPE|UND_ERR_SOCKET|UND_ERR_CLOSED)/.test(e.code ?? '')))
+    return 'connection_failed'
   return 'request_failed'
 }
 
@@ -81,11 +102,15 @@ export class SafeHttpClient {
 
   constructor(private readonly options: SafeHttpOptions) {
     const allowPrivate = options.allowPrivateNetworks
-    const base = buildConnector({ lookup: guardedLookup(options.resolve ?? resolveWithSystemDns, allowPrivate), timeout: options.timeoutMs } as never)
+    const base = buildConnector({
+      lookup: guardedLookup(options.resolve ?? resolveWithSystemDns, allowPrivate),
+      timeout: options.timeoutMs,
+    } as never)
     // Node skips `lookup` for IP literals, so literals are checked here, before any socket exists.
     const connect: buildConnector.connector = (opts, callback) => {
       const host = unbracket(opts.hostname)
-      if (!allowPrivate && isIP(host) && isBlockedAddress(host)) return callback(new BlockedAddressError(host, host), null)
+      if (!allowPrivate && isIP(host) && isBlockedAddress(host))
+        return callback(new BlockedAddressError(host, host), null)
       return base(opts, callback)
     }
     this.agent = new Agent({ connect, connections: options.connectionsPerOrigin ?? 16, keepAliveTimeout: 4_000 })
@@ -119,7 +144,14 @@ export class SafeHttpClient {
         }
       }
       if (truncated) response.body.destroy()
-      return { kind: 'response', status: response.statusCode, headers: response.headers, body: Buffer.concat(chunks), truncated, timeMs: elapsed() }
+      return {
+        kind: 'response',
+        status: response.statusCode,
+        headers: response.headers,
+        body: Buffer.concat(chunks),
+        truncated,
+        timeMs: elapsed(),
+      }
     } catch (error) {
       const kind = classify(error, signal.aborted)
       return { kind: 'error', error: kind, message: (error as Error).message ?? String(error), timeMs: elapsed() }

@@ -15,11 +15,22 @@ function fieldSql(resource: ResourceDef, name: string, tenantId: number): RawBui
  * What a remembered parsed query implies, worked out once. Remembered queries are the frozen ones
  * (`parseListQuery`), each parsed for one resource.
  */
-interface Implied { fields?: string[]; fieldsKey?: string; shape?: string; rowsAsPresented?: boolean; presenter?: Presenter; firstBatch?: ParsedQuery }
+interface Implied {
+  fields?: string[]
+  fieldsKey?: string
+  shape?: string
+  rowsAsPresented?: boolean
+  presenter?: Presenter
+  firstBatch?: ParsedQuery
+}
 const implied = new WeakMap<ParsedQuery, Implied>()
 
 /** `work(parsed)`, worked out once per remembered parse (under `part`), every time for any other. */
-function once<K extends keyof Implied>(parsed: ParsedQuery, part: K, work: () => NonNullable<Implied[K]>): NonNullable<Implied[K]> {
+function once<K extends keyof Implied>(
+  parsed: ParsedQuery,
+  part: K,
+  work: () => NonNullable<Implied[K]>,
+): NonNullable<Implied[K]> {
   if (!Object.isFrozen(parsed)) return work()
   let known = implied.get(parsed)
   if (!known) implied.set(parsed, (known = {}))
@@ -100,10 +111,16 @@ export function parsedQueryShape(parsed: ParsedQuery): string | undefined {
 }
 
 /** Adds the parsed filters (plain and custom) as SQL WHERE clauses. */
-export function applyFilters<Q extends AnySelect>(qb: Q, resource: ResourceDef, parsed: ParsedQuery, ctx: QueryContext): Q {
+export function applyFilters<Q extends AnySelect>(
+  qb: Q,
+  resource: ResourceDef,
+  parsed: ParsedQuery,
+  ctx: QueryContext,
+): Q {
   let query: AnySelect = qb
   for (const clause of parsed.filters) query = query.where(filterSql(resource, clause, ctx.tenantId))
-  for (const custom of parsed.customFilters) query = query.where(resource.customFilters![custom.name](custom.value, ctx))
+  for (const custom of parsed.customFilters)
+    query = query.where(resource.customFilters![custom.name](custom.value, ctx))
   return query as Q
 }
 
@@ -111,11 +128,17 @@ export function applyFilters<Q extends AnySelect>(qb: Q, resource: ResourceDef, 
  * Applies selects, filters, sort and paging to a tenant-scoped (and access-filtered) query.
  * Everything runs in SQL: the page limit applies after filters and access rules.
  */
-export function applyListQuery<Q extends AnySelect>(qb: Q, resource: ResourceDef, parsed: ParsedQuery, ctx: QueryContext): Q {
+export function applyListQuery<Q extends AnySelect>(
+  qb: Q,
+  resource: ResourceDef,
+  parsed: ParsedQuery,
+  ctx: QueryContext,
+): Q {
   let query: AnySelect = applyFilters(qb, resource, parsed, ctx)
   query = applySelects(query, resource, parsed, ctx.tenantId)
   const sort = [...parsed.sort]
-  if (!sort.some((s) => s.field === resource.uniqueKey)) sort.push({ field: resource.uniqueKey, desc: sort[0]?.desc ?? false })
+  if (!sort.some((s) => s.field === resource.uniqueKey))
+    sort.push({ field: resource.uniqueKey, desc: sort[0]?.desc ?? false })
   for (const { field, desc } of sort) {
     // nulls sort last both ways. `asc` is PostgreSQL's default order, so plain (tenant_id, id) btree
     // indexes serve ascending pages with an early stop; descending lists that must be fast declare
@@ -155,7 +178,12 @@ function selection(resource: ResourceDef, fields: string[], tenantId: number): R
 const compiler = new PostgresQueryCompiler()
 
 /** Selects just the stored fields needed (`selects`, relation keys, the unique key). */
-export function applySelects<Q extends AnySelect>(qb: Q, resource: ResourceDef, parsed: ParsedQuery, tenantId: number): Q {
+export function applySelects<Q extends AnySelect>(
+  qb: Q,
+  resource: ResourceDef,
+  parsed: ParsedQuery,
+  tenantId: number,
+): Q {
   return qb.select(selection(resource, storedFieldsFor(resource, parsed), tenantId) as never) as Q
 }
 
@@ -166,8 +194,11 @@ export function applySelects<Q extends AnySelect>(qb: Q, resource: ResourceDef, 
 function rowsAsPresented(resource: ResourceDef, parsed: ParsedQuery): boolean {
   return once(parsed, 'rowsAsPresented', () => {
     const stored = storedFieldsFor(resource, parsed)
-    return parsed.relations.length === 0 && stored.length === parsed.selects.length
-      && parsed.selects.every((name, i) => stored[i] === name && !resource.fields[name].compute)
+    return (
+      parsed.relations.length === 0 &&
+      stored.length === parsed.selects.length &&
+      parsed.selects.every((name, i) => stored[i] === name && !resource.fields[name].compute)
+    )
   })
 }
 
@@ -183,10 +214,16 @@ function presenterFor(resource: ResourceDef, parsed: ParsedQuery): Presenter {
   const computes = parsed.selects.map((name) => resource.fields[name].compute)
   // a parse that is not remembered is presented once: no function is made for it
   if (!Object.isFrozen(parsed) || parsed.selects.includes('__proto__')) {
-    return (row, ctx) => Object.fromEntries(parsed.selects.map((name, i) => [name, computes[i] ? computes[i]!(row, ctx) : (row[name] ?? null)]))
+    return (row, ctx) =>
+      Object.fromEntries(
+        parsed.selects.map((name, i) => [name, computes[i] ? computes[i]!(row, ctx) : (row[name] ?? null)]),
+      )
   }
   return once(parsed, 'presenter', () => {
-    const members = parsed.selects.map((name, i) => `${JSON.stringify(name)}: ${computes[i] ? `computes[${i}](row, ctx)` : `row[${JSON.stringify(name)}] ?? null`}`)
+    const members = parsed.selects.map(
+      (name, i) =>
+        `${JSON.stringify(name)}: ${computes[i] ? `computes[${i}](row, ctx)` : `row[${JSON.stringify(name)}] ?? null`}`,
+    )
     return new Function('computes', `return (row, ctx) => ({ ${members.join(', ')} })`)(computes) as Presenter
   })
 }
@@ -249,6 +286,8 @@ export async function streamJsonArray(
   }
   const stream = Readable.from(generate(), { objectMode: false })
   // a client that goes away early releases the cursor's connection
-  stream.on('close', () => { void batches.return?.(undefined) })
+  stream.on('close', () => {
+    void batches.return?.(undefined)
+  })
   return stream
 }

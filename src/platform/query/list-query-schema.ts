@@ -7,7 +7,9 @@ const selectsDescription = (resource: ResourceDef) =>
   `Comma-separated fields to return. Fields: ${selectableFields(resource).join(', ')}`
 
 function selectableFields(resource: ResourceDef): string[] {
-  return Object.entries(resource.fields).filter(([, f]) => !f.internal).map(([name]) => name)
+  return Object.entries(resource.fields)
+    .filter(([, f]) => !f.internal)
+    .map(([name]) => name)
 }
 
 function filterableFields(resource: ResourceDef): Array<[string, FieldDef]> {
@@ -26,9 +28,11 @@ function filterFieldSchema(name: string, field: FieldDef): TSchema {
   // operator → value; the operators are listed in the description (a schema per operator per field
   // would repeat ten entries for every filterable field of every list in the document)
   const operators = Type.Record(Type.String(), FilterValueSchema, { description: `Operators on ${name}` })
-  return Type.Optional(Type.Union([Type.String(), Type.Array(Type.String()), operators], {
-    description: `${name} (${field.type}): filter[${name}]=value, or filter[${name}][op]=value with op one of ${FILTER_OPERATORS.join(', ')}`,
-  }))
+  return Type.Optional(
+    Type.Union([Type.String(), Type.Array(Type.String()), operators], {
+      description: `${name} (${field.type}): filter[${name}]=value, or filter[${name}][op]=value with op one of ${FILTER_OPERATORS.join(', ')}`,
+    }),
+  )
 }
 
 /**
@@ -36,9 +40,13 @@ function filterFieldSchema(name: string, field: FieldDef): TSchema {
  * pages and generated clients send `filter[field]=value` (the parser still checks values and visibility).
  */
 export function filterSchema(resource: ResourceDef): TObject {
-  const properties: Record<string, TSchema> = Object.fromEntries(filterableFields(resource).map(([name, f]) => [name, filterFieldSchema(name, f)]))
+  const properties: Record<string, TSchema> = Object.fromEntries(
+    filterableFields(resource).map(([name, f]) => [name, filterFieldSchema(name, f)]),
+  )
   for (const name of Object.keys(resource.customFilters ?? {})) {
-    properties[name] = Type.Optional(Type.Union([Type.String(), Type.Array(Type.String())], { description: `${name}: a named filter of this list` }))
+    properties[name] = Type.Optional(
+      Type.Union([Type.String(), Type.Array(Type.String())], { description: `${name}: a named filter of this list` }),
+    )
   }
   return Type.Object(properties, {
     style: 'deepObject',
@@ -55,7 +63,10 @@ const paging = {
 /** The query keys of a single read of `resource` (contract 00 §7): selects and relations, with their aliases. */
 export function showQuerySchema(resource: ResourceDef, extra: Record<string, TSchema> = {}): TObject {
   const relations = Object.keys(resource.relations ?? {})
-  const relationsDescription = relations.length > 0 ? `Relations to load (comma or | separated): ${relations.join(', ')}` : 'This resource has no relations'
+  const relationsDescription =
+    relations.length > 0
+      ? `Relations to load (comma or | separated): ${relations.join(', ')}`
+      : 'This resource has no relations'
   return Type.Object({
     selects: Type.Optional(Type.String({ maxLength: 2000, description: selectsDescription(resource) })),
     select: Type.Optional(Type.String({ maxLength: 2000, description: 'Alias of selects' })),
@@ -70,7 +81,12 @@ export function listQuerySchema(resource: ResourceDef, extra: Record<string, TSc
   return Type.Object({
     ...showQuerySchema(resource).properties,
     filter: Type.Optional(filterSchema(resource)),
-    sort: Type.Optional(Type.String({ maxLength: 500, description: `Comma-separated; prefix - for descending. Sortable: ${sortableFields(resource).join(', ')}` })),
+    sort: Type.Optional(
+      Type.String({
+        maxLength: 500,
+        description: `Comma-separated; prefix - for descending. Sortable: ${sortableFields(resource).join(', ')}`,
+      }),
+    ),
     ...paging,
     ...extra,
   })

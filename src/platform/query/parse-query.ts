@@ -44,7 +44,10 @@ function own<T>(record: Record<string, T> | undefined, name: string): T | undefi
 
 function splitList(value: string | undefined, separator: RegExp): string[] | undefined {
   if (value === undefined) return undefined
-  return value.split(separator).map((s) => s.trim()).filter(Boolean)
+  return value
+    .split(separator)
+    .map((s) => s.trim())
+    .filter(Boolean)
 }
 
 const TRUE = new Set(['true', '1'])
@@ -101,7 +104,8 @@ function visibilityKey(resource: ResourceDef, ctx: QueryContext): string {
 }
 
 function frozen(parsed: ParsedQuery): ParsedQuery {
-  for (const part of [parsed.selects, parsed.relations, parsed.filters, parsed.customFilters, parsed.sort]) Object.freeze(part)
+  for (const part of [parsed.selects, parsed.relations, parsed.filters, parsed.customFilters, parsed.sort])
+    Object.freeze(part)
   parsed.sort.forEach(Object.freeze)
   return Object.freeze(parsed)
 }
@@ -116,7 +120,17 @@ function frozen(parsed: ParsedQuery): ParsedQuery {
  * (`storedFieldsFor`, `parsedQueryShape`). Failed parses and long queries are not remembered.
  */
 export function parseListQuery(resource: ResourceDef, raw: RawListQuery, ctx: QueryContext): ParsedQuery {
-  const key = JSON.stringify([visibilityKey(resource, ctx), raw.selects, raw.select, raw.relations, raw.include, raw.filter, raw.sort, raw.limit, raw.offset])
+  const key = JSON.stringify([
+    visibilityKey(resource, ctx),
+    raw.selects,
+    raw.select,
+    raw.relations,
+    raw.include,
+    raw.filter,
+    raw.sort,
+    raw.limit,
+    raw.offset,
+  ])
   if (key.length > MAX_REMEMBERED_KEY) return parseAnyListQuery(resource, raw, ctx)
   let byKey = remembered.get(resource)
   if (!byKey) remembered.set(resource, (byKey = new Map()))
@@ -177,13 +191,21 @@ function parseAnyListQuery(resource: ResourceDef, raw: RawListQuery, ctx: QueryC
           spec !== null && typeof spec === 'object' && !Array.isArray(spec) ? Object.entries(spec) : [['eq', spec]]
         if (entries.length === 0) problems.add(path, 'needs a value or an operator')
         for (const [rawOp, rawValue] of entries) {
-          const op = (FILTER_OPERATORS as readonly string[]).includes(rawOp) ? (rawOp as FilterOperator) : OPERATOR_ALIASES[rawOp]
+          const op = (FILTER_OPERATORS as readonly string[]).includes(rawOp)
+            ? (rawOp as FilterOperator)
+            : OPERATOR_ALIASES[rawOp]
           if (!op) {
             problems.add(`${path}.${rawOp}`, `unknown operator "${rawOp}"`)
             continue
           }
           const clause = parseFilterValue(field, name, op, rawValue)
-          if (typeof clause === 'string') problems.add(rawOp === 'eq' && entries.length === 1 && (typeof spec !== 'object' || Array.isArray(spec)) ? path : `${path}.${rawOp}`, clause)
+          if (typeof clause === 'string')
+            problems.add(
+              rawOp === 'eq' && entries.length === 1 && (typeof spec !== 'object' || Array.isArray(spec))
+                ? path
+                : `${path}.${rawOp}`,
+              clause,
+            )
           else filters.push(clause)
         }
       }
@@ -219,7 +241,10 @@ function parseFilterValue(field: FieldDef, name: string, op: FilterOperator, raw
   if ((op === 'eq' || op === 'ne') && raw === 'null') return { field: name, op: 'null', value: op === 'eq' }
   if (op === 'in' || op === 'nin') {
     if (typeof raw !== 'string') return 'must be a comma-separated list'
-    const parts = raw.split(',').map((p) => p.trim()).filter(Boolean)
+    const parts = raw
+      .split(',')
+      .map((p) => p.trim())
+      .filter(Boolean)
     if (parts.length === 0 || parts.length > 1000) return 'must list between 1 and 1000 values'
     const values = parts.map((p) => coerce(field, p))
     if (values.some((v) => v === undefined)) return `has a value that is not a valid ${field.type}`
@@ -233,13 +258,18 @@ function parseFilterValue(field: FieldDef, name: string, op: FilterOperator, raw
   if (field.type === 'json') return 'cannot be filtered'
   const value = coerce(field, raw)
   if (value === undefined) return `must be a valid ${field.type}`
-  if ((op === 'gt' || op === 'gte' || op === 'lt' || op === 'lte') && field.type === 'boolean') return 'cannot be compared'
+  if ((op === 'gt' || op === 'gte' || op === 'lt' || op === 'lte') && field.type === 'boolean')
+    return 'cannot be compared'
   return { field: name, op, value }
 }
 
 /** `selects`/`relations` for single reads (no filter, sort or paging). */
 export function parseShowQuery(resource: ResourceDef, raw: RawListQuery, ctx: QueryContext): ParsedQuery {
-  return parseListQuery(resource, { selects: raw.selects, select: raw.select, relations: raw.relations, include: raw.include }, ctx)
+  return parseListQuery(
+    resource,
+    { selects: raw.selects, select: raw.select, relations: raw.relations, include: raw.include },
+    ctx,
+  )
 }
 
 /** JSON filter values (numbers, booleans, null) in the query-string form the parser reads. */
@@ -247,7 +277,8 @@ function filterValueToQueryForm(value: unknown): unknown {
   if (value === null) return 'null'
   if (typeof value === 'number' || typeof value === 'boolean') return String(value)
   if (Array.isArray(value)) return value.map(filterValueToQueryForm).join(',')
-  if (typeof value === 'object') return Object.fromEntries(Object.entries(value as object).map(([k, v]) => [k, filterValueToQueryForm(v)]))
+  if (typeof value === 'object')
+    return Object.fromEntries(Object.entries(value as object).map(([k, v]) => [k, filterValueToQueryForm(v)]))
   return value
 }
 

@@ -3,7 +3,15 @@ import type { CompiledQuery, SelectQueryBuilder } from 'kysely'
 import { notFound } from '../http/errors.js'
 import { shapedStatement } from '../db/statement-shapes.js'
 import { executeCompiled, streamCompiled } from '../db/database.js'
-import { applyListQuery, applySelects, firstBatchOf, parsedQueryShape, presentRows, storedFieldsKey, streamJsonArray } from './apply-query.js'
+import {
+  applyListQuery,
+  applySelects,
+  firstBatchOf,
+  parsedQueryShape,
+  presentRows,
+  storedFieldsKey,
+  streamJsonArray,
+} from './apply-query.js'
 import { parseListQuery, parseShowQuery, type ParsedQuery, type RawListQuery } from './parse-query.js'
 import type { QueryContext, ResourceDef } from './resource.js'
 
@@ -23,12 +31,20 @@ export interface ShapedBase<V extends Record<string, unknown>> {
 type Base = AnySelect | ShapedBase<any>
 type ShapeValues = Record<string, unknown> & { tenantId: number }
 type ApplyRead = (query: AnySelect, resource: ResourceDef, parsed: ParsedQuery, ctx: QueryContext) => AnySelect
-type ReadStatement = (key: string, values: ShapeValues, resource: ResourceDef, parsed: ParsedQuery) => CompiledQuery<Record<string, unknown>>
+type ReadStatement = (
+  key: string,
+  values: ShapeValues,
+  resource: ResourceDef,
+  parsed: ParsedQuery,
+) => CompiledQuery<Record<string, unknown>>
 
 const applyPage: ApplyRead = applyListQuery
 const applyShow: ApplyRead = (query, resource, parsed, ctx) => applySelects(query, resource, parsed, ctx.tenantId)
 // per kind of read, base builder and resource (all three are decisions of the statement)
-const readStatements = new Map<ApplyRead, WeakMap<object, WeakMap<ResourceDef, ReadStatement>>>([[applyShow, new WeakMap()], [applyPage, new WeakMap()]])
+const readStatements = new Map<ApplyRead, WeakMap<object, WeakMap<ResourceDef, ReadStatement>>>([
+  [applyShow, new WeakMap()],
+  [applyPage, new WeakMap()],
+])
 
 /** The query of `base` for this request (a shaped base built with its values). */
 function built(ctx: QueryContext, base: Base): AnySelect {
@@ -43,17 +59,31 @@ function readStatement(apply: ApplyRead, build: ShapedBase<any>['build'], resour
   let statement = byResource.get(resource)
   if (!statement) {
     // a plain filter, the select list and the sort read nothing of the context but the tenant id (custom filters are never shaped)
-    statement = shapedStatement((stood: ShapeValues, r: ResourceDef, p: ParsedQuery) => apply(build(stood), r, p, { tenantId: stood.tenantId } as QueryContext))
+    statement = shapedStatement((stood: ShapeValues, r: ResourceDef, p: ParsedQuery) =>
+      apply(build(stood), r, p, { tenantId: stood.tenantId } as QueryContext),
+    )
     byResource.set(resource, statement)
   }
   return statement
 }
 
 /** The statement reading `base` by `apply` (a single read's selects, a page's query): compiled once per shape when `base` is shaped and the parse has a shape. */
-function readCompiled(ctx: QueryContext, resource: ResourceDef, base: Base, parsed: ParsedQuery, apply: ApplyRead): CompiledQuery<Record<string, unknown>> {
+function readCompiled(
+  ctx: QueryContext,
+  resource: ResourceDef,
+  base: Base,
+  parsed: ParsedQuery,
+  apply: ApplyRead,
+): CompiledQuery<Record<string, unknown>> {
   const shapeKey = apply === applyShow ? storedFieldsKey(resource, parsed) : parsedQueryShape(parsed)
-  if (!('build' in base) || shapeKey === undefined) return apply(built(ctx, base), resource, parsed, ctx).compile() as CompiledQuery<Record<string, unknown>>
-  return readStatement(apply, base.build, resource)(`${base.key} ${shapeKey}`, { ...base.values, tenantId: ctx.tenantId }, resource, parsed)
+  if (!('build' in base) || shapeKey === undefined)
+    return apply(built(ctx, base), resource, parsed, ctx).compile() as CompiledQuery<Record<string, unknown>>
+  return readStatement(apply, base.build, resource)(
+    `${base.key} ${shapeKey}`,
+    { ...base.values, tenantId: ctx.tenantId },
+    resource,
+    parsed,
+  )
 }
 
 /** The rows of `readCompiled`'s statement. */
@@ -78,7 +108,12 @@ export async function listResource(
   const head = await readRows(ctx, resource, base, firstBatchOf(parsed, BATCH_SIZE), applyPage)
   if (head.length <= BATCH_SIZE) return present(head)
   const compiled = readCompiled(ctx, resource, base, parsed, applyPage)
-  return streamJsonArray((chunkSize) => streamCompiled(ctx.db, compiled, chunkSize), present, JSON.stringify, BATCH_SIZE)
+  return streamJsonArray(
+    (chunkSize) => streamCompiled(ctx.db, compiled, chunkSize),
+    present,
+    JSON.stringify,
+    BATCH_SIZE,
+  )
 }
 
 /** Rows an unlimited list presents at a time, and the most it answers without a cursor. */

@@ -33,7 +33,8 @@ export async function publish(db: Db, channel: string, payload: unknown): Promis
 export function publishSql(channel: string, payload: unknown): RawBuilder<unknown> {
   checkChannel(channel)
   const text = JSON.stringify(payload)
-  if (Buffer.byteLength(text) > MAX_NOTIFY_PAYLOAD_BYTES) throw new Error(`notify payload on "${channel}" exceeds ${MAX_NOTIFY_PAYLOAD_BYTES} bytes`)
+  if (Buffer.byteLength(text) > MAX_NOTIFY_PAYLOAD_BYTES)
+    throw new Error(`notify payload on "${channel}" exceeds ${MAX_NOTIFY_PAYLOAD_BYTES} bytes`)
   return sql`pg_notify(${channel}, ${text})`
 }
 
@@ -117,7 +118,8 @@ export function createPgPubSub(options: PgPubSubOptions): PubSub {
         throw new Error('pubsub closed')
       }
       client = next
-      if (options.keepProcessAlive === false) (next as unknown as { connection?: { stream?: { unref?: () => void } } }).connection?.stream?.unref?.()
+      if (options.keepProcessAlive === false)
+        (next as unknown as { connection?: { stream?: { unref?: () => void } } }).connection?.stream?.unref?.()
       options.onListening?.(true)
       return next
     })().finally(() => {
@@ -135,7 +137,8 @@ export function createPgPubSub(options: PgPubSubOptions): PubSub {
       if (!set) handlers.set(channel, (set = new Set()))
       set.add(handler)
       const connected = client
-      if (!connected) await connect() // LISTENs every known channel
+      if (!connected)
+        await connect() // LISTENs every known channel
       else if (isNewChannel) await connected.query(`listen ${channel}`) // name checked against CHANNEL above
       return async () => {
         const current = handlers.get(channel)
@@ -154,7 +157,9 @@ export function createPgPubSub(options: PgPubSubOptions): PubSub {
       if (current) lost(current)
       client = undefined
       // an unref'd socket (keepProcessAlive: false) would let the process exit before the goodbye is sent
-      ;(current as unknown as { connection?: { stream?: { ref?: () => void } } } | undefined)?.connection?.stream?.ref?.()
+      ;(
+        current as unknown as { connection?: { stream?: { ref?: () => void } } } | undefined
+      )?.connection?.stream?.ref?.()
       await current?.end().catch(() => undefined)
     },
   }

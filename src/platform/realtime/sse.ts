@@ -20,7 +20,11 @@ export interface EventStreamOptions {
  * Takes over the response and opens an SSE stream. Fastify's reply pipeline is bypassed (hijack), so
  * the security headers of the app's onSend hook are set here.
  */
-export function openEventStream(request: FastifyRequest, reply: FastifyReply, options: EventStreamOptions = {}): EventStream {
+export function openEventStream(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  options: EventStreamOptions = {},
+): EventStream {
   reply.hijack()
   const raw = reply.raw
   raw.writeHead(200, {

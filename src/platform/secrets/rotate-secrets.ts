@@ -7,7 +7,12 @@ import type { SecretBox, SecretHolder } from './secret-box.js'
  * about a second; passes repeat until one changes nothing, so values an API process sealed under the
  * old key during the first pass are re-sealed too.
  */
-export async function rotateSecrets(db: Db, box: SecretBox, holders: SecretHolder[], { newKey = true, settleMs = 1_500, tenantId }: { newKey?: boolean; settleMs?: number; tenantId?: number } = {}) {
+export async function rotateSecrets(
+  db: Db,
+  box: SecretBox,
+  holders: SecretHolder[],
+  { newKey = true, settleMs = 1_500, tenantId }: { newKey?: boolean; settleMs?: number; tenantId?: number } = {},
+) {
   const { generated } = newKey ? box.rotateKey() : { generated: false }
   const resealed: Record<string, number> = {}
   for (let pass = 0; pass < 5; pass++) {

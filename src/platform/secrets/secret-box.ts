@@ -25,16 +25,24 @@ function decodeKey(base64: string, source: string): Buffer {
 }
 
 /** A short, non-secret fingerprint naming the key a value was sealed with (so old keys stay readable). */
-const keyId = (key: Buffer) => createHash('sha256').update('workplace-secrets-key-id').update(key).digest('hex').slice(0, 12)
+const keyId = (key: Buffer) =>
+  createHash('sha256').update('workplace-secrets-key-id').update(key).digest('hex').slice(0, 12)
 
-interface KeyRing { current: Buffer; byId: Map<string, Buffer> }
+interface KeyRing {
+  current: Buffer
+  byId: Map<string, Buffer>
+}
 
 function ring(keys: Buffer[]): KeyRing {
   return { current: keys[0]!, byId: new Map(keys.map((k) => [keyId(k), k])) }
 }
 
 function readKeyFile(file: string): Buffer[] {
-  return fs.readFileSync(file, 'utf8').split('\n').filter((l) => l.trim()).map((l) => decodeKey(l, file))
+  return fs
+    .readFileSync(file, 'utf8')
+    .split('\n')
+    .filter((l) => l.trim())
+    .map((l) => decodeKey(l, file))
 }
 
 /** Writes the key file atomically with mode 0600 (current key first, older keys after for reading). */
@@ -77,7 +85,10 @@ export class SecretBox {
 
   private load(): KeyRing {
     if (this.config.key) {
-      return ring([decodeKey(this.config.key, 'SECRETS_KEY'), ...this.config.previousKeys.map((k) => decodeKey(k, 'SECRETS_PREVIOUS_KEYS'))])
+      return ring([
+        decodeKey(this.config.key, 'SECRETS_KEY'),
+        ...this.config.previousKeys.map((k) => decodeKey(k, 'SECRETS_PREVIOUS_KEYS')),
+      ])
     }
     const keys = ensureKeyFile(this.config.keyFile)
     this.fileStamp = fs.statSync(this.config.keyFile).mtimeMs
@@ -105,7 +116,12 @@ export class SecretBox {
     const iv = randomBytes(IV_BYTES)
     const cipher = createCipheriv('aes-256-gcm', this.keys.current, iv)
     const ciphertext = Buffer.concat([cipher.update(plain, 'utf8'), cipher.final()])
-    const parts = [keyId(this.keys.current), iv.toString('base64url'), cipher.getAuthTag().toString('base64url'), ciphertext.toString('base64url')]
+    const parts = [
+      keyId(this.keys.current),
+      iv.toString('base64url'),
+      cipher.getAuthTag().toString('base64url'),
+      ciphertext.toString('base64url'),
+    ]
     return PREFIX + parts.join('.')
   }
 
@@ -146,7 +162,9 @@ const boxes = new Map<string, SecretBox>()
 
 /** One box per key source and process (the key file is read once, then re-checked about once a second). */
 export function secretBoxFor(config: SecretsConfig): SecretBox {
-  const cacheKey = config.key ? `env:${keyId(decodeKey(config.key, 'SECRETS_KEY'))}:${config.previousKeys.join(',')}` : `file:${config.keyFile}`
+  const cacheKey = config.key
+    ? `env:${keyId(decodeKey(config.key, 'SECRETS_KEY'))}:${config.previousKeys.join(',')}`
+    : `file:${config.keyFile}`
   let box = boxes.get(cacheKey)
   if (!box) {
     box = new SecretBox(config)

@@ -17,7 +17,8 @@ const SAFE_SEGMENT = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/
 
 function checkSegments(value: string): string[] {
   const segments = value.split('/')
-  if (segments.some((s) => !SAFE_SEGMENT.test(s) || s.includes('..'))) throw new Error(`unsafe storage path segment in "${value}"`)
+  if (segments.some((s) => !SAFE_SEGMENT.test(s) || s.includes('..')))
+    throw new Error(`unsafe storage path segment in "${value}"`)
   return segments
 }
 
@@ -59,7 +60,10 @@ export function createFileStorage(rootDir: string) {
   }
 
   /** Opens a stored file for reading; undefined when it does not exist. */
-  async function open(area: string, name: string): Promise<{ stream: ReadStream; size: number; path: string } | undefined> {
+  async function open(
+    area: string,
+    name: string,
+  ): Promise<{ stream: ReadStream; size: number; path: string } | undefined> {
     let target: string
     try {
       target = filePath(area, name)

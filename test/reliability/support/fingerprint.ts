@@ -8,7 +8,9 @@ export function listTenantTables(db: Db): Promise<string[]> {
   tenantTables ??= sql<{ table_name: string }>`
     select c.table_name from information_schema.columns c
     join information_schema.tables t on t.table_schema = c.table_schema and t.table_name = c.table_name and t.table_type = 'BASE TABLE'
-    where c.table_schema = 'public' and c.column_name = 'tenant_id' order by c.table_name`.execute(db).then((r) => r.rows.map((row) => row.table_name))
+    where c.table_schema = 'public' and c.column_name = 'tenant_id' order by c.table_name`
+    .execute(db)
+    .then((r) => r.rows.map((row) => row.table_name))
   return tenantTables
 }
 
@@ -18,9 +20,13 @@ export function listTenantTables(db: Db): Promise<string[]> {
  */
 export async function tenantFingerprint(db: Db, tenantId: number): Promise<Record<string, string>> {
   const tables = await listTenantTables(db)
-  const parts = tables.map((table) =>
-    `select '${table}' as t, md5(coalesce(string_agg(x::text, '|' order by x::text), '')) as h from "${table}" x where x.tenant_id = ${Number(tenantId)}`)
-  parts.push(`select 'tenants' as t, md5(coalesce(string_agg(x::text, '|'), '')) as h from tenants x where x.id = ${Number(tenantId)}`)
+  const parts = tables.map(
+    (table) =>
+      `select '${table}' as t, md5(coalesce(string_agg(x::text, '|' order by x::text), '')) as h from "${table}" x where x.tenant_id = ${Number(tenantId)}`,
+  )
+  parts.push(
+    `select 'tenants' as t, md5(coalesce(string_agg(x::text, '|'), '')) as h from tenants x where x.id = ${Number(tenantId)}`,
+  )
   const { rows } = await sql.raw<{ t: string; h: string }>(parts.join(' union all ')).execute(db)
   return Object.fromEntries(rows.map((r) => [r.t, r.h]))
 }

@@ -18,15 +18,26 @@ export interface Proc {
 /** Starts `node bin/workplace.js <command>` with the given environment (logs collected for failures). */
 export function workplace(command: 'serve' | 'worker' | 'migrate', env: Record<string, string>): Proc {
   // as in production: no tsx CLI hooks inherited from the test runner (they turn SIGTERM into exit 143)
-  const inherited = Object.fromEntries(Object.entries(process.env).filter(([k]) => k !== 'NODE_OPTIONS' && !k.startsWith('TSX_')))
+  const inherited = Object.fromEntries(
+    Object.entries(process.env).filter(([k]) => k !== 'NODE_OPTIONS' && !k.startsWith('TSX_')),
+  )
   const child = spawn(process.execPath, ['bin/workplace.js', command], {
-    cwd: root, env: { ...inherited, LOG_LEVEL: 'warn', NODE_ENV: 'production', ...env }, stdio: ['ignore', 'pipe', 'pipe'],
+    cwd: root,
+    env: { ...inherited, LOG_LEVEL: 'warn', NODE_ENV: 'production', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
   })
   let log = ''
   let out = ''
-  child.stdout!.on('data', (d) => { log = (log + d).slice(-2_000_000); out = (out + d).slice(-2_000_000) })
-  child.stderr!.on('data', (d) => { log = (log + d).slice(-2_000_000) })
-  const exited = new Promise<number | null>((resolve) => child.on('exit', (code, signal) => resolve(code ?? (signal ? -1 : null))))
+  child.stdout!.on('data', (d) => {
+    log = (log + d).slice(-2_000_000)
+    out = (out + d).slice(-2_000_000)
+  })
+  child.stderr!.on('data', (d) => {
+    log = (log + d).slice(-2_000_000)
+  })
+  const exited = new Promise<number | null>((resolve) =>
+    child.on('exit', (code, signal) => resolve(code ?? (signal ? -1 : null))),
+  )
   return { child, output: () => log, stdout: () => out, exited }
 }
 
@@ -39,7 +50,12 @@ export async function freePort(): Promise<number> {
   })
 }
 
-export async function waitFor<T>(what: string, probe: () => Promise<T | undefined | false>, timeoutMs: number, everyMs = 100): Promise<T> {
+export async function waitFor<T>(
+  what: string,
+  probe: () => Promise<T | undefined | false>,
+  timeoutMs: number,
+  everyMs = 100,
+): Promise<T> {
   const deadline = Date.now() + timeoutMs
   for (;;) {
     const value = await probe().catch(() => undefined)
@@ -51,7 +67,11 @@ export async function waitFor<T>(what: string, probe: () => Promise<T | undefine
 
 /** `count` users in one new department, inserted set-based (one statement each). */
 export async function seedDepartment(db: Db, tenant: GivenTenant, count: number): Promise<number> {
-  const dept = await db.insertInto('departments').values({ tenant_id: tenant.id, name: `big-${count}` }).returning('id').executeTakeFirstOrThrow()
+  const dept = await db
+    .insertInto('departments')
+    .values({ tenant_id: tenant.id, name: `big-${count}` })
+    .returning('id')
+    .executeTakeFirstOrThrow()
   await sql`
     with created as (
       insert into users (tenant_id, username, password_hash, first_name, last_name, role_id, lang_id)
@@ -59,6 +79,8 @@ export async function seedDepartment(db: Db, tenant: GivenTenant, count: number)
       from generate_series(1, ${count}) g
       returning id
     )
-    insert into department_users (tenant_id, department_id, user_id) select ${tenant.id}, ${dept.id}, id from created`.execute(db)
+    insert into department_users (tenant_id, department_id, user_id) select ${tenant.id}, ${dept.id}, id from created`.execute(
+    db,
+  )
   return dept.id
 }

@@ -40,12 +40,36 @@ export interface RouteClass {
 
 /** Every permission string of contract 00 §5. */
 export const ALL_PERMISSIONS = [
-  'users.view', 'users.viewDetails', 'users.create', 'users.update', 'users.delete', 'users.administrate',
-  'roles.view', 'roles.manage', 'departments.view', 'departments.manage',
-  'sharedItems.administrate', 'sharedItems.administrateAll', 'entityPermissions.manage',
-  'notifications.send', 'notifications.reset', 'automations.manage', 'audit.view',
-  ...['calendar', 'filemanager', 'forms', 'infoboard', 'manuals', 'tasks', 'reports', 'reportDefinitions', 'surveys', 'taskAssignments', 'taskTemplates']
-    .flatMap((m) => [`${m}.view`, `${m}.manage`]),
+  'users.view',
+  'users.viewDetails',
+  'users.create',
+  'users.update',
+  'users.delete',
+  'users.administrate',
+  'roles.view',
+  'roles.manage',
+  'departments.view',
+  'departments.manage',
+  'sharedItems.administrate',
+  'sharedItems.administrateAll',
+  'entityPermissions.manage',
+  'notifications.send',
+  'notifications.reset',
+  'automations.manage',
+  'audit.view',
+  ...[
+    'calendar',
+    'filemanager',
+    'forms',
+    'infoboard',
+    'manuals',
+    'tasks',
+    'reports',
+    'reportDefinitions',
+    'surveys',
+    'taskAssignments',
+    'taskTemplates',
+  ].flatMap((m) => [`${m}.view`, `${m}.manage`]),
 ]
 
 /** The BFLA probe's permissions: everything except the required permission's whole module. */
@@ -64,7 +88,11 @@ const grant = (f: TenantFixtures) => (f.grantId ? `/api/entity-permissions/${f.g
 
 function csvUpload(): Payload {
   const form = new FormData()
-  form.append('user_data_csv', Buffer.from('username,password,first_name,last_name\nrel-csv-user,secret-password-1,Csv,User\n'), { filename: 'users.csv', contentType: 'text/csv' })
+  form.append(
+    'user_data_csv',
+    Buffer.from('username,password,first_name,last_name\nrel-csv-user,secret-password-1,Csv,User\n'),
+    { filename: 'users.csv', contentType: 'text/csv' },
+  )
   return { payload: form.getBuffer(), headers: form.getHeaders() }
 }
 
@@ -80,7 +108,11 @@ export const ROUTE_CLASSES: Record<string, RouteClass> = {
 
   // auth
   'POST /api/auth/login': { kind: 'public', path: fixed('/api/auth/login') },
-  'POST /api/auth/logout': { kind: 'self', path: fixed('/api/auth/logout'), skip: "revokes the caller's own token (covered by test/auth.test.ts)" },
+  'POST /api/auth/logout': {
+    kind: 'self',
+    path: fixed('/api/auth/logout'),
+    skip: "revokes the caller's own token (covered by test/auth.test.ts)",
+  },
 
   // languages
   'GET /api/languages': { kind: 'self', path: fixed('/api/languages') },
@@ -88,111 +120,296 @@ export const ROUTE_CLASSES: Record<string, RouteClass> = {
   // roles
   'GET /api/roles': { kind: 'list', permission: 'roles.view', path: fixed('/api/roles') },
   'GET /api/roles/:id': { kind: 'id', permission: 'roles.view', path: (f) => `/api/roles/${f.roleId}` },
-  'POST /api/roles': { kind: 'action', permission: 'roles.manage', path: fixed('/api/roles'), body: () => json({ name: 'rel-role', permissions: ['users.view'] }) },
-  'PUT /api/roles/:id': { kind: 'id', permission: 'roles.manage', path: (f) => `/api/roles/${f.roleId}`, body: () => json({ name: 'hijacked' }) },
+  'POST /api/roles': {
+    kind: 'action',
+    permission: 'roles.manage',
+    path: fixed('/api/roles'),
+    body: () => json({ name: 'rel-role', permissions: ['users.view'] }),
+  },
+  'PUT /api/roles/:id': {
+    kind: 'id',
+    permission: 'roles.manage',
+    path: (f) => `/api/roles/${f.roleId}`,
+    body: () => json({ name: 'hijacked' }),
+  },
   'DELETE /api/roles/:id': { kind: 'id', permission: 'roles.manage', path: (f) => `/api/roles/${f.roleId}` },
 
   // departments
   'GET /api/departments': { kind: 'list', permission: 'departments.view', path: fixed('/api/departments') },
-  'GET /api/departments/:id': { kind: 'id', permission: 'departments.view', path: (f) => `/api/departments/${f.departmentId}` },
-  'POST /api/departments': { kind: 'action', permission: 'departments.manage', path: fixed('/api/departments'), body: (f) => json({ name: 'rel-dept', user_ids: [f.employee.id] }) },
-  'PUT /api/departments/:id': { kind: 'id', permission: 'departments.manage', path: (f) => `/api/departments/${f.departmentId}`, body: () => json({ name: 'hijacked' }) },
-  'DELETE /api/departments/:id': { kind: 'id', permission: 'departments.manage', path: (f) => `/api/departments/${f.departmentId}` },
+  'GET /api/departments/:id': {
+    kind: 'id',
+    permission: 'departments.view',
+    path: (f) => `/api/departments/${f.departmentId}`,
+  },
+  'POST /api/departments': {
+    kind: 'action',
+    permission: 'departments.manage',
+    path: fixed('/api/departments'),
+    body: (f) => json({ name: 'rel-dept', user_ids: [f.employee.id] }),
+  },
+  'PUT /api/departments/:id': {
+    kind: 'id',
+    permission: 'departments.manage',
+    path: (f) => `/api/departments/${f.departmentId}`,
+    body: () => json({ name: 'hijacked' }),
+  },
+  'DELETE /api/departments/:id': {
+    kind: 'id',
+    permission: 'departments.manage',
+    path: (f) => `/api/departments/${f.departmentId}`,
+  },
 
   // users
   'GET /api/users': { kind: 'list', permission: 'users.view', path: fixed('/api/users') },
   'GET /api/users/deleted': { kind: 'list', permission: 'users.administrate', path: fixed('/api/users/deleted') },
   'GET /api/users/current': { kind: 'self', path: fixed('/api/users/current') },
-  'GET /api/users/import-template': { kind: 'action', permission: 'users.administrate', path: fixed('/api/users/import-template') },
+  'GET /api/users/import-template': {
+    kind: 'action',
+    permission: 'users.administrate',
+    path: fixed('/api/users/import-template'),
+  },
   'GET /api/users/:id': { kind: 'id', permission: 'users.view', path: (f) => `/api/users/${f.victim.id}` },
   'POST /api/users': {
-    kind: 'action', permission: 'users.create', path: fixed('/api/users'),
-    body: (f) => json({ username: 'rel-created-user', password: 'a-long-enough-password-1', first_name: 'R', last_name: 'U', role_id: f.tenant.employeeRoleId, lang_id: 'en-US' }),
+    kind: 'action',
+    permission: 'users.create',
+    path: fixed('/api/users'),
+    body: (f) =>
+      json({
+        username: 'rel-created-user',
+        password: 'a-long-enough-password-1',
+        first_name: 'R',
+        last_name: 'U',
+        role_id: f.tenant.employeeRoleId,
+        lang_id: 'en-US',
+      }),
   },
-  'POST /api/users/csv': { kind: 'action', permission: 'users.administrate', path: fixed('/api/users/csv'), body: () => csvUpload() },
-  'PUT /api/users/:id': { kind: 'id', permission: 'users.update', path: (f) => `/api/users/${f.victim.id}`, body: () => json({ first_name: 'Hijacked' }) },
-  'POST /api/users/logout/:id': { kind: 'id', permission: 'users.administrate', path: (f) => `/api/users/logout/${f.victim.id}` },
-  'POST /api/users/restore/:id': { kind: 'id', permission: 'users.administrate', path: (f) => `/api/users/restore/${f.deletedUserId}` },
-  'DELETE /api/users/blackout/:id': { kind: 'id', permission: 'users.administrate', path: (f) => `/api/users/blackout/${f.victim.id}` },
+  'POST /api/users/csv': {
+    kind: 'action',
+    permission: 'users.administrate',
+    path: fixed('/api/users/csv'),
+    body: () => csvUpload(),
+  },
+  'PUT /api/users/:id': {
+    kind: 'id',
+    permission: 'users.update',
+    path: (f) => `/api/users/${f.victim.id}`,
+    body: () => json({ first_name: 'Hijacked' }),
+  },
+  'POST /api/users/logout/:id': {
+    kind: 'id',
+    permission: 'users.administrate',
+    path: (f) => `/api/users/logout/${f.victim.id}`,
+  },
+  'POST /api/users/restore/:id': {
+    kind: 'id',
+    permission: 'users.administrate',
+    path: (f) => `/api/users/restore/${f.deletedUserId}`,
+  },
+  'DELETE /api/users/blackout/:id': {
+    kind: 'id',
+    permission: 'users.administrate',
+    path: (f) => `/api/users/blackout/${f.victim.id}`,
+  },
   'DELETE /api/users/:id': { kind: 'id', permission: 'users.delete', path: (f) => `/api/users/${f.victim.id}` },
-  'GET /users/:id/profile-picture/:fileName?': { kind: 'id', permission: 'users.view', path: (f) => `/users/${f.victim.id}/profile-picture` },
-  'GET /users/:id/profile-picture': { kind: 'id', permission: 'users.view', path: (f) => `/users/${f.victim.id}/profile-picture` },
-  'GET /users/:id/profile-picture/:fileName': { kind: 'id', permission: 'users.view', path: (f) => `/users/${f.victim.id}/profile-picture/p.png` },
+  'GET /users/:id/profile-picture/:fileName?': {
+    kind: 'id',
+    permission: 'users.view',
+    path: (f) => `/users/${f.victim.id}/profile-picture`,
+  },
+  'GET /users/:id/profile-picture': {
+    kind: 'id',
+    permission: 'users.view',
+    path: (f) => `/users/${f.victim.id}/profile-picture`,
+  },
+  'GET /users/:id/profile-picture/:fileName': {
+    kind: 'id',
+    permission: 'users.view',
+    path: (f) => `/users/${f.victim.id}/profile-picture/p.png`,
+  },
 
   // automations
-  'GET /api/administration/automations': { kind: 'list', permission: 'automations.manage', path: fixed('/api/administration/automations') },
+  'GET /api/administration/automations': {
+    kind: 'list',
+    permission: 'automations.manage',
+    path: fixed('/api/administration/automations'),
+  },
   'POST /api/administration/automations': {
-    kind: 'action', permission: 'automations.manage', path: fixed('/api/administration/automations'),
+    kind: 'action',
+    permission: 'automations.manage',
+    path: fixed('/api/administration/automations'),
     body: () => json({ name: 'rel', event: 'user.created', actions: [] }),
   },
   'POST /api/administration/automations/validate-action': {
-    kind: 'action', permission: 'automations.manage', path: fixed('/api/administration/automations/validate-action'),
+    kind: 'action',
+    permission: 'automations.manage',
+    path: fixed('/api/administration/automations/validate-action'),
     body: () => json({ type: 'webhook', config: { url: 'https://hooks.example.test/in' } }),
   },
   'GET /api/administration/automations/:id': { kind: 'id', permission: 'automations.manage', path: auto },
-  'PUT /api/administration/automations/:id': { kind: 'id', permission: 'automations.manage', path: auto, body: () => json({ name: 'hijacked' }) },
+  'PUT /api/administration/automations/:id': {
+    kind: 'id',
+    permission: 'automations.manage',
+    path: auto,
+    body: () => json({ name: 'hijacked' }),
+  },
   'DELETE /api/administration/automations/:id': { kind: 'id', permission: 'automations.manage', path: auto },
-  'POST /api/administration/automations/:id/test': { kind: 'id', permission: 'automations.manage', path: (f) => `${auto(f)}/test` },
-  'GET /api/administration/automations/:id/deliveries': { kind: 'id', permission: 'automations.manage', path: (f) => `${auto(f)}/deliveries` },
+  'POST /api/administration/automations/:id/test': {
+    kind: 'id',
+    permission: 'automations.manage',
+    path: (f) => `${auto(f)}/test`,
+  },
+  'GET /api/administration/automations/:id/deliveries': {
+    kind: 'id',
+    permission: 'automations.manage',
+    path: (f) => `${auto(f)}/deliveries`,
+  },
   'POST /api/administration/automations/:id/deliveries/:delivery/redeliver': {
-    kind: 'id', permission: 'automations.manage', path: (f) => `${auto(f)}/deliveries/${f.deliveryId}/redeliver`,
+    kind: 'id',
+    permission: 'automations.manage',
+    path: (f) => `${auto(f)}/deliveries/${f.deliveryId}/redeliver`,
   },
 
   // notifications
   'GET /api/notifications': { kind: 'self', path: fixed('/api/notifications') },
   'GET /api/notifications/count': { kind: 'self', path: fixed('/api/notifications/count') },
-  'GET /api/notifications/stream': { kind: 'self', path: fixed('/api/notifications/stream'), skip: 'an endless Server-Sent Events stream (covered by test/notifications-realtime.test.ts)' },
-  'GET /api/notifications/type/:targetableType': { kind: 'self', path: fixed('/api/notifications/type/genericNotification') },
-  'GET /api/notifications/type/:targetableType/:targetableId': { kind: 'self', path: fixed('/api/notifications/type/genericNotification/1') },
+  'GET /api/notifications/stream': {
+    kind: 'self',
+    path: fixed('/api/notifications/stream'),
+    skip: 'an endless Server-Sent Events stream (covered by test/notifications-realtime.test.ts)',
+  },
+  'GET /api/notifications/type/:targetableType': {
+    kind: 'self',
+    path: fixed('/api/notifications/type/genericNotification'),
+  },
+  'GET /api/notifications/type/:targetableType/:targetableId': {
+    kind: 'self',
+    path: fixed('/api/notifications/type/genericNotification/1'),
+  },
   'GET /api/notifications/:id': { kind: 'id', path: (f) => `/api/notifications/${f.notificationId}` },
   'POST /api/notifications': {
-    kind: 'action', permission: 'notifications.send', path: fixed('/api/notifications'),
+    kind: 'action',
+    permission: 'notifications.send',
+    path: fixed('/api/notifications'),
     body: (f) => json({ title: 'rel', body: '<p>x</p>', url: '/home', user_ids: [f.employee.id] }),
   },
   'PUT /api/notifications': { kind: 'self', path: fixed('/api/notifications'), body: () => json({ read_at: stamp }) },
-  'PUT /api/notifications/type/:targetableType': { kind: 'self', path: fixed('/api/notifications/type/genericNotification'), body: () => json({ read_at: stamp }) },
-  'PUT /api/notifications/type/:targetableType/:targetableId': { kind: 'self', path: fixed('/api/notifications/type/genericNotification/1'), body: () => json({ read_at: stamp }) },
-  'PUT /api/notifications/:id': { kind: 'id', path: (f) => `/api/notifications/${f.notificationId}`, body: () => json({ read_at: stamp }) },
-  'DELETE /api/administration/notifications/reset': { kind: 'action', permission: 'notifications.reset', path: fixed('/api/administration/notifications/reset') },
+  'PUT /api/notifications/type/:targetableType': {
+    kind: 'self',
+    path: fixed('/api/notifications/type/genericNotification'),
+    body: () => json({ read_at: stamp }),
+  },
+  'PUT /api/notifications/type/:targetableType/:targetableId': {
+    kind: 'self',
+    path: fixed('/api/notifications/type/genericNotification/1'),
+    body: () => json({ read_at: stamp }),
+  },
+  'PUT /api/notifications/:id': {
+    kind: 'id',
+    path: (f) => `/api/notifications/${f.notificationId}`,
+    body: () => json({ read_at: stamp }),
+  },
+  'DELETE /api/administration/notifications/reset': {
+    kind: 'action',
+    permission: 'notifications.reset',
+    path: fixed('/api/administration/notifications/reset'),
+  },
   'GET /api/notification-settings': { kind: 'self', path: fixed('/api/notification-settings') },
   'GET /api/push/vapid-public-key': { kind: 'self', path: fixed('/api/push/vapid-public-key') },
   'GET /api/push-subscriptions': { kind: 'self', path: fixed('/api/push-subscriptions') },
-  'POST /api/push-subscriptions': { kind: 'self', path: fixed('/api/push-subscriptions'), skip: "registers the caller's own device (covered by test/push.test.ts)" },
+  'POST /api/push-subscriptions': {
+    kind: 'self',
+    path: fixed('/api/push-subscriptions'),
+    skip: "registers the caller's own device (covered by test/push.test.ts)",
+  },
   'DELETE /api/push-subscriptions/:id': { kind: 'id', path: (f) => `/api/push-subscriptions/${f.pushSubscriptionId}` },
-  'GET /api/users/current/notification-preferences': { kind: 'self', path: fixed('/api/users/current/notification-preferences') },
-  'PUT /api/users/current/notification-preferences': { kind: 'self', path: fixed('/api/users/current/notification-preferences'), body: () => json([]) },
-  'GET /api/notification-settings/:id': { kind: 'id', path: (f) => `/api/notification-settings/${f.notificationSettingId}` },
+  'GET /api/users/current/notification-preferences': {
+    kind: 'self',
+    path: fixed('/api/users/current/notification-preferences'),
+  },
+  'PUT /api/users/current/notification-preferences': {
+    kind: 'self',
+    path: fixed('/api/users/current/notification-preferences'),
+    body: () => json([]),
+  },
+  'GET /api/notification-settings/:id': {
+    kind: 'id',
+    path: (f) => `/api/notification-settings/${f.notificationSettingId}`,
+  },
 
   // folders (a `form` folder: forms.view / forms.manage)
   'GET /api/folders': { kind: 'list', permission: 'forms.view', hides: true, path: fixed('/api/folders') },
   'GET /api/folders/:id': { kind: 'id', permission: 'forms.view', path: (f) => folder(f) },
-  'POST /api/folders': { kind: 'action', permission: 'forms.manage', path: fixed('/api/folders'), body: (f) => json({ type: 'form', name: 'rel-folder', ...(f.folderId ? { parent_id: f.folderId } : {}) }) },
-  'PUT /api/folders/:id': { kind: 'id', permission: 'forms.manage', path: (f) => folder(f), body: () => json({ name: 'hijacked' }) },
+  'POST /api/folders': {
+    kind: 'action',
+    permission: 'forms.manage',
+    path: fixed('/api/folders'),
+    body: (f) => json({ type: 'form', name: 'rel-folder', ...(f.folderId ? { parent_id: f.folderId } : {}) }),
+  },
+  'PUT /api/folders/:id': {
+    kind: 'id',
+    permission: 'forms.manage',
+    path: (f) => folder(f),
+    body: () => json({ name: 'hijacked' }),
+  },
   'DELETE /api/folders/:id': { kind: 'id', permission: 'forms.manage', path: (f) => folder(f) },
 
   // entity permissions: managing needs entityPermissions.manage or administrate access to the target,
   // which module managers may have, so the probe holds no permission at all
   'GET /api/entity-permissions/:targetEntity/:targetEntityId': {
-    kind: 'id', permission: 'entityPermissions.manage', lacking: [], path: (f) => (f.folderId ? `/api/entity-permissions/folder/${f.folderId}` : undefined),
+    kind: 'id',
+    permission: 'entityPermissions.manage',
+    lacking: [],
+    path: (f) => (f.folderId ? `/api/entity-permissions/folder/${f.folderId}` : undefined),
   },
   'GET /api/entity-permissions/:id': { kind: 'id', permission: 'entityPermissions.manage', lacking: [], path: grant },
   // a caller who may not see the target gets the answer for a target that does not exist (422 on
   // target_entity_id, the existence rule of decision 0004; existence-oracles.reliability.ts checks it)
   'POST /api/entity-permissions': {
-    kind: 'action', permission: 'entityPermissions.manage', lacking: [], lenient: true, path: fixed('/api/entity-permissions'),
-    body: (f) => json({ key: 'view', permission_entity: 'user', permission_entity_id: f.victim.id, target_entity: 'folder', target_entity_id: f.folderId ?? 1 }),
+    kind: 'action',
+    permission: 'entityPermissions.manage',
+    lacking: [],
+    lenient: true,
+    path: fixed('/api/entity-permissions'),
+    body: (f) =>
+      json({
+        key: 'view',
+        permission_entity: 'user',
+        permission_entity_id: f.victim.id,
+        target_entity: 'folder',
+        target_entity_id: f.folderId ?? 1,
+      }),
   },
-  'DELETE /api/entity-permissions/:id': { kind: 'id', permission: 'entityPermissions.manage', lacking: [], path: grant },
+  'DELETE /api/entity-permissions/:id': {
+    kind: 'id',
+    permission: 'entityPermissions.manage',
+    lacking: [],
+    path: grant,
+  },
 }
 
 /** Content modules (contract 30): `<module>.view` to read, `<module>.manage` to change. */
-const row = (table: string, prefix: string, suffix = '') => (f: TenantFixtures) => (f.content[table] ? `${prefix}/${f.content[table]}${suffix}` : undefined)
+const row =
+  (table: string, prefix: string, suffix = '') =>
+  (f: TenantFixtures) =>
+    f.content[table] ? `${prefix}/${f.content[table]}${suffix}` : undefined
 function contentRoutes(base: string, table: string, module: string, update: Payload): Record<string, RouteClass> {
   return {
     [`GET ${base}`]: { kind: 'list', permission: `${module}.view`, path: fixed(base) },
-    [`POST ${base}`]: { kind: 'action', permission: `${module}.manage`, path: fixed(base), body: () => update, lenient: true },
+    [`POST ${base}`]: {
+      kind: 'action',
+      permission: `${module}.manage`,
+      path: fixed(base),
+      body: () => update,
+      lenient: true,
+    },
     [`GET ${base}/:id`]: { kind: 'id', permission: `${module}.view`, path: row(table, base) },
-    [`PUT ${base}/:id`]: { kind: 'id', permission: `${module}.manage`, path: row(table, base), body: () => update, lenient: true },
+    [`PUT ${base}/:id`]: {
+      kind: 'id',
+      permission: `${module}.manage`,
+      path: row(table, base),
+      body: () => update,
+      lenient: true,
+    },
     [`DELETE ${base}/:id`]: { kind: 'id', permission: `${module}.manage`, path: row(table, base) },
   }
 }
@@ -203,49 +420,180 @@ Object.assign(ROUTE_CLASSES, {
   ...contentRoutes('/api/infoboard/posts', 'infoboard_posts', 'infoboard', titled),
   ...contentRoutes('/api/manuals/chapters', 'manual_chapters', 'manuals', titled),
   ...contentRoutes('/api/tasks/executions', 'task_executions', 'tasks', titled),
-  'GET /api/forms/:id/messages': { kind: 'id', permission: 'forms.view', path: row('forms', '/api/forms', '/messages') },
-  'POST /api/forms/:id/messages': { kind: 'id', permission: 'forms.view', path: row('forms', '/api/forms', '/messages'), body: () => json({ data: {} }), lenient: true },
-  'GET /api/infoboard/posts/:id/comments': { kind: 'id', permission: 'infoboard.view', path: row('infoboard_posts', '/api/infoboard/posts', '/comments') },
-  'POST /api/infoboard/posts/:id/comments': { kind: 'id', permission: 'infoboard.view', path: row('infoboard_posts', '/api/infoboard/posts', '/comments'), body: () => json({ body: 'x' }), lenient: true },
-  'GET /api/manuals/chapters/:id/entries': { kind: 'id', permission: 'manuals.view', path: row('manual_chapters', '/api/manuals/chapters', '/entries') },
-  'POST /api/manuals/chapters/:id/entries': { kind: 'id', permission: 'manuals.manage', path: row('manual_chapters', '/api/manuals/chapters', '/entries'), body: () => json({ title: 't', body: 'b' }), lenient: true },
-  'GET /api/manuals/entries/:id': { kind: 'id', permission: 'manuals.view', path: row('manual_entries', '/api/manuals/entries') },
-  'PUT /api/manuals/entries/:id': { kind: 'id', permission: 'manuals.manage', path: row('manual_entries', '/api/manuals/entries'), body: () => titled, lenient: true },
-  'DELETE /api/manuals/entries/:id': { kind: 'id', permission: 'manuals.manage', path: row('manual_entries', '/api/manuals/entries') },
-  'GET /api/filemanager/directories': { kind: 'list', permission: 'filemanager.view', path: fixed('/api/filemanager/directories') },
-  'POST /api/filemanager/directories': { kind: 'action', permission: 'filemanager.manage', path: fixed('/api/filemanager/directories'), body: () => json({ name: 'rel' }), lenient: true },
-  'GET /api/filemanager/directories/:id': { kind: 'id', permission: 'filemanager.view', path: row('filemanager_directories', '/api/filemanager/directories') },
-  'DELETE /api/filemanager/directories/:id': { kind: 'id', permission: 'filemanager.manage', path: row('filemanager_directories', '/api/filemanager/directories') },
+  'GET /api/forms/:id/messages': {
+    kind: 'id',
+    permission: 'forms.view',
+    path: row('forms', '/api/forms', '/messages'),
+  },
+  'POST /api/forms/:id/messages': {
+    kind: 'id',
+    permission: 'forms.view',
+    path: row('forms', '/api/forms', '/messages'),
+    body: () => json({ data: {} }),
+    lenient: true,
+  },
+  'GET /api/infoboard/posts/:id/comments': {
+    kind: 'id',
+    permission: 'infoboard.view',
+    path: row('infoboard_posts', '/api/infoboard/posts', '/comments'),
+  },
+  'POST /api/infoboard/posts/:id/comments': {
+    kind: 'id',
+    permission: 'infoboard.view',
+    path: row('infoboard_posts', '/api/infoboard/posts', '/comments'),
+    body: () => json({ body: 'x' }),
+    lenient: true,
+  },
+  'GET /api/manuals/chapters/:id/entries': {
+    kind: 'id',
+    permission: 'manuals.view',
+    path: row('manual_chapters', '/api/manuals/chapters', '/entries'),
+  },
+  'POST /api/manuals/chapters/:id/entries': {
+    kind: 'id',
+    permission: 'manuals.manage',
+    path: row('manual_chapters', '/api/manuals/chapters', '/entries'),
+    body: () => json({ title: 't', body: 'b' }),
+    lenient: true,
+  },
+  'GET /api/manuals/entries/:id': {
+    kind: 'id',
+    permission: 'manuals.view',
+    path: row('manual_entries', '/api/manuals/entries'),
+  },
+  'PUT /api/manuals/entries/:id': {
+    kind: 'id',
+    permission: 'manuals.manage',
+    path: row('manual_entries', '/api/manuals/entries'),
+    body: () => titled,
+    lenient: true,
+  },
+  'DELETE /api/manuals/entries/:id': {
+    kind: 'id',
+    permission: 'manuals.manage',
+    path: row('manual_entries', '/api/manuals/entries'),
+  },
+  'GET /api/filemanager/directories': {
+    kind: 'list',
+    permission: 'filemanager.view',
+    path: fixed('/api/filemanager/directories'),
+  },
+  'POST /api/filemanager/directories': {
+    kind: 'action',
+    permission: 'filemanager.manage',
+    path: fixed('/api/filemanager/directories'),
+    body: () => json({ name: 'rel' }),
+    lenient: true,
+  },
+  'GET /api/filemanager/directories/:id': {
+    kind: 'id',
+    permission: 'filemanager.view',
+    path: row('filemanager_directories', '/api/filemanager/directories'),
+  },
+  'DELETE /api/filemanager/directories/:id': {
+    kind: 'id',
+    permission: 'filemanager.manage',
+    path: row('filemanager_directories', '/api/filemanager/directories'),
+  },
   'GET /api/filemanager/files': { kind: 'list', permission: 'filemanager.view', path: fixed('/api/filemanager/files') },
-  'POST /api/filemanager/files': { kind: 'action', permission: 'filemanager.manage', path: fixed('/api/filemanager/files'), body: () => json({}), lenient: true },
-  'GET /api/filemanager/files/:id': { kind: 'id', permission: 'filemanager.view', path: row('filemanager_files', '/api/filemanager/files') },
-  'DELETE /api/filemanager/files/:id': { kind: 'id', permission: 'filemanager.manage', path: row('filemanager_files', '/api/filemanager/files') },
-  'GET /api/filemanager/files/:id/content': { kind: 'id', permission: 'filemanager.view', path: row('filemanager_files', '/api/filemanager/files', '/content') },
-  'GET /api/filemanager/files/:id/download': { kind: 'id', permission: 'filemanager.view', path: row('filemanager_files', '/api/filemanager/files', '/download') },
-  'GET /api/filemanager/files/:id/poster': { kind: 'id', permission: 'filemanager.view', path: row('filemanager_files', '/api/filemanager/files', '/poster') },
+  'POST /api/filemanager/files': {
+    kind: 'action',
+    permission: 'filemanager.manage',
+    path: fixed('/api/filemanager/files'),
+    body: () => json({}),
+    lenient: true,
+  },
+  'GET /api/filemanager/files/:id': {
+    kind: 'id',
+    permission: 'filemanager.view',
+    path: row('filemanager_files', '/api/filemanager/files'),
+  },
+  'DELETE /api/filemanager/files/:id': {
+    kind: 'id',
+    permission: 'filemanager.manage',
+    path: row('filemanager_files', '/api/filemanager/files'),
+  },
+  'GET /api/filemanager/files/:id/content': {
+    kind: 'id',
+    permission: 'filemanager.view',
+    path: row('filemanager_files', '/api/filemanager/files', '/content'),
+  },
+  'GET /api/filemanager/files/:id/download': {
+    kind: 'id',
+    permission: 'filemanager.view',
+    path: row('filemanager_files', '/api/filemanager/files', '/download'),
+  },
+  'GET /api/filemanager/files/:id/poster': {
+    kind: 'id',
+    permission: 'filemanager.view',
+    path: row('filemanager_files', '/api/filemanager/files', '/poster'),
+  },
   // shared items (contract 20): reading follows the target's visibility; administration needs sharedItems.administrate
   'GET /api/shared-items': { kind: 'self', path: fixed('/api/shared-items') },
   'GET /api/shared-items/:id': { kind: 'id', path: row('shared_items', '/api/shared-items') },
   'GET /api/shared-items/:id/resolve': { kind: 'id', path: row('shared_items', '/api/shared-items', '/resolve') },
   'GET /shared/:id': { kind: 'id', path: row('shared_items', '/shared') },
-  'GET /api/administration/shared-items': { kind: 'list', permission: 'sharedItems.administrate', hides: true, path: fixed('/api/administration/shared-items') },
-  'POST /api/administration/shared-items': { kind: 'action', permission: 'sharedItems.administrate', path: fixed('/api/administration/shared-items'), body: (f) => json({ type: 'form', targetable_id: f.content.forms ?? 1 }), lenient: true },
-  'GET /api/administration/shared-items/:id/accesses': { kind: 'id', permission: 'sharedItems.administrate', path: row('shared_items', '/api/administration/shared-items', '/accesses') },
-  'GET /api/administration/audit-log': { kind: 'list', permission: 'audit.view', path: fixed('/api/administration/audit-log') },
-  'GET /api/administration/access/explain': {
-    kind: 'id', permission: 'audit.view', seesAll: true,
-    path: (f) => (f.folderId ? `/api/administration/access/explain?user_id=${f.employee.id}&target_entity=folder&target_entity_id=${f.folderId}` : undefined),
+  'GET /api/administration/shared-items': {
+    kind: 'list',
+    permission: 'sharedItems.administrate',
+    hides: true,
+    path: fixed('/api/administration/shared-items'),
   },
-  'GET /api/administration/shared-items/:id': { kind: 'id', permission: 'sharedItems.administrate', path: row('shared_items', '/api/administration/shared-items') },
-  'PUT /api/administration/shared-items/:id': { kind: 'id', permission: 'sharedItems.administrate', path: row('shared_items', '/api/administration/shared-items'), body: () => json({ config: {} }), lenient: true },
-  'DELETE /api/administration/shared-items/:id': { kind: 'id', permission: 'sharedItems.administrate', path: row('shared_items', '/api/administration/shared-items') },
-  'POST /api/administration/shared-items/:id/restore': { kind: 'id', permission: 'sharedItems.administrate', path: row('shared_items', '/api/administration/shared-items', '/restore') },
+  'POST /api/administration/shared-items': {
+    kind: 'action',
+    permission: 'sharedItems.administrate',
+    path: fixed('/api/administration/shared-items'),
+    body: (f) => json({ type: 'form', targetable_id: f.content.forms ?? 1 }),
+    lenient: true,
+  },
+  'GET /api/administration/shared-items/:id/accesses': {
+    kind: 'id',
+    permission: 'sharedItems.administrate',
+    path: row('shared_items', '/api/administration/shared-items', '/accesses'),
+  },
+  'GET /api/administration/audit-log': {
+    kind: 'list',
+    permission: 'audit.view',
+    path: fixed('/api/administration/audit-log'),
+  },
+  'GET /api/administration/access/explain': {
+    kind: 'id',
+    permission: 'audit.view',
+    seesAll: true,
+    path: (f) =>
+      f.folderId
+        ? `/api/administration/access/explain?user_id=${f.employee.id}&target_entity=folder&target_entity_id=${f.folderId}`
+        : undefined,
+  },
+  'GET /api/administration/shared-items/:id': {
+    kind: 'id',
+    permission: 'sharedItems.administrate',
+    path: row('shared_items', '/api/administration/shared-items'),
+  },
+  'PUT /api/administration/shared-items/:id': {
+    kind: 'id',
+    permission: 'sharedItems.administrate',
+    path: row('shared_items', '/api/administration/shared-items'),
+    body: () => json({ config: {} }),
+    lenient: true,
+  },
+  'DELETE /api/administration/shared-items/:id': {
+    kind: 'id',
+    permission: 'sharedItems.administrate',
+    path: row('shared_items', '/api/administration/shared-items'),
+  },
+  'POST /api/administration/shared-items/:id/restore': {
+    kind: 'id',
+    permission: 'sharedItems.administrate',
+    path: row('shared_items', '/api/administration/shared-items', '/restore'),
+  },
 } satisfies Record<string, RouteClass>)
 
 /** The class of a registered route, or undefined when it is not classified. */
 export function classify(method: string, url: string): RouteClass | undefined {
   const key = `${method} ${url}`
   if (ROUTE_CLASSES[key]) return ROUTE_CLASSES[key]
-  if (PUBLIC_PREFIXES.some((prefix) => url === prefix || url.startsWith(`${prefix}/`))) return { kind: 'public', path: () => url }
+  if (PUBLIC_PREFIXES.some((prefix) => url === prefix || url.startsWith(`${prefix}/`)))
+    return { kind: 'public', path: () => url }
   return undefined
 }

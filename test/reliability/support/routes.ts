@@ -9,7 +9,9 @@ export interface RegisteredRoute {
 }
 
 /** Builds the app on the test database and records every route it registers (HEAD/OPTIONS are Fastify's own). */
-export async function appWithRouteTable(overrides: Record<string, string> = {}): Promise<{ app: FastifyInstance; routes: RegisteredRoute[] }> {
+export async function appWithRouteTable(
+  overrides: Record<string, string> = {},
+): Promise<{ app: FastifyInstance; routes: RegisteredRoute[] }> {
   const routes: RegisteredRoute[] = []
   const onRoute = (route: RouteOptions) => {
     const methods = Array.isArray(route.method) ? route.method : [route.method]
@@ -27,6 +29,8 @@ export const routeKey = (route: RegisteredRoute) => `${route.method} ${route.url
 
 /** Whether the OpenAPI document of `app` lists a path (`{id}` form) with a method. */
 export async function openApiHas(app: FastifyInstance, method: string, path: string): Promise<boolean> {
-  const doc = (await app.inject({ method: 'GET', url: '/api/openapi.json' })).json() as { paths: Record<string, Record<string, unknown>> }
+  const doc = (await app.inject({ method: 'GET', url: '/api/openapi.json' })).json() as {
+    paths: Record<string, Record<string, unknown>>
+  }
   return Boolean(doc.paths[path]?.[method.toLowerCase()])
 }

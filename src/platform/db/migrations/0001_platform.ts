@@ -95,7 +95,9 @@ export async function up(db: Kysely<any>): Promise<void> {
       foreign key (tenant_id, role_id) references roles (tenant_id, id)
     )`.execute(db)
   // Usernames stay taken while soft-deleted; black-out frees them (contract 10).
-  await sql`create unique index users_username_uniq on users (tenant_id, lower(username)) where blacked_out_at is null`.execute(db)
+  await sql`create unique index users_username_uniq on users (tenant_id, lower(username)) where blacked_out_at is null`.execute(
+    db,
+  )
   await sql`create index users_tenant_idx on users (tenant_id, id) where deleted_at is null`.execute(db)
   await sql`create index users_role_idx on users (tenant_id, role_id)`.execute(db)
 
@@ -147,7 +149,9 @@ export async function up(db: Kysely<any>): Promise<void> {
       updated_at timestamptz not null default now(),
       unique (tenant_id, target_entity, target_entity_id, key, permission_entity, permission_entity_id)
     )`.execute(db)
-  await sql`create index entity_permissions_grantee_idx on entity_permissions (tenant_id, permission_entity, permission_entity_id)`.execute(db)
+  await sql`create index entity_permissions_grantee_idx on entity_permissions (tenant_id, permission_entity, permission_entity_id)`.execute(
+    db,
+  )
 
   await sql`
     create table domain_events (

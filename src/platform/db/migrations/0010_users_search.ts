@@ -13,7 +13,9 @@ export async function up(db: Kysely<any>): Promise<void> {
       gin_trgm_ops
     )`.execute(db)
   // the daily re-derivation of `active` looks only at users whose flag follows their dates
-  await sql`create index users_active_derived_idx on users (tenant_id) where active_derived and deleted_at is null`.execute(db)
+  await sql`create index users_active_derived_idx on users (tenant_id) where active_derived and deleted_at is null`.execute(
+    db,
+  )
 }
 
 export async function down(): Promise<void> {

@@ -41,11 +41,19 @@ export async function up(db: Kysely<any>): Promise<void> {
     )`.execute(db)
   // The list's default order (created_at desc, id desc — NULLS LAST exactly as the query layer emits
   // it) so that the first page is an index range scan for one user among millions of records.
-  await sql`create index notifications_user_created_idx on notifications (tenant_id, notifiable_id, created_at desc nulls last, id desc nulls last)`.execute(db)
+  await sql`create index notifications_user_created_idx on notifications (tenant_id, notifiable_id, created_at desc nulls last, id desc nulls last)`.execute(
+    db,
+  )
   // Unread count and the unread page stay O(unread of one user).
-  await sql`create index notifications_user_unread_idx on notifications (tenant_id, notifiable_id, created_at desc nulls last, id desc nulls last) where read_at is null`.execute(db)
-  await sql`create index notifications_user_target_idx on notifications (tenant_id, notifiable_id, targetable_type, targetable_id)`.execute(db)
-  await sql`create unique index notifications_source_uniq on notifications (tenant_id, source_key, notifiable_id)`.execute(db)
+  await sql`create index notifications_user_unread_idx on notifications (tenant_id, notifiable_id, created_at desc nulls last, id desc nulls last) where read_at is null`.execute(
+    db,
+  )
+  await sql`create index notifications_user_target_idx on notifications (tenant_id, notifiable_id, targetable_type, targetable_id)`.execute(
+    db,
+  )
+  await sql`create unique index notifications_source_uniq on notifications (tenant_id, source_key, notifiable_id)`.execute(
+    db,
+  )
   // Retention deletes read records older than N days across tenants.
   await sql`create index notifications_read_at_idx on notifications (read_at) where read_at is not null`.execute(db)
 

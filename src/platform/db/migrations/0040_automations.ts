@@ -44,7 +44,9 @@ export async function up(db: Kysely<any>): Promise<void> {
       foreign key (tenant_id, automation_id) references automations (tenant_id, id) on delete cascade,
       unique (tenant_id, automation_id, event_id, action_index)
     )`.execute(db)
-  await sql`create index webhook_deliveries_automation_idx on webhook_deliveries (tenant_id, automation_id, id desc)`.execute(db)
+  await sql`create index webhook_deliveries_automation_idx on webhook_deliveries (tenant_id, automation_id, id desc)`.execute(
+    db,
+  )
 }
 
 export async function down(): Promise<void> {

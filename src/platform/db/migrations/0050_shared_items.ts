@@ -19,7 +19,9 @@ export async function up(db: Kysely<any>): Promise<void> {
       foreign key (tenant_id, user_id) references users (tenant_id, id) on delete set null (user_id)
     )`.execute(db)
   await sql`create index shared_items_tenant_idx on shared_items (tenant_id, created_at, id)`.execute(db)
-  await sql`create index shared_items_target_idx on shared_items (tenant_id, targetable_type, targetable_id)`.execute(db)
+  await sql`create index shared_items_target_idx on shared_items (tenant_id, targetable_type, targetable_id)`.execute(
+    db,
+  )
 }
 
 export async function down(): Promise<void> {

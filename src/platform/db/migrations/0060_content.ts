@@ -15,12 +15,16 @@ const common = sql`
 
 export async function up(db: Kysely<any>): Promise<void> {
   await sql`create table calendar_events (${common},
-    title text not null, starts_at timestamptz not null, ends_at timestamptz not null, check (ends_at >= starts_at))`.execute(db)
+    title text not null, starts_at timestamptz not null, ends_at timestamptz not null, check (ends_at >= starts_at))`.execute(
+    db,
+  )
 
   await sql`create table filemanager_directories (${common},
     name text not null, parent_id bigint,
     foreign key (tenant_id, parent_id) references filemanager_directories (tenant_id, id))`.execute(db)
-  await sql`create index filemanager_directories_parent_idx on filemanager_directories (tenant_id, parent_id)`.execute(db)
+  await sql`create index filemanager_directories_parent_idx on filemanager_directories (tenant_id, parent_id)`.execute(
+    db,
+  )
 
   // storage_name / poster_storage_name: random names under STORAGE_DIR/filemanager/<tenant>; never output.
   await sql`create table filemanager_files (${common},

@@ -42,7 +42,9 @@ export async function up(db: Kysely<any>): Promise<void> {
       created_at timestamptz not null default now(),
       primary key (tenant_id, id)
     )`.execute(db)
-  await sql`create index push_deliveries_notification_idx on push_deliveries (tenant_id, notification_id, subscription_id)`.execute(db)
+  await sql`create index push_deliveries_notification_idx on push_deliveries (tenant_id, notification_id, subscription_id)`.execute(
+    db,
+  )
   await sql`
     create table notification_preferences (
       tenant_id bigint not null references tenants (id) on delete cascade,
@@ -52,7 +54,9 @@ export async function up(db: Kysely<any>): Promise<void> {
       email boolean not null default true,
       primary key (tenant_id, user_id, notification_setting_id)
     )`.execute(db)
-  await sql`alter table users add column email_digest text not null default 'immediate' check (email_digest in ('immediate', 'daily', 'weekly'))`.execute(db)
+  await sql`alter table users add column email_digest text not null default 'immediate' check (email_digest in ('immediate', 'daily', 'weekly'))`.execute(
+    db,
+  )
   // one row per user and period: the claim that makes a digest go out once, whatever retries and workers do
   await sql`
     create table email_digests (

@@ -33,7 +33,9 @@ export async function up(db: Kysely<any>): Promise<void> {
       created_at timestamptz not null default now(),
       primary key (tenant_id, id)
     )`.execute(db)
-  await sql`create index shared_item_accesses_item_idx on shared_item_accesses (tenant_id, shared_item_id, id)`.execute(db)
+  await sql`create index shared_item_accesses_item_idx on shared_item_accesses (tenant_id, shared_item_id, id)`.execute(
+    db,
+  )
 }
 
 export async function down(): Promise<void> {

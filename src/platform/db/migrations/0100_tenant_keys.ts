@@ -7,10 +7,29 @@ import { type Kysely, sql } from 'kysely'
 // set a column to null (Citus refuses ON DELETE SET NULL when the key includes the distribution column;
 // users, the only rows those keys pointed at, are never deleted apart from their tenant).
 const REKEYED = [
-  'access_tokens', 'automations', 'calendar_events', 'departments', 'domain_events', 'entity_permissions',
-  'filemanager_directories', 'filemanager_files', 'folders', 'form_messages', 'forms', 'generic_notifications',
-  'infoboard_comments', 'infoboard_posts', 'manual_chapters', 'manual_entries', 'notification_settings',
-  'outbound_messages', 'roles', 'shared_items', 'task_executions', 'users', 'webhook_deliveries',
+  'access_tokens',
+  'automations',
+  'calendar_events',
+  'departments',
+  'domain_events',
+  'entity_permissions',
+  'filemanager_directories',
+  'filemanager_files',
+  'folders',
+  'form_messages',
+  'forms',
+  'generic_notifications',
+  'infoboard_comments',
+  'infoboard_posts',
+  'manual_chapters',
+  'manual_entries',
+  'notification_settings',
+  'outbound_messages',
+  'roles',
+  'shared_items',
+  'task_executions',
+  'users',
+  'webhook_deliveries',
 ]
 
 // plain (tenant_id, id) indexes that the new primary keys make redundant
@@ -23,17 +42,23 @@ export async function up(db: Kysely<any>): Promise<void> {
     from pg_constraint con
     where con.contype = 'f' and con.confrelid = any (${REKEYED}::text[]::regclass[])
     order by 2, 1`.execute(db)
-  for (const fk of foreignKeys) await sql`alter table ${sql.table(fk.table)} drop constraint ${sql.ref(fk.name)}`.execute(db)
+  for (const fk of foreignKeys)
+    await sql`alter table ${sql.table(fk.table)} drop constraint ${sql.ref(fk.name)}`.execute(db)
 
   for (const table of REKEYED) {
     const { rows: sameKey } = await sql<{ name: string }>`
       select con.conname as name from pg_constraint con
       where con.conrelid = ${table}::regclass and con.contype = 'u'
         and (select array_agg(a.attname::text order by k.i) from unnest(con.conkey) with ordinality k(attnum, i)
-             join pg_attribute a on a.attrelid = con.conrelid and a.attnum = k.attnum) = array['tenant_id', 'id']`.execute(db)
-    for (const { name } of sameKey) await sql`alter table ${sql.table(table)} drop constraint ${sql.ref(name)}`.execute(db)
+             join pg_attribute a on a.attrelid = con.conrelid and a.attnum = k.attnum) = array['tenant_id', 'id']`.execute(
+      db,
+    )
+    for (const { name } of sameKey)
+      await sql`alter table ${sql.table(table)} drop constraint ${sql.ref(name)}`.execute(db)
     await sql`alter table ${sql.table(table)} drop constraint ${sql.ref(`${table}_pkey`)}`.execute(db)
-    await sql`alter table ${sql.table(table)} add constraint ${sql.ref(`${table}_pkey`)} primary key (tenant_id, id)`.execute(db)
+    await sql`alter table ${sql.table(table)} add constraint ${sql.ref(`${table}_pkey`)} primary key (tenant_id, id)`.execute(
+      db,
+    )
   }
   for (const index of REDUNDANT_INDEXES) await sql`drop index ${sql.ref(index)}`.execute(db)
 
@@ -47,7 +72,9 @@ export async function up(db: Kysely<any>): Promise<void> {
 
   // token_hash first: a token that carries no tenant (issued before this migration) is still found by its hash
   await sql`alter table access_tokens drop constraint access_tokens_token_hash_key`.execute(db)
-  await sql`alter table access_tokens add constraint access_tokens_token_hash_key unique (token_hash, tenant_id)`.execute(db)
+  await sql`alter table access_tokens add constraint access_tokens_token_hash_key unique (token_hash, tenant_id)`.execute(
+    db,
+  )
 }
 
 export async function down(): Promise<void> {
