@@ -1,0 +1,46 @@
+// ESLint with typescript-eslint's type-aware rules; formatting is Prettier's (eslint-config-prettier
+// turns off every rule it would fight). Decision: docs/decisions/0020-formatter-and-linter.md
+import js from '@eslint/js'
+import prettier from 'eslint-config-prettier'
+import globals from 'globals'
+import tseslint from 'typescript-eslint'
+
+export default tseslint.config(
+  { ignores: ['node_modules/', 'dist/', 'data/', 'bench/results/', 'clients/typescript/schema.d.ts'] },
+  js.configs.recommended,
+  ...tseslint.configs.recommended,
+  {
+    languageOptions: {
+      globals: { ...globals.node },
+      parserOptions: { projectService: true, tsconfigRootDir: import.meta.dirname },
+    },
+    linterOptions: { reportUnusedDisableDirectives: 'error' },
+    rules: {
+      '@typescript-eslint/no-floating-promises': [
+        'error',
+        // node:test's test()/describe() return promises the runner itself awaits
+        {
+          allowForKnownSafeCalls: [
+            { from: 'package', package: 'node:test', name: ['test', 'it', 'describe', 'suite', 'before', 'after'] },
+          ],
+        },
+      ],
+      '@typescript-eslint/no-misused-promises': 'error',
+      '@typescript-eslint/no-unsafe-type-assertion': 'error',
+      '@typescript-eslint/no-explicit-any': 'error',
+      '@typescript-eslint/no-unused-vars': [
+        'error',
+        { argsIgnorePattern: '^_', varsIgnorePattern: '^_', caughtErrors: 'none' },
+      ],
+      '@typescript-eslint/await-thenable': 'error',
+      '@typescript-eslint/require-await': 'off',
+    },
+  },
+  {
+    // a test's or benchmark's assertion of a parsed response is checked by the assertions that follow it
+    files: ['test/**', 'bench/**'],
+    rules: { '@typescript-eslint/no-unsafe-type-assertion': 'off' },
+  },
+  { files: ['**/*.js'], ...tseslint.configs.disableTypeChecked },
+  prettier,
+)
