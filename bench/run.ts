@@ -235,8 +235,11 @@ type Row = Record<string, unknown>
 async function measureStream(apiPid: number, apiUrl: string, tenant: SeededTenant): Promise<Row> {
   const before = await rssMb(apiPid)
   let peak = before
-  const poll = setInterval(async () => {
-    peak = Math.max(peak, await rssMb(apiPid))
+  const poll = setInterval(() => {
+    rssMb(apiPid).then(
+      (mb) => (peak = Math.max(peak, mb)),
+      () => undefined, // the process may have exited between two polls
+    )
   }, 50)
   const t0 = Date.now()
   const res = await fetch(`${apiUrl}/api/users`, { headers: { authorization: `Bearer ${tenant.adminToken}` } })

@@ -9,7 +9,7 @@ import ts from 'typescript'
 import openapiTS, { astToString } from 'openapi-typescript'
 import { buildApp } from '../src/app.js'
 import { loadConfig } from '../src/config.js'
-import type { Db } from '../src/platform/db/schema.js'
+import { createPool, kyselyOn } from '../src/platform/db/database.js'
 
 const root = path.resolve(import.meta.dirname, '..')
 export const CLIENT_DIR = path.join(root, 'clients/typescript')
@@ -24,7 +24,9 @@ export async function generateClientFiles(): Promise<Record<string, string>> {
     BASE_URL: 'http://127.0.0.1:3000',
     AUTH_CACHE: 'false',
   })
-  const app = await buildApp({ config, db: {} as Db, logger: false })
+  // a pool that is never used: building the app queries nothing
+  const db = kyselyOn(createPool('postgres://unused@127.0.0.1:1/unused', { allowExitOnIdle: true }))
+  const app = await buildApp({ config, db, logger: false })
   try {
     const response = await app.inject({ method: 'GET', url: '/api/openapi.json' })
     if (response.statusCode !== 200) throw new Error(`GET /api/openapi.json answered ${response.statusCode}`)

@@ -11,7 +11,6 @@ test(
   'a streamed query whose connection is terminated mid-stream fails instead of hanging',
   { timeout: 20_000 },
   async () => {
-    // eslint-disable-next-line @typescript-eslint/no-explicit-any -- a raw FROM item
     const rows = (db as any)
       .selectFrom(sql`generate_series(1, 100000)`.as('g'))
       .select([sql<number>`pg_backend_pid()`.as('pid'), 'g'])
@@ -45,7 +44,7 @@ test('a streamed query is prepared once per connection and reused, in session mo
     try {
       const streamed = async (limit: number) => {
         const rows: number[] = []
-        // eslint-disable-next-line @typescript-eslint/no-explicit-any -- a raw FROM item
+
         for await (const row of (single as any)
           .selectFrom(sql`generate_series(1, ${limit})`.as('g'))
           .select('g')

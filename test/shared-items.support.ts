@@ -10,7 +10,6 @@ import type { GivenTenant } from './helpers/given.js'
  * shared items module can be tested before (and independently of) the content modules. View rule
  * mirrors the real ones: the module's `.view` permission plus the record's own `view` grants.
  */
-const TABLE = 'test_share_targets'
 
 const MODULE_OF: Record<string, string> = {
   calendarEvent: 'calendar',

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import { buildTestApp, call } from './helpers/build-test-app.js'
-import { given, type GivenTenant } from './helpers/given.js'
+import { given } from './helpers/given.js'
 import { testDb } from './helpers/test-database.js'
 import { givenTarget, useTestShareTargets } from './shared-items.support.js'
 import { SHARED_ITEM_TYPES } from '../src/modules/shared-items/index.js'

@@ -25,7 +25,7 @@ test('one shape serves every call with its own values: numbers, strings, arrays,
   const [a, b] = [await given.user(db, tenant), await given.user(db, tenant)]
   const c = await given.user(db, other)
   const run = async (tenantId: number, ids: number[], name: string) =>
-    (await db.executeQuery(usersOf('ordered', { tenant: tenantId, user: { ids, name } }, true))).rows
+    (await db.executeQuery(usersOf({ tenant: tenantId, user: { ids, name } }, true))).rows
 
   const first = await run(tenant.id, [a.id, b.id, c.id], 'first')
   const second = await run(other.id, [c.id], 'second')
@@ -37,33 +37,76 @@ test('one shape serves every call with its own values: numbers, strings, arrays,
   ])
   assert.deepEqual(second, [{ id: c.id, label: 'second' }])
   assert.deepEqual(none, [])
-  const compiled = usersOf('ordered', { tenant: 7, user: { ids: [1, 2], name: 'x' } }, true)
+  const compiled = usersOf({ tenant: 7, user: { ids: [1, 2], name: 'x' } }, true)
   assert.deepEqual(compiled.parameters, ['x', 7, [1, 2]])
   assert.match(compiled.sql, /order by/)
 })
 
-test('with verification on, a decision missing from the shape key is refused instead of running the wrong statement', async (t) => {
-  verifyShapedStatements(true)
-  t.after(() => verifyShapedStatements(false))
+test('the shape is derived from every input the builder can decide on: fixed arguments, booleans, sets, array lengths', () => {
   const values = { tenant: 1, user: { ids: [1], name: 'x' } }
-  usersOf('same key', values, true)
+  assert.match(usersOf(values, true).sql, /order by/)
+  assert.doesNotMatch(usersOf(values, false).sql, /order by/)
 
-  assert.throws(() => usersOf('same key', values, false), /a decision of the builder is missing from the shape key/)
-  assert.doesNotThrow(() => usersOf('other key', values, false))
+  const byFlag = shapedStatement(({ tenant, admin }: { tenant: number; admin: boolean }) =>
+    db
+      .selectFrom('users')
+      .select('id')
+      .where('tenant_id', '=', tenant)
+      .$if(!admin, (q) => q.where('active', '=', true)),
+  )
+  assert.match(byFlag({ tenant: 1, admin: false }).sql, /active/)
+  assert.doesNotMatch(byFlag({ tenant: 1, admin: true }).sql, /active/)
+
+  const byPermissions = shapedStatement(({ tenant, permissions }: { tenant: number; permissions: Set<string> }) =>
+    db
+      .selectFrom('users')
+      .select('id')
+      .where('tenant_id', '=', tenant)
+      .$if(!permissions.has('users.view'), (q) => q.where('id', '=', 0)),
+  )
+  assert.match(byPermissions({ tenant: 1, permissions: new Set() }).sql, /"id" = /)
+  assert.doesNotMatch(byPermissions({ tenant: 1, permissions: new Set(['users.view']) }).sql, /"id" = /)
+
+  const inList = shapedStatement(({ ids }: { ids: number[] }) =>
+    db.selectFrom('users').select('id').where('id', 'in', ids),
+  )
+  assert.deepEqual(inList({ ids: [1, 2] }).parameters, [1, 2])
+  assert.deepEqual(inList({ ids: [3, 4, 5] }).parameters, [3, 4, 5])
+  assert.deepEqual(inList({ ids: [6, 7] }).parameters, [6, 7])
 })
 
-test('a value baked into the text instead of passed as a parameter is caught by verification', async (t) => {
-  verifyShapedStatements(true)
-  t.after(() => verifyShapedStatements(false))
+test('a builder cannot decide on a value that varies between executions: reading a stand-in throws, tests or not', () => {
+  verifyShapedStatements(false)
   const baked = shapedStatement(({ limit }: { limit: number }) =>
     db
       .selectFrom('users')
       .select('id')
       .limit(sql.lit(Number(limit))),
   )
-  baked('', { limit: 5 })
+  assert.throws(() => baked({ limit: 5 }), /the builder read a value that varies between executions/)
+  const branching = shapedStatement(({ name }: { name: string }) =>
+    db
+      .selectFrom('users')
+      .select('id')
+      .$if(`${name}` === 'admin', (q) => q.where('id', '=', 1)),
+  )
+  assert.throws(() => branching({ name: 'admin' }), /the builder read a value/)
+  const serialized = shapedStatement(({ data }: { data: { n: number } }) =>
+    db.selectFrom('users').select(sql<string>`${JSON.stringify(data)}::jsonb`.as('d')),
+  )
+  assert.throws(() => serialized({ data: { n: 1 } }), /the builder read a value/)
+})
 
-  assert.throws(() => baked('', { limit: 6 }), /missing from the shape key/)
+test('a fixed argument is part of the shape: plain data by content, a mutable object of another kind is refused', () => {
+  const byFilter = shapedStatement((_values: Record<string, never>, filter: { column: 'id' | 'tenant_id' }) =>
+    db.selectFrom('users').select('id').where(filter.column, '=', 1),
+  )
+  assert.match(byFilter({}, { column: 'id' }).sql, /where "id"/)
+  assert.match(byFilter({}, { column: 'tenant_id' }).sql, /where "tenant_id"/)
+  const byMap = shapedStatement((_values: Record<string, never>, columns: Map<string, string>) =>
+    db.selectFrom('users').select('id').where('id', '=', columns.size),
+  )
+  assert.throws(() => byMap({}, new Map()), /cannot be part of a shape/)
 })
 
 test("values nested in plain objects at any depth (a rider's columns inside the events' values) are parameters of each call too", async () => {
@@ -79,11 +122,24 @@ test("values nested in plain objects at any depth (a rider's columns inside the 
         .orderBy('u.id'),
   )
   const run = async (ids: number[], label: string) =>
-    (await db.executeQuery(nested('', { writes: { tenant: tenant.id, riders: { along0: { ids, label } } } }))).rows
+    (await db.executeQuery(nested({ writes: { tenant: tenant.id, riders: { along0: { ids, label } } } }))).rows
 
   assert.deepEqual(await run([a.id], 'first'), [{ id: a.id, label: 'first' }])
   assert.deepEqual(await run([a.id, b.id], 'second'), [
     { id: a.id, label: 'second' },
     { id: b.id, label: 'second' },
   ])
+})
+
+test('with verification on, a builder reading state outside its inputs is refused instead of running a stale statement', (t) => {
+  verifyShapedStatements(true)
+  t.after(() => verifyShapedStatements(false))
+  let ordered = true
+  const fromModuleState = shapedStatement(({ tenant }: { tenant: number }) => {
+    const query = db.selectFrom('users').select('id').where('tenant_id', '=', tenant)
+    return ordered ? query.orderBy('id') : query
+  })
+  fromModuleState({ tenant: 1 })
+  ordered = false
+  assert.throws(() => fromModuleState({ tenant: 2 }), /read an input that is not part of the shape/)
 })

@@ -70,7 +70,6 @@ export const ALLOWED_CROSS_TENANT: ReadonlyArray<{ name: string; why: string; sq
 
 // ---- the check -------------------------------------------------------------------------------
 
-/* eslint-disable @typescript-eslint/no-explicit-any -- libpg-query's JSON AST */
 type Node = any
 interface Range {
   table: string

@@ -27,7 +27,7 @@ const NOT_FUZZED = new Set(['GET /api/notifications/stream'])
 
 let app: FastifyInstance
 let f: TenantFixtures
-let operations: Operation[] = []
+const operations: Operation[] = []
 
 before(async () => {
   ;({ app } = await appWithRouteTable())

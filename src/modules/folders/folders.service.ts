@@ -1,5 +1,5 @@
 import type { AppDeps } from '../../platform/app-module.js'
-import { actorShape, type Actor } from '../../platform/auth/actor.js'
+import type { Actor } from '../../platform/auth/actor.js'
 import { requirePermission } from '../../platform/auth/require-permission.js'
 import type { Db } from '../../platform/db/schema.js'
 import { diff } from '../../platform/audit/audit-log.js'
@@ -77,12 +77,7 @@ export function createFoldersService({ db }: AppDeps) {
 
   /** Lists the folders the actor may see; filters, sort and the access rule run in one SQL statement. */
   async function listFolders(actor: Actor, query: RawListQuery) {
-    return listResource(
-      ctx(actor),
-      folderResource(actor.langId),
-      { build: visibleFolders, values: { actor }, key: actorShape(actor) },
-      query,
-    )
+    return listResource(ctx(actor), folderResource(actor.langId), { build: visibleFolders, values: { actor } }, query)
   }
 
   /** Shows one visible folder. */

@@ -1,3 +1,4 @@
+import { freezeDefinition } from '../../platform/db/statement-shapes.js'
 import type { RawBuilder, SelectQueryBuilder } from 'kysely'
 import type { Actor } from '../../platform/auth/actor.js'
 import type { Db } from '../../platform/db/schema.js'
@@ -80,7 +81,8 @@ const registry = new Map<string, ShareTargetDef>()
 
 /** Registers (or replaces) a share target alias. */
 export function registerShareTarget(def: ShareTargetDef): void {
-  registry.set(def.alias, def)
+  // frozen: shaped statements take a share target as a fixed argument by its identity
+  registry.set(def.alias, freezeDefinition(def))
 }
 
 /** The registered share target of an alias, or undefined. */

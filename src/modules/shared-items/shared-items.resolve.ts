@@ -1,7 +1,7 @@
 import { sql } from 'kysely'
 import { secretBoxFor } from '../../platform/secrets/secret-box.js'
 import type { AppDeps } from '../../platform/app-module.js'
-import { actorShape, type Actor } from '../../platform/auth/actor.js'
+import type { Actor } from '../../platform/auth/actor.js'
 import { shapedStatement } from '../../platform/db/statement-shapes.js'
 import { executeCompiled } from '../../platform/db/database.js'
 import { AppError, FieldErrorCollector, notFound } from '../../platform/http/errors.js'
@@ -110,10 +110,7 @@ export function createSharedItemResolver({ db, config }: AppDeps) {
     id: string,
     def: ShareTargetDef,
   ): Promise<{ item: ResolvedItem; target: DescribedTarget | undefined } | undefined> {
-    const [row] = await executeCompiled<Record<string, unknown>>(
-      db,
-      joinedStatement(`${def.alias} ${actorShape(actor)}`, { actor, id }, def),
-    )
+    const [row] = await executeCompiled<Record<string, unknown>>(db, joinedStatement({ actor, id }, def))
     if (!row) return undefined
     const item = {
       id: row.shared_item_id as string,

@@ -1,14 +1,13 @@
 import { randomUUID } from 'node:crypto'
 import { sql } from 'kysely'
 import type { AppDeps } from '../../platform/app-module.js'
-import { actorShape, type Actor } from '../../platform/auth/actor.js'
+import type { Actor } from '../../platform/auth/actor.js'
 import type { CommonTableExpression } from '../../platform/db/common-table-expressions.js'
 import { timestampText } from '../../platform/db/database.js'
 import type { Db } from '../../platform/db/schema.js'
 import { diff } from '../../platform/audit/audit-log.js'
 import {
   domainEventWrites,
-  eventWritesKey,
   eventWritesSql,
   recordDomainEvent,
   recordDomainEvents,
@@ -158,12 +157,7 @@ export function createSharedItemsService({ db, config }: AppDeps) {
 
   /** Lists the shared items the actor may view (not soft-deleted; `view` grants in SQL). */
   async function listSharedItems(actor: Actor, query: RawListQuery) {
-    return listResource(
-      ctx(actor),
-      sharedItemResource,
-      { build: viewableItems, values: { actor }, key: actorShape(actor) },
-      query,
-    )
+    return listResource(ctx(actor), sharedItemResource, { build: viewableItems, values: { actor } }, query)
   }
 
   /** Shows one shared item the actor may view. */
@@ -287,7 +281,6 @@ export function createSharedItemsService({ db, config }: AppDeps) {
         ...(grants ? { grants: grants.columns } : {}),
         events,
       },
-      key: `create ${def.alias} ${actorShape(actor)} ${grants ? 'grants' : 'no-grants'} ${eventWritesKey(events)}`,
     }
     return findResource(ctx(actor), sharedItemResource, base, {})
   }

@@ -128,7 +128,7 @@ export function createUsersService(deps: AppDeps, pictures: ProfilePictures) {
     return showResource(
       userQueryContext(deps, actor, mayViewDetails(actor, id)),
       userResource,
-      { build: userById, values: { id }, key: '' },
+      { build: userById, values: { id } },
       query,
       'User',
     )

@@ -136,9 +136,6 @@ export function domainEventWrites(events: DomainEvent[]): EventWrites | undefine
   return { events: eventColumns(events), riders }
 }
 
-/** What `eventWritesSql` decides on besides the values (a `shapedStatement` key): which subscribers ride. */
-export const eventWritesKey = (writes: EventWrites): string => Object.keys(writes.riders).join(',')
-
 /**
  * The SQL of `domainEventWrites` (its values may be stand-ins): the events' insert and the riders'
  * inserts as common table expressions, each writing only when `onlyIf` holds. `unheeded` holds when

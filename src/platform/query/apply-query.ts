@@ -17,8 +17,6 @@ function fieldSql(resource: ResourceDef, name: string, tenantId: number): RawBui
  */
 interface Implied {
   fields?: string[]
-  fieldsKey?: string
-  shape?: string
   rowsAsPresented?: boolean
   presenter?: Presenter
   firstBatch?: ParsedQuery
@@ -45,11 +43,6 @@ export function firstBatchOf(parsed: ParsedQuery, batchSize: number): ParsedQuer
 /** Names of the stored fields a query must fetch to output `selects` (computed fields pull their inputs). */
 export function storedFieldsFor(resource: ResourceDef, parsed: ParsedQuery): string[] {
   return once(parsed, 'fields', () => collectStoredFields(resource, parsed))
-}
-
-/** `storedFieldsFor` as one text (a `shapedStatement` key part). */
-export function storedFieldsKey(resource: ResourceDef, parsed: ParsedQuery): string {
-  return once(parsed, 'fieldsKey', () => storedFieldsFor(resource, parsed).join(','))
 }
 
 function collectStoredFields(resource: ResourceDef, parsed: ParsedQuery): string[] {
@@ -98,16 +91,6 @@ function filterSql(resource: ResourceDef, clause: FilterClause, tenantId: number
         ? sql<boolean>`${column} ilike ${likePattern(value)}`
         : sql<boolean>`${column}::text ilike ${likePattern(value)}`
   }
-}
-
-/**
- * A `shapedStatement` key for a statement built from `parsed`: the whole parsed query, its values
- * included (each distinct filter value is a shape of its own, compiled with the value as a constant);
- * undefined when a custom filter is present, whose SQL may depend on more of the request than a key names.
- */
-export function parsedQueryShape(parsed: ParsedQuery): string | undefined {
-  if (parsed.customFilters.length > 0) return undefined
-  return once(parsed, 'shape', () => JSON.stringify(parsed))
 }
 
 /** Adds the parsed filters (plain and custom) as SQL WHERE clauses. */

@@ -1,4 +1,5 @@
 import { FieldErrorCollector } from '../http/errors.js'
+import { freezeDefinition } from '../db/statement-shapes.js'
 import type { FieldDef, QueryContext, ResourceDef } from './resource.js'
 
 export const FILTER_OPERATORS = ['eq', 'ne', 'in', 'nin', 'gt', 'gte', 'lt', 'lte', 'like', 'null'] as const
@@ -103,12 +104,8 @@ function visibilityKey(resource: ResourceDef, ctx: QueryContext): string {
   return key
 }
 
-function frozen(parsed: ParsedQuery): ParsedQuery {
-  for (const part of [parsed.selects, parsed.relations, parsed.filters, parsed.customFilters, parsed.sort])
-    Object.freeze(part)
-  parsed.sort.forEach(Object.freeze)
-  return Object.freeze(parsed)
-}
+/** Remembered parses are deep-frozen: shaped statements then take one by its identity. */
+const frozen = (parsed: ParsedQuery): ParsedQuery => freezeDefinition(parsed)
 
 /**
  * Validates `selects`, `relations`, `filter`, `sort`, `limit`, `offset` against a resource declaration.

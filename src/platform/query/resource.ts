@@ -1,6 +1,7 @@
 import type { Expression, RawBuilder, SqlBool } from 'kysely'
 import type { Db } from '../db/schema.js'
 import type { Actor } from '../auth/actor.js'
+import { freezeDefinition } from '../db/statement-shapes.js'
 
 export type FieldType = 'integer' | 'string' | 'boolean' | 'timestamp' | 'date' | 'uuid' | 'json' | 'id'
 
@@ -63,5 +64,6 @@ export interface ResourceDef<Row = any> {
 }
 
 export function defineResource<Row>(def: ResourceDef<Row>): ResourceDef<Row> {
-  return def
+  // frozen: shaped statements take a resource as a fixed argument by its identity
+  return freezeDefinition(def)
 }

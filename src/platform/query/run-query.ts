@@ -3,15 +3,7 @@ import type { CompiledQuery, SelectQueryBuilder } from 'kysely'
 import { notFound } from '../http/errors.js'
 import { shapedStatement } from '../db/statement-shapes.js'
 import { executeCompiled, streamCompiled } from '../db/database.js'
-import {
-  applyListQuery,
-  applySelects,
-  firstBatchOf,
-  parsedQueryShape,
-  presentRows,
-  storedFieldsKey,
-  streamJsonArray,
-} from './apply-query.js'
+import { applyListQuery, applySelects, firstBatchOf, presentRows, streamJsonArray } from './apply-query.js'
 import { parseListQuery, parseShowQuery, type ParsedQuery, type RawListQuery } from './parse-query.js'
 import type { QueryContext, ResourceDef } from './resource.js'
 
@@ -19,20 +11,18 @@ type AnySelect = SelectQueryBuilder<any, any, any>
 
 /**
  * The base of a read built once per shape (`shapedStatement`): `build` makes it from `values` (plus the
- * tenant id) and must be one function for the life of the process; `key` names every decision it takes
- * besides the values. The read adds its own part of the key (the selected fields; a page's parsed query).
+ * tenant id) and must be one function for the life of the process; the shape is derived from the values
+ * (and the read's resource and parsed query).
  */
 export interface ShapedBase<V extends Record<string, unknown>> {
   build: (values: V & { tenantId: number }) => AnySelect
   values: V
-  key: string
 }
 
 type Base = AnySelect | ShapedBase<any>
 type ShapeValues = Record<string, unknown> & { tenantId: number }
 type ApplyRead = (query: AnySelect, resource: ResourceDef, parsed: ParsedQuery, ctx: QueryContext) => AnySelect
 type ReadStatement = (
-  key: string,
   values: ShapeValues,
   resource: ResourceDef,
   parsed: ParsedQuery,
@@ -75,15 +65,10 @@ function readCompiled(
   parsed: ParsedQuery,
   apply: ApplyRead,
 ): CompiledQuery<Record<string, unknown>> {
-  const shapeKey = apply === applyShow ? storedFieldsKey(resource, parsed) : parsedQueryShape(parsed)
-  if (!('build' in base) || shapeKey === undefined)
+  // a custom filter's SQL may read more of the request than the shape holds: never shaped
+  if (!('build' in base) || parsed.customFilters.length > 0)
     return apply(built(ctx, base), resource, parsed, ctx).compile() as CompiledQuery<Record<string, unknown>>
-  return readStatement(apply, base.build, resource)(
-    `${base.key} ${shapeKey}`,
-    { ...base.values, tenantId: ctx.tenantId },
-    resource,
-    parsed,
-  )
+  return readStatement(apply, base.build, resource)({ ...base.values, tenantId: ctx.tenantId }, resource, parsed)
 }
 
 /** The rows of `readCompiled`'s statement. */
