@@ -84,6 +84,7 @@ type InputProps = {
   required?: boolean
   autocomplete?: string
   inputMode?: 'numeric' | 'text' | 'email'
+  lang?: string
   hint?: string
 }
 

@@ -1,6 +1,6 @@
 import { useEffect, useState } from 'preact/hooks'
 import { api, asProblem, formatTime, t, type Problem } from '../../core.ts'
-import { Link, Loading, LoadState, PageTitle, ProblemMessage, Select, useLoad } from '../../ui.tsx'
+import { Field, Link, Loading, LoadState, PageTitle, ProblemMessage, Select, Status, useLoad } from '../../ui.tsx'
 
 type Folder = {
   id?: number
@@ -57,6 +57,54 @@ function useNames() {
     )
   }, [])
   return names
+}
+
+/** The folder's name in each language: one field per language, saved as `PUT {lang_id, name}`. */
+function Translations({ folder, onSaved }: { folder: Folder; onSaved: () => void }) {
+  const languages: Array<[string, string]> = [
+    ['de-DE', 'Deutsch'],
+    ['en-US', 'English'],
+  ]
+  const initial = Object.fromEntries(
+    languages.map(([id]) => [id, folder.translations?.find((tr) => tr.lang_id === id)?.name ?? '']),
+  )
+  const [names, setNames] = useState<Record<string, string>>(initial)
+  const [problem, setProblem] = useState<Problem>()
+  const [status, setStatus] = useState<string>()
+  const save = async (event: Event) => {
+    event.preventDefault()
+    setStatus(undefined)
+    for (const [langId] of languages) {
+      if (!names[langId] || names[langId] === initial[langId]) continue
+      const { error } = await api.PUT('/api/folders/{id}', {
+        params: { path: { id: folder.id! } },
+        body: { lang_id: langId, name: names[langId] },
+      })
+      if (error) return setProblem(asProblem(error))
+    }
+    setProblem(undefined)
+    setStatus(t('app.saved'))
+    onSaved()
+  }
+  return (
+    <form onSubmit={(e) => void save(e)} aria-label={t('folders.translations')}>
+      <ProblemMessage problem={problem} fields={['name']} />
+      {languages.map(([langId, label]) => (
+        <Field
+          key={langId}
+          label={`${t('app.name_')} (${label})`}
+          name={`name-${langId}`}
+          field="name"
+          value={names[langId]}
+          onValue={(value) => setNames((n) => ({ ...n, [langId]: value }))}
+          problem={problem}
+          lang={langId.slice(0, 2)}
+        />
+      ))}
+      <button type="submit">{t('app.save')}</button>
+      <Status text={status} />
+    </form>
+  )
 }
 
 function FolderDetail({ id, folders }: { id: number; folders: Folder[] }) {
@@ -136,13 +184,7 @@ function FolderDetail({ id, folders }: { id: number; folders: Folder[] }) {
     <section aria-labelledby="h-folder" class="card">
       <h2 id="h-folder">{f.name}</h2>
       <h3>{t('folders.translations')}</h3>
-      <ul>
-        {(f.translations ?? []).map((tr) => (
-          <li key={tr.lang_id}>
-            <span class="tag">{tr.lang_id}</span> {tr.name}
-          </li>
-        ))}
-      </ul>
+      <Translations folder={f} onSaved={folder.reload} />
       <h3>{t('folders.grants')}</h3>
       <LoadState loaded={grants} empty={t('folders.noGrants')}>
         {(list) => (
