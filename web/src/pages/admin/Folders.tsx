@@ -107,7 +107,7 @@ function Translations({ folder, onSaved }: { folder: Folder; onSaved: () => void
   )
 }
 
-function FolderDetail({ id, folders }: { id: number; folders: Folder[] }) {
+function FolderDetail({ id, folders, onChanged }: { id: number; folders: Folder[]; onChanged: () => void }) {
   const names = useNames()
   const [grantType, setGrantType] = useState<'user' | 'role' | 'department'>('department')
   const [grantee, setGrantee] = useState('')
@@ -184,7 +184,13 @@ function FolderDetail({ id, folders }: { id: number; folders: Folder[] }) {
     <section aria-labelledby="h-folder" class="card">
       <h2 id="h-folder">{f.name}</h2>
       <h3>{t('folders.translations')}</h3>
-      <Translations folder={f} onSaved={folder.reload} />
+      <Translations
+        folder={f}
+        onSaved={() => {
+          folder.reload()
+          onChanged()
+        }}
+      />
       <h3>{t('folders.grants')}</h3>
       <LoadState loaded={grants} empty={t('folders.noGrants')}>
         {(list) => (
@@ -265,7 +271,9 @@ export default function Folders({ params }: { params: Record<string, string> }) 
       <PageTitle text={t('folders.title')} />
       <div class="split">
         <LoadState loaded={folders}>{(list) => <Tree folders={list} parent={null} selected={selected} />}</LoadState>
-        {selected !== undefined && folders.data && <FolderDetail key={selected} id={selected} folders={folders.data} />}
+        {selected !== undefined && folders.data && (
+          <FolderDetail key={selected} id={selected} folders={folders.data} onChanged={folders.reload} />
+        )}
       </div>
     </>
   )
