@@ -181,6 +181,7 @@ export const en = {
   'shared.accesses': 'Accesses',
   'shared.restore': 'Restore',
   'shared.deleted': 'deleted',
+  'shared.onlyDeleted': 'Deleted only',
   'shared.new': 'New shared item',
 
   'auto.title': 'Automations',
@@ -402,6 +403,7 @@ export const de: Record<MessageKey, string> = {
   'shared.accesses': 'Zugriffe',
   'shared.restore': 'Wiederherstellen',
   'shared.deleted': 'gelöscht',
+  'shared.onlyDeleted': 'Nur gelöschte',
   'shared.new': 'Neues geteiltes Element',
 
   'auto.title': 'Automatisierungen',

@@ -108,13 +108,33 @@ describe('employee', () => {
   test('measures the inbox first render from navigation start (reported, not asserted)', async () => {
     const { context, page } = await session({ user: 'ben' })
     const timings: number[] = []
+    const shifts: number[] = []
     for (let i = 0; i < 3; i++) {
       await page.goto(`${server.base}/app/inbox`)
       await page.getByRole('heading', { level: 1, name: 'Inbox' }).waitFor()
       await page.waitForFunction(() => performance.getEntriesByName('inbox-rendered').length > 0)
+      await page.getByText('Live updates on').waitFor()
       timings.push(await page.evaluate(() => Math.round(performance.getEntriesByName('inbox-rendered')[0].startTime)))
+      // cumulative layout shift of the load: the skeleton, the count and the badge keep their places
+      shifts.push(
+        await page.evaluate(
+          () =>
+            new Promise<number>((resolve) => {
+              let total = 0
+              new PerformanceObserver((list) => {
+                for (const entry of list.getEntries() as Array<
+                  PerformanceEntry & { value: number; hadRecentInput: boolean }
+                >)
+                  if (!entry.hadRecentInput) total += entry.value
+              }).observe({ type: 'layout-shift', buffered: true })
+              setTimeout(() => resolve(Math.round(total * 1000) / 1000), 200)
+            }),
+        ),
+      )
     }
     report.push(`inbox first render on a full page load (ms from navigation start, 3 loads): ${timings.join(', ')}`)
+    report.push(`inbox cumulative layout shift (3 loads): ${shifts.join(', ')}`)
+    assert.ok(Math.max(...shifts) < 0.1, `layout shift on the inbox: ${shifts.join(', ')}`)
     await context.close()
   })
 
@@ -222,6 +242,45 @@ describe('employee', () => {
     const scope = await page.evaluate(async () => (await navigator.serviceWorker.ready).scope)
     assert.equal(scope, `${server.base}/app/`)
     await page.getByRole('button', { name: 'Enable push notifications on this device' }).waitFor()
+    await context.close()
+  })
+
+  test('the service worker shows a push message (delivered through the DevTools protocol)', async () => {
+    const context = await newContext(browser)
+    await context.grantPermissions(['notifications'], { origin: server.base })
+    const page = await context.newPage()
+    await signIn(page, server.base, 'ben', server.password)
+    await page.evaluate(async () => void (await navigator.serviceWorker.ready))
+    // deliver a push through the DevTools protocol, the way the push service would wake the worker
+    const cdp = await context.newCDPSession(page)
+    const registered = new Promise<string>((resolve) => {
+      cdp.on(
+        'ServiceWorker.workerRegistrationUpdated',
+        (event: { registrations: Array<{ registrationId: string; scopeURL: string }> }) => {
+          const found = event.registrations.find((r) => r.scopeURL === `${server.base}/app/`)
+          if (found) resolve(found.registrationId)
+        },
+      )
+    })
+    await cdp.send('ServiceWorker.enable')
+    const registration = await registered
+    await cdp.send('ServiceWorker.deliverPushMessage', {
+      origin: server.base,
+      registrationId: registration,
+      data: JSON.stringify({
+        id: 'n-1',
+        type: 'general',
+        title: 'Push title',
+        body: '<p>Push body</p>',
+        url: '/infoboard/posts/1',
+      }),
+    })
+    const shown = await page.waitForFunction(async () => {
+      const registration = await navigator.serviceWorker.ready
+      const list = await registration.getNotifications()
+      return list.map((n) => ({ title: n.title, body: n.body, url: (n.data as { url: string }).url }))[0]
+    })
+    assert.deepEqual(await shown.jsonValue(), { title: 'Push title', body: 'Push body', url: '/infoboard/posts/1' })
     await context.close()
   })
 
@@ -444,6 +503,49 @@ describe('administrator', () => {
         td.textContent!.startsWith('folder'),
       ),
     )
+    await context.close()
+  })
+})
+
+describe('administrator, more', () => {
+  test('searches, deactivates and logs out a user; deletes and restores a shared item; exports the audit log', async () => {
+    const { context, page } = await session({ user: 'admin' })
+    await page.getByRole('link', { name: 'Users' }).click()
+    await page.getByRole('searchbox', { name: 'Search users' }).fill('deniz')
+    await page.getByRole('button', { name: 'Search' }).click()
+    await page.waitForFunction(() => document.querySelectorAll('table.data tbody tr').length === 1)
+    await page.getByRole('link', { name: 'deniz' }).click()
+    await page.getByRole('heading', { level: 1, name: 'Edit user deniz' }).waitFor()
+    await page.getByRole('checkbox', { name: 'Active' }).uncheck()
+    await page.getByRole('button', { name: 'Save' }).click()
+    await page.getByRole('status').filter({ hasText: 'Saved.' }).waitFor()
+    const deniz = await server.api<Array<{ active: boolean }>>('admin', 'GET', '/api/users?filter[username]=deniz')
+    assert.equal(deniz[0].active, false)
+    await page.getByRole('checkbox', { name: 'Active' }).check()
+    await page.getByRole('button', { name: 'Save' }).click()
+    await page.getByRole('button', { name: 'Log out everywhere' }).click()
+    await page.getByRole('status').filter({ hasText: 'The user was logged out.' }).waitFor()
+    await page.goBack()
+    await page.getByRole('heading', { level: 1, name: 'Users' }).waitFor()
+
+    await page.getByRole('link', { name: 'Shared items' }).click()
+    await page.getByRole('heading', { level: 1, name: 'Shared items' }).waitFor()
+    const deleteButton = page.getByRole('button', { name: /^Delete: / }).first()
+    const label = (await deleteButton.getAttribute('aria-label'))!.replace('Delete: ', '')
+    await deleteButton.click()
+    // the deleted item stays listed, marked, with a Restore button
+    await page.getByRole('button', { name: `Restore: ${label}` }).click()
+    await page.getByRole('button', { name: `Delete: ${label}` }).waitFor()
+
+    await page.getByRole('link', { name: 'Audit log' }).click()
+    await page.getByRole('cell').first().waitFor()
+    const download = page.waitForEvent('download')
+    await page.getByRole('button', { name: 'Export CSV' }).click()
+    const file = await download
+    assert.equal(file.suggestedFilename(), 'audit-log.csv')
+    const csv = await new Response((await file.createReadStream()) as unknown as ReadableStream).text()
+    assert.match(csv.split('\n')[0], /action/)
+    assert.match(csv, /shared_item\.restore|shared_item\.delete/)
     await context.close()
   })
 })

@@ -111,7 +111,7 @@ export default function SharedItems() {
           checked={showDeleted}
           onChange={(e) => setShowDeleted((e.currentTarget as HTMLInputElement).checked)}
         />
-        {t('shared.deleted')}
+        {t('shared.onlyDeleted')}
       </label>
       <LoadState loaded={items}>
         {(list) => (
@@ -131,7 +131,8 @@ export default function SharedItems() {
                 <tr key={s.id}>
                   <td>{s.type}</td>
                   <td>
-                    {s.targetable_type} {s.targetable_id}
+                    {s.targetable_type} {s.targetable_id}{' '}
+                    {s.deleted_at && <span class="tag">{t('shared.deleted')}</span>}
                   </td>
                   <td>
                     <code class="url">{s.url}</code>
@@ -147,7 +148,12 @@ export default function SharedItems() {
                       {t('shared.copy')}
                     </button>
                     {s.deleted_at ? (
-                      <button type="button" class="small" onClick={() => void restore(s.id!)}>
+                      <button
+                        type="button"
+                        class="small"
+                        onClick={() => void restore(s.id!)}
+                        aria-label={`${t('shared.restore')}: ${s.type} ${s.targetable_id}`}
+                      >
                         {t('shared.restore')}
                       </button>
                     ) : (
