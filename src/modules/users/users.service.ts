@@ -83,7 +83,8 @@ export function userQueryContext(
     actor,
     baseUrl: config.baseUrl,
     appUrl: config.appUrl,
-    flags: { extendedFields },
+    // extended fields are output by single shows only, but searched, filtered and sorted by whoever may read them
+    flags: { extendedFields, readsDetails: can(actor, 'users.viewDetails') || can(actor, 'users.administrate') },
   }
 }
 
