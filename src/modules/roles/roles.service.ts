@@ -3,9 +3,11 @@ import { diff, recordAudit } from '../../platform/audit/audit-log.js'
 import type { Actor } from '../../platform/auth/actor.js'
 import { isKnownPermission } from '../../platform/auth/permissions.js'
 import { requirePermission } from '../../platform/auth/require-permission.js'
-import { conflict, FieldErrorCollector, notFound } from '../../platform/http/errors.js'
+import { conflict, FieldErrorCollector, invalidField, notFound } from '../../platform/http/errors.js'
 import type { RawListQuery } from '../../platform/query/parse-query.js'
 import { listResource, showResource } from '../../platform/query/run-query.js'
+import type { Db } from '../../platform/db/schema.js'
+import { isUsableFolder } from '../folders/index.js'
 import * as queries from './roles.queries.js'
 import { roleResource } from './roles.resource.js'
 import type { CreateRoleBody, UpdateRoleBody } from './roles.schemas.js'
@@ -18,6 +20,12 @@ function checkPermissions(permissions: string[] | undefined): void {
     if (!isKnownPermission(p)) problems.add(`permissions.${i}`, `unknown permission "${p}"`)
   })
   problems.throwIfAny()
+}
+
+/** A body's `folder_id` names a visible role folder of the actor's tenant (else 422, like a missing one). */
+async function checkFolder(db: Db, actor: Actor, folderId: number | null | undefined): Promise<void> {
+  if (typeof folderId === 'number' && !(await isUsableFolder(db, actor, 'role', folderId)))
+    throw invalidField('folder_id', 'no such role folder')
 }
 
 export function createRolesService({ db }: AppDeps) {
@@ -45,6 +53,7 @@ export function createRolesService({ db }: AppDeps) {
   async function createRole(actor: Actor, body: CreateRoleBody) {
     requirePermission(actor, 'roles.manage')
     checkPermissions(body.permissions)
+    await checkFolder(db, actor, body.folder_id)
     const { id } = await db.transaction().execute(async (trx) => {
       const row = await queries.insertRole(trx, actor.tenantId, body)
       await recordAudit(trx, {
@@ -73,6 +82,7 @@ export function createRolesService({ db }: AppDeps) {
         .executeTakeFirst()
       const updated = await queries.updateRole(trx, actor.tenantId, id, body)
       if (!updated) throw notFound('Role')
+      await checkFolder(trx, actor, body.folder_id)
       await recordAudit(trx, {
         tenantId: actor.tenantId,
         action: 'role.update',

@@ -11,7 +11,7 @@ import { recordDomainEvent } from '../../platform/events/domain-events.js'
 import { AppError, FieldErrorCollector, forbidden, notFound } from '../../platform/http/errors.js'
 import type { ProfilePictures } from './users-pictures.js'
 import * as queries from './users.queries.js'
-import { loadRuleContext } from './users.rules.js'
+import { exceedsOwnPermissions, loadRuleContext, ROLE_BEYOND_ACTOR, roleWithinActor } from './users.rules.js'
 import type { RestoreUserBody } from './users.schemas.js'
 import { presentBasicUser } from './users.service.js'
 
@@ -93,6 +93,7 @@ export function createUsersLifecycleService(deps: AppDeps, pictures: ProfilePict
       if (active === undefined) problems.add('role_id', 'does not exist')
       else if (!active) problems.add('role_id', 'is an inactive role')
       problems.throwIfAny()
+      if (!roleWithinActor(actor, rules, body.role_id)) throw exceedsOwnPermissions({ role_id: ROLE_BEYOND_ACTOR })
     }
     return db.transaction().execute(async (trx) => {
       const user = await queries.findUserState(trx, actor.tenantId, id, { forUpdate: true })

@@ -74,16 +74,20 @@ export function updateUser(db: Db, tenantId: number, id: number, values: Updatea
     .executeTakeFirst()
 }
 
-/** Role id → active flag for the given ids of the tenant. */
-export async function findRoleStates(db: Db, tenantId: number, ids: number[]): Promise<Map<number, boolean>> {
+/** Role id → active flag and permissions for the given ids of the tenant. */
+export async function findRoleStates(
+  db: Db,
+  tenantId: number,
+  ids: number[],
+): Promise<Map<number, { active: boolean; permissions: string[] }>> {
   if (ids.length === 0) return new Map()
   const rows = await db
     .selectFrom('roles')
-    .select(['id', 'active'])
+    .select(['id', 'active', 'permissions'])
     .where('tenant_id', '=', tenantId)
     .where('id', 'in', ids)
     .execute()
-  return new Map(rows.map((r) => [r.id, r.active]))
+  return new Map(rows.map((r) => [r.id, { active: r.active, permissions: r.permissions }]))
 }
 
 export async function findLanguageIds(db: Db): Promise<Set<string>> {

@@ -1,7 +1,8 @@
 import { Readable } from 'node:stream'
-import { PostgresQueryCompiler, type SelectQueryBuilder, sql, type RawBuilder } from 'kysely'
-import type { FieldDef, QueryContext, ResourceDef } from './resource.js'
-import type { FilterClause, ParsedQuery } from './parse-query.js'
+import { PostgresQueryCompiler, type SelectQueryBuilder, type SqlBool, sql, type RawBuilder } from 'kysely'
+import { invalidField } from '../http/errors.js'
+import type { FieldDef, QueryContext, ResourceDef, TextSearchDef } from './resource.js'
+import { mayRead, type FilterClause, type ParsedQuery } from './parse-query.js'
 
 type AnySelect = SelectQueryBuilder<any, any, any>
 
@@ -103,8 +104,33 @@ export function applyFilters<Q extends AnySelect>(
   let query: AnySelect = qb
   for (const clause of parsed.filters) query = query.where(filterSql(resource, clause, ctx.tenantId))
   for (const custom of parsed.customFilters)
-    query = query.where(resource.customFilters![custom.name](custom.value, ctx))
+    query = query.where(
+      custom.name === 'text' && resource.textSearch
+        ? textSearchSql(resource, resource.textSearch, custom.value, ctx)
+        : resource.customFilters![custom.name](custom.value, ctx),
+    )
   return query as Q
+}
+
+/**
+ * `filter[text]` over the fields of the resource's text search that the caller may read (`mayRead`,
+ * the rule of filters and sort): a substring of a hidden field never matches, so the answer cannot
+ * tell its value (issue 33). Control characters (the separator among them) never match; LIKE
+ * wildcards are literal.
+ */
+function textSearchSql(resource: ResourceDef, search: TextSearchDef, value: unknown, ctx: QueryContext) {
+  if (typeof value !== 'string' || value.length > 255)
+    throw invalidField('filter.text', 'must be a string of at most 255 characters')
+  const readable = search.fields.filter((name) => resource.fields[name] && mayRead(resource.fields[name], ctx))
+  if (readable.length === 0) return sql<SqlBool>`false`
+  const text =
+    search.text?.(readable, ctx) ??
+    sql.join(
+      readable.map((name) => sql`coalesce(${fieldSql(resource, name, ctx.tenantId)}::text, '')`),
+      sql` || chr(31) || `,
+    )
+  const term = value.replace(/[\x00-\x1f]/g, '').replace(/[\\%_]/g, (c) => `\\${c}`)
+  return sql<SqlBool>`${text} ilike ${`%${term}%`}`
 }
 
 /**

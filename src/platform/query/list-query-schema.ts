@@ -43,7 +43,7 @@ export function filterSchema(resource: ResourceDef): TObject {
   const properties: Record<string, TSchema> = Object.fromEntries(
     filterableFields(resource).map(([name, f]) => [name, filterFieldSchema(name, f)]),
   )
-  for (const name of Object.keys(resource.customFilters ?? {})) {
+  for (const name of [...Object.keys(resource.customFilters ?? {}), ...(resource.textSearch ? ['text'] : [])]) {
     properties[name] = Type.Optional(
       Type.Union([Type.String(), Type.Array(Type.String())], { description: `${name}: a named filter of this list` }),
     )
