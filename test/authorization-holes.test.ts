@@ -306,3 +306,48 @@ test("a department's or role's folder_id must name a visible folder of the calle
   const movedRole = await send(manager.token, 'PUT', `/api/roles/${role.json().id}`, { folder_id: foreignRoleFolder })
   assert.equal(movedRole.statusCode, 422)
 })
+
+// ------------------------------------------------------------- beyond the review: the same principles
+
+test('a role manager cannot give a role permissions they do not hold (403 naming permissions.<i>), on create and update', async () => {
+  const tenant = await given.tenant(db)
+  const manager = await given.user(db, tenant, { roleId: await given.role(db, tenant, ['roles.view', 'roles.manage']) })
+
+  const created = await send(manager.token, 'POST', '/api/roles', {
+    name: 'Too much',
+    permissions: ['roles.view', '*'],
+  })
+  assert.equal(created.statusCode, 403, created.body)
+  assert.equal(created.json().code, 'exceeds_own_permissions')
+  assert.deepEqual(Object.keys(created.json().errors), ['permissions.1'])
+  const users = await send(manager.token, 'POST', '/api/roles', { name: 'Users', permissions: ['users.delete'] })
+  assert.equal(users.statusCode, 403, users.body)
+
+  const own = await send(manager.token, 'POST', '/api/roles', { name: 'Viewers', permissions: ['roles.view'] })
+  assert.equal(own.statusCode, 201, own.body)
+  const raised = await send(manager.token, 'PUT', `/api/roles/${own.json().id}`, { permissions: ['users.create'] })
+  assert.equal(raised.statusCode, 403, raised.body)
+  assert.deepEqual(Object.keys(raised.json().errors), ['permissions.0'])
+  assert.deepEqual((await get(tenant.adminToken, `/api/roles/${own.json().id}`)).json().permissions, ['roles.view'])
+
+  const byAdmin = await send(tenant.adminToken, 'POST', '/api/roles', { name: 'Any', permissions: ['users.delete'] })
+  assert.equal(byAdmin.statusCode, 201, byAdmin.body)
+})
+
+test("relations=role and relations=departments show a caller without roles.view / departments.view only the related record's id and name", async () => {
+  const tenant = await given.tenant(db)
+  const roleId = await given.role(db, tenant, ['users.view'])
+  const departmentId = await given.department(db, tenant)
+  const employee = await given.user(db, tenant, { roleId, departmentIds: [departmentId] })
+  const roleReader = await given.user(db, tenant, {
+    roleId: await given.role(db, tenant, ['users.view', 'roles.view', 'departments.view']),
+  })
+  const url = `/api/users/${employee.id}?relations=role,departments`
+
+  const limited = (await get(employee.token, url)).json()
+  assert.deepEqual(limited.role, { id: roleId, name: limited.role.name })
+  assert.deepEqual(limited.departments, [{ id: departmentId, name: limited.departments[0].name }])
+  const full = (await get(roleReader.token, url)).json()
+  assert.deepEqual(full.role.permissions, ['users.view'])
+  assert.ok('folder_id' in full.departments[0])
+})

@@ -2,6 +2,9 @@ import { sql } from 'kysely'
 import { can } from '../../platform/auth/permissions.js'
 import { defineResource, type QueryContext } from '../../platform/query/resource.js'
 
+/** The related resource's whole record only for a caller who may read that resource (else its id and name). */
+const mayReadRelated = (ctx: QueryContext, permission: string) => ctx.actor !== undefined && can(ctx.actor, permission)
+
 const extended = (ctx: QueryContext) => ctx.flags?.extendedFields === true
 /** The caller may read extended fields (its own on a show, or anyone's with users.viewDetails / users.administrate). */
 const readsExtended = (ctx: QueryContext) => extended(ctx) || ctx.flags?.readsDetails === true
@@ -82,9 +85,15 @@ export const userResource = defineResource<Record<string, any>>({
       key: 'role_id',
       many: false,
       load: async (ctx, ids) => {
+        // the role's record for whoever may read roles; its name for anyone else (issue 33: a relation
+        // tells no more than the related resource's own routes would)
         const rows = await ctx.db
           .selectFrom('roles')
-          .select(['id', 'name', 'permissions', 'active', 'folder_id', 'created_at', 'updated_at'])
+          .select(
+            mayReadRelated(ctx, 'roles.view')
+              ? ['id', 'name', 'permissions', 'active', 'folder_id', 'created_at', 'updated_at']
+              : ['id', 'name'],
+          )
           .where('tenant_id', '=', ctx.tenantId)
           .where('id', 'in', ids as number[])
           .execute()
@@ -112,15 +121,19 @@ export const userResource = defineResource<Record<string, any>>({
           .innerJoin('departments as d', (j) =>
             j.onRef('d.id', '=', 'du.department_id').onRef('d.tenant_id', '=', 'du.tenant_id'),
           )
-          .select([
-            'du.user_id',
-            'd.id',
-            'd.name',
-            'd.folder_id',
-            'd.notification_setting_id',
-            'd.created_at',
-            'd.updated_at',
-          ])
+          .select(
+            mayReadRelated(ctx, 'departments.view')
+              ? [
+                  'du.user_id',
+                  'd.id',
+                  'd.name',
+                  'd.folder_id',
+                  'd.notification_setting_id',
+                  'd.created_at',
+                  'd.updated_at',
+                ]
+              : ['du.user_id', 'd.id', 'd.name'],
+          )
           .where('du.tenant_id', '=', ctx.tenantId)
           .where('du.user_id', 'in', ids as number[])
           .orderBy('d.id')
