@@ -7,7 +7,7 @@ import { errorResponses } from '../../platform/http/schemas.js'
 import { listQuerySchema } from '../../platform/query/list-query-schema.js'
 import { sendList, sendStream } from '../../platform/http/list-response.js'
 import { applyListQuery, presentRows } from '../../platform/query/apply-query.js'
-import { parseListQuery, type RawListQuery } from '../../platform/query/parse-query.js'
+import { parseListQuery } from '../../platform/query/parse-query.js'
 import { listResource } from '../../platform/query/run-query.js'
 import { AUDIT_CSV_COLUMNS, auditResource } from './audit.resource.js'
 

@@ -1,7 +1,6 @@
 import type { App } from '../../platform/app-module.js'
-import { Type } from 'typebox'
 import { errorResponses, NoContentSchema } from '../../platform/http/schemas.js'
-import { LoginBodySchema, LoginResponseSchema, type LoginBody } from './auth.schemas.js'
+import { LoginBodySchema, LoginResponseSchema } from './auth.schemas.js'
 import type { AuthService } from './auth.service.js'
 
 export async function authRoutes(app: App, { auth }: { auth: AuthService }): Promise<void> {

@@ -16,8 +16,6 @@ import {
 import { automationResource, deliveryResource } from './automations.resource.js'
 import type { AutomationsService } from './automations.service.js'
 
-type IdParams = { id: number }
-type DeliveryParams = { id: number; delivery: number }
 const base = '/api/administration/automations'
 
 export async function automationsRoutes(app: App, { automations }: { automations: AutomationsService }): Promise<void> {

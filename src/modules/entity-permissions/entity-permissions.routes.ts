@@ -8,11 +8,8 @@ import {
   CreateEntityPermissionBodySchema,
   EntityPermissionSchema,
   TargetParamsSchema,
-  type TargetParams,
 } from './entity-permissions.schemas.js'
 import type { EntityPermissionsService } from './entity-permissions.service.js'
-
-type IdParams = { id: number }
 
 export async function entityPermissionsRoutes(
   app: App,

@@ -8,7 +8,6 @@ import { errorResponses, IdParamsSchema, NoContentSchema } from '../../platform/
 import type { FilesService, FileVariant } from './filemanager-files.service.js'
 import { FILE_MAX_BYTES, files, POSTER_MAX_BYTES, UploadFileBodySchema } from './filemanager.content.js'
 
-type P = { id: number }
 interface Deps {
   db: Db
   service: FilesService

@@ -12,7 +12,6 @@ import {
   SendNotificationBodySchema,
   TargetParamsSchema,
   TargetTypeParamsSchema,
-  type TargetParams,
 } from './notifications.schemas.js'
 import { notificationResource, notificationSettingResource } from './notifications.resource.js'
 import type { NotificationsService } from './notifications.service.js'
@@ -26,7 +25,6 @@ interface Services {
 }
 
 const CountQuerySchema = Type.Object({ filter: Type.Optional(filterSchema(notificationResource)) })
-type IdParams = { id: string }
 
 export async function notificationsRoutes(app: App, { notifications, sending, streams }: Services): Promise<void> {
   const tags = ['notifications']

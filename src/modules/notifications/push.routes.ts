@@ -11,8 +11,6 @@ import {
   PushSubscriptionBodySchema,
   PushSubscriptionSchema,
   VapidPublicKeySchema,
-  type NotificationPreferencesBody,
-  type PushSubscriptionBody,
 } from './push.schemas.js'
 
 /** Web Push registration and the current user's channel preferences (issue 14, docs/notifications-delivery.md). */

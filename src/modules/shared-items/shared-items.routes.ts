@@ -16,7 +16,6 @@ import {
   SharedItemParamsSchema,
   SharedItemSchema,
   UpdateSharedItemBodySchema,
-  type ResolveQuery,
   type ResolveResult,
   type SharedItemParams,
 } from './shared-items.schemas.js'

@@ -44,9 +44,9 @@ const jsonOrMultipart = <J extends TSchema, M extends TSchema>(json: J, multipar
 
 export async function usersRoutes(app: App, { users, lifecycle, imports, storageDir }: UsersRouteDeps): Promise<void> {
   const tags = ['users']
-  const pictureUpload = (schema: object) =>
+  const pictureUpload = (schema: TSchema) =>
     multipartBody({
-      schema: schema as never,
+      schema,
       files: { profile_picture: { maxBytes: PROFILE_PICTURE_MAX_BYTES } },
       storageDir,
     })

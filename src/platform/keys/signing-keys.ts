@@ -96,7 +96,7 @@ export async function rotateSigningKey(db: Db, box: SecretBox): Promise<{ kid: s
     await lockKeys(trx)
     const retired = await trx
       .updateTable('signing_keys')
-      .set({ retired_at: sql`now()` as never })
+      .set({ retired_at: sql<Date>`now()` })
       .where('retired_at', 'is', null)
       .returning('kid')
       .executeTakeFirst()
