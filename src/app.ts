@@ -146,7 +146,8 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
         'Retry-After': '1',
         Connection: 'close',
       })
-    if (refusedQueries.has(request.query as object)) {
+    const query: unknown = request.query
+    if (typeof query === 'object' && query !== null && refusedQueries.has(query)) {
       throw new AppError(
         400,
         'malformed_query',

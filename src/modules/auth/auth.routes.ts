@@ -1,10 +1,9 @@
-import type { FastifyInstance } from 'fastify'
-import { Type } from 'typebox'
-import { errorResponses } from '../../platform/http/schemas.js'
-import { LoginBodySchema, LoginResponseSchema, type LoginBody } from './auth.schemas.js'
+import type { App } from '../../platform/app-module.js'
+import { errorResponses, NoContentSchema } from '../../platform/http/schemas.js'
+import { LoginBodySchema, LoginResponseSchema } from './auth.schemas.js'
 import type { AuthService } from './auth.service.js'
 
-export async function authRoutes(app: FastifyInstance, { auth }: { auth: AuthService }): Promise<void> {
+export async function authRoutes(app: App, { auth }: { auth: AuthService }): Promise<void> {
   app.post(
     '/api/auth/login',
     {
@@ -17,7 +16,7 @@ export async function authRoutes(app: FastifyInstance, { auth }: { auth: AuthSer
         response: { 200: LoginResponseSchema, ...errorResponses },
       },
     },
-    (request) => auth.login(request.body as LoginBody),
+    (request) => auth.login(request.body),
   )
 
   app.post(
@@ -26,7 +25,7 @@ export async function authRoutes(app: FastifyInstance, { auth }: { auth: AuthSer
       schema: {
         tags: ['auth'],
         summary: 'Revoke the access token used',
-        response: { 204: Type.Null(), ...errorResponses },
+        response: { 204: NoContentSchema, ...errorResponses },
       },
     },
     async (request, reply) => {

@@ -21,7 +21,7 @@ export function insertRole(db: Db, tenantId: number, body: CreateRoleBody) {
 export function updateRole(db: Db, tenantId: number, id: number, body: UpdateRoleBody) {
   return db
     .updateTable('roles')
-    .set({ ...body, updated_at: sql`now()` as never })
+    .set({ ...body, updated_at: sql<Date>`now()` })
     .where('tenant_id', '=', tenantId)
     .where('id', '=', id)
     .returning('id')

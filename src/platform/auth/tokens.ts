@@ -60,8 +60,8 @@ export async function issueAccessToken(
       token_hash: hashAccessToken(token),
       device_name: deviceName ?? null,
       // clock_timestamp(): a token issued after a logout mark in the same transaction must be newer than it.
-      created_at: sql`clock_timestamp()` as never,
-      expires_at: sql`now() + make_interval(days => ${ttlDays})` as never,
+      created_at: sql<Date>`clock_timestamp()`,
+      expires_at: sql<Date>`now() + make_interval(days => ${ttlDays})`,
     })
     .returning(['id', 'expires_at'])
     .executeTakeFirstOrThrow()
@@ -71,7 +71,7 @@ export async function issueAccessToken(
 export async function revokeAccessToken(db: Db, tenantId: number, tokenId: number): Promise<void> {
   await db
     .updateTable('access_tokens')
-    .set({ revoked_at: sql`now()` as never })
+    .set({ revoked_at: sql<Date>`now()` })
     .where('tenant_id', '=', tenantId)
     .where('id', '=', tokenId)
     .where('revoked_at', 'is', null)
@@ -87,7 +87,7 @@ export async function revokeUserTokens(
 ): Promise<void> {
   let query = db
     .updateTable('access_tokens')
-    .set({ revoked_at: sql`now()` as never })
+    .set({ revoked_at: sql<Date>`now()` })
     .where('tenant_id', '=', tenantId)
     .where('user_id', '=', userId)
     .where('revoked_at', 'is', null)

@@ -1,5 +1,12 @@
 import { Readable } from 'node:stream'
-import { PostgresQueryCompiler, type SelectQueryBuilder, type SqlBool, sql, type RawBuilder } from 'kysely'
+import {
+  type AliasedExpression,
+  PostgresQueryCompiler,
+  type SelectQueryBuilder,
+  type SqlBool,
+  sql,
+  type RawBuilder,
+} from 'kysely'
 import { invalidField } from '../http/errors.js'
 import type { FieldDef, QueryContext, ResourceDef, TextSearchDef } from './resource.js'
 import { mayRead, type FilterClause, type ParsedQuery } from './parse-query.js'
@@ -178,7 +185,7 @@ function selection(resource: ResourceDef, fields: string[], tenantId: number): R
   if (!built) {
     built = sql.join(fields.map((name) => sql`${fieldSql(resource, name, tenantId)} as ${sql.id(name)}`))
     // without parameters, the fragment is rendered to text once (compiling it visits no nodes)
-    const rendered = compiler.compileQuery(built.toOperationNode() as never)
+    const rendered = compiler.compileQuery(built.toOperationNode())
     if (rendered.parameters.length === 0) built = sql.raw(rendered.sql)
     if (byFields.size < 500) byFields.set(key, built)
   }
@@ -193,7 +200,12 @@ export function applySelects<Q extends AnySelect>(
   parsed: ParsedQuery,
   tenantId: number,
 ): Q {
-  return qb.select(selection(resource, storedFieldsFor(resource, parsed), tenantId) as never) as Q
+  // A raw list of `expression as name` columns: Kysely types a select item as one aliased expression
+  // and the new builder by the columns it names, while this builder's rows are the resource's.
+  // eslint-disable-next-line @typescript-eslint/no-unsafe-type-assertion
+  return qb.select(
+    selection(resource, storedFieldsFor(resource, parsed), tenantId) as unknown as AliasedExpression<unknown, string>,
+  ) as Q
 }
 
 /**
@@ -250,7 +262,7 @@ export async function presentRows(
   for (const name of parsed.relations) {
     const relation = resource.relations![name]
     const keys = [...new Set(rows.map((r) => r[relation.key]).filter((k) => k !== null && k !== undefined))]
-    const loaded = keys.length > 0 ? await relation.load(ctx, keys as never[]) : new Map()
+    const loaded = keys.length > 0 ? await relation.load(ctx, keys) : new Map()
     rows.forEach((row, index) => {
       const value = loaded.get(row[relation.key])
       output[index][name] = value ?? (relation.many ? [] : null)
