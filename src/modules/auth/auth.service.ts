@@ -20,7 +20,7 @@ const invalidCredentials = () => new AppError(401, 'invalid_credentials', 'The t
 export type AuthService = ReturnType<typeof createAuthService>
 
 export function createAuthService({ db, config }: AppDeps) {
-  const { loginMaxFailures, loginWindowSeconds, tokenTtlDays } = config.auth
+  const { loginMaxFailures, loginWindowSeconds } = config.auth
 
   /** Seconds until a throttled tenant+username may try again; 0 when not throttled. */
   async function throttleSeconds(slug: string, username: string): Promise<number> {

@@ -352,11 +352,10 @@ export function createOidcService({ db, config }: AppDeps) {
 export type OidcService = ReturnType<typeof createOidcService>
 
 const describe = (error: unknown): string => {
-  if (error instanceof Error) {
-    const code = (error as { code?: unknown; error?: unknown }).error ?? (error as { code?: unknown }).code
-    return `${typeof code === 'string' ? `${code}: ` : ''}${error.message}`.slice(0, 300)
-  }
-  return String(error).slice(0, 300)
+  if (!(error instanceof Error)) return String(error).slice(0, 300)
+  const code =
+    'error' in error && typeof error.error === 'string' ? error.error : 'code' in error ? error.code : undefined
+  return `${typeof code === 'string' ? `${code}: ` : ''}${error.message}`.slice(0, 300)
 }
 
 const claimText = (claims: Record<string, unknown>, name: string | null): string | undefined => {

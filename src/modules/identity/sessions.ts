@@ -7,13 +7,7 @@ import type { Actor } from '../../platform/auth/actor.js'
 import { requirePermission } from '../../platform/auth/require-permission.js'
 import { revokeAccessToken } from '../../platform/auth/tokens.js'
 import { notFound } from '../../platform/http/errors.js'
-import {
-  errorResponses,
-  IdSchema,
-  Nullable,
-  NullableTimestampSchema,
-  TimestampSchema,
-} from '../../platform/http/schemas.js'
+import { errorResponses, IdSchema, Nullable, TimestampSchema } from '../../platform/http/schemas.js'
 
 export const SessionSchema = Type.Object(
   {
