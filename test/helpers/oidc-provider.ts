@@ -50,8 +50,8 @@ export async function startOidcProvider(redirectUri: string): Promise<TestProvid
       profile: ['preferred_username', 'given_name', 'family_name'],
       email: ['email', 'email_verified'],
     },
-    // the claims in the ID token itself (no userinfo call needed)
-    conformIdTokenClaims: false,
+    // (the default) profile and email claims are not in the ID token: the API asks the userinfo endpoint
+    conformIdTokenClaims: true,
     pkce: { required: () => true },
     features: { devInteractions: { enabled: true } },
     findAccount: async (_ctx, sub) => {
@@ -60,7 +60,8 @@ export async function startOidcProvider(redirectUri: string): Promise<TestProvid
       return { accountId: sub, claims: async () => ({ ...account, email_verified: true }) }
     },
   })
-  server.on('request', provider.callback())
+  const handle = provider.callback()
+  server.on('request', (request, response) => void handle(request, response))
   return {
     issuer,
     clientId,

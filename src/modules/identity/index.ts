@@ -1,6 +1,6 @@
 import { sql } from 'kysely'
 import type { AppModule } from '../../platform/app-module.js'
-import { createMailer } from '../notifications/notifications-mailer.js'
+import { createMailer } from '../notifications/index.js'
 import { createOidcService, oidcRoutes, oidcSecrets } from './oidc.js'
 import {
   createPasswordResetService,

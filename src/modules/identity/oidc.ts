@@ -331,7 +331,15 @@ export function createOidcService({ db, config }: AppDeps) {
         expectedNonce: nonce,
         idTokenExpected: true,
       })
-      claims = { ...tokens.claims() }
+      const idClaims = tokens.claims()
+      if (!idClaims) throw new Error('the token response has no ID token')
+      claims = { ...idClaims }
+      // providers may keep profile claims out of the ID token (OIDC Core 5.4): ask the userinfo endpoint
+      const wanted = [provider.username_claim, provider.email_claim ?? 'email', 'given_name', 'family_name']
+      if (wanted.some((name) => claims[name] === undefined) && configuration.serverMetadata().userinfo_endpoint) {
+        const info = await client.fetchUserInfo(configuration, tokens.access_token, idClaims.sub)
+        claims = { ...info, ...claims }
+      }
     } catch (error) {
       if (isUnavailable(error)) throw unavailable(error)
       await recordFailedSignIn(db, tenantId, null, { method: 'sso', reason: `rejected: ${describe(error)}` })

@@ -11,7 +11,7 @@ import type { Db } from '../../platform/db/schema.js'
 import { AppError, invalid } from '../../platform/http/errors.js'
 import { errorResponses } from '../../platform/http/schemas.js'
 import { enqueue } from '../../platform/jobs/jobs.js'
-import type { Mailer } from '../notifications/notifications-mailer.js'
+import type { Mailer } from '../notifications/index.js'
 import { consumeTicket, findTicket, issueTicket, useTicket } from './tickets.js'
 import { signInEligibleUser } from './sign-in.js'
 

@@ -12,7 +12,6 @@ import type { Db } from '../../platform/db/schema.js'
 import { AppError, conflict, invalid, notFound } from '../../platform/http/errors.js'
 import { errorResponses, IdSchema } from '../../platform/http/schemas.js'
 import { isSealed, secretBoxFor, type SecretBox, type SecretHolder } from '../../platform/secrets/secret-box.js'
-import type { MfaLoginBody } from '../auth/auth.schemas.js'
 import { completeSignIn, recordFailedSignIn, signInEligibleUser } from './sign-in.js'
 import { findTicket, useTicket } from './tickets.js'
 
@@ -163,7 +162,11 @@ async function checkSecondFactor(
 }
 
 /** `POST /api/auth/login {mfa_token, totp | recovery_code}`: the second step of a password sign-in. */
-export async function completeMfaSignIn(db: Db, config: Config, body: MfaLoginBody) {
+export async function completeMfaSignIn(
+  db: Db,
+  config: Config,
+  body: { mfa_token: string; totp?: string; recovery_code?: string },
+) {
   const box = secretBoxFor(config.secrets)
   const invalidToken = () =>
     new AppError(401, 'invalid_mfa_token', 'The mfa_token is invalid, used or expired: sign in with the password again')

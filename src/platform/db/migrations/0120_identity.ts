@@ -1,10 +1,10 @@
 import { type Kysely, sql } from 'kysely'
 
-// Frozen: migrations are forward-only. `Kysely<any>` because the schema type moves on without them.
+// Frozen: migrations are forward-only. `Kysely<unknown>`: the schema type moves on without them.
 // Enterprise sign-in (issue 34): sessions, password reset, TOTP, OIDC single sign-on. Every table is a
 // tenant table keyed by tenant_id (docs/citus.md) and references only `tenants (id)`; rows pointing at
 // a user or token are cleaned up by the app (users are never deleted apart from their tenant).
-export async function up(db: Kysely<any>): Promise<void> {
+export async function up(db: Kysely<unknown>): Promise<void> {
   // what a token was issued to and when it was last used (written at most once a minute per token);
   // kept apart from access_tokens so that a use never invalidates cached actors (db/change-notices.ts)
   await sql`
