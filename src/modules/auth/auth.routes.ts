@@ -1,6 +1,6 @@
 import type { App } from '../../platform/app-module.js'
 import { errorResponses, NoContentSchema } from '../../platform/http/schemas.js'
-import { LoginBodySchema, LoginResponseSchema } from './auth.schemas.js'
+import { LoginBodySchema, LoginResponseSchema, MfaRequiredProblemSchema } from './auth.schemas.js'
 import type { AuthService } from './auth.service.js'
 
 export async function authRoutes(app: App, { auth }: { auth: AuthService }): Promise<void> {
@@ -13,7 +13,7 @@ export async function authRoutes(app: App, { auth }: { auth: AuthService }): Pro
         summary: 'Log in and obtain an access token',
         security: [],
         body: LoginBodySchema,
-        response: { 200: LoginResponseSchema, ...errorResponses },
+        response: { 200: LoginResponseSchema, ...errorResponses, 401: MfaRequiredProblemSchema },
       },
     },
     (request) => auth.login(request.body),
@@ -22,6 +22,7 @@ export async function authRoutes(app: App, { auth }: { auth: AuthService }): Pro
   app.post(
     '/api/auth/logout',
     {
+      config: { mfaEnrollment: true },
       schema: {
         tags: ['auth'],
         summary: 'Revoke the access token used',

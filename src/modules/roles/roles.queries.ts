@@ -12,6 +12,7 @@ export function insertRole(db: Db, tenantId: number, body: CreateRoleBody) {
       name: body.name,
       permissions: body.permissions,
       active: body.active ?? true,
+      requires_mfa: body.requires_mfa ?? false,
       folder_id: body.folder_id ?? null,
     })
     .returning('id')

@@ -50,6 +50,7 @@ export async function issueAccessToken(
   userId: number,
   ttlDays: number,
   deviceName?: string | null,
+  options: { mfaEnrollmentOnly?: boolean } = {},
 ): Promise<IssuedToken> {
   const token = generateAccessToken(tenantId)
   const row = await db
@@ -59,6 +60,7 @@ export async function issueAccessToken(
       user_id: userId,
       token_hash: hashAccessToken(token),
       device_name: deviceName ?? null,
+      ...(options.mfaEnrollmentOnly ? { mfa_enrollment_only: true } : {}),
       // clock_timestamp(): a token issued after a logout mark in the same transaction must be newer than it.
       created_at: sql<Date>`clock_timestamp()`,
       expires_at: sql<Date>`now() + make_interval(days => ${ttlDays})`,
