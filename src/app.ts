@@ -19,6 +19,7 @@ import { registerRequestLog } from './platform/http/request-log.js'
 import { registerOpenApi } from './platform/http/openapi.js'
 import { authenticateRequest, useActorCache } from './platform/auth/authenticate.js'
 import { startActorCache } from './platform/auth/actor-cache.js'
+import { flushSessionActivity } from './platform/auth/session-activity.js'
 import { AppError } from './platform/http/errors.js'
 import { healthRoutes } from './platform/http/health.js'
 import { registerRequestContext } from './platform/audit/request-context.js'
@@ -125,6 +126,8 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
     reply.header('x-request-id', request.id)
     done(null, payload)
   })
+  // session uses noted and not yet written (platform/auth/session-activity.ts) are written on close
+  app.addHook('onClose', async () => flushSessionActivity(db).catch(() => undefined))
   const databaseUrl = options.databaseUrl ?? config.db.directUrl
   if (databaseUrl && config.auth.actorCache) {
     const cache = await startActorCache(databaseUrl, (error) =>
@@ -147,7 +150,8 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
         'Retry-After': '1',
         Connection: 'close',
       })
-    if (refusedQueries.has(request.query as object)) {
+    const query: unknown = request.query
+    if (typeof query === 'object' && query !== null && refusedQueries.has(query)) {
       throw new AppError(
         400,
         'malformed_query',

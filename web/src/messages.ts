@@ -37,6 +37,7 @@ export const en = {
   'signIn.password': 'Password',
   'signIn.submit': 'Sign in',
   'signIn.sso': 'Sign in with single sign-on',
+  'signIn.totp': 'Authentication code',
   'signIn.failed': 'Sign-in failed: {detail}',
 
   'nav.inbox': 'Inbox',
@@ -259,6 +260,7 @@ export const de: Record<MessageKey, string> = {
   'signIn.password': 'Passwort',
   'signIn.submit': 'Anmelden',
   'signIn.sso': 'Mit Single Sign-on anmelden',
+  'signIn.totp': 'Bestätigungscode',
   'signIn.failed': 'Anmeldung fehlgeschlagen: {detail}',
 
   'nav.inbox': 'Posteingang',

@@ -6,6 +6,7 @@ import assert from 'node:assert/strict'
 import http from 'node:http'
 import { after, before, describe, test } from 'node:test'
 import type { Browser, BrowserContext, Page } from 'playwright-core'
+import { startOidcProvider } from '../../test/helpers/oidc-provider.js'
 import { axeViolations, launchBrowser, newContext, signIn, startServer, type Server } from './harness.js'
 
 let server: Server
@@ -282,6 +283,40 @@ describe('employee', () => {
     })
     assert.deepEqual(await shown.jsonValue(), { title: 'Push title', body: 'Push body', url: '/infoboard/posts/1' })
     await context.close()
+  })
+
+  test('single sign-on: the button appears for a tenant with SSO, and the provider signs her in', async () => {
+    const provider = await startOidcProvider(`${server.base}/api/auth/oidc/callback`)
+    provider.accounts.set('sub-ben', { sub: 'sub-ben', preferred_username: 'ben' })
+    const context = await newContext(browser)
+    const page = await context.newPage()
+    try {
+      await page.goto(`${server.base}/app/sign-in`)
+      await page.getByLabel('Tenant').fill('demo')
+      await page.waitForTimeout(1200)
+      assert.equal(await page.getByRole('button', { name: 'Sign in with single sign-on' }).count(), 0, 'no SSO yet')
+      await server.api('admin', 'PUT', '/api/administration/oidc', {
+        issuer: provider.issuer,
+        client_id: provider.clientId,
+        client_secret: provider.clientSecret,
+      })
+      await page.reload()
+      await page.getByLabel('Tenant').fill('demo')
+      await page.getByRole('button', { name: 'Sign in with single sign-on' }).click()
+      // the provider's own (development) login and consent pages
+      await page.waitForURL((url) => url.origin === provider.issuer)
+      await page.locator('input[name="login"]').fill('sub-ben')
+      await page.locator('input[name="password"]').fill('any')
+      await page.locator('button[type="submit"]').click()
+      await page.locator('button[type="submit"]').click()
+      await page.waitForURL(/\/app\/inbox$/)
+      await page.getByRole('heading', { level: 1, name: 'Inbox' }).waitFor()
+      await page.getByText('Signed in as Ben Miller').waitFor()
+    } finally {
+      await context.close()
+      await server.api('admin', 'DELETE', '/api/administration/oidc').catch(() => undefined)
+      await provider.close()
+    }
   })
 
   test('German and English: switching the language changes every string and is stored as her language', async () => {

@@ -74,6 +74,8 @@ export async function startServer(env: Record<string, string> = {}): Promise<Ser
       LOG_LEVEL: 'warn',
       LOG_FORMAT: 'json',
       WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true',
+      // the single sign-on test's identity provider listens on 127.0.0.1
+      OIDC_ALLOW_PRIVATE_NETWORKS: 'true',
       ...env,
     },
     stdio: ['ignore', 'pipe', 'pipe'],

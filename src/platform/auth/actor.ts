@@ -9,4 +9,6 @@ export interface Actor {
   isAdmin: boolean
   langId: string | null
   tokenId: number
+  /** The token was issued to a user whose role requires MFA, before they enrolled: it can only enroll. */
+  mfaEnrollmentOnly?: boolean
 }
