@@ -36,7 +36,7 @@ export const en = {
   'signIn.username': 'Username',
   'signIn.password': 'Password',
   'signIn.submit': 'Sign in',
-  'signIn.sso': 'Sign in with single sign-on',
+  'signIn.sso': 'Continue with single sign-on',
   'signIn.totp': 'Authentication code',
   'signIn.failed': 'Sign-in failed: {detail}',
 
@@ -259,7 +259,7 @@ export const de: Record<MessageKey, string> = {
   'signIn.username': 'Benutzername',
   'signIn.password': 'Passwort',
   'signIn.submit': 'Anmelden',
-  'signIn.sso': 'Mit Single Sign-on anmelden',
+  'signIn.sso': 'Weiter mit Single Sign-on',
   'signIn.totp': 'Bestätigungscode',
   'signIn.failed': 'Anmeldung fehlgeschlagen: {detail}',
 

@@ -294,7 +294,7 @@ describe('employee', () => {
       await page.goto(`${server.base}/app/sign-in`)
       await page.getByLabel('Tenant').fill('demo')
       await page.waitForTimeout(1200)
-      assert.equal(await page.getByRole('button', { name: 'Sign in with single sign-on' }).count(), 0, 'no SSO yet')
+      assert.equal(await page.getByRole('button', { name: 'Continue with single sign-on' }).count(), 0, 'no SSO yet')
       await server.api('admin', 'PUT', '/api/administration/oidc', {
         issuer: provider.issuer,
         client_id: provider.clientId,
@@ -302,7 +302,7 @@ describe('employee', () => {
       })
       await page.reload()
       await page.getByLabel('Tenant').fill('demo')
-      await page.getByRole('button', { name: 'Sign in with single sign-on' }).click()
+      await page.getByRole('button', { name: 'Continue with single sign-on' }).click()
       // the provider's own (development) login and consent pages
       await page.waitForURL((url) => url.origin === provider.issuer)
       await page.locator('input[name="login"]').fill('sub-ben')
@@ -558,6 +558,13 @@ describe('administrator, more', () => {
     assert.equal(deniz[0].active, false)
     await page.getByRole('checkbox', { name: 'Active' }).check()
     await page.getByRole('button', { name: 'Save' }).click()
+    // a profile picture (multipart through the same client)
+    const png = Buffer.from(
+      'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==',
+      'base64',
+    )
+    await page.getByLabel('Upload picture').setInputFiles({ name: 'deniz.png', mimeType: 'image/png', buffer: png })
+    await page.getByRole('img', { name: 'Profile picture' }).waitFor()
     await page.getByRole('button', { name: 'Log out everywhere' }).click()
     await page.getByRole('status').filter({ hasText: 'The user was logged out.' }).waitFor()
     await page.goBack()

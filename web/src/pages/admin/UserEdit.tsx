@@ -24,6 +24,21 @@ const FIELDS = [
   'profile_picture',
 ]
 
+/** The picture needs the bearer token: fetched through the client, shown from an object URL. */
+function Picture({ userId, version }: { userId: number; version: string }) {
+  const [src, setSrc] = useState<string>()
+  useEffect(() => {
+    let url: string | undefined
+    void api
+      .GET('/users/{id}/profile-picture', { params: { path: { id: userId } }, parseAs: 'blob' })
+      .then(({ data }) => {
+        if (data) setSrc((url = URL.createObjectURL(data)))
+      })
+    return () => url && URL.revokeObjectURL(url)
+  }, [userId, version])
+  return src ? <img src={src} alt={t('users.picture')} width={96} height={96} /> : null
+}
+
 export default function UserEdit({ params }: { params: Record<string, string> }) {
   const isNew = !params.id
   const id = Number(params.id)
@@ -42,6 +57,7 @@ export default function UserEdit({ params }: { params: Record<string, string> })
     username?: string
     deleted_at?: string | null
     profile_picture_url?: string | null
+    profile_picture?: string | null
     active?: boolean
   }>()
   const [roles, setRoles] = useState<Array<[string, string]>>([])
@@ -116,7 +132,7 @@ export default function UserEdit({ params }: { params: Record<string, string> })
 
   const upload = async (file: File | undefined) => {
     if (!file) return
-    const { data, error } = await api.PUT('/api/users/{id}', {
+    const { error } = await api.PUT('/api/users/{id}', {
       params: { path: { id } },
       body: { profile_picture: file } as never,
       bodySerializer: (body: Record<string, unknown>) => {
@@ -126,7 +142,8 @@ export default function UserEdit({ params }: { params: Record<string, string> })
       },
     })
     if (error) return setProblem(asProblem(error))
-    setUser((u) => ({ ...u, ...(data as object) }))
+    const fresh = await api.GET('/api/users/{id}', { params: { path: { id } } })
+    if (fresh.data) setUser(fresh.data)
     setStatus(t('app.saved'))
   }
 
@@ -211,9 +228,7 @@ export default function UserEdit({ params }: { params: Record<string, string> })
       {!isNew && user && (
         <section aria-labelledby="h-user-actions">
           <h2 id="h-user-actions">{t('app.actions')}</h2>
-          {user.profile_picture_url && (
-            <img src={user.profile_picture_url} alt={t('users.picture')} width={96} height={96} />
-          )}
+          {user.profile_picture && <Picture userId={id} version={user.profile_picture} />}
           {can('users.update') && (
             <div class="field">
               <label for="picture">{t('users.uploadPicture')}</label>
