@@ -27,6 +27,7 @@ import { registerMultipart } from './platform/http/multipart.js'
 import { registerMetrics } from './platform/metrics/index.js'
 import { appModules } from './modules/index.js'
 import { verifyShapedStatements } from './platform/db/statement-shapes.js'
+import { registerWebApp } from './platform/http/web-app.js'
 
 declare module 'fastify' {
   interface FastifyContextConfig {
@@ -164,6 +165,8 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
   await registerOpenApi(app, config)
   const deps: AppDeps = { db, config, log: app.log as unknown as Logger, databaseUrl }
   await app.register(healthRoutes, { db })
+  // the web app's static files under /app (nothing outside /app: no hook, no plugin)
+  registerWebApp(app)
   for (const module of appModules) {
     if (module.routes) await app.register(async (scope) => module.routes!(scope, deps))
   }

@@ -32,7 +32,7 @@ export function registerStrictQueryKeys(app: FastifyInstance): void {
     const query: unknown = request.query
     if (!query || typeof query !== 'object') return done()
     const keys = Object.keys(query)
-    if (keys.length === 0 || request.url.startsWith('/docs')) return done()
+    if (keys.length === 0 || request.url.startsWith('/docs') || /^\/app(\/|\?|$)/.test(request.url)) return done()
     const allowed = declaredQueryKeys(request.routeOptions.schema?.querystring)
     const unknown = keys.filter((key) => !allowed.includes(key))
     if (unknown.length === 0) return done()

@@ -96,8 +96,8 @@ function csvUpload(): Payload {
   return { payload: form.getBuffer(), headers: form.getHeaders() }
 }
 
-/** URLs starting with these are public (the docs UI and its assets). */
-export const PUBLIC_PREFIXES = ['/docs']
+/** URLs starting with these are public (the docs UI and its assets, the web app's static files). */
+export const PUBLIC_PREFIXES = ['/docs', '/app']
 
 export const ROUTE_CLASSES: Record<string, RouteClass> = {
   // platform
