@@ -351,3 +351,19 @@ test("relations=role and relations=departments show a caller without roles.view 
   assert.deepEqual(full.role.permissions, ['users.view'])
   assert.ok('folder_id' in full.departments[0])
 })
+
+test('an SSO administrator cannot make provisioned users hold more than they hold (default_role_id, 403)', async () => {
+  const tenant = await given.tenant(db)
+  const ssoAdmin = await given.user(db, tenant, { roleId: await given.role(db, tenant, ['tenant.administrate']) })
+  const powerful = await given.role(db, tenant, ['users.delete', 'roles.manage'])
+  const res = await send(ssoAdmin.token, 'PUT', '/api/administration/oidc', {
+    issuer: 'https://idp.example.invalid',
+    client_id: 'c',
+    client_secret: 's',
+    provisioning: 'create',
+    default_role_id: powerful,
+  })
+  assert.equal(res.statusCode, 403, res.body)
+  assert.equal(res.json().code, 'exceeds_own_permissions')
+  assert.deepEqual(Object.keys(res.json().errors), ['default_role_id'])
+})

@@ -6,6 +6,7 @@ import type { AppDeps } from '../../platform/app-module.js'
 import { diff, recordAudit } from '../../platform/audit/audit-log.js'
 import type { Actor } from '../../platform/auth/actor.js'
 import { UNUSABLE_PASSWORD_HASH } from '../../platform/auth/passwords.js'
+import { can } from '../../platform/auth/permissions.js'
 import { requirePermission } from '../../platform/auth/require-permission.js'
 import type { Db } from '../../platform/db/schema.js'
 import { AppError, FieldErrorCollector, invalid, notFound } from '../../platform/http/errors.js'
@@ -189,11 +190,16 @@ export function createOidcService({ db, config }: AppDeps) {
     if (defaultRoleId !== null) {
       const role = await db
         .selectFrom('roles')
-        .select('id')
+        .select('permissions')
         .where('tenant_id', '=', actor.tenantId)
         .where('id', '=', defaultRoleId)
         .executeTakeFirst()
       if (!role) problems.add('default_role_id', 'is not a role of this tenant')
+      // no one grants what they do not hold (issue 33): every provisioned user would get this role
+      else if (body.default_role_id !== undefined && !role.permissions.every((p) => can(actor, p)))
+        throw new AppError(403, 'exceeds_own_permissions', 'The default role holds permissions you do not hold', {
+          default_role_id: ['holds permissions you do not hold'],
+        })
     } else if (provisioning === 'create') problems.add('default_role_id', 'is required when provisioning is "create"')
     const scopes = body.scopes ?? before?.scopes ?? 'openid profile email'
     if (!scopes.split(/\s+/).includes('openid')) problems.add('scopes', 'must include "openid"')

@@ -22,5 +22,7 @@ export const BODY_ID_FIELDS: Record<string, string> = {
   directory_id: 'a visible directory of the tenant (content references, 422)',
   channel_id: "an infoboard channel folder of the tenant the caller may see (the content resource's folder check, 422)",
   targetable_id: 'a share target of the tenant the caller may view and share (existence rule, 422)',
+  default_role_id: "OIDC settings: a role of the tenant (422), within the actor's own permissions (403), as role_id",
+  client_id: "OIDC settings: the client's id at the identity provider, names no entity of the API",
   user_id: 'shared items: accepted and ignored (the creator is always the requester, contract 30)',
 }
