@@ -66,7 +66,10 @@ async function loadTargets(ctx: QueryContext, refs: string[]): Promise<Map<unkno
 }
 
 /** A grant's fields and relations (contract 20). */
-export const entityPermissionResource = defineResource<Record<string, any>>({
+/** The columns the computed fields and the relations read. */
+type GrantResourceRow = { target_entity: string; target_entity_raw: string; principal_ref: string; target_ref: string }
+
+export const entityPermissionResource = defineResource<GrantResourceRow>({
   name: 'entityPermission',
   alias: 'ep',
   uniqueKey: 'id',
@@ -91,8 +94,8 @@ export const entityPermissionResource = defineResource<Record<string, any>>({
     target_ref: { type: 'string', internal: true, sql: sql`ep.target_entity || ':' || ep.target_entity_id` },
   },
   relations: {
-    permissionEntity: { key: 'principal_ref', many: false, load: (ctx, refs) => loadPrincipals(ctx, refs as string[]) },
-    targetEntity: { key: 'target_ref', many: false, load: (ctx, refs) => loadTargets(ctx, refs as string[]) },
+    permissionEntity: { key: 'principal_ref', many: false, load: (ctx, refs) => loadPrincipals(ctx, refs) },
+    targetEntity: { key: 'target_ref', many: false, load: (ctx, refs) => loadTargets(ctx, refs) },
   },
 })
 

@@ -45,6 +45,8 @@ interface ShareableTarget {
 }
 
 /** What the one-statement create writes, as values: stand-ins when its statement is compiled (`createBuild`). */
+type CreateBuild = (values: CreateValues & { tenantId: number }) => ReturnType<typeof queries.insertSharedItem>
+
 interface CreateValues extends Record<string, unknown> {
   actor: Actor
   targetId: ShareTargetId
@@ -221,8 +223,8 @@ export function createSharedItemsService({ db, config }: AppDeps) {
   })
 
   // per target kind: the one-statement create, built from its values (one function per kind for the life of the service)
-  const createBuilds = new Map<ShareTargetDef, ShapedBase<CreateValues>['build']>()
-  const createBuild = (def: ShareTargetDef): ShapedBase<CreateValues>['build'] => {
+  const createBuilds = new Map<ShareTargetDef, CreateBuild>()
+  const createBuild = (def: ShareTargetDef): CreateBuild => {
     let build = createBuilds.get(def)
     if (!build) {
       build = ({ tenantId, actor, targetId, item, grants, events }) => {
@@ -272,7 +274,7 @@ export function createSharedItemsService({ db, config }: AppDeps) {
     if (body.entity_permissions && !grants) return undefined
     const events = domainEventWrites([...(grants?.events ?? []), createdEvent(actor, itemId, values, targetId, body)])
     if (!events) return undefined
-    const base: ShapedBase<CreateValues> = {
+    const base: ShapedBase<CreateValues, ReturnType<CreateBuild>> = {
       build: createBuild(def),
       values: {
         actor,
