@@ -153,7 +153,8 @@ export function createWebhookDeliverer({ db, config, log }: AppDeps, options: We
       await queries.recordAttempt(db, payload, { status: 'failed', error: 'action_removed', nextAttemptAt: null })
       return 'failed'
     }
-    const webhook = openWebhookSecrets(action.config as unknown as WebhookConfig, secrets)
+    // eslint-disable-next-line @typescript-eslint/no-unsafe-type-assertion -- a stored config passed validateWebhookConfig when written
+    const webhook = openWebhookSecrets(action.config as WebhookConfig, secrets)
     const host = new URL(webhook.url).host
     const slot = await slots.acquire(host, slotWaitMs)
     if (!slot) {

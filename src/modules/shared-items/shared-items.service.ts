@@ -44,9 +44,10 @@ interface ShareableTarget {
   id: ShareTargetId
 }
 
-/** What the one-statement create writes, as values: stand-ins when its statement is compiled (`createBuild`). */
+/** Builds the one-statement create from its values (one function per target kind). */
 type CreateBuild = (values: CreateValues & { tenantId: number }) => ReturnType<typeof queries.insertSharedItem>
 
+/** What the one-statement create writes, as values: stand-ins when its statement is compiled (`createBuild`). */
 interface CreateValues extends Record<string, unknown> {
   actor: Actor
   targetId: ShareTargetId
