@@ -18,12 +18,9 @@ const basicUserQuery: ParsedQuery = {
 export async function loadBasicUsers(ctx: QueryContext, ids: number[]): Promise<Map<number, Record<string, unknown>>> {
   if (ids.length === 0) return new Map()
   const base = ctx.db.selectFrom('users as u').where('u.tenant_id', '=', ctx.tenantId).where('u.id', 'in', ids)
-  const rows = (await applySelects(base, userResource, basicUserQuery, ctx.tenantId).execute()) as Record<
-    string,
-    unknown
-  >[]
+  const rows = await applySelects(base, userResource, basicUserQuery, ctx.tenantId).execute()
   const presented = await presentRows(userResource, basicUserQuery, rows, ctx)
-  return new Map(presented.map((user) => [user.id as number, user]))
+  return new Map(presented.map((user) => [Number(user.id), user]))
 }
 
 function splitRef(ref: string): [string, string] {

@@ -6,6 +6,7 @@ import { observePool } from '../metrics/index.js'
 import { startEmbeddedPostgres } from './embedded-postgres.js'
 import { changeNotices, isNoticedWrite } from './change-notices.js'
 import { SettlingCursor } from './cursor.js'
+import { thrownFields } from '../thrown.js'
 
 const TIMESTAMPTZ = 1184
 const TIMESTAMP = 1114
@@ -192,7 +193,7 @@ export async function applyDatabaseDefaults(pool: pg.Pool, warn: (message: strin
     }
   } catch (error) {
     warn(
-      `cannot make ${missing.map(([n, v]) => `${n}=${v}`).join(', ')} the defaults of this role in this database (${(error as Error).message}); set them yourself for transaction-mode pooling`,
+      `cannot make ${missing.map(([n, v]) => `${n}=${v}`).join(', ')} the defaults of this role in this database (${thrownFields(error).message}); set them yourself for transaction-mode pooling`,
     )
   }
 }

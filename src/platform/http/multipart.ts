@@ -4,6 +4,7 @@ import type { TSchema } from 'typebox'
 import type { Config } from '../../config.js'
 import { createFileStorage } from '../storage/file-storage.js'
 import { AppError, badRequest, FieldErrorCollector, tooLarge } from './errors.js'
+import { thrownFields } from '../thrown.js'
 
 /** Default per-file upload limit (contract 00 §8); routes pass smaller ones. */
 export const DEFAULT_FILE_LIMIT = 10 * 1024 * 1024
@@ -78,7 +79,7 @@ function coerceField(value: string, property: Record<string, unknown> | undefine
 /** Busboy's own parse errors carry no status; anything unexpected while parsing is a malformed body. */
 function toMultipartError(error: unknown): unknown {
   if (error instanceof AppError) return error
-  if ((error as { statusCode?: number })?.statusCode) return error
+  if (thrownFields(error).statusCode) return error
   return badRequest('malformed_body', 'Malformed multipart body')
 }
 
