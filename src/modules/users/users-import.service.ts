@@ -35,6 +35,7 @@ import {
 
 export type UsersImportService = ReturnType<typeof createUsersImportService>
 
+// eslint-disable-next-line @typescript-eslint/no-unsafe-type-assertion -- ajv-formats' CommonJS default export, typed for ESM interop
 const addFormats = addFormatsModule as unknown as (ajv: Ajv) => Ajv
 // A CSV row is checked against the very schemas of the JSON create/update body.
 const checkRow = addFormats(new Ajv({ allErrors: true, verbose: true, strict: false })).compile(

@@ -1,12 +1,6 @@
 import { AppError } from '../http/errors.js'
 import { thrownFields } from '../thrown.js'
 
-interface PgError {
-  code?: string
-  constraint?: string
-  routine?: string
-}
-
 const CONNECTION_FAILURES = new Set(['57P01', '57P02', '57P03', '08000', '08001', '08003', '08006', '53300'])
 const NODE_NETWORK_FAILURES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND'])
 

@@ -1,5 +1,5 @@
 import { STATUS_CODES } from 'node:http'
-import type { FastifyError, FastifyInstance, FastifyReply } from 'fastify'
+import type { FastifyInstance, FastifyReply } from 'fastify'
 import { AppError, type FieldErrors } from './errors.js'
 import { mapPgError } from '../db/pg-errors.js'
 import { validationErrors, type AjvIssue } from './validation-messages.js'
