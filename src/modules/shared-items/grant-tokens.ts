@@ -1,4 +1,4 @@
-import { errors as joseErrors, importJWK, jwtVerify, SignJWT, type JWK, type JWTPayload } from 'jose'
+import { errors as joseErrors, importJWK, jwtVerify, SignJWT, type JWTPayload } from 'jose'
 import { sql } from 'kysely'
 import type { Actor } from '../../platform/auth/actor.js'
 import { grantAllows } from '../../platform/access/access-rule.js'

@@ -56,6 +56,10 @@ interface CreateValues extends Record<string, unknown> {
   events: EventWrites
 }
 
+/** A body's `config` (an object, by its schema) as the type's config completion takes it. */
+const configOf = (config: unknown): Record<string, unknown> | undefined =>
+  typeof config === 'object' && config !== null && !Array.isArray(config) ? { ...config } : undefined
+
 const EVENT_FIELDS = ['type', 'redirect_type', 'targetable_type', 'targetable_id', 'config'] as const
 
 const ADMIN_DEFAULT_SELECTS = [
@@ -294,9 +298,7 @@ export function createSharedItemsService({ db, config }: AppDeps) {
     const problems = new FieldErrorCollector()
     const typeDef = sharedItemType(body.type)
     if (!typeDef) problems.add('type', `must be one of: ${SHARED_ITEM_TYPE_NAMES.join(', ')}`)
-    const itemConfig = typeDef
-      ? completeConfig(typeDef, body.config as Record<string, unknown> | undefined, problems)
-      : {}
+    const itemConfig = typeDef ? completeConfig(typeDef, configOf(body.config), problems) : {}
     const target = parseShareable(body.type, body.targetable_type, body.targetable_id, problems)
     const valuesFor = ({ id }: ShareableTarget): queries.SharedItemValues => ({
       user_id: actor.userId,
@@ -335,7 +337,7 @@ export function createSharedItemsService({ db, config }: AppDeps) {
         )
         if (!item) throw new Error('a shared item insert returned no row')
       }
-      const itemId = item.id as string
+      const itemId = String(item.id)
       // the item is new: no reads of it nor of its (no) grants; its grants' events and its own in one insert
       const events: DomainEvent[] = []
       if (body.entity_permissions) {
@@ -363,7 +365,7 @@ export function createSharedItemsService({ db, config }: AppDeps) {
       const changes: Parameters<typeof queries.updateSharedItem>[3] = {}
       if (body.redirect_type !== undefined) changes.redirect_type = body.redirect_type
       if (body.config !== undefined && typeDef)
-        changes.config = completeConfig(typeDef, body.config as Record<string, unknown> | undefined, problems)
+        changes.config = completeConfig(typeDef, configOf(body.config), problems)
       problems.throwIfAny()
       const alias = body.targetable_type ?? item.targetable_type
       const rawId = body.targetable_id ?? item.targetable_id
@@ -378,9 +380,8 @@ export function createSharedItemsService({ db, config }: AppDeps) {
       const events: DomainEvent[] = []
       if (body.entity_permissions)
         await syncEntityPermissions(trx, actor, 'sharedItem', id, body.entity_permissions, { events })
-      const changed = Object.fromEntries(
-        EVENT_FIELDS.filter((f) => f in changes).map((f) => [f, changes[f as keyof typeof changes]]),
-      )
+      const changedFields: Record<string, unknown> = changes
+      const changed = Object.fromEntries(EVENT_FIELDS.filter((f) => f in changes).map((f) => [f, changedFields[f]]))
       await recordDomainEvents(trx, [
         ...events,
         {

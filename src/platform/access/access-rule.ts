@@ -1,4 +1,4 @@
-import { type Expression, type RawBuilder, type SelectQueryBuilder, type SqlBool, sql } from 'kysely'
+import { type Expression, type RawBuilder, type SelectQueryBuilder, sql } from 'kysely'
 import type { Actor } from '../auth/actor.js'
 import type { Db } from '../db/schema.js'
 

@@ -117,7 +117,7 @@ const tables = (db: Db) => db as unknown as Kysely<ContentTables>
 
 /** A row of a content table: every one has `id` and `user_id` columns (migration 0060), Kysely sees only names. */
 // eslint-disable-next-line @typescript-eslint/no-unsafe-type-assertion -- see above
-const contentRow = (row: Record<string, unknown>) => row as ContentRow
+export const contentRow = (row: Record<string, unknown>) => row as ContentRow
 const contentRowOrUndefined = (row: Record<string, unknown> | undefined) => (row ? contentRow(row) : undefined)
 
 /** A stored reference column's value (an int8 read as a number, or null). */

@@ -1,5 +1,5 @@
 import { type RawBuilder, sql } from 'kysely'
-import { type JobHelpers, Logger, run, type Runner, type Task, type TaskList } from 'graphile-worker'
+import { type JobHelpers, Logger, run, type Runner, type Task } from 'graphile-worker'
 import type { Logger as PinoLogger } from 'pino'
 import pg from 'pg'
 import type { PoolMode } from '../db/database.js'
@@ -116,7 +116,7 @@ export async function startWorker(options: WorkerOptions): Promise<Runner> {
     transactionMode && options.directUrl ? withDirectListener(options.pool, options.directUrl) : undefined
   const runner = await run({
     pgPool: listener?.pool ?? options.pool,
-    taskList: instrumentJobs(options.handlers) as TaskList,
+    taskList: instrumentJobs(options.handlers),
     concurrency: options.concurrency,
     noHandleSignals: true,
     // a transaction-mode pooler may run a statement's next execution on another server connection

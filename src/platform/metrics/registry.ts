@@ -95,11 +95,11 @@ export function trackOpenStream(): () => void {
 /** Wraps job handlers so that every run counts its outcome and duration. */
 export function instrumentJobs<A extends unknown[], R>(
   handlers: Record<string, (...args: A) => R>,
-): Record<string, (...args: A) => Promise<R>> {
+): Record<string, (...args: A) => Promise<Awaited<R>>> {
   return Object.fromEntries(
     Object.entries(handlers).map(([task, handler]) => [
       task,
-      async (...args: A) => {
+      async (...args: A): Promise<Awaited<R>> => {
         const end = jobDuration.startTimer({ task })
         try {
           const result = await handler(...args)
