@@ -10,6 +10,7 @@ import { runDemo } from './demo.js'
 import { secretBoxFor } from './platform/secrets/secret-box.js'
 import { rotateSecrets } from './platform/secrets/rotate-secrets.js'
 import { appModules } from './modules/index.js'
+import { thrownFields } from './platform/thrown.js'
 
 /** One entry per command: its usage line and what it does (`workplace <command> --help` prints it). */
 const COMMANDS: Record<string, { usage: string; summary: string }> = {
@@ -211,17 +212,17 @@ export async function main(argv: string[]): Promise<void> {
 
 main(process.argv.slice(2)).catch((error) => {
   // a wrong invocation (unknown command or option, missing argument) exits 2 with the usage
-  if (error instanceof UsageError || (error as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')) {
+  if (error instanceof UsageError || thrownFields(error).code?.startsWith('ERR_PARSE_ARGS')) {
     const [command] = process.argv.slice(2)
     process.stderr.write(
-      `workplace: ${(error as Error).message}\n\n${command && Object.hasOwn(COMMANDS, command) ? commandUsage(command) : USAGE}`,
+      `workplace: ${thrownFields(error).message}\n\n${command && Object.hasOwn(COMMANDS, command) ? commandUsage(command) : USAGE}`,
     )
     process.exit(2)
   }
   const message =
     error instanceof AppError
       ? `${error.message}${error.errors ? ` ${JSON.stringify(error.errors)}` : ''}`
-      : (error as Error).message
+      : thrownFields(error).message
   process.stderr.write(`workplace: ${message}\n`)
   process.exit(1)
 })

@@ -28,8 +28,7 @@ async function createDemo(config: Config, db: Db, reset: boolean): Promise<DemoR
       let headers: Record<string, string> = token ? { authorization: `Bearer ${token}` } : {}
       if (files) {
         const form = new FormData()
-        for (const [key, value] of Object.entries((payload ?? {}) as Record<string, unknown>))
-          form.append(key, String(value))
+        for (const [key, value] of Object.entries(payload ?? {})) form.append(key, String(value))
         for (const [field, file] of Object.entries(files)) form.append(field, file.bytes, { filename: file.name })
         body = form.getBuffer()
         headers = { ...headers, ...form.getHeaders() }

@@ -37,7 +37,9 @@ type Level = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace'
 type ChildOptions = Parameters<FastifyBaseLogger['child']>[1]
 /** Whether `logger` writes lines of `level` (a logger that cannot tell writes them all). */
 export const levelEnabled = (logger: FastifyBaseLogger, level: string) =>
-  (logger as { isLevelEnabled?: (l: string) => boolean }).isLevelEnabled?.(level) ?? true
+  'isLevelEnabled' in logger && typeof logger.isLevelEnabled === 'function'
+    ? (logger.isLevelEnabled(level) ?? true)
+    : true
 
 /**
  * A request's logger (`request.log`), made into a pino child with its request id only when the

@@ -211,7 +211,7 @@ export async function explainAccess(
           .where('tenant_id', '=', tenantId)
           .where('id', '=', chain.folderId)
           .executeTakeFirst()
-  const path = folder ? (folder.path as unknown as Array<number | string>).map(Number) : []
+  const path = folder ? folder.path.map(Number) : []
   const records = chain.records.map((r) => ref(r.target_entity, r.target_entity_id))
   const links = [...records, ...path.map((folderId) => ref('folder', folderId))]
   const [grantLists, allows] = await Promise.all([

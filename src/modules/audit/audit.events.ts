@@ -40,7 +40,9 @@ function auditEntries(events: DomainEvent[]): AuditEntry[] {
     let action = ACTIONS[event.type]!
     const data = event.data ?? {}
     if (event.type === 'sharedItem.updated' && data.restored) action = 'shared_item.restore'
-    const changed = Array.isArray(data.changed) ? (data.changed as string[]) : undefined
+    const changed = Array.isArray(data.changed)
+      ? data.changed.filter((name): name is string => typeof name === 'string')
+      : undefined
     const target = {
       tenantId: event.tenantId,
       targetType: TARGET_TYPES[event.subjectType] ?? event.subjectType,
@@ -69,6 +71,7 @@ export const auditDomainEvent: DomainEventSubscriber = {
       if (audited.length === 0 || audited.some((event) => event.type === 'user.blackedOut')) return undefined
       return auditColumns(auditEntries(audited))
     },
+    // eslint-disable-next-line @typescript-eslint/no-unsafe-type-assertion -- the values are what `values` above returned
     insert: (tenantId, values, onlyIf) => auditInsert(tenantId, values as AuditColumns, onlyIf),
   },
   async handle(db, events) {

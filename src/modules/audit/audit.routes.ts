@@ -33,7 +33,7 @@ const wantsCsv = (accept: string | undefined) => /\btext\/csv\b/i.test(accept ??
 
 /** CSV of the same query, streamed in batches (an export has no implicit limit). */
 function csvStream(
-  query: ReturnType<typeof applyListQuery>,
+  query: { stream(chunkSize: number): AsyncIterable<Record<string, unknown>> },
   present: (rows: Record<string, unknown>[]) => Promise<Record<string, unknown>[]>,
 ): Readable {
   async function* generate() {
@@ -49,7 +49,7 @@ function csvStream(
       )
     }
     for await (const row of query.stream(500)) {
-      batch.push(row as Record<string, unknown>)
+      batch.push(row)
       if (batch.length >= 500) yield await flush()
     }
     if (batch.length > 0) yield await flush()

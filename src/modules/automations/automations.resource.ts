@@ -1,8 +1,9 @@
-import { sql } from 'kysely'
+import { type Selectable, sql } from 'kysely'
+import type { AutomationsTable } from '../../platform/db/schema.js'
 import { defineResource } from '../../platform/query/resource.js'
 import { redactWebhookConfig } from './webhook-config.js'
 
-type StoredActions = Array<{ type: string; config: Record<string, unknown> }>
+type StoredActions = Selectable<AutomationsTable>['actions']
 
 /** Actions as clients see them: secrets never leave the database (not even in streamed lists). */
 export function presentActions(actions: StoredActions | null | undefined) {
@@ -12,7 +13,10 @@ export function presentActions(actions: StoredActions | null | undefined) {
   }))
 }
 
-export const automationResource = defineResource<Record<string, any>>({
+/** The columns the computed fields read. */
+type AutomationRow = { stored_actions: StoredActions | null }
+
+export const automationResource = defineResource<AutomationRow>({
   name: 'automation',
   alias: 'a',
   uniqueKey: 'id',

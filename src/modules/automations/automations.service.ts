@@ -37,9 +37,7 @@ export function createAutomationsService({ db, config }: AppDeps, options: { res
     }
     const config = await validateWebhookConfig(action.config, path ? `${path}.config` : 'config', errors, urlOptions)
     // stored sealed: secrets at rest are AES-256-GCM (platform/secrets)
-    return config
-      ? { type: action.type, config: sealWebhookSecrets(config as unknown as Record<string, unknown>, secrets) }
-      : undefined
+    return config ? { type: action.type, config: sealWebhookSecrets(config, secrets) } : undefined
   }
 
   async function checkActions(actions: ActionInput[], errors: FieldErrorCollector): Promise<queries.StoredAction[]> {
@@ -112,7 +110,7 @@ export function createAutomationsService({ db, config }: AppDeps, options: { res
     if (!existing) throw notFound('Automation')
     const errors = new FieldErrorCollector()
     checkEvent(body.event, errors)
-    const incoming = body.actions?.map((a, i) => carryOverSecrets(a, openedAction(existing.actions[i])) as ActionInput)
+    const incoming = body.actions?.map((a, i) => carryOverSecrets(a, openedAction(existing.actions[i])))
     const actions = incoming ? await checkActions(incoming, errors) : undefined
     errors.throwIfAny()
     await db.transaction().execute(async (trx) => {

@@ -9,6 +9,7 @@ import { automationsRoutes } from './automations.routes.js'
 import { createAutomationsService } from './automations.service.js'
 import { enqueueDeliveriesForEvents } from './automations.events.js'
 import { createWebhookDeliverer, DELIVER_WEBHOOK_JOB, type DeliverWebhookPayload } from './webhook-delivery.job.js'
+import { jobOf } from '../../platform/jobs/jobs.js'
 
 export { AUTOMATION_EVENTS } from './automations.events.js'
 /** For the demo: an automation stored without URL validation (inactive until an operator sets its URL). */
@@ -29,9 +30,9 @@ export const automationsModule: AppModule = {
   jobs: (deps) => {
     const deliverer = createWebhookDeliverer(deps)
     return {
-      [DELIVER_WEBHOOK_JOB]: async (payload) => {
-        recordDelivery('webhook', await deliverer.deliver(payload as DeliverWebhookPayload))
-      },
+      [DELIVER_WEBHOOK_JOB]: jobOf<DeliverWebhookPayload>(async (payload) => {
+        recordDelivery('webhook', await deliverer.deliver(payload))
+      }),
     }
   },
 }

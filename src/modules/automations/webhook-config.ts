@@ -20,8 +20,11 @@ export interface WebhookAuth {
   secret?: { secret: string }
 }
 
-/** A validated webhook action config (spec "Webhook action configuration", contract 50). */
-export interface WebhookConfig {
+/**
+ * A validated webhook action config (spec "Webhook action configuration", contract 50). A type, not an
+ * interface: actions store it as a `Record<string, unknown>`.
+ */
+export type WebhookConfig = {
   url: string
   method: WebhookMethod | null
   headers: Record<string, string>
@@ -35,6 +38,7 @@ export interface UrlCheckOptions {
 
 const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/
 // CR/LF would split the request (header injection); other controls are refused by HTTP parsers anyway
+// eslint-disable-next-line no-control-regex -- control characters are what it rejects
 const UNSAFE_VALUE = /[\x00-\x08\x0a-\x1f\x7f]/
 const MAX_HEADERS = 50
 const MAX_VALUE_LENGTH = 8192
@@ -55,6 +59,9 @@ const RESERVED_HEADERS = new Set([
   'webhook-signature',
 ])
 const DNS_TIMEOUT_MS = 3_000
+
+const isAuthType = (value: unknown): value is WebhookAuthType => WEBHOOK_AUTH_TYPES.some((type) => type === value)
+const isMethod = (value: unknown): value is WebhookMethod => WEBHOOK_METHODS.some((method) => method === value)
 
 const isPlainObject = (value: unknown): value is Record<string, unknown> =>
   typeof value === 'object' && value !== null && !Array.isArray(value)
@@ -150,11 +157,11 @@ function checkAuth(value: unknown, path: string, errors: FieldErrorCollector): W
   if (!isPlainObject(value)) return void errors.add(path, 'must be an object or null')
   checkKeys(value, ['type', 'basic', 'header', 'secret'], path, errors)
   const type = value.type ?? null
-  if (type !== null && !WEBHOOK_AUTH_TYPES.includes(type as WebhookAuthType)) {
+  if (type !== null && !isAuthType(type)) {
     return void errors.add(`${path}.type`, `must be null or one of ${WEBHOOK_AUTH_TYPES.join(', ')}`)
   }
   // only the sub-object of the chosen type is kept: no unused credentials are stored
-  const auth: WebhookAuth = { type: type as WebhookAuthType | null }
+  const auth: WebhookAuth = { type }
   if (type === 'basic' || type === 'header' || type === 'secret') {
     const sub = value[type]
     const subPath = `${path}.${type}`
@@ -205,7 +212,7 @@ export async function validateWebhookConfig(
   const url = await checkUrl(config.url, `${path}.url`, errors, options)
 
   const method = config.method ?? null
-  if (method !== null && !WEBHOOK_METHODS.includes(method as WebhookMethod)) {
+  if (method !== null && !isMethod(method)) {
     errors.add(`${path}.method`, `must be null or one of ${WEBHOOK_METHODS.join(', ')}`)
   }
 
@@ -233,11 +240,12 @@ export async function validateWebhookConfig(
 
   const auth = checkAuth(config.auth, `${path}.auth`, errors)
   if (Object.keys(errors.errors).length > before || url === undefined || auth === undefined) return undefined
-  return { url, method: method as WebhookMethod | null, headers, auth }
+  if (method !== null && !isMethod(method)) return undefined // reported above
+  return { url, method, headers, auth }
 }
 
 /** The config as shown to clients: every secret value removed (password, header value, signing secret). */
-export function redactWebhookConfig(config: Record<string, any>): Record<string, unknown> {
+export function redactWebhookConfig(config: Record<string, unknown>): Record<string, unknown> {
   const auth = config.auth
   if (!isPlainObject(auth)) return { ...config, auth: auth ?? null }
   const shown: Record<string, unknown> = { type: auth.type ?? null }
@@ -251,37 +259,33 @@ export function redactWebhookConfig(config: Record<string, any>): Record<string,
  * On update, a secret the client leaves out (it never received it) is kept from the stored action
  * at the same index when the action and auth types are unchanged.
  */
-export function carryOverSecrets(
-  incoming: unknown,
-  stored: { type: string; config: Record<string, any> } | undefined,
-): unknown {
+export function carryOverSecrets<T>(
+  incoming: T,
+  stored: { type: string; config: Record<string, unknown> } | undefined,
+): T {
   if (!isPlainObject(incoming) || !stored || stored.type !== incoming.type) return incoming
   const config = incoming.config
-  const old = stored.config?.auth as Record<string, any> | undefined
+  const old = stored.config?.auth
   if (!isPlainObject(config) || !isPlainObject(config.auth) || !isPlainObject(old) || config.auth.type !== old.type)
     return incoming
-  const type = old.type as string
-  const secretKey = ({ basic: 'password', header: 'value', secret: 'secret' } as Record<string, string>)[type]
+  const type = old.type
+  const secretKeys: Record<string, string> = { basic: 'password', header: 'value', secret: 'secret' }
+  const secretKey = typeof type === 'string' && Object.hasOwn(secretKeys, type) ? secretKeys[type] : undefined
+  if (!secretKey || typeof type !== 'string') return incoming
   const sub = config.auth[type]
-  if (!secretKey || !isPlainObject(old[type]) || (sub !== undefined && !isPlainObject(sub))) return incoming
-  if (sub !== undefined && (sub as Record<string, unknown>)[secretKey] !== undefined) return incoming
-  // for header auth the secret belongs to its header name: keep it only for the same name
-  if (
-    type === 'header' &&
-    isPlainObject(sub) &&
-    sub.name !== undefined &&
-    sub.name !== (old.header as Record<string, unknown>).name
-  )
-    return incoming
-  const merged = { ...(isPlainObject(sub) ? sub : {}), [secretKey]: (old[type] as Record<string, unknown>)[secretKey] }
-  if (type === 'basic' && merged.username === undefined)
-    merged.username = (old.basic as Record<string, unknown>).username
-  if (type === 'header' && merged.name === undefined) merged.name = (old.header as Record<string, unknown>).name
+  const oldSub = old[type]
+  if (!isPlainObject(oldSub) || (sub !== undefined && !isPlainObject(sub))) return incoming
+  if (sub !== undefined && sub[secretKey] !== undefined) return incoming
+  // for header auth the secret belongs to its header name (oldSub is old.header)
+  if (type === 'header' && sub !== undefined && sub.name !== undefined && sub.name !== oldSub.name) return incoming
+  const merged = { ...sub, [secretKey]: oldSub[secretKey] }
+  if (type === 'basic' && merged.username === undefined) merged.username = oldSub.username
+  if (type === 'header' && merged.name === undefined) merged.name = oldSub.name
   return { ...incoming, config: { ...config, auth: { ...config.auth, [type]: merged } } }
 }
 
 /** The secret members of a webhook config, mapped through `transform` (seal or open); the rest is kept. */
-export function mapWebhookSecrets<T extends Record<string, any>>(config: T, transform: (value: string) => string): T {
+export function mapWebhookSecrets<T extends { auth?: unknown }>(config: T, transform: (value: string) => string): T {
   const auth = config.auth
   if (!isPlainObject(auth)) return config
   const mapped: Record<string, unknown> = { ...auth }
@@ -294,7 +298,7 @@ export function mapWebhookSecrets<T extends Record<string, any>>(config: T, tran
   return { ...config, auth: mapped }
 }
 
-export const sealWebhookSecrets = <T extends Record<string, any>>(config: T, box: SecretBox): T =>
+export const sealWebhookSecrets = <T extends { auth?: unknown }>(config: T, box: SecretBox): T =>
   mapWebhookSecrets(config, (v) => box.seal(v))
-export const openWebhookSecrets = <T extends Record<string, any>>(config: T, box: SecretBox): T =>
+export const openWebhookSecrets = <T extends { auth?: unknown }>(config: T, box: SecretBox): T =>
   mapWebhookSecrets(config, (v) => box.open(v))

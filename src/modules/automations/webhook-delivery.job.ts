@@ -30,7 +30,10 @@ const MAX_RETRY_AFTER_MS = 36_000_000
 
 const version = (() => {
   try {
-    return JSON.parse(fs.readFileSync(new URL('../../../package.json', import.meta.url), 'utf8')).version as string
+    const { version }: { version?: unknown } = JSON.parse(
+      fs.readFileSync(new URL('../../../package.json', import.meta.url), 'utf8'),
+    )
+    return typeof version === 'string' ? version : '0'
   } catch {
     return '0'
   }
@@ -69,6 +72,7 @@ function judge(result: OutboundResult): AttemptResult {
       error: result.error,
     }
   }
+  // eslint-disable-next-line no-control-regex -- NUL cannot be stored in a text column: stripped on purpose
   const responseBody = result.body.toString('utf8').replace(/\u0000/g, '')
   const base = { responseStatus: result.status, responseTimeMs: result.timeMs, responseBody }
   if (result.status >= 200 && result.status < 300) return { ...base, status: 'succeeded', error: null }
@@ -153,7 +157,8 @@ export function createWebhookDeliverer({ db, config, log }: AppDeps, options: We
       await queries.recordAttempt(db, payload, { status: 'failed', error: 'action_removed', nextAttemptAt: null })
       return 'failed'
     }
-    const webhook = openWebhookSecrets(action.config as unknown as WebhookConfig, secrets)
+    // eslint-disable-next-line @typescript-eslint/no-unsafe-type-assertion -- a stored config passed validateWebhookConfig when written
+    const webhook = openWebhookSecrets(action.config as WebhookConfig, secrets)
     const host = new URL(webhook.url).host
     const slot = await slots.acquire(host, slotWaitMs)
     if (!slot) {

@@ -119,15 +119,14 @@ export interface GrantColumns {
 }
 
 export function freshGrantColumns(grants: GrantRow[]): GrantColumns {
-  const column = <K extends keyof GrantColumns>(name: K) => grants.map((g) => g[name]) as GrantColumns[K]
   return {
-    id: column('id'),
-    key: column('key'),
-    permission_entity: column('permission_entity'),
-    permission_entity_id: column('permission_entity_id'),
-    target_entity: column('target_entity'),
-    target_entity_id: column('target_entity_id'),
-    created_at: column('created_at'),
+    id: grants.map((g) => g.id),
+    key: grants.map((g) => g.key),
+    permission_entity: grants.map((g) => g.permission_entity),
+    permission_entity_id: grants.map((g) => g.permission_entity_id),
+    target_entity: grants.map((g) => g.target_entity),
+    target_entity_id: grants.map((g) => g.target_entity_id),
+    created_at: grants.map((g) => g.created_at),
   }
 }
 

@@ -18,12 +18,9 @@ const basicUserQuery: ParsedQuery = {
 export async function loadBasicUsers(ctx: QueryContext, ids: number[]): Promise<Map<number, Record<string, unknown>>> {
   if (ids.length === 0) return new Map()
   const base = ctx.db.selectFrom('users as u').where('u.tenant_id', '=', ctx.tenantId).where('u.id', 'in', ids)
-  const rows = (await applySelects(base, userResource, basicUserQuery, ctx.tenantId).execute()) as Record<
-    string,
-    unknown
-  >[]
+  const rows = await applySelects(base, userResource, basicUserQuery, ctx.tenantId).execute()
   const presented = await presentRows(userResource, basicUserQuery, rows, ctx)
-  return new Map(presented.map((user) => [user.id as number, user]))
+  return new Map(presented.map((user) => [Number(user.id), user]))
 }
 
 function splitRef(ref: string): [string, string] {
@@ -66,7 +63,10 @@ async function loadTargets(ctx: QueryContext, refs: string[]): Promise<Map<unkno
 }
 
 /** A grant's fields and relations (contract 20). */
-export const entityPermissionResource = defineResource<Record<string, any>>({
+/** The columns the computed fields and the relations read. */
+type GrantResourceRow = { target_entity: string; target_entity_raw: string; principal_ref: string; target_ref: string }
+
+export const entityPermissionResource = defineResource<GrantResourceRow>({
   name: 'entityPermission',
   alias: 'ep',
   uniqueKey: 'id',
@@ -91,8 +91,8 @@ export const entityPermissionResource = defineResource<Record<string, any>>({
     target_ref: { type: 'string', internal: true, sql: sql`ep.target_entity || ':' || ep.target_entity_id` },
   },
   relations: {
-    permissionEntity: { key: 'principal_ref', many: false, load: (ctx, refs) => loadPrincipals(ctx, refs as string[]) },
-    targetEntity: { key: 'target_ref', many: false, load: (ctx, refs) => loadTargets(ctx, refs as string[]) },
+    permissionEntity: { key: 'principal_ref', many: false, load: (ctx, refs) => loadPrincipals(ctx, refs) },
+    targetEntity: { key: 'target_ref', many: false, load: (ctx, refs) => loadTargets(ctx, refs) },
   },
 })
 

@@ -67,7 +67,7 @@ function checkElementShapes(
   elements.forEach((element, i) => {
     const key = element.key ?? 'view'
     if (!allowedKeys.includes(key)) problems.add(path(i, 'key'), `must be one of: ${allowedKeys.join(', ')}`)
-    if (!PERMISSION_ENTITIES.includes(element.permission_entity as PermissionEntity)) {
+    if (!PERMISSION_ENTITIES.some((entity) => entity === element.permission_entity)) {
       problems.add(path(i, 'permission_entity'), `must be one of: ${PERMISSION_ENTITIES.join(', ')}`)
     } else if (!Number.isSafeInteger(element.permission_entity_id) || element.permission_entity_id! < 1) {
       problems.add(path(i, 'permission_entity_id'), 'must be a positive integer')

@@ -1,4 +1,5 @@
-import { sql } from 'kysely'
+import { type Selectable, sql } from 'kysely'
+import type { FoldersTable } from '../../platform/db/schema.js'
 import { applySelects, presentRows } from '../../platform/query/apply-query.js'
 import type { ParsedQuery } from '../../platform/query/parse-query.js'
 import { defineResource, type QueryContext, type ResourceDef } from '../../platform/query/resource.js'
@@ -50,6 +51,9 @@ function groupBy<T>(items: T[], key: (item: T) => unknown): Map<unknown, T[]> {
 
 const cache = new Map<string, ResourceDef>()
 
+/** The columns the relations read. */
+type FolderResourceRow = Pick<Selectable<FoldersTable>, 'id' | 'parent_id' | 'user_id'>
+
 /**
  * A folder's fields and relations. `name` is resolved in SQL: the translation in the requester's
  * language, else the folder's primary language, else the first by language id (contract 20); so the
@@ -59,7 +63,7 @@ export function folderResource(langId: string | null): ResourceDef {
   const cacheKey = langId ?? ''
   const cached = cache.get(cacheKey)
   if (cached) return cached
-  const resource = defineResource<Record<string, any>>({
+  const resource = defineResource<FolderResourceRow>({
     name: 'folder',
     alias: 'f',
     uniqueKey: 'id',
@@ -86,19 +90,18 @@ export function folderResource(langId: string | null): ResourceDef {
       parent: {
         key: 'parent_id',
         many: false,
-        load: async (ctx, ids) => new Map((await loadVisibleFolders(ctx, 'id', ids as number[])).map((f) => [f.id, f])),
+        load: async (ctx, ids) => new Map((await loadVisibleFolders(ctx, 'id', ids)).map((f) => [f.id, f])),
       },
       children: {
         key: 'id',
         many: true,
-        load: async (ctx, ids) =>
-          groupBy(await loadVisibleFolders(ctx, 'parent_id', ids as number[]), (f) => f.parent_id),
+        load: async (ctx, ids) => groupBy(await loadVisibleFolders(ctx, 'parent_id', ids), (f) => f.parent_id),
       },
       translations: {
         key: 'id',
         many: true,
         load: async (ctx, ids) => {
-          const rows = await queries.selectTranslations(ctx.db, ctx.tenantId, ids as number[])
+          const rows = await queries.selectTranslations(ctx.db, ctx.tenantId, ids)
           const grouped = groupBy(rows, (r) => r.folder_id)
           return new Map([...grouped].map(([id, list]) => [id, list.map(({ lang_id, name }) => ({ lang_id, name }))]))
         },
@@ -106,15 +109,12 @@ export function folderResource(langId: string | null): ResourceDef {
       entityPermissions: {
         key: 'id',
         many: true,
-        load: (ctx, ids) =>
-          loadEntityPermissionsOfTargets(ctx.db, ctx.tenantId, 'folder', ids as number[]) as Promise<
-            Map<unknown, unknown>
-          >,
+        load: (ctx, ids) => loadEntityPermissionsOfTargets(ctx.db, ctx.tenantId, 'folder', ids),
       },
       user: {
         key: 'user_id',
         many: false,
-        load: (ctx, ids) => loadBasicUsers(ctx, ids as number[]) as Promise<Map<unknown, unknown>>,
+        load: (ctx, ids) => loadBasicUsers(ctx, ids),
       },
     },
   })

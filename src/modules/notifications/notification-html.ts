@@ -57,6 +57,7 @@ export function escapeHtml(text: string): string {
  * backslash tricks and every other scheme (`javascript:`, `data:`) are refused.
  */
 export function isAllowedNotificationUrl(url: string): boolean {
+  // eslint-disable-next-line no-control-regex -- a URL with control characters is refused on purpose
   if (/[\s\u0000-\u001f\u007f]/.test(url)) return false
   if (url.startsWith('/')) return !url.startsWith('//') && !url.startsWith('/\\')
   try {

@@ -1,4 +1,4 @@
-import { sql } from 'kysely'
+import { type NotNull, sql } from 'kysely'
 import type { Logger } from 'pino'
 import type { Db } from '../../platform/db/schema.js'
 import { absoluteNotificationUrl, notificationBodyText } from './notification-html.js'
@@ -51,17 +51,12 @@ export async function sendDueDigests(deps: DigestDeps, now = new Date(), { force
     .where('deleted_at', 'is', null)
     .where('blacked_out_at', 'is', null)
     .where('active', '=', true)
+    // the filters above: an email, and one of these digest kinds
+    .$narrowType<{ email: NotNull; email_digest: (typeof kinds)[number] }>()
     .execute()
   let sent = 0
   for (const user of users) {
-    if (
-      await sendDigest(
-        deps,
-        user as { tenant_id: number; id: number; email: string; email_digest: 'daily' | 'weekly' },
-        now,
-      )
-    )
-      sent++
+    if (await sendDigest(deps, user, now)) sent++
   }
   return sent
 }

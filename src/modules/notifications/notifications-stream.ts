@@ -1,3 +1,4 @@
+import type { Readable } from 'node:stream'
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { Logger } from 'pino'
 import type { Actor } from '../../platform/auth/actor.js'
@@ -26,6 +27,23 @@ interface StreamState {
 }
 
 const REPLAY_PAGE = 200
+
+/** A list read with a `limit`: always a page of records, never a stream. */
+function pageOf(list: Readable | Record<string, unknown>[]): Record<string, unknown>[] {
+  if (!Array.isArray(list)) throw new Error('a list with a limit is read as a page')
+  return list
+}
+
+/** A message of the notifications channel, as `publish` sent it (JSON over NOTIFY). */
+function isChannelMessage(payload: unknown): payload is NotificationsChannelMessage {
+  if (typeof payload !== 'object' || payload === null) return false
+  const { tenantId, userIds, sourceKey } = payload as Partial<Record<keyof NotificationsChannelMessage, unknown>>
+  return (
+    typeof tenantId === 'number' &&
+    (userIds === null || Array.isArray(userIds)) &&
+    (sourceKey === undefined || typeof sourceKey === 'string')
+  )
+}
 
 export type NotificationStreams = ReturnType<typeof createNotificationStreams>
 
@@ -73,9 +91,7 @@ export function createNotificationStreams({
         .where('n.tenant_id', '=', tenantId)
         .where('n.notifiable_id', 'in', userIds)
         .where('n.source_key', '=', sourceKey)
-      const rows = (await listResource({ db, tenantId }, notificationResource, base, {
-        limit: userIds.length,
-      })) as Record<string, unknown>[]
+      const rows = pageOf(await listResource({ db, tenantId }, notificationResource, base, { limit: userIds.length }))
       for (const row of rows) records.set(Number(row.notifiable_id), row)
     }
     const unread = await queries.countUnreadNotificationsOf(db, tenantId, userIds)
@@ -90,8 +106,9 @@ export function createNotificationStreams({
   }
 
   function onMessage(payload: unknown) {
-    const message = payload as NotificationsChannelMessage
-    const tenant = streams.get(message?.tenantId)
+    if (!isChannelMessage(payload)) return
+    const message = payload
+    const tenant = streams.get(message.tenantId)
     if (!tenant) return
     const userIds = (message.userIds ?? [...tenant.keys()]).filter((userId) => tenant.has(userId))
     if (userIds.length === 0) return
@@ -157,11 +174,9 @@ export function createNotificationStreams({
         .selectOwnNotifications(db, actor.tenantId, actor.userId)
         .where('n.created_at', '>=', sql<string>`to_timestamp(${state.position.watermark}::bigint)`)
       if (seen.length > 0) base = base.where('n.id', 'not in', seen)
-      const page = (await listResource(ctx, notificationResource, base, {
-        sort: 'created_at,id',
-        limit: REPLAY_PAGE,
-        offset,
-      })) as Record<string, unknown>[]
+      const page = pageOf(
+        await listResource(ctx, notificationResource, base, { sort: 'created_at,id', limit: REPLAY_PAGE, offset }),
+      )
       for (const record of page) deliver(state, record)
       if (page.length < REPLAY_PAGE) return
     }

@@ -1,6 +1,6 @@
 import type { AppDeps } from '../../platform/app-module.js'
 import type { Db } from '../../platform/db/schema.js'
-import type { JobHandlers } from '../../platform/jobs/jobs.js'
+import { jobOf, type JobHandlers } from '../../platform/jobs/jobs.js'
 import * as queries from './notifications.queries.js'
 import { deliverNotifications, pushMessageOf, type DeliveryDeps } from './notifications-delivery.js'
 import { sendDueDigests } from './notifications-digest.js'
@@ -88,18 +88,17 @@ async function loadPushMessage(db: Db, appUrl: string, tenantId: number, notific
 export function notificationJobs(deps: AppDeps): JobHandlers {
   const delivery = createDeliveryDeps(deps)
   return {
-    [PUSH_RETRY_JOB]: (payload) =>
-      delivery.pushRetry(deps.db, payload as PushRetryPayload, (db, tenantId, id) =>
-        loadPushMessage(db, deps.config.appUrl, tenantId, id),
-      ),
+    [PUSH_RETRY_JOB]: jobOf<PushRetryPayload>((payload) =>
+      delivery.pushRetry(deps.db, payload, (db, tenantId, id) => loadPushMessage(db, deps.config.appUrl, tenantId, id)),
+    ),
     'notifications:digest': async () => {
       const sent = await sendDueDigests({ ...delivery, digestHour: deps.config.digestHour })
       if (sent > 0) deps.log.info({ sent }, 'email digests sent')
     },
-    'notifications:fan_out': async (payload, helpers) => {
-      await runFanOut(deps.db, payload as FanOutPayload, helpers.abortSignal)
-    },
-    'notifications:deliver': (payload) => deliverNotifications(delivery, payload as DeliverPayload),
+    'notifications:fan_out': jobOf<FanOutPayload>(async (payload, helpers) => {
+      await runFanOut(deps.db, payload, helpers.abortSignal)
+    }),
+    'notifications:deliver': jobOf<DeliverPayload>((payload) => deliverNotifications(delivery, payload)),
     'notifications:purge_read': async () => {
       const deleted = await purgeReadNotifications(deps.db, deps.config.notificationRetentionDays)
       if (deleted > 0) deps.log.info({ deleted }, 'notification retention: read notifications deleted')

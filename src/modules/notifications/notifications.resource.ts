@@ -28,7 +28,7 @@ const BASIC_USER_COLUMNS = [
 ] as const
 
 /** Fields, filters and relations of a notification (contract 40); always scoped to the requester. */
-export const notificationResource = defineResource<Record<string, any>>({
+export const notificationResource = defineResource<{ notifiable_id: number; targetable_ref: string }>({
   name: 'notification',
   alias: 'n',
   uniqueKey: 'id',
@@ -71,7 +71,7 @@ export const notificationResource = defineResource<Record<string, any>>({
           .selectFrom('users')
           .select([...BASIC_USER_COLUMNS])
           .where('tenant_id', '=', ctx.tenantId)
-          .where('id', 'in', ids as number[])
+          .where('id', 'in', ids)
           .execute()
         return new Map(rows.map((r) => [r.id, { ...r, full_name: `${r.first_name} ${r.last_name}`.trim() }]))
       },
@@ -81,7 +81,7 @@ export const notificationResource = defineResource<Record<string, any>>({
       many: false,
       load: async (ctx, refs) => {
         const byAlias = new Map<string, number[]>()
-        for (const ref of refs as string[]) {
+        for (const ref of refs) {
           const at = ref.lastIndexOf(':')
           const alias = ref.slice(0, at)
           byAlias.set(alias, [...(byAlias.get(alias) ?? []), Number(ref.slice(at + 1))])
@@ -99,7 +99,7 @@ export const notificationResource = defineResource<Record<string, any>>({
 })
 
 /** Notification settings: read-only delivery categories seeded per tenant. */
-export const notificationSettingResource = defineResource<Record<string, any>>({
+export const notificationSettingResource = defineResource({
   name: 'notificationSetting',
   alias: 's',
   uniqueKey: 'id',

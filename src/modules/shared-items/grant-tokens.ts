@@ -1,4 +1,4 @@
-import { errors as joseErrors, importJWK, jwtVerify, SignJWT, type JWK, type JWTPayload } from 'jose'
+import { errors as joseErrors, importJWK, jwtVerify, SignJWT, type JWTPayload } from 'jose'
 import { sql } from 'kysely'
 import type { Actor } from '../../platform/auth/actor.js'
 import { grantAllows } from '../../platform/access/access-rule.js'
@@ -70,7 +70,10 @@ export async function issueGrantToken(db: Db, input: IssueGrantTokenInput): Prom
 async function verificationKey(db: Db, kid: string | undefined): Promise<CryptoKey | undefined> {
   if (!kid) return undefined
   const jwk = (await publicJwks(db)).keys.find((k) => k.kid === kid)
-  return jwk ? ((await importJWK(jwk as JWK, SIGNING_ALG)) as CryptoKey) : undefined
+  if (!jwk) return undefined
+  const key = await importJWK(jwk, SIGNING_ALG)
+  // an asymmetric JWK imports as a CryptoKey (a secret one would be bytes: never published)
+  return key instanceof Uint8Array ? undefined : key
 }
 
 interface GrantClaims extends JWTPayload {
@@ -198,7 +201,7 @@ export async function verifyGrantToken(
     sharedItemId: claims.sid,
     alias: options.alias,
     id: options.id,
-    scope: claims.scope as string[],
+    scope: claims.scope.filter((s): s is string => typeof s === 'string'),
     issuedAt: claims.iat!,
     expiresAt: claims.exp!,
     holder,

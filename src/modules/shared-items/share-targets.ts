@@ -63,12 +63,11 @@ export interface ShareTargetDef {
    * and the actor's visibility onto the caller's shared-item query; `describeJoined` reads `describe`'s
    * answer off a row of it (undefined when the target does not exist).
    */
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any
-  joinTarget?(
-    query: SelectQueryBuilder<any, any, any>,
+  joinTarget?<DB, TB extends keyof DB, O>(
+    query: SelectQueryBuilder<DB, TB, O>,
     actor: Actor,
     idText: RawBuilder<unknown>,
-  ): SelectQueryBuilder<any, any, any>
+  ): SelectQueryBuilder<DB, TB, O & Record<string, unknown>>
   describeJoined?(
     row: Record<string, unknown>,
     ctx: Pick<ShareTargetUrlContext, 'appUrl' | 'baseUrl'>,

@@ -71,6 +71,6 @@ export const sharedItemGrantTarget: GrantTarget = {
   },
   async loadBasic(db, tenantId, ids) {
     const rows = await queries.selectBasicSharedItems(db, tenantId, ids.map(String))
-    return new Map(rows.map((row) => [row.id, row as unknown as Record<string, unknown>]))
+    return new Map(rows.map((row): [string, Record<string, unknown>] => [row.id, row]))
   },
 }

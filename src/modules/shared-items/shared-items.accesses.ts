@@ -87,7 +87,7 @@ export const accessResource = defineResource({
 })
 
 /** The administration's view of a shared item: its fields plus how often and when it was last opened. */
-export const administeredSharedItemResource = defineResource<Record<string, any>>({
+export const administeredSharedItemResource = defineResource({
   ...sharedItemResource,
   fields: {
     ...sharedItemResource.fields,

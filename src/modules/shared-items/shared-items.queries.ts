@@ -81,10 +81,13 @@ export function insertSharedItem(
       )
       .returningAll(),
   )
-  // the extra writes' rows are never read: typed as the item's statement
-  return alongside
-    .reduce((query, [name, write]) => query.with(name, () => sql`(${write})`) as unknown as typeof inserted, inserted)
-    .selectFrom('inserted as si')
+  const withAlongside = alongside.reduce(
+    (query, [name, write]) =>
+      // eslint-disable-next-line @typescript-eslint/no-unsafe-type-assertion -- the extra writes' rows are never read: typed as the item's statement
+      query.with(name, () => sql`(${write})`) as unknown as typeof inserted,
+    inserted,
+  )
+  return withAlongside.selectFrom('inserted as si')
 }
 
 export async function updateSharedItem(

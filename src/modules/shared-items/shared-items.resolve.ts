@@ -113,11 +113,11 @@ export function createSharedItemResolver({ db, config }: AppDeps) {
     const [row] = await executeCompiled<Record<string, unknown>>(db, joinedStatement({ actor, id }, def))
     if (!row) return undefined
     const item = {
-      id: row.shared_item_id as string,
-      redirect_type: row.shared_item_redirect_type as string,
+      id: String(row.shared_item_id),
+      redirect_type: String(row.shared_item_redirect_type),
       targetable_type: def.alias,
-      targetable_id: row.shared_item_targetable_id as string,
-      tenant_slug: row.shared_item_tenant_slug as string,
+      targetable_id: String(row.shared_item_targetable_id),
+      tenant_slug: String(row.shared_item_tenant_slug),
     }
     return { item, target: def.describeJoined!(row, urlContext) }
   }

@@ -42,7 +42,16 @@ async function loadTargetables(ctx: QueryContext, refs: string[]): Promise<Map<u
 }
 
 /** A shared item's fields and relations (contract 30). Default relations: none. */
-export const sharedItemResource = defineResource<Record<string, any>>({
+/** The columns the computed fields and the relations read. */
+type SharedItemResourceRow = {
+  id: string
+  user_id: number
+  targetable_type: string
+  targetable_id_stored: string
+  targetable_ref: string
+}
+
+export const sharedItemResource = defineResource<SharedItemResourceRow>({
   name: 'sharedItem',
   alias: 'si',
   uniqueKey: 'id',
@@ -79,16 +88,13 @@ export const sharedItemResource = defineResource<Record<string, any>>({
     user: {
       key: 'user_id',
       many: false,
-      load: (ctx, ids) => loadBasicUsers(ctx, ids as number[]) as Promise<Map<unknown, unknown>>,
+      load: (ctx, ids) => loadBasicUsers(ctx, ids),
     },
-    targetable: { key: 'targetable_ref', many: false, load: (ctx, refs) => loadTargetables(ctx, refs as string[]) },
+    targetable: { key: 'targetable_ref', many: false, load: (ctx, refs) => loadTargetables(ctx, refs) },
     entityPermissions: {
       key: 'id',
       many: true,
-      load: (ctx, ids) =>
-        loadEntityPermissionsOfTargets(ctx.db, ctx.tenantId, 'sharedItem', ids as string[]) as Promise<
-          Map<unknown, unknown>
-        >,
+      load: (ctx, ids) => loadEntityPermissionsOfTargets(ctx.db, ctx.tenantId, 'sharedItem', ids),
     },
   },
 })

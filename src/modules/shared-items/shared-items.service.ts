@@ -44,6 +44,9 @@ interface ShareableTarget {
   id: ShareTargetId
 }
 
+/** Builds the one-statement create from its values (one function per target kind). */
+type CreateBuild = (values: CreateValues & { tenantId: number }) => ReturnType<typeof queries.insertSharedItem>
+
 /** What the one-statement create writes, as values: stand-ins when its statement is compiled (`createBuild`). */
 interface CreateValues extends Record<string, unknown> {
   actor: Actor
@@ -52,6 +55,10 @@ interface CreateValues extends Record<string, unknown> {
   grants?: GrantColumns
   events: EventWrites
 }
+
+/** A body's `config` (an object, by its schema) as the type's config completion takes it. */
+const configOf = (config: unknown): Record<string, unknown> | undefined =>
+  typeof config === 'object' && config !== null && !Array.isArray(config) ? { ...config } : undefined
 
 const EVENT_FIELDS = ['type', 'redirect_type', 'targetable_type', 'targetable_id', 'config'] as const
 
@@ -221,8 +228,8 @@ export function createSharedItemsService({ db, config }: AppDeps) {
   })
 
   // per target kind: the one-statement create, built from its values (one function per kind for the life of the service)
-  const createBuilds = new Map<ShareTargetDef, ShapedBase<CreateValues>['build']>()
-  const createBuild = (def: ShareTargetDef): ShapedBase<CreateValues>['build'] => {
+  const createBuilds = new Map<ShareTargetDef, CreateBuild>()
+  const createBuild = (def: ShareTargetDef): CreateBuild => {
     let build = createBuilds.get(def)
     if (!build) {
       build = ({ tenantId, actor, targetId, item, grants, events }) => {
@@ -272,7 +279,7 @@ export function createSharedItemsService({ db, config }: AppDeps) {
     if (body.entity_permissions && !grants) return undefined
     const events = domainEventWrites([...(grants?.events ?? []), createdEvent(actor, itemId, values, targetId, body)])
     if (!events) return undefined
-    const base: ShapedBase<CreateValues> = {
+    const base: ShapedBase<CreateValues, ReturnType<CreateBuild>> = {
       build: createBuild(def),
       values: {
         actor,
@@ -291,9 +298,7 @@ export function createSharedItemsService({ db, config }: AppDeps) {
     const problems = new FieldErrorCollector()
     const typeDef = sharedItemType(body.type)
     if (!typeDef) problems.add('type', `must be one of: ${SHARED_ITEM_TYPE_NAMES.join(', ')}`)
-    const itemConfig = typeDef
-      ? completeConfig(typeDef, body.config as Record<string, unknown> | undefined, problems)
-      : {}
+    const itemConfig = typeDef ? completeConfig(typeDef, configOf(body.config), problems) : {}
     const target = parseShareable(body.type, body.targetable_type, body.targetable_id, problems)
     const valuesFor = ({ id }: ShareableTarget): queries.SharedItemValues => ({
       user_id: actor.userId,
@@ -332,7 +337,7 @@ export function createSharedItemsService({ db, config }: AppDeps) {
         )
         if (!item) throw new Error('a shared item insert returned no row')
       }
-      const itemId = item.id as string
+      const itemId = String(item.id)
       // the item is new: no reads of it nor of its (no) grants; its grants' events and its own in one insert
       const events: DomainEvent[] = []
       if (body.entity_permissions) {
@@ -360,7 +365,7 @@ export function createSharedItemsService({ db, config }: AppDeps) {
       const changes: Parameters<typeof queries.updateSharedItem>[3] = {}
       if (body.redirect_type !== undefined) changes.redirect_type = body.redirect_type
       if (body.config !== undefined && typeDef)
-        changes.config = completeConfig(typeDef, body.config as Record<string, unknown> | undefined, problems)
+        changes.config = completeConfig(typeDef, configOf(body.config), problems)
       problems.throwIfAny()
       const alias = body.targetable_type ?? item.targetable_type
       const rawId = body.targetable_id ?? item.targetable_id
@@ -375,9 +380,8 @@ export function createSharedItemsService({ db, config }: AppDeps) {
       const events: DomainEvent[] = []
       if (body.entity_permissions)
         await syncEntityPermissions(trx, actor, 'sharedItem', id, body.entity_permissions, { events })
-      const changed = Object.fromEntries(
-        EVENT_FIELDS.filter((f) => f in changes).map((f) => [f, changes[f as keyof typeof changes]]),
-      )
+      const changedFields: Record<string, unknown> = changes
+      const changed = Object.fromEntries(EVENT_FIELDS.filter((f) => f in changes).map((f) => [f, changedFields[f]]))
       await recordDomainEvents(trx, [
         ...events,
         {

@@ -11,6 +11,7 @@ export type DemoRequest = (request: {
   token: string
   payload?: unknown
   files?: Record<string, { name: string; bytes: Buffer }>
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- an API response body as the demo reads it (a wrong guess fails the demo's test)
 }) => Promise<any>
 
 export interface DemoPeople {
@@ -38,7 +39,7 @@ const inDays = (days: number, hour: number) => {
 export async function createDemoContent(db: Db, api: DemoRequest, people: DemoPeople): Promise<DemoContent> {
   const admin = people.adminToken
   const post = (url: string, payload: unknown, token = admin) => api({ method: 'POST', url, token, payload })
-  const login = async (username: string) =>
+  const login = async (username: string): Promise<string> =>
     (
       await api({
         method: 'POST',
@@ -46,7 +47,7 @@ export async function createDemoContent(db: Db, api: DemoRequest, people: DemoPe
         token: '',
         payload: { tenant: 'demo', username, password: people.password },
       })
-    ).access_token as string
+    ).access_token
   const store = { permission_entity: 'department', permission_entity_id: people.departments.store }
   const warehouse = { permission_entity: 'department', permission_entity_id: people.departments.warehouse }
 
@@ -75,7 +76,7 @@ export async function createDemoContent(db: Db, api: DemoRequest, people: DemoPe
   })
 
   /** A folder named in German (its primary language) with an English translation. */
-  const folder = async (type: string, de: string, en: string, extra: Record<string, unknown> = {}) => {
+  const folder = async (type: string, de: string, en: string, extra: Record<string, unknown> = {}): Promise<number> => {
     const created = await post('/api/folders', { type, lang_id: 'de-DE', name: de, show_on_menu: true, ...extra })
     await api({
       method: 'PUT',
@@ -83,7 +84,7 @@ export async function createDemoContent(db: Db, api: DemoRequest, people: DemoPe
       token: admin,
       payload: { lang_id: 'en-US', name: en },
     })
-    return created.id as number
+    return created.id
   }
   const news = await folder('infoboardChannel', 'Neuigkeiten', 'News')
   const warehouseNews = await folder('infoboardChannel', 'Lager intern', 'Warehouse internal', {
@@ -202,9 +203,8 @@ export async function createDemoContent(db: Db, api: DemoRequest, people: DemoPe
   })
   await post('/api/tasks/executions', { title: 'Restock shelf 4', due_at: inDays(3, 12) })
 
-  const share = async (type: string, id: number, extra: Record<string, unknown> = {}) =>
-    (await post('/api/administration/shared-items', { type, targetable_type: type, targetable_id: id, ...extra }))
-      .id as string
+  const share = async (type: string, id: number, extra: Record<string, unknown> = {}): Promise<string> =>
+    (await post('/api/administration/shared-items', { type, targetable_type: type, targetable_id: id, ...extra })).id
   const openSharedItemId = await share('calendarEvent', inventory.id)
   await share('filemanagerDirectory', marketing.id)
   await share('filemanagerFile', pdf.id)
@@ -241,7 +241,10 @@ export async function createDemoContent(db: Db, api: DemoRequest, people: DemoPe
 /** Runs the notification fan-outs the posts queued (idempotent: the worker finds nothing left to do). */
 async function fanOutQueuedNotifications(db: Db, tenantId: number): Promise<void> {
   // the public jobs view has no payload column
-  const { rows } = await sql<{ id: string; payload: any }>`select j.id, j.payload from graphile_worker._private_jobs j
+  const { rows } = await sql<{
+    id: string
+    payload: Parameters<typeof runFanOut>[1]
+  }>`select j.id, j.payload from graphile_worker._private_jobs j
     join graphile_worker._private_tasks t on t.id = j.task_id
     where t.identifier = 'notifications:fan_out' and (j.payload->'spec'->>'tenantId')::bigint = ${tenantId} order by j.id`.execute(
     db,

@@ -35,6 +35,7 @@ import {
 
 export type UsersImportService = ReturnType<typeof createUsersImportService>
 
+// eslint-disable-next-line @typescript-eslint/no-unsafe-type-assertion -- ajv-formats' CommonJS default export, typed for ESM interop
 const addFormats = addFormatsModule as unknown as (ajv: Ajv) => Ajv
 // A CSV row is checked against the very schemas of the JSON create/update body.
 const checkRow = addFormats(new Ajv({ allErrors: true, verbose: true, strict: false })).compile(
@@ -88,9 +89,7 @@ function mapHeader(header: string[], body: ImportCsvBody): Map<number, Importabl
   const columns = new Map<number, ImportableKey>()
   const seen = new Set<ImportableKey>()
   header.forEach((name, index) => {
-    const key =
-      remapped.get(name) ??
-      (IMPORTABLE_KEYS.includes(name as ImportableKey) && !remapped.has(name) ? (name as ImportableKey) : undefined)
+    const key = remapped.get(name) ?? (isImportableKey(name) && !remapped.has(name) ? name : undefined)
     if (!key) problems.add('user_data_csv', `unknown column "${name}"`)
     else if (seen.has(key)) problems.add('user_data_csv', `column for "${key}" appears more than once`)
     else {
@@ -127,9 +126,12 @@ function cellValue(key: ImportableKey, raw: string, whitespaceToNull: boolean): 
 const generatePassword = (minLength: number) =>
   randomBytes(Math.max(18, Math.ceil(minLength * 0.75))).toString('base64url')
 
+const isImportableKey = (name: string): name is ImportableKey => IMPORTABLE_KEYS.some((key) => key === name)
+
 /** Parses the records of the CSV text; each with its line number (header = 1). */
 function parseRecords(text: string): Array<{ cells: string[]; line: number }> {
   try {
+    // eslint-disable-next-line @typescript-eslint/no-unsafe-type-assertion -- csv-parse's typings do not follow `info: true`
     const records = parse(text, {
       delimiter: detectDelimiter(text),
       info: true,

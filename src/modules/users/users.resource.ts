@@ -1,4 +1,5 @@
-import { sql } from 'kysely'
+import { type Selectable, sql } from 'kysely'
+import type { UsersTable } from '../../platform/db/schema.js'
 import { can } from '../../platform/auth/permissions.js'
 import { defineResource, type QueryContext } from '../../platform/query/resource.js'
 
@@ -30,7 +31,13 @@ function searchText(readable: readonly string[]) {
 }
 
 /** Selectable, filterable and sortable fields of a user, and its relations (contract 10). */
-export const userResource = defineResource<Record<string, any>>({
+/** The columns the computed fields and the relations read. */
+type UserResourceRow = Pick<
+  Selectable<UsersTable>,
+  'id' | 'first_name' | 'last_name' | 'profile_picture' | 'role_id' | 'lang_id'
+>
+
+export const userResource = defineResource<UserResourceRow>({
   name: 'user',
   alias: 'u',
   uniqueKey: 'id',
@@ -95,7 +102,7 @@ export const userResource = defineResource<Record<string, any>>({
               : ['id', 'name'],
           )
           .where('tenant_id', '=', ctx.tenantId)
-          .where('id', 'in', ids as number[])
+          .where('id', 'in', ids)
           .execute()
         return new Map(rows.map((r) => [r.id, r]))
       },
@@ -104,11 +111,7 @@ export const userResource = defineResource<Record<string, any>>({
       key: 'lang_id',
       many: false,
       load: async (ctx, ids) => {
-        const rows = await ctx.db
-          .selectFrom('languages')
-          .select(['id', 'name'])
-          .where('id', 'in', ids as string[])
-          .execute()
+        const rows = await ctx.db.selectFrom('languages').select(['id', 'name']).where('id', 'in', ids).execute()
         return new Map(rows.map((r) => [r.id, r]))
       },
     },
@@ -135,7 +138,7 @@ export const userResource = defineResource<Record<string, any>>({
               : ['du.user_id', 'd.id', 'd.name'],
           )
           .where('du.tenant_id', '=', ctx.tenantId)
-          .where('du.user_id', 'in', ids as number[])
+          .where('du.user_id', 'in', ids)
           .orderBy('d.id')
           .execute()
         const byUser = new Map<unknown, unknown[]>()
@@ -164,7 +167,7 @@ export const userResource = defineResource<Record<string, any>>({
           ])
           .where('tenant_id', '=', ctx.tenantId)
           .where('permission_entity', '=', 'user')
-          .where('permission_entity_id', 'in', ids as number[])
+          .where('permission_entity_id', 'in', ids)
           .orderBy('id')
           .execute()
         const byUser = new Map<unknown, unknown[]>()

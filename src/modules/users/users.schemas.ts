@@ -125,6 +125,7 @@ export const userInputFields = {
 type InputFields = typeof userInputFields
 
 const optionalAll = <T extends Record<string, import('typebox').TSchema>>(fields: T) =>
+  // eslint-disable-next-line @typescript-eslint/no-unsafe-type-assertion -- Object.fromEntries forgets the keys: T's own, each made optional
   Object.fromEntries(Object.entries(fields).map(([k, v]) => [k, Opt(v)])) as {
     [K in keyof T]: import('typebox').TOptional<T[K]>
   }

@@ -227,6 +227,7 @@ export function createUsersService(deps: AppDeps, pictures: ProfilePictures) {
     const current = await queries.findUserState(db, actor.tenantId, id)
     if (!current || current.deleted_at !== null) throw notFound('User')
 
+    const currentFields: Record<string, unknown> = current
     const { old_password: oldPassword, profile_picture: removePicture, ...sent } = body
     const input: UserInput = { ...sent }
     if (self) {
@@ -234,7 +235,7 @@ export function createUsersService(deps: AppDeps, pictures: ProfilePictures) {
       if (!can(actor, 'users.update')) {
         // a field outside the profile is refused, not dropped: the client must learn that nothing changed
         const locked = Object.entries(input).filter(
-          ([key, value]) => !SELF_EDITABLE.has(key) && !sameValue(key, value, current[key as keyof typeof current]),
+          ([key, value]) => !SELF_EDITABLE.has(key) && !sameValue(key, value, currentFields[key]),
         )
         if (locked.length > 0) {
           throw new AppError(
@@ -363,7 +364,7 @@ export function createUsersService(deps: AppDeps, pictures: ProfilePictures) {
 
   /** The password-length rule on a raw body, so that a 422 of the schema names a short password too. */
   async function passwordProblems(actor: Actor | undefined, body: unknown): Promise<FieldErrors | undefined> {
-    const password = (body as { password?: unknown }).password
+    const password = typeof body === 'object' && body !== null && 'password' in body ? body.password : undefined
     if (!actor || typeof password !== 'string') return undefined
     const minLength = await queries.findPasswordMinLength(db, actor.tenantId)
     return password.length < minLength ? { password: [`must be at least ${minLength} characters`] } : undefined

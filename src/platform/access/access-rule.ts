@@ -1,4 +1,4 @@
-import { type Expression, type RawBuilder, type SelectQueryBuilder, type SqlBool, sql } from 'kysely'
+import { type Expression, type RawBuilder, type SelectQueryBuilder, sql } from 'kysely'
 import type { Actor } from '../auth/actor.js'
 import type { Db } from '../db/schema.js'
 
@@ -86,15 +86,15 @@ export function grantAllows(
 }
 
 /** Filters any query of targets to the rows where `grantee` holds `key` (one statement, in SQL). */
-export function whereAccessible<Q extends SelectQueryBuilder<any, any, any>>(
-  query: Q,
+export function whereAccessible<DB, TB extends keyof DB, O>(
+  query: SelectQueryBuilder<DB, TB, O>,
   grantee: Grantee,
   key: string,
   targetAlias: string,
   targetIdColumn: string,
-): Q {
+): SelectQueryBuilder<DB, TB, O> {
   if (grantee.isAdmin) return query
-  return query.where(grantAllows(grantee, key, targetAlias, sql.ref(targetIdColumn)) as Expression<SqlBool>) as Q
+  return query.where(grantAllows(grantee, key, targetAlias, sql.ref(targetIdColumn)))
 }
 
 /** Whether `grantee` holds `key` on one target. */

@@ -47,7 +47,7 @@ export function diff(before: object | undefined, after: object): Record<string, 
       if (now !== null) changes[field] = [null, now]
       continue
     }
-    const old = plain((before as Record<string, unknown>)[field])
+    const old = plain(Reflect.get(before, field))
     if (canonical(old) !== canonical(now)) changes[field] = [old, now]
   }
   return changes

@@ -169,15 +169,17 @@ export class ActorCache {
 
 /** An actor cache with its own LISTEN connection on `url`; off until that connection listens. */
 export async function startActorCache(url: string, onError: (error: unknown) => void): Promise<ActorCache> {
-  let cache: ActorCache | undefined
+  // the listener reports to the cache, which is made after it: until then there is none to tell
+  const listeners: { cache?: ActorCache } = {}
   // the cache's listener never keeps a process alive on its own (a server has its HTTP socket)
   const pubsub = createPgPubSub({
     connectionString: async () => url,
     onError,
     keepProcessAlive: false,
-    onListening: (listening) => cache?.setListening(listening),
+    onListening: (listening) => listeners.cache?.setListening(listening),
   })
-  cache = new ActorCache({ pubsub, onError })
+  const cache = new ActorCache({ pubsub, onError })
+  listeners.cache = cache
   await cache.start()
   return cache
 }

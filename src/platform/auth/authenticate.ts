@@ -96,7 +96,7 @@ async function lookupActor(db: Db, token: string, tokenHash: Buffer): Promise<Ca
     tokenId: row.token_id,
     ...(row.mfa_enrollment_only ? { mfaEnrollmentOnly: true } : {}),
   }
-  return { actor, expiresAt: utcMillis(row.expires_at as unknown as string) }
+  return { actor, expiresAt: utcMillis(row.expires_at) }
 }
 
 const actorCaches = new WeakMap<Db, ActorCache>()

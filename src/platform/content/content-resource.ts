@@ -110,7 +110,18 @@ export interface ContentResource {
   viewChain(db: Db, tenantId: number, id: number): Promise<ViewChain | undefined>
 }
 
-const any = (db: Db) => db as unknown as Kysely<any>
+/** The content tables as Kysely sees them: a declaration names its table at run time, its rows are content rows. */
+type ContentTables = Record<string, Record<string, unknown>>
+// eslint-disable-next-line @typescript-eslint/no-unsafe-type-assertion -- Kysely types tables by name; these are named at run time
+const tables = (db: Db) => db as unknown as Kysely<ContentTables>
+
+/** A row of a content table: every one has `id` and `user_id` columns (migration 0060), Kysely sees only names. */
+// eslint-disable-next-line @typescript-eslint/no-unsafe-type-assertion -- see above
+export const contentRow = (row: Record<string, unknown>) => row as ContentRow
+const contentRowOrUndefined = (row: Record<string, unknown> | undefined) => (row ? contentRow(row) : undefined)
+
+/** A stored reference column's value (an int8 read as a number, or null). */
+const idOrNull = (value: unknown): number | null => (typeof value === 'number' ? value : null)
 
 /** Binds JSON fields for a jsonb column; everything else as is. */
 function columnValues(fields: Record<string, FieldDef>, values: Record<string, unknown>): Record<string, unknown> {
@@ -187,13 +198,12 @@ export function defineContent(decl: ContentDeclaration): ContentResource {
 
   /** Records of the tenant visible to the actor, as a query builder under alias `c`. */
   function visibleQuery(db: Db, actor: Actor, p: Principal = principal(actor)) {
-    return any(db).selectFrom(tableAs('c')).where('c.tenant_id', '=', actor.tenantId).where(visibleTo(p, 'c'))
+    return tables(db).selectFrom(tableAs('c')).where('c.tenant_id', '=', actor.tenantId).where(visibleTo(p, 'c'))
   }
 
   /** The stored row if the actor can view it. */
   async function findVisible(db: Db, actor: Actor, id: number): Promise<ContentRow | undefined> {
-    return (await visibleQuery(db, actor).selectAll('c').where('c.id', '=', id).executeTakeFirst()) as
-      ContentRow | undefined
+    return contentRowOrUndefined(await visibleQuery(db, actor).selectAll('c').where('c.id', '=', id).executeTakeFirst())
   }
 
   /** Whether the actor can view the record (module permission, grants, folder, parent). */
@@ -211,7 +221,7 @@ export function defineContent(decl: ContentDeclaration): ContentResource {
     if (!actor.permissions.has('*') && !actor.permissions.has(`${decl.module}.view`))
       throw forbidden(`This requires the "${decl.module}.view" permission`)
     const parent = decl.parent
-    if (parent && scope && !(await parent.resource.canView(db, actor, scope[parent.column] as number)))
+    if (parent && scope && !(await parent.resource.canView(db, actor, Number(scope[parent.column]))))
       throw notFound(parent.resource.label)
     let base = visibleQuery(db, actor)
     for (const [column, value] of Object.entries(scope ?? {})) base = base.where(`c.${column}`, '=', value)
@@ -221,7 +231,7 @@ export function defineContent(decl: ContentDeclaration): ContentResource {
   /** Shows one record; `bypassVisibility` only for a verified grant token naming exactly this record. */
   async function show(db: Db, actor: Actor, id: number, query: RawListQuery = {}, bypassVisibility = false) {
     if (bypassVisibility) {
-      const base = any(db).selectFrom(tableAs('c')).where('c.tenant_id', '=', actor.tenantId).where('c.id', '=', id)
+      const base = tables(db).selectFrom(tableAs('c')).where('c.tenant_id', '=', actor.tenantId).where('c.id', '=', id)
       return showResource(ctx(db, actor), resource, base, query, decl.label)
     }
     if (!actor.permissions.has('*') && !actor.permissions.has(`${decl.module}.view`))
@@ -261,7 +271,7 @@ export function defineContent(decl: ContentDeclaration): ContentResource {
   /** Parent of a nested create: 404 unless visible; 403 unless the create rule passes. */
   async function checkCreateRights(db: Db, actor: Actor, values: Record<string, unknown>, nestedUnderParent: boolean) {
     const parent = decl.parent
-    if (parent && nestedUnderParent && !(await parent.resource.canView(db, actor, values[parent.column] as number)))
+    if (parent && nestedUnderParent && !(await parent.resource.canView(db, actor, Number(values[parent.column]))))
       throw notFound(parent.resource.label)
     if (!decl.createBy) {
       if (!actor.permissions.has('*') && !actor.permissions.has(`${decl.module}.manage`))
@@ -294,11 +304,18 @@ export function defineContent(decl: ContentDeclaration): ContentResource {
     const values = decl.prepare ? decl.prepare(body, body, errors) : body
     errors.throwIfAny()
     return db.transaction().execute(async (trx) => {
-      const row = (await any(trx)
-        .insertInto(decl.table)
-        .values({ ...columnValues(decl.fields, values), ...trusted, tenant_id: actor.tenantId, user_id: actor.userId })
-        .returningAll()
-        .executeTakeFirstOrThrow()) as ContentRow
+      const row = contentRow(
+        await tables(trx)
+          .insertInto(decl.table)
+          .values({
+            ...columnValues(decl.fields, values),
+            ...trusted,
+            tenant_id: actor.tenantId,
+            user_id: actor.userId,
+          })
+          .returningAll()
+          .executeTakeFirstOrThrow(),
+      )
       await recordChange(trx, actor, 'created', row, { ...values })
       return row
     })
@@ -321,13 +338,15 @@ export function defineContent(decl: ContentDeclaration): ContentResource {
     const values = decl.prepare ? decl.prepare(body, { ...stored, ...body }, errors) : body
     errors.throwIfAny()
     return db.transaction().execute(async (trx) => {
-      const row = (await any(trx)
-        .updateTable(decl.table)
-        .set({ ...columnValues(decl.fields, values), updated_at: sql`now()` })
-        .where('tenant_id', '=', actor.tenantId)
-        .where('id', '=', id)
-        .returningAll()
-        .executeTakeFirst()) as ContentRow | undefined
+      const row = contentRowOrUndefined(
+        await tables(trx)
+          .updateTable(decl.table)
+          .set({ ...columnValues(decl.fields, values), updated_at: sql`now()` })
+          .where('tenant_id', '=', actor.tenantId)
+          .where('id', '=', id)
+          .returningAll()
+          .executeTakeFirst(),
+      )
       if (!row) throw notFound(decl.label)
       await recordChange(trx, actor, 'updated', row, { ...values })
       return row
@@ -341,12 +360,14 @@ export function defineContent(decl: ContentDeclaration): ContentResource {
       await decl.beforeDelete?.(trx, actor, stored)
       for (const child of children) await child.deleteGrantsUnder(trx, actor.tenantId, id)
       await deleteGrants(trx, actor.tenantId, sql`${String(id)}`)
-      const row = (await any(trx)
-        .deleteFrom(decl.table)
-        .where('tenant_id', '=', actor.tenantId)
-        .where('id', '=', id)
-        .returningAll()
-        .executeTakeFirst()) as ContentRow | undefined
+      const row = contentRowOrUndefined(
+        await tables(trx)
+          .deleteFrom(decl.table)
+          .where('tenant_id', '=', actor.tenantId)
+          .where('id', '=', id)
+          .returningAll()
+          .executeTakeFirst(),
+      )
       if (!row) throw notFound(decl.label)
       await recordChange(trx, actor, 'deleted', row, {})
       return row
@@ -385,12 +406,14 @@ export function defineContent(decl: ContentDeclaration): ContentResource {
   const appUrl = (appBase: string, row: ContentRow) => `${appBase.replace(/\/$/, '')}${decl.appPath(row)}`
 
   async function findStored(db: Db, tenantId: number, id: number): Promise<ContentRow | undefined> {
-    return (await any(db)
-      .selectFrom(decl.table)
-      .selectAll()
-      .where('tenant_id', '=', tenantId)
-      .where('id', '=', id)
-      .executeTakeFirst()) as ContentRow | undefined
+    return contentRowOrUndefined(
+      await tables(db)
+        .selectFrom(decl.table)
+        .selectAll()
+        .where('tenant_id', '=', tenantId)
+        .where('id', '=', id)
+        .executeTakeFirst(),
+    )
   }
 
   const visibleToActor = (actor: Actor, alias: string) => visibleTo(principal(actor), alias)
@@ -407,16 +430,16 @@ export function defineContent(decl: ContentDeclaration): ContentResource {
     actor: Actor,
     id: number,
   ): Promise<{ row: ContentRow; visible: boolean } | undefined> {
-    const found = (await any(db)
+    const found = await tables(db)
       .selectFrom(tableAs('c'))
       .selectAll('c')
       .select(visibleToActor(actor, 'c').as('visible_to_actor'))
       .where('c.tenant_id', '=', actor.tenantId)
       .where('c.id', '=', id)
-      .executeTakeFirst()) as (ContentRow & { visible_to_actor: boolean }) | undefined
+      .executeTakeFirst()
     if (!found) return undefined
     const { visible_to_actor: visible, ...row } = found
-    return { row: row as ContentRow, visible }
+    return { row: contentRow(row), visible: visible === true }
   }
 
   /** The same parts as `visibleTo`, in its order: module permission and grants of the record, its folder, its parent. */
@@ -424,14 +447,14 @@ export function defineContent(decl: ContentDeclaration): ContentResource {
     const row = await findStored(db, tenantId, id)
     if (!row) return undefined
     const own = { target_entity: decl.alias, target_entity_id: String(id), permission: `${decl.module}.view` }
-    const treeParentId = decl.tree ? (row[decl.tree.column] as number | null) : null
+    const treeParentId = decl.tree ? idOrNull(row[decl.tree.column]) : null
     if (decl.tree && treeParentId !== null) {
       // the records above in the tree restrict this one as its own grants do
       const above = await viewChain(db, tenantId, Number(treeParentId))
       if (above) return { records: [own, ...above.records], folderId: above.folderId }
     }
-    const folderId = decl.folder ? (row[decl.folder.column] as number | null) : null
-    const parentId = decl.parent ? (row[decl.parent.column] as number | null) : null
+    const folderId = decl.folder ? idOrNull(row[decl.folder.column]) : null
+    const parentId = decl.parent ? idOrNull(row[decl.parent.column]) : null
     const parent =
       decl.parent && parentId !== null
         ? await decl.parent.resource.viewChain(db, tenantId, Number(parentId))

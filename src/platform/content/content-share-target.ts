@@ -1,12 +1,12 @@
 import { sql, type RawBuilder, type SelectQueryBuilder } from 'kysely'
 import type { Actor } from '../auth/actor.js'
 import type { Db } from '../db/schema.js'
-import type { ContentResource, ContentRow } from './content-resource.js'
+import { contentRow, type ContentResource, type ContentRow } from './content-resource.js'
 
 /** Extra URL variants of a target (file content/download/poster), from its stored row. */
 export type VariantUrls = (row: ContentRow, baseUrl: string) => Record<string, string>
 
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- joins a content table named at run time: Kysely cannot type that join
 type AnySelect = SelectQueryBuilder<any, any, any>
 
 /**
@@ -53,7 +53,7 @@ export function contentShareTarget(content: ContentResource, variants?: VariantU
     /** `describe`'s answer read off a row of a query `joinTarget` extended; undefined when the record does not exist. */
     describeJoined(row: Record<string, unknown>, ctx: { appUrl: string; baseUrl: string }) {
       if (row.id === null || row.id === undefined) return undefined
-      return described(row as ContentRow, row.visible_to_actor === true, ctx)
+      return described(contentRow(row), row.visible_to_actor === true, ctx)
     },
   }
 }

@@ -25,6 +25,7 @@ export class SettlingCursor extends Cursor {
 
   override close(callback?: (error: Error) => void): any {
     if (callback) return super.close(callback)
+    // eslint-disable-next-line @typescript-eslint/no-unsafe-type-assertion -- pg-cursor's internal state, not in its typings
     const self = this as unknown as { state: string; connection?: CursorConnection }
     const connection = self.connection
     if (!connection) return super.close()
@@ -49,6 +50,7 @@ export class SettlingCursor extends Cursor {
 // (Assigned to the prototype: pg-cursor's typings declare `submit` as a property.)
 Object.defineProperty(SettlingCursor.prototype, 'submit', {
   value: function submit(this: any, connection: any): void {
+    // eslint-disable-next-line @typescript-eslint/no-unsafe-type-assertion -- pg-cursor's own submit, typed as a property
     if (!this.name) return corked(connection, () => (Cursor.prototype as any).submit.call(this, connection))
     corked(connection, () => submitNamed(this, connection))
   },
@@ -58,6 +60,7 @@ Object.defineProperty(SettlingCursor.prototype, 'submit', {
 // socket): parse, bind, describe, flush, then execute, flush, then close, sync were up to eight
 // syscalls per streamed list, the largest share of a short list's CPU in the profile
 for (const method of ['_getRows', '_closePortal']) {
+  // eslint-disable-next-line @typescript-eslint/no-unsafe-type-assertion -- pg-cursor's private methods, not in its typings
   const original = (Cursor.prototype as any)[method]
   Object.defineProperty(SettlingCursor.prototype, method, {
     value: function (this: any, ...args: unknown[]) {

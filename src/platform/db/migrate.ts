@@ -1,9 +1,10 @@
 import fs from 'node:fs/promises'
 import path from 'node:path'
 import { fileURLToPath, pathToFileURL } from 'node:url'
-import { type Kysely, type Migration, type MigrationProvider, Migrator, sql } from 'kysely'
+import { type Migration, type MigrationProvider, Migrator, sql } from 'kysely'
 import { runMigrations as runWorkerMigrations } from 'graphile-worker'
 import type pg from 'pg'
+import type { Db } from './schema.js'
 
 const migrationsDir = path.join(path.dirname(fileURLToPath(import.meta.url)), 'migrations')
 
@@ -20,7 +21,7 @@ class DirectoryMigrationProvider implements MigrationProvider {
 }
 
 /** Applies pending schema migrations (ours and the job queue's); serialized by an advisory lock. */
-export async function migrateToLatest(db: Kysely<any>, pool: pg.Pool): Promise<string[]> {
+export async function migrateToLatest(db: Db, pool: pg.Pool): Promise<string[]> {
   const migrator = new Migrator({ db, provider: new DirectoryMigrationProvider() })
   const { error, results } = await migrator.migrateToLatest()
   if (error) throw error
@@ -29,12 +30,12 @@ export async function migrateToLatest(db: Kysely<any>, pool: pg.Pool): Promise<s
 }
 
 /** True when every known migration has been applied (readiness check). */
-export async function isMigrated(db: Kysely<any>): Promise<boolean> {
+export async function isMigrated(db: Db): Promise<boolean> {
   const migrator = new Migrator({ db, provider: new DirectoryMigrationProvider() })
   const all = await migrator.getMigrations()
   return all.every((m) => m.executedAt !== undefined)
 }
 
-export async function ping(db: Kysely<any>): Promise<void> {
+export async function ping(db: Db): Promise<void> {
   await sql`select 1`.execute(db)
 }

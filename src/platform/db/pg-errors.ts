@@ -1,18 +1,12 @@
 import { AppError } from '../http/errors.js'
-
-interface PgError {
-  code?: string
-  constraint?: string
-  routine?: string
-}
+import { thrownFields } from '../thrown.js'
 
 const CONNECTION_FAILURES = new Set(['57P01', '57P02', '57P03', '08000', '08001', '08003', '08006', '53300'])
 const NODE_NETWORK_FAILURES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND'])
 
 /** Maps PostgreSQL errors by SQLSTATE (never by message text) to AppErrors; undefined when unknown. */
 export function mapPgError(error: unknown): AppError | undefined {
-  const pgError = error as PgError & { message?: string }
-  const code = pgError?.code
+  const code = thrownFields(error).code
   if (!code) {
     if (
       error instanceof Error &&
@@ -51,8 +45,8 @@ export function mapPgError(error: unknown): AppError | undefined {
  * message (`… violates unique constraint "users_username_uniq_102087"`), the one case read from text.
  */
 export function isUniqueViolation(error: unknown, constraint?: string): boolean {
-  const pgError = error as PgError & { message?: string }
-  if (pgError?.code !== '23505') return false
+  const pgError = thrownFields(error)
+  if (pgError.code !== '23505') return false
   if (constraint === undefined) return true
   const name = pgError.constraint ?? /["»“]([A-Za-z0-9_]+)["«”]\s*$/.exec(pgError.message ?? '')?.[1]
   if (name === undefined || name === constraint) return name === constraint

@@ -1,9 +1,10 @@
 import { STATUS_CODES } from 'node:http'
-import type { FastifyError, FastifyInstance, FastifyReply } from 'fastify'
+import type { FastifyInstance, FastifyReply } from 'fastify'
 import { AppError, type FieldErrors } from './errors.js'
 import { mapPgError } from '../db/pg-errors.js'
 import { validationErrors, type AjvIssue } from './validation-messages.js'
 import { bodyRuleErrors } from './body-rules.js'
+import { thrownFields } from '../thrown.js'
 
 export interface ProblemDetails {
   type: string
@@ -67,15 +68,16 @@ export function toProblem(error: unknown): {
       unexpected: false,
     }
   }
-  const fastifyError = error as FastifyError & { validationContext?: string }
-  if (fastifyError?.validation) {
+  const fastifyError = thrownFields(error)
+  if (fastifyError.validation) {
     if (fastifyError.validationContext === 'params') {
       return { body: problem(404, 'not_found', 'Resource not found'), unexpected: false }
     }
+    // eslint-disable-next-line @typescript-eslint/no-unsafe-type-assertion -- Fastify's validation errors are ajv's issues
     const errors = validationErrors(fastifyError.validation as AjvIssue[])
     return { body: problem(422, 'validation_failed', 'The given data was invalid', errors), unexpected: false }
   }
-  const known = fastifyError?.code ? FASTIFY_CODES[fastifyError.code] : undefined
+  const known = fastifyError.code ? FASTIFY_CODES[fastifyError.code] : undefined
   if (known) return { body: problem(known[0], known[1], known[2]), unexpected: false }
   const mapped = mapPgError(error)
   if (mapped)
@@ -84,7 +86,7 @@ export function toProblem(error: unknown): {
       headers: mapped.headers,
       unexpected: false,
     }
-  const status = fastifyError?.statusCode
+  const status = fastifyError.statusCode
   if (status && status >= 400 && status < 500) {
     const code = fastifyError.code ? fastifyError.code.toLowerCase().replace(/^fst_(err_)?/, '') : 'bad_request'
     return { body: problem(status, code, STATUS_CODES[status] ?? 'Bad request'), unexpected: false }
@@ -96,7 +98,7 @@ export function toProblem(error: unknown): {
 export function registerErrorHandling(app: FastifyInstance): void {
   app.setErrorHandler(async (error, request, reply) => {
     const { body, headers, unexpected } = toProblem(error)
-    if (body.errors && (error as { validationContext?: string }).validationContext === 'body') {
+    if (body.errors && thrownFields(error).validationContext === 'body') {
       for (const [field, messages] of Object.entries((await bodyRuleErrors(request)) ?? {})) {
         const list = (body.errors[field] ??= [])
         for (const message of messages) if (!list.includes(message)) list.push(message)

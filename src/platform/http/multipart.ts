@@ -4,6 +4,7 @@ import type { TSchema } from 'typebox'
 import type { Config } from '../../config.js'
 import { createFileStorage } from '../storage/file-storage.js'
 import { AppError, badRequest, FieldErrorCollector, tooLarge } from './errors.js'
+import { thrownFields } from '../thrown.js'
 
 /** Default per-file upload limit (contract 00 §8); routes pass smaller ones. */
 export const DEFAULT_FILE_LIMIT = 10 * 1024 * 1024
@@ -54,11 +55,19 @@ export interface MultipartBodyOptions {
   storageDir: string
 }
 
+const isRecord = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null
+
+/** A declared property's schema, if there is one. */
+function propertyOf(properties: Record<string, unknown>, name: string): Record<string, unknown> | undefined {
+  const property = properties[name]
+  return isRecord(property) ? property : undefined
+}
+
 function acceptedTypes(schema: Record<string, unknown> | undefined): Set<string> {
   const types = new Set<string>()
   if (!schema) return types
   const visit = (s: Record<string, unknown>) => {
-    if (Array.isArray(s.anyOf)) s.anyOf.forEach((branch) => visit(branch as Record<string, unknown>))
+    if (Array.isArray(s.anyOf)) s.anyOf.forEach((branch) => isRecord(branch) && visit(branch))
     if (typeof s.type === 'string') types.add(s.type)
     if (s.const !== undefined) types.add(typeof s.const === 'string' ? 'string' : String(s.type ?? ''))
   }
@@ -78,7 +87,7 @@ function coerceField(value: string, property: Record<string, unknown> | undefine
 /** Busboy's own parse errors carry no status; anything unexpected while parsing is a malformed body. */
 function toMultipartError(error: unknown): unknown {
   if (error instanceof AppError) return error
-  if ((error as { statusCode?: number })?.statusCode) return error
+  if (thrownFields(error).statusCode) return error
   return badRequest('malformed_body', 'Malformed multipart body')
 }
 
@@ -89,10 +98,8 @@ function toMultipartError(error: unknown): unknown {
  */
 export function multipartBody(options: MultipartBodyOptions): preValidationAsyncHookHandler {
   const storage = createFileStorage(options.storageDir)
-  const properties = ((options.schema as Record<string, unknown>).properties ?? {}) as Record<
-    string,
-    Record<string, unknown>
-  >
+  const declared: unknown = 'properties' in options.schema ? options.schema.properties : undefined
+  const properties: Record<string, unknown> = isRecord(declared) ? declared : {}
   const maxBytes = Math.max(...Object.values(options.files).map((f) => f.maxBytes))
   const fileCount = Object.keys(options.files).length
   return async function parseMultipart(request: FastifyRequest) {
@@ -126,7 +133,7 @@ export function multipartBody(options: MultipartBodyOptions): preValidationAsync
         } else if (options.files[part.fieldname]) {
           problems.add(part.fieldname, 'must be sent as a file')
         } else {
-          const value = coerceField(String(part.value), properties[part.fieldname])
+          const value = coerceField(String(part.value), propertyOf(properties, part.fieldname))
           const previous = body[part.fieldname]
           body[part.fieldname] =
             previous === undefined ? value : [...(Array.isArray(previous) ? previous : [previous]), value]

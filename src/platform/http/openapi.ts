@@ -109,8 +109,8 @@ function isAction(operation: Operation, path: string, method: string): boolean {
   const responses = operation.responses ?? {}
   if (method === 'post') return !responses['201']
   if (method !== 'get') return false
-  const schema = responses['200']?.content?.['application/json']?.schema as { type?: unknown } | undefined
-  return schema?.type !== 'array'
+  const schema: unknown = responses['200']?.content?.['application/json']?.schema
+  return !(typeof schema === 'object' && schema !== null && 'type' in schema && schema.type === 'array')
 }
 
 const WORDS: Record<string, string> = {
@@ -134,6 +134,7 @@ const singular = (noun: string) => noun.replace(/ies$/, 'y').replace(/([^s])s$/,
  * the `Problem` schema (the server sends nothing else for 4xx/5xx).
  */
 function finishDocument<T>(input: T): T {
+  // eslint-disable-next-line @typescript-eslint/no-unsafe-type-assertion -- @fastify/swagger's document (OpenAPI 3 here), read through the parts edited below
   const doc = input as Document
   const seen = new Map<string, number>()
   const operations: Array<{ path: string; method: string; operation: Operation }> = []
@@ -167,9 +168,7 @@ function finishDocument<T>(input: T): T {
               ? `${WORDS[verb]} ${noun}`
               : `${WORDS[verb] ?? capital(verb)} ${singular(noun)}`
     }
-    const isPublic =
-      Array.isArray((operation as { security?: unknown[] }).security) &&
-      (operation as { security: unknown[] }).security.length === 0
+    const isPublic = 'security' in operation && Array.isArray(operation.security) && operation.security.length === 0
     operation.description ??= `${operation.summary}. ${isPublic ? 'No authentication needed.' : 'Needs a bearer token; permissions are checked per record (see docs/permissions.md).'}`
     for (const parameter of operation.parameters ?? []) {
       const schema = parameter.schema
@@ -187,7 +186,8 @@ function finishDocument<T>(input: T): T {
       response.content = { 'application/problem+json': { schema: PROBLEM_REF } }
     }
   }
-  const { $id: _id, ...problem } = ProblemSchema as unknown as Schema
+  const problemSchema: Schema = { ...ProblemSchema }
+  const { $id: _id, ...problem } = problemSchema
   doc.components = { ...doc.components, schemas: { ...doc.components?.schemas, Problem: problem } }
   return input
 }

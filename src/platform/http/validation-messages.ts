@@ -15,6 +15,9 @@ export interface AjvIssue {
 export const EXPECTED = 'x-expected'
 
 type Branch = { const?: unknown; enum?: unknown[]; type?: unknown }
+/** A branch of a union's schema (TypeBox writes every branch as an object). */
+const branchesOf = (schema: unknown): Branch[] =>
+  Array.isArray(schema) ? schema.filter((b): b is Branch => typeof b === 'object' && b !== null) : []
 
 function toDottedPath(instancePath = ''): string {
   return instancePath
@@ -48,7 +51,7 @@ function messageOf(issue: AjvIssue): string {
     case 'additionalProperties':
       return 'is not an allowed field'
     case 'enum':
-      return `must be one of: ${quoteAll((params.allowedValues as unknown[]) ?? [])}`
+      return `must be one of: ${quoteAll(Array.isArray(params.allowedValues) ? params.allowedValues : [])}`
     case 'const':
       return `must be ${JSON.stringify(params.allowedValue)}`
     case 'type':
@@ -105,7 +108,7 @@ export function validationErrors(issues: AjvIssue[]): FieldErrors {
       continue
     }
     if (issue.keyword === 'anyOf' || issue.keyword === 'oneOf') {
-      const branches = (Array.isArray(issue.schema) ? issue.schema : []) as Branch[]
+      const branches = branchesOf(issue.schema)
       const choices = choicesOf(branches)
       if (choices) add(field, `must be one of: ${quoteAll(choices)}`)
       else if (!unionOf(issue) && !Object.hasOwn(errors, field || '_')) add(field, 'is invalid')
@@ -113,7 +116,7 @@ export function validationErrors(issues: AjvIssue[]): FieldErrors {
     }
     const union = unionOf(issue)
     if (union) {
-      const branches = union.schema as Branch[]
+      const branches = branchesOf(union.schema)
       if (choicesOf(branches)) continue // the union lists every allowed value
       const nullable = branches.some((b) => b.type === 'null')
       if (nullable && issue.keyword === 'type' && issue.params?.type === 'null') continue

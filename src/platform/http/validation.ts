@@ -2,6 +2,7 @@ import { Ajv } from 'ajv'
 import addFormatsModule from 'ajv-formats'
 import type { FastifyInstance } from 'fastify'
 
+// eslint-disable-next-line @typescript-eslint/no-unsafe-type-assertion -- ajv-formats' CommonJS default export, typed for ESM interop
 const addFormats = addFormatsModule as unknown as (ajv: Ajv) => Ajv
 
 /** The project's ajv: all errors, with the failing schema attached (`verbose`) for readable messages. */

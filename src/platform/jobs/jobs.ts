@@ -1,5 +1,5 @@
 import { type RawBuilder, sql } from 'kysely'
-import { Logger, run, type Runner, type Task, type TaskList } from 'graphile-worker'
+import { type JobHelpers, Logger, run, type Runner, type Task } from 'graphile-worker'
 import type { Logger as PinoLogger } from 'pino'
 import pg from 'pg'
 import type { PoolMode } from '../db/database.js'
@@ -33,6 +33,12 @@ export function enqueueSql(name: string, payload: unknown, options: EnqueueOptio
     max_attempts => ${options.maxAttempts ?? null}::int,
     job_key => ${options.key ?? null}::text
   )`
+}
+
+/** The handler of a job whose payload its enqueuer wrote as a `P` (graphile-worker hands it back parsed from JSON). */
+export function jobOf<P>(handler: (payload: P, helpers: JobHelpers) => void | Promise<void>): Task {
+  // eslint-disable-next-line @typescript-eslint/no-unsafe-type-assertion -- a job's payload is the P its enqueuer wrote
+  return (payload, helpers) => handler(payload as P, helpers)
 }
 
 /** Job handlers by name (`<module>:<verb>`: graphile-worker's crontab allows no dots); modules contribute them at composition. */
@@ -110,7 +116,7 @@ export async function startWorker(options: WorkerOptions): Promise<Runner> {
     transactionMode && options.directUrl ? withDirectListener(options.pool, options.directUrl) : undefined
   const runner = await run({
     pgPool: listener?.pool ?? options.pool,
-    taskList: instrumentJobs(options.handlers) as TaskList,
+    taskList: instrumentJobs(options.handlers),
     concurrency: options.concurrency,
     noHandleSignals: true,
     // a transaction-mode pooler may run a statement's next execution on another server connection

@@ -52,6 +52,7 @@ function publicPart(jwk: JWK): JWK {
 const sealJwk = (box: SecretBox, jwk: JWK) => JSON.stringify({ sealed: box.seal(JSON.stringify(jwk)) })
 
 function openJwk(box: SecretBox, stored: Record<string, unknown>): JWK {
+  // eslint-disable-next-line @typescript-eslint/no-unsafe-type-assertion -- our own stored JWK, as sealJwk wrote it
   return isSealed(stored.sealed) ? (JSON.parse(box.open(stored.sealed)) as JWK) : (stored as JWK)
 }
 
@@ -131,7 +132,10 @@ async function readCurrentSigningKey(db: Db, box: SecretBox): Promise<SigningKey
   }
   let key = imported.get(row.kid)
   if (!key) {
-    key = importJWK(openJwk(box, row.private_jwk), row.alg) as Promise<CryptoKey>
+    key = importJWK(openJwk(box, row.private_jwk), row.alg).then((imported) => {
+      if (imported instanceof Uint8Array) throw new Error('a signing key must be an asymmetric key')
+      return imported
+    })
     imported.set(row.kid, key)
   }
   return { kid: row.kid, alg: row.alg, privateKey: await key }

@@ -93,11 +93,13 @@ export function trackOpenStream(): () => void {
 }
 
 /** Wraps job handlers so that every run counts its outcome and duration. */
-export function instrumentJobs<H extends Record<string, (...args: any[]) => unknown>>(handlers: H): H {
+export function instrumentJobs<A extends unknown[], R>(
+  handlers: Record<string, (...args: A) => R>,
+): Record<string, (...args: A) => Promise<Awaited<R>>> {
   return Object.fromEntries(
     Object.entries(handlers).map(([task, handler]) => [
       task,
-      async (...args: unknown[]) => {
+      async (...args: A): Promise<Awaited<R>> => {
         const end = jobDuration.startTimer({ task })
         try {
           const result = await handler(...args)
@@ -111,5 +113,5 @@ export function instrumentJobs<H extends Record<string, (...args: any[]) => unkn
         }
       },
     ]),
-  ) as H
+  )
 }

@@ -2,6 +2,7 @@ import dns from 'node:dns'
 import { isIP, type LookupFunction } from 'node:net'
 import { Agent, buildConnector, request } from 'undici'
 import { BlockedAddressError, isBlockedAddress, unbracket } from './address-guard.js'
+import { thrownFields, type ThrownFields } from '../thrown.js'
 
 export { BlockedAddressError, isBlockedAddress, unbracket } from './address-guard.js'
 
@@ -69,17 +70,12 @@ function guardedLookup(resolve: ResolveHost, allowPrivate: boolean): LookupFunct
   }
 }
 
-function causeOf(error: { cause?: unknown }): { code?: string; name?: string; cause?: unknown } | undefined {
-  return typeof error.cause === 'object' && error.cause !== null ? error.cause : undefined
-}
-
-function findCause(error: unknown, test: (e: { code?: string; name?: string }) => boolean): boolean {
-  for (
-    let e = error as { code?: string; name?: string; cause?: unknown } | undefined, depth = 0;
-    e && depth < 5;
-    e = causeOf(e), depth++
-  ) {
-    if (test(e)) return true
+function findCause(error: unknown, test: (e: ThrownFields) => boolean): boolean {
+  // the error and its causes (objects only), five deep at most
+  for (let e = error, depth = 0; e && depth < 5; depth++) {
+    const fields = thrownFields(e)
+    if (test(fields)) return true
+    e = typeof fields.cause === 'object' && fields.cause !== null ? fields.cause : undefined
   }
   return false
 }
@@ -158,7 +154,7 @@ export class SafeHttpClient {
       }
     } catch (error) {
       const kind = classify(error, signal.aborted)
-      return { kind: 'error', error: kind, message: (error as Error).message ?? String(error), timeMs: elapsed() }
+      return { kind: 'error', error: kind, message: thrownFields(error).message ?? String(error), timeMs: elapsed() }
     }
   }
 

@@ -8,10 +8,8 @@ import {
   type RawBuilder,
 } from 'kysely'
 import { invalidField } from '../http/errors.js'
-import type { FieldDef, QueryContext, ResourceDef, TextSearchDef } from './resource.js'
+import type { QueryContext, ResourceDef, ResourceRow, TextSearchDef } from './resource.js'
 import { mayRead, type FilterClause, type ParsedQuery } from './parse-query.js'
-
-type AnySelect = SelectQueryBuilder<any, any, any>
 
 function fieldSql(resource: ResourceDef, name: string, tenantId: number): RawBuilder<unknown> {
   const field = resource.fields[name]
@@ -72,43 +70,42 @@ function likePattern(value: string): string {
 }
 
 function filterSql(resource: ResourceDef, clause: FilterClause, tenantId: number): RawBuilder<boolean> {
-  const field = resource.fields[clause.field] as FieldDef
+  const field = resource.fields[clause.field]
   const column = fieldSql(resource, clause.field, tenantId)
-  const value = clause.value as any
   switch (clause.op) {
     case 'null':
-      return value ? sql<boolean>`${column} is null` : sql<boolean>`${column} is not null`
+      return clause.value ? sql<boolean>`${column} is null` : sql<boolean>`${column} is not null`
     case 'eq':
-      return sql<boolean>`${column} = ${value}`
+      return sql<boolean>`${column} = ${clause.value}`
     case 'ne':
-      return sql<boolean>`${column} is distinct from ${value}`
+      return sql<boolean>`${column} is distinct from ${clause.value}`
     case 'gt':
-      return sql<boolean>`${column} > ${value}`
+      return sql<boolean>`${column} > ${clause.value}`
     case 'gte':
-      return sql<boolean>`${column} >= ${value}`
+      return sql<boolean>`${column} >= ${clause.value}`
     case 'lt':
-      return sql<boolean>`${column} < ${value}`
+      return sql<boolean>`${column} < ${clause.value}`
     case 'lte':
-      return sql<boolean>`${column} <= ${value}`
+      return sql<boolean>`${column} <= ${clause.value}`
     case 'in':
-      return sql<boolean>`${column} in (${sql.join(value as unknown[])})`
+      return sql<boolean>`${column} in (${sql.join(clause.value)})`
     case 'nin':
-      return sql<boolean>`(${column} is null or ${column} not in (${sql.join(value as unknown[])}))`
+      return sql<boolean>`(${column} is null or ${column} not in (${sql.join(clause.value)}))`
     case 'like':
       return field.type === 'string'
-        ? sql<boolean>`${column} ilike ${likePattern(value)}`
-        : sql<boolean>`${column}::text ilike ${likePattern(value)}`
+        ? sql<boolean>`${column} ilike ${likePattern(clause.value)}`
+        : sql<boolean>`${column}::text ilike ${likePattern(clause.value)}`
   }
 }
 
 /** Adds the parsed filters (plain and custom) as SQL WHERE clauses. */
-export function applyFilters<Q extends AnySelect>(
-  qb: Q,
+export function applyFilters<DB, TB extends keyof DB, O>(
+  qb: SelectQueryBuilder<DB, TB, O>,
   resource: ResourceDef,
   parsed: ParsedQuery,
   ctx: QueryContext,
-): Q {
-  let query: AnySelect = qb
+): SelectQueryBuilder<DB, TB, O> {
+  let query = qb
   for (const clause of parsed.filters) query = query.where(filterSql(resource, clause, ctx.tenantId))
   for (const custom of parsed.customFilters)
     query = query.where(
@@ -116,7 +113,7 @@ export function applyFilters<Q extends AnySelect>(
         ? textSearchSql(resource, resource.textSearch, custom.value, ctx)
         : resource.customFilters![custom.name](custom.value, ctx),
     )
-  return query as Q
+  return query
 }
 
 /**
@@ -136,6 +133,7 @@ function textSearchSql(resource: ResourceDef, search: TextSearchDef, value: unkn
       readable.map((name) => sql`coalesce(${fieldSql(resource, name, ctx.tenantId)}::text, '')`),
       sql` || chr(31) || `,
     )
+  // eslint-disable-next-line no-control-regex -- control characters are stripped on purpose (see above)
   const term = value.replace(/[\x00-\x1f]/g, '').replace(/[\\%_]/g, (c) => `\\${c}`)
   return sql<SqlBool>`${text} ilike ${`%${term}%`}`
 }
@@ -144,14 +142,13 @@ function textSearchSql(resource: ResourceDef, search: TextSearchDef, value: unkn
  * Applies selects, filters, sort and paging to a tenant-scoped (and access-filtered) query.
  * Everything runs in SQL: the page limit applies after filters and access rules.
  */
-export function applyListQuery<Q extends AnySelect>(
-  qb: Q,
+export function applyListQuery<DB, TB extends keyof DB, O>(
+  qb: SelectQueryBuilder<DB, TB, O>,
   resource: ResourceDef,
   parsed: ParsedQuery,
   ctx: QueryContext,
-): Q {
-  let query: AnySelect = applyFilters(qb, resource, parsed, ctx)
-  query = applySelects(query, resource, parsed, ctx.tenantId)
+): SelectQueryBuilder<DB, TB, O & ResourceRow> {
+  let query = applySelects(applyFilters(qb, resource, parsed, ctx), resource, parsed, ctx.tenantId)
   const sort = [...parsed.sort]
   if (!sort.some((s) => s.field === resource.uniqueKey))
     sort.push({ field: resource.uniqueKey, desc: sort[0]?.desc ?? false })
@@ -163,7 +160,7 @@ export function applyListQuery<Q extends AnySelect>(
   }
   if (parsed.limit !== undefined) query = query.limit(parsed.limit)
   if (parsed.offset !== undefined && parsed.offset > 0) query = query.offset(parsed.offset)
-  return query as Q
+  return query
 }
 
 const selectionCache = new WeakMap<ResourceDef, Map<string, RawBuilder<unknown>>>()
@@ -194,18 +191,20 @@ function selection(resource: ResourceDef, fields: string[], tenantId: number): R
 const compiler = new PostgresQueryCompiler()
 
 /** Selects just the stored fields needed (`selects`, relation keys, the unique key). */
-export function applySelects<Q extends AnySelect>(
-  qb: Q,
+export function applySelects<DB, TB extends keyof DB, O>(
+  qb: SelectQueryBuilder<DB, TB, O>,
   resource: ResourceDef,
   parsed: ParsedQuery,
   tenantId: number,
-): Q {
-  // A raw list of `expression as name` columns: Kysely types a select item as one aliased expression
-  // and the new builder by the columns it names, while this builder's rows are the resource's.
-  // eslint-disable-next-line @typescript-eslint/no-unsafe-type-assertion
-  return qb.select(
-    selection(resource, storedFieldsFor(resource, parsed), tenantId) as unknown as AliasedExpression<unknown, string>,
-  ) as Q
+): SelectQueryBuilder<DB, TB, O & ResourceRow> {
+  // A raw list of `expression as name` columns: Kysely types a select item as one aliased expression,
+  // and the builder's rows by the names it selects; this one's rows are the resource's stored fields.
+  // eslint-disable-next-line @typescript-eslint/no-unsafe-type-assertion -- a select list typed as one aliased item
+  const columns = selection(resource, storedFieldsFor(resource, parsed), tenantId) as unknown as AliasedExpression<
+    unknown,
+    string
+  >
+  return qb.select(columns)
 }
 
 /**
@@ -245,6 +244,7 @@ function presenterFor(resource: ResourceDef, parsed: ParsedQuery): Presenter {
       (name, i) =>
         `${JSON.stringify(name)}: ${computes[i] ? `computes[${i}](row, ctx)` : `row[${JSON.stringify(name)}] ?? null`}`,
     )
+    // eslint-disable-next-line @typescript-eslint/no-unsafe-type-assertion -- generated source: the literal above is a Presenter
     return new Function('computes', `return (row, ctx) => ({ ${members.join(', ')} })`)(computes) as Presenter
   })
 }

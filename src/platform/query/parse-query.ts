@@ -6,11 +6,13 @@ export const FILTER_OPERATORS = ['eq', 'ne', 'in', 'nin', 'gt', 'gte', 'lt', 'lt
 export type FilterOperator = (typeof FILTER_OPERATORS)[number]
 const OPERATOR_ALIASES: Record<string, FilterOperator> = { is: 'eq', is_not: 'ne', value: 'like', not_in: 'nin' }
 
-export interface FilterClause {
-  field: string
-  op: FilterOperator
-  value: unknown
-}
+/** A parsed filter: `null` takes a flag, `in`/`nin` a list, `like` a string, the others one coerced value. */
+export type FilterClause = { field: string } & (
+  | { op: 'null'; value: boolean }
+  | { op: 'in' | 'nin'; value: unknown[] }
+  | { op: 'like'; value: string }
+  | { op: Exclude<FilterOperator, 'null' | 'in' | 'nin' | 'like'>; value: unknown }
+)
 
 export interface CustomFilterClause {
   name: string
@@ -32,7 +34,8 @@ export interface RawListQuery {
   select?: string
   relations?: string
   include?: string
-  filter?: Record<string, unknown>
+  /** An object like `filter[field]=value` (anything else is a 422) */
+  filter?: unknown
   sort?: string
   limit?: number
   offset?: number
@@ -203,9 +206,7 @@ function parseAnyListQuery(resource: ResourceDef, raw: RawListQuery, ctx: QueryC
           spec !== null && typeof spec === 'object' && !Array.isArray(spec) ? Object.entries(spec) : [['eq', spec]]
         if (entries.length === 0) problems.add(path, 'needs a value or an operator')
         for (const [rawOp, rawValue] of entries) {
-          const op = (FILTER_OPERATORS as readonly string[]).includes(rawOp)
-            ? (rawOp as FilterOperator)
-            : OPERATOR_ALIASES[rawOp]
+          const op = isFilterOperator(rawOp) ? rawOp : OPERATOR_ALIASES[rawOp]
           if (!op) {
             problems.add(`${path}.${rawOp}`, `unknown operator "${rawOp}"`)
             continue
@@ -237,6 +238,9 @@ function parseAnyListQuery(resource: ResourceDef, raw: RawListQuery, ctx: QueryC
   problems.throwIfAny('The query parameters are invalid')
   return { selects, relations, filters, customFilters, sort, limit: raw.limit, offset: raw.offset }
 }
+
+const isFilterOperator = (name: string): name is FilterOperator =>
+  (FILTER_OPERATORS as readonly string[]).includes(name)
 
 function parseFilterValue(field: FieldDef, name: string, op: FilterOperator, raw: unknown): FilterClause | string {
   if (Array.isArray(raw)) {
@@ -299,8 +303,11 @@ function filterValueToQueryForm(value: unknown): unknown {
  * 422s as list requests. Accepts the query-string form and JSON bodies (`{"read_at": null}`).
  */
 export function parseFilterOnly(resource: ResourceDef, filter: unknown, ctx: QueryContext): ParsedQuery {
-  const raw = filter === undefined ? undefined : (filterValueToQueryForm(filter) as Record<string, unknown>)
-  const parsed = parseListQuery(resource, { filter: raw }, ctx)
+  const parsed = parseListQuery(
+    resource,
+    { filter: filter === undefined ? undefined : filterValueToQueryForm(filter) },
+    ctx,
+  )
   if (!Object.isFrozen(parsed)) return { ...parsed, selects: [], relations: [], sort: [] }
   let filterOnly = filtersOf.get(parsed)
   if (!filterOnly) filtersOf.set(parsed, (filterOnly = frozen({ ...parsed, selects: [], relations: [], sort: [] })))

@@ -16,8 +16,14 @@ export interface QueryContext {
   flags?: Record<string, boolean>
 }
 
+/**
+ * A row as a resource's query reads it: the stored fields it selected, by name. A resource names the
+ * columns its computed fields and relations read (`defineResource<{ id: number; … }>`).
+ */
+export type ResourceRow = Record<string, unknown>
+
 /** A field a client may select, filter or sort by. Column fields default to `<alias>.<name>`. */
-export interface FieldDef<Row = any> {
+export interface FieldDef<Row = ResourceRow> {
   type: FieldType
   /**
    * SQL expression of the field (default: the column of the same name on the resource alias). A
@@ -26,7 +32,8 @@ export interface FieldDef<Row = any> {
    */
   sql?: RawBuilder<unknown> | ((tenantId: number) => RawBuilder<unknown>)
   /** Computed in JavaScript from other fields (never filterable/sortable); `requires` lists them. */
-  compute?: (row: Row, ctx: QueryContext) => unknown
+  // a method, so that a resource of a narrower row is a ResourceDef of any row
+  compute?(row: Row, ctx: QueryContext): unknown
   requires?: string[]
   filterable?: boolean
   sortable?: boolean
@@ -45,14 +52,26 @@ export interface FieldDef<Row = any> {
 }
 
 /** A relation loaded in one batched query for all rows of a page. */
-export interface RelationDef<Row = any> {
+export interface RelationDef {
   /** The field of the parent row whose values key the relation (e.g. `role_id`, `id`). */
   key: string
   many: boolean
-  load: (ctx: QueryContext, keys: Array<Row[keyof Row]>) => Promise<Map<unknown, unknown>>
+  /** Called with the distinct non-null values of `key` on the page's rows. */
+  load(ctx: QueryContext, keys: unknown[]): Promise<ReadonlyMap<unknown, unknown>>
   /** Gate on who may load it: without the right it is an unknown relation (422), like a field. */
   visible?: (ctx: QueryContext) => boolean
 }
+
+/**
+ * A relation as a resource declares it: one member per field of its row, so that a literal `key`
+ * types the keys `load` gets (the distinct non-null values of that field).
+ */
+export type RelationDecl<Row> = {
+  [K in keyof Row & string]: Omit<RelationDef, 'key' | 'load'> & {
+    key: K
+    load(ctx: QueryContext, keys: Array<NonNullable<Row[K]>>): Promise<ReadonlyMap<unknown, unknown>>
+  }
+}[keyof Row & string]
 
 /**
  * `filter[text]`: a case-insensitive substring search over the listed fields, of those the caller
@@ -67,12 +86,12 @@ export interface TextSearchDef {
 /** A filter key that is not a plain field (e.g. `filter[text]`, `filter[unread]`). */
 export type CustomFilter = (value: unknown, ctx: QueryContext) => Expression<SqlBool>
 
-export interface ResourceDef<Row = any> {
+export interface ResourceDef {
   name: string
   /** SQL alias of the main table in the list query. */
   alias: string
-  fields: Record<string, FieldDef<Row>>
-  relations?: Record<string, RelationDef<Row>>
+  fields: Record<string, FieldDef>
+  relations?: Record<string, RelationDef>
   defaultRelations?: string[]
   customFilters?: Record<string, CustomFilter>
   /** `filter[text]` (a custom filter of that name is not allowed beside it). */
@@ -83,7 +102,13 @@ export interface ResourceDef<Row = any> {
   uniqueKey: string
 }
 
-export function defineResource<Row>(def: ResourceDef<Row>): ResourceDef<Row> {
+/** A resource as it is declared: its computed fields and relations read the columns of `Row`. */
+export interface ResourceDecl<Row> extends Omit<ResourceDef, 'fields' | 'relations'> {
+  fields: Record<string, FieldDef<Row>>
+  relations?: Record<string, RelationDecl<Row>>
+}
+
+export function defineResource<Row extends ResourceRow = ResourceRow>(def: ResourceDecl<Row>): ResourceDef {
   // frozen: shaped statements take a resource as a fixed argument by its identity
   return freezeDefinition(def)
 }

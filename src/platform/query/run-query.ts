@@ -1,88 +1,105 @@
 import type { Readable } from 'node:stream'
-import type { CompiledQuery, SelectQueryBuilder } from 'kysely'
+import type { Compilable, CompiledQuery, SelectQueryBuilder } from 'kysely'
 import { notFound } from '../http/errors.js'
 import { shapedStatement } from '../db/statement-shapes.js'
 import { executeCompiled, streamCompiled } from '../db/database.js'
 import { applyListQuery, applySelects, firstBatchOf, presentRows, streamJsonArray } from './apply-query.js'
 import { parseListQuery, parseShowQuery, type ParsedQuery, type RawListQuery } from './parse-query.js'
-import type { QueryContext, ResourceDef } from './resource.js'
-
-type AnySelect = SelectQueryBuilder<any, any, any>
+import type { QueryContext, ResourceDef, ResourceRow } from './resource.js'
 
 /**
  * The base of a read built once per shape (`shapedStatement`): `build` makes it from `values` (plus the
  * tenant id) and must be one function for the life of the process; the shape is derived from the values
  * (and the read's resource and parsed query).
  */
-export interface ShapedBase<V extends Record<string, unknown>> {
-  build: (values: V & { tenantId: number }) => AnySelect
+export interface ShapedBase<V extends Record<string, unknown>, Q> {
+  build: (values: V & { tenantId: number }) => Q
   values: V
 }
 
-type Base = AnySelect | ShapedBase<any>
-type ShapeValues = Record<string, unknown> & { tenantId: number }
-type ApplyRead = (query: AnySelect, resource: ResourceDef, parsed: ParsedQuery, ctx: QueryContext) => AnySelect
-type ReadStatement = (
-  values: ShapeValues,
+/** What a read is applied to: a select (of any tables) scoped to the tenant, or a shaped base building one. */
+type Base<DB, TB extends keyof DB, O, V extends Record<string, unknown>> =
+  SelectQueryBuilder<DB, TB, O> | ShapedBase<V, SelectQueryBuilder<DB, TB, O>>
+type ApplyRead = <DB, TB extends keyof DB, O>(
+  query: SelectQueryBuilder<DB, TB, O>,
   resource: ResourceDef,
   parsed: ParsedQuery,
-) => CompiledQuery<Record<string, unknown>>
+  ctx: QueryContext,
+) => Compilable<ResourceRow>
+type ReadStatement<V> = (
+  values: V & { tenantId: number },
+  resource: ResourceDef,
+  parsed: ParsedQuery,
+) => CompiledQuery<ResourceRow>
 
 const applyPage: ApplyRead = applyListQuery
 const applyShow: ApplyRead = (query, resource, parsed, ctx) => applySelects(query, resource, parsed, ctx.tenantId)
 // per kind of read, base builder and resource (all three are decisions of the statement)
-const readStatements = new Map<ApplyRead, WeakMap<object, WeakMap<ResourceDef, ReadStatement>>>([
+const readStatements = new Map<ApplyRead, WeakMap<object, WeakMap<ResourceDef, ReadStatement<never>>>>([
   [applyShow, new WeakMap()],
   [applyPage, new WeakMap()],
 ])
 
 /** The query of `base` for this request (a shaped base built with its values). */
-function built(ctx: QueryContext, base: Base): AnySelect {
+function built<DB, TB extends keyof DB, O, V extends Record<string, unknown>>(
+  ctx: QueryContext,
+  base: Base<DB, TB, O, V>,
+): SelectQueryBuilder<DB, TB, O> {
   return 'build' in base ? base.build({ ...base.values, tenantId: ctx.tenantId }) : base
 }
 
 /** The shaped statement of one kind of read over one base builder and resource (all three decide its text). */
-function readStatement(apply: ApplyRead, build: ShapedBase<any>['build'], resource: ResourceDef): ReadStatement {
+function readStatement<V extends Record<string, unknown>, DB, TB extends keyof DB, O>(
+  apply: ApplyRead,
+  build: ShapedBase<V, SelectQueryBuilder<DB, TB, O>>['build'],
+  resource: ResourceDef,
+): ReadStatement<V> {
   const byBuild = readStatements.get(apply)!
   let byResource = byBuild.get(build)
   if (!byResource) byBuild.set(build, (byResource = new WeakMap()))
-  let statement = byResource.get(resource)
-  if (!statement) {
+  const known = byResource.get(resource)
+  // eslint-disable-next-line @typescript-eslint/no-unsafe-type-assertion -- stored under `build`: made below for its values
+  if (known) return known as ReadStatement<V>
+  const statement = shapedStatement((stood: V & { tenantId: number }, r: ResourceDef, p: ParsedQuery) =>
     // a plain filter, the select list and the sort read nothing of the context but the tenant id (custom filters are never shaped)
-    statement = shapedStatement((stood: ShapeValues, r: ResourceDef, p: ParsedQuery) =>
-      apply(build(stood), r, p, { tenantId: stood.tenantId } as QueryContext),
-    )
-    byResource.set(resource, statement)
-  }
+    // eslint-disable-next-line @typescript-eslint/no-unsafe-type-assertion -- see above: the tenant id is all of it read here
+    apply(build(stood), r, p, { tenantId: stood.tenantId } as QueryContext),
+  )
+  byResource.set(resource, statement)
   return statement
 }
 
 /** The statement reading `base` by `apply` (a single read's selects, a page's query): compiled once per shape when `base` is shaped and the parse has a shape. */
-function readCompiled(
+function readCompiled<DB, TB extends keyof DB, O, V extends Record<string, unknown>>(
   ctx: QueryContext,
   resource: ResourceDef,
-  base: Base,
+  base: Base<DB, TB, O, V>,
   parsed: ParsedQuery,
   apply: ApplyRead,
-): CompiledQuery<Record<string, unknown>> {
+): CompiledQuery<ResourceRow> {
   // a custom filter's SQL may read more of the request than the shape holds: never shaped
   if (!('build' in base) || parsed.customFilters.length > 0)
-    return apply(built(ctx, base), resource, parsed, ctx).compile() as CompiledQuery<Record<string, unknown>>
+    return apply(built(ctx, base), resource, parsed, ctx).compile()
   return readStatement(apply, base.build, resource)({ ...base.values, tenantId: ctx.tenantId }, resource, parsed)
 }
 
 /** The rows of `readCompiled`'s statement. */
-const readRows = (ctx: QueryContext, resource: ResourceDef, base: Base, parsed: ParsedQuery, apply: ApplyRead) =>
-  executeCompiled(ctx.db, readCompiled(ctx, resource, base, parsed, apply))
+const readRows = <DB, TB extends keyof DB, O, V extends Record<string, unknown>>(
+  ctx: QueryContext,
+  resource: ResourceDef,
+  base: Base<DB, TB, O, V>,
+  parsed: ParsedQuery,
+  apply: ApplyRead,
+) => executeCompiled(ctx.db, readCompiled(ctx, resource, base, parsed, apply))
 
 /**
  * Runs a list request: validates the query keys, applies them in SQL to `base` (already scoped to the
  * tenant and access rule), and returns the page — or a cursor-backed stream when no `limit` was given.
  */
-export async function listResource(
+export async function listResource<DB, TB extends keyof DB, O, V extends Record<string, unknown>>(
   ctx: QueryContext,
   resource: ResourceDef,
-  base: Base,
+  base: Base<DB, TB, O, V>,
   raw: RawListQuery,
 ): Promise<Readable | Record<string, unknown>[]> {
   const parsed = parseListQuery(resource, raw, ctx)
@@ -105,10 +122,10 @@ export async function listResource(
 const BATCH_SIZE = 1000
 
 /** Runs a single read with `selects`/`relations`; 404 when `base` finds nothing. */
-export async function showResource(
+export async function showResource<DB, TB extends keyof DB, O, V extends Record<string, unknown>>(
   ctx: QueryContext,
   resource: ResourceDef,
-  base: Base,
+  base: Base<DB, TB, O, V>,
   raw: RawListQuery,
   label = 'Resource',
 ): Promise<Record<string, unknown>> {
@@ -118,15 +135,15 @@ export async function showResource(
 }
 
 /** `showResource` for a row that may not exist: undefined instead of a 404. */
-export async function findResource(
+export async function findResource<DB, TB extends keyof DB, O, V extends Record<string, unknown>>(
   ctx: QueryContext,
   resource: ResourceDef,
-  base: Base,
+  base: Base<DB, TB, O, V>,
   raw: RawListQuery,
 ): Promise<Record<string, unknown> | undefined> {
   const parsed = parseShowQuery(resource, raw, ctx)
   const [row] = await readRows(ctx, resource, base, parsed, applyShow)
   if (!row) return undefined
-  const [item] = await presentRows(resource, parsed, [row as Record<string, unknown>], ctx)
+  const [item] = await presentRows(resource, parsed, [row], ctx)
   return item
 }

@@ -119,6 +119,7 @@ export function createPgPubSub(options: PgPubSubOptions): PubSub {
       }
       client = next
       if (options.keepProcessAlive === false)
+        // eslint-disable-next-line @typescript-eslint/no-unsafe-type-assertion -- pg.Client's socket, not in its typings
         (next as unknown as { connection?: { stream?: { unref?: () => void } } }).connection?.stream?.unref?.()
       options.onListening?.(true)
       return next
@@ -157,9 +158,10 @@ export function createPgPubSub(options: PgPubSubOptions): PubSub {
       if (current) lost(current)
       client = undefined
       // an unref'd socket (keepProcessAlive: false) would let the process exit before the goodbye is sent
-      ;(
-        current as unknown as { connection?: { stream?: { ref?: () => void } } } | undefined
-      )?.connection?.stream?.ref?.()
+      // eslint-disable-next-line @typescript-eslint/no-unsafe-type-assertion -- pg.Client's socket, not in its typings
+      const connection = (current as unknown as { connection?: { stream?: { ref?: () => void } } } | undefined)
+        ?.connection
+      connection?.stream?.ref?.()
       await current?.end().catch(() => undefined)
     },
   }

@@ -2,6 +2,7 @@ import { createCipheriv, createDecipheriv, createHash, randomBytes } from 'node:
 import fs from 'node:fs'
 import path from 'node:path'
 import type { Db } from '../db/schema.js'
+import { thrownFields } from '../thrown.js'
 
 /** Where the keys come from: `SECRETS_KEY` (+ previous keys for reading), else a key file in DATA_DIR. */
 export interface SecretsConfig {
@@ -58,14 +59,14 @@ function ensureKeyFile(file: string): Buffer[] {
   try {
     return readKeyFile(file)
   } catch (error) {
-    if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error
+    if (thrownFields(error).code !== 'ENOENT') throw error
   }
   fs.mkdirSync(path.dirname(file), { recursive: true })
   try {
     // 'wx': two processes starting together never overwrite each other's fresh key
     fs.writeFileSync(file, randomBytes(KEY_BYTES).toString('base64') + '\n', { mode: 0o600, flag: 'wx' })
   } catch (error) {
-    if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error
+    if (thrownFields(error).code !== 'EEXIST') throw error
   }
   return readKeyFile(file)
 }

@@ -1,3 +1,4 @@
+/* eslint-disable @typescript-eslint/no-explicit-any -- Kysely's migration convention: a migration is frozen, so it must not be typed by today's Database */
 import { type Kysely, sql } from 'kysely'
 
 // Frozen: migrations are forward-only. Platform JWS signing keys (webhook jwt auth, later grant tokens).
