@@ -21,7 +21,10 @@ export async function registerOpenApi(app: FastifyInstance, config: Config): Pro
       },
       servers: [{ url: config.baseUrl }],
       components: {
-        securitySchemes: { bearer: { type: 'http', scheme: 'bearer', description: 'Opaque access token (wp_…)' } },
+        securitySchemes: {
+          bearer: { type: 'http', scheme: 'bearer', description: 'Opaque access token (wp_…)' },
+          scimBearer: { type: 'http', scheme: 'bearer', description: 'SCIM token (wpscim_…), for /scim/v2 only' },
+        },
       },
       security: [{ bearer: [] }],
     },
@@ -32,7 +35,8 @@ export async function registerOpenApi(app: FastifyInstance, config: Config): Pro
     transform: ({ schema, url, route }) => {
       const publicRoute = (route as { config?: { public?: boolean } }).config?.public
       const transformed = { ...(schema ?? {}) } as Record<string, unknown>
-      if (publicRoute) transformed.security = []
+      // a route with its own authentication (the SCIM service provider) names its scheme itself
+      if (publicRoute && transformed.security === undefined) transformed.security = []
       return { schema: transformed as typeof schema, url }
     },
   })
@@ -173,7 +177,8 @@ function finishDocument<T>(input: T): T {
       delete schema.explode
     }
     for (const [status, response] of Object.entries(operation.responses ?? {})) {
-      if (!/^[45]/.test(status)) continue
+      // SCIM answers its errors as RFC 7644 documents (application/scim+json), as its routes declare
+      if (!/^[45]/.test(status) || n.path.startsWith('/scim/')) continue
       response.description = status.startsWith('4')
         ? 'Client error (problem details, RFC 9457)'
         : 'Server error (problem details, RFC 9457)'
