@@ -98,6 +98,15 @@ function memberIds(members: unknown): number[] {
   return [...new Set(ids)]
 }
 
+/** Member objects reduced to their value (as strings), the form the stored members are compared in. */
+function memberValues(value: unknown): unknown {
+  const one = (m: unknown) =>
+    m && typeof m === 'object' && 'value' in m && (typeof m.value === 'string' || typeof m.value === 'number')
+      ? { value: String(m.value) }
+      : m
+  return Array.isArray(value) ? value.map(one) : one(value)
+}
+
 export function createScimGroupsService(deps: AppDeps) {
   const { db } = deps
   const departments = createDepartmentsService(deps)
@@ -248,7 +257,10 @@ export function createScimGroupsService(deps: AppDeps) {
   async function patchGroup(actor: Actor, rawId: string, body: PatchOpBody, ifMatch?: string) {
     const current = await load(actor, parseId(rawId, 'Group'), 'ids')
     checkIfMatch(ifMatch, current.meta.version)
-    const ops = standardOperations(body, PATCH_RULES, current.id)
+    // members compare by value alone: Entra ID sends {"$ref": null, "value": "…"}, Okta adds "display"
+    const ops = standardOperations(body, PATCH_RULES, current.id).map((o) =>
+      o.path?.toLowerCase() === 'members' && o.value !== undefined ? { ...o, value: memberValues(o.value) } : o,
+    )
     const touchesMembers = ops.some((o) => o.path?.toLowerCase().startsWith('members'))
     const patched = applyPatch(
       {
