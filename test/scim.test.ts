@@ -1,8 +1,11 @@
 import assert from 'node:assert/strict'
+import { execFile } from 'node:child_process'
+import path from 'node:path'
 import { test } from 'node:test'
+import { promisify } from 'node:util'
 import { buildTestApp, call } from './helpers/build-test-app.js'
 import { given } from './helpers/given.js'
-import { testDb } from './helpers/test-database.js'
+import { testDatabaseUrl, testDb } from './helpers/test-database.js'
 import {
   assertScimError,
   ENTERPRISE,
@@ -166,4 +169,35 @@ test('discovery: ServiceProviderConfig, ResourceTypes and Schemas say what is su
   assert.equal(userName.uniqueness, 'server')
   assertScimError(await scim(app, token, 'GET', '/Schemas/urn:nothing'), 404)
   assertScimError(await scim(app, token, 'POST', '/Bulk', { schemas: [] }), 404)
+})
+
+test('CLI: workplace scim token create --tenant <slug> prints a SCIM token once; it works on /scim/v2', async () => {
+  const app = await buildTestApp()
+  const tenant = await given.tenant(db)
+  const root = path.resolve(import.meta.dirname, '..')
+  const { stdout } = await promisify(execFile)(
+    process.execPath,
+    [
+      path.join(root, 'bin/workplace.js'),
+      'scim',
+      'token',
+      'create',
+      '--tenant',
+      tenant.slug,
+      '--name',
+      'Okta',
+      '--json',
+    ],
+    { cwd: root, timeout: 20_000, env: { ...process.env, DATABASE_URL: testDatabaseUrl(), LOG_LEVEL: 'silent' } },
+  )
+  const printed = JSON.parse(stdout)
+  assert.match(printed.token, /^wpscim_/)
+  assert.match(printed.url, /\/scim\/v2$/)
+  assert.equal((await scim(app, printed.token, 'GET', '/ServiceProviderConfig')).statusCode, 200)
+  const stored = await db
+    .selectFrom('scim_tokens')
+    .select(['name', 'created_by'])
+    .where('id', '=', printed.id)
+    .executeTakeFirstOrThrow()
+  assert.deepEqual(stored, { name: 'Okta', created_by: null })
 })
