@@ -56,6 +56,8 @@ const scim = (reply: FastifyReply, status = 200, etag?: string) => {
 
 const common = {
   tags: ['scim'],
+  description:
+    'SCIM 2.0 (RFC 7643/7644). Needs a SCIM token (`wpscim_…`, from POST /api/administration/scim-tokens); errors are RFC 7644 documents with `scimType`. Connecting Entra ID and Okta: docs/scim.md.',
   security: [{ scimBearer: [] }],
   consumes: ['application/scim+json', 'application/json'],
   produces: ['application/scim+json'],
@@ -101,6 +103,7 @@ export async function scimRoutes(root: FastifyInstance, deps: AppDeps): Promise<
           config,
           schema: {
             ...common,
+            operationId: 'scim.serviceProviderConfig',
             summary: 'What this SCIM service provider supports',
             response: { 200: ScimDocumentSchema, ...scimErrorResponses },
           },
@@ -113,6 +116,7 @@ export async function scimRoutes(root: FastifyInstance, deps: AppDeps): Promise<
           config,
           schema: {
             ...common,
+            operationId: 'scim.resourceTypes.list',
             summary: 'SCIM resource types',
             response: { 200: ScimDocumentListSchema, ...scimErrorResponses },
           },
@@ -125,6 +129,7 @@ export async function scimRoutes(root: FastifyInstance, deps: AppDeps): Promise<
           config,
           schema: {
             ...common,
+            operationId: 'scim.resourceTypes.get',
             summary: 'One SCIM resource type',
             params: ScimIdParamsSchema,
             response: { 200: ScimDocumentSchema, ...scimErrorResponses },
@@ -142,6 +147,7 @@ export async function scimRoutes(root: FastifyInstance, deps: AppDeps): Promise<
           config,
           schema: {
             ...common,
+            operationId: 'scim.schemas.list',
             summary: 'SCIM schemas',
             response: { 200: ScimDocumentListSchema, ...scimErrorResponses },
           },
@@ -154,6 +160,7 @@ export async function scimRoutes(root: FastifyInstance, deps: AppDeps): Promise<
           config,
           schema: {
             ...common,
+            operationId: 'scim.schemas.get',
             summary: 'One SCIM schema',
             params: ScimIdParamsSchema,
             response: { 200: ScimDocumentSchema, ...scimErrorResponses },
@@ -173,6 +180,7 @@ export async function scimRoutes(root: FastifyInstance, deps: AppDeps): Promise<
           config,
           schema: {
             ...common,
+            operationId: 'scim.users.list',
             summary: 'List or filter SCIM users',
             querystring: ScimListQuerySchema,
             response: { 200: listResponseOf(ScimUserSchema), ...scimErrorResponses },
@@ -186,6 +194,7 @@ export async function scimRoutes(root: FastifyInstance, deps: AppDeps): Promise<
           config,
           schema: {
             ...common,
+            operationId: 'scim.users.create',
             summary: 'Create a SCIM user',
             body: ScimUserInputSchema,
             response: { 201: ScimUserSchema, ...scimErrorResponses },
@@ -203,6 +212,7 @@ export async function scimRoutes(root: FastifyInstance, deps: AppDeps): Promise<
           config,
           schema: {
             ...common,
+            operationId: 'scim.users.get',
             summary: 'Get a SCIM user',
             params: ScimIdParamsSchema,
             querystring: ScimShowQuerySchema,
@@ -220,6 +230,7 @@ export async function scimRoutes(root: FastifyInstance, deps: AppDeps): Promise<
           config,
           schema: {
             ...common,
+            operationId: 'scim.users.update',
             summary: 'Replace a SCIM user',
             params: ScimIdParamsSchema,
             body: ScimUserInputSchema,
@@ -237,6 +248,7 @@ export async function scimRoutes(root: FastifyInstance, deps: AppDeps): Promise<
           config,
           schema: {
             ...common,
+            operationId: 'scim.users.patch',
             summary: 'Change a SCIM user (PatchOp)',
             params: ScimIdParamsSchema,
             body: PatchOpSchema,
@@ -254,6 +266,7 @@ export async function scimRoutes(root: FastifyInstance, deps: AppDeps): Promise<
           config,
           schema: {
             ...common,
+            operationId: 'scim.users.delete',
             summary: 'Delete a SCIM user (soft delete, restorable)',
             params: ScimIdParamsSchema,
             response: { 204: Type.Null({ description: 'deleted' }), ...scimErrorResponses },
@@ -272,6 +285,7 @@ export async function scimRoutes(root: FastifyInstance, deps: AppDeps): Promise<
           config,
           schema: {
             ...common,
+            operationId: 'scim.groups.list',
             summary: 'List or filter SCIM groups (departments)',
             querystring: ScimListQuerySchema,
             response: { 200: listResponseOf(ScimGroupSchema), ...scimErrorResponses },
@@ -285,6 +299,7 @@ export async function scimRoutes(root: FastifyInstance, deps: AppDeps): Promise<
           config,
           schema: {
             ...common,
+            operationId: 'scim.groups.create',
             summary: 'Create a SCIM group (department)',
             body: ScimGroupInputSchema,
             response: { 201: ScimGroupSchema, ...scimErrorResponses },
@@ -302,6 +317,7 @@ export async function scimRoutes(root: FastifyInstance, deps: AppDeps): Promise<
           config,
           schema: {
             ...common,
+            operationId: 'scim.groups.get',
             summary: 'Get a SCIM group',
             params: ScimIdParamsSchema,
             querystring: ScimShowQuerySchema,
@@ -319,6 +335,7 @@ export async function scimRoutes(root: FastifyInstance, deps: AppDeps): Promise<
           config,
           schema: {
             ...common,
+            operationId: 'scim.groups.update',
             summary: 'Replace a SCIM group',
             params: ScimIdParamsSchema,
             body: ScimGroupInputSchema,
@@ -336,6 +353,7 @@ export async function scimRoutes(root: FastifyInstance, deps: AppDeps): Promise<
           config,
           schema: {
             ...common,
+            operationId: 'scim.groups.patch',
             summary: 'Change a SCIM group: members added or removed (PatchOp)',
             params: ScimIdParamsSchema,
             body: PatchOpSchema,
@@ -353,6 +371,7 @@ export async function scimRoutes(root: FastifyInstance, deps: AppDeps): Promise<
           config,
           schema: {
             ...common,
+            operationId: 'scim.groups.delete',
             summary: 'Delete a SCIM group (the department)',
             params: ScimIdParamsSchema,
             response: { 204: Type.Null({ description: 'deleted' }), ...scimErrorResponses },

@@ -177,8 +177,14 @@ function finishDocument<T>(input: T): T {
       delete schema.explode
     }
     for (const [status, response] of Object.entries(operation.responses ?? {})) {
+      if (!/^[45]/.test(status)) continue
       // SCIM answers its errors as RFC 7644 documents (application/scim+json), as its routes declare
-      if (!/^[45]/.test(status) || n.path.startsWith('/scim/')) continue
+      if (n.path.startsWith('/scim/')) {
+        response.description = status.startsWith('4')
+          ? 'Client error (RFC 7644 error)'
+          : 'Server error (RFC 7644 error)'
+        continue
+      }
       response.description = status.startsWith('4')
         ? 'Client error (problem details, RFC 9457)'
         : 'Server error (problem details, RFC 9457)'
