@@ -300,6 +300,9 @@ test('PATCH forms: add/replace/remove with and without path, value filters in pa
   assertScimError(await patch({ op: 'replace', path: 'name.nothing', value: 'x' }), 400, 'invalidPath')
   assertScimError(await patch({ op: 'replace', path: 'emails[type eq "work"', value: 'x' }), 400, 'invalidPath')
   assertScimError(await patch({ op: 'remove' }), 400, 'noTarget')
+  assertScimError(await patch({ op: 'replace', path: 'name.givenName', value: 5 }), 400, 'invalidValue')
+  assertScimError(await patch({ op: 'remove', path: 'userName' }), 400, 'invalidValue')
+  assertScimError(await patch({ op: 'replace', path: 'emails', value: 'x@example.com' }), 400, 'invalidValue')
   assertScimError(await patch({ op: 'replace', path: 'id', value: '5' }), 400, 'mutability')
   assertScimError(await patch({ op: 'move', path: 'userName' }), 400, 'invalidSyntax')
   assertScimError(

@@ -1,4 +1,5 @@
 import { sql } from 'kysely'
+import { Compile } from 'typebox/compile'
 import type { AppDeps } from '../../platform/app-module.js'
 import type { Actor } from '../../platform/auth/actor.js'
 import { revokeUserTokens } from '../../platform/auth/tokens.js'
@@ -26,6 +27,7 @@ import {
   type PatchOpBody,
   type ScimListQuery,
   type ScimShowQuery,
+  ScimUserInputSchema,
   type ScimUserInput,
 } from './scim.schemas.js'
 
@@ -207,6 +209,18 @@ function chosenValue(values: unknown, attribute: string): string | null {
 }
 
 const USERNAME = new RegExp(USERNAME_PATTERN)
+const userInput = Compile(ScimUserInputSchema)
+
+/** A patched user, checked as a PUT body would be (a PATCH may set any attribute to any JSON value). */
+function patchedInput(value: unknown): ScimUserInput {
+  if (userInput.Check(value)) return value
+  const [first] = userInput.Errors(value)
+  throw new ScimError(
+    400,
+    `The user after the PATCH is not valid: ${first ? `${first.instancePath || '/'} ${first.message}` : 'wrong value'}`,
+    'invalidValue',
+  )
+}
 const EMAIL = /^[^\s@]+@[^\s@]+$/
 
 export function createScimUsersService(deps: AppDeps) {
@@ -454,13 +468,9 @@ export function createScimUsersService(deps: AppDeps) {
       lastModified: new Date(current.meta.lastModified),
     }
     const patched = applyPatch({ ...current, meta: metaAsDates }, ops)
-    const record: Record<string, unknown> = { ...patched }
-    const userName = typeof record.userName === 'string' ? record.userName : ''
-    const input: ScimUserInput = { ...record, userName }
+    const { meta: _meta, ...record } = patched
     // a removed name keeps the stored one (a personal account needs both); removed single values are cleared
-    const fields = await fieldsOf(input, current)
-    if (ops.some((o) => o.path?.toLowerCase() === 'password') && typeof record.password === 'string')
-      fields.password = record.password
+    const fields = await fieldsOf(patchedInput(record), current)
     return update(actor, id, current, fields)
   }
 
