@@ -3,7 +3,7 @@
  * - `POST /scim/v2/Users` (a new userName per request: autocannon's `[<id>]` replacement) and a filtered
  *   `GET /scim/v2/Users?filter=userName eq "…"` (the probe Entra ID sends before every create): requests
  *   per second at 50 connections, p50/p99, no error.
- * - The provisioning cycle: 5,000 users created, then 5,000 PATCHes (Entra ID's form) at 10 concurrent
+ * - The provisioning cycle: 5,000 users created, then 5,000 PATCHes (Entra ID's form) at 25 concurrent
  *   requests, within the budget (quick: 1/100).
  */
 import type { Db } from '../src/platform/db/schema.js'
@@ -43,7 +43,7 @@ const USER = 'urn:ietf:params:scim:schemas:core:2.0:User'
 const PATCH_OP = 'urn:ietf:params:scim:api:messages:2.0:PatchOp'
 const CYCLE_USERS = 5_000
 const CYCLE_BUDGET_MS = 120_000
-const CONCURRENCY = 10
+const CONCURRENCY = 25
 
 const userBody = (userName: string) =>
   JSON.stringify({

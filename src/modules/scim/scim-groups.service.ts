@@ -29,7 +29,7 @@ function groupAttributes(tenantId: number): AttributeMap {
       main: 'value',
       sub: { value: scalar('id', sql`du.user_id`), type: scalar('string', sql`'User'::text`) },
       exists: (condition) =>
-        sql<boolean>`exists (select 1 from department_users du where du.tenant_id = ${tenantId} and du.department_id = d.id and (${condition}) is true)`,
+        sql<boolean>`exists (select 1 from department_users du where du.tenant_id = ${tenantId} and du.department_id = d.id and ${condition})`,
     },
   }
 }

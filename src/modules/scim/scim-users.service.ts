@@ -50,7 +50,7 @@ const ENTERPRISE = ENTERPRISE_USER.toLowerCase()
 const fullName = sql`trim(u.first_name || ' ' || u.last_name)`
 
 /** The filterable attributes of a User and their columns (docs/scim.md lists which are indexed). */
-function userAttributes(tenantId: number): AttributeMap {
+export function userAttributes(tenantId: number): AttributeMap {
   return {
     id: scalar('id', sql`u.id`),
     externalid: scalar('string', sql`u.external_id`, true),
@@ -82,7 +82,7 @@ function userAttributes(tenantId: number): AttributeMap {
       sub: { value: scalar('id', sql`du.department_id`) },
       // the tenant named in the subquery itself, so that Citus routes it (docs/citus.md)
       exists: (condition) =>
-        sql<boolean>`exists (select 1 from department_users du where du.tenant_id = ${tenantId} and du.user_id = u.id and (${condition}) is true)`,
+        sql<boolean>`exists (select 1 from department_users du where du.tenant_id = ${tenantId} and du.user_id = u.id and ${condition})`,
     },
   }
 }

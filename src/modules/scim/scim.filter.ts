@@ -169,7 +169,7 @@ function resolve(ctx: FilterContext, path: string): { attribute: ScalarAttribute
 /** A condition on the values of a multi-valued attribute: within the related rows, or on the stored value. */
 function withinValues(multi: MultiAttribute, condition: RawBuilder<boolean>): RawBuilder<boolean> {
   if (multi.exists) return multi.exists(condition)
-  return sql<boolean>`(${multi.present ?? sql`true`} and (${condition}) is true)`
+  return sql<boolean>`(${multi.present ?? sql`true`} and ${condition})`
 }
 
 function toSql(ctx: FilterContext, filter: Filter, depth: number): RawBuilder<boolean> {
@@ -181,7 +181,9 @@ function toSql(ctx: FilterContext, filter: Filter, depth: number): RawBuilder<bo
       return sql<boolean>`(${sql.join(parts, filter.op === 'and' ? sql` and ` : sql` or `)})`
     }
     case 'not':
-      return sql<boolean>`not (${toSql(ctx, filter.filter, depth + 1)})`
+      // a comparison with a missing value is unknown (null): `not` of it must hold, so it counts as false
+      // here. Only here: a bare comparison stays indexable (`lower(u.username) = $1`)
+      return sql<boolean>`not coalesce(${toSql(ctx, filter.filter, depth + 1)}, false)`
     case '[]': {
       const key = normalizePath(filter.attrPath, ctx.coreSchema)
       const multi = ctx.attributes[key]
@@ -194,7 +196,7 @@ function toSql(ctx: FilterContext, filter: Filter, depth: number): RawBuilder<bo
       const found = resolve(ctx, filter.attrPath)
       if (!found) throw invalidFilter(`Unknown attribute "${filter.attrPath}" in the filter`)
       const value = filter.op === 'pr' ? null : filter.compValue
-      const comparison = sql<boolean>`(${compareScalar(found.attribute, filter.op, value, filter.attrPath)}) is true`
+      const comparison = compareScalar(found.attribute, filter.op, value, filter.attrPath)
       if (!found.multi) return comparison
       if (filter.op === 'pr' && found.multi.exists) return found.multi.exists(sql<boolean>`true`)
       return withinValues(found.multi, comparison)
