@@ -42,6 +42,23 @@ export default tseslint.config(
     files: ['test/**', 'bench/**'],
     rules: { '@typescript-eslint/no-unsafe-type-assertion': 'off', '@typescript-eslint/no-explicit-any': 'off' },
   },
+  {
+    // the web app (web/src) runs in the browser; its service worker in a worker scope
+    files: ['web/src/**'],
+    languageOptions: { globals: { ...globals.browser } },
+    // assertions narrow DOM event targets and pass values the generated client types loosely
+    // (deepObject `filter` unions, multipart bodies typed as strings); the browser tests check them
+    rules: { '@typescript-eslint/no-unsafe-type-assertion': 'off' },
+  },
+  {
+    files: ['web/public/sw.js'],
+    languageOptions: { globals: { ...globals.serviceworker } },
+  },
+  {
+    // browser tests drive pages; what they read back is checked by the assertions that follow
+    files: ['web/test/**'],
+    rules: { '@typescript-eslint/no-unsafe-type-assertion': 'off' },
+  },
   { files: ['**/*.js'], ...tseslint.configs.disableTypeChecked },
   prettier,
 )

@@ -19,6 +19,7 @@ import { registerRequestLog } from './platform/http/request-log.js'
 import { registerOpenApi } from './platform/http/openapi.js'
 import { authenticateRequest, useActorCache } from './platform/auth/authenticate.js'
 import { startActorCache } from './platform/auth/actor-cache.js'
+import { flushSessionActivity } from './platform/auth/session-activity.js'
 import { AppError } from './platform/http/errors.js'
 import { healthRoutes } from './platform/http/health.js'
 import { registerRequestContext } from './platform/audit/request-context.js'
@@ -26,6 +27,7 @@ import { registerMultipart } from './platform/http/multipart.js'
 import { registerMetrics } from './platform/metrics/index.js'
 import { appModules } from './modules/index.js'
 import { verifyShapedStatements } from './platform/db/statement-shapes.js'
+import { registerWebApp } from './platform/http/web-app.js'
 
 declare module 'fastify' {
   interface FastifyContextConfig {
@@ -124,6 +126,8 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
     reply.header('x-request-id', request.id)
     done(null, payload)
   })
+  // session uses noted and not yet written (platform/auth/session-activity.ts) are written on close
+  app.addHook('onClose', async () => flushSessionActivity(db).catch(() => undefined))
   const databaseUrl = options.databaseUrl ?? config.db.directUrl
   if (databaseUrl && config.auth.actorCache) {
     const cache = await startActorCache(databaseUrl, (error) =>
@@ -146,7 +150,8 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
         'Retry-After': '1',
         Connection: 'close',
       })
-    if (refusedQueries.has(request.query as object)) {
+    const query: unknown = request.query
+    if (typeof query === 'object' && query !== null && refusedQueries.has(query)) {
       throw new AppError(
         400,
         'malformed_query',
@@ -160,6 +165,8 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
   await registerOpenApi(app, config)
   const deps: AppDeps = { db, config, log: app.log as unknown as Logger, databaseUrl }
   await app.register(healthRoutes, { db })
+  // the web app's static files under /app (nothing outside /app: no hook, no plugin)
+  registerWebApp(app)
   for (const module of appModules) {
     if (module.routes) await app.register(async (scope) => module.routes!(scope, deps))
   }

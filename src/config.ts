@@ -17,6 +17,8 @@ export interface Config {
   auth: { tokenTtlDays: number; loginMaxFailures: number; loginWindowSeconds: number; actorCache: boolean }
   jobs: { runWorker: boolean; concurrency: number; localQueueSize: number }
   webhooks: { allowPrivateNetworks: boolean }
+  /** OIDC_ALLOW_PRIVATE_NETWORKS: an identity provider on loopback/private addresses, over http (tests, on-premises). */
+  oidc: { allowPrivateNetworks: boolean }
   push: { contact: string; ttlSeconds: number; allowPrivateNetworks: boolean }
   /** Hour (UTC) at which daily and weekly email digests go out. */
   digestHour: number
@@ -115,6 +117,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       localQueueSize: integer(env, 'WORKER_LOCAL_QUEUE', workerConcurrency + 1, problems),
     },
     webhooks: { allowPrivateNetworks: bool(env, 'WEBHOOK_ALLOW_PRIVATE_NETWORKS', false, problems) },
+    oidc: { allowPrivateNetworks: bool(env, 'OIDC_ALLOW_PRIVATE_NETWORKS', false, problems) },
     push: {
       contact: pushContact(env.PUSH_CONTACT, env.BASE_URL || localBase, problems),
       ttlSeconds: integer(env, 'PUSH_TTL_SECONDS', 86_400, problems),

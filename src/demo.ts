@@ -23,7 +23,8 @@ async function createDemo(config: Config, db: Db, reset: boolean): Promise<DemoR
   const app = await buildApp({ config: { ...config, auth: { ...config.auth, actorCache: false } }, db, logger: false })
   try {
     const api: DemoRequest = async ({ method, url, token, payload, files }) => {
-      let body: unknown = payload
+      let body: string | object | undefined =
+        typeof payload === 'string' || (typeof payload === 'object' && payload !== null) ? payload : undefined
       let headers: Record<string, string> = token ? { authorization: `Bearer ${token}` } : {}
       if (files) {
         const form = new FormData()
@@ -33,7 +34,7 @@ async function createDemo(config: Config, db: Db, reset: boolean): Promise<DemoR
         body = form.getBuffer()
         headers = { ...headers, ...form.getHeaders() }
       }
-      const response = await app.inject({ method, url, headers, payload: body as never })
+      const response = await app.inject({ method, url, headers, payload: body })
       if (response.statusCode >= 300)
         throw new Error(`demo: ${method} ${url} answered ${response.statusCode}: ${response.body}`)
       return response.body ? response.json() : undefined

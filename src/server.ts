@@ -36,6 +36,7 @@ export async function serve(config: Config): Promise<void> {
     log.info('database closed')
   })
   await app.listen({ port: config.http.port, host: config.http.host })
+  log.info(`web app: http://${config.http.host}:${config.http.port}/app   API docs: /docs`)
 }
 
 /** `workplace worker`: only the job runner. */
@@ -54,5 +55,12 @@ export async function serveWorker(config: Config): Promise<void> {
 
 function printDemoCredentials(config: Config, demo: DemoResult): void {
   const base = `http://${config.http.host}:${config.http.port}`
-  process.stdout.write(['', ...demoInstructions(base, demo), `API docs: ${base}/docs`, ''].join('\n') + '\n')
+  const [created, credentials, ...requests] = demoInstructions(base, demo)
+  const lines = [
+    created,
+    credentials,
+    `  Web app: ${base}/app   (sign in with tenant demo and the credentials above)`,
+    ...requests,
+  ]
+  process.stdout.write(['', ...lines, `API docs: ${base}/docs`, ''].join('\n') + '\n')
 }

@@ -212,6 +212,34 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/administration/oidc": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The tenant's OpenID Connect provider (permission tenant.administrate)
+         * @description The tenant's OpenID Connect provider (permission tenant.administrate). Needs a bearer token; permissions are checked per record (see docs/permissions.md).
+         */
+        get: operations["administration.oidc"];
+        /**
+         * Set the tenant's OpenID Connect provider (its discovery document is fetched; 422 when it cannot be)
+         * @description Set the tenant's OpenID Connect provider (its discovery document is fetched; 422 when it cannot be). Needs a bearer token; permissions are checked per record (see docs/permissions.md).
+         */
+        put: operations["administration.oidc.updateMany"];
+        post?: never;
+        /**
+         * Remove the tenant's OpenID Connect provider
+         * @description Remove the tenant's OpenID Connect provider. Needs a bearer token; permissions are checked per record (see docs/permissions.md).
+         */
+        delete: operations["administration.oidc.deleteMany"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/administration/scim-tokens": {
         parameters: {
             query?: never;
@@ -382,6 +410,86 @@ export interface paths {
          * @description Revoke the access token used. Needs a bearer token; permissions are checked per record (see docs/permissions.md).
          */
         post: operations["auth.logout"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/auth/oidc/{tenant}/start": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Start single sign-on: 302 to the tenant's identity provider
+         * @description Start single sign-on: 302 to the tenant's identity provider. No authentication needed.
+         */
+        get: operations["auth.oidc.start"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/auth/oidc/callback": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The identity provider redirects here; 302 to the app with `?login_code=…` (60 s, one use)
+         * @description The identity provider redirects here; 302 to the app with `?login_code=…` (60 s, one use). No authentication needed.
+         */
+        get: operations["auth.oidc.callback"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/auth/password-reset": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Ask for a password reset link by email (always 202, whether or not the account exists)
+         * @description Ask for a password reset link by email (always 202, whether or not the account exists). No authentication needed.
+         */
+        post: operations["auth.passwordReset"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/auth/password-reset/confirm": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Set a new password with the token of a reset link; ends every session of the user
+         * @description Set a new password with the token of a reset link; ends every session of the user. No authentication needed.
+         */
+        post: operations["auth.passwordReset.confirm"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1500,6 +1608,66 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/users/{id}/sessions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List a user's sessions (permission users.administrate)
+         * @description List a user's sessions (permission users.administrate). Needs a bearer token; permissions are checked per record (see docs/permissions.md).
+         */
+        get: operations["users.sessions.list"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/users/{id}/sessions/{sid}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * End a user's session (permission users.administrate)
+         * @description End a user's session (permission users.administrate). Needs a bearer token; permissions are checked per record (see docs/permissions.md).
+         */
+        delete: operations["users.sessions.delete"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/users/{id}/totp": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Remove a user's TOTP factor (permission users.administrate; audited)
+         * @description Remove a user's TOTP factor (permission users.administrate; audited). Needs a bearer token; permissions are checked per record (see docs/permissions.md).
+         */
+        delete: operations["users.totp.deleteMany"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/users/blackout/{id}": {
         parameters: {
             query?: never;
@@ -1578,6 +1746,90 @@ export interface paths {
          */
         put: operations["users.current.notificationPreferences.updateMany"];
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/users/current/sessions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List your own sessions (live access tokens)
+         * @description List your own sessions (live access tokens). Needs a bearer token; permissions are checked per record (see docs/permissions.md).
+         */
+        get: operations["users.current.sessions.list"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/users/current/sessions/{sid}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * End one of your own sessions (revokes its token)
+         * @description End one of your own sessions (revokes its token). Needs a bearer token; permissions are checked per record (see docs/permissions.md).
+         */
+        delete: operations["users.current.sessions.delete"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/users/current/totp": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Start TOTP enrollment: a new secret, pending until confirmed
+         * @description Start TOTP enrollment: a new secret, pending until confirmed. Needs a bearer token; permissions are checked per record (see docs/permissions.md).
+         */
+        post: operations["users.current.totp"];
+        /**
+         * Turn your TOTP off (with a current code or a recovery code)
+         * @description Turn your TOTP off (with a current code or a recovery code). Needs a bearer token; permissions are checked per record (see docs/permissions.md).
+         */
+        delete: operations["users.current.totp.deleteMany"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/users/current/totp/confirm": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Confirm TOTP with a code from the app: enables it and answers 10 recovery codes (once)
+         * @description Confirm TOTP with a code from the app: enables it and answers 10 recovery codes (once). Needs a bearer token; permissions are checked per record (see docs/permissions.md).
+         */
+        post: operations["users.current.totp.confirm"];
         delete?: never;
         options?: never;
         head?: never;
@@ -2223,6 +2475,8 @@ export interface components {
             id?: number;
             name?: string;
             permissions?: string[];
+            /** @description its users must sign in with TOTP (without it: an enrollment-only token) */
+            requires_mfa?: boolean;
             /** @example 2026-01-31 09:30:00 */
             updated_at?: string;
         };
@@ -2309,6 +2563,21 @@ export interface components {
                 employeeNumber?: string;
             };
             userName?: string;
+        };
+        Session: {
+            /** @example 2026-01-31 09:30:00 */
+            created_at: string;
+            /** @description the token of this request */
+            current: boolean;
+            device_name: string | null;
+            /** @example 2026-01-31 09:30:00 */
+            expires_at: string;
+            /** @description the access token id */
+            id: number;
+            ip: string | null;
+            /** @description written at most once a minute per token (and up to a few seconds late) */
+            last_used_at: string | null;
+            user_agent: string | null;
         };
         SharedItem: {
             /** @description administration only: resolutions of the stable URL */
@@ -3340,6 +3609,184 @@ export interface operations {
             };
         };
     };
+    "administration.oidc": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Client error (problem details, RFC 9457) */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Server error (problem details, RFC 9457) */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        allowed_email_domains: string[];
+                        client_id: string;
+                        /** @description the secret itself is never answered */
+                        client_secret_set: boolean;
+                        /** @example 2026-01-31 09:30:00 */
+                        created_at: string;
+                        default_role_id: number | null;
+                        email_claim: string | null;
+                        issuer: string;
+                        password_login: boolean;
+                        provisioning: "off" | "create";
+                        /** @description register this redirect URI at the provider */
+                        redirect_uri: string;
+                        scopes: string;
+                        /** @example 2026-01-31 09:30:00 */
+                        updated_at: string;
+                        username_claim: string;
+                    };
+                };
+            };
+        };
+    };
+    "administration.oidc.updateMany": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    allowed_email_domains?: string[];
+                    client_id: string;
+                    /** @description write-only; required when none is stored yet */
+                    client_secret?: string;
+                    default_role_id?: number | null;
+                    email_claim?: string | null;
+                    /**
+                     * Format: uri
+                     * @description the issuer identifier (discovery base)
+                     */
+                    issuer: string;
+                    /**
+                     * @description `false`: password sign-in only for users whose role holds `*` (break-glass)
+                     * @default true
+                     */
+                    password_login?: boolean;
+                    /**
+                     * @description `create`: a first sign-in of an unknown user creates them (default role, allowed email domains)
+                     * @default off
+                     */
+                    provisioning?: "off" | "create";
+                    /** @default openid profile email */
+                    scopes?: string;
+                    /** @default preferred_username */
+                    username_claim?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Client error (problem details, RFC 9457) */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Server error (problem details, RFC 9457) */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        allowed_email_domains: string[];
+                        client_id: string;
+                        /** @description the secret itself is never answered */
+                        client_secret_set: boolean;
+                        /** @example 2026-01-31 09:30:00 */
+                        created_at: string;
+                        default_role_id: number | null;
+                        email_claim: string | null;
+                        issuer: string;
+                        password_login: boolean;
+                        provisioning: "off" | "create";
+                        /** @description register this redirect URI at the provider */
+                        redirect_uri: string;
+                        scopes: string;
+                        /** @example 2026-01-31 09:30:00 */
+                        updated_at: string;
+                        username_claim: string;
+                    };
+                };
+            };
+        };
+    };
+    "administration.oidc.deleteMany": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Client error (problem details, RFC 9457) */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Server error (problem details, RFC 9457) */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
     "administration.scimTokens.list": {
         parameters: {
             query?: never;
@@ -4015,6 +4462,7 @@ export interface operations {
             path?: never;
             cookie?: never;
         };
+        /** @description tenant + username + password; or a `login_code` from single sign-on; or an `mfa_token` with `totp` or `recovery_code` */
         requestBody: {
             content: {
                 "application/json": {
@@ -4022,6 +4470,17 @@ export interface operations {
                     password: string;
                     tenant: string;
                     username: string;
+                } | {
+                    device_name?: string;
+                    /** @description from the SSO callback redirect (60 s, one use) */
+                    login_code: string;
+                } | {
+                    /** @description from the 401 `mfa_required` problem (5 minutes) */
+                    mfa_token: string;
+                    /** @description one of the recovery codes */
+                    recovery_code?: string;
+                    /** @description the current 6-digit TOTP code */
+                    totp?: string;
                 };
             };
         };
@@ -4054,11 +4513,22 @@ export interface operations {
                         access_token: string;
                         /** @example 2026-01-31 09:30:00 */
                         expires_at: string;
+                        /** @description the role requires TOTP: this token may only enroll it (`POST /api/users/current/totp`) */
+                        mfa_enrollment_required?: boolean;
                         password_change_required: boolean;
                         /** @enum {string} */
                         token_type: "Bearer";
                         user: components["schemas"]["User"];
                     };
+                };
+            };
+            /** @description Client error (problem details, RFC 9457) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -4071,6 +4541,189 @@ export interface operations {
             cookie?: never;
         };
         requestBody?: never;
+        responses: {
+            /** @description Client error (problem details, RFC 9457) */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Server error (problem details, RFC 9457) */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    "auth.oidc.start": {
+        parameters: {
+            query: {
+                /** @description where the app receives `?login_code=…`: a URL under APP_URL */
+                redirect_uri: string;
+            };
+            header?: never;
+            path: {
+                tenant: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Client error (problem details, RFC 9457) */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Server error (problem details, RFC 9457) */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description a redirect (Location header) */
+            302: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    "auth.oidc.callback": {
+        parameters: {
+            query?: {
+                authuser?: string;
+                code?: string;
+                error?: string;
+                error_description?: string;
+                error_uri?: string;
+                hd?: string;
+                iss?: string;
+                prompt?: string;
+                scope?: string;
+                session_state?: string;
+                state?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Client error (problem details, RFC 9457) */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Server error (problem details, RFC 9457) */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description a redirect (Location header) */
+            302: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    "auth.passwordReset": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description username or email address */
+                    login: string;
+                    tenant: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Client error (problem details, RFC 9457) */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Server error (problem details, RFC 9457) */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        message: string;
+                        /** @enum {string} */
+                        status: "accepted";
+                    };
+                };
+            };
+        };
+    };
+    "auth.passwordReset.confirm": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description min length: tenant setting `password_min_length` (default 8) */
+                    password: string;
+                    token: string;
+                };
+            };
+        };
         responses: {
             /** @description Client error (problem details, RFC 9457) */
             "4XX": {
@@ -8550,6 +9203,10 @@ export interface operations {
                     permissions?: string | string[] | {
                         [key: string]: string | string[];
                     };
+                    /** @description requires_mfa (boolean): filter[requires_mfa]=value, or filter[requires_mfa][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    requires_mfa?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
                     /** @description updated_at (timestamp): filter[updated_at]=value, or filter[updated_at][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
                     updated_at?: string | string[] | {
                         [key: string]: string | string[];
@@ -8565,9 +9222,9 @@ export interface operations {
                 relations?: string;
                 /** @description Alias of selects */
                 select?: string;
-                /** @description Comma-separated fields to return. Fields: id, name, permissions, active, folder_id, created_at, updated_at */
+                /** @description Comma-separated fields to return. Fields: id, name, permissions, active, requires_mfa, folder_id, created_at, updated_at */
                 selects?: string;
-                /** @description Comma-separated; prefix - for descending. Sortable: id, name, active, folder_id, created_at, updated_at */
+                /** @description Comma-separated; prefix - for descending. Sortable: id, name, active, requires_mfa, folder_id, created_at, updated_at */
                 sort?: string;
             };
             header?: never;
@@ -8619,6 +9276,7 @@ export interface operations {
                     folder_id?: number | null;
                     name: string;
                     permissions: string[];
+                    requires_mfa?: boolean;
                 };
             };
         };
@@ -8655,6 +9313,8 @@ export interface operations {
                         id?: number;
                         name?: string;
                         permissions?: string[];
+                        /** @description its users must sign in with TOTP (without it: an enrollment-only token) */
+                        requires_mfa?: boolean;
                         /** @example 2026-01-31 09:30:00 */
                         updated_at?: string;
                     };
@@ -8671,7 +9331,7 @@ export interface operations {
                 relations?: string;
                 /** @description Alias of selects */
                 select?: string;
-                /** @description Comma-separated fields to return. Fields: id, name, permissions, active, folder_id, created_at, updated_at */
+                /** @description Comma-separated fields to return. Fields: id, name, permissions, active, requires_mfa, folder_id, created_at, updated_at */
                 selects?: string;
             };
             header?: never;
@@ -8714,6 +9374,8 @@ export interface operations {
                         id?: number;
                         name?: string;
                         permissions?: string[];
+                        /** @description its users must sign in with TOTP (without it: an enrollment-only token) */
+                        requires_mfa?: boolean;
                         /** @example 2026-01-31 09:30:00 */
                         updated_at?: string;
                     };
@@ -8737,6 +9399,7 @@ export interface operations {
                     folder_id?: number | null;
                     name?: string;
                     permissions?: string[];
+                    requires_mfa?: boolean;
                 };
             };
         };
@@ -8773,6 +9436,8 @@ export interface operations {
                         id?: number;
                         name?: string;
                         permissions?: string[];
+                        /** @description its users must sign in with TOTP (without it: an enrollment-only token) */
+                        requires_mfa?: boolean;
                         /** @example 2026-01-31 09:30:00 */
                         updated_at?: string;
                     };
@@ -9865,6 +10530,123 @@ export interface operations {
             };
         };
     };
+    "users.sessions.list": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Client error (problem details, RFC 9457) */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Server error (problem details, RFC 9457) */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Session"][];
+                };
+            };
+        };
+    };
+    "users.sessions.delete": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: number;
+                sid: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Client error (problem details, RFC 9457) */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Server error (problem details, RFC 9457) */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    "users.totp.deleteMany": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Client error (problem details, RFC 9457) */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Server error (problem details, RFC 9457) */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
     "users.blackout.delete": {
         parameters: {
             query?: never;
@@ -10219,6 +11001,218 @@ export interface operations {
                             notification_setting_id: number;
                             push: boolean;
                         }[];
+                    };
+                };
+            };
+        };
+    };
+    "users.current.sessions.list": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Client error (problem details, RFC 9457) */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Server error (problem details, RFC 9457) */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Session"][];
+                };
+            };
+        };
+    };
+    "users.current.sessions.delete": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                sid: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Client error (problem details, RFC 9457) */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Server error (problem details, RFC 9457) */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    "users.current.totp": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Client error (problem details, RFC 9457) */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Server error (problem details, RFC 9457) */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description `otpauth://totp/…` (RFC 6238; SHA-1, 6 digits, 30 s): show as a QR code */
+                        otpauth_url: string;
+                        /** @description base32; shown once, for authenticator apps that cannot scan the URL */
+                        secret: string;
+                    };
+                };
+            };
+        };
+    };
+    "users.current.totp.deleteMany": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** @description a current TOTP code or one of the recovery codes */
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description a 6-digit TOTP code */
+                    code?: string;
+                    recovery_code?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Client error (problem details, RFC 9457) */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Server error (problem details, RFC 9457) */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    "users.current.totp.confirm": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description a 6-digit TOTP code */
+                    code: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Client error (problem details, RFC 9457) */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Server error (problem details, RFC 9457) */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description shown once; each works once instead of a TOTP code */
+                        recovery_codes: string[];
                     };
                 };
             };

@@ -1,5 +1,6 @@
 import type { AppModule } from '../platform/app-module.js'
 import { authModule } from './auth/index.js'
+import { identityModule } from './identity/index.js'
 import { auditModule } from './audit/index.js'
 import { accessModule } from './access/index.js'
 import { automationsModule } from './automations/index.js'
@@ -22,6 +23,7 @@ import { scimModule } from './scim/index.js'
 /** Every domain module, in registration order. The composition root (app.ts, worker) reads this list. */
 export const appModules: AppModule[] = [
   authModule,
+  identityModule,
   usersModule,
   rolesModule,
   departmentsModule,

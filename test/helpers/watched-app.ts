@@ -28,6 +28,9 @@ export async function watchedApp(): Promise<WatchedApp> {
 
 /** The writing statements among `statements`. */
 export const writes = (statements: string[]) =>
-  statements.filter((text) => /\b(insert\s+into|update|delete\s+from)\b/i.test(text))
+  statements.filter(
+    // the session-use timer (platform/auth/session-activity.ts) may write in the middle of a watched request: not the request's
+    (text) => /\b(insert\s+into|update|delete\s+from)\b/i.test(text) && !/^insert into session_activity\b/.test(text),
+  )
 /** The transactions begun among `statements`. */
 export const transactions = (statements: string[]) => statements.filter((text) => /^\s*begin\b/i.test(text))

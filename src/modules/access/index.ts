@@ -2,7 +2,7 @@ import { Type } from 'typebox'
 import type { AppModule } from '../../platform/app-module.js'
 import { requirePermission } from '../../platform/auth/require-permission.js'
 import { errorResponses } from '../../platform/http/schemas.js'
-import { EXPLAIN_REASONS, explainAccess } from './access-explain.js'
+import { EXPLAIN_REASONS, explainAccess, type ExplainReason } from './access-explain.js'
 
 const ExplainQuerySchema = Type.Object(
   {
@@ -18,7 +18,8 @@ const TargetRefSchema = Type.Object({ target_entity: Type.String(), target_entit
 
 const ExplanationSchema = Type.Object({
   allowed: Type.Boolean({ description: "computed by the rule the target's lists use" }),
-  reason: Type.Union(EXPLAIN_REASONS.map((r) => Type.Literal(r))),
+  // a union built from a list: typed as the reasons themselves (TypeBox types only a tuple's union)
+  reason: Type.Unsafe<ExplainReason>(Type.Union(EXPLAIN_REASONS.map((r) => Type.Literal(r)))),
   folder_id: Type.Union([Type.Integer(), Type.Null()], {
     description: 'the folder carrying the deciding grant (inherited_grant) or blocking',
   }),
@@ -65,7 +66,7 @@ export const accessModule: AppModule = {
       },
       async (request) => {
         requirePermission(request.actor, 'audit.view')
-        const q = request.query as { user_id: number; target_entity: string; target_entity_id: string; key?: string }
+        const q = request.query
         return explainAccess(db, request.actor.tenantId, {
           userId: q.user_id,
           targetEntity: q.target_entity,

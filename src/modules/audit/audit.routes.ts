@@ -1,14 +1,13 @@
 import { Readable } from 'node:stream'
-import type { FastifyInstance } from 'fastify'
 import { stringify } from 'csv-stringify/sync'
 import { Type } from 'typebox'
-import type { AppDeps } from '../../platform/app-module.js'
+import type { App, AppDeps } from '../../platform/app-module.js'
 import { requirePermission } from '../../platform/auth/require-permission.js'
 import { errorResponses } from '../../platform/http/schemas.js'
 import { listQuerySchema } from '../../platform/query/list-query-schema.js'
-import { sendList } from '../../platform/http/list-response.js'
+import { sendList, sendStream } from '../../platform/http/list-response.js'
 import { applyListQuery, presentRows } from '../../platform/query/apply-query.js'
-import { parseListQuery, type RawListQuery } from '../../platform/query/parse-query.js'
+import { parseListQuery } from '../../platform/query/parse-query.js'
 import { listResource } from '../../platform/query/run-query.js'
 import { AUDIT_CSV_COLUMNS, auditResource } from './audit.resource.js'
 
@@ -64,7 +63,7 @@ function csvStream(
 }
 
 /** `GET /api/administration/audit-log` (permission `audit.view`): JSON with the query conventions, or CSV. */
-export async function auditRoutes(app: FastifyInstance, { db }: AppDeps): Promise<void> {
+export async function auditRoutes(app: App, { db }: AppDeps): Promise<void> {
   app.get(
     '/api/administration/audit-log',
     {
@@ -80,14 +79,16 @@ export async function auditRoutes(app: FastifyInstance, { db }: AppDeps): Promis
       requirePermission(actor, 'audit.view')
       const ctx = { db, tenantId: actor.tenantId, actor }
       const base = db.selectFrom('audit_log as l').where('l.tenant_id', '=', actor.tenantId)
-      const raw = request.query as RawListQuery
+      const raw = request.query
       if (wantsCsv(request.headers.accept)) {
         const parsed = parseListQuery(auditResource, raw, ctx)
         const query = applyListQuery(base, auditResource, parsed, ctx)
-        return reply
-          .type('text/csv; charset=utf-8')
-          .header('content-disposition', 'attachment; filename="audit-log.csv"')
-          .send(csvStream(query, (rows) => presentRows(auditResource, parsed, rows, ctx)))
+        reply.header('content-disposition', 'attachment; filename="audit-log.csv"')
+        return sendStream(
+          reply,
+          'text/csv; charset=utf-8',
+          csvStream(query, (rows) => presentRows(auditResource, parsed, rows, ctx)),
+        )
       }
       return sendList(reply, await listResource(ctx, auditResource, base, raw))
     },

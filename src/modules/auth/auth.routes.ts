@@ -1,10 +1,9 @@
-import type { FastifyInstance } from 'fastify'
-import { Type } from 'typebox'
-import { errorResponses } from '../../platform/http/schemas.js'
-import { LoginBodySchema, LoginResponseSchema, type LoginBody } from './auth.schemas.js'
+import type { App } from '../../platform/app-module.js'
+import { errorResponses, NoContentSchema } from '../../platform/http/schemas.js'
+import { LoginBodySchema, LoginResponseSchema, MfaRequiredProblemSchema } from './auth.schemas.js'
 import type { AuthService } from './auth.service.js'
 
-export async function authRoutes(app: FastifyInstance, { auth }: { auth: AuthService }): Promise<void> {
+export async function authRoutes(app: App, { auth }: { auth: AuthService }): Promise<void> {
   app.post(
     '/api/auth/login',
     {
@@ -14,19 +13,20 @@ export async function authRoutes(app: FastifyInstance, { auth }: { auth: AuthSer
         summary: 'Log in and obtain an access token',
         security: [],
         body: LoginBodySchema,
-        response: { 200: LoginResponseSchema, ...errorResponses },
+        response: { 200: LoginResponseSchema, ...errorResponses, 401: MfaRequiredProblemSchema },
       },
     },
-    (request) => auth.login(request.body as LoginBody),
+    (request) => auth.login(request.body),
   )
 
   app.post(
     '/api/auth/logout',
     {
+      config: { mfaEnrollment: true },
       schema: {
         tags: ['auth'],
         summary: 'Revoke the access token used',
-        response: { 204: Type.Null(), ...errorResponses },
+        response: { 204: NoContentSchema, ...errorResponses },
       },
     },
     async (request, reply) => {

@@ -1,19 +1,26 @@
 import { sql } from 'kysely'
 import type { AppDeps } from '../../platform/app-module.js'
 import type { Actor } from '../../platform/auth/actor.js'
+import { recordAudit } from '../../platform/audit/audit-log.js'
 import { burnPasswordCheck, verifyPassword } from '../../platform/auth/passwords.js'
-import { issueAccessToken, revokeAccessToken, revokeUserTokens } from '../../platform/auth/tokens.js'
+import { revokeAccessToken } from '../../platform/auth/tokens.js'
 import { AppError } from '../../platform/http/errors.js'
-import { parseShowQuery } from '../../platform/query/parse-query.js'
-import { findPresentedUser, userResource, BASIC_USER_FIELDS } from '../users/index.js'
-import type { LoginBody } from './auth.schemas.js'
+import {
+  completeMfaSignIn,
+  completeSignIn,
+  exchangeLoginCode,
+  passwordLoginAllowed,
+  recordFailedSignIn,
+  secondFactorGate,
+} from '../identity/index.js'
+import type { LoginBody, PasswordLoginBody } from './auth.schemas.js'
 
 const invalidCredentials = () => new AppError(401, 'invalid_credentials', 'The tenant, username or password is wrong')
 
 export type AuthService = ReturnType<typeof createAuthService>
 
 export function createAuthService({ db, config }: AppDeps) {
-  const { loginMaxFailures, loginWindowSeconds, tokenTtlDays } = config.auth
+  const { loginMaxFailures, loginWindowSeconds } = config.auth
 
   /** Seconds until a throttled tenant+username may try again; 0 when not throttled. */
   async function throttleSeconds(slug: string, username: string): Promise<number> {
@@ -48,8 +55,15 @@ export function createAuthService({ db, config }: AppDeps) {
     return Math.max(1, oldestCounted?.retry ?? row.retry)
   }
 
-  /** Exchanges tenant, username and password for an access token; one message for every failure. */
+  /** Signs in with a password, an SSO login code, or an MFA token and its second factor. */
   async function login(body: LoginBody) {
+    if ('login_code' in body) return exchangeLoginCode(db, config, body.login_code, body.device_name)
+    if ('mfa_token' in body) return completeMfaSignIn(db, config, body)
+    return passwordLogin(body)
+  }
+
+  /** Exchanges tenant, username and password for an access token; one message for every failure. */
+  async function passwordLogin(body: PasswordLoginBody) {
     const slug = body.tenant.toLowerCase()
     const username = body.username.toLowerCase()
     const wait = await throttleSeconds(slug, username)
@@ -59,58 +73,71 @@ export function createAuthService({ db, config }: AppDeps) {
       })
 
     // the tenant first, so that the user lookup names its tenant (routed to one shard on Citus, docs/citus.md)
-    const tenant = await db.selectFrom('tenants').select(['id', 'settings']).where('slug', '=', slug).executeTakeFirst()
-    const found =
+    const tenant = await db.selectFrom('tenants').select(['id']).where('slug', '=', slug).executeTakeFirst()
+    const user =
       tenant &&
       (await db
         .selectFrom('users as u')
+        .innerJoin('roles as r', (join) =>
+          join.onRef('r.id', '=', 'u.role_id').onRef('r.tenant_id', '=', 'u.tenant_id'),
+        )
         .select([
           'u.id',
           'u.tenant_id',
           'u.password_hash',
           'u.active',
           'u.deleted_at',
-          'u.blacked_out_at',
-          'u.prevent_logout',
-          'u.password_change_required',
+          'r.permissions',
+          'r.requires_mfa',
         ])
         .where('u.tenant_id', '=', tenant.id)
         .where(sql<boolean>`lower(u.username) = ${username}`)
         .where('u.blacked_out_at', 'is', null)
         .executeTakeFirst())
-    const user = found && { ...found, settings: tenant.settings }
     const passwordOk = user
       ? await verifyPassword(user.password_hash, body.password)
       : (await burnPasswordCheck(body.password), false)
     if (!user || !passwordOk || !user.active || user.deleted_at !== null) {
       await db.insertInto('login_failures').values({ tenant_slug: slug, username }).execute()
+      if (tenant)
+        await recordFailedSignIn(db, tenant.id, user?.id ?? null, {
+          method: 'password',
+          reason: !user ? 'unknown_user' : !passwordOk ? 'wrong_password' : 'inactive_user',
+          login: username,
+        })
       throw invalidCredentials()
     }
-
-    return db.transaction().execute(async (trx) => {
-      await trx.deleteFrom('login_failures').where('tenant_slug', '=', slug).where('username', '=', username).execute()
-      // session replacement: a single-session tenant revokes older tokens, except for protected users
-      if (user.settings?.single_session && !user.prevent_logout) await revokeUserTokens(trx, user.tenant_id, user.id)
-      const issued = await issueAccessToken(trx, user.tenant_id, user.id, tokenTtlDays, body.device_name)
-      const ctx = { db: trx, tenantId: user.tenant_id, baseUrl: config.baseUrl, appUrl: config.appUrl }
-      const presented = await findPresentedUser(
-        ctx,
-        user.id,
-        parseShowQuery(userResource, { selects: BASIC_USER_FIELDS.join(',') }, ctx),
+    await db.deleteFrom('login_failures').where('tenant_slug', '=', slug).where('username', '=', username).execute()
+    // a tenant signing in through its identity provider keeps password sign-in for `*` holders only (break-glass)
+    if (!user.permissions.includes('*') && !(await passwordLoginAllowed(db, user.tenant_id))) {
+      await recordFailedSignIn(db, user.tenant_id, user.id, { method: 'password', reason: 'password_login_disabled' })
+      throw new AppError(
+        403,
+        'password_login_disabled',
+        'This tenant signs in through its identity provider; password sign-in is disabled',
       )
-      return {
-        access_token: issued.token,
-        token_type: 'Bearer' as const,
-        expires_at: issued.expiresAt,
-        password_change_required: user.password_change_required,
-        user: presented!,
-      }
+    }
+    const gate = await secondFactorGate(db, user.tenant_id, user.id, user.requires_mfa, body.device_name)
+    return completeSignIn(db, config, {
+      tenantId: user.tenant_id,
+      userId: user.id,
+      method: 'password',
+      deviceName: body.device_name,
+      mfaEnrollmentOnly: gate.mfaEnrollmentOnly,
     })
   }
 
   /** Revokes the token of the current request. */
   async function logout(actor: Actor): Promise<void> {
-    await revokeAccessToken(db, actor.tenantId, actor.tokenId)
+    await db.transaction().execute(async (trx) => {
+      await revokeAccessToken(trx, actor.tenantId, actor.tokenId)
+      await recordAudit(trx, {
+        tenantId: actor.tenantId,
+        action: 'auth.logout',
+        targetType: 'session',
+        targetId: actor.tokenId,
+      })
+    })
   }
 
   return { login, logout }

@@ -52,7 +52,7 @@ export function updateAutomation(
   const { actions, ...rest } = patch
   return db
     .updateTable('automations')
-    .set({ ...rest, ...(actions ? { actions: JSON.stringify(actions) } : {}), updated_at: sql`now()` as never })
+    .set({ ...rest, ...(actions ? { actions: JSON.stringify(actions) } : {}), updated_at: sql<Date>`now()` })
     .where('tenant_id', '=', tenantId)
     .where('id', '=', id)
     .returning('id')
@@ -105,7 +105,7 @@ export function insertDeliveries(
         event_id: event.id,
         event_type: event.type,
         event_data: JSON.stringify(event.data),
-        event_timestamp: sql<string>`to_char(now() at time zone 'utc', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')` as never,
+        event_timestamp: sql<string>`to_char(now() at time zone 'utc', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`,
         url: d.url,
         method: d.method,
       })),
@@ -172,7 +172,7 @@ export function recordAttempt(
             response_body: record.responseBody,
           }
         : {}),
-      updated_at: sql`now()` as never,
+      updated_at: sql<Date>`now()`,
     })
     .where('tenant_id', '=', target.tenantId)
     .where('id', '=', target.deliveryId)
@@ -187,7 +187,7 @@ export function restartDelivery(db: Db, tenantId: number, automationId: number, 
   return db
     .updateTable('webhook_deliveries')
     .set({
-      series: sql`series + 1` as never,
+      series: sql<number>`series + 1`,
       attempts: 0,
       status: 'pending',
       error: null,
@@ -195,7 +195,7 @@ export function restartDelivery(db: Db, tenantId: number, automationId: number, 
       response_status: null,
       response_time_ms: null,
       response_body: null,
-      updated_at: sql`now()` as never,
+      updated_at: sql<Date>`now()`,
     })
     .where('tenant_id', '=', tenantId)
     .where('automation_id', '=', automationId)

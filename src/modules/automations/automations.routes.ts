@@ -1,6 +1,6 @@
-import type { FastifyInstance } from 'fastify'
+import type { App } from '../../platform/app-module.js'
 import { Type } from 'typebox'
-import { errorResponses, IdParamsSchema } from '../../platform/http/schemas.js'
+import { errorResponses, IdParamsSchema, NoContentSchema } from '../../platform/http/schemas.js'
 import { listQuerySchema, showQuerySchema } from '../../platform/query/list-query-schema.js'
 import { sendList } from '../../platform/http/list-response.js'
 import {
@@ -16,14 +16,9 @@ import {
 import { automationResource, deliveryResource } from './automations.resource.js'
 import type { AutomationsService } from './automations.service.js'
 
-type IdParams = { id: number }
-type DeliveryParams = { id: number; delivery: number }
 const base = '/api/administration/automations'
 
-export async function automationsRoutes(
-  app: FastifyInstance,
-  { automations }: { automations: AutomationsService },
-): Promise<void> {
+export async function automationsRoutes(app: App, { automations }: { automations: AutomationsService }): Promise<void> {
   const tags = ['automations']
   app.get(
     base,
@@ -34,18 +29,17 @@ export async function automationsRoutes(
         response: { 200: Type.Array(AutomationSchema), ...errorResponses },
       },
     },
-    async (request, reply) => sendList(reply, await automations.listAutomations(request.actor, request.query as never)),
+    async (request, reply) => sendList(reply, await automations.listAutomations(request.actor, request.query)),
   )
   app.post(
     base,
     { schema: { tags, body: CreateAutomationBodySchema, response: { 201: AutomationSchema, ...errorResponses } } },
-    async (request, reply) =>
-      reply.code(201).send(await automations.createAutomation(request.actor, request.body as never)),
+    async (request, reply) => reply.code(201).send(await automations.createAutomation(request.actor, request.body)),
   )
   app.post(
     `${base}/validate-action`,
     { schema: { tags, body: ActionInputSchema, response: { 200: ValidateActionResponseSchema, ...errorResponses } } },
-    (request) => automations.validateAction(request.actor, request.body as never),
+    (request) => automations.validateAction(request.actor, request.body),
   )
   app.get(
     `${base}/:id`,
@@ -57,7 +51,7 @@ export async function automationsRoutes(
         response: { 200: AutomationSchema, ...errorResponses },
       },
     },
-    (request) => automations.getAutomation(request.actor, (request.params as IdParams).id, request.query as never),
+    (request) => automations.getAutomation(request.actor, request.params.id, request.query),
   )
   app.put(
     `${base}/:id`,
@@ -69,21 +63,20 @@ export async function automationsRoutes(
         response: { 200: AutomationSchema, ...errorResponses },
       },
     },
-    (request) => automations.updateAutomation(request.actor, (request.params as IdParams).id, request.body as never),
+    (request) => automations.updateAutomation(request.actor, request.params.id, request.body),
   )
   app.delete(
     `${base}/:id`,
-    { schema: { tags, params: IdParamsSchema, response: { 204: Type.Null(), ...errorResponses } } },
+    { schema: { tags, params: IdParamsSchema, response: { 204: NoContentSchema, ...errorResponses } } },
     async (request, reply) => {
-      await automations.deleteAutomation(request.actor, (request.params as IdParams).id)
+      await automations.deleteAutomation(request.actor, request.params.id)
       return reply.code(204).send()
     },
   )
   app.post(
     `${base}/:id/test`,
     { schema: { tags, params: IdParamsSchema, response: { 202: TestResponseSchema, ...errorResponses } } },
-    async (request, reply) =>
-      reply.code(202).send(await automations.testAutomation(request.actor, (request.params as IdParams).id)),
+    async (request, reply) => reply.code(202).send(await automations.testAutomation(request.actor, request.params.id)),
   )
   app.get(
     `${base}/:id/deliveries`,
@@ -96,16 +89,13 @@ export async function automationsRoutes(
       },
     },
     async (request, reply) =>
-      sendList(
-        reply,
-        await automations.listDeliveries(request.actor, (request.params as IdParams).id, request.query as never),
-      ),
+      sendList(reply, await automations.listDeliveries(request.actor, request.params.id, request.query)),
   )
   app.post(
     `${base}/:id/deliveries/:delivery/redeliver`,
     { schema: { tags, params: DeliveryParamsSchema, response: { 202: DeliverySchema, ...errorResponses } } },
     async (request, reply) => {
-      const { id, delivery } = request.params as DeliveryParams
+      const { id, delivery } = request.params
       return reply.code(202).send(await automations.redeliver(request.actor, id, delivery))
     },
   )

@@ -31,7 +31,7 @@ export function createAutomationsService({ db, config }: AppDeps, options: { res
     errors: FieldErrorCollector,
   ): Promise<queries.StoredAction | undefined> {
     const typePath = path ? `${path}.type` : 'type'
-    if (!ACTION_TYPES.includes(action.type as never)) {
+    if (!ACTION_TYPES.some((type) => type === action.type)) {
       errors.add(typePath, `unknown action type "${action.type}" (known: ${ACTION_TYPES.join(', ')})`)
       return undefined
     }

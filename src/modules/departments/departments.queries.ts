@@ -40,7 +40,7 @@ export function updateDepartment(
 ) {
   return db
     .updateTable('departments')
-    .set({ ...values, updated_at: sql`now()` as never })
+    .set({ ...values, updated_at: sql<Date>`now()` })
     .where('tenant_id', '=', tenantId)
     .where('id', '=', id)
     .returning('id')

@@ -6,6 +6,7 @@ import { FieldErrorCollector, notFound } from '../../platform/http/errors.js'
 import type { RawListQuery } from '../../platform/query/parse-query.js'
 import { listResource, showResource } from '../../platform/query/run-query.js'
 import type { Db } from '../../platform/db/schema.js'
+import { isUsableFolder } from '../folders/index.js'
 import { notificationSettingExists } from '../notifications/index.js'
 import * as queries from './departments.queries.js'
 import { departmentResource } from './departments.resource.js'
@@ -20,7 +21,8 @@ export interface DepartmentExtras {
 export function createDepartmentsService({ db }: AppDeps) {
   const ctx = (actor: Actor) => ({ db, tenantId: actor.tenantId, actor })
 
-  async function checkReferences(trx: Db, tenantId: number, body: UpdateDepartmentBody): Promise<void> {
+  async function checkReferences(trx: Db, actor: Actor, body: UpdateDepartmentBody): Promise<void> {
+    const { tenantId } = actor
     const problems = new FieldErrorCollector()
     const missing = await queries.missingUserIds(trx, tenantId, body.user_ids ?? [])
     if (missing.length > 0) problems.add('user_ids', `unknown user ids: ${missing.join(', ')}`)
@@ -30,6 +32,8 @@ export function createDepartmentsService({ db }: AppDeps) {
     ) {
       problems.add('notification_setting_id', 'does not exist')
     }
+    if (typeof body.folder_id === 'number' && !(await isUsableFolder(trx, actor, 'department', body.folder_id)))
+      problems.add('folder_id', 'no such department folder')
     problems.throwIfAny()
   }
 
@@ -55,7 +59,7 @@ export function createDepartmentsService({ db }: AppDeps) {
   async function createDepartment(actor: Actor, body: CreateDepartmentBody, extras: DepartmentExtras = {}) {
     requirePermission(actor, 'departments.manage')
     return db.transaction().execute(async (trx) => {
-      await checkReferences(trx, actor.tenantId, body)
+      await checkReferences(trx, actor, body)
       const { id } = await queries.insertDepartment(trx, actor.tenantId, { ...body, ...extras })
       if (body.user_ids) await queries.replaceMembers(trx, actor.tenantId, id, body.user_ids)
       await recordAudit(trx, {
@@ -96,7 +100,7 @@ export function createDepartmentsService({ db }: AppDeps) {
         : []
       const updated = await queries.updateDepartment(trx, actor.tenantId, id, fields)
       if (!updated) throw notFound('Department')
-      await checkReferences(trx, actor.tenantId, body)
+      await checkReferences(trx, actor, body)
       if (userIds) await queries.replaceMembers(trx, actor.tenantId, id, userIds)
       await recordAudit(trx, {
         tenantId: actor.tenantId,

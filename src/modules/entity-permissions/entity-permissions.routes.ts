@@ -1,6 +1,6 @@
-import type { FastifyInstance } from 'fastify'
+import type { App } from '../../platform/app-module.js'
 import { Type } from 'typebox'
-import { errorResponses, IdParamsSchema } from '../../platform/http/schemas.js'
+import { errorResponses, IdParamsSchema, NoContentSchema } from '../../platform/http/schemas.js'
 import { showQuerySchema } from '../../platform/query/list-query-schema.js'
 import { entityPermissionResource } from './entity-permissions.resource.js'
 import { sendList } from '../../platform/http/list-response.js'
@@ -8,14 +8,11 @@ import {
   CreateEntityPermissionBodySchema,
   EntityPermissionSchema,
   TargetParamsSchema,
-  type TargetParams,
 } from './entity-permissions.schemas.js'
 import type { EntityPermissionsService } from './entity-permissions.service.js'
 
-type IdParams = { id: number }
-
 export async function entityPermissionsRoutes(
-  app: FastifyInstance,
+  app: App,
   { grants }: { grants: EntityPermissionsService },
 ): Promise<void> {
   const tags = ['entity-permissions']
@@ -30,15 +27,10 @@ export async function entityPermissionsRoutes(
       },
     },
     async (request, reply) => {
-      const params = request.params as TargetParams
+      const params = request.params
       return sendList(
         reply,
-        await grants.listTargetGrants(
-          request.actor,
-          params.targetEntity,
-          params.targetEntityId,
-          request.query as never,
-        ),
+        await grants.listTargetGrants(request.actor, params.targetEntity, params.targetEntityId, request.query),
       )
     },
   )
@@ -52,7 +44,7 @@ export async function entityPermissionsRoutes(
         response: { 200: EntityPermissionSchema, ...errorResponses },
       },
     },
-    (request) => grants.getGrant(request.actor, (request.params as IdParams).id, request.query as never),
+    (request) => grants.getGrant(request.actor, request.params.id, request.query),
   )
   app.post(
     '/api/entity-permissions',
@@ -64,17 +56,17 @@ export async function entityPermissionsRoutes(
       },
     },
     async (request, reply) => {
-      const { record, created } = await grants.createGrant(request.actor, request.body as never)
+      const { record, created } = await grants.createGrant(request.actor, request.body)
       return reply.code(created ? 201 : 200).send(record)
     },
   )
   app.delete(
     '/api/entity-permissions/:id',
     {
-      schema: { tags, params: IdParamsSchema, response: { 204: Type.Null(), ...errorResponses } },
+      schema: { tags, params: IdParamsSchema, response: { 204: NoContentSchema, ...errorResponses } },
     },
     async (request, reply) => {
-      await grants.deleteGrant(request.actor, (request.params as IdParams).id)
+      await grants.deleteGrant(request.actor, request.params.id)
       return reply.code(204).send()
     },
   )

@@ -20,7 +20,7 @@ export function createFilesService({ db, config }: Pick<AppDeps, 'db' | 'config'
   const detect = async (upload: UploadedFile) => (await fileTypeFromFile(storage.path(upload.area, upload.name)))?.mime
 
   /** Stores an uploaded file (and optional image poster) and creates its record; the client's type is ignored. */
-  async function upload(actor: Actor, body: UploadFileBody, uploads: Record<string, UploadedFile> | undefined) {
+  async function upload(actor: Actor, body: UploadFileBody, uploads: Record<string, UploadedFile> | null | undefined) {
     const file = uploads?.file
     if (!file) throw invalidField('file', 'is required (send it as multipart/form-data)')
     const poster = uploads?.poster

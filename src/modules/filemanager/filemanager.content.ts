@@ -5,7 +5,7 @@ import { contentBodies } from '../../platform/content/content-routes.js'
 import { conflict } from '../../platform/http/errors.js'
 import { IdSchema, Nullable } from '../../platform/http/schemas.js'
 
-/** Directories: a tree by `parent_id`; each carries its own grants (files inherit their directory's). */
+/** Directories: a tree by `parent_id`; a directory's grants restrict everything below it (files inherit their directory's). */
 export const directories = defineContent({
   alias: 'filemanagerDirectory',
   table: 'filemanager_directories',
@@ -14,6 +14,7 @@ export const directories = defineContent({
   titleColumn: 'name',
   fields: { name: { type: 'string' }, parent_id: { type: 'id' } },
   references: { parent_id: 'self' },
+  tree: { column: 'parent_id' },
   appPath: (row) => `/filemanager/directories/${row.id}`,
   async beforeDelete(trx, actor, row) {
     const { rows } =

@@ -1,14 +1,13 @@
-import type { FastifyInstance } from 'fastify'
+import type { App } from '../../platform/app-module.js'
 import { Type } from 'typebox'
 import { contentRecordSchema, type GrantTokenActor, resolveViewer } from '../../platform/content/content-routes.js'
 import { sendStoredFile } from '../../platform/content/stored-file-response.js'
 import type { Db } from '../../platform/db/schema.js'
 import { multipartBody } from '../../platform/http/multipart.js'
-import { errorResponses, IdParamsSchema } from '../../platform/http/schemas.js'
+import { errorResponses, IdParamsSchema, NoContentSchema } from '../../platform/http/schemas.js'
 import type { FilesService, FileVariant } from './filemanager-files.service.js'
 import { FILE_MAX_BYTES, files, POSTER_MAX_BYTES, UploadFileBodySchema } from './filemanager.content.js'
 
-type P = { id: number }
 interface Deps {
   db: Db
   service: FilesService
@@ -23,7 +22,7 @@ const bytes = {
 const GrantTokenQuery = Type.Object({ grant_token: Type.Optional(Type.String({ maxLength: 4096 })) })
 
 /** Upload, delete and the three byte routes (content inline, download as attachment, poster). */
-export async function fileRoutes(app: FastifyInstance, { db, service, storageDir, grantTokens }: Deps): Promise<void> {
+export async function fileRoutes(app: App, { db, service, storageDir, grantTokens }: Deps): Promise<void> {
   const tags = ['filemanager']
   app.post(
     '/api/filemanager/files',
@@ -41,15 +40,14 @@ export async function fileRoutes(app: FastifyInstance, { db, service, storageDir
         storageDir,
       }),
     },
-    async (request, reply) =>
-      reply.code(201).send(await service.upload(request.actor, request.body as never, request.uploads)),
+    async (request, reply) => reply.code(201).send(await service.upload(request.actor, request.body, request.uploads)),
   )
 
   app.delete(
     '/api/filemanager/files/:id',
-    { schema: { tags, params: IdParamsSchema, response: { 204: Type.Null(), ...errorResponses } } },
+    { schema: { tags, params: IdParamsSchema, response: { 204: NoContentSchema, ...errorResponses } } },
     async (request, reply) => {
-      await service.remove(request.actor, (request.params as P).id)
+      await service.remove(request.actor, request.params.id)
       return reply.code(204).send()
     },
   )
@@ -73,8 +71,8 @@ export async function fileRoutes(app: FastifyInstance, { db, service, storageDir
         },
       },
       async (request, reply) => {
-        const id = (request.params as P).id
-        const viewer = await resolveViewer(request, db, files.alias, id, grantTokens)
+        const id = request.params.id
+        const viewer = await resolveViewer(request, db, files.alias, id, request.query.grant_token, grantTokens)
         const file = await service.openBytes(viewer, id, variant)
         return sendStoredFile(request, reply, { ...file, disposition, ranges })
       },

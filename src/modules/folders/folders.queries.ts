@@ -66,11 +66,11 @@ export function upsertTranslation(db: Db, tenantId: number, folderId: number, la
   // the time in VALUES, not in DO UPDATE SET: Citus refuses non-immutable functions there (docs/citus.md)
   return db
     .insertInto('folder_translations')
-    .values({ tenant_id: tenantId, folder_id: folderId, lang_id: langId, name, updated_at: sql`now()` as never })
+    .values({ tenant_id: tenantId, folder_id: folderId, lang_id: langId, name, updated_at: sql<Date>`now()` })
     .onConflict((oc) =>
       oc
         .columns(['tenant_id', 'folder_id', 'lang_id'])
-        .doUpdateSet({ name, updated_at: sql`excluded.updated_at` as never }),
+        .doUpdateSet({ name, updated_at: sql<Date>`excluded.updated_at` }),
     )
     .execute()
 }
@@ -83,7 +83,7 @@ export function updateFolder(
 ) {
   return db
     .updateTable('folders')
-    .set({ ...patch, updated_at: sql`now()` as never })
+    .set({ ...patch, updated_at: sql<Date>`now()` })
     .where('tenant_id', '=', tenantId)
     .where('id', '=', id)
     .execute()

@@ -1,10 +1,10 @@
-import type { FastifyInstance } from 'fastify'
+import type { App } from '../../platform/app-module.js'
 import { actorHandlers, registerResourceRoutes } from '../../platform/http/resource-routes.js'
 import { CreateFolderBodySchema, FolderSchema, UpdateFolderBodySchema } from './folders.schemas.js'
 import { folderResource } from './folders.resource.js'
 import type { FoldersService } from './folders.service.js'
 
-export async function foldersRoutes(app: FastifyInstance, { folders }: { folders: FoldersService }): Promise<void> {
+export async function foldersRoutes(app: App, { folders }: { folders: FoldersService }): Promise<void> {
   registerResourceRoutes(app, {
     collection: '/api/folders',
     item: '/api/folders/:id',
@@ -12,7 +12,7 @@ export async function foldersRoutes(app: FastifyInstance, { folders }: { folders
     itemSchema: FolderSchema,
     resource: folderResource(null),
     bodies: { create: CreateFolderBodySchema, update: UpdateFolderBodySchema },
-    handlers: actorHandlers({
+    handlers: actorHandlers<typeof CreateFolderBodySchema, typeof UpdateFolderBodySchema>({
       list: folders.listFolders,
       show: folders.getFolder,
       create: folders.createFolder,

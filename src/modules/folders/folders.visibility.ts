@@ -2,7 +2,7 @@ import { type Expression, type RawBuilder, sql } from 'kysely'
 import { grantAllows } from '../../platform/access/access-rule.js'
 import type { Actor } from '../../platform/auth/actor.js'
 import { can } from '../../platform/auth/permissions.js'
-import type { FolderType } from '../../platform/db/schema.js'
+import type { Db, FolderType } from '../../platform/db/schema.js'
 import { FOLDER_TYPES, viewPermission } from './folder-types.js'
 
 /** Folder types whose module view permission the actor holds (module permissions come first, §6). */
@@ -50,4 +50,14 @@ export function folderIdVisibleSql(actor: Actor, folderId: Expression<unknown>):
   return sql<boolean>`(${folderId} is null or exists (
     select 1 from folders vf where vf.tenant_id = ${actor.tenantId} and vf.id = ${folderId} and ${folderVisibleSql(actor, 'vf')}
   ))`
+}
+
+/**
+ * Whether a body's folder reference names a folder of `type` in the actor's tenant that the actor may
+ * see (issue 33): another tenant's folder, a hidden one and a missing one are alike "no such folder".
+ */
+export async function isUsableFolder(db: Db, actor: Actor, type: FolderType, folderId: number): Promise<boolean> {
+  const { rows } = await sql`select 1 from folders f where f.tenant_id = ${actor.tenantId} and f.id = ${folderId}
+    and f.type = ${type} and ${folderVisibleSql(actor, 'f')}`.execute(db)
+  return rows.length > 0
 }

@@ -6,7 +6,7 @@ import { createFoldersService } from './folders.service.js'
 
 // Public surface for content modules: folder references to detach, folder visibility for their lists.
 export { registerFolderReference } from './folder-references.js'
-export { folderVisibleSql, folderIdVisibleSql, viewableFolderTypes } from './folders.visibility.js'
+export { folderVisibleSql, folderIdVisibleSql, viewableFolderTypes, isUsableFolder } from './folders.visibility.js'
 export { canAdministrateFolder } from './folders.access.js'
 export { FOLDER_TYPES, FOLDER_TYPE_MODULE, folderGrantKeys } from './folder-types.js'
 

@@ -1,6 +1,5 @@
-import type { FastifyInstance } from 'fastify'
 import { Type } from 'typebox'
-import type { AppModule } from '../../platform/app-module.js'
+import type { App, AppModule } from '../../platform/app-module.js'
 import type { Db } from '../../platform/db/schema.js'
 import { errorResponses } from '../../platform/http/schemas.js'
 
@@ -15,7 +14,7 @@ export async function languageExists(db: Db, id: string): Promise<boolean> {
   return (await db.selectFrom('languages').select('id').where('id', '=', id).executeTakeFirst()) !== undefined
 }
 
-async function languagesRoutes(app: FastifyInstance, db: Db): Promise<void> {
+async function languagesRoutes(app: App, db: Db): Promise<void> {
   app.get(
     '/api/languages',
     { schema: { tags: ['languages'], response: { 200: Type.Array(LanguageSchema), ...errorResponses } } },

@@ -24,6 +24,7 @@ export {
 export { registerNotificationTargetable, type TargetableLoader } from './notifications.resource.js'
 export { sanitizeNotificationBody } from './notification-html.js'
 export { deleteUserSubscriptions } from './push-subscriptions.js'
+export { createMailer, type Mailer } from './notifications-mailer.js'
 
 registerNotificationTargetable(GENERIC_NOTIFICATION, async (ctx, ids) => {
   const rows = await selectGenericNotifications(ctx.db, ctx.tenantId, ids)

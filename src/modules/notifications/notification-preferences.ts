@@ -74,7 +74,7 @@ export async function changePreferences(db: Db, actor: Actor, body: Notification
           oc.columns(['tenant_id', 'user_id', 'notification_setting_id']).doUpdateSet({
             ...(change.push !== undefined ? { push: change.push } : {}),
             ...(change.email !== undefined ? { email: change.email } : {}),
-          } as never),
+          }),
         )
         .execute()
     }

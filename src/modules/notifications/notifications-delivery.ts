@@ -45,18 +45,19 @@ function emailFor(row: DeliveryRow, appUrl: string) {
 /** A record as its user's devices receive it. */
 export function pushMessageOf(
   tenantId: number,
-  row: Pick<DeliveryRow, 'id' | 'type' | 'created_at' | 'notifiable_id' | 'data'>,
+  row: Pick<DeliveryRow, 'id' | 'type' | 'created_at' | 'notifiable_id'> & { data: Record<string, unknown> },
   appUrl: string,
 ): PushMessage {
+  const text = (value: unknown) => (typeof value === 'string' ? value : undefined)
   return {
     tenantId,
     userId: row.notifiable_id,
     notificationId: row.id,
     type: row.type,
     createdAt: row.created_at,
-    title: row.data.title ?? '',
-    body: notificationBodyText(row.data.body ?? '').slice(0, PUSH_BODY_CHARS),
-    url: absoluteNotificationUrl(row.data.url ?? '/', appUrl),
+    title: text(row.data.title) ?? '',
+    body: notificationBodyText(text(row.data.body) ?? '').slice(0, PUSH_BODY_CHARS),
+    url: absoluteNotificationUrl(text(row.data.url) ?? '/', appUrl),
   }
 }
 

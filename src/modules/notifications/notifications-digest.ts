@@ -105,8 +105,9 @@ async function sendDigest(
     .where('n.tenant_id', '=', user.tenant_id)
     .where('n.notifiable_id', '=', user.id)
     .where('n.read_at', 'is', null)
-    .where('n.created_at', '>', since as never)
-    .where('n.created_at', '<=', now as never)
+    // bound as Date parameters, as before; Kysely types a comparison's value with the column's select type (string)
+    .where('n.created_at', '>', sql<string>`${since}`)
+    .where('n.created_at', '<=', sql<string>`${now}`)
     .where(categorySql('n.type'), 'not in', muted)
     .orderBy('n.created_at')
     .orderBy('n.id')
@@ -141,7 +142,7 @@ async function sendDigest(
   await db.transaction().execute(async (trx) => {
     await trx
       .updateTable('email_digests')
-      .set({ sent_at: sql`now()` as never, notification_count: total })
+      .set({ sent_at: sql<Date>`now()`, notification_count: total })
       .where('tenant_id', '=', user.tenant_id)
       .where('user_id', '=', user.id)
       .where('period', '=', period)

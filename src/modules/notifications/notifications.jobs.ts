@@ -82,7 +82,7 @@ async function loadPushMessage(db: Db, appUrl: string, tenantId: number, notific
     .where('tenant_id', '=', tenantId)
     .where('id', '=', notificationId)
     .executeTakeFirst()
-  return row && pushMessageOf(tenantId, row as never, appUrl)
+  return row && pushMessageOf(tenantId, row, appUrl)
 }
 
 export function notificationJobs(deps: AppDeps): JobHandlers {

@@ -1,4 +1,4 @@
-import { type RawBuilder, sql, type SelectQueryBuilder } from 'kysely'
+import { type RawBuilder, sql, type SelectQueryBuilder, type UpdateObject } from 'kysely'
 import type { Database, Db, NotificationsTable } from '../../platform/db/schema.js'
 
 /** A select over `notifications as n` (the resource alias), possibly filtered. */
@@ -42,12 +42,12 @@ export interface SeenReadChange {
   readAt?: Date | null
 }
 
-function changeSet({ seenAt, readAt }: SeenReadChange) {
-  const set: Record<string, unknown> = { updated_at: sql`now()` }
+function changeSet({ seenAt, readAt }: SeenReadChange): UpdateObject<Database, 'notifications'> {
+  const set: UpdateObject<Database, 'notifications'> = { updated_at: sql<Date>`now()` }
   if (readAt !== undefined) set.read_at = readAt
   if (seenAt !== undefined) set.seen_at = seenAt
   // read_at alone supplies seen_at, keeping an earlier seen time (contract 40).
-  else if (readAt) set.seen_at = sql`coalesce(seen_at, ${readAt})`
+  else if (readAt) set.seen_at = sql<Date>`coalesce(seen_at, ${readAt})`
   return set
 }
 
@@ -64,7 +64,7 @@ export async function markUnreadNotifications(
 ): Promise<number> {
   const result = await db
     .updateTable('notifications')
-    .set(changeSet(change) as never)
+    .set(changeSet(change))
     .where('tenant_id', '=', tenantId)
     .where('notifiable_id', '=', userId)
     .where('read_at', 'is', null)
@@ -82,7 +82,7 @@ export async function markNotification(
 ): Promise<boolean> {
   const row = await db
     .updateTable('notifications')
-    .set(changeSet(change) as never)
+    .set(changeSet(change))
     .where('tenant_id', '=', tenantId)
     .where('notifiable_id', '=', userId)
     .where('id', '=', id)

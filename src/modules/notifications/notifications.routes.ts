@@ -1,4 +1,4 @@
-import type { FastifyInstance } from 'fastify'
+import type { App } from '../../platform/app-module.js'
 import { Type } from 'typebox'
 import { Envelope, envelope, errorResponses, IdParamsSchema, UuidParamsSchema } from '../../platform/http/schemas.js'
 import { filterSchema, listQuerySchema, showQuerySchema } from '../../platform/query/list-query-schema.js'
@@ -12,7 +12,6 @@ import {
   SendNotificationBodySchema,
   TargetParamsSchema,
   TargetTypeParamsSchema,
-  type TargetParams,
 } from './notifications.schemas.js'
 import { notificationResource, notificationSettingResource } from './notifications.resource.js'
 import type { NotificationsService } from './notifications.service.js'
@@ -26,12 +25,8 @@ interface Services {
 }
 
 const CountQuerySchema = Type.Object({ filter: Type.Optional(filterSchema(notificationResource)) })
-type IdParams = { id: string }
 
-export async function notificationsRoutes(
-  app: FastifyInstance,
-  { notifications, sending, streams }: Services,
-): Promise<void> {
+export async function notificationsRoutes(app: App, { notifications, sending, streams }: Services): Promise<void> {
   const tags = ['notifications']
   const list = { 200: Type.Array(NotificationSchema), ...errorResponses }
   const changed = { 200: Envelope(Type.Integer()), ...errorResponses }
@@ -39,13 +34,12 @@ export async function notificationsRoutes(
   app.get(
     '/api/notifications',
     { schema: { tags, querystring: listQuerySchema(notificationResource), response: list } },
-    async (request, reply) =>
-      sendList(reply, await notifications.listNotifications(request.actor, request.query as never)),
+    async (request, reply) => sendList(reply, await notifications.listNotifications(request.actor, request.query)),
   )
   app.get(
     '/api/notifications/count',
     { schema: { tags, querystring: CountQuerySchema, response: { 200: Type.Integer(), ...errorResponses } } },
-    (request) => notifications.countNotifications(request.actor, (request.query as { filter?: unknown }).filter),
+    (request) => notifications.countNotifications(request.actor, request.query.filter),
   )
   app.get(
     '/api/notifications/stream',
@@ -76,14 +70,7 @@ export async function notificationsRoutes(
       },
     },
     async (request, reply) =>
-      sendList(
-        reply,
-        await notifications.listTargetNotifications(
-          request.actor,
-          request.params as TargetParams,
-          request.query as never,
-        ),
-      ),
+      sendList(reply, await notifications.listTargetNotifications(request.actor, request.params, request.query)),
   )
   app.get(
     '/api/notifications/type/:targetableType/:targetableId',
@@ -91,14 +78,7 @@ export async function notificationsRoutes(
       schema: { tags, params: TargetParamsSchema, querystring: listQuerySchema(notificationResource), response: list },
     },
     async (request, reply) =>
-      sendList(
-        reply,
-        await notifications.listTargetNotifications(
-          request.actor,
-          request.params as TargetParams,
-          request.query as never,
-        ),
-      ),
+      sendList(reply, await notifications.listTargetNotifications(request.actor, request.params, request.query)),
   )
   app.get(
     '/api/notifications/:id',
@@ -110,45 +90,33 @@ export async function notificationsRoutes(
         response: { 200: NotificationSchema, ...errorResponses },
       },
     },
-    (request) => notifications.getNotification(request.actor, (request.params as IdParams).id, request.query as never),
+    (request) => notifications.getNotification(request.actor, request.params.id, request.query),
   )
 
   app.post(
     '/api/notifications',
     { schema: { tags, body: SendNotificationBodySchema, response: { 202: Envelope(Type.Null()), ...errorResponses } } },
     async (request, reply) => {
-      await sending.sendNotification(request.actor, request.body as never)
+      await sending.sendNotification(request.actor, request.body)
       return reply.code(202).send(envelope(null))
     },
   )
   app.put(
     '/api/notifications',
     { schema: { tags, body: MarkNotificationsBodySchema, response: changed } },
-    async (request) => envelope(await notifications.markNotifications(request.actor, request.body as never)),
+    async (request) => envelope(await notifications.markNotifications(request.actor, request.body)),
   )
   app.put(
     '/api/notifications/type/:targetableType',
     { schema: { tags, params: TargetTypeParamsSchema, body: MarkTargetNotificationsBodySchema, response: changed } },
     async (request) =>
-      envelope(
-        await notifications.markTargetNotifications(
-          request.actor,
-          request.params as TargetParams,
-          request.body as never,
-        ),
-      ),
+      envelope(await notifications.markTargetNotifications(request.actor, request.params, request.body)),
   )
   app.put(
     '/api/notifications/type/:targetableType/:targetableId',
     { schema: { tags, params: TargetParamsSchema, body: MarkTargetNotificationsBodySchema, response: changed } },
     async (request) =>
-      envelope(
-        await notifications.markTargetNotifications(
-          request.actor,
-          request.params as TargetParams,
-          request.body as never,
-        ),
-      ),
+      envelope(await notifications.markTargetNotifications(request.actor, request.params, request.body)),
   )
   app.put(
     '/api/notifications/:id',
@@ -160,10 +128,7 @@ export async function notificationsRoutes(
         response: { 200: Envelope(NotificationSchema), ...errorResponses },
       },
     },
-    async (request) =>
-      envelope(
-        await notifications.markNotification(request.actor, (request.params as IdParams).id, request.body as never),
-      ),
+    async (request) => envelope(await notifications.markNotification(request.actor, request.params.id, request.body)),
   )
 
   app.delete(
@@ -186,7 +151,7 @@ export async function notificationsRoutes(
       },
     },
     async (request, reply) =>
-      sendList(reply, await notifications.listNotificationSettings(request.actor, request.query as never)),
+      sendList(reply, await notifications.listNotificationSettings(request.actor, request.query)),
   )
   app.get(
     '/api/notification-settings/:id',
@@ -198,11 +163,6 @@ export async function notificationsRoutes(
         response: { 200: NotificationSettingSchema, ...errorResponses },
       },
     },
-    (request) =>
-      notifications.getNotificationSetting(
-        request.actor,
-        (request.params as { id: number }).id,
-        request.query as never,
-      ),
+    (request) => notifications.getNotificationSetting(request.actor, request.params.id, request.query),
   )
 }

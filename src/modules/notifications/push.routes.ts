@@ -1,9 +1,8 @@
-import type { FastifyInstance } from 'fastify'
 import { Type } from 'typebox'
-import type { AppDeps } from '../../platform/app-module.js'
+import type { App, AppDeps } from '../../platform/app-module.js'
 import { vapidKeys } from '../../platform/keys/vapid-keys.js'
 import { secretBoxFor } from '../../platform/secrets/secret-box.js'
-import { Envelope, envelope, errorResponses, IdParamsSchema } from '../../platform/http/schemas.js'
+import { envelope, Envelope, errorResponses, IdParamsSchema, NoContentSchema } from '../../platform/http/schemas.js'
 import { changePreferences, readPreferences } from './notification-preferences.js'
 import { listOwnSubscriptions, subscribe, unsubscribe } from './push-subscriptions.js'
 import {
@@ -12,12 +11,10 @@ import {
   PushSubscriptionBodySchema,
   PushSubscriptionSchema,
   VapidPublicKeySchema,
-  type NotificationPreferencesBody,
-  type PushSubscriptionBody,
 } from './push.schemas.js'
 
 /** Web Push registration and the current user's channel preferences (issue 14, docs/notifications-delivery.md). */
-export async function pushRoutes(app: FastifyInstance, { db, config }: AppDeps): Promise<void> {
+export async function pushRoutes(app: App, { db, config }: AppDeps): Promise<void> {
   const tags = ['push']
   const box = secretBoxFor(config.secrets)
   app.get(
@@ -47,7 +44,7 @@ export async function pushRoutes(app: FastifyInstance, { db, config }: AppDeps):
       const { subscription, created } = await subscribe(
         db,
         request.actor,
-        request.body as PushSubscriptionBody,
+        request.body,
         config.push.allowPrivateNetworks,
       )
       return reply.code(created ? 201 : 200).send(envelope(subscription))
@@ -73,11 +70,11 @@ export async function pushRoutes(app: FastifyInstance, { db, config }: AppDeps):
         tags,
         summary: "Removes one of the current user's push subscriptions",
         params: IdParamsSchema,
-        response: { 204: Type.Null(), ...errorResponses },
+        response: { 204: NoContentSchema, ...errorResponses },
       },
     },
     async (request, reply) => {
-      await unsubscribe(db, request.actor, (request.params as { id: number }).id)
+      await unsubscribe(db, request.actor, request.params.id)
       return reply.code(204).send()
     },
   )
@@ -104,6 +101,6 @@ export async function pushRoutes(app: FastifyInstance, { db, config }: AppDeps):
         response: { 200: NotificationPreferencesSchema, ...errorResponses },
       },
     },
-    (request) => changePreferences(db, request.actor, request.body as NotificationPreferencesBody),
+    (request) => changePreferences(db, request.actor, request.body),
   )
 }

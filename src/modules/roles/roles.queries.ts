@@ -12,6 +12,7 @@ export function insertRole(db: Db, tenantId: number, body: CreateRoleBody) {
       name: body.name,
       permissions: body.permissions,
       active: body.active ?? true,
+      requires_mfa: body.requires_mfa ?? false,
       folder_id: body.folder_id ?? null,
     })
     .returning('id')
@@ -21,7 +22,7 @@ export function insertRole(db: Db, tenantId: number, body: CreateRoleBody) {
 export function updateRole(db: Db, tenantId: number, id: number, body: UpdateRoleBody) {
   return db
     .updateTable('roles')
-    .set({ ...body, updated_at: sql`now()` as never })
+    .set({ ...body, updated_at: sql<Date>`now()` })
     .where('tenant_id', '=', tenantId)
     .where('id', '=', id)
     .returning('id')

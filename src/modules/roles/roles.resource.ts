@@ -10,6 +10,7 @@ export const roleResource = defineResource({
     name: { type: 'string' },
     permissions: { type: 'json' },
     active: { type: 'boolean' },
+    requires_mfa: { type: 'boolean' },
     folder_id: { type: 'id' },
     created_at: { type: 'timestamp' },
     updated_at: { type: 'timestamp' },

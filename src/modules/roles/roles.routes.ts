@@ -1,10 +1,10 @@
-import type { FastifyInstance } from 'fastify'
+import type { App } from '../../platform/app-module.js'
 import { actorHandlers, registerResourceRoutes } from '../../platform/http/resource-routes.js'
 import { CreateRoleBodySchema, RoleSchema, UpdateRoleBodySchema } from './roles.schemas.js'
 import { roleResource } from './roles.resource.js'
 import type { RolesService } from './roles.service.js'
 
-export async function rolesRoutes(app: FastifyInstance, { roles }: { roles: RolesService }): Promise<void> {
+export async function rolesRoutes(app: App, { roles }: { roles: RolesService }): Promise<void> {
   registerResourceRoutes(app, {
     collection: '/api/roles',
     item: '/api/roles/:id',
@@ -12,7 +12,7 @@ export async function rolesRoutes(app: FastifyInstance, { roles }: { roles: Role
     itemSchema: RoleSchema,
     resource: roleResource,
     bodies: { create: CreateRoleBodySchema, update: UpdateRoleBodySchema },
-    handlers: actorHandlers({
+    handlers: actorHandlers<typeof CreateRoleBodySchema, typeof UpdateRoleBodySchema>({
       list: roles.listRoles,
       show: roles.getRole,
       create: roles.createRole,

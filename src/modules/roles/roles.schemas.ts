@@ -9,6 +9,9 @@ export const RoleSchema = Type.Object(
     name: Opt(Type.String()),
     permissions: Opt(Type.Array(Type.String())),
     active: Opt(Type.Boolean()),
+    requires_mfa: Opt(
+      Type.Boolean({ description: 'its users must sign in with TOTP (without it: an enrollment-only token)' }),
+    ),
     folder_id: Opt(Nullable(Type.Integer())),
     created_at: Opt(TimestampSchema),
     updated_at: Opt(TimestampSchema),
@@ -20,6 +23,7 @@ const roleFields = {
   name: Type.String({ minLength: 1, maxLength: 255 }),
   permissions: Type.Array(Type.String({ maxLength: 100 }), { maxItems: 200 }),
   active: Type.Boolean(),
+  requires_mfa: Type.Boolean(),
   folder_id: Nullable(IdSchema),
 }
 
@@ -28,6 +32,7 @@ export const CreateRoleBodySchema = Type.Object(
     name: roleFields.name,
     permissions: roleFields.permissions,
     active: Opt(roleFields.active),
+    requires_mfa: Opt(roleFields.requires_mfa),
     folder_id: Opt(roleFields.folder_id),
   },
   { additionalProperties: false },
@@ -39,6 +44,7 @@ export const UpdateRoleBodySchema = Type.Object(
     name: Opt(roleFields.name),
     permissions: Opt(roleFields.permissions),
     active: Opt(roleFields.active),
+    requires_mfa: Opt(roleFields.requires_mfa),
     folder_id: Opt(roleFields.folder_id),
   },
   { additionalProperties: false },

@@ -1,23 +1,38 @@
 import type { AppDeps } from '../../platform/app-module.js'
 import { diff, recordAudit } from '../../platform/audit/audit-log.js'
 import type { Actor } from '../../platform/auth/actor.js'
-import { isKnownPermission } from '../../platform/auth/permissions.js'
+import { can, isKnownPermission } from '../../platform/auth/permissions.js'
 import { requirePermission } from '../../platform/auth/require-permission.js'
-import { conflict, FieldErrorCollector, notFound } from '../../platform/http/errors.js'
+import { AppError, conflict, FieldErrorCollector, invalidField, notFound } from '../../platform/http/errors.js'
 import type { RawListQuery } from '../../platform/query/parse-query.js'
 import { listResource, showResource } from '../../platform/query/run-query.js'
+import type { Db } from '../../platform/db/schema.js'
+import { isUsableFolder } from '../folders/index.js'
 import * as queries from './roles.queries.js'
 import { roleResource } from './roles.resource.js'
 import type { CreateRoleBody, UpdateRoleBody } from './roles.schemas.js'
 
 export type RolesService = ReturnType<typeof createRolesService>
 
-function checkPermissions(permissions: string[] | undefined): void {
+/** Known permission strings (else 422), each held by the actor: no one grants what they do not hold (else 403). */
+function checkPermissions(actor: Actor, permissions: string[] | undefined): void {
   const problems = new FieldErrorCollector()
   permissions?.forEach((p, i) => {
     if (!isKnownPermission(p)) problems.add(`permissions.${i}`, `unknown permission "${p}"`)
   })
   problems.throwIfAny()
+  const beyond: Record<string, string[]> = {}
+  permissions?.forEach((p, i) => {
+    if (!can(actor, p)) beyond[`permissions.${i}`] = ['is a permission you do not hold']
+  })
+  if (Object.keys(beyond).length > 0)
+    throw new AppError(403, 'exceeds_own_permissions', 'A role can only be given permissions its manager holds', beyond)
+}
+
+/** A body's `folder_id` names a visible role folder of the actor's tenant (else 422, like a missing one). */
+async function checkFolder(db: Db, actor: Actor, folderId: number | null | undefined): Promise<void> {
+  if (typeof folderId === 'number' && !(await isUsableFolder(db, actor, 'role', folderId)))
+    throw invalidField('folder_id', 'no such role folder')
 }
 
 export function createRolesService({ db }: AppDeps) {
@@ -44,7 +59,8 @@ export function createRolesService({ db }: AppDeps) {
   /** Creates a role from known permission strings. */
   async function createRole(actor: Actor, body: CreateRoleBody) {
     requirePermission(actor, 'roles.manage')
-    checkPermissions(body.permissions)
+    checkPermissions(actor, body.permissions)
+    await checkFolder(db, actor, body.folder_id)
     const { id } = await db.transaction().execute(async (trx) => {
       const row = await queries.insertRole(trx, actor.tenantId, body)
       await recordAudit(trx, {
@@ -62,7 +78,7 @@ export function createRolesService({ db }: AppDeps) {
   /** Updates a role. */
   async function updateRole(actor: Actor, id: number, body: UpdateRoleBody) {
     requirePermission(actor, 'roles.manage')
-    checkPermissions(body.permissions)
+    checkPermissions(actor, body.permissions)
     await db.transaction().execute(async (trx) => {
       const before = await trx
         .selectFrom('roles')
@@ -73,6 +89,7 @@ export function createRolesService({ db }: AppDeps) {
         .executeTakeFirst()
       const updated = await queries.updateRole(trx, actor.tenantId, id, body)
       if (!updated) throw notFound('Role')
+      await checkFolder(trx, actor, body.folder_id)
       await recordAudit(trx, {
         tenantId: actor.tenantId,
         action: 'role.update',

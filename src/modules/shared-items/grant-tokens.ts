@@ -158,7 +158,7 @@ async function sharedItemStillAdmits(
     .where('si.redirect_type', '=', REDIRECT_WITH_GRANT_TOKEN)
     .where('si.targetable_type', '=', alias)
     .where('si.targetable_id', '=', storedId)
-    .where(grantAllows(holder, 'view', 'sharedItem', sql.ref('si.id')) as never)
+    .where(grantAllows(holder, 'view', 'sharedItem', sql.ref('si.id')))
     .executeTakeFirst()
   return row !== undefined
 }

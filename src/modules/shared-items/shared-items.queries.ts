@@ -83,10 +83,7 @@ export function insertSharedItem(
   )
   // the extra writes' rows are never read: typed as the item's statement
   return alongside
-    .reduce(
-      (query, [name, write]) => query.with(name, () => sql`(${write})` as never) as unknown as typeof inserted,
-      inserted,
-    )
+    .reduce((query, [name, write]) => query.with(name, () => sql`(${write})`) as unknown as typeof inserted, inserted)
     .selectFrom('inserted as si')
 }
 
@@ -102,7 +99,7 @@ export async function updateSharedItem(
     .set({
       ...rest,
       ...(config !== undefined ? { config: JSON.stringify(config) } : {}),
-      updated_at: sql`now()` as never,
+      updated_at: sql<Date>`now()`,
     })
     .where('tenant_id', '=', tenantId)
     .where('id', '=', id)
@@ -118,7 +115,7 @@ export async function setSharedItemDeleted(
 ): Promise<string | null | false> {
   const row = await db
     .updateTable('shared_items')
-    .set({ deleted_at: deleted ? (sql`now()` as never) : null, updated_at: sql`now()` as never })
+    .set({ deleted_at: deleted ? sql<Date>`now()` : null, updated_at: sql<Date>`now()` })
     .where('tenant_id', '=', tenantId)
     .where('id', '=', id)
     .where('deleted_at', deleted ? 'is' : 'is not', null)

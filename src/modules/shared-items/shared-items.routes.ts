@@ -1,6 +1,6 @@
-import type { FastifyInstance } from 'fastify'
+import type { App } from '../../platform/app-module.js'
 import { Type } from 'typebox'
-import { errorResponses } from '../../platform/http/schemas.js'
+import { errorResponses, NoContentSchema } from '../../platform/http/schemas.js'
 import { listQuerySchema, showQuerySchema } from '../../platform/query/list-query-schema.js'
 import { accessResource } from './shared-items.accesses.js'
 import { sharedItemResource } from './shared-items.resource.js'
@@ -16,14 +16,13 @@ import {
   SharedItemParamsSchema,
   SharedItemSchema,
   UpdateSharedItemBodySchema,
-  type ResolveQuery,
   type ResolveResult,
   type SharedItemParams,
 } from './shared-items.schemas.js'
 import type { SharedItemsService } from './shared-items.service.js'
 
 export async function sharedItemsRoutes(
-  app: FastifyInstance,
+  app: App,
   {
     sharedItems,
     resolver,
@@ -32,7 +31,7 @@ export async function sharedItemsRoutes(
 ): Promise<void> {
   const tags = ['shared-items']
   const params = SharedItemParamsSchema
-  const idOf = (request: { params: unknown }) => (request.params as SharedItemParams).id.toLowerCase()
+  const idOf = (request: { params: SharedItemParams }) => request.params.id.toLowerCase()
 
   app.get(
     '/api/shared-items',
@@ -43,7 +42,7 @@ export async function sharedItemsRoutes(
         response: { 200: Type.Array(SharedItemSchema), ...errorResponses },
       },
     },
-    async (request, reply) => sendList(reply, await sharedItems.listSharedItems(request.actor, request.query as never)),
+    async (request, reply) => sendList(reply, await sharedItems.listSharedItems(request.actor, request.query)),
   )
   app.get(
     '/api/shared-items/:id',
@@ -55,7 +54,7 @@ export async function sharedItemsRoutes(
         response: { 200: SharedItemSchema, ...errorResponses },
       },
     },
-    (request) => sharedItems.getSharedItem(request.actor, idOf(request), request.query as never),
+    (request) => sharedItems.getSharedItem(request.actor, idOf(request), request.query),
   )
   app.get(
     '/api/shared-items/:id/resolve',
@@ -67,7 +66,7 @@ export async function sharedItemsRoutes(
         response: { 200: ResolveResultSchema, ...errorResponses },
       },
     },
-    (request) => resolver.resolveSharedItem(request.actor, idOf(request), request.query as ResolveQuery),
+    (request) => resolver.resolveSharedItem(request.actor, idOf(request), request.query),
   )
 
   // The stable URL ({BASE_URL}/shared/{id}): a 302 to the target when the item redirects, else the resolve JSON.
@@ -82,7 +81,7 @@ export async function sharedItemsRoutes(
       },
     },
     async (request, reply) => {
-      const query = request.query as ResolveQuery
+      const query = request.query
       const access = {
         tenantId: request.actor.tenantId,
         sharedItemId: idOf(request),
@@ -119,7 +118,7 @@ export async function sharedItemsRoutes(
       },
     },
     async (request, reply) =>
-      sendList(reply, await sharedItems.listAdministrableSharedItems(request.actor, request.query as never)),
+      sendList(reply, await sharedItems.listAdministrableSharedItems(request.actor, request.query)),
   )
   app.get(
     `${admin}/:id`,
@@ -131,13 +130,12 @@ export async function sharedItemsRoutes(
         response: { 200: SharedItemSchema, ...errorResponses },
       },
     },
-    (request) => sharedItems.getAdministrableSharedItem(request.actor, idOf(request), request.query as never),
+    (request) => sharedItems.getAdministrableSharedItem(request.actor, idOf(request), request.query),
   )
   app.post(
     admin,
     { schema: { tags, body: CreateSharedItemBodySchema, response: { 201: SharedItemSchema, ...errorResponses } } },
-    async (request, reply) =>
-      reply.code(201).send(await sharedItems.createSharedItem(request.actor, request.body as never)),
+    async (request, reply) => reply.code(201).send(await sharedItems.createSharedItem(request.actor, request.body)),
   )
   app.put(
     `${admin}/:id`,
@@ -149,11 +147,11 @@ export async function sharedItemsRoutes(
         response: { 200: SharedItemSchema, ...errorResponses },
       },
     },
-    (request) => sharedItems.updateSharedItem(request.actor, idOf(request), request.body as never),
+    (request) => sharedItems.updateSharedItem(request.actor, idOf(request), request.body),
   )
   app.delete(
     `${admin}/:id`,
-    { schema: { tags, params, response: { 204: Type.Null(), ...errorResponses } } },
+    { schema: { tags, params, response: { 204: NoContentSchema, ...errorResponses } } },
     async (request, reply) => {
       await sharedItems.deleteSharedItem(request.actor, idOf(request))
       return reply.code(204).send()
@@ -170,7 +168,7 @@ export async function sharedItemsRoutes(
       },
     },
     async (request, reply) =>
-      sendList(reply, await sharedItems.listAccesses(request.actor, idOf(request), request.query as never)),
+      sendList(reply, await sharedItems.listAccesses(request.actor, idOf(request), request.query)),
   )
   app.post(
     `${admin}/:id/restore`,

@@ -104,7 +104,7 @@ export async function ensureDemoTenant(db: Db, options: DemoOptions): Promise<De
 async function markDemo(db: Db, tenantId: number, state: 'seeding' | 'complete'): Promise<void> {
   await db
     .updateTable('tenants')
-    .set({ settings: sql`settings || ${JSON.stringify({ demo: state })}::jsonb` as never })
+    .set({ settings: sql<string>`settings || ${JSON.stringify({ demo: state })}::jsonb` })
     .where('id', '=', tenantId)
     .execute()
 }

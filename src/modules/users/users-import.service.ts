@@ -14,7 +14,15 @@ import { FieldErrorCollector, invalidField } from '../../platform/http/errors.js
 import type { UploadedFile } from '../../platform/http/multipart.js'
 import type { FileStorage } from '../../platform/storage/file-storage.js'
 import * as queries from './users.queries.js'
-import { checkUserInput, DATE_KEYS, loadRuleContext, normalizeDate } from './users.rules.js'
+import {
+  checkUserInput,
+  DATE_KEYS,
+  exceedsOwnPermissions,
+  loadRuleContext,
+  normalizeDate,
+  ROLE_BEYOND_ACTOR,
+  roleWithinActor,
+} from './users.rules.js'
 import {
   CSV_MAX_ROWS,
   IMPORTABLE_KEYS,
@@ -223,6 +231,14 @@ export function createUsersImportService({ db }: AppDeps, storage: FileStorage) 
       }
     }
     problems.throwIfAny('The CSV has invalid rows')
+    // no one imports users into a role holding more than they hold (issue 33)
+    const beyond = rows.filter(
+      ({ input }) => input.role_id !== undefined && !roleWithinActor(actor, rules, input.role_id),
+    )
+    if (beyond.length > 0)
+      throw exceedsOwnPermissions(
+        Object.fromEntries(beyond.map(({ line }) => [`rows.${line}.role_id`, ROLE_BEYOND_ACTOR])),
+      )
 
     const deleteUsers =
       body.delete_users === true

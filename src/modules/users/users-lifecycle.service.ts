@@ -11,7 +11,7 @@ import { recordDomainEvent } from '../../platform/events/domain-events.js'
 import { AppError, FieldErrorCollector, forbidden, notFound } from '../../platform/http/errors.js'
 import type { ProfilePictures } from './users-pictures.js'
 import * as queries from './users.queries.js'
-import { loadRuleContext } from './users.rules.js'
+import { exceedsOwnPermissions, loadRuleContext, ROLE_BEYOND_ACTOR, roleWithinActor } from './users.rules.js'
 import type { RestoreUserBody } from './users.schemas.js'
 import { presentBasicUser } from './users.service.js'
 
@@ -58,7 +58,7 @@ export function createUsersLifecycleService(deps: AppDeps, pictures: ProfilePict
       const {
         rows: [mark],
       } = await sql<{ now: string }>`select clock_timestamp()::text as now`.execute(trx)
-      await queries.updateUser(trx, actor.tenantId, id, { logout_requested_at: sql`${mark.now}::timestamptz` as never })
+      await queries.updateUser(trx, actor.tenantId, id, { logout_requested_at: sql<Date>`${mark.now}::timestamptz` })
       await deleteUserSubscriptions(trx, actor.tenantId, id)
       await recordDomainEvent(trx, event(actor, 'user.loggedOut', id))
       return presentBasicUser(deps, actor, id, trx)
@@ -72,7 +72,7 @@ export function createUsersLifecycleService(deps: AppDeps, pictures: ProfilePict
     await db.transaction().execute(async (trx) => {
       const user = await queries.findUserState(trx, actor.tenantId, id, { forUpdate: true })
       if (!user || user.deleted_at !== null) throw notFound('User')
-      await queries.updateUser(trx, actor.tenantId, id, { deleted_at: sql`now()` as never })
+      await queries.updateUser(trx, actor.tenantId, id, { deleted_at: sql<Date>`now()` })
       await revokeUserTokens(trx, actor.tenantId, id)
       await deleteUserSubscriptions(trx, actor.tenantId, id)
       const deleted = await queries.findUserState(trx, actor.tenantId, id)
@@ -94,6 +94,7 @@ export function createUsersLifecycleService(deps: AppDeps, pictures: ProfilePict
       if (active === undefined) problems.add('role_id', 'does not exist')
       else if (!active) problems.add('role_id', 'is an inactive role')
       problems.throwIfAny()
+      if (!roleWithinActor(actor, rules, body.role_id)) throw exceedsOwnPermissions({ role_id: ROLE_BEYOND_ACTOR })
     }
     return db.transaction().execute(async (trx) => {
       const user = await queries.findUserState(trx, actor.tenantId, id, { forUpdate: true })
@@ -136,9 +137,9 @@ export function createUsersLifecycleService(deps: AppDeps, pictures: ProfilePict
         prevent_logout: false,
         active: false,
         active_derived: false,
-        logout_requested_at: sql`now()` as never,
-        deleted_at: user.deleted_at ?? (sql`now()` as never),
-        blacked_out_at: sql`now()` as never,
+        logout_requested_at: sql<Date>`now()`,
+        deleted_at: user.deleted_at ?? sql<Date>`now()`,
+        blacked_out_at: sql<Date>`now()`,
       })
       await queries.deleteUserTokens(trx, actor.tenantId, id)
       await deleteUserSubscriptions(trx, actor.tenantId, id)

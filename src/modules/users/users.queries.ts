@@ -1,5 +1,5 @@
-import { type Insertable, type Updateable, sql } from 'kysely'
-import type { Db, UsersTable } from '../../platform/db/schema.js'
+import { type Insertable, type UpdateObject, sql } from 'kysely'
+import type { Database, Db, UsersTable } from '../../platform/db/schema.js'
 import { userResource } from './users.resource.js'
 import { applySelects, presentRows } from '../../platform/query/apply-query.js'
 import type { ParsedQuery } from '../../platform/query/parse-query.js'
@@ -64,26 +64,31 @@ export function findUserState(db: Db, tenantId: number, id: number, { forUpdate 
 }
 export type UserState = NonNullable<Awaited<ReturnType<typeof findUserState>>>
 
-export function updateUser(db: Db, tenantId: number, id: number, values: Updateable<UsersTable>) {
+/** `values` may hold SQL expressions (e.g. `sql<Date>\`now()\``) besides plain values. */
+export function updateUser(db: Db, tenantId: number, id: number, values: UpdateObject<Database, 'users'>) {
   return db
     .updateTable('users')
-    .set({ ...values, updated_at: sql`now()` as never })
+    .set({ ...values, updated_at: sql<Date>`now()` })
     .where('tenant_id', '=', tenantId)
     .where('id', '=', id)
     .returning('id')
     .executeTakeFirst()
 }
 
-/** Role id → active flag for the given ids of the tenant. */
-export async function findRoleStates(db: Db, tenantId: number, ids: number[]): Promise<Map<number, boolean>> {
+/** Role id → active flag and permissions for the given ids of the tenant. */
+export async function findRoleStates(
+  db: Db,
+  tenantId: number,
+  ids: number[],
+): Promise<Map<number, { active: boolean; permissions: string[] }>> {
   if (ids.length === 0) return new Map()
   const rows = await db
     .selectFrom('roles')
-    .select(['id', 'active'])
+    .select(['id', 'active', 'permissions'])
     .where('tenant_id', '=', tenantId)
     .where('id', 'in', ids)
     .execute()
-  return new Map(rows.map((r) => [r.id, r.active]))
+  return new Map(rows.map((r) => [r.id, { active: r.active, permissions: r.permissions }]))
 }
 
 export async function findLanguageIds(db: Db): Promise<Set<string>> {
@@ -177,7 +182,7 @@ export async function rederiveActive(db: Db, tenantId: number): Promise<number[]
   const derived = sql<boolean>`not ((entering_date > current_date) is true or (leaving_date < current_date) is true)`
   const rows = await db
     .updateTable('users')
-    .set({ active: derived as never, updated_at: sql`now()` as never })
+    .set({ active: derived, updated_at: sql<Date>`now()` })
     .where('tenant_id', '=', tenantId)
     .where('active_derived', '=', true)
     .where('deleted_at', 'is', null)

@@ -1,24 +1,32 @@
-import { type Expression, type SqlBool, sql } from 'kysely'
-import { invalidField } from '../../platform/http/errors.js'
+import { sql } from 'kysely'
+import { can } from '../../platform/auth/permissions.js'
 import { defineResource, type QueryContext } from '../../platform/query/resource.js'
 
+/** The related resource's whole record only for a caller who may read that resource (else its id and name). */
+const mayReadRelated = (ctx: QueryContext, permission: string) => ctx.actor !== undefined && can(ctx.actor, permission)
+
 const extended = (ctx: QueryContext) => ctx.flags?.extendedFields === true
+/** The caller may read extended fields (its own on a show, or anyone's with users.viewDetails / users.administrate). */
+const readsExtended = (ctx: QueryContext) => extended(ctx) || ctx.flags?.readsDetails === true
 const fullName = (row: { first_name?: unknown; last_name?: unknown }) =>
   `${row.first_name ?? ''} ${row.last_name ?? ''}`.trim()
 
 /**
- * The text `filter[text]` searches: identical to the expression of the trigram index
- * `users_search_trgm` (migration 0010), so that `ilike '%…%'` is served by that index.
+ * The texts `filter[text]` searches, identical to the expressions of the trigram indexes
+ * `users_search_trgm` (migration 0010: every field) and `users_basic_search_trgm` (migration 0120:
+ * the basic fields, for callers who may not read email and staff number), so that `ilike '%…%'` is
+ * served by an index whichever the caller may read.
  */
 const USER_SEARCH_TEXT = sql`(u.username || chr(31) || u.first_name || ' ' || u.last_name || chr(31) || coalesce(u.email, '') || chr(31) || coalesce(u.staff_number, ''))`
+const USER_BASIC_SEARCH_TEXT = sql`(u.username || chr(31) || u.first_name || ' ' || u.last_name)`
+const SEARCHED = ['username', 'first_name', 'last_name', 'full_name', 'email', 'staff_number']
 
-/** `filter[text]`: case-insensitive substring over username, names, full name, email and staff number. */
-function textFilter(value: unknown): Expression<SqlBool> {
-  if (typeof value !== 'string' || value.length > 255)
-    throw invalidField('filter.text', 'must be a string of at most 255 characters')
-  // control characters (the column separator among them) can never match; LIKE wildcards are literal
-  const term = value.replace(/[\x00-\x1f]/g, '').replace(/[\\%_]/g, (c) => `\\${c}`)
-  return sql<SqlBool>`${USER_SEARCH_TEXT} ilike ${`%${term}%`}`
+/** `filter[text]`: username, names and full name; email and staff number only for callers who may read them. */
+function searchText(readable: readonly string[]) {
+  if (readable.length === SEARCHED.length) return USER_SEARCH_TEXT
+  if (readable.length === 4 && !readable.includes('email') && !readable.includes('staff_number'))
+    return USER_BASIC_SEARCH_TEXT
+  return undefined
 }
 
 /** Selectable, filterable and sortable fields of a user, and its relations (contract 10). */
@@ -27,7 +35,7 @@ export const userResource = defineResource<Record<string, any>>({
   alias: 'u',
   uniqueKey: 'id',
   defaultSort: ['id'],
-  customFilters: { text: textFilter },
+  textSearch: { fields: SEARCHED, text: searchText },
   fields: {
     id: { type: 'id' },
     username: { type: 'string' },
@@ -43,19 +51,19 @@ export const userResource = defineResource<Record<string, any>>({
     updated_at: { type: 'timestamp' },
     deleted_at: { type: 'timestamp' },
     blacked_out_at: { type: 'timestamp' },
-    street: { type: 'string', visible: extended },
-    zipcode: { type: 'string', visible: extended },
-    city: { type: 'string', visible: extended },
-    email: { type: 'string', visible: extended },
-    phone: { type: 'string', visible: extended },
-    birthdate: { type: 'date', visible: extended },
-    gender: { type: 'string', visible: extended },
-    entering_date: { type: 'date', visible: extended },
-    leaving_date: { type: 'date', visible: extended },
-    staff_number: { type: 'string', visible: extended },
-    wants_email_notifications: { type: 'boolean', visible: extended },
-    default_route: { type: 'string', visible: extended },
-    prevent_logout: { type: 'boolean', visible: extended },
+    street: { type: 'string', visible: extended, readable: readsExtended },
+    zipcode: { type: 'string', visible: extended, readable: readsExtended },
+    city: { type: 'string', visible: extended, readable: readsExtended },
+    email: { type: 'string', visible: extended, readable: readsExtended },
+    phone: { type: 'string', visible: extended, readable: readsExtended },
+    birthdate: { type: 'date', visible: extended, readable: readsExtended },
+    gender: { type: 'string', visible: extended, readable: readsExtended },
+    entering_date: { type: 'date', visible: extended, readable: readsExtended },
+    leaving_date: { type: 'date', visible: extended, readable: readsExtended },
+    staff_number: { type: 'string', visible: extended, readable: readsExtended },
+    wants_email_notifications: { type: 'boolean', visible: extended, readable: readsExtended },
+    default_route: { type: 'string', visible: extended, readable: readsExtended },
+    prevent_logout: { type: 'boolean', visible: extended, readable: readsExtended },
     profile_picture_url: {
       type: 'string',
       requires: ['id', 'profile_picture'],
@@ -77,9 +85,15 @@ export const userResource = defineResource<Record<string, any>>({
       key: 'role_id',
       many: false,
       load: async (ctx, ids) => {
+        // the role's record for whoever may read roles; its name for anyone else (issue 33: a relation
+        // tells no more than the related resource's own routes would)
         const rows = await ctx.db
           .selectFrom('roles')
-          .select(['id', 'name', 'permissions', 'active', 'folder_id', 'created_at', 'updated_at'])
+          .select(
+            mayReadRelated(ctx, 'roles.view')
+              ? ['id', 'name', 'permissions', 'active', 'folder_id', 'created_at', 'updated_at']
+              : ['id', 'name'],
+          )
           .where('tenant_id', '=', ctx.tenantId)
           .where('id', 'in', ids as number[])
           .execute()
@@ -107,15 +121,19 @@ export const userResource = defineResource<Record<string, any>>({
           .innerJoin('departments as d', (j) =>
             j.onRef('d.id', '=', 'du.department_id').onRef('d.tenant_id', '=', 'du.tenant_id'),
           )
-          .select([
-            'du.user_id',
-            'd.id',
-            'd.name',
-            'd.folder_id',
-            'd.notification_setting_id',
-            'd.created_at',
-            'd.updated_at',
-          ])
+          .select(
+            mayReadRelated(ctx, 'departments.view')
+              ? [
+                  'du.user_id',
+                  'd.id',
+                  'd.name',
+                  'd.folder_id',
+                  'd.notification_setting_id',
+                  'd.created_at',
+                  'd.updated_at',
+                ]
+              : ['du.user_id', 'd.id', 'd.name'],
+          )
           .where('du.tenant_id', '=', ctx.tenantId)
           .where('du.user_id', 'in', ids as number[])
           .orderBy('d.id')
@@ -126,9 +144,11 @@ export const userResource = defineResource<Record<string, any>>({
       },
     },
     acceptedPolicies: { key: 'id', many: true, load: async () => new Map() },
+    // a user's grants name targets and keys: only for who may manage grants (issue 33; contract correction)
     entityPermissions: {
       key: 'id',
       many: true,
+      visible: (ctx) => ctx.actor !== undefined && can(ctx.actor, 'entityPermissions.manage'),
       load: async (ctx, ids) => {
         const rows = await ctx.db
           .selectFrom('entity_permissions')

@@ -1,5 +1,6 @@
-import type { FastifyInstance } from 'fastify'
-import { Type } from 'typebox'
+import type { Readable } from 'node:stream'
+import type { App } from '../../platform/app-module.js'
+import { Type, type Static, type TSchema } from 'typebox'
 import { multipartBody } from '../../platform/http/multipart.js'
 import { sendList } from '../../platform/http/list-response.js'
 import { envelope, errorResponses, IdParamsSchema } from '../../platform/http/schemas.js'
@@ -26,7 +27,6 @@ import {
 } from './users.schemas.js'
 import type { UsersService } from './users.service.js'
 
-type IdParams = { id: number }
 const UserListQuery = listQuerySchema(userResource)
 const UserShowQuery = showQuerySchema(userResource)
 interface UsersRouteDeps {
@@ -36,18 +36,17 @@ interface UsersRouteDeps {
   storageDir: string
 }
 
-const jsonOrMultipart = (json: object, multipart: object) => ({
-  content: { 'application/json': { schema: json }, 'multipart/form-data': { schema: multipart } },
-})
+/** A body sent as JSON or as multipart/form-data (one schema each); typed as either. */
+const jsonOrMultipart = <J extends TSchema, M extends TSchema>(json: J, multipart: M) =>
+  Type.Unsafe<Static<J> | Static<M>>({
+    content: { 'application/json': { schema: json }, 'multipart/form-data': { schema: multipart } },
+  })
 
-export async function usersRoutes(
-  app: FastifyInstance,
-  { users, lifecycle, imports, storageDir }: UsersRouteDeps,
-): Promise<void> {
+export async function usersRoutes(app: App, { users, lifecycle, imports, storageDir }: UsersRouteDeps): Promise<void> {
   const tags = ['users']
-  const pictureUpload = (schema: object) =>
+  const pictureUpload = (schema: TSchema) =>
     multipartBody({
-      schema: schema as never,
+      schema,
       files: { profile_picture: { maxBytes: PROFILE_PICTURE_MAX_BYTES } },
       storageDir,
     })
@@ -62,7 +61,7 @@ export async function usersRoutes(
         response: { 200: Type.Array(UserSchema), ...errorResponses },
       },
     },
-    async (request, reply) => sendList(reply, await users.listUsers(request.actor, request.query as never)),
+    async (request, reply) => sendList(reply, await users.listUsers(request.actor, request.query)),
   )
 
   app.get(
@@ -75,7 +74,7 @@ export async function usersRoutes(
         response: { 200: Type.Array(UserSchema), ...errorResponses },
       },
     },
-    async (request, reply) => sendList(reply, await users.listDeletedUsers(request.actor, request.query as never)),
+    async (request, reply) => sendList(reply, await users.listDeletedUsers(request.actor, request.query)),
   )
 
   app.get(
@@ -88,7 +87,7 @@ export async function usersRoutes(
         response: { 200: UserSchema, ...errorResponses },
       },
     },
-    (request) => users.getCurrentUser(request.actor, request.query as never),
+    (request) => users.getCurrentUser(request.actor, request.query),
   )
 
   app.get(
@@ -109,7 +108,7 @@ export async function usersRoutes(
       },
     },
     async (request, reply) => {
-      const csv = imports.importTemplate(request.actor, request.query as Record<string, string>)
+      const csv = imports.importTemplate(request.actor, request.query)
       return reply
         .type('text/csv; charset=UTF-8')
         .header('content-disposition', 'attachment; filename="users-import-template.csv"')
@@ -128,7 +127,7 @@ export async function usersRoutes(
         response: { 200: UserSchema, ...errorResponses },
       },
     },
-    (request) => users.getUser(request.actor, (request.params as IdParams).id, request.query as never),
+    (request) => users.getUser(request.actor, request.params.id, request.query),
   )
 
   app.post(
@@ -146,7 +145,7 @@ export async function usersRoutes(
     async (request, reply) =>
       reply
         .code(201)
-        .send(envelope(await users.createUser(request.actor, request.body as never, request.uploads?.profile_picture))),
+        .send(envelope(await users.createUser(request.actor, request.body, request.uploads?.profile_picture))),
   )
 
   app.post(
@@ -166,7 +165,7 @@ export async function usersRoutes(
       }),
     },
     async (request) =>
-      envelope(await imports.parseUsersCsv(request.actor, request.body as never, request.uploads?.user_data_csv)),
+      envelope(await imports.parseUsersCsv(request.actor, request.body, request.uploads?.user_data_csv)),
   )
 
   app.put(
@@ -184,12 +183,7 @@ export async function usersRoutes(
     },
     async (request) =>
       envelope(
-        await users.updateUser(
-          request.actor,
-          (request.params as IdParams).id,
-          request.body as never,
-          request.uploads?.profile_picture,
-        ),
+        await users.updateUser(request.actor, request.params.id, request.body, request.uploads?.profile_picture),
       ),
   )
 
@@ -203,7 +197,7 @@ export async function usersRoutes(
         response: { 200: UserEnvelopeSchema, ...errorResponses },
       },
     },
-    async (request) => envelope(await lifecycle.logoutUser(request.actor, (request.params as IdParams).id)),
+    async (request) => envelope(await lifecycle.logoutUser(request.actor, request.params.id)),
   )
 
   app.post(
@@ -217,10 +211,7 @@ export async function usersRoutes(
         response: { 200: UserEnvelopeSchema, ...errorResponses },
       },
     },
-    async (request) =>
-      envelope(
-        await lifecycle.restoreUser(request.actor, (request.params as IdParams).id, (request.body ?? {}) as never),
-      ),
+    async (request) => envelope(await lifecycle.restoreUser(request.actor, request.params.id, request.body ?? {})),
   )
 
   app.delete(
@@ -233,7 +224,7 @@ export async function usersRoutes(
         response: { 200: UserEnvelopeSchema, ...errorResponses },
       },
     },
-    async (request) => envelope(await lifecycle.blackOutUser(request.actor, (request.params as IdParams).id)),
+    async (request) => envelope(await lifecycle.blackOutUser(request.actor, request.params.id)),
   )
 
   app.delete(
@@ -246,14 +237,14 @@ export async function usersRoutes(
         response: { 200: NullEnvelopeSchema, ...errorResponses },
       },
     },
-    async (request) => envelope(await lifecycle.deleteUser(request.actor, (request.params as IdParams).id)),
+    async (request) => envelope(await lifecycle.deleteUser(request.actor, request.params.id)),
   )
 
   // the optional trailing file name is two documented routes (an OpenAPI path has no optional segment)
   const pictureResponse = {
     200: {
       description: 'the image; Content-Type from its magic bytes',
-      content: { 'image/*': { schema: Type.String({ format: 'binary' }) } },
+      content: { 'image/*': { schema: Type.Unsafe<Readable>(Type.String({ format: 'binary' })) } },
     },
     ...errorResponses,
   }
@@ -274,7 +265,8 @@ export async function usersRoutes(
         },
       },
       async (request, reply) => {
-        const { id, fileName } = request.params as { id: number; fileName?: string }
+        const { id } = request.params
+        const fileName = 'fileName' in request.params ? request.params.fileName : undefined
         const picture = await users.getProfilePicture(request.actor, id, fileName || undefined)
         return reply
           .type(picture.mime)

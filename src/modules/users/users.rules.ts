@@ -1,5 +1,7 @@
+import type { Actor } from '../../platform/auth/actor.js'
+import { can } from '../../platform/auth/permissions.js'
 import type { Db } from '../../platform/db/schema.js'
-import type { FieldErrorCollector } from '../../platform/http/errors.js'
+import { AppError, type FieldErrorCollector } from '../../platform/http/errors.js'
 import * as queries from './users.queries.js'
 import type { UserInput } from './users.schemas.js'
 
@@ -7,6 +9,8 @@ import type { UserInput } from './users.schemas.js'
 export interface RuleContext {
   passwordMinLength: number
   roles: Map<number, boolean>
+  /** The permissions of each loaded role (who may assign it, whose credentials one may change). */
+  rolePermissions: Map<number, readonly string[]>
   languages: Set<string>
 }
 
@@ -16,13 +20,41 @@ export async function loadRuleContext(
   roleIds: Array<number | undefined>,
 ): Promise<RuleContext> {
   const ids = [...new Set(roleIds.filter((id): id is number => typeof id === 'number'))]
-  const [passwordMinLength, roles, languages] = await Promise.all([
+  const [passwordMinLength, states, languages] = await Promise.all([
     queries.findPasswordMinLength(db, tenantId),
     queries.findRoleStates(db, tenantId, ids),
     queries.findLanguageIds(db),
   ])
-  return { passwordMinLength, roles, languages }
+  const roles = new Map([...states].map(([id, state]) => [id, state.active]))
+  const rolePermissions = new Map([...states].map(([id, state]) => [id, state.permissions]))
+  return { passwordMinLength, roles, rolePermissions, languages }
 }
+
+/**
+ * No one grants what they do not hold (issue 33): a role may be assigned, and the credentials
+ * (password, email, username) of its holders changed, only by an actor holding every permission
+ * of the role (an actor with `*` holds all; a role with `*` needs `*`). A role not loaded is
+ * left to the existence check.
+ */
+export function roleWithinActor(actor: Pick<Actor, 'permissions'>, rules: RuleContext, roleId: number): boolean {
+  const permissions = rules.rolePermissions.get(roleId)
+  return permissions === undefined || permissions.every((permission) => can(actor, permission))
+}
+
+export const ROLE_BEYOND_ACTOR = 'holds permissions you do not hold'
+
+/** The 403 of `roleWithinActor`, naming each offending field. */
+export function exceedsOwnPermissions(fields: Record<string, string>): AppError {
+  return new AppError(
+    403,
+    'exceeds_own_permissions',
+    `Changing ${Object.keys(fields).join(', ')} requires every permission of the role concerned`,
+    Object.fromEntries(Object.entries(fields).map(([field, message]) => [field, [message]])),
+  )
+}
+
+/** Credentials whose change hands over the account: only by an actor holding the account's permissions. */
+export const CREDENTIAL_KEYS = ['password', 'email', 'username'] as const
 
 const DATE = /^(\d{4})-(\d{2})-(\d{2})/
 const GERMAN_DATE = /^(\d{1,2})\.(\d{1,2})\.(\d{4})$/

@@ -144,7 +144,8 @@ export const CreateUserMultipartSchema = Type.Object(
   { ...createProperties, profile_picture: FilePicture },
   { additionalProperties: false },
 )
-export type CreateUserBody = Static<typeof CreateUserBodySchema>
+/** JSON or multipart (where `profile_picture` is the file part, already moved to `uploads`). */
+export type CreateUserBody = Static<typeof CreateUserBodySchema> | Static<typeof CreateUserMultipartSchema>
 
 const updateProperties = { ...optionalAll(userInputFields), old_password: Opt(Type.String({ maxLength: 256 })) }
 export const UpdateUserBodySchema = Type.Object(
@@ -155,7 +156,8 @@ export const UpdateUserMultipartSchema = Type.Object(
   { ...updateProperties, profile_picture: FilePicture },
   { additionalProperties: false },
 )
-export type UpdateUserBody = Static<typeof UpdateUserBodySchema>
+/** JSON or multipart (where `profile_picture` is the file part, already moved to `uploads`). */
+export type UpdateUserBody = Static<typeof UpdateUserBodySchema> | Static<typeof UpdateUserMultipartSchema>
 export type UserInput = Partial<{ [K in keyof InputFields]: Static<InputFields[K]> }>
 
 export const RestoreUserBodySchema = Type.Object({ role_id: Opt(IdSchema) }, { additionalProperties: false })

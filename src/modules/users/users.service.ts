@@ -24,7 +24,16 @@ import { listResource, showResource } from '../../platform/query/run-query.js'
 import type { ProfilePictures } from './users-pictures.js'
 import * as queries from './users.queries.js'
 import { userResource } from './users.resource.js'
-import { checkUserInput, deriveActive, loadRuleContext, normalizeDate } from './users.rules.js'
+import {
+  checkUserInput,
+  CREDENTIAL_KEYS,
+  deriveActive,
+  exceedsOwnPermissions,
+  loadRuleContext,
+  normalizeDate,
+  ROLE_BEYOND_ACTOR,
+  roleWithinActor,
+} from './users.rules.js'
 import { BASIC_USER_FIELDS, type CreateUserBody, type UpdateUserBody, type UserInput } from './users.schemas.js'
 
 export type UsersService = ReturnType<typeof createUsersService>
@@ -78,7 +87,8 @@ export function userQueryContext(
     actor,
     baseUrl: config.baseUrl,
     appUrl: config.appUrl,
-    flags: { extendedFields },
+    // extended fields are output by single shows only, but searched, filtered and sorted by whoever may read them
+    flags: { extendedFields, readsDetails: can(actor, 'users.viewDetails') || can(actor, 'users.administrate') },
   }
 }
 
@@ -177,9 +187,12 @@ export function createUsersService(deps: AppDeps, pictures: ProfilePictures) {
       throw forbidden('Setting prevent_logout requires the "users.administrate" permission')
     const input: UserInput = { ...body }
     const problems = new FieldErrorCollector()
-    checkUserInput(input, undefined, await loadRuleContext(db, actor.tenantId, [input.role_id]), problems)
+    const rules = await loadRuleContext(db, actor.tenantId, [input.role_id])
+    checkUserInput(input, undefined, rules, problems)
     const picture = await checkPicture(upload, problems)
     problems.throwIfAny()
+    if (input.role_id !== undefined && !roleWithinActor(actor, rules, input.role_id))
+      throw exceedsOwnPermissions({ role_id: ROLE_BEYOND_ACTOR })
 
     const groupAccount = input.group_account ?? false
     const values = {
@@ -262,9 +275,22 @@ export function createUsersService(deps: AppDeps, pictures: ProfilePictures) {
       else if (!(await verifyPassword(current.password_hash, oldPassword)))
         problems.add('old_password', 'is not your current password')
     }
-    checkUserInput(input, current, await loadRuleContext(db, actor.tenantId, [input.role_id]), problems)
+    const rules = await loadRuleContext(db, actor.tenantId, [input.role_id, current.role_id])
+    checkUserInput(input, current, rules, problems)
     const picture = await checkPicture(upload, problems)
     problems.throwIfAny()
+    const refused: Record<string, string> = {}
+    if (
+      input.role_id !== undefined &&
+      input.role_id !== current.role_id &&
+      !roleWithinActor(actor, rules, input.role_id)
+    )
+      refused.role_id = ROLE_BEYOND_ACTOR
+    if (!self && !roleWithinActor(actor, rules, current.role_id))
+      for (const key of CREDENTIAL_KEYS)
+        if (input[key] !== undefined && (key === 'password' || !sameValue(key, input[key], current[key])))
+          refused[key] = 'belongs to a user holding permissions you do not hold'
+    if (Object.keys(refused).length > 0) throw exceedsOwnPermissions(refused)
 
     const values: Updateable<UsersTable> = columnsOf(input)
     const groupAccount = input.group_account ?? current.group_account

@@ -147,9 +147,8 @@ export async function anonymizeAuditFor(db: Db, tenantId: number, userId: number
   await db
     .updateTable('audit_log')
     .set({
-      changes:
-        sql`(select coalesce(jsonb_object_agg(e.k, case when e.k = any(${NON_IDENTIFYING_USER_FIELDS}::text[]) then e.v else to_jsonb(${BLACKED_OUT}::text) end), '{}')
-        from jsonb_each(changes) as e(k, v))` as never,
+      changes: sql`(select coalesce(jsonb_object_agg(e.k, case when e.k = any(${NON_IDENTIFYING_USER_FIELDS}::text[]) then e.v else to_jsonb(${BLACKED_OUT}::text) end), '{}')
+        from jsonb_each(changes) as e(k, v))`,
     })
     .where('tenant_id', '=', tenantId)
     .where('target_type', '=', 'user')

@@ -9,6 +9,8 @@ export interface Actor {
   isAdmin: boolean
   langId: string | null
   tokenId: number
+  /** The token was issued to a user whose role requires MFA, before they enrolled: it can only enroll. */
+  mfaEnrollmentOnly?: boolean
   /**
    * Set when a SCIM client's token made the request (src/modules/scim): no user acts then, `userId`
    * is 0 and changes are audited as `scim:<token id>`.

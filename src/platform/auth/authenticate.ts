@@ -2,14 +2,19 @@ import { type CompiledQuery, sql } from 'kysely'
 import type { FastifyRequest } from 'fastify'
 import type { Db } from '../db/schema.js'
 import { executeCompiled } from '../db/database.js'
-import { unauthorized } from '../http/errors.js'
+import { forbidden, unauthorized } from '../http/errors.js'
 import type { Actor } from './actor.js'
 import type { ActorCache, CachedActor } from './actor-cache.js'
 import { accessTokenKey, accessTokenTenant } from './tokens.js'
+import { noteTokenUse } from './session-activity.js'
 
 declare module 'fastify' {
   interface FastifyRequest {
     actor: Actor
+  }
+  interface FastifyContextConfig {
+    /** Reachable with a token that may only enroll a second factor (a role requiring MFA). */
+    mfaEnrollment?: boolean
   }
 }
 
@@ -23,6 +28,7 @@ function actorQuery(db: Db, tokenHash: Buffer, tenantId: number) {
     .select([
       't.id as token_id',
       't.expires_at',
+      't.mfa_enrollment_only',
       'u.id as user_id',
       'u.tenant_id',
       'u.role_id',
@@ -88,6 +94,7 @@ async function lookupActor(db: Db, token: string, tokenHash: Buffer): Promise<Ca
     isAdmin: permissions.has('*'),
     langId: row.lang_id,
     tokenId: row.token_id,
+    ...(row.mfa_enrollment_only ? { mfaEnrollmentOnly: true } : {}),
   }
   return { actor, expiresAt: utcMillis(row.expires_at as unknown as string) }
 }
@@ -126,4 +133,7 @@ export async function authenticateRequest(db: Db, request: FastifyRequest): Prom
   const actor = await resolveActor(db, token)
   if (!actor) throw unauthorized()
   request.actor = actor
+  noteTokenUse(db, actor, request)
+  if (actor.mfaEnrollmentOnly && !request.routeOptions.config.mfaEnrollment)
+    throw forbidden('Your role requires two-factor sign-in: enroll TOTP first', 'mfa_enrollment_required')
 }

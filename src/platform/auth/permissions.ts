@@ -34,6 +34,7 @@ export const PERMISSIONS: readonly string[] = [
   'notifications.reset',
   'automations.manage',
   'audit.view',
+  'tenant.administrate',
   ...CONTENT_MODULES.flatMap((m) => [`${m}.view`, `${m}.manage`]),
 ]
 
@@ -58,6 +59,7 @@ export const PERMISSION_GRANTS: Readonly<Record<string, string>> = {
   'notifications.send': '`POST /api/notifications`',
   'notifications.reset': '`DELETE /api/administration/notifications/reset`',
   'automations.manage': 'the automation and webhook endpoints',
+  'tenant.administrate': "the tenant's sign-in settings: its OpenID Connect provider (`/api/administration/oidc`)",
   ...Object.fromEntries(
     CONTENT_MODULES.flatMap((m) => [
       [`${m}.view`, `see ${m} content and folders (restriction grants may narrow it)`],

@@ -50,6 +50,7 @@ export async function issueAccessToken(
   userId: number,
   ttlDays: number,
   deviceName?: string | null,
+  options: { mfaEnrollmentOnly?: boolean } = {},
 ): Promise<IssuedToken> {
   const token = generateAccessToken(tenantId)
   const row = await db
@@ -59,9 +60,10 @@ export async function issueAccessToken(
       user_id: userId,
       token_hash: hashAccessToken(token),
       device_name: deviceName ?? null,
+      ...(options.mfaEnrollmentOnly ? { mfa_enrollment_only: true } : {}),
       // clock_timestamp(): a token issued after a logout mark in the same transaction must be newer than it.
-      created_at: sql`clock_timestamp()` as never,
-      expires_at: sql`now() + make_interval(days => ${ttlDays})` as never,
+      created_at: sql<Date>`clock_timestamp()`,
+      expires_at: sql<Date>`now() + make_interval(days => ${ttlDays})`,
     })
     .returning(['id', 'expires_at'])
     .executeTakeFirstOrThrow()
@@ -71,7 +73,7 @@ export async function issueAccessToken(
 export async function revokeAccessToken(db: Db, tenantId: number, tokenId: number): Promise<void> {
   await db
     .updateTable('access_tokens')
-    .set({ revoked_at: sql`now()` as never })
+    .set({ revoked_at: sql<Date>`now()` })
     .where('tenant_id', '=', tenantId)
     .where('id', '=', tokenId)
     .where('revoked_at', 'is', null)
@@ -87,7 +89,7 @@ export async function revokeUserTokens(
 ): Promise<void> {
   let query = db
     .updateTable('access_tokens')
-    .set({ revoked_at: sql`now()` as never })
+    .set({ revoked_at: sql<Date>`now()` })
     .where('tenant_id', '=', tenantId)
     .where('user_id', '=', userId)
     .where('revoked_at', 'is', null)

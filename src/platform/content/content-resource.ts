@@ -40,6 +40,11 @@ export interface ContentDeclaration {
   folder?: ContentFolder
   /** The record lives inside another content record and is visible only where that one is. */
   parent?: { column: string; resource: ContentResource }
+  /**
+   * The records form a tree by this column (a directory's `parent_id`): a `view` restriction on a
+   * record applies to every record below it, and to what lives in them, like folder trees (issue 33).
+   */
+  tree?: { column: string }
   /** Body fields naming other content the requester must be able to view (else 422 on the field). */
   references?: Record<string, ContentResource | 'self'>
   /** Extra view condition (e.g. form messages: the form's `viewFormMessages` rule). */
@@ -144,6 +149,7 @@ export function defineContent(decl: ContentDeclaration): ContentResource {
   /** SQL: the record under `alias` is visible to the principal (the one content rule). */
   function visibleTo(p: Principal, alias: string): RawBuilder<boolean> {
     const parts: RawBuilder<boolean>[] = [p.grant('view', decl.alias, sql.ref(`${alias}.id`))]
+    if (decl.tree) parts.push(notRestrictedAbove(p, alias, decl.tree.column))
     if (decl.folder) parts.push(p.folderVisible(sql.ref(`${alias}.${decl.folder.column}`)))
     if (decl.parent) {
       const pa = `${alias}p`
@@ -154,6 +160,26 @@ export function defineContent(decl: ContentDeclaration): ContentResource {
     }
     if (decl.viewRule) parts.push(decl.viewRule(p, alias))
     return sql<boolean>`(${p.can(`${decl.module}.view`)} and (${p.isAdmin} or (${sql.join(parts, sql` and `)})))`
+  }
+
+  /**
+   * SQL: no record above the one under `alias` (its parent, the parent's parent, …) carries `view`
+   * grants that exclude the principal. One statement: the ancestors by a recursive walk (tenant-scoped
+   * at every step; `union` ends a cycle), each decided by THE access rule, as the folder path is.
+   */
+  function notRestrictedAbove(p: Principal, alias: string, column: string): RawBuilder<boolean> {
+    const above = `${alias}_above`
+    const up = `${alias}_up`
+    return sql<boolean>`not exists (
+      with recursive ${sql.id(above)}(id) as (
+        select ${sql.ref(`${alias}.${column}`)}
+        union
+        select ${sql.ref(`${up}.${column}`)} from ${table} as ${sql.id(up)}
+          join ${sql.id(above)} on ${sql.ref(`${up}.id`)} = ${sql.ref(`${above}.id`)}
+          where ${sql.ref(`${up}.tenant_id`)} = ${p.tenantId} and ${sql.ref(`${up}.${column}`)} is not null
+      )
+      select 1 from ${sql.id(above)} where ${sql.ref(`${above}.id`)} is not null
+        and not ${p.grant('view', decl.alias, sql.ref(`${above}.id`))})`
   }
 
   const principal = (actor: Actor) => actorPrincipal(actor, decl.folder?.visibleSql ?? (() => sql<boolean>`true`))
@@ -398,6 +424,12 @@ export function defineContent(decl: ContentDeclaration): ContentResource {
     const row = await findStored(db, tenantId, id)
     if (!row) return undefined
     const own = { target_entity: decl.alias, target_entity_id: String(id), permission: `${decl.module}.view` }
+    const treeParentId = decl.tree ? (row[decl.tree.column] as number | null) : null
+    if (decl.tree && treeParentId !== null) {
+      // the records above in the tree restrict this one as its own grants do
+      const above = await viewChain(db, tenantId, Number(treeParentId))
+      if (above) return { records: [own, ...above.records], folderId: above.folderId }
+    }
     const folderId = decl.folder ? (row[decl.folder.column] as number | null) : null
     const parentId = decl.parent ? (row[decl.parent.column] as number | null) : null
     const parent =

@@ -1,11 +1,12 @@
-import type { FastifyInstance, FastifyRequest } from 'fastify'
+import type { FastifyRequest } from 'fastify'
 import { Type, type TObject, type TSchema } from 'typebox'
 import type { Actor } from '../auth/actor.js'
 import { authenticateRequest } from '../auth/authenticate.js'
 import { unauthorized } from '../http/errors.js'
 import type { Db } from '../db/schema.js'
-import { registerResourceRoutes } from '../http/resource-routes.js'
-import { IdSchema, Nullable, TimestampSchema } from '../http/schemas.js'
+import type { App } from '../app-module.js'
+import { grantTokenQuery, registerResourceRoutes } from '../http/resource-routes.js'
+import { Nullable, TimestampSchema } from '../http/schemas.js'
 import type { FieldType } from '../query/resource.js'
 import type { ContentResource } from './content-resource.js'
 
@@ -60,19 +61,19 @@ export interface Viewer {
   viaGrantToken: boolean
 }
 
-export const GrantTokenQuerySchema = Type.Object({ grant_token: Type.Optional(Type.String({ maxLength: 4096 })) })
+export const GrantTokenQuerySchema = Type.Object(grantTokenQuery)
 
-/** Resolves the viewer of a route marked `public`: `grant_token` when sent, else the bearer token. */
+/** Resolves the viewer of a route marked `public`: `grant_token` (`token`) when sent, else the bearer token. */
 export async function resolveViewer(
   request: FastifyRequest,
   db: Db,
   alias: string,
   id: number,
+  token: string | undefined,
   grantTokens?: GrantTokenActor,
 ): Promise<Viewer> {
-  const token = (request.query as { grant_token?: unknown }).grant_token
   if (token !== undefined && grantTokens) {
-    if (typeof token !== 'string' || token === '') throw unauthorized()
+    if (token === '') throw unauthorized()
     return { actor: await grantTokens(db, token, alias, id), viaGrantToken: true }
   }
   await authenticateRequest(db, request)
@@ -94,11 +95,7 @@ export interface ContentRouteOptions {
 }
 
 /** Registers the standard routes of a content resource (`registerResourceRoutes`); each handler calls one service function. */
-export async function contentRoutes(
-  app: FastifyInstance,
-  content: ContentResource,
-  o: ContentRouteOptions,
-): Promise<void> {
+export async function contentRoutes(app: App, content: ContentResource, o: ContentRouteOptions): Promise<void> {
   const scope = (parentId: number | undefined) =>
     o.parentColumn && parentId !== undefined ? { [o.parentColumn]: parentId } : undefined
   const offers = (operation: ContentRouteOptions['operations'][number]) => o.operations.includes(operation)
@@ -111,34 +108,28 @@ export async function contentRoutes(
     resource: content.resource,
     itemSchema: contentRecordSchema(content),
     bodies: o.bodies,
-    show: { public: tokens !== undefined, query: GrantTokenQuerySchema.properties },
+    show: { public: tokens !== undefined, grantToken: true },
     handlers: {
       list: offers('list')
-        ? (request, parentId) => content.list(o.db, request.actor, request.query as never, scope(parentId))
+        ? (request, query, parentId) => content.list(o.db, request.actor, query, scope(parentId))
         : undefined,
       create: offers('create')
-        ? async (request, parentId) => {
-            const row = await content.create(
-              o.db,
-              request.actor,
-              request.body as Record<string, unknown>,
-              scope(parentId),
-            )
+        ? async (request, body, parentId) => {
+            const row = await content.create(o.db, request.actor, body, scope(parentId))
             return content.show(o.db, request.actor, row.id, {}, true)
           }
         : undefined,
       show: offers('show')
-        ? async (request, id) => {
-            const { grant_token: _token, ...query } = request.query as Record<string, unknown>
+        ? async (request, id, query, token) => {
             const viewer = tokens
-              ? await resolveViewer(request, o.db, content.alias, id, tokens)
+              ? await resolveViewer(request, o.db, content.alias, id, token, tokens)
               : { actor: request.actor, viaGrantToken: false }
             return content.show(o.db, viewer.actor, id, query, viewer.viaGrantToken)
           }
         : undefined,
       update: offers('update')
-        ? async (request, id) => {
-            const row = await content.update(o.db, request.actor, id, request.body as Record<string, unknown>)
+        ? async (request, id, body) => {
+            const row = await content.update(o.db, request.actor, id, body)
             return content.show(o.db, request.actor, row.id, {}, true)
           }
         : undefined,

@@ -22,7 +22,9 @@ const timestamp = (value: string) => value.slice(0, 19)
 export const timestampText = (time: Date) => time.toISOString().slice(0, 19).replace('T', ' ')
 const date = (value: string) => `${value} 00:00:00`
 const int8 = (value: string) => Number(value)
-const int8Array = (value: string) => (pg.types.getTypeParser(1007 as never, 'text') as (v: string) => number[])(value)
+/** int4[] (no member of pg's TypeId enum): node-postgres's own array parser */
+const INT4_ARRAY_OID: number = 1007
+const int8Array = (value: string) => (pg.types.getTypeParser(INT4_ARRAY_OID, 'text') as (v: string) => number[])(value)
 // node-postgres asks for a parser per column of every result: answered from a map, not rebuilt
 const parsers = new Map<number, unknown>()
 const types = {

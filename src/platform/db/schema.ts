@@ -35,6 +35,7 @@ export interface RolesTable {
   permissions: string[]
   active: Generated<boolean>
   folder_id: number | null
+  requires_mfa: Generated<boolean>
   created_at: Timestamp
   updated_at: Timestamp
 }
@@ -112,6 +113,7 @@ export interface AccessTokensTable {
   created_at: Timestamp
   expires_at: Timestamp
   revoked_at: NullableTimestamp
+  mfa_enrollment_only: Generated<boolean>
 }
 
 export interface LoginFailuresTable {
@@ -364,6 +366,23 @@ export interface SharedItemAccessesTable {
   created_at: Generated<string>
 }
 
+export type {
+  SessionActivityTable,
+  AuthTicketsTable,
+  PasswordResetRequestsTable,
+  UserTotpTable,
+  OidcProvidersTable,
+  OidcIdentitiesTable,
+} from './schema-identity.js'
+import type {
+  SessionActivityTable,
+  AuthTicketsTable,
+  PasswordResetRequestsTable,
+  UserTotpTable,
+  OidcProvidersTable,
+  OidcIdentitiesTable,
+} from './schema-identity.js'
+
 export interface Database {
   tenants: TenantsTable
   languages: LanguagesTable
@@ -393,6 +412,12 @@ export interface Database {
   shared_items: SharedItemsTable
   audit_log: AuditLogTable
   shared_item_accesses: SharedItemAccessesTable
+  session_activity: SessionActivityTable
+  auth_tickets: AuthTicketsTable
+  password_reset_requests: PasswordResetRequestsTable
+  user_totp: UserTotpTable
+  oidc_providers: OidcProvidersTable
+  oidc_identities: OidcIdentitiesTable
   scim_tokens: ScimTokensTable
 }
 

@@ -58,6 +58,13 @@ export const TABLE_CLASSES: Readonly<Record<string, TableClass>> = {
   task_executions: 'tenant',
   users: 'tenant',
   webhook_deliveries: 'tenant',
+  // sign-in (issue 34, migration 0120)
+  session_activity: 'tenant',
+  auth_tickets: 'tenant',
+  password_reset_requests: 'tenant',
+  user_totp: 'tenant',
+  oidc_providers: 'tenant',
+  oidc_identities: 'tenant',
 }
 
 /** Schemas whose tables are all `local` (the job queue keeps its own schema on the coordinator). */

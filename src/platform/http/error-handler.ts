@@ -62,7 +62,7 @@ export function toProblem(error: unknown): {
 } {
   if (error instanceof AppError) {
     return {
-      body: problem(error.status, error.code, error.message, error.errors),
+      body: { ...error.extensions, ...problem(error.status, error.code, error.message, error.errors) },
       headers: error.headers,
       unexpected: false,
     }

@@ -8,6 +8,8 @@ export class AppError extends Error {
     message: string,
     readonly errors?: FieldErrors,
     readonly headers?: Record<string, string>,
+    /** RFC 9457 extension members added to the problem (e.g. `mfa_token`). */
+    readonly extensions?: Record<string, string | number | boolean>,
   ) {
     super(message)
     this.name = 'AppError'

@@ -22,7 +22,8 @@ export interface UploadedFile {
 
 declare module 'fastify' {
   interface FastifyRequest {
-    uploads: Record<string, UploadedFile>
+    /** Set by `multipartBody` (null on the other routes). */
+    uploads: Record<string, UploadedFile> | null
   }
 }
 
@@ -36,7 +37,7 @@ export async function registerMultipart(app: FastifyInstance, config: Config): P
     limits: { fileSize: DEFAULT_FILE_LIMIT, files: 1, fields: 100, fieldSize: 64 * 1024, parts: 101, headerPairs: 100 },
     throwFileSizeLimit: true,
   })
-  app.decorateRequest('uploads', null as never)
+  app.decorateRequest('uploads', null)
   app.addHook('onResponse', (request, _reply, done) => {
     if (!request.uploads) return done()
     void Promise.all(

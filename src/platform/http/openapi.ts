@@ -22,7 +22,12 @@ export async function registerOpenApi(app: FastifyInstance, config: Config): Pro
       servers: [{ url: config.baseUrl }],
       components: {
         securitySchemes: {
-          bearer: { type: 'http', scheme: 'bearer', description: 'Opaque access token (wp_…)' },
+          bearer: {
+            type: 'http',
+            scheme: 'bearer',
+            description:
+              'Opaque access token (wp_…) from `POST /api/auth/login`: tenant + username + password, a `login_code` after single sign-on (`GET /api/auth/oidc/{tenant}/start`), or an `mfa_token` with a TOTP or recovery code. A token of a user whose role requires MFA and who has not enrolled yet only reaches the enrollment routes (403 `mfa_enrollment_required` elsewhere).',
+          },
           scimBearer: { type: 'http', scheme: 'bearer', description: 'SCIM token (wpscim_…), for /scim/v2 only' },
         },
       },

@@ -29,10 +29,10 @@ export function declaredQueryKeys(schema: unknown): string[] {
  */
 export function registerStrictQueryKeys(app: FastifyInstance): void {
   app.addHook('preValidation', (request, _reply, done) => {
-    const query = request.query as Record<string, unknown> | undefined
+    const query: unknown = request.query
     if (!query || typeof query !== 'object') return done()
     const keys = Object.keys(query)
-    if (keys.length === 0 || request.url.startsWith('/docs')) return done()
+    if (keys.length === 0 || request.url.startsWith('/docs') || /^\/app(\/|\?|$)/.test(request.url)) return done()
     const allowed = declaredQueryKeys(request.routeOptions.schema?.querystring)
     const unknown = keys.filter((key) => !allowed.includes(key))
     if (unknown.length === 0) return done()

@@ -40,6 +40,9 @@ export type Problem = Static<typeof ProblemSchema>
 /** Spread into every route's `response` so OpenAPI documents the error shape. */
 export const errorResponses = { '4xx': ProblemSchema, '5xx': ProblemSchema } as const
 
+/** A 204: `{"type":"null"}` in the document, and no payload for `reply.send()`. */
+export const NoContentSchema = Type.Unsafe<void>(Type.Null())
+
 /** `{status: "success", data}` — the envelope of users and notifications create/update/action endpoints. */
 export const Envelope = <T extends TSchema>(data: T) => Type.Object({ status: Type.Literal('success'), data })
 

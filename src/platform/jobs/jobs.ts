@@ -78,6 +78,13 @@ export function pinoWorkerLogger(log: PinoLogger): Logger {
   })
 }
 
+/** The callback form of `pg.Pool.connect`. */
+type ConnectCallback = (
+  error: Error | undefined,
+  client: pg.PoolClient | undefined,
+  done: (release?: unknown) => void,
+) => void
+
 /**
  * graphile-worker takes its LISTEN connection with `pgPool.connect(callback)` and every other client
  * with `await pgPool.connect()`. That listener must be a real session (a transaction-mode pooler does
@@ -86,8 +93,7 @@ export function pinoWorkerLogger(log: PinoLogger): Logger {
 function withDirectListener(pool: pg.Pool, directUrl: string): { pool: pg.Pool; end: () => Promise<void> } {
   const direct = new pg.Pool({ connectionString: directUrl, max: 1 })
   direct.on('error', () => {})
-  const connect = (...args: unknown[]) =>
-    typeof args[0] === 'function' ? direct.connect(args[0] as never) : pool.connect()
+  const connect = (callback?: ConnectCallback) => (callback ? direct.connect(callback) : pool.connect())
   return {
     pool: new Proxy(pool, {
       get: (target, property, receiver) => (property === 'connect' ? connect : Reflect.get(target, property, receiver)),

@@ -91,7 +91,7 @@ export async function startWorkerLiveness(
   const run = () => sweep().catch(() => undefined)
   await connect().catch(() => undefined)
   await run()
-  const timer = setInterval(run, SWEEP_INTERVAL_MS)
+  const timer = setInterval(() => void run(), SWEEP_INTERVAL_MS)
   timer.unref()
 
   return {

@@ -1,4 +1,4 @@
-import type { FastifyInstance } from 'fastify'
+import type { App } from '../app-module.js'
 import { Type } from 'typebox'
 import type { Db } from '../db/schema.js'
 import type { SecretBox } from '../secrets/secret-box.js'
@@ -16,7 +16,7 @@ const JwkSchema = Type.Object({
 })
 
 /** `GET /.well-known/jwks.json`: public keys receivers use to verify our JWTs (unauthenticated). */
-export async function jwksRoutes(app: FastifyInstance, { db, secrets }: { db: Db; secrets: SecretBox }): Promise<void> {
+export async function jwksRoutes(app: App, { db, secrets }: { db: Db; secrets: SecretBox }): Promise<void> {
   app.get(
     '/.well-known/jwks.json',
     {

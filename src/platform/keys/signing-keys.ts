@@ -6,6 +6,24 @@ import { isSealed, type SecretBox, type SecretHolder } from '../secrets/secret-b
 /** ES256 (P-256): the JWS algorithm with the widest receiver support after RS256, with small keys. */
 export const SIGNING_ALG = 'ES256'
 
+/** A public P-256 signing key as the JWKS publishes it. */
+export interface PublicJwk {
+  kty: string
+  crv: string
+  x: string
+  y: string
+  kid: string
+  alg: string
+  use: string
+}
+
+/** A member of a stored public JWK (each row holds `exportJWK`'s EC members plus kid, alg and use). */
+function jwkMember(jwk: Record<string, unknown>, name: keyof PublicJwk): string {
+  const value = jwk[name]
+  if (typeof value !== 'string') throw new Error(`signing key: the stored public JWK has no ${name}`)
+  return value
+}
+
 export interface SigningKey {
   kid: string
   alg: string
@@ -78,7 +96,7 @@ export async function rotateSigningKey(db: Db, box: SecretBox): Promise<{ kid: s
     await lockKeys(trx)
     const retired = await trx
       .updateTable('signing_keys')
-      .set({ retired_at: sql`now()` as never })
+      .set({ retired_at: sql<Date>`now()` })
       .where('retired_at', 'is', null)
       .returning('kid')
       .executeTakeFirst()
@@ -120,7 +138,7 @@ async function readCurrentSigningKey(db: Db, box: SecretBox): Promise<SigningKey
 }
 
 /** The public JWK Set: the current key and the previous one (never private members); with `box`, creates the first key. */
-export async function publicJwks(db: Db, box?: SecretBox): Promise<{ keys: JWK[] }> {
+export async function publicJwks(db: Db, box?: SecretBox): Promise<{ keys: PublicJwk[] }> {
   if (box) await ensureSigningKey(db, box)
   const rows = await db
     .selectFrom('signing_keys')
@@ -130,10 +148,15 @@ export async function publicJwks(db: Db, box?: SecretBox): Promise<{ keys: JWK[]
     .limit(2)
     .execute()
   return {
-    keys: rows.map((r) => {
-      const jwk = r.public_jwk as JWK
-      return { ...publicPart(jwk), kid: jwk.kid, alg: jwk.alg, use: jwk.use }
-    }),
+    keys: rows.map(({ public_jwk: jwk }) => ({
+      kty: jwkMember(jwk, 'kty'),
+      crv: jwkMember(jwk, 'crv'),
+      x: jwkMember(jwk, 'x'),
+      y: jwkMember(jwk, 'y'),
+      kid: jwkMember(jwk, 'kid'),
+      alg: jwkMember(jwk, 'alg'),
+      use: jwkMember(jwk, 'use'),
+    })),
   }
 }
 

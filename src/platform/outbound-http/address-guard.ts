@@ -52,15 +52,24 @@ function ipv6Groups(address: string): number[] {
   return [...left, ...fill, ...right].map((g) => parseInt(g, 16))
 }
 
-/** The IPv4 address embedded in an IPv4-mapped (::ffff:0:0/96), NAT64 (64:ff9b::/96) or 6to4 address. */
-function embeddedIpv4(address: string): string | undefined {
+/**
+ * The IPv4 addresses an IPv6 address embeds, by which it is judged (issue 33): IPv4-mapped
+ * (`::ffff:0:0/96`), IPv4-translated (`::ffff:0:0:0/96`, RFC 2765), NAT64 well-known (`64:ff9b::/96`)
+ * and local-use (`64:ff9b:1::/48`, RFC 8215: RFC 6052's /48 layout, octets in groups 3–4 around the
+ * reserved u octet), 6to4 (`2002::/16`, RFC 3056) and Teredo (`2001::/32`, RFC 4380: the server, and
+ * the client with its bits inverted). A gateway for any of them forwards to the embedded address.
+ */
+function embeddedIpv4(address: string): string[] {
   const g = ipv6Groups(address)
-  const v4 = (hi: number, lo: number) => `${hi >> 8}.${hi & 255}.${lo >> 8}.${lo & 255}`
+  const v4 = (hi: number, lo: number) => `${(hi >> 8) & 255}.${hi & 255}.${(lo >> 8) & 255}.${lo & 255}`
   const zeros = (from: number, to: number) => g.slice(from, to).every((x) => x === 0)
-  if (zeros(0, 5) && g[5] === 0xffff) return v4(g[6], g[7])
-  if (g[0] === 0x64 && g[1] === 0xff9b && zeros(2, 6)) return v4(g[6], g[7])
-  if (g[0] === 0x2002) return v4(g[1], g[2])
-  return undefined
+  if (zeros(0, 5) && g[5] === 0xffff) return [v4(g[6], g[7])]
+  if (zeros(0, 4) && g[4] === 0xffff && g[5] === 0) return [v4(g[6], g[7])]
+  if (g[0] === 0x64 && g[1] === 0xff9b && zeros(2, 6)) return [v4(g[6], g[7])]
+  if (g[0] === 0x64 && g[1] === 0xff9b && g[2] === 1) return [v4(g[3], ((g[4] & 0xff) << 8) | (g[5] >> 8))]
+  if (g[0] === 0x2002) return [v4(g[1], g[2])]
+  if (g[0] === 0x2001 && g[1] === 0) return [v4(g[2], g[3]), v4(~g[6] & 0xffff, ~g[7] & 0xffff)]
+  return []
 }
 
 /** Strips the brackets `new URL()` keeps around IPv6 hosts. */
@@ -72,8 +81,7 @@ export function isBlockedAddress(address: string): boolean {
   const family = isIP(ip)
   if (family === 4) return blocked.check(ip, 'ipv4')
   if (family !== 6) return true // not an address at all: fail closed
-  const v4 = embeddedIpv4(ip)
-  if (v4 !== undefined && blocked.check(v4, 'ipv4')) return true
+  if (embeddedIpv4(ip).some((v4) => blocked.check(v4, 'ipv4'))) return true
   return blocked.check(ip, 'ipv6')
 }
 

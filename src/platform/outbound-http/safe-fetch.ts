@@ -69,11 +69,15 @@ function guardedLookup(resolve: ResolveHost, allowPrivate: boolean): LookupFunct
   }
 }
 
+function causeOf(error: { cause?: unknown }): { code?: string; name?: string; cause?: unknown } | undefined {
+  return typeof error.cause === 'object' && error.cause !== null ? error.cause : undefined
+}
+
 function findCause(error: unknown, test: (e: { code?: string; name?: string }) => boolean): boolean {
   for (
     let e = error as { code?: string; name?: string; cause?: unknown } | undefined, depth = 0;
     e && depth < 5;
-    e = e.cause as never, depth++
+    e = causeOf(e), depth++
   ) {
     if (test(e)) return true
   }
@@ -105,7 +109,7 @@ export class SafeHttpClient {
     const base = buildConnector({
       lookup: guardedLookup(options.resolve ?? resolveWithSystemDns, allowPrivate),
       timeout: options.timeoutMs,
-    } as never)
+    })
     // Node skips `lookup` for IP literals, so literals are checked here, before any socket exists.
     const connect: buildConnector.connector = (opts, callback) => {
       const host = unbracket(opts.hostname)
@@ -124,7 +128,7 @@ export class SafeHttpClient {
     try {
       const response = await request(url, {
         dispatcher: this.agent,
-        method: outbound.method as never,
+        method: outbound.method,
         headers: outbound.headers,
         body: outbound.body,
         signal,

@@ -1,7 +1,15 @@
 import { Readable } from 'node:stream'
-import { PostgresQueryCompiler, type SelectQueryBuilder, sql, type RawBuilder } from 'kysely'
-import type { FieldDef, QueryContext, ResourceDef } from './resource.js'
-import type { FilterClause, ParsedQuery } from './parse-query.js'
+import {
+  type AliasedExpression,
+  PostgresQueryCompiler,
+  type SelectQueryBuilder,
+  type SqlBool,
+  sql,
+  type RawBuilder,
+} from 'kysely'
+import { invalidField } from '../http/errors.js'
+import type { FieldDef, QueryContext, ResourceDef, TextSearchDef } from './resource.js'
+import { mayRead, type FilterClause, type ParsedQuery } from './parse-query.js'
 
 type AnySelect = SelectQueryBuilder<any, any, any>
 
@@ -103,8 +111,33 @@ export function applyFilters<Q extends AnySelect>(
   let query: AnySelect = qb
   for (const clause of parsed.filters) query = query.where(filterSql(resource, clause, ctx.tenantId))
   for (const custom of parsed.customFilters)
-    query = query.where(resource.customFilters![custom.name](custom.value, ctx))
+    query = query.where(
+      custom.name === 'text' && resource.textSearch
+        ? textSearchSql(resource, resource.textSearch, custom.value, ctx)
+        : resource.customFilters![custom.name](custom.value, ctx),
+    )
   return query as Q
+}
+
+/**
+ * `filter[text]` over the fields of the resource's text search that the caller may read (`mayRead`,
+ * the rule of filters and sort): a substring of a hidden field never matches, so the answer cannot
+ * tell its value (issue 33). Control characters (the separator among them) never match; LIKE
+ * wildcards are literal.
+ */
+function textSearchSql(resource: ResourceDef, search: TextSearchDef, value: unknown, ctx: QueryContext) {
+  if (typeof value !== 'string' || value.length > 255)
+    throw invalidField('filter.text', 'must be a string of at most 255 characters')
+  const readable = search.fields.filter((name) => resource.fields[name] && mayRead(resource.fields[name], ctx))
+  if (readable.length === 0) return sql<SqlBool>`false`
+  const text =
+    search.text?.(readable, ctx) ??
+    sql.join(
+      readable.map((name) => sql`coalesce(${fieldSql(resource, name, ctx.tenantId)}::text, '')`),
+      sql` || chr(31) || `,
+    )
+  const term = value.replace(/[\x00-\x1f]/g, '').replace(/[\\%_]/g, (c) => `\\${c}`)
+  return sql<SqlBool>`${text} ilike ${`%${term}%`}`
 }
 
 /**
@@ -152,7 +185,7 @@ function selection(resource: ResourceDef, fields: string[], tenantId: number): R
   if (!built) {
     built = sql.join(fields.map((name) => sql`${fieldSql(resource, name, tenantId)} as ${sql.id(name)}`))
     // without parameters, the fragment is rendered to text once (compiling it visits no nodes)
-    const rendered = compiler.compileQuery(built.toOperationNode() as never)
+    const rendered = compiler.compileQuery(built.toOperationNode())
     if (rendered.parameters.length === 0) built = sql.raw(rendered.sql)
     if (byFields.size < 500) byFields.set(key, built)
   }
@@ -167,7 +200,12 @@ export function applySelects<Q extends AnySelect>(
   parsed: ParsedQuery,
   tenantId: number,
 ): Q {
-  return qb.select(selection(resource, storedFieldsFor(resource, parsed), tenantId) as never) as Q
+  // A raw list of `expression as name` columns: Kysely types a select item as one aliased expression
+  // and the new builder by the columns it names, while this builder's rows are the resource's.
+  // eslint-disable-next-line @typescript-eslint/no-unsafe-type-assertion
+  return qb.select(
+    selection(resource, storedFieldsFor(resource, parsed), tenantId) as unknown as AliasedExpression<unknown, string>,
+  ) as Q
 }
 
 /**
@@ -224,7 +262,7 @@ export async function presentRows(
   for (const name of parsed.relations) {
     const relation = resource.relations![name]
     const keys = [...new Set(rows.map((r) => r[relation.key]).filter((k) => k !== null && k !== undefined))]
-    const loaded = keys.length > 0 ? await relation.load(ctx, keys as never[]) : new Map()
+    const loaded = keys.length > 0 ? await relation.load(ctx, keys) : new Map()
     rows.forEach((row, index) => {
       const value = loaded.get(row[relation.key])
       output[index][name] = value ?? (relation.many ? [] : null)

@@ -1,4 +1,4 @@
-import { Type, type TObject, type TSchema } from 'typebox'
+import { Type, type TObject, type TProperties, type TSchema } from 'typebox'
 import { FILTER_OPERATORS } from './parse-query.js'
 import type { FieldDef, ResourceDef } from './resource.js'
 
@@ -43,7 +43,7 @@ export function filterSchema(resource: ResourceDef): TObject {
   const properties: Record<string, TSchema> = Object.fromEntries(
     filterableFields(resource).map(([name, f]) => [name, filterFieldSchema(name, f)]),
   )
-  for (const name of Object.keys(resource.customFilters ?? {})) {
+  for (const name of [...Object.keys(resource.customFilters ?? {}), ...(resource.textSearch ? ['text'] : [])]) {
     properties[name] = Type.Optional(
       Type.Union([Type.String(), Type.Array(Type.String())], { description: `${name}: a named filter of this list` }),
     )
@@ -61,7 +61,7 @@ const paging = {
 }
 
 /** The query keys of a single read of `resource` (contract 00 §7): selects and relations, with their aliases. */
-export function showQuerySchema(resource: ResourceDef, extra: Record<string, TSchema> = {}): TObject {
+export function showQuerySchema(resource: ResourceDef, extra: TProperties = {}) {
   const relations = Object.keys(resource.relations ?? {})
   const relationsDescription =
     relations.length > 0
@@ -77,7 +77,7 @@ export function showQuerySchema(resource: ResourceDef, extra: Record<string, TSc
 }
 
 /** The query keys of a list of `resource`: show keys plus filter (deepObject), sort, limit, offset. */
-export function listQuerySchema(resource: ResourceDef, extra: Record<string, TSchema> = {}): TObject {
+export function listQuerySchema(resource: ResourceDef, extra: TProperties = {}) {
   return Type.Object({
     ...showQuerySchema(resource).properties,
     filter: Type.Optional(filterSchema(resource)),

@@ -82,21 +82,34 @@ function coerce(field: FieldDef, raw: unknown): unknown {
   }
 }
 
+/** The caller may learn the field's value: filter, sort and search on it (issue 33: one rule for all three). */
+export function mayRead(field: FieldDef, ctx: QueryContext): boolean {
+  if (field.internal) return false
+  const rule = field.readable ?? field.visible
+  return rule ? rule(ctx) : true
+}
+
+/** The caller may select the field: readable, and output by this read. */
 function isVisible(field: FieldDef, ctx: QueryContext): boolean {
-  return !field.internal && (field.visible ? field.visible(ctx) : true)
+  return mayRead(field, ctx) && (field.visible ? field.visible(ctx) : true)
 }
 
 /** How many parsed queries one resource remembers (a bound; past it the memory starts over), and their longest key. */
 const MAX_REMEMBERED = 500
 const MAX_REMEMBERED_KEY = 500
 const remembered = new WeakMap<ResourceDef, Map<string, ParsedQuery>>()
-const visibilityRules = new WeakMap<ResourceDef, Array<NonNullable<FieldDef['visible']>>>()
+const visibilityRules = new WeakMap<ResourceDef, Array<(ctx: QueryContext) => boolean>>()
 
 /** What `ctx` may see of a resource, as one bit per distinct `visible` rule of its fields. */
 function visibilityKey(resource: ResourceDef, ctx: QueryContext): string {
   let rules = visibilityRules.get(resource)
   if (!rules) {
-    rules = [...new Set(Object.values(resource.fields).flatMap((field) => (field.visible ? [field.visible] : [])))]
+    rules = [
+      ...new Set([
+        ...Object.values(resource.fields).flatMap((field) => [field.visible, field.readable]),
+        ...Object.values(resource.relations ?? {}).map((relation) => relation.visible),
+      ]),
+    ].filter((rule) => rule !== undefined)
     visibilityRules.set(resource, rules)
   }
   let key = ''
@@ -149,8 +162,8 @@ function parseAnyListQuery(resource: ResourceDef, raw: RawListQuery, ctx: QueryC
     selects = []
     for (const name of requested) {
       const field = own(resource.fields, name)
-      if (!field || field.internal) problems.add(selectsKey, `unknown field "${name}"`)
-      else if (!isVisible(field, ctx)) problems.add(selectsKey, `field "${name}" is not permitted`)
+      // a field the caller may not read is an unknown one: the answer tells nothing about it
+      if (!field || !isVisible(field, ctx)) problems.add(selectsKey, `unknown field "${name}"`)
       else if (!selects.includes(name)) selects.push(name)
     }
   } else {
@@ -163,7 +176,9 @@ function parseAnyListQuery(resource: ResourceDef, raw: RawListQuery, ctx: QueryC
   const requestedRelations = splitList(raw.relations ?? raw.include, /[|,]/)
   const relations: string[] = []
   for (const name of requestedRelations ?? resource.defaultRelations ?? []) {
-    if (!own(resource.relations, name)) problems.add(relationsKey, `unknown relation "${name}"`)
+    const relation = own(resource.relations, name)
+    if (!relation || (relation.visible && !relation.visible(ctx)))
+      problems.add(relationsKey, `unknown relation "${name}"`)
     else if (!relations.includes(name)) relations.push(name)
   }
 
@@ -175,12 +190,12 @@ function parseAnyListQuery(resource: ResourceDef, raw: RawListQuery, ctx: QueryC
     } else {
       for (const [name, spec] of Object.entries(raw.filter)) {
         const path = `filter.${name}`
-        if (own(resource.customFilters, name)) {
+        if (own(resource.customFilters, name) || (name === 'text' && resource.textSearch)) {
           customFilters.push({ name, value: spec })
           continue
         }
         const field = own(resource.fields, name)
-        if (!field || field.compute || field.filterable === false || !isVisible(field, ctx)) {
+        if (!field || field.compute || field.filterable === false || !mayRead(field, ctx)) {
           problems.add(path, `unknown filter field "${name}"`)
           continue
         }
@@ -214,7 +229,7 @@ function parseAnyListQuery(resource: ResourceDef, raw: RawListQuery, ctx: QueryC
     const desc = item.startsWith('-')
     const name = desc ? item.slice(1) : item.replace(/^\+/, '')
     const field = own(resource.fields, name)
-    if (!field || field.compute || field.sortable === false || !isVisible(field, ctx) || field.type === 'json') {
+    if (!field || field.compute || field.sortable === false || !mayRead(field, ctx) || field.type === 'json') {
       problems.add('sort', `cannot sort by "${name}"`)
     } else if (!sort.some((s) => s.field === name)) sort.push({ field: name, desc })
   }

@@ -34,6 +34,12 @@ export interface FieldDef<Row = any> {
   byDefault?: boolean
   /** Gate on who may select it; selecting it without the right → 422. */
   visible?: (ctx: QueryContext) => boolean
+  /**
+   * Who may learn the field's value at all: filter, sort and text search on it (default: `visible`).
+   * Wider than `visible` where a value is readable but not output by this read (users' extended
+   * fields on a list, for callers who may read them on a show). Selecting needs both.
+   */
+  readable?: (ctx: QueryContext) => boolean
   /** Columns that exist only to compute others and are never output. */
   internal?: boolean
 }
@@ -44,6 +50,18 @@ export interface RelationDef<Row = any> {
   key: string
   many: boolean
   load: (ctx: QueryContext, keys: Array<Row[keyof Row]>) => Promise<Map<unknown, unknown>>
+  /** Gate on who may load it: without the right it is an unknown relation (422), like a field. */
+  visible?: (ctx: QueryContext) => boolean
+}
+
+/**
+ * `filter[text]`: a case-insensitive substring search over the listed fields, of those the caller
+ * may read (the fields' `readable`/`visible` rules): a hidden field is never searched.
+ */
+export interface TextSearchDef {
+  fields: string[]
+  /** The searched text for these readable fields (e.g. the expression of a trigram index); default: them joined by chr(31). */
+  text?: (readable: readonly string[], ctx: QueryContext) => RawBuilder<unknown> | undefined
 }
 
 /** A filter key that is not a plain field (e.g. `filter[text]`, `filter[unread]`). */
@@ -57,6 +75,8 @@ export interface ResourceDef<Row = any> {
   relations?: Record<string, RelationDef<Row>>
   defaultRelations?: string[]
   customFilters?: Record<string, CustomFilter>
+  /** `filter[text]` (a custom filter of that name is not allowed beside it). */
+  textSearch?: TextSearchDef
   /** Default order, e.g. `['id']` or `['-created_at', '-id']`. */
   defaultSort: string[]
   /** Tie-breaker appended to every sort so that paging is stable. */

@@ -9,6 +9,8 @@ export interface TenantFixtures {
   tenant: GivenTenant
   employee: GivenUser
   victim: GivenUser
+  /** The id of `victim`'s access token (a session). */
+  victimSessionId: number
   deletedUserId: number
   roleId: number
   departmentId: number
@@ -69,6 +71,12 @@ export async function buildTenantFixtures(db: Db): Promise<TenantFixtures> {
   const tables = new Set(await listTenantTables(db))
   const employee = await given.user(db, tenant)
   const victim = await given.user(db, tenant)
+  const { id: victimSessionId } = await db
+    .selectFrom('access_tokens')
+    .select('id')
+    .where('tenant_id', '=', tenant.id)
+    .where('user_id', '=', victim.id)
+    .executeTakeFirstOrThrow()
   const deleted = await given.user(db, tenant, { deleted_at: sql`now()` })
   const roleId = await given.role(db, tenant, ['users.view'])
   const departmentId = await given.department(db, tenant, [employee.id, victim.id])
@@ -161,6 +169,7 @@ export async function buildTenantFixtures(db: Db): Promise<TenantFixtures> {
     tenant,
     employee,
     victim,
+    victimSessionId,
     deletedUserId: deleted.id,
     roleId,
     departmentId,

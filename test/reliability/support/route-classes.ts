@@ -57,6 +57,7 @@ export const ALL_PERMISSIONS = [
   'notifications.reset',
   'automations.manage',
   'audit.view',
+  'tenant.administrate',
   ...[
     'calendar',
     'filemanager',
@@ -96,8 +97,8 @@ function csvUpload(): Payload {
   return { payload: form.getBuffer(), headers: form.getHeaders() }
 }
 
-/** URLs starting with these are public (the docs UI and its assets). */
-export const PUBLIC_PREFIXES = ['/docs']
+/** URLs starting with these are public (the docs UI and its assets, the web app's static files). */
+export const PUBLIC_PREFIXES = ['/docs', '/app']
 
 export const ROUTE_CLASSES: Record<string, RouteClass> = {
   // platform
@@ -112,6 +113,61 @@ export const ROUTE_CLASSES: Record<string, RouteClass> = {
     kind: 'self',
     path: fixed('/api/auth/logout'),
     skip: "revokes the caller's own token (covered by test/auth.test.ts)",
+  },
+
+  // sign-in (issue 34): password reset and single sign-on are public; sessions and factors are one's own
+  'POST /api/auth/password-reset': { kind: 'public', path: fixed('/api/auth/password-reset') },
+  'POST /api/auth/password-reset/confirm': { kind: 'public', path: fixed('/api/auth/password-reset/confirm') },
+  'GET /api/auth/oidc/:tenant/start': { kind: 'public', path: (f) => `/api/auth/oidc/${f.tenant.slug}/start` },
+  'GET /api/auth/oidc/callback': { kind: 'public', path: fixed('/api/auth/oidc/callback') },
+  'GET /api/users/current/sessions': { kind: 'self', path: fixed('/api/users/current/sessions') },
+  'DELETE /api/users/current/sessions/:sid': {
+    kind: 'id',
+    path: (f) => `/api/users/current/sessions/${f.victimSessionId}`,
+  },
+  'GET /api/users/:id/sessions': {
+    kind: 'id',
+    permission: 'users.administrate',
+    path: (f) => `/api/users/${f.victim.id}/sessions`,
+  },
+  'DELETE /api/users/:id/sessions/:sid': {
+    kind: 'id',
+    permission: 'users.administrate',
+    path: (f) => `/api/users/${f.victim.id}/sessions/${f.victimSessionId}`,
+  },
+  'POST /api/users/current/totp': { kind: 'self', path: fixed('/api/users/current/totp') },
+  'POST /api/users/current/totp/confirm': {
+    kind: 'self',
+    path: fixed('/api/users/current/totp/confirm'),
+    body: () => json({ code: '000000' }),
+  },
+  'DELETE /api/users/current/totp': {
+    kind: 'self',
+    path: fixed('/api/users/current/totp'),
+    body: () => json({ code: '000000' }),
+  },
+  'DELETE /api/users/:id/totp': {
+    kind: 'id',
+    permission: 'users.administrate',
+    path: (f) => `/api/users/${f.victim.id}/totp`,
+  },
+  'GET /api/administration/oidc': {
+    kind: 'list',
+    permission: 'tenant.administrate',
+    path: fixed('/api/administration/oidc'),
+  },
+  'PUT /api/administration/oidc': {
+    kind: 'action',
+    permission: 'tenant.administrate',
+    path: fixed('/api/administration/oidc'),
+    // the issuer cannot be reached from the test: 422 on issuer once authorized
+    body: () => json({ issuer: 'https://idp.example.invalid', client_id: 'rel-client', client_secret: 'rel-secret' }),
+    lenient: true,
+  },
+  'DELETE /api/administration/oidc': {
+    kind: 'action',
+    permission: 'tenant.administrate',
+    path: fixed('/api/administration/oidc'),
   },
 
   // languages

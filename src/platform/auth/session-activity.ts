@@ -1,0 +1,99 @@
+import type { FastifyRequest } from 'fastify'
+import { sql } from 'kysely'
+import type { Db } from '../db/schema.js'
+import type { Actor } from './actor.js'
+
+/** A token's `last_used_at` is written at most this often (per token and process; the SQL enforces it across processes). */
+export const SESSION_TOUCH_INTERVAL_MS = 60_000
+/** Uses noted in a process are written in one statement per tenant after at most this long. */
+const FLUSH_DELAY_MS = 10_000
+const MAX_TRACKED = 100_000
+
+interface PendingUse {
+  tenantId: number
+  userId: number
+  at: Date
+  userAgent: string | null
+  ip: string | null
+}
+
+/** token id → when this process last noted its use. */
+const noted = new Map<number, number>()
+/** Per database: uses noted and not yet written, by token id, and the timer that writes them. */
+const pendingByDb = new WeakMap<Db, { uses: Map<number, PendingUse>; timer: NodeJS.Timeout | undefined }>()
+
+/** Who the request came from, as a session row keeps it. */
+export function clientOf(request: Pick<FastifyRequest, 'headers' | 'ip'>): {
+  userAgent: string | null
+  ip: string | null
+} {
+  const agent = request.headers['user-agent']
+  return { userAgent: typeof agent === 'string' ? agent.slice(0, 500) : null, ip: request.ip ?? null }
+}
+
+/**
+ * Notes that the request's token was used: a map lookup per request. Once a minute per token the use
+ * is queued, and the queue is written by a timer (one statement per tenant), never by the request.
+ */
+export function noteTokenUse(db: Db, actor: Actor, request: FastifyRequest): void {
+  const now = Date.now()
+  const last = noted.get(actor.tokenId)
+  if (last !== undefined && now - last < SESSION_TOUCH_INTERVAL_MS) return
+  if (noted.size >= MAX_TRACKED) prune(now)
+  noted.set(actor.tokenId, now)
+  let pending = pendingByDb.get(db)
+  if (!pending) pendingByDb.set(db, (pending = { uses: new Map(), timer: undefined }))
+  pending.uses.set(actor.tokenId, {
+    tenantId: actor.tenantId,
+    userId: actor.userId,
+    at: new Date(now),
+    ...clientOf(request),
+  })
+  if (!pending.timer) {
+    pending.timer = setTimeout(() => {
+      flushSessionActivity(db).catch((error: unknown) =>
+        request.log.warn({ err: error }, 'recording session use failed'),
+      )
+    }, FLUSH_DELAY_MS)
+    pending.timer.unref()
+  }
+}
+
+/**
+ * Writes the queued uses: per tenant one upsert, which changes a row only when its last use is more
+ * than a minute older (several processes write a token's use at most about once a minute).
+ */
+export async function flushSessionActivity(db: Db): Promise<void> {
+  const pending = pendingByDb.get(db)
+  if (!pending) return
+  clearTimeout(pending.timer)
+  pending.timer = undefined
+  const uses = [...pending.uses]
+  pending.uses.clear()
+  const byTenant = new Map<number, Array<[number, PendingUse]>>()
+  for (const entry of uses) {
+    const list = byTenant.get(entry[1].tenantId) ?? []
+    list.push(entry)
+    byTenant.set(entry[1].tenantId, list)
+  }
+  for (const [tenantId, list] of byTenant) {
+    await sql`insert into session_activity (tenant_id, token_id, user_id, last_used_at, user_agent, ip)
+      select ${tenantId}::bigint, u.token_id, u.user_id, u.at, u.user_agent, u.ip
+      from unnest(${list.map(([id]) => id)}::bigint[], ${list.map(([, u]) => u.userId)}::bigint[],
+        ${list.map(([, u]) => u.at.toISOString())}::timestamptz[], ${list.map(([, u]) => u.userAgent)}::text[],
+        ${list.map(([, u]) => u.ip)}::text[]) as u(token_id, user_id, at, user_agent, ip)
+      on conflict (tenant_id, token_id) do update set last_used_at = excluded.last_used_at
+      where session_activity.last_used_at is null
+         or session_activity.last_used_at < excluded.last_used_at - interval '1 minute'`.execute(db)
+  }
+}
+
+function prune(now: number): void {
+  for (const [tokenId, at] of noted) if (now - at >= SESSION_TOUCH_INTERVAL_MS) noted.delete(tokenId)
+  if (noted.size >= MAX_TRACKED) noted.clear()
+}
+
+/** Forgets which uses this process noted (tests: the next request of every token is noted again). */
+export function forgetNotedTokenUses(): void {
+  noted.clear()
+}

@@ -1,0 +1,235 @@
+/**
+ * The app's state outside components: the generated typed client (clients/typescript, the only API
+ * layer), the session, the language and the router. Each is a tiny observable: components subscribe
+ * through `useStore`.
+ */
+import { useEffect, useState } from 'preact/hooks'
+import { createWorkplaceClient, type paths } from '../../clients/typescript/index.ts'
+import { de, en, type MessageKey } from './messages.ts'
+
+// --- a minimal observable -----------------------------------------------------------------------
+export interface Store<T> {
+  get(): T
+  set(value: T): void
+  subscribe(listener: () => void): () => void
+}
+
+export function store<T>(initial: T): Store<T> {
+  let value = initial
+  const listeners = new Set<() => void>()
+  return {
+    get: () => value,
+    set(next) {
+      if (Object.is(next, value)) return
+      value = next
+      for (const listener of [...listeners]) listener()
+    },
+    subscribe(listener) {
+      listeners.add(listener)
+      return () => listeners.delete(listener)
+    },
+  }
+}
+
+export function useStore<T>(s: Store<T>): T {
+  const [, force] = useState(0)
+  const value = s.get()
+  useEffect(() => {
+    const unsubscribe = s.subscribe(() => force((n) => n + 1))
+    // a change between this render and the subscription (a redirect in a microtask) is not lost
+    if (!Object.is(s.get(), value)) force((n) => n + 1)
+    return unsubscribe
+  }, [s])
+  return value
+}
+
+// --- API ------------------------------------------------------------------------------------------
+export const api = createWorkplaceClient({ baseUrl: location.origin })
+
+export type Schemas = {
+  Notification: NonNullable<paths['/api/notifications']['get']['responses'][200]['content']['application/json']>[number]
+  CurrentUser: paths['/api/users/current']['get']['responses'][200]['content']['application/json']
+}
+
+/** An RFC 9457 problem as the API sends it (`errors` keyed by dotted field path on 422). */
+export interface Problem {
+  status?: number
+  title?: string
+  detail?: string
+  code?: string
+  errors?: Record<string, string[]>
+}
+
+/** Turns whatever the client returned as `error` (a problem, or a failed fetch) into a Problem. */
+export function asProblem(error: unknown): Problem {
+  if (error && typeof error === 'object') {
+    const p = error as Problem & { message?: string }
+    if (p.detail || p.title || p.errors) return p
+    if (p.message) return { detail: p.message }
+  }
+  return { detail: String(error) }
+}
+
+/** Errors for one field (exact key or nested keys below it), for the message next to that field. */
+export function fieldErrors(problem: Problem | undefined, field: string): string[] {
+  if (!problem?.errors) return []
+  const out: string[] = []
+  for (const [key, messages] of Object.entries(problem.errors))
+    if (key === field || key.startsWith(field + '.')) out.push(...messages)
+  return out
+}
+
+/** The API's timestamps are `YYYY-MM-DD HH:MM:SS` in UTC. */
+export function formatTime(value: string | null | undefined): string {
+  if (!value) return ''
+  const date = new Date(value.replace(' ', 'T') + 'Z')
+  if (Number.isNaN(date.getTime())) return value
+  return date.toLocaleString(lang.get() === 'de' ? 'de-DE' : 'en-GB', { dateStyle: 'medium', timeStyle: 'short' })
+}
+
+// --- session --------------------------------------------------------------------------------------
+const SESSION_KEY = 'workplace.session'
+
+export interface Session {
+  token: string
+  tenant: string
+  user: Schemas['CurrentUser']
+  permissions: string[]
+}
+
+function readSession(): Pick<Session, 'token' | 'tenant'> | undefined {
+  try {
+    const raw = localStorage.getItem(SESSION_KEY)
+    return raw ? (JSON.parse(raw) as Pick<Session, 'token' | 'tenant'>) : undefined
+  } catch {
+    return undefined
+  }
+}
+
+export const session = store<Session | undefined>(undefined)
+/** 'unknown' until the stored token was checked at start. */
+export const sessionState = store<'unknown' | 'ready'>('unknown')
+
+export function can(permission: string): boolean {
+  const permissions = session.get()?.permissions ?? []
+  return permissions.includes('*') || permissions.includes(permission)
+}
+
+export async function loadSession(token: string, tenant: string): Promise<Session | undefined> {
+  api.useToken(token)
+  const { data } = await api.GET('/api/users/current', { params: { query: { relations: 'role' } } })
+  if (!data) {
+    api.useToken(undefined)
+    return undefined
+  }
+  const role = (data as { role?: { permissions?: string[] } }).role
+  const next: Session = { token, tenant, user: data, permissions: role?.permissions ?? [] }
+  localStorage.setItem(SESSION_KEY, JSON.stringify({ token, tenant }))
+  if (!localStorage.getItem(LANG_KEY)) lang.set(langOf(data.lang_id))
+  session.set(next)
+  return next
+}
+
+export async function restoreSession(): Promise<void> {
+  const saved = readSession()
+  if (saved) await loadSession(saved.token, saved.tenant).catch(() => undefined)
+  sessionState.set('ready')
+}
+
+export async function signOut(): Promise<void> {
+  await api.POST('/api/auth/logout').catch(() => undefined)
+  api.useToken(undefined)
+  localStorage.removeItem(SESSION_KEY)
+  session.set(undefined)
+  navigate('/sign-in')
+}
+
+// --- language -------------------------------------------------------------------------------------
+export type Lang = 'en' | 'de'
+const LANG_KEY = 'workplace.lang'
+const catalogues: Record<Lang, Record<MessageKey, string>> = { en, de }
+
+export function langOf(langId: string | null | undefined): Lang {
+  return langId?.toLowerCase().startsWith('de') ? 'de' : 'en'
+}
+
+function initialLang(): Lang {
+  const stored = localStorage.getItem(LANG_KEY)
+  if (stored === 'de' || stored === 'en') return stored
+  return langOf(navigator.language)
+}
+
+export const lang = store<Lang>(initialLang())
+lang.subscribe(() => (document.documentElement.lang = lang.get()))
+document.documentElement.lang = lang.get()
+
+/** Chosen in the app: remembered on this device and, when signed in, stored as the user's language. */
+export async function chooseLang(next: Lang): Promise<void> {
+  localStorage.setItem(LANG_KEY, next)
+  const current = session.get()
+  if (current && langOf(current.user.lang_id) !== next) {
+    // stored first, so that the pages shown next get names (folders…) in the new language
+    const langId = next === 'de' ? 'de-DE' : 'en-US'
+    const { data } = await api.PUT('/api/users/{id}', {
+      params: { path: { id: current.user.id! } },
+      body: { lang_id: langId },
+    })
+    if (data) session.set({ ...current, user: { ...current.user, lang_id: langId } })
+  }
+  lang.set(next)
+}
+
+export function t(key: MessageKey, vars?: Record<string, string | number>): string {
+  let text: string = catalogues[lang.get()][key] ?? en[key]
+  if (vars) for (const [name, value] of Object.entries(vars)) text = text.replaceAll(`{${name}}`, String(value))
+  return text
+}
+
+// --- router: real URLs under /app, the back button works ---------------------------------------
+export const BASE = '/app'
+function currentPath(): string {
+  const path = location.pathname.startsWith(BASE) ? location.pathname.slice(BASE.length) : location.pathname
+  return (path || '/') + location.search
+}
+export const route = store<string>(currentPath())
+addEventListener('popstate', () => route.set(currentPath()))
+
+export function navigate(path: string, { replace = false } = {}): void {
+  const url = BASE + path
+  if (url === location.pathname + location.search) return
+  if (replace) history.replaceState(null, '', url)
+  else history.pushState(null, '', url)
+  route.set(currentPath())
+  scrollTo(0, 0)
+}
+
+/** Matches `/users/:id` against a path; the params, or undefined. */
+export function match(pattern: string, path: string): Record<string, string> | undefined {
+  const [pathname] = path.split('?')
+  const a = pattern.split('/').filter(Boolean)
+  const b = pathname.split('/').filter(Boolean)
+  if (a.length !== b.length) return undefined
+  const params: Record<string, string> = {}
+  for (let i = 0; i < a.length; i++) {
+    if (a[i].startsWith(':')) params[a[i].slice(1)] = decodeURIComponent(b[i])
+    else if (a[i] !== b[i]) return undefined
+  }
+  return params
+}
+
+export function queryParam(name: string): string | null {
+  return new URLSearchParams(route.get().split('?')[1] ?? '').get(name)
+}
+
+/** A notification's or a shared item's front-end URL (`/infoboard/posts/63`) as a page of this app. */
+export function appPathOf(url: string | undefined): string | undefined {
+  if (!url) return undefined
+  try {
+    const parsed = new URL(url, location.origin)
+    if (parsed.origin !== location.origin) return undefined
+    const path = parsed.pathname.startsWith(BASE + '/') ? parsed.pathname.slice(BASE.length) : parsed.pathname
+    return path + parsed.search
+  } catch {
+    return undefined
+  }
+}

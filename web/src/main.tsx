@@ -1,0 +1,267 @@
+import { render, type ComponentType } from 'preact'
+import { useEffect, useState } from 'preact/hooks'
+import './styles.css'
+import {
+  can,
+  chooseLang,
+  lang,
+  match,
+  navigate,
+  restoreSession,
+  route,
+  session,
+  sessionState,
+  signOut,
+  t,
+  useStore,
+  type Lang,
+} from './core.ts'
+import { startLive, stopLive, unread } from './live.ts'
+import type { MessageKey } from './messages.ts'
+import { Link, Loading, PageTitle } from './ui.tsx'
+import { SignIn } from './pages/SignIn.tsx'
+import { Inbox } from './pages/Inbox.tsx'
+
+type PageModule = { default: ComponentType<{ params: Record<string, string> }> }
+
+/** A page in its own chunk, loaded when first shown (the inbox's bundle carries none of them). */
+function lazy(load: () => Promise<PageModule>): ComponentType<{ params: Record<string, string> }> {
+  let loaded: PageModule['default'] | undefined
+  return function LazyPage(props) {
+    const [page, setPage] = useState(() => loaded)
+    useEffect(() => {
+      if (!page)
+        void load().then((m) => {
+          loaded = m.default
+          setPage(() => m.default)
+        })
+    }, [page])
+    if (!page) return <Loading />
+    const Page = page
+    return <Page {...props} />
+  }
+}
+
+const Content = lazy(() => import('./pages/Content.tsx'))
+const ContentItem = lazy(() => import('./pages/ContentItem.tsx'))
+const Shared = lazy(() => import('./pages/Shared.tsx'))
+const Settings = lazy(() => import('./pages/Settings.tsx'))
+const Users = lazy(() => import('./pages/admin/Users.tsx'))
+const UserEdit = lazy(() => import('./pages/admin/UserEdit.tsx'))
+const UsersImport = lazy(() => import('./pages/admin/UsersImport.tsx'))
+const Roles = lazy(() => import('./pages/admin/Roles.tsx'))
+const Folders = lazy(() => import('./pages/admin/Folders.tsx'))
+const SharedItems = lazy(() => import('./pages/admin/SharedItems.tsx'))
+const Automations = lazy(() => import('./pages/admin/Automations.tsx'))
+const Audit = lazy(() => import('./pages/admin/Audit.tsx'))
+const Send = lazy(() => import('./pages/admin/Send.tsx'))
+
+interface RouteDef {
+  pattern: string
+  page: ComponentType<{ params: Record<string, string> }>
+  /** A permission the page needs (any of them); the link is not shown without it. */
+  needs?: string[]
+  nav?: { key: MessageKey; admin?: boolean }
+}
+
+// users.view alone (every employee has it) lists colleagues, it administers nobody
+const anyUsers = ['users.create', 'users.update', 'users.delete', 'users.administrate']
+const ROUTES: RouteDef[] = [
+  { pattern: '/inbox', page: Inbox, nav: { key: 'nav.inbox' } },
+  { pattern: '/content', page: Content, nav: { key: 'nav.content' } },
+  { pattern: '/settings', page: Settings, nav: { key: 'nav.settings' } },
+  { pattern: '/shared/:id', page: Shared },
+  { pattern: '/admin/users', page: Users, needs: anyUsers, nav: { key: 'nav.users', admin: true } },
+  { pattern: '/admin/users/import', page: UsersImport, needs: ['users.administrate'] },
+  { pattern: '/admin/users/new', page: UserEdit, needs: ['users.create'] },
+  { pattern: '/admin/users/:id', page: UserEdit, needs: anyUsers },
+  {
+    pattern: '/admin/roles',
+    page: Roles,
+    needs: ['roles.view', 'departments.manage'],
+    nav: { key: 'nav.roles', admin: true },
+  },
+  {
+    pattern: '/admin/folders',
+    page: Folders,
+    needs: ['entityPermissions.manage'],
+    nav: { key: 'nav.folders', admin: true },
+  },
+  { pattern: '/admin/folders/:id', page: Folders, needs: ['entityPermissions.manage'] },
+  {
+    pattern: '/admin/shared-items',
+    page: SharedItems,
+    needs: ['sharedItems.administrate', 'sharedItems.administrateAll'],
+    nav: { key: 'nav.sharedItems', admin: true },
+  },
+  {
+    pattern: '/admin/automations',
+    page: Automations,
+    needs: ['automations.manage'],
+    nav: { key: 'nav.automations', admin: true },
+  },
+  { pattern: '/admin/automations/:id', page: Automations, needs: ['automations.manage'] },
+  { pattern: '/admin/audit', page: Audit, needs: ['audit.view'], nav: { key: 'nav.audit', admin: true } },
+  { pattern: '/admin/send', page: Send, needs: ['notifications.send'], nav: { key: 'nav.send', admin: true } },
+  // a notification's URL (`/infoboard/posts/63`) is a page of the app
+  { pattern: '/:module/:kind/:id', page: ContentItem },
+  { pattern: '/:module/:id', page: ContentItem },
+]
+
+const allowed = (r: RouteDef) => !r.needs || r.needs.some(can)
+
+function Nav({ path }: { path: string }) {
+  const links = ROUTES.filter((r) => r.nav && allowed(r))
+  const section = (admin: boolean) =>
+    links
+      .filter((r) => !!r.nav!.admin === admin)
+      .map((r) => {
+        const current = path === r.pattern || path.startsWith(r.pattern + '/')
+        return (
+          <li key={r.pattern}>
+            <Link href={r.pattern} aria-current={current ? 'page' : undefined}>
+              {t(r.nav!.key)}
+              {r.pattern === '/inbox' && <UnreadBadge />}
+            </Link>
+          </li>
+        )
+      })
+  const adminLinks = section(true)
+  return (
+    <>
+      <nav aria-label={t('app.mainNav')}>
+        <ul>{section(false)}</ul>
+      </nav>
+      {adminLinks.length > 0 && (
+        <nav aria-label={t('app.adminNav')}>
+          <h2 class="nav-title">{t('app.adminNav')}</h2>
+          <ul>{adminLinks}</ul>
+        </nav>
+      )}
+    </>
+  )
+}
+
+export function UnreadBadge() {
+  const count = useStore(unread)
+  // the badge keeps its place while the count is unknown: no layout shift when it arrives
+  return (
+    <span class="badge" data-testid="unread-badge" hidden={count === undefined || count === 0}>
+      <span aria-hidden="true">{count ?? 0}</span>
+      <span class="visually-hidden">{t('inbox.unread', { count: count ?? 0 })}</span>
+    </span>
+  )
+}
+
+export function LanguageSwitch() {
+  const current = useStore(lang)
+  return (
+    <div class="lang">
+      <label for="lang-select">{t('app.language')}</label>
+      <select
+        id="lang-select"
+        value={current}
+        onChange={(e) => void chooseLang((e.currentTarget as HTMLSelectElement).value as Lang)}
+      >
+        <option value="en" lang="en">
+          English
+        </option>
+        <option value="de" lang="de">
+          Deutsch
+        </option>
+      </select>
+    </div>
+  )
+}
+
+function App() {
+  const path = useStore(route).split('?')[0]
+  const current = useStore(session)
+  const state = useStore(sessionState)
+  useStore(lang)
+  useEffect(() => {
+    if (current) startLive()
+    else stopLive()
+  }, [current?.token])
+
+  if (state === 'unknown') return <Loading />
+  if (!current) {
+    if (path !== '/sign-in') {
+      const next = path === '/' ? '' : `?next=${encodeURIComponent(path)}`
+      queueMicrotask(() => navigate(`/sign-in${next}`, { replace: true }))
+      return <Loading />
+    }
+    return (
+      <div class="signin-layout">
+        <header class="signin-header">
+          <span class="brand">{t('app.name')}</span>
+          <LanguageSwitch />
+        </header>
+        <main id="main">
+          <SignIn />
+        </main>
+      </div>
+    )
+  }
+  if (path === '/' || path === '/sign-in') {
+    queueMicrotask(() => navigate('/inbox', { replace: true }))
+    return <Loading />
+  }
+  let page = <NotFound />
+  for (const r of ROUTES) {
+    const params = match(r.pattern, path)
+    if (!params) continue
+    const Page = r.page
+    page = allowed(r) ? <Page params={params} /> : <Forbidden />
+    break
+  }
+  const name = current.user.full_name || current.user.username || ''
+  return (
+    <div class="layout">
+      <a class="skip" href="#main">
+        {t('app.skip')}
+      </a>
+      <header class="top">
+        <Link href="/inbox" class="brand">
+          {t('app.name')}
+        </Link>
+        <span class="who">{t('app.signedInAs', { name })}</span>
+        <LanguageSwitch />
+        <button type="button" class="link-button" onClick={() => void signOut()}>
+          {t('app.signOut')}
+        </button>
+      </header>
+      <div class="body">
+        <aside class="side">
+          <Nav path={path} />
+        </aside>
+        <main id="main" key={lang.get()}>
+          {page}
+        </main>
+      </div>
+    </div>
+  )
+}
+
+function NotFound() {
+  return (
+    <>
+      <PageTitle text={t('app.notFound')} />
+      <p>
+        <Link href="/inbox">{t('nav.inbox')}</Link>
+      </p>
+    </>
+  )
+}
+
+function Forbidden() {
+  return <PageTitle text={t('app.forbidden')} />
+}
+
+if ('serviceWorker' in navigator) {
+  // the service worker shows pushes and opens their URL on click (public/sw.js)
+  void navigator.serviceWorker.register('/app/sw.js', { scope: '/app/' }).catch(() => undefined)
+}
+
+void restoreSession()
+render(<App />, document.getElementById('root')!)

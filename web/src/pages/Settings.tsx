@@ -1,0 +1,184 @@
+import { useEffect, useState } from 'preact/hooks'
+import { api, asProblem, t, type Problem } from '../core.ts'
+import type { MessageKey } from '../messages.ts'
+import { Loading, PageTitle, ProblemMessage, Select, Status } from '../ui.tsx'
+
+type Preferences = {
+  email_digest?: string
+  preferences?: Array<{ notification_setting_id?: number; key?: string; push?: boolean; email?: boolean }>
+}
+
+function base64UrlToBytes(value: string): Uint8Array<ArrayBuffer> {
+  const base64 = value.replace(/-/g, '+').replace(/_/g, '/') + '='.repeat((4 - (value.length % 4)) % 4)
+  const raw = atob(base64)
+  const bytes = new Uint8Array(new ArrayBuffer(raw.length))
+  for (let i = 0; i < raw.length; i++) bytes[i] = raw.charCodeAt(i)
+  return bytes
+}
+
+function PushOptIn() {
+  const supported = 'serviceWorker' in navigator && 'PushManager' in window && 'Notification' in window
+  const [state, setState] = useState<'unknown' | 'on' | 'off'>('unknown')
+  const [problem, setProblem] = useState<Problem>()
+  useEffect(() => {
+    if (!supported) return
+    void navigator.serviceWorker.ready
+      .then((registration) => registration.pushManager.getSubscription())
+      .then((subscription) => setState(subscription ? 'on' : 'off'))
+      .catch(() => setState('off'))
+  }, [])
+
+  const enable = async () => {
+    setProblem(undefined)
+    try {
+      const permission = await Notification.requestPermission()
+      if (permission !== 'granted') return setProblem({ detail: t('settings.pushDenied') })
+      const key = await api.GET('/api/push/vapid-public-key')
+      if (!key.data) return setProblem(asProblem(key.error))
+      const registration = await navigator.serviceWorker.ready
+      const subscription = await registration.pushManager.subscribe({
+        userVisibleOnly: true,
+        applicationServerKey: base64UrlToBytes(key.data.public_key!),
+      })
+      const json = subscription.toJSON() as {
+        endpoint: string
+        expirationTime?: number | null
+        keys: { p256dh: string; auth: string }
+      }
+      const { error } = await api.POST('/api/push-subscriptions', {
+        body: {
+          endpoint: json.endpoint,
+          expirationTime: json.expirationTime ?? null,
+          keys: json.keys,
+          user_agent: navigator.userAgent.slice(0, 512),
+        },
+      })
+      if (error) return setProblem(asProblem(error))
+      setState('on')
+    } catch (error) {
+      setProblem({
+        detail: t('settings.pushFailed', { detail: error instanceof Error ? error.message : String(error) }),
+      })
+    }
+  }
+
+  return (
+    <section aria-labelledby="h-push">
+      <h2 id="h-push">{t('settings.pushDevice')}</h2>
+      {!supported ? (
+        <p>{t('settings.pushUnsupported')}</p>
+      ) : state === 'on' ? (
+        <p>{t('settings.pushEnabled')}</p>
+      ) : (
+        <button type="button" class="primary" onClick={() => void enable()} disabled={state === 'unknown'}>
+          {t('settings.pushEnable')}
+        </button>
+      )}
+      <ProblemMessage problem={problem} />
+    </section>
+  )
+}
+
+export default function Settings() {
+  const [prefs, setPrefs] = useState<Preferences>()
+  const [problem, setProblem] = useState<Problem>()
+  const [saved, setSaved] = useState<string>()
+  useEffect(() => {
+    void api.GET('/api/users/current/notification-preferences').then(({ data, error }) => {
+      if (data) setPrefs(data as Preferences)
+      else setProblem(asProblem(error))
+    })
+  }, [])
+
+  const save = async (next: Preferences) => {
+    setPrefs(next)
+    setSaved(undefined)
+    const { data, error } = await api.PUT('/api/users/current/notification-preferences', {
+      body: {
+        email_digest: next.email_digest as 'immediate',
+        preferences: (next.preferences ?? []).map((p) => ({
+          notification_setting_id: p.notification_setting_id!,
+          push: p.push,
+          email: p.email,
+        })),
+      },
+    })
+    if (error) return setProblem(asProblem(error))
+    setProblem(undefined)
+    if (data) setPrefs(data as Preferences)
+    setSaved(t('app.saved'))
+  }
+
+  const category = (key: string | undefined) => {
+    const messageKey = `settings.category.${key}` as MessageKey
+    const text = t(messageKey)
+    return text === messageKey || !text ? (key ?? '') : text
+  }
+
+  return (
+    <>
+      <PageTitle text={t('settings.title')} />
+      <ProblemMessage problem={problem} />
+      {!prefs ? (
+        <Loading />
+      ) : (
+        <form onSubmit={(e) => e.preventDefault()}>
+          <Select
+            label={t('settings.digest')}
+            name="email_digest"
+            value={prefs.email_digest ?? 'immediate'}
+            onValue={(value) => void save({ ...prefs, email_digest: value })}
+            options={[
+              ['immediate', t('settings.digest.immediate')],
+              ['daily', t('settings.digest.daily')],
+              ['weekly', t('settings.digest.weekly')],
+            ]}
+            problem={problem}
+          />
+          <table class="prefs">
+            <caption class="visually-hidden">{t('settings.title')}</caption>
+            <thead>
+              <tr>
+                <th scope="col">{t('settings.category')}</th>
+                <th scope="col">{t('settings.push')}</th>
+                <th scope="col">{t('settings.email')}</th>
+              </tr>
+            </thead>
+            <tbody>
+              {(prefs.preferences ?? []).map((p, index) => {
+                const toggle = (channel: 'push' | 'email', value: boolean) =>
+                  void save({
+                    ...prefs,
+                    preferences: prefs.preferences!.map((x, i) => (i === index ? { ...x, [channel]: value } : x)),
+                  })
+                return (
+                  <tr key={p.notification_setting_id}>
+                    <th scope="row">{category(p.key)}</th>
+                    <td>
+                      <input
+                        type="checkbox"
+                        checked={p.push}
+                        aria-label={`${t('settings.push')}: ${category(p.key)}`}
+                        onChange={(e) => toggle('push', (e.currentTarget as HTMLInputElement).checked)}
+                      />
+                    </td>
+                    <td>
+                      <input
+                        type="checkbox"
+                        checked={p.email}
+                        aria-label={`${t('settings.email')}: ${category(p.key)}`}
+                        onChange={(e) => toggle('email', (e.currentTarget as HTMLInputElement).checked)}
+                      />
+                    </td>
+                  </tr>
+                )
+              })}
+            </tbody>
+          </table>
+          <Status text={saved} />
+        </form>
+      )}
+      <PushOptIn />
+    </>
+  )
+}

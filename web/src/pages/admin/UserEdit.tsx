@@ -1,0 +1,271 @@
+import { useEffect, useState } from 'preact/hooks'
+import { api, asProblem, can, navigate, t, type Problem } from '../../core.ts'
+import { Checkbox, Field, Link, Loading, PageTitle, ProblemMessage, Select, Status } from '../../ui.tsx'
+
+type Form = {
+  username: string
+  first_name: string
+  last_name: string
+  email: string
+  password: string
+  role_id: string
+  lang_id: string
+  active: boolean
+}
+const FIELDS = [
+  'username',
+  'first_name',
+  'last_name',
+  'email',
+  'password',
+  'role_id',
+  'lang_id',
+  'active',
+  'profile_picture',
+]
+
+/** The picture needs the bearer token: fetched through the client, shown from an object URL. */
+function Picture({ userId, version }: { userId: number; version: string }) {
+  const [src, setSrc] = useState<string>()
+  useEffect(() => {
+    let url: string | undefined
+    void api
+      .GET('/users/{id}/profile-picture', { params: { path: { id: userId } }, parseAs: 'blob' })
+      .then(({ data }) => {
+        if (data) setSrc((url = URL.createObjectURL(data)))
+      })
+    return () => url && URL.revokeObjectURL(url)
+  }, [userId, version])
+  return src ? <img src={src} alt={t('users.picture')} width={96} height={96} /> : null
+}
+
+export default function UserEdit({ params }: { params: Record<string, string> }) {
+  const isNew = !params.id
+  const id = Number(params.id)
+  const [form, setForm] = useState<Form>({
+    username: '',
+    first_name: '',
+    last_name: '',
+    email: '',
+    password: '',
+    role_id: '',
+    lang_id: 'en-US',
+    active: true,
+  })
+  const [user, setUser] = useState<{
+    id?: number
+    username?: string
+    deleted_at?: string | null
+    profile_picture_url?: string | null
+    profile_picture?: string | null
+    active?: boolean
+  }>()
+  const [roles, setRoles] = useState<Array<[string, string]>>([])
+  const [problem, setProblem] = useState<Problem>()
+  const [status, setStatus] = useState<string>()
+  const [loading, setLoading] = useState(!isNew)
+
+  useEffect(() => {
+    void api.GET('/api/roles', { params: { query: { sort: 'name' } } }).then(({ data }) => {
+      const options = (data ?? []).map((r): [string, string] => [String(r.id), r.name ?? ''])
+      setRoles(options)
+      if (isNew && options[0]) setForm((f) => ({ ...f, role_id: f.role_id || options[options.length - 1][0] }))
+    })
+    if (isNew) return
+    void api.GET('/api/users/{id}', { params: { path: { id } } }).then(({ data, error }) => {
+      setLoading(false)
+      if (!data) return setProblem(asProblem(error))
+      setUser(data)
+      setForm({
+        username: data.username ?? '',
+        first_name: data.first_name ?? '',
+        last_name: data.last_name ?? '',
+        email: data.email ?? '',
+        password: '',
+        role_id: String(data.role_id ?? ''),
+        lang_id: data.lang_id ?? 'en-US',
+        active: data.active ?? true,
+      })
+    })
+  }, [params.id])
+
+  const set = (key: keyof Form) => (value: string) => setForm((f) => ({ ...f, [key]: value }))
+
+  const save = async (event: Event) => {
+    event.preventDefault()
+    setStatus(undefined)
+    const body = {
+      username: form.username,
+      first_name: form.first_name,
+      last_name: form.last_name,
+      email: form.email || null,
+      role_id: form.role_id ? Number(form.role_id) : undefined,
+      lang_id: form.lang_id,
+      active: form.active,
+      ...(form.password ? { password: form.password } : {}),
+    }
+    const result = isNew
+      ? await api.POST('/api/users', { body: body as never })
+      : await api.PUT('/api/users/{id}', { params: { path: { id } }, body: body as never })
+    if (result.error) return setProblem(asProblem(result.error))
+    setProblem(undefined)
+    setStatus(t('app.saved'))
+    const saved = result.data as { id?: number } | undefined
+    if (isNew && saved?.id) navigate(`/admin/users/${saved.id}`, { replace: true })
+  }
+
+  const act = async (action: 'logout' | 'delete' | 'restore') => {
+    setStatus(undefined)
+    const path = { params: { path: { id } } }
+    const result =
+      action === 'logout'
+        ? await api.POST('/api/users/logout/{id}', path)
+        : action === 'delete'
+          ? await api.DELETE('/api/users/{id}', path)
+          : await api.POST('/api/users/restore/{id}', { ...path, body: {} })
+    if (result.error) return setProblem(asProblem(result.error))
+    setProblem(undefined)
+    if (action === 'delete') return navigate('/admin/users')
+    setStatus(action === 'logout' ? t('users.loggedOut') : t('app.saved'))
+    if (action === 'restore') setUser((u) => u && { ...u, deleted_at: null })
+  }
+
+  const upload = async (file: File | undefined) => {
+    if (!file) return
+    const { error } = await api.PUT('/api/users/{id}', {
+      params: { path: { id } },
+      body: { profile_picture: file } as never,
+      bodySerializer: (body: Record<string, unknown>) => {
+        const form = new FormData()
+        for (const [k, v] of Object.entries(body)) form.append(k, v as Blob)
+        return form
+      },
+    })
+    if (error) return setProblem(asProblem(error))
+    const fresh = await api.GET('/api/users/{id}', { params: { path: { id } } })
+    if (fresh.data) setUser(fresh.data)
+    setStatus(t('app.saved'))
+  }
+
+  if (loading) return <Loading />
+  const title = isNew ? t('users.new') : t('users.edit', { name: user?.username ?? '' })
+  return (
+    <>
+      <p>
+        <Link href="/admin/users">{t('app.back')}</Link>
+      </p>
+      <PageTitle text={title} />
+      <ProblemMessage problem={problem} fields={FIELDS} />
+      <form onSubmit={(e) => void save(e)} class="card">
+        <Field
+          label={t('users.username')}
+          name="username"
+          value={form.username}
+          onValue={set('username')}
+          problem={problem}
+          required
+        />
+        <Field
+          label={t('users.firstName')}
+          name="first_name"
+          value={form.first_name}
+          onValue={set('first_name')}
+          problem={problem}
+        />
+        <Field
+          label={t('users.lastName')}
+          name="last_name"
+          value={form.last_name}
+          onValue={set('last_name')}
+          problem={problem}
+        />
+        <Field
+          label={t('users.email')}
+          name="email"
+          type="email"
+          value={form.email}
+          onValue={set('email')}
+          problem={problem}
+        />
+        <Field
+          label={t('users.password')}
+          name="password"
+          type="password"
+          value={form.password}
+          onValue={set('password')}
+          problem={problem}
+          autocomplete="new-password"
+        />
+        <Select
+          label={t('users.role')}
+          name="role_id"
+          value={form.role_id}
+          onValue={set('role_id')}
+          options={roles}
+          problem={problem}
+        />
+        <Select
+          label={t('users.language')}
+          name="lang_id"
+          value={form.lang_id}
+          onValue={set('lang_id')}
+          options={[
+            ['en-US', 'English'],
+            ['de-DE', 'Deutsch'],
+          ]}
+          problem={problem}
+        />
+        <Checkbox
+          label={t('users.active')}
+          checked={form.active}
+          onChange={(active) => setForm((f) => ({ ...f, active }))}
+        />
+        <button type="submit" class="primary">
+          {isNew ? t('app.create') : t('app.save')}
+        </button>
+      </form>
+      <Status text={status} />
+      {!isNew && user && (
+        <section aria-labelledby="h-user-actions">
+          <h2 id="h-user-actions">{t('app.actions')}</h2>
+          {user.profile_picture && <Picture userId={id} version={user.profile_picture} />}
+          {can('users.update') && (
+            <div class="field">
+              <label for="picture">{t('users.uploadPicture')}</label>
+              <input
+                id="picture"
+                type="file"
+                accept="image/*"
+                onChange={(e) => void upload((e.currentTarget as HTMLInputElement).files?.[0])}
+              />
+            </div>
+          )}
+          <div class="toolbar">
+            {can('users.administrate') && (
+              <button type="button" onClick={() => void act('logout')}>
+                {t('users.logout')}
+              </button>
+            )}
+            {user.deleted_at
+              ? can('users.administrate') && (
+                  <button type="button" onClick={() => void act('restore')}>
+                    {t('users.restore')}
+                  </button>
+                )
+              : can('users.delete') && (
+                  <button
+                    type="button"
+                    class="danger"
+                    onClick={() =>
+                      confirm(t('users.confirmDelete', { name: user.username ?? '' })) && void act('delete')
+                    }
+                  >
+                    {t('app.delete')}
+                  </button>
+                )}
+          </div>
+        </section>
+      )}
+    </>
+  )
+}

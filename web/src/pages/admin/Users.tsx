@@ -1,0 +1,87 @@
+import { useState } from 'preact/hooks'
+import { api, can, t } from '../../core.ts'
+import { Link, LoadState, PageTitle, useLoad } from '../../ui.tsx'
+
+export default function Users() {
+  const [text, setText] = useState('')
+  const [query, setQuery] = useState('')
+  const [deleted, setDeleted] = useState(false)
+  const users = useLoad(
+    () =>
+      deleted
+        ? api.GET('/api/users/deleted', { params: { query: { sort: 'username' } } })
+        : api.GET('/api/users', {
+            params: { query: { sort: 'username', limit: 100, filter: (query ? { text: query } : {}) as never } },
+          }),
+    [query, deleted],
+  )
+  return (
+    <>
+      <PageTitle text={t('users.title')} />
+      <div class="toolbar">
+        {can('users.create') && (
+          <Link href="/admin/users/new" class="button">
+            {t('users.new')}
+          </Link>
+        )}
+        {can('users.administrate') && (
+          <Link href="/admin/users/import" class="button">
+            {t('users.import')}
+          </Link>
+        )}
+      </div>
+      <form
+        role="search"
+        class="toolbar"
+        onSubmit={(e) => {
+          e.preventDefault()
+          setQuery(text)
+        }}
+      >
+        <label for="user-search">{t('users.search')}</label>
+        <input
+          id="user-search"
+          type="search"
+          value={text}
+          onInput={(e) => setText((e.currentTarget as HTMLInputElement).value)}
+        />
+        <button type="submit">{t('app.search')}</button>
+        {can('users.administrate') && (
+          <label class="check">
+            <input
+              type="checkbox"
+              checked={deleted}
+              onChange={(e) => setDeleted((e.currentTarget as HTMLInputElement).checked)}
+            />
+            {t('users.deleted')}
+          </label>
+        )}
+      </form>
+      <LoadState loaded={users} empty={t('users.empty')}>
+        {(list) => (
+          <table class="data">
+            <caption class="visually-hidden">{t('users.title')}</caption>
+            <thead>
+              <tr>
+                <th scope="col">{t('users.username')}</th>
+                <th scope="col">{t('app.name_')}</th>
+                <th scope="col">{t('users.active')}</th>
+              </tr>
+            </thead>
+            <tbody>
+              {list.map((u) => (
+                <tr key={u.id}>
+                  <td>
+                    <Link href={`/admin/users/${u.id}`}>{u.username}</Link>
+                  </td>
+                  <td>{u.full_name}</td>
+                  <td>{u.deleted_at ? t('shared.deleted') : u.active ? t('app.yes') : t('app.no')}</td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        )}
+      </LoadState>
+    </>
+  )
+}

@@ -1,0 +1,239 @@
+import type { ComponentChildren } from 'preact'
+import { useEffect, useRef, useState, useCallback } from 'preact/hooks'
+import { asProblem, BASE, fieldErrors, lang, navigate, t, useStore, type Problem } from './core.ts'
+
+/** An in-app link: a real href (open in new tab works), navigation without reload on a plain click. */
+export function Link(props: { href: string; children: ComponentChildren; class?: string; 'aria-current'?: 'page' }) {
+  const onClick = (event: MouseEvent) => {
+    if (event.defaultPrevented || event.button !== 0 || event.metaKey || event.ctrlKey || event.shiftKey) return
+    event.preventDefault()
+    navigate(props.href)
+  }
+  return (
+    <a href={BASE + props.href} class={props.class} onClick={onClick} aria-current={props['aria-current']}>
+      {props.children}
+    </a>
+  )
+}
+
+/** The page's heading: sets the document title and takes the focus after a navigation. */
+export function PageTitle({ children, text }: { children?: ComponentChildren; text: string }) {
+  const ref = useRef<HTMLHeadingElement>(null)
+  useStore(lang)
+  useEffect(() => {
+    document.title = `${text} · ${t('app.name')}`
+    ref.current?.focus({ preventScroll: true })
+  }, [text])
+  return (
+    <h1 ref={ref} tabIndex={-1}>
+      {children ?? text}
+    </h1>
+  )
+}
+
+export function Loading() {
+  return (
+    <p class="loading" role="status">
+      {t('app.loading')}
+    </p>
+  )
+}
+
+export function Empty({ text }: { text?: string }) {
+  return <p class="empty">{text ?? t('app.empty')}</p>
+}
+
+/** A problem that names no field: shown at the top of the form or page. */
+export function ProblemMessage({ problem, fields = [] }: { problem?: Problem; fields?: string[] }) {
+  if (!problem) return null
+  const others = Object.entries(problem.errors ?? {}).filter(
+    ([key]) => !fields.some((f) => key === f || key.startsWith(f + '.')),
+  )
+  return (
+    <div class="problem" role="alert">
+      <p>{problem.detail ?? problem.title}</p>
+      {others.length > 0 && (
+        <ul>
+          {others.map(([key, messages]) => (
+            <li key={key}>
+              <code>{key}</code>: {messages.join('; ')}
+            </li>
+          ))}
+        </ul>
+      )}
+    </div>
+  )
+}
+
+let fieldCounter = 0
+function useId(prefix: string): string {
+  const ref = useRef<string | undefined>(undefined)
+  if (!ref.current) ref.current = `${prefix}-${++fieldCounter}`
+  return ref.current
+}
+
+type InputProps = {
+  label: string
+  name: string
+  value?: string
+  onValue?: (value: string) => void
+  problem?: Problem
+  /** The problem's field path when it differs from `name`. */
+  field?: string
+  type?: string
+  required?: boolean
+  autocomplete?: string
+  inputMode?: 'numeric' | 'text' | 'email'
+  lang?: string
+  hint?: string
+}
+
+/** A labelled input with the problem details of its field right below it (aria-describedby). */
+export function Field({ label, name, value, onValue, problem, field, hint, ...rest }: InputProps) {
+  const id = useId('f')
+  const errors = fieldErrors(problem, field ?? name)
+  const described = [errors.length ? `${id}-err` : '', hint ? `${id}-hint` : ''].filter(Boolean).join(' ')
+  return (
+    <div class="field">
+      <label for={id}>{label}</label>
+      <input
+        id={id}
+        name={name}
+        value={value}
+        onInput={(e) => onValue?.((e.currentTarget as HTMLInputElement).value)}
+        aria-invalid={errors.length > 0 ? 'true' : undefined}
+        aria-describedby={described || undefined}
+        {...(rest as Record<string, never>)}
+      />
+      {hint && (
+        <p class="hint" id={`${id}-hint`}>
+          {hint}
+        </p>
+      )}
+      {errors.length > 0 && (
+        <p class="field-error" id={`${id}-err`}>
+          {errors.join(' ')}
+        </p>
+      )}
+    </div>
+  )
+}
+
+export function Select(props: {
+  label: string
+  name: string
+  value: string
+  onValue: (value: string) => void
+  options: Array<[string, string]>
+  problem?: Problem
+  field?: string
+}) {
+  const id = useId('s')
+  const errors = fieldErrors(props.problem, props.field ?? props.name)
+  return (
+    <div class="field">
+      <label for={id}>{props.label}</label>
+      <select
+        id={id}
+        name={props.name}
+        value={props.value}
+        onChange={(e) => props.onValue((e.currentTarget as HTMLSelectElement).value)}
+        aria-invalid={errors.length > 0 ? 'true' : undefined}
+        aria-describedby={errors.length ? `${id}-err` : undefined}
+      >
+        {props.options.map(([value, text]) => (
+          <option key={value} value={value}>
+            {text}
+          </option>
+        ))}
+      </select>
+      {errors.length > 0 && (
+        <p class="field-error" id={`${id}-err`}>
+          {errors.join(' ')}
+        </p>
+      )}
+    </div>
+  )
+}
+
+export function Checkbox(props: {
+  label: string
+  checked: boolean
+  onChange: (checked: boolean) => void
+  name?: string
+}) {
+  const id = useId('c')
+  return (
+    <div class="check">
+      <input
+        id={id}
+        type="checkbox"
+        name={props.name}
+        checked={props.checked}
+        onChange={(e) => props.onChange((e.currentTarget as HTMLInputElement).checked)}
+      />
+      <label for={id}>{props.label}</label>
+    </div>
+  )
+}
+
+/** A polite live region for short confirmations ("Saved."). */
+export function Status({ text }: { text?: string }) {
+  return (
+    <p class="status" role="status" aria-live="polite">
+      {text ?? ''}
+    </p>
+  )
+}
+
+export interface Loaded<T> {
+  data?: T
+  problem?: Problem
+  loading: boolean
+  reload: () => void
+}
+
+/** Loads data for a page: loading → data or problem; `reload()` loads again. */
+export function useLoad<T>(load: () => Promise<{ data?: T; error?: unknown }>, deps: unknown[]): Loaded<T> {
+  const [state, setState] = useState<{ data?: T; problem?: Problem; loading: boolean }>({ loading: true })
+  const [tick, setTick] = useState(0)
+  useEffect(() => {
+    let live = true
+    setState((s) => ({ ...s, loading: true }))
+    load().then(
+      (result) =>
+        live &&
+        setState({ data: result.data, problem: result.error ? asProblem(result.error) : undefined, loading: false }),
+      (error: unknown) => live && setState({ problem: asProblem(error), loading: false }),
+    )
+    return () => {
+      live = false
+    }
+  }, [...deps, tick])
+  const reload = useCallback(() => setTick((n) => n + 1), [])
+  return { ...state, reload }
+}
+
+/** Loading, error or empty states around a list, the list itself otherwise. */
+export function LoadState<T>({
+  loaded,
+  empty,
+  children,
+}: {
+  loaded: Loaded<T[]>
+  empty?: string
+  children: (data: T[]) => ComponentChildren
+}) {
+  if (loaded.loading && !loaded.data) return <Loading />
+  if (loaded.problem)
+    return (
+      <div class="problem" role="alert">
+        <p>{t('app.error', { detail: loaded.problem.detail ?? loaded.problem.title ?? '' })}</p>
+        <button type="button" onClick={loaded.reload}>
+          {t('app.retry')}
+        </button>
+      </div>
+    )
+  if (!loaded.data || loaded.data.length === 0) return <Empty text={empty} />
+  return <>{children(loaded.data)}</>
+}
