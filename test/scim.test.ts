@@ -201,3 +201,27 @@ test('CLI: workplace scim token create --tenant <slug> prints a SCIM token once;
     .executeTakeFirstOrThrow()
   assert.deepEqual(stored, { name: 'Okta', created_by: null })
 })
+
+test('no one grants what they do not hold: the token’s role bounds the SCIM client (issue 33’s rule)', async () => {
+  const app = await buildTestApp()
+  const tenant = await given.tenant(db)
+  const managerRole = await given.role(db, tenant, ['users.administrate', 'departments.manage', 'users.view'])
+  const manager = await given.user(db, tenant, { roleId: managerRole })
+  const refused = await call(app, manager.token, {
+    method: 'POST',
+    url: '/api/administration/scim-tokens',
+    payload: { name: 'x', default_role_id: tenant.adminRoleId },
+  })
+  assert.equal(refused.statusCode, 403, refused.body)
+  assert.equal(refused.json().code, 'exceeds_own_permissions')
+  // an Employee-role token may not take over an administrator's account, but manages employees
+  const { token } = await scimToken(app, tenant)
+  const patch = (id: number | string, value: string) =>
+    scim(app, token, 'PATCH', `/Users/${id}`, {
+      schemas: [PATCH_OP],
+      Operations: [{ op: 'replace', path: 'emails[type eq "work"].value', value }],
+    })
+  assertScimError(await patch(tenant.adminId, 'attacker@example.com'), 403)
+  const employee = await given.user(db, tenant)
+  assert.equal((await patch(employee.id, 'new@example.com')).statusCode, 200)
+})

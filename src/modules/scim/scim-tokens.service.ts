@@ -4,7 +4,8 @@ import type { Actor } from '../../platform/auth/actor.js'
 import { requirePermission } from '../../platform/auth/require-permission.js'
 import { recordAudit } from '../../platform/audit/audit-log.js'
 import type { Db } from '../../platform/db/schema.js'
-import { invalidField, notFound } from '../../platform/http/errors.js'
+import { can } from '../../platform/auth/permissions.js'
+import { AppError, invalidField, notFound } from '../../platform/http/errors.js'
 import type { CreateScimTokenBody } from './scim.schemas.js'
 
 const SCIM_TOKEN = /^wpscim_([1-9][0-9]{0,15})_([A-Za-z0-9_-]{43})$/
@@ -26,22 +27,25 @@ export function scimBearer(header: string | undefined): { tenantId: number; hash
   return { tenantId: Number(match[1]), hash: hashScimToken(token) }
 }
 
-/** The unrevoked SCIM token with this hash in the tenant (one routed statement). */
+/** The unrevoked SCIM token with this hash in the tenant, with its default role's permissions (one routed statement). */
 export function findScimToken(db: Db, tenantId: number, tokenHash: Buffer) {
   return db
-    .selectFrom('scim_tokens')
-    .select(['id', 'tenant_id', 'default_role_id'])
-    .where('tenant_id', '=', tenantId)
-    .where('token_hash', '=', tokenHash)
-    .where('revoked_at', 'is', null)
+    .selectFrom('scim_tokens as t')
+    .leftJoin('roles as r', (join) =>
+      join.onRef('r.tenant_id', '=', 't.tenant_id').onRef('r.id', '=', 't.default_role_id'),
+    )
+    .select(['t.id', 't.tenant_id', 't.default_role_id', 'r.permissions'])
+    .where('t.tenant_id', '=', tenantId)
+    .where('t.token_hash', '=', tokenHash)
+    .where('t.revoked_at', 'is', null)
     .executeTakeFirst()
 }
 
 const listed = ['id', 'name', 'default_role_id', 'created_by', 'created_at', 'revoked_at'] as const
 
 /** The role of SCIM-created users when the token names none: the tenant's active role named Employee. */
-async function defaultRole(db: Db, tenantId: number, roleId: number | undefined): Promise<number> {
-  let query = db.selectFrom('roles').select(['id', 'active']).where('tenant_id', '=', tenantId)
+async function defaultRole(db: Db, tenantId: number, roleId: number | undefined, creator?: Actor): Promise<number> {
+  let query = db.selectFrom('roles').select(['id', 'active', 'permissions']).where('tenant_id', '=', tenantId)
   query =
     roleId === undefined ? query.where('name', '=', 'Employee').orderBy('id').limit(1) : query.where('id', '=', roleId)
   const role = await query.executeTakeFirst()
@@ -49,12 +53,21 @@ async function defaultRole(db: Db, tenantId: number, roleId: number | undefined)
     throw invalidField('default_role_id', 'is required: the tenant has no role named "Employee"')
   if (!role) throw invalidField('default_role_id', 'does not exist')
   if (!role.active) throw invalidField('default_role_id', 'is an inactive role')
+  // the SCIM client acts with this role's permissions (it assigns the role): no one grants what they do not hold
+  if (creator && !role.permissions.every((permission) => can(creator, permission)))
+    throw new AppError(
+      403,
+      'exceeds_own_permissions',
+      'The default role of a SCIM token must hold no permission you do not hold',
+      { default_role_id: ['holds permissions you do not hold'] },
+    )
   return role.id
 }
 
 /** Creates a SCIM token; its secret is in this answer only. */
-export async function createScimToken(db: Db, tenantId: number, createdBy: number | null, body: CreateScimTokenBody) {
-  const roleId = await defaultRole(db, tenantId, body.default_role_id)
+export async function createScimToken(db: Db, tenantId: number, creator: Actor | null, body: CreateScimTokenBody) {
+  const roleId = await defaultRole(db, tenantId, body.default_role_id, creator ?? undefined)
+  const createdBy = creator ? creator.userId : null
   const token = generateScimToken(tenantId)
   return db.transaction().execute(async (trx) => {
     const row = await trx
@@ -89,7 +102,7 @@ export function createScimTokensService(db: Db) {
   /** Issues a SCIM token (shown once). */
   async function createToken(actor: Actor, body: CreateScimTokenBody) {
     requireManage(actor)
-    return createScimToken(db, actor.tenantId, actor.userId, body)
+    return createScimToken(db, actor.tenantId, actor, body)
   }
 
   /** The tenant's SCIM tokens, revoked ones included, without their secret. */

@@ -6,7 +6,7 @@ import { LIST_RESPONSE, type ScimListQuery } from './scim.schemas.js'
 
 /** What every SCIM resource service shares: ids, meta, versions, pages. */
 
-/** The SCIM client as an actor of the services: every user and department permission, no user. */
+/** What every SCIM client may do in the services: every user and department permission. */
 export const SCIM_PERMISSIONS: ReadonlySet<string> = new Set([
   'users.view',
   'users.viewDetails',
@@ -18,13 +18,18 @@ export const SCIM_PERMISSIONS: ReadonlySet<string> = new Set([
   'departments.manage',
 ])
 
-export function scimActor(tenantId: number, tokenId: number): Actor {
+/**
+ * The SCIM client as an actor: the user and department permissions, and those of the role it gives the
+ * users it creates (the token's creator held them all), so that the users module's rule "no one grants
+ * what they do not hold" lets it assign that role and change the credentials of that role's holders.
+ */
+export function scimActor(tenantId: number, tokenId: number, defaultRolePermissions: readonly string[]): Actor {
   return {
     userId: 0,
     tenantId,
     roleId: 0,
     departmentIds: [],
-    permissions: SCIM_PERMISSIONS,
+    permissions: new Set([...SCIM_PERMISSIONS, ...defaultRolePermissions]),
     isAdmin: false,
     langId: null,
     tokenId: 0,

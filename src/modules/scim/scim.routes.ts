@@ -90,7 +90,7 @@ export async function scimRoutes(root: FastifyInstance, deps: AppDeps): Promise<
         const bearer = scimBearer(request.headers.authorization)
         const token = bearer ? await findScimToken(db, bearer.tenantId, bearer.hash) : undefined
         if (!token) throw new ScimError(401, 'Authentication required: send a valid SCIM bearer token')
-        request.actor = scimActor(token.tenant_id, token.id)
+        request.actor = scimActor(token.tenant_id, token.id, token.permissions ?? [])
         clients.set(request, { defaultRoleId: token.default_role_id })
       })
       const app = scope.withTypeProvider<TypeBoxTypeProvider>()
