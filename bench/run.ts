@@ -4,7 +4,7 @@
  * autocannon (another process) alternating each scenario with its baseline, ratios and pass/fail;
  * the large streamed read; notification fan-out and webhook delivery rate with a separate worker
  * process; results in bench/results/<timestamp>.{json,md}. `--only` runs just the listed parts
- * (scenario ids, `S13`, `stream`, `fanout`, `webhooks`, `push`); what they do not need is not seeded or started.
+ * (scenario ids, `S13`, `stream`, `fanout`, `webhooks`, `push`, `scim`); what they do not need is not seeded or started.
  * `--fleet` adds S1–S4 on one node with unnamed statements and through HAProxy + PgBouncer (bench/fleet.ts).
  *
  * Issue 15: every scenario reports p99 and p99.9 and a tail check (at 50 connections p99 ≤ 5 × p50);
@@ -35,6 +35,7 @@ import { measurePush } from './push.js'
 import { startBenchWorker, waitForIdleQueue, type BenchWorker } from './worker.js'
 import { measureRealtime, measureRecordLatency } from './realtime.js'
 import { errorMessage } from './wait.js'
+import { measureScim } from './scim.js'
 
 const root = path.resolve(import.meta.dirname, '..')
 const quick = process.argv.includes('--quick')
@@ -123,9 +124,17 @@ interface LoadResult {
 /** Runs autocannon in its own process so that load generation does not share the server's event loop. */
 async function load(
   url: string,
-  options: { method?: string; body?: string; headers?: Record<string, string>; seconds: number },
+  options: {
+    method?: string
+    body?: string
+    headers?: Record<string, string>
+    seconds: number
+    idReplacement?: boolean
+  },
 ): Promise<LoadResult> {
   const args = ['-c', String(connections), '-d', String(options.seconds), '-j', '-m', options.method ?? 'GET']
+  // `[<id>]` in the body becomes a new id on every request (SCIM creates need a new userName each)
+  if (options.idReplacement) args.push('-I')
   for (const [k, v] of Object.entries(options.headers ?? {})) args.push('-H', `${k}=${v}`)
   if (options.body) args.push('-b', options.body, '-H', 'content-type=application/json')
   args.push(url)
@@ -317,7 +326,8 @@ function verdict(r: Row): string {
 async function main(): Promise<void> {
   const startedAt = new Date()
   const unknown = (only ?? []).filter(
-    (part) => !['stream', 'fanout', 'webhooks', 'push', 'S13'].includes(part) && !scenarios.some((s) => s.id === part),
+    (part) =>
+      !['stream', 'fanout', 'webhooks', 'push', 'S13', 'scim'].includes(part) && !scenarios.some((s) => s.id === part),
   )
   if (unknown.length > 0)
     console.warn(`# --only: unknown part(s) ${unknown.join(', ')} (known: scenario ids, stream, fanout, webhooks)`)
@@ -521,6 +531,8 @@ async function main(): Promise<void> {
     }
   }
   if (runs('stream')) rows.push(await measureStream(api.pid!, apiUrl, tenants.big))
+  if (runs('scim'))
+    rows.push(...(await measureScim({ db: handle.db, apiUrl, tenant: tenants.big, scale, seconds: duration, load })))
   if (runs('fanout') || runs('webhooks') || runs('push'))
     rows.push(...(await measureWithWorker(handle.db, url, apiUrl, tenants.big)))
   const finalRss = await rssMb(api.pid!)

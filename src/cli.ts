@@ -11,6 +11,7 @@ import { secretBoxFor } from './platform/secrets/secret-box.js'
 import { rotateSecrets } from './platform/secrets/rotate-secrets.js'
 import { appModules } from './modules/index.js'
 import { thrownFields } from './platform/thrown.js'
+import { createScimToken } from './modules/scim/index.js'
 
 /** One entry per command: its usage line and what it does (`workplace <command> --help` prints it). */
 const COMMANDS: Record<string, { usage: string; summary: string }> = {
@@ -23,6 +24,10 @@ const COMMANDS: Record<string, { usage: string; summary: string }> = {
       'create a tenant with its administrator; a generated admin password is printed once (--json: admin.password)',
   },
   token: { usage: 'token create --tenant <slug> --username <u> [--json]', summary: 'issue an access token for a user' },
+  scim: {
+    usage: 'scim token create --tenant <slug> [--name N] [--role-id ID] [--json]',
+    summary: 'issue a SCIM token for an identity provider (printed once; docs/scim.md)',
+  },
   demo: { usage: 'demo [--reset]', summary: 'create the demo tenant if missing (--reset: delete and recreate it)' },
   keys: { usage: 'keys rotate', summary: 'new signing key (the JWKS keeps the previous one)' },
   db: {
@@ -127,6 +132,33 @@ async function tokenCreate(config: Config, args: string[]): Promise<void> {
   process.stdout.write(values.json ? JSON.stringify({ token }) + '\n' : `${token}\n`)
 }
 
+async function scimTokenCreate(config: Config, args: string[]): Promise<void> {
+  const { values } = parseArgs({
+    args,
+    options: {
+      tenant: { type: 'string' },
+      name: { type: 'string' },
+      'role-id': { type: 'string' },
+      json: { type: 'boolean' },
+    },
+  })
+  if (!values.tenant) throw new UsageError('scim token create needs --tenant')
+  const roleId = values['role-id'] === undefined ? undefined : Number(values['role-id'])
+  if (roleId !== undefined && !(Number.isInteger(roleId) && roleId > 0))
+    throw new UsageError('--role-id takes a role id')
+  const created = await withDatabase(config, async (db) => {
+    const tenant = await findTenantBySlug(db, values.tenant!)
+    if (!tenant) throw new Error(`no tenant "${values.tenant}"`)
+    return createScimToken(db, tenant.id, null, { name: values.name ?? 'SCIM client', default_role_id: roleId })
+  })
+  const url = `${config.baseUrl}/scim/v2`
+  process.stdout.write(
+    values.json
+      ? JSON.stringify({ id: created.id, token: created.token, url }) + '\n'
+      : `SCIM token ${created.id} (printed once): ${created.token}\nTenant URL: ${url}\n`,
+  )
+}
+
 export async function main(argv: string[]): Promise<void> {
   const [command, sub, ...rest] = argv
   if (command === undefined || command === 'help' || command === '--help' || command === '-h') {
@@ -158,6 +190,9 @@ export async function main(argv: string[]): Promise<void> {
       break
     case 'token':
       if (sub === 'create') return tokenCreate(config, rest)
+      break
+    case 'scim':
+      if (sub === 'token' && rest[0] === 'create') return scimTokenCreate(config, rest.slice(1))
       break
     case 'keys':
       if (sub === 'rotate') {

@@ -72,6 +72,8 @@ test('every JSON body of every route reports all its wrong fields at once, in re
   for (const route of routes) {
     const body = route.schema?.body as { properties?: Record<string, unknown>; content?: unknown } | undefined
     if (!body?.properties || body.content) continue
+    // SCIM answers RFC 7644 errors (400 invalidValue) to SCIM tokens only: test/scim-users.test.ts
+    if (route.url.startsWith('/scim/')) continue
     const method = ([] as string[]).concat(route.method)[0]
     const url = route.url.replace(/:[A-Za-z]+\??/g, '1')
     // every declared field gets a value of no JSON type it could accept, plus one unknown key

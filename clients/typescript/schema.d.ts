@@ -240,6 +240,50 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/administration/scim-tokens": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List SCIM tokens (never their secret)
+         * @description List SCIM tokens (never their secret). Needs a bearer token; permissions are checked per record (see docs/permissions.md).
+         */
+        get: operations["administration.scimTokens.list"];
+        put?: never;
+        /**
+         * Issue a SCIM token (its secret is in this answer only)
+         * @description Needs `users.administrate` and `departments.manage`: a SCIM client creates, changes and deletes users and departments.
+         */
+        post: operations["administration.scimTokens.create"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/administration/scim-tokens/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Revoke a SCIM token at once
+         * @description Revoke a SCIM token at once. Needs a bearer token; permissions are checked per record (see docs/permissions.md).
+         */
+        delete: operations["administration.scimTokens.delete"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/administration/shared-items": {
         parameters: {
             query?: never;
@@ -1912,6 +1956,218 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/scim/v2/Groups": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List or filter SCIM groups (departments)
+         * @description SCIM 2.0 (RFC 7643/7644). Needs a SCIM token (`wpscim_…`, from POST /api/administration/scim-tokens); errors are RFC 7644 documents with `scimType`. Connecting Entra ID and Okta: docs/scim.md.
+         */
+        get: operations["scim.groups.list"];
+        put?: never;
+        /**
+         * Create a SCIM group (department)
+         * @description SCIM 2.0 (RFC 7643/7644). Needs a SCIM token (`wpscim_…`, from POST /api/administration/scim-tokens); errors are RFC 7644 documents with `scimType`. Connecting Entra ID and Okta: docs/scim.md.
+         */
+        post: operations["scim.groups.create"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/scim/v2/Groups/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get a SCIM group
+         * @description SCIM 2.0 (RFC 7643/7644). Needs a SCIM token (`wpscim_…`, from POST /api/administration/scim-tokens); errors are RFC 7644 documents with `scimType`. Connecting Entra ID and Okta: docs/scim.md.
+         */
+        get: operations["scim.groups.get"];
+        /**
+         * Replace a SCIM group
+         * @description SCIM 2.0 (RFC 7643/7644). Needs a SCIM token (`wpscim_…`, from POST /api/administration/scim-tokens); errors are RFC 7644 documents with `scimType`. Connecting Entra ID and Okta: docs/scim.md.
+         */
+        put: operations["scim.groups.update"];
+        post?: never;
+        /**
+         * Delete a SCIM group (the department)
+         * @description SCIM 2.0 (RFC 7643/7644). Needs a SCIM token (`wpscim_…`, from POST /api/administration/scim-tokens); errors are RFC 7644 documents with `scimType`. Connecting Entra ID and Okta: docs/scim.md.
+         */
+        delete: operations["scim.groups.delete"];
+        options?: never;
+        head?: never;
+        /**
+         * Change a SCIM group: members added or removed (PatchOp)
+         * @description SCIM 2.0 (RFC 7643/7644). Needs a SCIM token (`wpscim_…`, from POST /api/administration/scim-tokens); errors are RFC 7644 documents with `scimType`. Connecting Entra ID and Okta: docs/scim.md.
+         */
+        patch: operations["scim.groups.patch"];
+        trace?: never;
+    };
+    "/scim/v2/ResourceTypes": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * SCIM resource types
+         * @description SCIM 2.0 (RFC 7643/7644). Needs a SCIM token (`wpscim_…`, from POST /api/administration/scim-tokens); errors are RFC 7644 documents with `scimType`. Connecting Entra ID and Okta: docs/scim.md.
+         */
+        get: operations["scim.resourceTypes.list"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/scim/v2/ResourceTypes/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * One SCIM resource type
+         * @description SCIM 2.0 (RFC 7643/7644). Needs a SCIM token (`wpscim_…`, from POST /api/administration/scim-tokens); errors are RFC 7644 documents with `scimType`. Connecting Entra ID and Okta: docs/scim.md.
+         */
+        get: operations["scim.resourceTypes.get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/scim/v2/Schemas": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * SCIM schemas
+         * @description SCIM 2.0 (RFC 7643/7644). Needs a SCIM token (`wpscim_…`, from POST /api/administration/scim-tokens); errors are RFC 7644 documents with `scimType`. Connecting Entra ID and Okta: docs/scim.md.
+         */
+        get: operations["scim.schemas.list"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/scim/v2/Schemas/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * One SCIM schema
+         * @description SCIM 2.0 (RFC 7643/7644). Needs a SCIM token (`wpscim_…`, from POST /api/administration/scim-tokens); errors are RFC 7644 documents with `scimType`. Connecting Entra ID and Okta: docs/scim.md.
+         */
+        get: operations["scim.schemas.get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/scim/v2/ServiceProviderConfig": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * What this SCIM service provider supports
+         * @description SCIM 2.0 (RFC 7643/7644). Needs a SCIM token (`wpscim_…`, from POST /api/administration/scim-tokens); errors are RFC 7644 documents with `scimType`. Connecting Entra ID and Okta: docs/scim.md.
+         */
+        get: operations["scim.serviceProviderConfig"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/scim/v2/Users": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List or filter SCIM users
+         * @description SCIM 2.0 (RFC 7643/7644). Needs a SCIM token (`wpscim_…`, from POST /api/administration/scim-tokens); errors are RFC 7644 documents with `scimType`. Connecting Entra ID and Okta: docs/scim.md.
+         */
+        get: operations["scim.users.list"];
+        put?: never;
+        /**
+         * Create a SCIM user
+         * @description SCIM 2.0 (RFC 7643/7644). Needs a SCIM token (`wpscim_…`, from POST /api/administration/scim-tokens); errors are RFC 7644 documents with `scimType`. Connecting Entra ID and Okta: docs/scim.md.
+         */
+        post: operations["scim.users.create"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/scim/v2/Users/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get a SCIM user
+         * @description SCIM 2.0 (RFC 7643/7644). Needs a SCIM token (`wpscim_…`, from POST /api/administration/scim-tokens); errors are RFC 7644 documents with `scimType`. Connecting Entra ID and Okta: docs/scim.md.
+         */
+        get: operations["scim.users.get"];
+        /**
+         * Replace a SCIM user
+         * @description SCIM 2.0 (RFC 7643/7644). Needs a SCIM token (`wpscim_…`, from POST /api/administration/scim-tokens); errors are RFC 7644 documents with `scimType`. Connecting Entra ID and Okta: docs/scim.md.
+         */
+        put: operations["scim.users.update"];
+        post?: never;
+        /**
+         * Delete a SCIM user (soft delete, restorable)
+         * @description SCIM 2.0 (RFC 7643/7644). Needs a SCIM token (`wpscim_…`, from POST /api/administration/scim-tokens); errors are RFC 7644 documents with `scimType`. Connecting Entra ID and Okta: docs/scim.md.
+         */
+        delete: operations["scim.users.delete"];
+        options?: never;
+        head?: never;
+        /**
+         * Change a SCIM user (PatchOp)
+         * @description SCIM 2.0 (RFC 7643/7644). Needs a SCIM token (`wpscim_…`, from POST /api/administration/scim-tokens); errors are RFC 7644 documents with `scimType`. Connecting Entra ID and Okta: docs/scim.md.
+         */
+        patch: operations["scim.users.patch"];
+        trace?: never;
+    };
     "/shared/{id}": {
         parameters: {
             query?: never;
@@ -2224,6 +2480,90 @@ export interface components {
             /** @example 2026-01-31 09:30:00 */
             updated_at?: string;
         };
+        ScimGroup: {
+            displayName?: string;
+            externalId?: string;
+            id: string;
+            members?: ({
+                display?: string;
+                primary?: boolean | string;
+                type?: string;
+                value?: string;
+            } & {
+                [key: string]: unknown;
+            })[];
+            meta?: {
+                /** Format: date-time */
+                created: string;
+                /** Format: date-time */
+                lastModified: string;
+                location: string;
+                resourceType: string;
+                /** @description weak ETag of the resource */
+                version: string;
+            };
+            schemas: string[];
+        };
+        ScimToken: {
+            /** @example 2026-01-31 09:30:00 */
+            created_at: string;
+            created_by: number | null;
+            default_role_id: number;
+            id: number;
+            name: string;
+            revoked_at: string | null;
+        };
+        ScimUser: {
+            active?: boolean;
+            displayName?: string;
+            emails?: ({
+                display?: string;
+                primary?: boolean | string;
+                type?: string;
+                value?: string;
+            } & {
+                [key: string]: unknown;
+            })[];
+            externalId?: string;
+            groups?: ({
+                display?: string;
+                primary?: boolean | string;
+                type?: string;
+                value?: string;
+            } & {
+                [key: string]: unknown;
+            })[];
+            id: string;
+            meta?: {
+                /** Format: date-time */
+                created: string;
+                /** Format: date-time */
+                lastModified: string;
+                location: string;
+                resourceType: string;
+                /** @description weak ETag of the resource */
+                version: string;
+            };
+            name?: {
+                familyName?: string;
+                formatted?: string;
+                givenName?: string;
+            };
+            phoneNumbers?: ({
+                display?: string;
+                primary?: boolean | string;
+                type?: string;
+                value?: string;
+            } & {
+                [key: string]: unknown;
+            })[];
+            preferredLanguage?: string;
+            schemas: string[];
+            "urn:ietf:params:scim:schemas:extension:enterprise:2.0:User"?: {
+                employeeNumber?: string;
+            };
+            userName?: string;
+        };
         Session: {
             /** @example 2026-01-31 09:30:00 */
             created_at: string;
@@ -2491,6 +2831,10 @@ export interface operations {
                     action?: string | string[] | {
                         [key: string]: string | string[];
                     };
+                    /** @description actor (string): filter[actor]=value, or filter[actor][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    actor?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
                     /** @description actor_id (id): filter[actor_id]=value, or filter[actor_id][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
                     actor_id?: string | string[] | {
                         [key: string]: string | string[];
@@ -2534,9 +2878,9 @@ export interface operations {
                 relations?: string;
                 /** @description Alias of selects */
                 select?: string;
-                /** @description Comma-separated fields to return. Fields: id, created_at, actor_id, action, target_type, target_id, changes, request_id, ip, user_agent */
+                /** @description Comma-separated fields to return. Fields: id, created_at, actor_id, actor, action, target_type, target_id, changes, request_id, ip, user_agent */
                 selects?: string;
-                /** @description Comma-separated; prefix - for descending. Sortable: id, created_at, actor_id, action, target_type, target_id, request_id, ip, user_agent */
+                /** @description Comma-separated; prefix - for descending. Sortable: id, created_at, actor_id, actor, action, target_type, target_id, request_id, ip, user_agent */
                 sort?: string;
             };
             header?: never;
@@ -2572,6 +2916,8 @@ export interface operations {
                     "application/json": {
                         /** @description stable dotted name, e.g. user.blackout */
                         action?: string;
+                        /** @description `scim:<token id>` when a SCIM client made the change (actor_id is null then) */
+                        actor?: string | null;
                         actor_id?: number | null;
                         /** @description {field: [before, after]}; secrets and hashes redacted */
                         changes?: {
@@ -3433,6 +3779,139 @@ export interface operations {
                 };
             };
             /** @description Default Response */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    "administration.scimTokens.list": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Client error (problem details, RFC 9457) */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Server error (problem details, RFC 9457) */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScimToken"][];
+                };
+            };
+        };
+    };
+    "administration.scimTokens.create": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description role of the users the SCIM client creates; default: the tenant role named "Employee" */
+                    default_role_id?: number;
+                    /** @description what the token is for, e.g. "Entra ID" */
+                    name: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Client error (problem details, RFC 9457) */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Server error (problem details, RFC 9457) */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @example 2026-01-31 09:30:00 */
+                        created_at: string;
+                        created_by: number | null;
+                        default_role_id: number;
+                        id: number;
+                        name: string;
+                        revoked_at: string | null;
+                        /** @description the bearer token of the SCIM client: shown in this answer only */
+                        token: string;
+                    };
+                };
+            };
+        };
+    };
+    "administration.scimTokens.delete": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Client error (problem details, RFC 9457) */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Server error (problem details, RFC 9457) */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description revoked */
             204: {
                 headers: {
                     [name: string]: unknown;
@@ -11106,6 +11585,1576 @@ export interface operations {
                     "application/json": {
                         /** @enum {string} */
                         status: "ok";
+                    };
+                };
+            };
+        };
+    };
+    "scim.groups.list": {
+        parameters: {
+            query?: {
+                /** @description comma-separated attribute paths to return */
+                attributes?: string;
+                /** @description results per page (default 100, at most 1000) */
+                count?: number;
+                /** @description comma-separated attribute paths to leave out */
+                excludedAttributes?: string;
+                /** @description RFC 7644 §3.4.2.2 filter, e.g. userName eq "anna" */
+                filter?: string;
+                sortBy?: string;
+                sortOrder?: "ascending" | "descending";
+                /** @description 1-based index of the first result (default 1) */
+                startIndex?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Client error (RFC 7644 error) */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        detail?: string;
+                        schemas: string[];
+                        /** @description invalidFilter, uniqueness, invalidPath, invalidValue, … */
+                        scimType?: string;
+                        /** @description the HTTP status, as a string */
+                        status: string;
+                    };
+                };
+            };
+            /** @description Server error (RFC 7644 error) */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        detail?: string;
+                        schemas: string[];
+                        /** @description invalidFilter, uniqueness, invalidPath, invalidValue, … */
+                        scimType?: string;
+                        /** @description the HTTP status, as a string */
+                        status: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        itemsPerPage: number;
+                        Resources: components["schemas"]["ScimGroup"][];
+                        schemas: string[];
+                        startIndex: number;
+                        totalResults: number;
+                    };
+                };
+            };
+        };
+    };
+    "scim.groups.create": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    displayName: string;
+                    externalId?: string | null;
+                    id?: string;
+                    members?: ({
+                        display?: string;
+                        primary?: boolean | string;
+                        type?: string;
+                        value?: string;
+                    } & {
+                        [key: string]: unknown;
+                    })[];
+                    schemas?: string[];
+                } & {
+                    [key: string]: unknown;
+                };
+                "application/scim+json": {
+                    displayName: string;
+                    externalId?: string | null;
+                    id?: string;
+                    members?: ({
+                        display?: string;
+                        primary?: boolean | string;
+                        type?: string;
+                        value?: string;
+                    } & {
+                        [key: string]: unknown;
+                    })[];
+                    schemas?: string[];
+                } & {
+                    [key: string]: unknown;
+                };
+            };
+        };
+        responses: {
+            /** @description Client error (RFC 7644 error) */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        detail?: string;
+                        schemas: string[];
+                        /** @description invalidFilter, uniqueness, invalidPath, invalidValue, … */
+                        scimType?: string;
+                        /** @description the HTTP status, as a string */
+                        status: string;
+                    };
+                };
+            };
+            /** @description Server error (RFC 7644 error) */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        detail?: string;
+                        schemas: string[];
+                        /** @description invalidFilter, uniqueness, invalidPath, invalidValue, … */
+                        scimType?: string;
+                        /** @description the HTTP status, as a string */
+                        status: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        displayName?: string;
+                        externalId?: string;
+                        id: string;
+                        members?: ({
+                            display?: string;
+                            primary?: boolean | string;
+                            type?: string;
+                            value?: string;
+                        } & {
+                            [key: string]: unknown;
+                        })[];
+                        meta?: {
+                            /** Format: date-time */
+                            created: string;
+                            /** Format: date-time */
+                            lastModified: string;
+                            location: string;
+                            resourceType: string;
+                            /** @description weak ETag of the resource */
+                            version: string;
+                        };
+                        schemas: string[];
+                    };
+                };
+            };
+        };
+    };
+    "scim.groups.get": {
+        parameters: {
+            query?: {
+                /** @description comma-separated attribute paths to return */
+                attributes?: string;
+                /** @description comma-separated attribute paths to leave out */
+                excludedAttributes?: string;
+            };
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Client error (RFC 7644 error) */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        detail?: string;
+                        schemas: string[];
+                        /** @description invalidFilter, uniqueness, invalidPath, invalidValue, … */
+                        scimType?: string;
+                        /** @description the HTTP status, as a string */
+                        status: string;
+                    };
+                };
+            };
+            /** @description Server error (RFC 7644 error) */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        detail?: string;
+                        schemas: string[];
+                        /** @description invalidFilter, uniqueness, invalidPath, invalidValue, … */
+                        scimType?: string;
+                        /** @description the HTTP status, as a string */
+                        status: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        displayName?: string;
+                        externalId?: string;
+                        id: string;
+                        members?: ({
+                            display?: string;
+                            primary?: boolean | string;
+                            type?: string;
+                            value?: string;
+                        } & {
+                            [key: string]: unknown;
+                        })[];
+                        meta?: {
+                            /** Format: date-time */
+                            created: string;
+                            /** Format: date-time */
+                            lastModified: string;
+                            location: string;
+                            resourceType: string;
+                            /** @description weak ETag of the resource */
+                            version: string;
+                        };
+                        schemas: string[];
+                    };
+                };
+            };
+        };
+    };
+    "scim.groups.update": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    displayName: string;
+                    externalId?: string | null;
+                    id?: string;
+                    members?: ({
+                        display?: string;
+                        primary?: boolean | string;
+                        type?: string;
+                        value?: string;
+                    } & {
+                        [key: string]: unknown;
+                    })[];
+                    schemas?: string[];
+                } & {
+                    [key: string]: unknown;
+                };
+                "application/scim+json": {
+                    displayName: string;
+                    externalId?: string | null;
+                    id?: string;
+                    members?: ({
+                        display?: string;
+                        primary?: boolean | string;
+                        type?: string;
+                        value?: string;
+                    } & {
+                        [key: string]: unknown;
+                    })[];
+                    schemas?: string[];
+                } & {
+                    [key: string]: unknown;
+                };
+            };
+        };
+        responses: {
+            /** @description Client error (RFC 7644 error) */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        detail?: string;
+                        schemas: string[];
+                        /** @description invalidFilter, uniqueness, invalidPath, invalidValue, … */
+                        scimType?: string;
+                        /** @description the HTTP status, as a string */
+                        status: string;
+                    };
+                };
+            };
+            /** @description Server error (RFC 7644 error) */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        detail?: string;
+                        schemas: string[];
+                        /** @description invalidFilter, uniqueness, invalidPath, invalidValue, … */
+                        scimType?: string;
+                        /** @description the HTTP status, as a string */
+                        status: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        displayName?: string;
+                        externalId?: string;
+                        id: string;
+                        members?: ({
+                            display?: string;
+                            primary?: boolean | string;
+                            type?: string;
+                            value?: string;
+                        } & {
+                            [key: string]: unknown;
+                        })[];
+                        meta?: {
+                            /** Format: date-time */
+                            created: string;
+                            /** Format: date-time */
+                            lastModified: string;
+                            location: string;
+                            resourceType: string;
+                            /** @description weak ETag of the resource */
+                            version: string;
+                        };
+                        schemas: string[];
+                    };
+                };
+            };
+        };
+    };
+    "scim.groups.delete": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Client error (RFC 7644 error) */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        detail?: string;
+                        schemas: string[];
+                        /** @description invalidFilter, uniqueness, invalidPath, invalidValue, … */
+                        scimType?: string;
+                        /** @description the HTTP status, as a string */
+                        status: string;
+                    };
+                };
+            };
+            /** @description Server error (RFC 7644 error) */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        detail?: string;
+                        schemas: string[];
+                        /** @description invalidFilter, uniqueness, invalidPath, invalidValue, … */
+                        scimType?: string;
+                        /** @description the HTTP status, as a string */
+                        status: string;
+                    };
+                };
+            };
+            /** @description deleted */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    "scim.groups.patch": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    Operations: ({
+                        /** @description add, replace or remove (any case: Entra ID sends "Replace") */
+                        op: string;
+                        path?: string;
+                        value?: unknown;
+                    } & {
+                        [key: string]: unknown;
+                    })[];
+                    schemas: string[];
+                } & {
+                    [key: string]: unknown;
+                };
+                "application/scim+json": {
+                    Operations: ({
+                        /** @description add, replace or remove (any case: Entra ID sends "Replace") */
+                        op: string;
+                        path?: string;
+                        value?: unknown;
+                    } & {
+                        [key: string]: unknown;
+                    })[];
+                    schemas: string[];
+                } & {
+                    [key: string]: unknown;
+                };
+            };
+        };
+        responses: {
+            /** @description Client error (RFC 7644 error) */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        detail?: string;
+                        schemas: string[];
+                        /** @description invalidFilter, uniqueness, invalidPath, invalidValue, … */
+                        scimType?: string;
+                        /** @description the HTTP status, as a string */
+                        status: string;
+                    };
+                };
+            };
+            /** @description Server error (RFC 7644 error) */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        detail?: string;
+                        schemas: string[];
+                        /** @description invalidFilter, uniqueness, invalidPath, invalidValue, … */
+                        scimType?: string;
+                        /** @description the HTTP status, as a string */
+                        status: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        displayName?: string;
+                        externalId?: string;
+                        id: string;
+                        members?: ({
+                            display?: string;
+                            primary?: boolean | string;
+                            type?: string;
+                            value?: string;
+                        } & {
+                            [key: string]: unknown;
+                        })[];
+                        meta?: {
+                            /** Format: date-time */
+                            created: string;
+                            /** Format: date-time */
+                            lastModified: string;
+                            location: string;
+                            resourceType: string;
+                            /** @description weak ETag of the resource */
+                            version: string;
+                        };
+                        schemas: string[];
+                    };
+                };
+            };
+        };
+    };
+    "scim.resourceTypes.list": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Client error (RFC 7644 error) */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        detail?: string;
+                        schemas: string[];
+                        /** @description invalidFilter, uniqueness, invalidPath, invalidValue, … */
+                        scimType?: string;
+                        /** @description the HTTP status, as a string */
+                        status: string;
+                    };
+                };
+            };
+            /** @description Server error (RFC 7644 error) */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        detail?: string;
+                        schemas: string[];
+                        /** @description invalidFilter, uniqueness, invalidPath, invalidValue, … */
+                        scimType?: string;
+                        /** @description the HTTP status, as a string */
+                        status: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        itemsPerPage: number;
+                        Resources: ({
+                            schemas: string[];
+                        } & {
+                            [key: string]: unknown;
+                        })[];
+                        schemas: string[];
+                        startIndex: number;
+                        totalResults: number;
+                    };
+                };
+            };
+        };
+    };
+    "scim.resourceTypes.get": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Client error (RFC 7644 error) */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        detail?: string;
+                        schemas: string[];
+                        /** @description invalidFilter, uniqueness, invalidPath, invalidValue, … */
+                        scimType?: string;
+                        /** @description the HTTP status, as a string */
+                        status: string;
+                    };
+                };
+            };
+            /** @description Server error (RFC 7644 error) */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        detail?: string;
+                        schemas: string[];
+                        /** @description invalidFilter, uniqueness, invalidPath, invalidValue, … */
+                        scimType?: string;
+                        /** @description the HTTP status, as a string */
+                        status: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: string[];
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+        };
+    };
+    "scim.schemas.list": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Client error (RFC 7644 error) */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        detail?: string;
+                        schemas: string[];
+                        /** @description invalidFilter, uniqueness, invalidPath, invalidValue, … */
+                        scimType?: string;
+                        /** @description the HTTP status, as a string */
+                        status: string;
+                    };
+                };
+            };
+            /** @description Server error (RFC 7644 error) */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        detail?: string;
+                        schemas: string[];
+                        /** @description invalidFilter, uniqueness, invalidPath, invalidValue, … */
+                        scimType?: string;
+                        /** @description the HTTP status, as a string */
+                        status: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        itemsPerPage: number;
+                        Resources: ({
+                            schemas: string[];
+                        } & {
+                            [key: string]: unknown;
+                        })[];
+                        schemas: string[];
+                        startIndex: number;
+                        totalResults: number;
+                    };
+                };
+            };
+        };
+    };
+    "scim.schemas.get": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Client error (RFC 7644 error) */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        detail?: string;
+                        schemas: string[];
+                        /** @description invalidFilter, uniqueness, invalidPath, invalidValue, … */
+                        scimType?: string;
+                        /** @description the HTTP status, as a string */
+                        status: string;
+                    };
+                };
+            };
+            /** @description Server error (RFC 7644 error) */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        detail?: string;
+                        schemas: string[];
+                        /** @description invalidFilter, uniqueness, invalidPath, invalidValue, … */
+                        scimType?: string;
+                        /** @description the HTTP status, as a string */
+                        status: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: string[];
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+        };
+    };
+    "scim.serviceProviderConfig": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Client error (RFC 7644 error) */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        detail?: string;
+                        schemas: string[];
+                        /** @description invalidFilter, uniqueness, invalidPath, invalidValue, … */
+                        scimType?: string;
+                        /** @description the HTTP status, as a string */
+                        status: string;
+                    };
+                };
+            };
+            /** @description Server error (RFC 7644 error) */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        detail?: string;
+                        schemas: string[];
+                        /** @description invalidFilter, uniqueness, invalidPath, invalidValue, … */
+                        scimType?: string;
+                        /** @description the HTTP status, as a string */
+                        status: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        schemas: string[];
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+        };
+    };
+    "scim.users.list": {
+        parameters: {
+            query?: {
+                /** @description comma-separated attribute paths to return */
+                attributes?: string;
+                /** @description results per page (default 100, at most 1000) */
+                count?: number;
+                /** @description comma-separated attribute paths to leave out */
+                excludedAttributes?: string;
+                /** @description RFC 7644 §3.4.2.2 filter, e.g. userName eq "anna" */
+                filter?: string;
+                sortBy?: string;
+                sortOrder?: "ascending" | "descending";
+                /** @description 1-based index of the first result (default 1) */
+                startIndex?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Client error (RFC 7644 error) */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        detail?: string;
+                        schemas: string[];
+                        /** @description invalidFilter, uniqueness, invalidPath, invalidValue, … */
+                        scimType?: string;
+                        /** @description the HTTP status, as a string */
+                        status: string;
+                    };
+                };
+            };
+            /** @description Server error (RFC 7644 error) */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        detail?: string;
+                        schemas: string[];
+                        /** @description invalidFilter, uniqueness, invalidPath, invalidValue, … */
+                        scimType?: string;
+                        /** @description the HTTP status, as a string */
+                        status: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        itemsPerPage: number;
+                        Resources: components["schemas"]["ScimUser"][];
+                        schemas: string[];
+                        startIndex: number;
+                        totalResults: number;
+                    };
+                };
+            };
+        };
+    };
+    "scim.users.create": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    active?: boolean | string;
+                    displayName?: string | null;
+                    emails?: ({
+                        display?: string;
+                        primary?: boolean | string;
+                        type?: string;
+                        value?: string;
+                    } & {
+                        [key: string]: unknown;
+                    })[];
+                    externalId?: string | null;
+                    id?: string;
+                    name?: {
+                        familyName?: string | null;
+                        formatted?: string | null;
+                        givenName?: string | null;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                    /** @description write-only */
+                    password?: string;
+                    phoneNumbers?: ({
+                        display?: string;
+                        primary?: boolean | string;
+                        type?: string;
+                        value?: string;
+                    } & {
+                        [key: string]: unknown;
+                    })[];
+                    preferredLanguage?: string | null;
+                    schemas?: string[];
+                    "urn:ietf:params:scim:schemas:extension:enterprise:2.0:User"?: {
+                        employeeNumber?: string | null;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                    userName: string;
+                } & {
+                    [key: string]: unknown;
+                };
+                "application/scim+json": {
+                    active?: boolean | string;
+                    displayName?: string | null;
+                    emails?: ({
+                        display?: string;
+                        primary?: boolean | string;
+                        type?: string;
+                        value?: string;
+                    } & {
+                        [key: string]: unknown;
+                    })[];
+                    externalId?: string | null;
+                    id?: string;
+                    name?: {
+                        familyName?: string | null;
+                        formatted?: string | null;
+                        givenName?: string | null;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                    /** @description write-only */
+                    password?: string;
+                    phoneNumbers?: ({
+                        display?: string;
+                        primary?: boolean | string;
+                        type?: string;
+                        value?: string;
+                    } & {
+                        [key: string]: unknown;
+                    })[];
+                    preferredLanguage?: string | null;
+                    schemas?: string[];
+                    "urn:ietf:params:scim:schemas:extension:enterprise:2.0:User"?: {
+                        employeeNumber?: string | null;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                    userName: string;
+                } & {
+                    [key: string]: unknown;
+                };
+            };
+        };
+        responses: {
+            /** @description Client error (RFC 7644 error) */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        detail?: string;
+                        schemas: string[];
+                        /** @description invalidFilter, uniqueness, invalidPath, invalidValue, … */
+                        scimType?: string;
+                        /** @description the HTTP status, as a string */
+                        status: string;
+                    };
+                };
+            };
+            /** @description Server error (RFC 7644 error) */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        detail?: string;
+                        schemas: string[];
+                        /** @description invalidFilter, uniqueness, invalidPath, invalidValue, … */
+                        scimType?: string;
+                        /** @description the HTTP status, as a string */
+                        status: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        active?: boolean;
+                        displayName?: string;
+                        emails?: ({
+                            display?: string;
+                            primary?: boolean | string;
+                            type?: string;
+                            value?: string;
+                        } & {
+                            [key: string]: unknown;
+                        })[];
+                        externalId?: string;
+                        groups?: ({
+                            display?: string;
+                            primary?: boolean | string;
+                            type?: string;
+                            value?: string;
+                        } & {
+                            [key: string]: unknown;
+                        })[];
+                        id: string;
+                        meta?: {
+                            /** Format: date-time */
+                            created: string;
+                            /** Format: date-time */
+                            lastModified: string;
+                            location: string;
+                            resourceType: string;
+                            /** @description weak ETag of the resource */
+                            version: string;
+                        };
+                        name?: {
+                            familyName?: string;
+                            formatted?: string;
+                            givenName?: string;
+                        };
+                        phoneNumbers?: ({
+                            display?: string;
+                            primary?: boolean | string;
+                            type?: string;
+                            value?: string;
+                        } & {
+                            [key: string]: unknown;
+                        })[];
+                        preferredLanguage?: string;
+                        schemas: string[];
+                        "urn:ietf:params:scim:schemas:extension:enterprise:2.0:User"?: {
+                            employeeNumber?: string;
+                        };
+                        userName?: string;
+                    };
+                };
+            };
+        };
+    };
+    "scim.users.get": {
+        parameters: {
+            query?: {
+                /** @description comma-separated attribute paths to return */
+                attributes?: string;
+                /** @description comma-separated attribute paths to leave out */
+                excludedAttributes?: string;
+            };
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Client error (RFC 7644 error) */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        detail?: string;
+                        schemas: string[];
+                        /** @description invalidFilter, uniqueness, invalidPath, invalidValue, … */
+                        scimType?: string;
+                        /** @description the HTTP status, as a string */
+                        status: string;
+                    };
+                };
+            };
+            /** @description Server error (RFC 7644 error) */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        detail?: string;
+                        schemas: string[];
+                        /** @description invalidFilter, uniqueness, invalidPath, invalidValue, … */
+                        scimType?: string;
+                        /** @description the HTTP status, as a string */
+                        status: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        active?: boolean;
+                        displayName?: string;
+                        emails?: ({
+                            display?: string;
+                            primary?: boolean | string;
+                            type?: string;
+                            value?: string;
+                        } & {
+                            [key: string]: unknown;
+                        })[];
+                        externalId?: string;
+                        groups?: ({
+                            display?: string;
+                            primary?: boolean | string;
+                            type?: string;
+                            value?: string;
+                        } & {
+                            [key: string]: unknown;
+                        })[];
+                        id: string;
+                        meta?: {
+                            /** Format: date-time */
+                            created: string;
+                            /** Format: date-time */
+                            lastModified: string;
+                            location: string;
+                            resourceType: string;
+                            /** @description weak ETag of the resource */
+                            version: string;
+                        };
+                        name?: {
+                            familyName?: string;
+                            formatted?: string;
+                            givenName?: string;
+                        };
+                        phoneNumbers?: ({
+                            display?: string;
+                            primary?: boolean | string;
+                            type?: string;
+                            value?: string;
+                        } & {
+                            [key: string]: unknown;
+                        })[];
+                        preferredLanguage?: string;
+                        schemas: string[];
+                        "urn:ietf:params:scim:schemas:extension:enterprise:2.0:User"?: {
+                            employeeNumber?: string;
+                        };
+                        userName?: string;
+                    };
+                };
+            };
+        };
+    };
+    "scim.users.update": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    active?: boolean | string;
+                    displayName?: string | null;
+                    emails?: ({
+                        display?: string;
+                        primary?: boolean | string;
+                        type?: string;
+                        value?: string;
+                    } & {
+                        [key: string]: unknown;
+                    })[];
+                    externalId?: string | null;
+                    id?: string;
+                    name?: {
+                        familyName?: string | null;
+                        formatted?: string | null;
+                        givenName?: string | null;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                    /** @description write-only */
+                    password?: string;
+                    phoneNumbers?: ({
+                        display?: string;
+                        primary?: boolean | string;
+                        type?: string;
+                        value?: string;
+                    } & {
+                        [key: string]: unknown;
+                    })[];
+                    preferredLanguage?: string | null;
+                    schemas?: string[];
+                    "urn:ietf:params:scim:schemas:extension:enterprise:2.0:User"?: {
+                        employeeNumber?: string | null;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                    userName: string;
+                } & {
+                    [key: string]: unknown;
+                };
+                "application/scim+json": {
+                    active?: boolean | string;
+                    displayName?: string | null;
+                    emails?: ({
+                        display?: string;
+                        primary?: boolean | string;
+                        type?: string;
+                        value?: string;
+                    } & {
+                        [key: string]: unknown;
+                    })[];
+                    externalId?: string | null;
+                    id?: string;
+                    name?: {
+                        familyName?: string | null;
+                        formatted?: string | null;
+                        givenName?: string | null;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                    /** @description write-only */
+                    password?: string;
+                    phoneNumbers?: ({
+                        display?: string;
+                        primary?: boolean | string;
+                        type?: string;
+                        value?: string;
+                    } & {
+                        [key: string]: unknown;
+                    })[];
+                    preferredLanguage?: string | null;
+                    schemas?: string[];
+                    "urn:ietf:params:scim:schemas:extension:enterprise:2.0:User"?: {
+                        employeeNumber?: string | null;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                    userName: string;
+                } & {
+                    [key: string]: unknown;
+                };
+            };
+        };
+        responses: {
+            /** @description Client error (RFC 7644 error) */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        detail?: string;
+                        schemas: string[];
+                        /** @description invalidFilter, uniqueness, invalidPath, invalidValue, … */
+                        scimType?: string;
+                        /** @description the HTTP status, as a string */
+                        status: string;
+                    };
+                };
+            };
+            /** @description Server error (RFC 7644 error) */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        detail?: string;
+                        schemas: string[];
+                        /** @description invalidFilter, uniqueness, invalidPath, invalidValue, … */
+                        scimType?: string;
+                        /** @description the HTTP status, as a string */
+                        status: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        active?: boolean;
+                        displayName?: string;
+                        emails?: ({
+                            display?: string;
+                            primary?: boolean | string;
+                            type?: string;
+                            value?: string;
+                        } & {
+                            [key: string]: unknown;
+                        })[];
+                        externalId?: string;
+                        groups?: ({
+                            display?: string;
+                            primary?: boolean | string;
+                            type?: string;
+                            value?: string;
+                        } & {
+                            [key: string]: unknown;
+                        })[];
+                        id: string;
+                        meta?: {
+                            /** Format: date-time */
+                            created: string;
+                            /** Format: date-time */
+                            lastModified: string;
+                            location: string;
+                            resourceType: string;
+                            /** @description weak ETag of the resource */
+                            version: string;
+                        };
+                        name?: {
+                            familyName?: string;
+                            formatted?: string;
+                            givenName?: string;
+                        };
+                        phoneNumbers?: ({
+                            display?: string;
+                            primary?: boolean | string;
+                            type?: string;
+                            value?: string;
+                        } & {
+                            [key: string]: unknown;
+                        })[];
+                        preferredLanguage?: string;
+                        schemas: string[];
+                        "urn:ietf:params:scim:schemas:extension:enterprise:2.0:User"?: {
+                            employeeNumber?: string;
+                        };
+                        userName?: string;
+                    };
+                };
+            };
+        };
+    };
+    "scim.users.delete": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Client error (RFC 7644 error) */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        detail?: string;
+                        schemas: string[];
+                        /** @description invalidFilter, uniqueness, invalidPath, invalidValue, … */
+                        scimType?: string;
+                        /** @description the HTTP status, as a string */
+                        status: string;
+                    };
+                };
+            };
+            /** @description Server error (RFC 7644 error) */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        detail?: string;
+                        schemas: string[];
+                        /** @description invalidFilter, uniqueness, invalidPath, invalidValue, … */
+                        scimType?: string;
+                        /** @description the HTTP status, as a string */
+                        status: string;
+                    };
+                };
+            };
+            /** @description deleted */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    "scim.users.patch": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    Operations: ({
+                        /** @description add, replace or remove (any case: Entra ID sends "Replace") */
+                        op: string;
+                        path?: string;
+                        value?: unknown;
+                    } & {
+                        [key: string]: unknown;
+                    })[];
+                    schemas: string[];
+                } & {
+                    [key: string]: unknown;
+                };
+                "application/scim+json": {
+                    Operations: ({
+                        /** @description add, replace or remove (any case: Entra ID sends "Replace") */
+                        op: string;
+                        path?: string;
+                        value?: unknown;
+                    } & {
+                        [key: string]: unknown;
+                    })[];
+                    schemas: string[];
+                } & {
+                    [key: string]: unknown;
+                };
+            };
+        };
+        responses: {
+            /** @description Client error (RFC 7644 error) */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        detail?: string;
+                        schemas: string[];
+                        /** @description invalidFilter, uniqueness, invalidPath, invalidValue, … */
+                        scimType?: string;
+                        /** @description the HTTP status, as a string */
+                        status: string;
+                    };
+                };
+            };
+            /** @description Server error (RFC 7644 error) */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        detail?: string;
+                        schemas: string[];
+                        /** @description invalidFilter, uniqueness, invalidPath, invalidValue, … */
+                        scimType?: string;
+                        /** @description the HTTP status, as a string */
+                        status: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        active?: boolean;
+                        displayName?: string;
+                        emails?: ({
+                            display?: string;
+                            primary?: boolean | string;
+                            type?: string;
+                            value?: string;
+                        } & {
+                            [key: string]: unknown;
+                        })[];
+                        externalId?: string;
+                        groups?: ({
+                            display?: string;
+                            primary?: boolean | string;
+                            type?: string;
+                            value?: string;
+                        } & {
+                            [key: string]: unknown;
+                        })[];
+                        id: string;
+                        meta?: {
+                            /** Format: date-time */
+                            created: string;
+                            /** Format: date-time */
+                            lastModified: string;
+                            location: string;
+                            resourceType: string;
+                            /** @description weak ETag of the resource */
+                            version: string;
+                        };
+                        name?: {
+                            familyName?: string;
+                            formatted?: string;
+                            givenName?: string;
+                        };
+                        phoneNumbers?: ({
+                            display?: string;
+                            primary?: boolean | string;
+                            type?: string;
+                            value?: string;
+                        } & {
+                            [key: string]: unknown;
+                        })[];
+                        preferredLanguage?: string;
+                        schemas: string[];
+                        "urn:ietf:params:scim:schemas:extension:enterprise:2.0:User"?: {
+                            employeeNumber?: string;
+                        };
+                        userName?: string;
                     };
                 };
             };

@@ -18,6 +18,7 @@ import { formsModule } from './forms/index.js'
 import { infoboardModule } from './infoboard/index.js'
 import { manualsModule } from './manuals/index.js'
 import { tasksModule } from './tasks/index.js'
+import { scimModule } from './scim/index.js'
 
 /** Every domain module, in registration order. The composition root (app.ts, worker) reads this list. */
 export const appModules: AppModule[] = [
@@ -40,4 +41,5 @@ export const appModules: AppModule[] = [
   sharedItemsModule,
   auditModule,
   accessModule,
+  scimModule,
 ]

@@ -2,13 +2,15 @@
  * Property-based input fuzzing generated from /api/openapi.json (contract 90): ≥ 5,000 requests
  * across every documented route, with wrong types, missing and extra fields, huge strings, unicode,
  * deep bracket nesting and SQL/HTML metacharacters in filter/sort/selects. Invariants: no 5xx, every
- * error is application/problem+json, /health/ready still answers 200. FUZZ_SEED / FUZZ_RUNS override.
+ * error is application/problem+json (under /scim/v2: an RFC 7644 document, application/scim+json, the
+ * requests sent with a SCIM token), /health/ready still answers 200. FUZZ_SEED / FUZZ_RUNS override.
  */
 import assert from 'node:assert/strict'
 import { after, before, test } from 'node:test'
 import fc from 'fast-check'
 import type { FastifyInstance } from 'fastify'
 import { testDb } from '../helpers/test-database.js'
+import { createScimToken } from '../../src/modules/scim/index.js'
 import { buildTenantFixtures, type TenantFixtures } from './support/fixtures.js'
 import { appWithRouteTable } from './support/routes.js'
 
@@ -27,11 +29,13 @@ const NOT_FUZZED = new Set(['GET /api/notifications/stream'])
 
 let app: FastifyInstance
 let f: TenantFixtures
+let scimToken: string
 const operations: Operation[] = []
 
 before(async () => {
   ;({ app } = await appWithRouteTable())
   f = await buildTenantFixtures(db)
+  scimToken = (await createScimToken(db, f.tenant.id, null, { name: 'fuzz' })).token
   const doc = (await app.inject({ method: 'GET', url: '/api/openapi.json' })).json() as {
     paths: Record<string, Record<string, Schema>>
     components?: { schemas?: Record<string, Schema> }
@@ -297,7 +301,9 @@ test(
           payload,
           headers: {
             ...(contentType ? { 'content-type': contentType } : {}),
-            ...(authenticated ? { authorization: `Bearer ${f.tenant.adminToken}` } : {}),
+            ...(authenticated
+              ? { authorization: `Bearer ${op.path.startsWith('/scim/') ? scimToken : f.tenant.adminToken}` }
+              : {}),
           },
         })
         requests++
@@ -309,7 +315,7 @@ test(
         if (res.statusCode >= 400)
           assert.equal(
             res.headers['content-type'],
-            'application/problem+json',
+            op.path.startsWith('/scim/') ? 'application/scim+json; charset=utf-8' : 'application/problem+json',
             `${op.method} ${url} → ${res.statusCode} with ${res.headers['content-type']}`,
           )
       }),

@@ -16,6 +16,11 @@ export const AuditRecordSchema = Type.Object({
   id: Opt(Type.Integer()),
   created_at: Opt(Type.String()),
   actor_id: Opt(Type.Union([Type.Integer(), Type.Null()])),
+  actor: Opt(
+    Type.Union([Type.String(), Type.Null()], {
+      description: '`scim:<token id>` when a SCIM client made the change (actor_id is null then)',
+    }),
+  ),
   action: Opt(Type.String({ description: 'stable dotted name, e.g. user.blackout' })),
   target_type: Opt(Type.String()),
   target_id: Opt(Type.Union([Type.String(), Type.Null()])),

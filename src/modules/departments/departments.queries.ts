@@ -7,7 +7,12 @@ export const selectDepartments = (db: Db, tenantId: number) =>
 export function insertDepartment(
   db: Db,
   tenantId: number,
-  values: { name: string; folder_id?: number | null; notification_setting_id?: number | null },
+  values: {
+    name: string
+    folder_id?: number | null
+    notification_setting_id?: number | null
+    external_id?: string | null
+  },
 ) {
   return db
     .insertInto('departments')
@@ -16,6 +21,7 @@ export function insertDepartment(
       name: values.name,
       folder_id: values.folder_id ?? null,
       notification_setting_id: values.notification_setting_id ?? null,
+      external_id: values.external_id ?? null,
     })
     .returning('id')
     .executeTakeFirstOrThrow()
@@ -25,7 +31,12 @@ export function updateDepartment(
   db: Db,
   tenantId: number,
   id: number,
-  values: { name?: string; folder_id?: number | null; notification_setting_id?: number | null },
+  values: {
+    name?: string
+    folder_id?: number | null
+    notification_setting_id?: number | null
+    external_id?: string | null
+  },
 ) {
   return db
     .updateTable('departments')

@@ -13,6 +13,10 @@ import { departmentResource } from './departments.resource.js'
 import type { CreateDepartmentBody, UpdateDepartmentBody } from './departments.schemas.js'
 
 export type DepartmentsService = ReturnType<typeof createDepartmentsService>
+/** What only a SCIM client sets on a department: the identity provider's id of the group. */
+export interface DepartmentExtras {
+  external_id?: string | null
+}
 
 export function createDepartmentsService({ db }: AppDeps) {
   const ctx = (actor: Actor) => ({ db, tenantId: actor.tenantId, actor })
@@ -52,28 +56,29 @@ export function createDepartmentsService({ db }: AppDeps) {
   }
 
   /** Creates a department, optionally with members. */
-  async function createDepartment(actor: Actor, body: CreateDepartmentBody) {
+  async function createDepartment(actor: Actor, body: CreateDepartmentBody, extras: DepartmentExtras = {}) {
     requirePermission(actor, 'departments.manage')
     return db.transaction().execute(async (trx) => {
       await checkReferences(trx, actor, body)
-      const { id } = await queries.insertDepartment(trx, actor.tenantId, body)
+      const { id } = await queries.insertDepartment(trx, actor.tenantId, { ...body, ...extras })
       if (body.user_ids) await queries.replaceMembers(trx, actor.tenantId, id, body.user_ids)
       await recordAudit(trx, {
         tenantId: actor.tenantId,
         action: 'department.create',
         targetType: 'department',
         targetId: id,
-        changes: diff(undefined, body),
+        changes: diff(undefined, { ...body, ...extras }),
       })
       return getDepartment({ ...actor, permissions: new Set(['*']) }, id, {}, trx)
     })
   }
 
   /** Updates a department; a sent `user_ids` replaces the membership. */
-  async function updateDepartment(actor: Actor, id: number, body: UpdateDepartmentBody) {
+  async function updateDepartment(actor: Actor, id: number, body: UpdateDepartmentBody, extras: DepartmentExtras = {}) {
     requirePermission(actor, 'departments.manage')
     return db.transaction().execute(async (trx) => {
-      const { user_ids: userIds, ...fields } = body
+      const { user_ids: userIds, ...sent } = body
+      const fields = { ...sent, ...extras }
       // the stored row and members, locked, as the audit records' "before"
       const before = await trx
         .selectFrom('departments')

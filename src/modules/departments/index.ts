@@ -6,3 +6,6 @@ export const departmentsModule: AppModule = {
   name: 'departments',
   routes: (app, deps) => departmentsRoutes(app, { departments: createDepartmentsService(deps) }),
 }
+
+export { createDepartmentsService } from './departments.service.js'
+export type { DepartmentsService, DepartmentExtras } from './departments.service.js'

@@ -1,4 +1,4 @@
-import type { AppModule } from '../../platform/app-module.js'
+import type { AppDeps, AppModule } from '../../platform/app-module.js'
 import { createFileStorage } from '../../platform/storage/file-storage.js'
 import { createProfilePictures } from './users-pictures.js'
 import { createUsersImportService } from './users-import.service.js'
@@ -11,6 +11,16 @@ export { insertUser, findPresentedUser } from './users.queries.js'
 export { userResource } from './users.resource.js'
 export { UserSchema, BASIC_USER_FIELDS } from './users.schemas.js'
 export { deriveActiveForAllTenants } from './users.jobs.js'
+
+export type { UsersService, ProvisionedUserBody, ProvisionedUserUpdate } from './users.service.js'
+export type { UsersLifecycleService } from './users-lifecycle.service.js'
+export { USERNAME_PATTERN } from './users.schemas.js'
+
+/** The users and lifecycle services as the users routes use them (SCIM provisioning goes through the same). */
+export function createUserServices(deps: AppDeps) {
+  const pictures = createProfilePictures(createFileStorage(deps.config.storageDir))
+  return { users: createUsersService(deps, pictures), lifecycle: createUsersLifecycleService(deps, pictures) }
+}
 
 export const usersModule: AppModule = {
   name: 'users',

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto'
 import { deleteUserSubscriptions } from '../notifications/index.js'
 import { sql } from 'kysely'
 import type { AppDeps } from '../../platform/app-module.js'
-import type { Actor } from '../../platform/auth/actor.js'
+import { actingUserId, type Actor } from '../../platform/auth/actor.js'
 import { UNUSABLE_PASSWORD_HASH } from '../../platform/auth/passwords.js'
 import { requirePermission } from '../../platform/auth/require-permission.js'
 import { revokeUserTokens } from '../../platform/auth/tokens.js'
@@ -30,6 +30,7 @@ const PERSONAL_COLUMNS = [
   'leaving_date',
   'staff_number',
   'default_route',
+  'external_id',
 ] as const
 
 export function createUsersLifecycleService(deps: AppDeps, pictures: ProfilePictures) {
@@ -37,7 +38,7 @@ export function createUsersLifecycleService(deps: AppDeps, pictures: ProfilePict
   const event = (actor: Actor, type: string, id: number) => ({
     type,
     tenantId: actor.tenantId,
-    actorId: actor.userId,
+    actorId: actingUserId(actor),
     subjectType: 'user',
     subjectId: id,
   })

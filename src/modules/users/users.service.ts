@@ -1,7 +1,7 @@
 import type { Updateable } from 'kysely'
 import type { AppDeps } from '../../platform/app-module.js'
-import type { Actor } from '../../platform/auth/actor.js'
-import { hashPassword, verifyPassword } from '../../platform/auth/passwords.js'
+import { actingUserId, type Actor } from '../../platform/auth/actor.js'
+import { hashPassword, UNUSABLE_PASSWORD_HASH, verifyPassword } from '../../platform/auth/passwords.js'
 import { can } from '../../platform/auth/permissions.js'
 import { requirePermission } from '../../platform/auth/require-permission.js'
 import { revokeUserTokens } from '../../platform/auth/tokens.js'
@@ -37,6 +37,10 @@ import {
 import { BASIC_USER_FIELDS, type CreateUserBody, type UpdateUserBody, type UserInput } from './users.schemas.js'
 
 export type UsersService = ReturnType<typeof createUsersService>
+/** A create body whose password may be absent (SCIM provisioning); the API's body requires one. */
+export type ProvisionedUserBody = Omit<CreateUserBody, 'password'> & { password?: string; external_id?: string | null }
+/** An update body with the identity provider's id (SCIM provisioning only). */
+export type ProvisionedUserUpdate = UpdateUserBody & { external_id?: string | null }
 
 /** Keys a user may change on their own record without `users.update` (contract 00 §5: profile fields). */
 const SELF_EDITABLE = new Set([
@@ -173,8 +177,11 @@ export function createUsersService(deps: AppDeps, pictures: ProfilePictures) {
     }
   }
 
-  /** Creates a user (optionally with a profile picture); `active` defaults to what the dates say. */
-  async function createUser(actor: Actor, body: CreateUserBody, upload?: UploadedFile) {
+  /**
+   * Creates a user (optionally with a profile picture); `active` defaults to what the dates say. Without
+   * a password (a SCIM client may send none) the account cannot log in with one.
+   */
+  async function createUser(actor: Actor, body: ProvisionedUserBody, upload?: UploadedFile) {
     requirePermission(actor, 'users.create')
     if (body.prevent_logout && !can(actor, 'users.administrate'))
       throw forbidden('Setting prevent_logout requires the "users.administrate" permission')
@@ -193,7 +200,7 @@ export function createUsersService(deps: AppDeps, pictures: ProfilePictures) {
       tenant_id: actor.tenantId,
       username: input.username!,
       role_id: input.role_id!,
-      password_hash: await hashPassword(input.password!),
+      password_hash: input.password === undefined ? UNUSABLE_PASSWORD_HASH : await hashPassword(input.password),
       first_name: groupAccount ? '' : input.first_name!.trim(),
       last_name: groupAccount ? '' : input.last_name!.trim(),
       active: input.active ?? deriveActive(input.entering_date, input.leaving_date),
@@ -208,7 +215,7 @@ export function createUsersService(deps: AppDeps, pictures: ProfilePictures) {
           await recordDomainEvent(trx, {
             type: 'user.created',
             tenantId: actor.tenantId,
-            actorId: actor.userId,
+            actorId: actingUserId(actor),
             subjectType: 'user',
             subjectId: id,
             audit: diff(undefined, { ...recorded, profile_picture: profilePicture ?? null }),
@@ -220,7 +227,7 @@ export function createUsersService(deps: AppDeps, pictures: ProfilePictures) {
   }
 
   /** Updates a user: self for profile fields, `users.update` for others (contract 10 update rules). */
-  async function updateUser(actor: Actor, id: number, body: UpdateUserBody, upload?: UploadedFile) {
+  async function updateUser(actor: Actor, id: number, body: ProvisionedUserUpdate, upload?: UploadedFile) {
     const self = id === actor.userId
     if (!self) requirePermission(actor, 'users.update')
     const administrate = can(actor, 'users.administrate')
@@ -327,7 +334,7 @@ export function createUsersService(deps: AppDeps, pictures: ProfilePictures) {
           await recordDomainEvent(trx, {
             type: 'user.updated',
             tenantId: actor.tenantId,
-            actorId: actor.userId,
+            actorId: actingUserId(actor),
             subjectType: 'user',
             subjectId: id,
             data: {

@@ -74,6 +74,7 @@ export interface AuditColumns {
   targetId: Array<string | null>
   changes: string[]
   actorId: Array<number | null>
+  actor: Array<string | null>
   requestId: Array<string | null>
   ip: Array<string | null>
   userAgent: Array<string | null>
@@ -91,6 +92,7 @@ export function auditColumns(entries: AuditEntry[]): AuditColumns {
     targetId: entries.map((e) => (e.targetId === null ? null : String(e.targetId))),
     changes: entries.map((e) => JSON.stringify(e.changes ?? {}, redactSecrets)),
     actorId: each(context.actorId),
+    actor: each(context.actor),
     requestId: each(context.requestId),
     ip: each(context.ip),
     userAgent: each(context.userAgent),
@@ -107,11 +109,11 @@ export function auditInsert(
   columns: AuditColumns,
   onlyIf?: RawBuilder<boolean>,
 ): RawBuilder<unknown> {
-  return sql`insert into audit_log (tenant_id, actor_id, action, target_type, target_id, changes, request_id, ip, user_agent)
-    select ${tenantId}::bigint, a.actor_id, a.action, a.target_type, a.target_id, a.changes, a.request_id, a.ip, a.user_agent
+  return sql`insert into audit_log (tenant_id, actor_id, actor, action, target_type, target_id, changes, request_id, ip, user_agent)
+    select ${tenantId}::bigint, a.actor_id, a.actor, a.action, a.target_type, a.target_id, a.changes, a.request_id, a.ip, a.user_agent
     from unnest(${columns.action}::text[], ${columns.targetType}::text[], ${columns.targetId}::text[], ${columns.changes}::jsonb[],
-      ${columns.actorId}::bigint[], ${columns.requestId}::text[], ${columns.ip}::text[], ${columns.userAgent}::text[])
-      with ordinality as a(action, target_type, target_id, changes, actor_id, request_id, ip, user_agent, n)
+      ${columns.actorId}::bigint[], ${columns.actor}::text[], ${columns.requestId}::text[], ${columns.ip}::text[], ${columns.userAgent}::text[])
+      with ordinality as a(action, target_type, target_id, changes, actor_id, actor, request_id, ip, user_agent, n)
     ${onlyIf ? sql`where ${onlyIf}` : sql``}
     order by a.n`
 }

@@ -1,5 +1,6 @@
 import { AsyncLocalStorage } from 'node:async_hooks'
 import type { FastifyInstance, FastifyRequest } from 'fastify'
+import { actingUserId, actorLabel, type Actor } from '../auth/actor.js'
 
 /**
  * Who asked, from where: set for each HTTP request that can change something, read by the audit log,
@@ -13,6 +14,8 @@ let writingRequests = 0
 
 export interface RequestContext {
   actorId: number | null
+  /** `scim:<token id>` when a SCIM client made the request (actorId is null then). */
+  actor: string | null
   requestId: string | null
   ip: string | null
   userAgent: string | null
@@ -39,10 +42,13 @@ export function registerRequestContext(app: FastifyInstance): void {
 /** The current request's context; the actor is read late, after authentication set it. */
 export function currentRequestContext(): RequestContext {
   const request = requests.getStore()
-  if (!request) return { actorId: null, requestId: null, ip: null, userAgent: null }
+  if (!request) return { actorId: null, actor: null, requestId: null, ip: null, userAgent: null }
   const agent = request.headers['user-agent']
+  // unset on a request that failed authentication (the declared type says otherwise)
+  const actor: Actor | undefined = (request as { actor?: Actor }).actor
   return {
-    actorId: (request as { actor?: { userId: number } }).actor?.userId ?? null,
+    actorId: actor ? actingUserId(actor) : null,
+    actor: actor ? actorLabel(actor) : null,
     requestId: request.id,
     ip: request.ip ?? null,
     userAgent: typeof agent === 'string' ? agent.slice(0, 500) : null,

@@ -46,6 +46,8 @@ export interface DepartmentsTable {
   name: string
   folder_id: number | null
   notification_setting_id: number | null
+  /** The identity provider's id of the group (SCIM `externalId`). */
+  external_id: Generated<string | null>
   created_at: Timestamp
   updated_at: Timestamp
 }
@@ -98,6 +100,8 @@ export interface UsersTable {
   updated_at: Timestamp
   deleted_at: NullableTimestamp
   blacked_out_at: NullableTimestamp
+  /** The identity provider's id of the user (SCIM `externalId`). */
+  external_id: Generated<string | null>
 }
 
 export interface AccessTokensTable {
@@ -341,6 +345,8 @@ export interface AuditLogTable {
   tenant_id: number
   created_at: Generated<string>
   actor_id: number | null
+  /** Who made the change when it was no user: `scim:<token id>`. */
+  actor: Generated<string | null>
   action: string
   target_type: string
   target_id: string | null
@@ -412,6 +418,20 @@ export interface Database {
   user_totp: UserTotpTable
   oidc_providers: OidcProvidersTable
   oidc_identities: OidcIdentitiesTable
+  scim_tokens: ScimTokensTable
+}
+
+/** Bearer tokens of SCIM clients (identity providers); only the SHA-256 of a token is stored. */
+export interface ScimTokensTable {
+  id: Id
+  tenant_id: number
+  name: string
+  token_hash: Buffer
+  /** The role of users a SCIM client creates. */
+  default_role_id: number
+  created_by: number | null
+  created_at: Timestamp
+  revoked_at: NullableTimestamp
 }
 
 export type Db = Kysely<Database>

@@ -52,6 +52,7 @@ export const TABLE_CLASSES: Readonly<Record<string, TableClass>> = {
   push_deliveries: 'tenant',
   push_subscriptions: 'tenant',
   roles: 'tenant',
+  scim_tokens: 'tenant',
   shared_item_accesses: 'tenant',
   shared_items: 'tenant',
   task_executions: 'tenant',

@@ -28,6 +28,7 @@ export async function registerOpenApi(app: FastifyInstance, config: Config): Pro
             description:
               'Opaque access token (wp_…) from `POST /api/auth/login`: tenant + username + password, a `login_code` after single sign-on (`GET /api/auth/oidc/{tenant}/start`), or an `mfa_token` with a TOTP or recovery code. A token of a user whose role requires MFA and who has not enrolled yet only reaches the enrollment routes (403 `mfa_enrollment_required` elsewhere).',
           },
+          scimBearer: { type: 'http', scheme: 'bearer', description: 'SCIM token (wpscim_…), for /scim/v2 only' },
         },
       },
       security: [{ bearer: [] }],
@@ -39,7 +40,8 @@ export async function registerOpenApi(app: FastifyInstance, config: Config): Pro
     transform: ({ schema, url, route }) => {
       const publicRoute = (route as { config?: { public?: boolean } }).config?.public
       const transformed = { ...(schema ?? {}) } as Record<string, unknown>
-      if (publicRoute) transformed.security = []
+      // a route with its own authentication (the SCIM service provider) names its scheme itself
+      if (publicRoute && transformed.security === undefined) transformed.security = []
       return { schema: transformed as typeof schema, url }
     },
   })
@@ -180,6 +182,13 @@ function finishDocument<T>(input: T): T {
     }
     for (const [status, response] of Object.entries(operation.responses ?? {})) {
       if (!/^[45]/.test(status)) continue
+      // SCIM answers its errors as RFC 7644 documents (application/scim+json), as its routes declare
+      if (n.path.startsWith('/scim/')) {
+        response.description = status.startsWith('4')
+          ? 'Client error (RFC 7644 error)'
+          : 'Server error (RFC 7644 error)'
+        continue
+      }
       response.description = status.startsWith('4')
         ? 'Client error (problem details, RFC 9457)'
         : 'Server error (problem details, RFC 9457)'

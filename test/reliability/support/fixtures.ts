@@ -1,4 +1,4 @@
-import { randomUUID } from 'node:crypto'
+import { randomBytes, randomUUID } from 'node:crypto'
 import { sql } from 'kysely'
 import type { Db } from '../../../src/platform/db/schema.js'
 import { given, type GivenTenant, type GivenUser } from '../../helpers/given.js'
@@ -20,6 +20,7 @@ export interface TenantFixtures {
   pushSubscriptionId: number
   automationId: number
   deliveryId: number
+  scimTokenId?: number
   /** Present once the folders module (and its table) exists. */
   folderId?: number
   /** Present once the entity-permissions table exists and a folder can carry a grant. */
@@ -138,6 +139,13 @@ export async function buildTenantFixtures(db: Db): Promise<TenantFixtures> {
     } as never)
     .returning('id' as never)
     .executeTakeFirstOrThrow()) as { id: number }
+  const scimToken = tables.has('scim_tokens')
+    ? await db
+        .insertInto('scim_tokens')
+        .values({ tenant_id: tenant.id, name: 'fixture', token_hash: randomBytes(32), default_role_id: roleId })
+        .returning('id')
+        .executeTakeFirstOrThrow()
+    : undefined
   let folderId: number | undefined
   let grantId: number | undefined
   if (tables.has('folders')) {
@@ -170,6 +178,7 @@ export async function buildTenantFixtures(db: Db): Promise<TenantFixtures> {
     pushSubscriptionId: subscription.id,
     automationId: automation.id,
     deliveryId: delivery.id,
+    scimTokenId: scimToken?.id,
     folderId,
     grantId,
   }

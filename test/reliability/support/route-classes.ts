@@ -309,6 +309,24 @@ export const ROUTE_CLASSES: Record<string, RouteClass> = {
     body: () => json({ name: 'hijacked' }),
   },
   'DELETE /api/administration/automations/:id': { kind: 'id', permission: 'automations.manage', path: auto },
+  // SCIM tokens (both users.administrate and departments.manage are required)
+  'POST /api/administration/scim-tokens': {
+    kind: 'action',
+    permission: 'users.administrate',
+    path: fixed('/api/administration/scim-tokens'),
+    body: () => json({ name: 'rel' }),
+  },
+  'GET /api/administration/scim-tokens': {
+    kind: 'list',
+    permission: 'users.administrate',
+    path: fixed('/api/administration/scim-tokens'),
+  },
+  'DELETE /api/administration/scim-tokens/:id': {
+    kind: 'id',
+    permission: 'users.administrate',
+    path: (f) => (f.scimTokenId ? `/api/administration/scim-tokens/${f.scimTokenId}` : undefined),
+  },
+  ...scimRoutes(),
   'POST /api/administration/automations/:id/test': {
     kind: 'id',
     permission: 'automations.manage',
@@ -644,6 +662,29 @@ Object.assign(ROUTE_CLASSES, {
     path: row('shared_items', '/api/administration/shared-items', '/restore'),
   },
 } satisfies Record<string, RouteClass>)
+
+/** /scim/v2 takes SCIM tokens only (an access token is a 401 there): its isolation is test/scim.test.ts's. */
+function scimRoutes(): Record<string, RouteClass> {
+  const skip = 'authenticated by SCIM tokens only; tenant isolation both ways in test/scim.test.ts'
+  const routes = [
+    'GET /ServiceProviderConfig',
+    'GET /ResourceTypes',
+    'GET /ResourceTypes/:id',
+    'GET /Schemas',
+    'GET /Schemas/:id',
+    ...['Users', 'Groups'].flatMap((r) => [
+      `GET /${r}`,
+      `POST /${r}`,
+      ...['GET', 'PUT', 'PATCH', 'DELETE'].map((m) => `${m} /${r}/:id`),
+    ]),
+  ]
+  return Object.fromEntries(
+    routes.map((route) => {
+      const [method, path] = route.split(' ')
+      return [`${method} /scim/v2${path}`, { kind: 'id', path: fixed(`/scim/v2${path}`), skip }]
+    }),
+  )
+}
 
 /** The class of a registered route, or undefined when it is not classified. */
 export function classify(method: string, url: string): RouteClass | undefined {

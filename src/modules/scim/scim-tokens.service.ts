@@ -1,0 +1,144 @@
+import { hash, randomBytes } from 'node:crypto'
+import { sql } from 'kysely'
+import type { Actor } from '../../platform/auth/actor.js'
+import { requirePermission } from '../../platform/auth/require-permission.js'
+import { recordAudit } from '../../platform/audit/audit-log.js'
+import type { Db } from '../../platform/db/schema.js'
+import { can } from '../../platform/auth/permissions.js'
+import { AppError, invalidField, notFound } from '../../platform/http/errors.js'
+import type { CreateScimTokenBody } from './scim.schemas.js'
+
+const SCIM_TOKEN = /^wpscim_([1-9][0-9]{0,15})_([A-Za-z0-9_-]{43})$/
+const BEARER = /^Bearer\s+(\S{1,300})\s*$/i
+
+/**
+ * `wpscim_<tenant id>_` + 32 random bytes in base64url; only the SHA-256 of the whole token is stored.
+ * Its prefix is not `wp_`, so an API route never reads it as an access token (and SCIM routes read only
+ * this form): a SCIM token does nothing outside /scim/v2, an access token nothing inside it.
+ */
+export const generateScimToken = (tenantId: number) => `wpscim_${tenantId}_${randomBytes(32).toString('base64url')}`
+const hashScimToken = (token: string) => hash('sha256', token, 'buffer')
+
+/** The token of an `Authorization: Bearer` header when it has the SCIM form (tenant id and hash). */
+export function scimBearer(header: string | undefined): { tenantId: number; hash: Buffer } | undefined {
+  const token = header ? BEARER.exec(header)?.[1] : undefined
+  const match = token ? SCIM_TOKEN.exec(token) : null
+  if (!token || !match) return undefined
+  return { tenantId: Number(match[1]), hash: hashScimToken(token) }
+}
+
+/** The unrevoked SCIM token with this hash in the tenant, with its default role's permissions (one routed statement). */
+export function findScimToken(db: Db, tenantId: number, tokenHash: Buffer) {
+  return db
+    .selectFrom('scim_tokens as t')
+    .leftJoin('roles as r', (join) =>
+      join.onRef('r.tenant_id', '=', 't.tenant_id').onRef('r.id', '=', 't.default_role_id'),
+    )
+    .select(['t.id', 't.tenant_id', 't.default_role_id', 'r.permissions'])
+    .where('t.tenant_id', '=', tenantId)
+    .where('t.token_hash', '=', tokenHash)
+    .where('t.revoked_at', 'is', null)
+    .executeTakeFirst()
+}
+
+const listed = ['id', 'name', 'default_role_id', 'created_by', 'created_at', 'revoked_at'] as const
+
+/** The role of SCIM-created users when the token names none: the tenant's active role named Employee. */
+async function defaultRole(db: Db, tenantId: number, roleId: number | undefined, creator?: Actor): Promise<number> {
+  let query = db.selectFrom('roles').select(['id', 'active', 'permissions']).where('tenant_id', '=', tenantId)
+  query =
+    roleId === undefined ? query.where('name', '=', 'Employee').orderBy('id').limit(1) : query.where('id', '=', roleId)
+  const role = await query.executeTakeFirst()
+  if (!role && roleId === undefined)
+    throw invalidField('default_role_id', 'is required: the tenant has no role named "Employee"')
+  if (!role) throw invalidField('default_role_id', 'does not exist')
+  if (!role.active) throw invalidField('default_role_id', 'is an inactive role')
+  // the SCIM client acts with this role's permissions (it assigns the role): no one grants what they do not hold
+  if (creator && !role.permissions.every((permission) => can(creator, permission)))
+    throw new AppError(
+      403,
+      'exceeds_own_permissions',
+      'The default role of a SCIM token must hold no permission you do not hold',
+      { default_role_id: ['holds permissions you do not hold'] },
+    )
+  return role.id
+}
+
+/** Creates a SCIM token; its secret is in this answer only. */
+export async function createScimToken(db: Db, tenantId: number, creator: Actor | null, body: CreateScimTokenBody) {
+  const roleId = await defaultRole(db, tenantId, body.default_role_id, creator ?? undefined)
+  const createdBy = creator ? creator.userId : null
+  const token = generateScimToken(tenantId)
+  return db.transaction().execute(async (trx) => {
+    const row = await trx
+      .insertInto('scim_tokens')
+      .values({
+        tenant_id: tenantId,
+        name: body.name,
+        token_hash: hashScimToken(token),
+        default_role_id: roleId,
+        created_by: createdBy,
+      })
+      .returning(listed)
+      .executeTakeFirstOrThrow()
+    await recordAudit(trx, {
+      tenantId,
+      action: 'scim_token.create',
+      targetType: 'scim_token',
+      targetId: row.id,
+      changes: { name: [null, body.name], default_role_id: [null, roleId] },
+    })
+    return { ...row, token }
+  })
+}
+
+export function createScimTokensService(db: Db) {
+  /** SCIM tokens can create, change and delete every user and department: both permissions are needed. */
+  const requireManage = (actor: Actor) => {
+    requirePermission(actor, 'users.administrate')
+    requirePermission(actor, 'departments.manage')
+  }
+
+  /** Issues a SCIM token (shown once). */
+  async function createToken(actor: Actor, body: CreateScimTokenBody) {
+    requireManage(actor)
+    return createScimToken(db, actor.tenantId, actor, body)
+  }
+
+  /** The tenant's SCIM tokens, revoked ones included, without their secret. */
+  async function listTokens(actor: Actor) {
+    requireManage(actor)
+    return db.selectFrom('scim_tokens').select(listed).where('tenant_id', '=', actor.tenantId).orderBy('id').execute()
+  }
+
+  /** Revokes a SCIM token at once (idempotent for a revoked one). */
+  async function revokeToken(actor: Actor, id: number): Promise<void> {
+    requireManage(actor)
+    await db.transaction().execute(async (trx) => {
+      const row = await trx
+        .selectFrom('scim_tokens')
+        .select('revoked_at')
+        .where('tenant_id', '=', actor.tenantId)
+        .where('id', '=', id)
+        .forUpdate()
+        .executeTakeFirst()
+      if (!row) throw notFound('SCIM token')
+      if (row.revoked_at !== null) return
+      await trx
+        .updateTable('scim_tokens')
+        .set({ revoked_at: sql<string>`now()` })
+        .where('tenant_id', '=', actor.tenantId)
+        .where('id', '=', id)
+        .execute()
+      await recordAudit(trx, {
+        tenantId: actor.tenantId,
+        action: 'scim_token.revoke',
+        targetType: 'scim_token',
+        targetId: id,
+      })
+    })
+  }
+
+  return { createToken, listTokens, revokeToken }
+}
+export type ScimTokensService = ReturnType<typeof createScimTokensService>
