@@ -41,31 +41,60 @@ test('the actor lookup answers on the API pool, past the five executions after w
     assert.equal(res.statusCode, 200, `request ${i + 1}: ${res.body}`)
     assert.equal(res.json().id, user.id)
   }
-  const admin = await call(app, tenant.adminToken, { method: 'GET', url: `/api/administration/access/explain?user_id=${user.id}&target_entity=folder&target_entity_id=1` })
+  const admin = await call(app, tenant.adminToken, {
+    method: 'GET',
+    url: `/api/administration/access/explain?user_id=${user.id}&target_entity=folder&target_entity_id=1`,
+  })
   assert.notEqual(admin.statusCode, 500, admin.body)
 })
 
 async function activeAutomation(tenantId: number, event: string): Promise<void> {
-  await db.insertInto('automations').values({
-    tenant_id: tenantId, name: `on ${event}`, event, active: true,
-    actions: JSON.stringify([{ type: 'webhook', config: { url: 'https://93.184.216.34/hooks', method: 'POST', headers: {} } }]) as never,
-  } as never).execute()
+  await db
+    .insertInto('automations')
+    .values({
+      tenant_id: tenantId,
+      name: `on ${event}`,
+      event,
+      active: true,
+      actions: JSON.stringify([
+        { type: 'webhook', config: { url: 'https://93.184.216.34/hooks', method: 'POST', headers: {} } },
+      ]) as never,
+    } as never)
+    .execute()
 }
 
 const deliveries = async (tenantId: number) =>
-  (await db.selectFrom('webhook_deliveries').select(['event_type']).where('tenant_id', '=', tenantId).execute()).map((r) => r.event_type)
+  (await db.selectFrom('webhook_deliveries').select(['event_type']).where('tenant_id', '=', tenantId).execute()).map(
+    (r) => r.event_type,
+  )
 
 // Citus 13.2 sent the events' insert (an INSERT … SELECT over unnest, with the automations' probe in
 // its RETURNING) to a worker with the parameters it no longer referenced: "could not determine data
 // type of parameter $1"
-test('events recorded with an active automation of the tenant: the probe in the insert\'s answer holds', async () => {
+test("events recorded with an active automation of the tenant: the probe in the insert's answer holds", async () => {
   const tenant = await given.tenant(db)
   await activeAutomation(tenant.id, 'user.updated')
   for (let i = 0; i < 7; i++) {
-    const ids = await handle.db.transaction().execute((trx) => recordDomainEvents(trx, [
-      { type: 'user.created', tenantId: tenant.id, actorId: tenant.adminId, subjectType: 'user', subjectId: 1, audit: { id: [null, 1] } },
-      { type: 'user.updated', tenantId: tenant.id, actorId: tenant.adminId, subjectType: 'user', subjectId: 1, audit: { username: ['a', 'b'] } },
-    ]))
+    const ids = await handle.db.transaction().execute((trx) =>
+      recordDomainEvents(trx, [
+        {
+          type: 'user.created',
+          tenantId: tenant.id,
+          actorId: tenant.adminId,
+          subjectType: 'user',
+          subjectId: 1,
+          audit: { id: [null, 1] },
+        },
+        {
+          type: 'user.updated',
+          tenantId: tenant.id,
+          actorId: tenant.adminId,
+          subjectType: 'user',
+          subjectId: 1,
+          audit: { username: ['a', 'b'] },
+        },
+      ]),
+    )
     assert.equal(ids.length, 2)
     assert.notEqual(ids[0], ids[1])
   }
@@ -74,10 +103,20 @@ test('events recorded with an active automation of the tenant: the probe in the 
 })
 
 async function shareEvent(tenant: Awaited<ReturnType<typeof given.tenant>>) {
-  const event = await given.content(db, tenant, 'calendar_events', { title: 'Kick-off', starts_at: '2026-01-05 09:00', ends_at: '2026-01-05 10:00' })
+  const event = await given.content(db, tenant, 'calendar_events', {
+    title: 'Kick-off',
+    starts_at: '2026-01-05 09:00',
+    ends_at: '2026-01-05 10:00',
+  })
   return call(app, tenant.adminToken, {
-    method: 'POST', url: '/api/administration/shared-items',
-    payload: { type: 'calendarEvent', targetable_type: 'calendarEvent', targetable_id: event, entity_permissions: [{ permission_entity: 'user', permission_entity_id: tenant.adminId }] },
+    method: 'POST',
+    url: '/api/administration/shared-items',
+    payload: {
+      type: 'calendarEvent',
+      targetable_type: 'calendarEvent',
+      targetable_id: event,
+      entity_permissions: [{ permission_entity: 'user', permission_entity_id: tenant.adminId }],
+    },
   })
 }
 
@@ -87,7 +126,9 @@ test('one-statement writes (a shared item, a small send) with an active automati
   const shared = await shareEvent(tenant)
   assert.equal(shared.statusCode, 201, shared.body)
   const sent = await call(app, tenant.adminToken, {
-    method: 'POST', url: '/api/notifications', payload: { title: 'Hi', body: 'There', url: '/home', user_ids: [tenant.adminId] },
+    method: 'POST',
+    url: '/api/notifications',
+    payload: { title: 'Hi', body: 'There', url: '/home', user_ids: [tenant.adminId] },
   })
   assert.equal(sent.statusCode, 202, sent.body)
   const types = await deliveries(tenant.id)

@@ -15,7 +15,9 @@ export const onCitusCluster = process.env.TEST_CITUS === '1'
  * The setting test:citus gives the API's connections (test pool and servers the tests start): a
  * statement of a request that Citus sends to more than one shard fails (docs/citus.md).
  */
-export const SINGLE_SHARD_SETTINGS: Readonly<Record<string, string>> = onCitusCluster ? { 'citus.multi_task_query_log_level': 'error' } : {}
+export const SINGLE_SHARD_SETTINGS: Readonly<Record<string, string>> = onCitusCluster
+  ? { 'citus.multi_task_query_log_level': 'error' }
+  : {}
 
 /**
  * A test that cannot hold on Citus for a reason of test mechanics only (it reads a single node's
@@ -47,7 +49,8 @@ const withDatabase = (url: string, database: string) => {
 export async function citusWorkers(url: string): Promise<Array<{ host: string; port: number }>> {
   return withClient(url, async (client) => {
     const { rows } = await client.query<{ nodename: string; nodeport: number }>(
-      `select nodename, nodeport from pg_dist_node where groupid <> 0 and noderole = 'primary' order by nodeid`)
+      `select nodename, nodeport from pg_dist_node where groupid <> 0 and noderole = 'primary' order by nodeid`,
+    )
     return rows.map((r) => ({ host: r.nodename, port: r.nodeport }))
   })
 }
@@ -60,19 +63,29 @@ export async function citusWorkers(url: string): Promise<Array<{ host: string; p
 export async function createCitusDatabase(coordinatorUrl: string, name: string): Promise<string> {
   const workers = await citusWorkers(coordinatorUrl)
   const coordinator = new URL(coordinatorUrl)
-  const nodes = [coordinatorUrl, ...workers.map((w) => {
-    const url = new URL(coordinatorUrl)
-    url.hostname = w.host
-    url.port = String(w.port)
-    return url.toString()
-  })]
+  const nodes = [
+    coordinatorUrl,
+    ...workers.map((w) => {
+      const url = new URL(coordinatorUrl)
+      url.hostname = w.host
+      url.port = String(w.port)
+      return url.toString()
+    }),
+  ]
   for (const node of nodes) {
     await withClient(withDatabase(node, 'postgres'), (c) => c.query(`create database ${c.escapeIdentifier(name)}`))
-    await withClient(withDatabase(node, name), (c) => c.query('create extension if not exists citus; create extension if not exists pg_trgm; create extension if not exists pgcrypto'))
+    await withClient(withDatabase(node, name), (c) =>
+      c.query(
+        'create extension if not exists citus; create extension if not exists pg_trgm; create extension if not exists pgcrypto',
+      ),
+    )
   }
   const url = withDatabase(coordinatorUrl, name)
   await withClient(url, async (c) => {
-    await c.query('select citus_set_coordinator_host($1, $2::int)', [coordinator.hostname, Number(coordinator.port || 5432)])
+    await c.query('select citus_set_coordinator_host($1, $2::int)', [
+      coordinator.hostname,
+      Number(coordinator.port || 5432),
+    ])
     for (const w of workers) await c.query('select citus_add_node($1, $2::int)', [w.host, w.port])
   })
   const handle = await openDatabase({ url, dataDir: '' })
@@ -86,14 +99,23 @@ export async function createCitusDatabase(coordinatorUrl: string, name: string):
 }
 
 /** Drops a database of `createCitusDatabase` on the coordinator and every worker. */
-export async function dropCitusDatabase(coordinatorUrl: string, name: string, workers: Array<{ host: string; port: number }>): Promise<void> {
-  const nodes = [coordinatorUrl, ...workers.map((w) => {
-    const url = new URL(coordinatorUrl)
-    url.hostname = w.host
-    url.port = String(w.port)
-    return url.toString()
-  })]
+export async function dropCitusDatabase(
+  coordinatorUrl: string,
+  name: string,
+  workers: Array<{ host: string; port: number }>,
+): Promise<void> {
+  const nodes = [
+    coordinatorUrl,
+    ...workers.map((w) => {
+      const url = new URL(coordinatorUrl)
+      url.hostname = w.host
+      url.port = String(w.port)
+      return url.toString()
+    }),
+  ]
   for (const node of nodes) {
-    await withClient(withDatabase(node, 'postgres'), (c) => c.query(`drop database if exists ${c.escapeIdentifier(name)} with (force)`)).catch(() => undefined)
+    await withClient(withDatabase(node, 'postgres'), (c) =>
+      c.query(`drop database if exists ${c.escapeIdentifier(name)} with (force)`),
+    ).catch(() => undefined)
   }
 }
