@@ -74,6 +74,7 @@ const deliveries = async (tenantId: number) =>
 test("events recorded with an active automation of the tenant: the probe in the insert's answer holds", async () => {
   const tenant = await given.tenant(db)
   await activeAutomation(tenant.id, 'user.updated')
+  const recorded: string[] = []
   for (let i = 0; i < 7; i++) {
     const ids = await handle.db.transaction().execute((trx) =>
       recordDomainEvents(trx, [
@@ -97,9 +98,20 @@ test("events recorded with an active automation of the tenant: the probe in the 
     )
     assert.equal(ids.length, 2)
     assert.notEqual(ids[0], ids[1])
+    recorded.push(ids[1]!)
   }
   // one delivery per heeded event (the second of each recording), none for the other
-  assert.deepEqual(await deliveries(tenant.id), Array(7).fill('user.updated'))
+  const delivered = await db
+    .selectFrom('webhook_deliveries')
+    .select(['event_type', 'event_id'])
+    .where('tenant_id', '=', tenant.id)
+    .execute()
+  assert.deepEqual(
+    delivered.map((d) => d.event_type),
+    Array(7).fill('user.updated'),
+  )
+  // each id answered for the event it belongs to: the deliveries name the second id of each recording
+  assert.deepEqual(new Set(delivered.map((d) => d.event_id)), new Set(recorded))
 })
 
 async function shareEvent(tenant: Awaited<ReturnType<typeof given.tenant>>) {
