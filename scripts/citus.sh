@@ -14,7 +14,7 @@
 # ../shared/vendor/README.md). PostgreSQL refuses to run as root: as root the nodes run as the
 # `postgres` user (runuser); as any other user they run as that user. Ports: CITUS_PORT (default a
 # free one from 25432 on) and the next two. Missing Debian packages are installed with apt-get when
-# running as root.
+# running as root. The nodes run with fsync off (throwaway data) unless CITUS_FSYNC=on (the benchmark).
 set -euo pipefail
 
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -112,9 +112,9 @@ port = $p
 unix_socket_directories = '$node'
 max_connections = 300
 shared_buffers = 64MB
-fsync = off
-synchronous_commit = off
-full_page_writes = off
+fsync = ${CITUS_FSYNC:-off}
+synchronous_commit = ${CITUS_FSYNC:-off}
+full_page_writes = ${CITUS_FSYNC:-off}
 max_prepared_transactions = 100
 citus.max_shared_pool_size = 200
 EOF

@@ -12,8 +12,8 @@ import { migrateToLatest } from '../../src/platform/db/migrate.js'
 export const onCitusCluster = process.env.TEST_CITUS === '1'
 
 /**
- * The setting test:citus gives the API's connections (test pool and servers the tests start): a
- * statement of a request that Citus sends to more than one shard fails (docs/citus.md).
+ * The setting test:citus gives the API's connections (pools of apps of their own, servers the tests
+ * start): a statement of a request that Citus sends to more than one shard fails (docs/citus.md).
  */
 export const SINGLE_SHARD_SETTINGS: Readonly<Record<string, string>> = onCitusCluster
   ? { 'citus.multi_task_query_log_level': 'error' }
@@ -25,8 +25,37 @@ export const SINGLE_SHARD_SETTINGS: Readonly<Record<string, string>> = onCitusCl
  */
 export function skipOnCitus(reason: string): string | false {
   if (!onCitusCluster) return false
-  console.log(`# skipped on Citus: ${reason}`)
+  console.log(`skipped on Citus: ${reason}`)
   return `on Citus: ${reason}`
+}
+
+const GUARD = 'citus.multi_task_query_log_level'
+
+/**
+ * On Citus, the shared test pool (the test app's and the test set-up's): a connection checked out
+ * while a request of the test app runs (`inRequest`) has the single-shard guard on, any other (the
+ * tests' own set-up and checks) has it off. A no-op on a single PostgreSQL.
+ */
+export function requestGuardedPool(pool: pg.Pool, inRequest: () => boolean): pg.Pool {
+  if (!onCitusCluster) return pool
+  const levels = new WeakMap<pg.PoolClient, string>()
+  const connect = async () => {
+    const client = await pool.connect()
+    const wanted = inRequest() ? 'error' : 'off'
+    if ((levels.get(client) ?? 'off') !== wanted) {
+      try {
+        await client.query(`set ${GUARD} = ${wanted}`)
+      } catch (error) {
+        client.release(error as Error)
+        throw error
+      }
+      levels.set(client, wanted)
+    }
+    return client
+  }
+  return new Proxy(pool, {
+    get: (target, property, receiver) => (property === 'connect' ? connect : Reflect.get(target, property, receiver)),
+  })
 }
 
 async function withClient<T>(url: string, run: (client: pg.Client) => Promise<T>): Promise<T> {

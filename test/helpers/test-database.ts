@@ -3,9 +3,9 @@ import { createPool, kyselyOn, openDatabase } from '../../src/platform/db/databa
 import { ensureDatabase } from '../../src/platform/db/embedded-postgres.js'
 import { migrateToLatest } from '../../src/platform/db/migrate.js'
 import type { Db } from '../../src/platform/db/schema.js'
-import { capturingPool } from './routable-statements.js'
+import { capturingPool, inRequestScope } from './routable-statements.js'
 import { assumeCitus } from '../../src/platform/db/citus.js'
-import { createCitusDatabase, dropCitusDatabase, citusWorkers, onCitusCluster, SINGLE_SHARD_SETTINGS } from './citus.js'
+import { createCitusDatabase, dropCitusDatabase, citusWorkers, onCitusCluster, requestGuardedPool } from './citus.js'
 
 let shared: { db: Db; pool: ReturnType<typeof createPool> } | undefined
 
@@ -20,15 +20,14 @@ export function testDatabaseUrl(): string {
 export function testDb(): Db {
   if (!shared) {
     // planned as the app's own pool plans (openDatabase): generic plans on a single node, custom on
-    // Citus, where a statement of a request that goes to more than one shard fails (test:citus)
+    // Citus, where a statement of a request of the test app that goes to more than one shard fails
+    // (test:citus; the tests' own statements may span tenants)
     assumeCitus(onCitusCluster)
-    const pool = createPool(testDatabaseUrl(), {
-      max: 10,
-      allowExitOnIdle: true,
-      genericPlans: !onCitusCluster,
-      settings: SINGLE_SHARD_SETTINGS,
-    })
-    shared = { pool, db: kyselyOn(capturingPool(pool, process.env.STATEMENT_LOG_DIR)) }
+    const pool = createPool(testDatabaseUrl(), { max: 10, allowExitOnIdle: true, genericPlans: !onCitusCluster })
+    shared = {
+      pool,
+      db: kyselyOn(capturingPool(requestGuardedPool(pool, inRequestScope), process.env.STATEMENT_LOG_DIR)),
+    }
   }
   return shared.db
 }

@@ -1,4 +1,6 @@
+import { sql } from 'kysely'
 import pg from 'pg'
+import type { Db } from './schema.js'
 
 /**
  * Whether the database this process serves is a Citus coordinator (the `citus` extension is
@@ -25,6 +27,20 @@ export async function detectCitus(url: string): Promise<boolean> {
   } finally {
     await client.end().catch(() => undefined)
   }
+}
+
+/**
+ * Runs a statement meant to span tenants, sent while serving a request (the tenant of an old-format
+ * token), where a connection may refuse statements sent to more than one shard
+ * (`CITUS_MULTI_SHARD_LOG_LEVEL`): on Citus in a transaction with the guard off for it alone
+ * (docs/citus.md, "Statements that span tenants"); elsewhere as it is.
+ */
+export async function spanningTenants<T>(db: Db, run: (db: Db) => Promise<T>): Promise<T> {
+  if (!citus) return run(db)
+  return db.transaction().execute(async (trx) => {
+    await sql`set local citus.multi_task_query_log_level = off`.execute(trx)
+    return run(trx)
+  })
 }
 
 /** For the tests: the answer `detectCitus` would give, without asking. */
