@@ -71,6 +71,20 @@ function run(
   })
 }
 
+async function probe(
+  base: string,
+  request: { path: string; method?: string; body?: string; headers?: Record<string, string> },
+): Promise<number> {
+  const res = await fetch(base + request.path, {
+    method: request.method ?? 'GET',
+    headers: { ...(request.headers ?? {}), ...(request.body ? { 'content-type': 'application/json' } : {}) },
+    body: request.body,
+    redirect: 'manual',
+  })
+  await res.arrayBuffer()
+  return res.status
+}
+
 export async function measureCitus(options: CitusBenchOptions): Promise<CitusRow[]> {
   let url = process.env.CITUS_URL
   let stopCluster = async () => {}
@@ -119,6 +133,14 @@ export async function measureCitus(options: CitusBenchOptions): Promise<CitusRow
     for (const scenario of options.scenarios) {
       const single = await scenario.request(options.single.tenant, options.single.db)
       const citus = await scenario.request(tenant, opened.db)
+      // one request to each first: both answer alike, else the row is an error, not a figure
+      const [singleStatus, citusStatus] = await Promise.all([
+        probe(options.single.apiUrl, single),
+        probe(citusUrl, citus),
+      ])
+      if (singleStatus !== citusStatus) {
+        throw new Error(`${scenario.id}: the single node answered ${singleStatus}, Citus ${citusStatus}`)
+      }
       await options.load(options.single.apiUrl + single.path, { ...single, seconds: options.warmup })
       await options.load(citusUrl + citus.path, { ...citus, seconds: options.warmup })
       const singleRuns: LoadResult[] = []
