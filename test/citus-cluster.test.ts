@@ -7,10 +7,9 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import { sql } from 'kysely'
-import { createPool, kyselyOn } from '../src/platform/db/database.js'
+import { createPool, kyselyOn, openDatabase } from '../src/platform/db/database.js'
 import { TABLE_CLASSES } from '../src/platform/db/table-classes.js'
-import { onCitusCluster } from './helpers/citus.js'
-import { inRequest } from './helpers/routable-statements.js'
+import { onCitusCluster, requestGuardedPool } from './helpers/citus.js'
 import { given } from './helpers/given.js'
 import { testDatabaseUrl, testDb } from './helpers/test-database.js'
 
@@ -61,11 +60,31 @@ test(
     const tenant = await given.tenant(db)
     // one tenant: routed to one shard, fine
     await sql`select count(*) from users where tenant_id = ${tenant.id}`.execute(db)
-    // as a request of the test app sends it (the scope the guard and the routable-statements check share)
-    await assert.rejects(
-      inRequest(() => sql`select count(*) from users`.execute(db)),
-      /multi-task query about to be executed/,
-    )
+    // a connection checked out as for a request of the test app (the shared pool decides by the
+    // request scope; a pool of its own here, so that the routable-statements check does not capture it)
+    const guardedPool = createPool(testDatabaseUrl(), { max: 1, allowExitOnIdle: true })
+    try {
+      const guarded = kyselyOn(requestGuardedPool(guardedPool, () => true))
+      await assert.rejects(sql`select count(*) from users`.execute(guarded), /multi-task query about to be executed/)
+      await guarded.destroy()
+    } finally {
+      await guardedPool.end().catch(() => undefined)
+    }
+    // the request pool of `workplace serve` with CITUS_MULTI_SHARD_LOG_LEVEL=error (test:citus sets it)
+    const served = await openDatabase({
+      url: testDatabaseUrl(),
+      dataDir: '',
+      poolSize: 1,
+      citusSettings: { 'citus.multi_task_query_log_level': 'error' },
+    })
+    try {
+      const { rows: level } = await sql<{
+        level: string
+      }>`select current_setting('citus.multi_task_query_log_level') as level`.execute(served.db)
+      assert.equal(level[0]!.level, 'error')
+    } finally {
+      await served.close()
+    }
     // the test's own statements (set-up, checks) run without the guard
     await sql`select count(*) from users`.execute(db)
     const maintenance = createPool(testDatabaseUrl(), { max: 1, allowExitOnIdle: true, name: 'jobs' })
