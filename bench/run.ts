@@ -5,6 +5,7 @@
  * the large streamed read; notification fan-out and webhook delivery rate with a separate worker
  * process; results in bench/results/<timestamp>.{json,md}. `--only` runs just the listed parts
  * (scenario ids, `S13`, `stream`, `fanout`, `webhooks`, `push`, `scim`); what they do not need is not seeded or started.
+ * `--citus` measures the same scenarios on a Citus coordinator too, seeded alike (bench/citus.ts).
  * `--fleet` adds S1–S4 on one node with unnamed statements and through HAProxy + PgBouncer (bench/fleet.ts).
  *
  * Issue 15: every scenario reports p99 and p99.9 and a tail check (at 50 connections p99 ≤ 5 × p50);
@@ -36,6 +37,7 @@ import { startBenchWorker, waitForIdleQueue, type BenchWorker } from './worker.j
 import { measureRealtime, measureRecordLatency } from './realtime.js'
 import { errorMessage } from './wait.js'
 import { measureScim } from './scim.js'
+import { citusTable, measureCitus, type CitusRow } from './citus.js'
 
 const root = path.resolve(import.meta.dirname, '..')
 const quick = process.argv.includes('--quick')
@@ -56,6 +58,8 @@ const warmup = quick ? 1 : 3
 const rounds = quick && !(secondsArg > 0) ? 1 : 2
 const connections = 50
 const fleetMode = process.argv.includes('--fleet')
+/** `--citus`: the read and write scenarios also on a Citus coordinator, seeded alike (bench/citus.ts, docs/citus.md). */
+const citusMode = process.argv.includes('--citus')
 /** The graphile-worker schema of the baseline's S14 jobs: apart from the API's queue, so that neither side's jobs slow the other's fetches. */
 const BASELINE_JOB_SCHEMA = 'bench_baseline_jobs'
 
@@ -479,6 +483,22 @@ async function main(): Promise<void> {
     }
   }
 
+  let citusRows: CitusRow[] = []
+  if (citusMode) {
+    citusRows = await measureCitus({
+      scenarios: selectedScenarios.filter((s) => !s.server),
+      single: { apiUrl, db: handle.db, tenant: tenants.big },
+      scale,
+      seconds: duration / 2,
+      warmup,
+      rounds,
+      load,
+      start,
+      stop,
+      freePort,
+      waitFor: (url) => waitFor(url),
+    })
+  }
   if (fleetMode) {
     rows.push(
       ...(await measureFleet({
@@ -563,7 +583,10 @@ async function main(): Promise<void> {
     counts: tenants.big.counts,
     rows,
   }
-  await fs.writeFile(path.join(dir, `${stamp}.json`), JSON.stringify(summary, null, 2))
+  await fs.writeFile(
+    path.join(dir, `${stamp}.json`),
+    JSON.stringify(citusMode ? { ...summary, citus: citusRows } : summary, null, 2),
+  )
   const header =
     '| id | request | req/s | p50 ms | p99 ms | p99.9 ms | tail p99/p50 (≤ 5) | errors | baseline req/s | ratio | target | pass |\n|---|---|---|---|---|---|---|---|---|---|---|---|'
   const tailCell = (r: Row) => (r.tail_ratio === undefined ? '' : `${r.tail_ratio} ${r.tail_pass ? 'pass' : 'FAIL'}`)
@@ -572,8 +595,11 @@ async function main(): Promise<void> {
       `| ${r.id} | ${r.request} | ${r.rps ?? ''} | ${r.p50 ?? ''} | ${r.p99 ?? ''} | ${r.p99_9 ?? ''} | ${tailCell(r)} | ${r.errors ?? ''} | ${r.baseline_rps ?? ''} | ${figure(r)} | ${r.target ?? ''} | ${verdict(r)} |`,
   )
   const md = `# Benchmark ${summary.mode} — ${summary.started_at}\n\nNode ${process.version}, ${summary.cpus} cores, seed ${seedSeconds.toFixed(1)} s, floor ${floorRps === undefined ? 'n/a' : `${floorRps} req/s`}${only ? `, only ${only.join(', ')}` : ''}.\n\n${header}\n${lines.join('\n')}\n`
-  await fs.writeFile(path.join(dir, `${stamp}.md`), md)
-  console.log('\n' + md)
+  const citusMd = citusMode
+    ? `\n## Citus (a coordinator and two workers) against the single PostgreSQL of this run\n\n${citusTable(citusRows)}`
+    : ''
+  await fs.writeFile(path.join(dir, `${stamp}.md`), md + citusMd)
+  console.log('\n' + md + citusMd)
   for (const r of rows)
     if (r.pass !== undefined)
       console.log(`${r.pass ? 'PASS' : 'FAIL'} ${r.id} ${r.request}${r.error ? ` — ${r.error}` : ''}`)

@@ -10,6 +10,12 @@ export interface Config {
     /** `transaction`: `url` is a transaction-mode pooler (no startup options, session SETs or named statements). */
     poolMode: 'session' | 'transaction'
     dataDir: string
+    /**
+     * CITUS_MULTI_SHARD_LOG_LEVEL: on a Citus coordinator, `citus.multi_task_query_log_level` of the
+     * connections that serve requests (`error`: a request's statement sent to more than one shard
+     * fails; test:citus runs with it). Unset: Citus's default (`off`).
+     */
+    citusMultiShardLogLevel: string | undefined
   }
   storageDir: string
   appUrl: string
@@ -101,6 +107,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       directUrl: env.DATABASE_DIRECT_URL || env.DATABASE_URL || undefined,
       poolMode: poolMode(env, problems),
       dataDir,
+      citusMultiShardLogLevel: citusLogLevel(env, problems),
     },
     storageDir: path.resolve(env.STORAGE_DIR || path.join(dataDir, 'storage')),
     appUrl: (env.APP_URL || localBase).replace(/\/+$/, ''),
@@ -150,4 +157,14 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     problems.push('SECRETS_KEY must be 32 bytes, base64-encoded')
   if (problems.length > 0) throw new Error(`Invalid configuration:\n- ${problems.join('\n- ')}`)
   return Object.freeze(config)
+}
+
+const CITUS_LOG_LEVELS = ['off', 'debug', 'log', 'info', 'notice', 'warning', 'error']
+
+function citusLogLevel(env: NodeJS.ProcessEnv, problems: string[]): string | undefined {
+  const value = env.CITUS_MULTI_SHARD_LOG_LEVEL?.toLowerCase()
+  if (!value) return undefined
+  if (!CITUS_LOG_LEVELS.includes(value))
+    problems.push(`CITUS_MULTI_SHARD_LOG_LEVEL must be one of ${CITUS_LOG_LEVELS.join(', ')}`)
+  return value
 }

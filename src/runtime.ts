@@ -22,7 +22,7 @@ import { appModules } from './modules/index.js'
 export async function openRuntimeDatabase(
   config: Config,
   log: Logger,
-  { migrate = true } = {},
+  { migrate = true, requests = false } = {},
 ): Promise<DatabaseHandle> {
   const handle = await openDatabase({
     url: config.db.url,
@@ -30,6 +30,11 @@ export async function openRuntimeDatabase(
     poolMode: config.db.poolMode,
     dataDir: config.db.dataDir,
     log: (message) => log.debug({ component: 'embedded-postgres' }, message),
+    // the connections that serve requests (not the job worker's, not the CLI's): see config.ts
+    citusSettings:
+      requests && config.db.citusMultiShardLogLevel
+        ? { 'citus.multi_task_query_log_level': config.db.citusMultiShardLogLevel }
+        : undefined,
   })
   try {
     if (migrate) await migrateOnDirectConnection(handle, log)

@@ -11,7 +11,7 @@ import { runDemo } from './demo.js'
 /** `workplace serve`: migrate, create the demo tenant on an empty database, serve HTTP and run the worker. */
 export async function serve(config: Config): Promise<void> {
   const log = createLogger({ level: config.logLevel, format: config.logFormat })
-  const handle = await openRuntimeDatabase(config, log)
+  const handle = await openRuntimeDatabase(config, log, { requests: true })
   if (await isDatabaseEmpty(handle.db)) {
     const demo = await runDemo(config, handle)
     if (demo.created) printDemoCredentials(config, demo)

@@ -6,6 +6,7 @@ import { given, type GivenTenant } from './helpers/given.js'
 import { testDb } from './helpers/test-database.js'
 import { genericPlanOf } from './helpers/generic-plan.js'
 import { folderVisibleSql } from '../src/modules/folders/folders.visibility.js'
+import { skipOnCitus } from './helpers/citus.js'
 
 const db = testDb()
 const app = await buildTestApp()
@@ -668,45 +669,53 @@ test('malformed and unknown folder ids are 404', async () => {
   assert.equal((await put(tenant.adminToken, 999999999, { name: 'x' })).statusCode, 404)
 })
 
-test('the path check probes the grants per folder in the plan the pool keeps (generic), also after an analyze', async () => {
-  const tenant = await given.tenant(db)
-  const role = await given.role(db, tenant, ['forms.view'])
-  const viewer = await given.user(db, tenant, { roleId: role })
-  // 1,500 form folders, 100 of them restricted to another role, and grants on other targets besides
-  await sql`insert into folders (id, tenant_id, type, parent_id, lang_id, show_on_menu, user_id, path)
+test(
+  'the path check probes the grants per folder in the plan the pool keeps (generic), also after an analyze',
+  {
+    skip: skipOnCitus(
+      "it reads the single node's generic plan (plan_cache_mode=force_generic_plan), which Citus does not make; on Citus the pool plans each execution",
+    ),
+  },
+  async () => {
+    const tenant = await given.tenant(db)
+    const role = await given.role(db, tenant, ['forms.view'])
+    const viewer = await given.user(db, tenant, { roleId: role })
+    // 1,500 form folders, 100 of them restricted to another role, and grants on other targets besides
+    await sql`insert into folders (id, tenant_id, type, parent_id, lang_id, show_on_menu, user_id, path)
     select g.id, ${tenant.id}, 'form', null, 'en-US', false, ${tenant.adminId}, array[g.id]
     from (select nextval('global_id_seq') as id from generate_series(1, 1500)) g`.execute(db)
-  await sql`insert into entity_permissions (tenant_id, key, permission_entity, permission_entity_id, target_entity, target_entity_id)
+    await sql`insert into entity_permissions (tenant_id, key, permission_entity, permission_entity_id, target_entity, target_entity_id)
     select ${tenant.id}, 'view', 'role', ${tenant.employeeRoleId}, 'folder', f.id::text
     from folders f where f.tenant_id = ${tenant.id} order by f.id limit 100`.execute(db)
-  await sql`insert into entity_permissions (tenant_id, key, permission_entity, permission_entity_id, target_entity, target_entity_id)
+    await sql`insert into entity_permissions (tenant_id, key, permission_entity, permission_entity_id, target_entity, target_entity_id)
     select ${tenant.id}, 'view', 'user', ${viewer.id}, 'sharedItem', gen_random_uuid()::text from generate_series(1, 3000)`.execute(
-    db,
-  )
-  await sql`analyze folders`.execute(db)
-  await sql`analyze entity_permissions`.execute(db)
-  const actor = {
-    userId: viewer.id,
-    tenantId: tenant.id,
-    roleId: role,
-    departmentIds: [],
-    permissions: new Set(['forms.view']),
-    isAdmin: false,
-    langId: 'en-US',
-    tokenId: 0,
-  }
-  const page = db
-    .selectFrom('folders as f')
-    .select('f.id')
-    .where('f.tenant_id', '=', tenant.id)
-    .where(folderVisibleSql(actor, 'f'))
-    .orderBy('f.id')
-    .limit(50)
-    .compile()
+      db,
+    )
+    await sql`analyze folders`.execute(db)
+    await sql`analyze entity_permissions`.execute(db)
+    const actor = {
+      userId: viewer.id,
+      tenantId: tenant.id,
+      roleId: role,
+      departmentIds: [],
+      permissions: new Set(['forms.view']),
+      isAdmin: false,
+      langId: 'en-US',
+      tokenId: 0,
+    }
+    const page = db
+      .selectFrom('folders as f')
+      .select('f.id')
+      .where('f.tenant_id', '=', tenant.id)
+      .where(folderVisibleSql(actor, 'f'))
+      .orderBy('f.id')
+      .limit(50)
+      .compile()
 
-  const plan = await genericPlanOf(db, page)
+    const plan = await genericPlanOf(db, page)
 
-  // not an anti-join that first decides every restricted folder of the tenant
-  assert.doesNotMatch(plan, /Anti Join|Materialize|Hash/, plan)
-  assert.match(plan, /Index Cond: .*target_entity_id = ANY \(\(f\.path\)::text\[\]\)/, plan)
-})
+    // not an anti-join that first decides every restricted folder of the tenant
+    assert.doesNotMatch(plan, /Anti Join|Materialize|Hash/, plan)
+    assert.match(plan, /Index Cond: .*target_entity_id = ANY \(\(f\.path\)::text\[\]\)/, plan)
+  },
+)

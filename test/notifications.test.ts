@@ -10,6 +10,7 @@ import { parseListQuery } from '../src/platform/query/parse-query.js'
 import { notificationResource } from '../src/modules/notifications/notifications.resource.js'
 import { purgeReadNotifications } from '../src/modules/notifications/notifications.jobs.js'
 import { recipientsSql } from '../src/modules/notifications/notifications-fan-out.js'
+import { skipOnCitus } from './helpers/citus.js'
 
 const db = testDb()
 const get = async (token: string, url: string) => call(await buildTestApp(), token, { method: 'GET', url })
@@ -450,36 +451,44 @@ test('the first page and the unread count are served from the per-user indexes w
   assert.match(plans.unread, /notifications_user_unread_idx/)
 })
 
-test('a send to listed users probes them by id in the plan the pool keeps (generic: planned without the values)', async () => {
-  const tenant = await given.tenant(db)
-  const someone = await given.user(db, tenant)
-  // enough users and department members that scanning them all costs more than probing a few
-  await sql`insert into users (tenant_id, username, password_hash, first_name, last_name, role_id, lang_id)
+test(
+  'a send to listed users probes them by id in the plan the pool keeps (generic: planned without the values)',
+  {
+    skip: skipOnCitus(
+      "it reads the single node's generic plan (plan_cache_mode=force_generic_plan), which Citus does not make; on Citus the pool plans each execution",
+    ),
+  },
+  async () => {
+    const tenant = await given.tenant(db)
+    const someone = await given.user(db, tenant)
+    // enough users and department members that scanning them all costs more than probing a few
+    await sql`insert into users (tenant_id, username, password_hash, first_name, last_name, role_id, lang_id)
     select ${tenant.id}, 'plan-user-' || g, 'x', 'Plan', 'User', ${tenant.employeeRoleId}, 'en-US' from generate_series(1, 3000) g`.execute(
-    db,
-  )
-  const departments = await Promise.all([1, 2, 3].map(() => given.department(db, tenant)))
-  await sql`insert into department_users (tenant_id, department_id, user_id)
+      db,
+    )
+    const departments = await Promise.all([1, 2, 3].map(() => given.department(db, tenant)))
+    await sql`insert into department_users (tenant_id, department_id, user_id)
     select tenant_id, (${departments}::bigint[])[1 + id % 3], id from users where tenant_id = ${tenant.id} and username like 'plan-user-%'`.execute(
-    db,
-  )
-  await sql`analyze users`.execute(db)
-  await sql`analyze department_users`.execute(db)
-  const spec = {
-    tenantId: tenant.id,
-    type: 'genericNotification',
-    targetableType: 'genericNotification',
-    targetableId: 1,
-    sourceKey: 'plan',
-    data: { title: 't', body: 'b', url: '/' },
-  }
-  const recipients = recipientsSql({ ...spec, recipients: { userIds: [someone.id] } }, undefined).compile(db)
+      db,
+    )
+    await sql`analyze users`.execute(db)
+    await sql`analyze department_users`.execute(db)
+    const spec = {
+      tenantId: tenant.id,
+      type: 'genericNotification',
+      targetableType: 'genericNotification',
+      targetableId: 1,
+      sourceKey: 'plan',
+      data: { title: 't', body: 'b', url: '/' },
+    }
+    const recipients = recipientsSql({ ...spec, recipients: { userIds: [someone.id] } }, undefined).compile(db)
 
-  const plan = await genericPlanOf(db, recipients)
+    const plan = await genericPlanOf(db, recipients)
 
-  assert.doesNotMatch(plan, /Seq Scan on users|Hash Join/, plan)
-  assert.match(plan, /Index Cond: \(\(tenant_id = \$\d+\) AND \(id = /, plan)
-})
+    assert.doesNotMatch(plan, /Seq Scan on users|Hash Join/, plan)
+    assert.match(plan, /Index Cond: \(\(tenant_id = \$\d+\) AND \(id = /, plan)
+  },
+)
 
 test('a list without limit, compiled once for every user, streams each user their own records past the first batch', async () => {
   const { tenant, alice, bob } = await withTwoUsers()

@@ -35,7 +35,13 @@ async function main(): Promise<number> {
   const database = `wp_test_${Date.now()}_${randomBytes(3).toString('hex')}`
   let url: string
   let cleanup: () => Promise<void>
-  if (process.env.TEST_DATABASE_URL) {
+  if (process.env.TEST_PREPARED_DATABASE_URL) {
+    // a database prepared by the caller (test/run-citus.ts: migrated and distributed on a Citus
+    // cluster), used as it is and left to the caller
+    url = process.env.TEST_PREPARED_DATABASE_URL
+    cleanup = async () => {}
+    console.log(`# database: prepared by the caller, ${new URL(url).host}${new URL(url).pathname}`)
+  } else if (process.env.TEST_DATABASE_URL) {
     const server = new URL(process.env.TEST_DATABASE_URL)
     server.pathname = `/${database}`
     await ensureDatabase(server.toString(), database)

@@ -43,6 +43,8 @@ export async function startFreshServer(name: string, env: Record<string, string>
       STORAGE_DIR: storage,
       LOG_LEVEL: 'warn',
       WORKPLACE_FROM_SOURCE: process.env.WORKPLACE_FROM_SOURCE ?? '',
+      // test:citus: a statement of a request sent to more than one shard fails
+      CITUS_MULTI_SHARD_LOG_LEVEL: process.env.CITUS_MULTI_SHARD_LOG_LEVEL ?? '',
       ...env,
     },
     stdio: ['ignore', 'pipe', 'pipe'],

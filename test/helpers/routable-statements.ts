@@ -19,6 +19,9 @@ export function inRequest<T>(work: () => T): T {
   return requestScope.run(true, work)
 }
 
+/** Whether the caller runs inside `inRequest` (an injected request of the test app). */
+export const inRequestScope = (): boolean => requestScope.getStore() === true
+
 /** The pool with `onStatement` called with the text of every statement its clients send. */
 export function tappedPool(pool: pg.Pool, onStatement: (sql: string) => void): pg.Pool {
   const wrapped = new WeakMap<pg.PoolClient, pg.PoolClient>()

@@ -3,7 +3,9 @@ import { createPool, kyselyOn, openDatabase } from '../../src/platform/db/databa
 import { ensureDatabase } from '../../src/platform/db/embedded-postgres.js'
 import { migrateToLatest } from '../../src/platform/db/migrate.js'
 import type { Db } from '../../src/platform/db/schema.js'
-import { capturingPool } from './routable-statements.js'
+import { capturingPool, inRequestScope } from './routable-statements.js'
+import { assumeCitus } from '../../src/platform/db/citus.js'
+import { createCitusDatabase, dropCitusDatabase, citusWorkers, onCitusCluster, requestGuardedPool } from './citus.js'
 
 let shared: { db: Db; pool: ReturnType<typeof createPool> } | undefined
 
@@ -17,9 +19,15 @@ export function testDatabaseUrl(): string {
 /** One pool per test process, on the migrated test database. */
 export function testDb(): Db {
   if (!shared) {
-    // planned as the app's own pool plans (openDatabase)
-    const pool = createPool(testDatabaseUrl(), { max: 10, allowExitOnIdle: true, genericPlans: true })
-    shared = { pool, db: kyselyOn(capturingPool(pool, process.env.STATEMENT_LOG_DIR)) }
+    // planned as the app's own pool plans (openDatabase): generic plans on a single node, custom on
+    // Citus, where a statement of a request of the test app that goes to more than one shard fails
+    // (test:citus; the tests' own statements may span tenants)
+    assumeCitus(onCitusCluster)
+    const pool = createPool(testDatabaseUrl(), { max: 10, allowExitOnIdle: true, genericPlans: !onCitusCluster })
+    shared = {
+      pool,
+      db: kyselyOn(capturingPool(requestGuardedPool(pool, inRequestScope), process.env.STATEMENT_LOG_DIR)),
+    }
   }
   return shared.db
 }
@@ -47,7 +55,12 @@ export async function privateTestDatabase(suffix: string): Promise<{ url: string
   const url = new URL(testDatabaseUrl())
   const name = `${url.pathname.slice(1)}_${suffix}`
   url.pathname = `/${name}`
-  await ensureDatabase(url.toString(), name)
+  if (onCitusCluster) {
+    // on every node of the cluster, migrated and distributed (test/helpers/citus.ts)
+    const workers = await citusWorkers(testDatabaseUrl())
+    await dropCitusDatabase(testDatabaseUrl(), name, workers)
+    await createCitusDatabase(testDatabaseUrl(), name)
+  } else await ensureDatabase(url.toString(), name)
   const handle = await openDatabase({ url: url.toString(), dataDir: '' })
   await migrateToLatest(handle.db, handle.pool)
   return {
@@ -55,7 +68,8 @@ export async function privateTestDatabase(suffix: string): Promise<{ url: string
     db: handle.db,
     async close() {
       await handle.close()
-      await dropDatabase(url.toString(), name)
+      if (onCitusCluster) await dropCitusDatabase(testDatabaseUrl(), name, await citusWorkers(testDatabaseUrl()))
+      else await dropDatabase(url.toString(), name)
     },
   }
 }

@@ -4,6 +4,7 @@ import { createPool, kyselyOn } from '../../src/platform/db/database.js'
 import { testConfig } from './build-test-app.js'
 import { tappedPool } from './routable-statements.js'
 import { testDatabaseUrl } from './test-database.js'
+import { onCitusCluster, SINGLE_SHARD_SETTINGS } from './citus.js'
 
 export interface WatchedApp {
   app: FastifyInstance
@@ -14,7 +15,12 @@ export interface WatchedApp {
 /** An app on a pool of its own whose statements are watched (requests one at a time). */
 export async function watchedApp(): Promise<WatchedApp> {
   const sent: string[] = []
-  const pool = createPool(testDatabaseUrl(), { max: 2, allowExitOnIdle: true, genericPlans: true })
+  const pool = createPool(testDatabaseUrl(), {
+    max: 2,
+    allowExitOnIdle: true,
+    genericPlans: !onCitusCluster,
+    settings: SINGLE_SHARD_SETTINGS,
+  })
   const app = await buildApp({ config: testConfig(), db: kyselyOn(tappedPool(pool, (text) => sent.push(text))) })
   return {
     app,

@@ -2,6 +2,7 @@ import { type CompiledQuery, sql } from 'kysely'
 import type { FastifyRequest } from 'fastify'
 import type { Db } from '../db/schema.js'
 import { executeCompiled } from '../db/database.js'
+import { spanningTenants } from '../db/citus.js'
 import { forbidden, unauthorized } from '../http/errors.js'
 import type { Actor } from './actor.js'
 import type { ActorCache, CachedActor } from './actor-cache.js'
@@ -66,11 +67,9 @@ const utcMillis = (timestamp: string) => Date.parse(`${timestamp.replace(' ', 'T
  * (on Citus a query to every shard, named in the routable-statements allow list).
  */
 async function legacyTokenTenant(db: Db, tokenHash: Buffer): Promise<number | undefined> {
-  const row = await db
-    .selectFrom('access_tokens')
-    .select('tenant_id')
-    .where('token_hash', '=', tokenHash)
-    .executeTakeFirst()
+  const row = await spanningTenants(db, (on) =>
+    on.selectFrom('access_tokens').select('tenant_id').where('token_hash', '=', tokenHash).executeTakeFirst(),
+  )
   return row?.tenant_id
 }
 

@@ -61,7 +61,9 @@ export function noteTokenUse(db: Db, actor: Actor, request: FastifyRequest): voi
 
 /**
  * Writes the queued uses: per tenant one upsert, which changes a row only when its last use is more
- * than a minute older (several processes write a token's use at most about once a minute).
+ * than a minute older (several processes write a token's use at most about once a minute). The age is
+ * compared as `timestamptz - timestamptz > interval` (immutable operators): Citus refuses a
+ * non-immutable function in the WHERE of ON CONFLICT (`timestamptz - interval` is only stable).
  */
 export async function flushSessionActivity(db: Db): Promise<void> {
   const pending = pendingByDb.get(db)
@@ -84,7 +86,7 @@ export async function flushSessionActivity(db: Db): Promise<void> {
         ${list.map(([, u]) => u.ip)}::text[]) as u(token_id, user_id, at, user_agent, ip)
       on conflict (tenant_id, token_id) do update set last_used_at = excluded.last_used_at
       where session_activity.last_used_at is null
-         or session_activity.last_used_at < excluded.last_used_at - interval '1 minute'`.execute(db)
+         or excluded.last_used_at - session_activity.last_used_at > interval '1 minute'`.execute(db)
   }
 }
 

@@ -7,6 +7,7 @@ import { startEmbeddedPostgres } from './embedded-postgres.js'
 import { changeNotices, isNoticedWrite } from './change-notices.js'
 import { SettlingCursor } from './cursor.js'
 import { thrownFields } from '../thrown.js'
+import { assumeCitus, detectCitus } from './citus.js'
 
 const TIMESTAMPTZ = 1184
 const TIMESTAMP = 1114
@@ -77,6 +78,8 @@ export interface DatabaseOptions {
   dataDir: string
   poolSize?: number
   log?: (message: string) => void
+  /** Settings of the pool's connections on a Citus coordinator only (`citus.multi_task_query_log_level`). */
+  citusSettings?: Readonly<Record<string, string>>
 }
 
 /** Resolves the connection URLs: the given ones, or a private embedded server in `$DATA_DIR/postgres`. */
@@ -106,6 +109,8 @@ export interface PoolOptions {
    * 0.4 ms a statement (decision 0005, third pass).
    */
   genericPlans?: boolean
+  /** More settings of each connection (session mode only), e.g. `citus.multi_task_query_log_level`. */
+  settings?: Readonly<Record<string, string>>
 }
 
 /**
@@ -126,11 +131,13 @@ export function createPool(
     poolMode = 'session',
     name = 'api',
     genericPlans = false,
+    settings = {},
   }: PoolOptions = {},
 ): pg.Pool {
   const startupOptions = Object.entries(REQUIRED_SETTINGS).map(([setting, value]) => `-c ${setting}=${value}`)
   if (asynchronousCommit) startupOptions.push('-c synchronous_commit=off')
   if (genericPlans) startupOptions.push('-c plan_cache_mode=force_generic_plan')
+  for (const [setting, value] of Object.entries(settings)) startupOptions.push(`-c ${setting}=${value}`)
   const pool = new pg.Pool({
     connectionString: url,
     max,
@@ -422,7 +429,11 @@ export async function* streamCompiled<R>(db: Db, compiled: CompiledQuery<R>, chu
 export async function openDatabase(options: DatabaseOptions): Promise<DatabaseHandle> {
   const { url, directUrl, stop } = await resolveDatabaseUrl(options)
   const poolMode = options.url ? (options.poolMode ?? 'session') : 'session'
-  const pool = createPool(url, { max: options.poolSize, poolMode, genericPlans: true })
+  // once, at start: on a Citus coordinator the pool plans each execution (Citus cannot make a
+  // distributed plan of some generic ones: a parameter in a select-list subquery, docs/citus.md)
+  const citus = options.url ? await detectCitus(url) : (assumeCitus(false), false)
+  const settings = citus && options.citusSettings ? options.citusSettings : {}
+  const pool = createPool(url, { max: options.poolSize, poolMode, genericPlans: !citus, settings })
   const db = kyselyOn(pool, poolMode)
   return {
     db,

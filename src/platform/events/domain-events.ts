@@ -1,6 +1,7 @@
 import { type RawBuilder, sql } from 'kysely'
 import { withClause, type CommonTableExpression } from '../db/common-table-expressions.js'
 import type { Db } from '../db/schema.js'
+import { onCitus } from '../db/citus.js'
 
 export interface DomainEvent {
   type: string
@@ -72,14 +73,27 @@ export async function recordDomainEvents(db: Db, events: DomainEvent[]): Promise
   const riders = riderValues(events)
   const along = ridingInserts(tenantId, riders)
   const handlers = handlersBesides(riders)
-  const type = sql.ref('domain_events.type')
+  // on Citus a subquery of a distributed table in the insert's RETURNING fails on the worker ("could
+  // not determine data type of parameter $1": the INSERT … SELECT is run from the coordinator, and the
+  // worker gets the parameters the riders and the select used): there the probes are asked of the
+  // inserted rows in a select over the insert (docs/citus.md, "Two forms")
+  const overInsert = onCitus() && handlers.some((handler) => handler.probe)
+  const type = sql.ref(overInsert ? 'recorded_events.type' : 'domain_events.type')
   const probes = handlers.map(
     (subscriber, i) =>
       sql`, ${subscriber.probe ? subscriber.probe(tenantId, type) : sql`true`} as ${sql.id(`probe${i}`)}`,
   )
-  const { rows } = await sql<{ id: string } & Record<string, boolean>>`${withClause(along)}
-    ${eventsInsert(tenantId, eventColumns(events))}
-    returning id${probes.length > 0 ? sql.join(probes, sql``) : sql``}`.execute(db)
+  const probeList = probes.length > 0 ? sql.join(probes, sql``) : sql``
+  const insert = eventsInsert(tenantId, eventColumns(events))
+  const { rows } = overInsert
+    ? await sql<{ id: string } & Record<string, boolean>>`${withClause([
+        ...along,
+        ['recorded_events', sql`${insert} returning id, type`],
+      ])}
+    select id${probeList} from recorded_events`.execute(db)
+    : await sql<{ id: string } & Record<string, boolean>>`${withClause(along)}
+    ${insert}
+    returning id${probeList}`.execute(db)
   const recorded = events.map((event, i) => ({ ...event, id: rows[i]!.id }))
   for (const [i, subscriber] of handlers.entries()) {
     const wanted = recorded.filter((_, row) => rows[row]![`probe${i}`])
