@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict'
 import fs from 'node:fs/promises'
+import os from 'node:os'
 import path from 'node:path'
-import { test } from 'node:test'
+import { after, test } from 'node:test'
 import { buildTestApp, call } from './helpers/build-test-app.js'
 import { given } from './helpers/given.js'
 import { testDb } from './helpers/test-database.js'
@@ -10,6 +11,11 @@ import { fixture, multipart } from './fixtures/users/forms.js'
 // this file counts temporary uploads: a storage of its own, not the one the test files running beside it upload to
 process.env.TEST_STORAGE_DIR = await fs.mkdtemp(path.join(process.env.TEST_STORAGE_DIR!, 'pictures-'))
 const db = testDb()
+// a storage directory of this file's own: the temporary-upload counts below must not see the uploads of
+// test files running beside it (the run's shared TEST_STORAGE_DIR)
+const storageDir = await fs.mkdtemp(path.join(os.tmpdir(), 'workplace-api-pictures-'))
+process.env.TEST_STORAGE_DIR = storageDir
+after(() => fs.rm(storageDir, { recursive: true, force: true }))
 const storedPicture = (tenantId: number, name: string) =>
   path.join(process.env.TEST_STORAGE_DIR!, 'profile-pictures', String(tenantId), name)
 const exists = (file: string) =>
