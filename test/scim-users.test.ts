@@ -4,6 +4,7 @@ import { sql } from 'kysely'
 import { filterToSql } from '../src/modules/scim/scim.filter.js'
 import { userAttributes } from '../src/modules/scim/scim-users.service.js'
 import { buildTestApp, call } from './helpers/build-test-app.js'
+import { skipOnCitus } from './helpers/citus.js'
 import { given } from './helpers/given.js'
 import { testDb } from './helpers/test-database.js'
 import { assertScimError, ENTERPRISE, newUser, PATCH_OP, scim, scimToken, USER_SCHEMA } from './scim.support.js'
@@ -342,34 +343,42 @@ test('active false deactivates the user and revokes their tokens; active true do
   assert.ok(tokens.every((t) => t.revoked_at !== null))
 })
 
-test('a filter is one SQL condition on indexes: userName eq uses the username index, externalId its own', async () => {
-  const tenant = await given.tenant(db)
-  await sql`insert into users (tenant_id, username, password_hash, first_name, last_name, role_id, external_id)
+test(
+  'a filter is one SQL condition on indexes: userName eq uses the username index, externalId its own',
+  {
+    skip: skipOnCitus(
+      "it reads a single node's EXPLAIN; on Citus the plan is the shard's, with the shard's statistics (a sequential scan of a small shard)",
+    ),
+  },
+  async () => {
+    const tenant = await given.tenant(db)
+    await sql`insert into users (tenant_id, username, password_hash, first_name, last_name, role_id, external_id)
     select ${tenant.id}, 'plan.user' || g, '!unusable', 'Plan', 'User' || g, ${tenant.employeeRoleId}, 'ext-' || g
     from generate_series(1, 5000) g`.execute(db)
-  await sql`analyze users`.execute(db)
-  // `indexable`: the seq scan is ruled out, to show that the condition can use an index at all (on this
-  // small test table the planner prefers a scan for a substring search; at 100,000 users it does not)
-  const plan = async (filter: string, indexable = false) =>
-    db.transaction().execute(async (trx) => {
-      if (indexable) await sql`set local enable_seqscan = off`.execute(trx)
-      const query = trx
-        .selectFrom('users as u')
-        .select('u.id')
-        .where('u.tenant_id', '=', tenant.id)
-        .where('u.deleted_at', 'is', null)
-        .where('u.blacked_out_at', 'is', null)
-        .where(filterToSql(filter, { attributes: userAttributes(tenant.id), coreSchema: USER_SCHEMA }))
-        .compile()
-      const literal = (i: string) => `'${String(query.parameters[Number(i) - 1]).replace(/'/g, "''")}'`
-      const { rows } = await sql
-        .raw<{ 'QUERY PLAN': string }>(`explain ${query.sql.replace(/\$(\d+)/g, (_, i: string) => literal(i))}`)
-        .execute(trx)
-      return rows.map((r) => r['QUERY PLAN']).join('\n')
-    })
-  assert.match(await plan('userName eq "Plan.User77"'), /users_username_uniq/)
-  assert.match(await plan('externalId eq "ext-77"'), /users_external_id_idx/)
-  // a substring search reads the tenant's rows through an index (the trigram index or the tenant's): never other tenants'
-  assert.match(await plan('userName co "user77"', true), /Index Cond: .*tenant_id|users_username_lower_trgm/)
-  assert.doesNotMatch(await plan('userName eq "plan.user77" or externalId eq "ext-78"'), /Seq Scan/)
-})
+    await sql`analyze users`.execute(db)
+    // `indexable`: the seq scan is ruled out, to show that the condition can use an index at all (on this
+    // small test table the planner prefers a scan for a substring search; at 100,000 users it does not)
+    const plan = async (filter: string, indexable = false) =>
+      db.transaction().execute(async (trx) => {
+        if (indexable) await sql`set local enable_seqscan = off`.execute(trx)
+        const query = trx
+          .selectFrom('users as u')
+          .select('u.id')
+          .where('u.tenant_id', '=', tenant.id)
+          .where('u.deleted_at', 'is', null)
+          .where('u.blacked_out_at', 'is', null)
+          .where(filterToSql(filter, { attributes: userAttributes(tenant.id), coreSchema: USER_SCHEMA }))
+          .compile()
+        const literal = (i: string) => `'${String(query.parameters[Number(i) - 1]).replace(/'/g, "''")}'`
+        const { rows } = await sql
+          .raw<{ 'QUERY PLAN': string }>(`explain ${query.sql.replace(/\$(\d+)/g, (_, i: string) => literal(i))}`)
+          .execute(trx)
+        return rows.map((r) => r['QUERY PLAN']).join('\n')
+      })
+    assert.match(await plan('userName eq "Plan.User77"'), /users_username_uniq/)
+    assert.match(await plan('externalId eq "ext-77"'), /users_external_id_idx/)
+    // a substring search reads the tenant's rows through an index (the trigram index or the tenant's): never other tenants'
+    assert.match(await plan('userName co "user77"', true), /Index Cond: .*tenant_id|users_username_lower_trgm/)
+    assert.doesNotMatch(await plan('userName eq "plan.user77" or externalId eq "ext-78"'), /Seq Scan/)
+  },
+)

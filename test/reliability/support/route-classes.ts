@@ -1,4 +1,5 @@
 import FormData from 'form-data'
+import { PERMISSIONS } from '../../../src/platform/auth/permissions.js'
 import type { TenantFixtures } from './fixtures.js'
 
 /**
@@ -38,40 +39,8 @@ export interface RouteClass {
   seesAll?: boolean
 }
 
-/** Every permission string of contract 00 §5. */
-export const ALL_PERMISSIONS = [
-  'users.view',
-  'users.viewDetails',
-  'users.create',
-  'users.update',
-  'users.delete',
-  'users.administrate',
-  'roles.view',
-  'roles.manage',
-  'departments.view',
-  'departments.manage',
-  'sharedItems.administrate',
-  'sharedItems.administrateAll',
-  'entityPermissions.manage',
-  'notifications.send',
-  'notifications.reset',
-  'automations.manage',
-  'audit.view',
-  'tenant.administrate',
-  ...[
-    'calendar',
-    'filemanager',
-    'forms',
-    'infoboard',
-    'manuals',
-    'tasks',
-    'reports',
-    'reportDefinitions',
-    'surveys',
-    'taskAssignments',
-    'taskTemplates',
-  ].flatMap((m) => [`${m}.view`, `${m}.manage`]),
-]
+/** Every permission string of contract 00 §5 but `*`: the one list of src/platform/auth/permissions.ts. */
+export const ALL_PERMISSIONS = PERMISSIONS.filter((permission) => permission !== '*')
 
 /** The BFLA probe's permissions: everything except the required permission's whole module. */
 export function lackingPermissions(route: RouteClass): string[] {
