@@ -83,8 +83,8 @@ function compileShape<V extends Record<string, unknown>, F extends unknown[]>(
   fixed: F,
 ): Shape {
   const paths = new Map<unknown, Path>()
-  // standIn keeps the structure of a plain object: the stand-ins of `values` are a V to the builder
-  const standIns = standIn(values, [], paths) as V // eslint-disable-line @typescript-eslint/no-unsafe-type-assertion
+  // eslint-disable-next-line @typescript-eslint/no-unsafe-type-assertion -- standIn keeps the structure of a plain object: its stand-ins are a V to the builder
+  const standIns = standIn(values, [], paths) as V
   const compiled = build(standIns, ...fixed).compile()
   return {
     compiled,
