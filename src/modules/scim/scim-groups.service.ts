@@ -4,9 +4,9 @@ import type { Actor } from '../../platform/auth/actor.js'
 import { createDepartmentsService } from '../departments/index.js'
 import { project, projects } from './scim.attributes.js'
 import { ScimError } from './scim.errors.js'
-import { filterToSql, normalizePath, scalar, type AttributeMap } from './scim.filter.js'
+import { filterToSql, scalar, type AttributeMap } from './scim.filter.js'
 import { applyPatch, standardOperations, type PatchRules } from './scim.patch.js'
-import { checkIfMatch, listResponse, meta, page, parseId, versionColumn, type Meta } from './scim.resources.js'
+import { checkIfMatch, listResponse, meta, page, parseId, sortOf, versionColumn, type Meta } from './scim.resources.js'
 import {
   CORE_GROUP,
   type PatchOpBody,
@@ -172,9 +172,7 @@ export function createScimGroupsService(deps: AppDeps) {
         filterToSql(query.filter, { attributes: groupAttributes(actor.tenantId), coreSchema: CORE_GROUP }),
       )
     const { offset, limit, startIndex } = page(query)
-    const sortColumn = SORTABLE[query.sortBy ? normalizePath(query.sortBy, CORE_GROUP) : 'id']
-    if (!sortColumn) throw new ScimError(400, `Cannot sort by "${query.sortBy}"`, 'invalidValue')
-    const direction = query.sortOrder === 'descending' ? 'desc' : 'asc'
+    const { sortColumn, direction } = sortOf(query, SORTABLE, CORE_GROUP)
     const [total, rows] = await Promise.all([
       where.select((eb) => eb.fn.countAll<number>().as('total')).executeTakeFirstOrThrow(),
       limit === 0

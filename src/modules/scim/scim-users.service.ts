@@ -8,7 +8,7 @@ import { AppError } from '../../platform/http/errors.js'
 import { createUserServices, USERNAME_PATTERN, type ProvisionedUserUpdate } from '../users/index.js'
 import { project, projects } from './scim.attributes.js'
 import { ScimError } from './scim.errors.js'
-import { constant, filterToSql, normalizePath, scalar, type AttributeMap } from './scim.filter.js'
+import { constant, filterToSql, scalar, type AttributeMap } from './scim.filter.js'
 import { applyPatch, standardOperations, type PatchRules } from './scim.patch.js'
 import {
   booleanOf,
@@ -18,6 +18,7 @@ import {
   meta,
   page,
   parseId,
+  sortOf,
   versionColumn,
   type Meta,
 } from './scim.resources.js'
@@ -318,10 +319,7 @@ export function createScimUsersService(deps: AppDeps) {
         filterToSql(query.filter, { attributes: userAttributes(actor.tenantId), coreSchema: CORE_USER }),
       )
     const { offset, limit, startIndex } = page(query)
-    const sortKey = query.sortBy ? normalizePath(query.sortBy, CORE_USER) : 'id'
-    const sortColumn = SORTABLE[sortKey]
-    if (!sortColumn) throw new ScimError(400, `Cannot sort by "${query.sortBy}"`, 'invalidValue')
-    const direction = query.sortOrder === 'descending' ? 'desc' : 'asc'
+    const { sortColumn, direction } = sortOf(query, SORTABLE, CORE_USER)
     const [total, rows] = await Promise.all([
       where.select((eb) => eb.fn.countAll<number>().as('total')).executeTakeFirstOrThrow(),
       limit === 0

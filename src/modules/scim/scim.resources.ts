@@ -2,6 +2,7 @@ import { sql } from 'kysely'
 import type { Actor } from '../../platform/auth/actor.js'
 import { ScimError } from './scim.errors.js'
 import { DEFAULT_COUNT, MAX_RESULTS } from './scim.discovery.js'
+import { normalizePath } from './scim.filter.js'
 import { LIST_RESPONSE, type ScimListQuery } from './scim.schemas.js'
 
 /** What every SCIM resource service shares: ids, meta, versions, pages. */
@@ -88,6 +89,17 @@ export function page(query: ScimListQuery): { offset: number; limit: number; sta
   const startIndex = Math.max(1, query.startIndex ?? 1)
   const limit = Math.min(MAX_RESULTS, Math.max(0, query.count ?? DEFAULT_COUNT))
   return { offset: startIndex - 1, limit, startIndex }
+}
+
+/** The ORDER BY of a list: `sortBy` among the sortable attributes (else 400 invalidValue), `sortOrder`. */
+export function sortOf(
+  query: ScimListQuery,
+  sortable: Readonly<Record<string, string>>,
+  coreSchema: string,
+): { sortColumn: string; direction: 'asc' | 'desc' } {
+  const sortColumn = sortable[query.sortBy ? normalizePath(query.sortBy, coreSchema) : 'id']
+  if (!sortColumn) throw new ScimError(400, `Cannot sort by "${query.sortBy}"`, 'invalidValue')
+  return { sortColumn, direction: query.sortOrder === 'descending' ? 'desc' : 'asc' }
 }
 
 export const listResponse = (resources: unknown[], total: number, startIndex: number) => ({
