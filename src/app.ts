@@ -26,7 +26,7 @@ import { registerRequestContext } from './platform/audit/request-context.js'
 import { registerMultipart } from './platform/http/multipart.js'
 import { registerMetrics } from './platform/metrics/index.js'
 import { appModules } from './modules/index.js'
-import { verifyShapedStatements } from './platform/db/statement-shapes.js'
+import { verifyShapedStatements } from './platform/db/database.js'
 import { registerWebApp } from './platform/http/web-app.js'
 
 declare module 'fastify' {

@@ -55,3 +55,24 @@ test('only src/config.ts reads process.env', async () => {
   }
   assert.deepEqual(offenders, [])
 })
+
+test('the driver basement has one door: outside src/platform/db nothing imports db/driver/', async () => {
+  const db = path.join(src, 'platform', 'db')
+  const driver = path.join(db, 'driver')
+  const offenders: string[] = []
+  for (const file of await sourceFiles(src)) {
+    if (file.startsWith(db + path.sep)) continue
+    for (const target of await imports(file))
+      if (target.startsWith(driver + path.sep)) offenders.push(path.relative(root, file))
+  }
+  assert.deepEqual(offenders, [])
+})
+
+test('only the driver basement touches pg-cursor (its internals are patched there, driver/README.md)', async () => {
+  const driver = path.join(src, 'platform', 'db', 'driver')
+  const offenders: string[] = []
+  for (const file of await sourceFiles(src))
+    if (!file.startsWith(driver + path.sep) && /from 'pg-cursor'/.test(await fs.readFile(file, 'utf8')))
+      offenders.push(path.relative(root, file))
+  assert.deepEqual(offenders, [])
+})

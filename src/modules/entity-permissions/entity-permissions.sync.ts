@@ -1,5 +1,5 @@
 import type { Actor } from '../../platform/auth/actor.js'
-import { reserveIds } from '../../platform/db/reserved-ids.js'
+import { reserveIds } from '../../platform/db/database.js'
 import type { Db } from '../../platform/db/schema.js'
 import { recordDomainEvents, type DomainEvent } from '../../platform/events/domain-events.js'
 import { FieldErrorCollector, notFound } from '../../platform/http/errors.js'

@@ -3,8 +3,7 @@ import type { AppDeps } from '../../platform/app-module.js'
 import type { Actor } from '../../platform/auth/actor.js'
 import type { Db } from '../../platform/db/schema.js'
 import { requirePermission } from '../../platform/auth/require-permission.js'
-import { withClause } from '../../platform/db/common-table-expressions.js'
-import { reserveIds } from '../../platform/db/reserved-ids.js'
+import { withClause, reserveIds } from '../../platform/db/database.js'
 import {
   domainEventWrites,
   eventWritesSql,

@@ -1,4 +1,4 @@
-import { freezeDefinition } from '../../platform/db/statement-shapes.js'
+import { freezeDefinition } from '../../platform/db/database.js'
 import type { RawBuilder, SelectQueryBuilder } from 'kysely'
 import type { Actor } from '../../platform/auth/actor.js'
 import type { Db } from '../../platform/db/schema.js'

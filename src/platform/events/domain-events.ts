@@ -1,5 +1,5 @@
 import { type RawBuilder, sql } from 'kysely'
-import { withClause, type CommonTableExpression } from '../db/common-table-expressions.js'
+import { withClause, type CommonTableExpression } from '../db/database.js'
 import type { Db } from '../db/schema.js'
 import { onCitus } from '../db/citus.js'
 

@@ -1,5 +1,5 @@
 import { FieldErrorCollector } from '../http/errors.js'
-import { freezeDefinition } from '../db/statement-shapes.js'
+import { freezeDefinition } from '../db/database.js'
 import type { FieldDef, QueryContext, ResourceDef } from './resource.js'
 
 export const FILTER_OPERATORS = ['eq', 'ne', 'in', 'nin', 'gt', 'gte', 'lt', 'lte', 'like', 'null'] as const
