@@ -9,7 +9,6 @@ import { createNotificationsSendService } from './notifications-send.service.js'
 import { createNotificationStreams } from './notifications-stream.js'
 import { GENERIC_NOTIFICATION, NOTIFICATION_CRON, notificationJobs } from './notifications.jobs.js'
 export { runFanOut } from './notifications.jobs.js'
-import { registerNotificationTargetable } from './notifications.resource.js'
 import { selectGenericNotifications } from './notifications.queries.js'
 
 export { insertDefaultNotificationSettings, notificationSettingExists } from './notification-settings.queries.js'
@@ -17,19 +16,13 @@ export { insertDefaultNotificationSettings, notificationSettingExists } from './
 export {
   enqueueNotifications,
   fanOutNotifications,
-  registerRecipientsQuery,
   type NotificationSpec,
   type RecipientsQuery,
 } from './notifications-fan-out.js'
-export { registerNotificationTargetable, type TargetableLoader } from './notifications.resource.js'
+export type { TargetableLoader } from './notifications.resource.js'
 export { sanitizeNotificationBody } from './notification-html.js'
 export { deleteUserSubscriptions } from './push-subscriptions.js'
 export { createMailer, type Mailer } from './notifications-mailer.js'
-
-registerNotificationTargetable(GENERIC_NOTIFICATION, async (ctx, ids) => {
-  const rows = await selectGenericNotifications(ctx.db, ctx.tenantId, ids)
-  return new Map(rows.map((r) => [r.id, r]))
-})
 
 export const notificationsModule: AppModule = {
   name: 'notifications',
@@ -53,4 +46,10 @@ export const notificationsModule: AppModule = {
   jobs: notificationJobs,
   secretHolders: [vapidKeySecrets],
   cron: NOTIFICATION_CRON,
+  notificationTargetables: {
+    [GENERIC_NOTIFICATION]: async (ctx, ids) => {
+      const rows = await selectGenericNotifications(ctx.db, ctx.tenantId, ids)
+      return new Map(rows.map((r) => [r.id, r]))
+    },
+  },
 }
