@@ -149,3 +149,14 @@ test('no module-level Map, Set or array is written after import, but the listed 
   }
   assert.deepEqual(offenders, [])
 })
+
+test('one validator factory: only platform/validation makes an ajv or compiles a TypeBox schema', async () => {
+  const factory = path.join(src, 'platform', 'validation')
+  const offenders: string[] = []
+  for (const file of await sourceFiles(src)) {
+    if (file.startsWith(factory + path.sep)) continue
+    const text = await fs.readFile(file, 'utf8')
+    if (/new Ajv\b|from 'ajv'|from 'typebox\/compile'|\bCompile\(/.test(text)) offenders.push(path.relative(root, file))
+  }
+  assert.deepEqual(offenders, [])
+})

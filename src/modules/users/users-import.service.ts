@@ -1,7 +1,5 @@
 import { randomBytes } from 'node:crypto'
 import fs from 'node:fs/promises'
-import { Ajv } from 'ajv'
-import addFormatsModule from 'ajv-formats'
 import { CsvError, parse } from 'csv-parse/sync'
 import { stringify } from 'csv-stringify/sync'
 import { fileTypeFromBuffer } from 'file-type'
@@ -13,6 +11,7 @@ import { validationErrors } from '../../platform/http/error-handler.js'
 import { FieldErrorCollector, invalidField } from '../../platform/http/errors.js'
 import type { UploadedFile } from '../../platform/http/multipart.js'
 import type { FileStorage } from '../../platform/storage/file-storage.js'
+import { compileValidator } from '../../platform/validation/validator.js'
 import * as queries from './users.queries.js'
 import {
   checkUserInput,
@@ -35,10 +34,8 @@ import {
 
 export type UsersImportService = ReturnType<typeof createUsersImportService>
 
-// eslint-disable-next-line @typescript-eslint/no-unsafe-type-assertion -- ajv-formats' CommonJS default export, typed for ESM interop
-const addFormats = addFormatsModule as unknown as (ajv: Ajv) => Ajv
 // A CSV row is checked against the very schemas of the JSON create/update body.
-const checkRow = addFormats(new Ajv({ allErrors: true, verbose: true, strict: false })).compile(
+const rowInput = compileValidator(
   Type.Object(Object.fromEntries(IMPORTABLE_KEYS.map((k) => [k, Type.Optional(userInputFields[k])]))),
 )
 
@@ -187,9 +184,8 @@ export function createUsersImportService({ db }: AppDeps, storage: FileStorage) 
         if (value instanceof Error) problems.add(prefix + key, value.message)
         else if (value !== undefined) input[key] = value
       })
-      if (!checkRow(input))
-        for (const [key, messages] of Object.entries(validationErrors(checkRow.errors ?? [])))
-          messages.forEach((m) => problems.add(prefix + key, m))
+      for (const [key, messages] of Object.entries(validationErrors(rowInput.Errors(input))))
+        messages.forEach((m) => problems.add(prefix + key, m))
       const name = typeof input.username === 'string' ? input.username.toLowerCase() : ''
       if (name && firstLine.has(name))
         problems.add(`${prefix}username`, `appears more than once in the file (first on line ${firstLine.get(name)})`)
