@@ -2,6 +2,7 @@ import { sql } from 'kysely'
 import type { Db } from '../../platform/db/schema.js'
 import { defineResource } from '../../platform/query/resource.js'
 import { sharedItemResource } from './shared-items.resource.js'
+import { groupBy } from '../../platform/group-by.js'
 
 export const ACCESS_OUTCOMES = [
   'redirected',
@@ -34,14 +35,8 @@ export function createAccessRecorder(db: Db, onError: (error: unknown) => void =
   let flushing: Promise<void> = Promise.resolve()
 
   async function write(batch: SharedItemAccess[]): Promise<void> {
-    const byTenant = new Map<number, SharedItemAccess[]>()
-    for (const access of batch) {
-      const accesses = byTenant.get(access.tenantId)
-      if (accesses) accesses.push(access)
-      else byTenant.set(access.tenantId, [access])
-    }
     // one statement text whatever the batch size (arrays, not a VALUES list): prepared once per connection
-    for (const [tenantId, accesses] of byTenant) {
+    for (const [tenantId, accesses] of groupBy(batch, (access) => access.tenantId)) {
       await sql`insert into shared_item_accesses (tenant_id, shared_item_id, user_id, outcome, url_type)
         select ${tenantId}, a.shared_item_id, a.user_id, a.outcome, a.url_type
         from unnest(${accesses.map((a) => a.sharedItemId)}::text[], ${accesses.map((a) => a.userId)}::bigint[],

@@ -11,6 +11,7 @@ import { validationErrors } from '../../platform/http/error-handler.js'
 import { FieldErrorCollector, invalidField } from '../../platform/http/errors.js'
 import type { UploadedFile } from '../../platform/http/multipart.js'
 import type { FileStorage } from '../../platform/storage/file-storage.js'
+import { parseBooleanWord } from '../../platform/text/boolean-words.js'
 import { compileValidator } from '../../platform/validation/validator.js'
 import * as queries from './users.queries.js'
 import {
@@ -44,8 +45,6 @@ const BOOLEAN_KEYS = new Set<ImportableKey>(['active', 'group_account'])
 const NULLABLE_TEXT_KEYS = new Set<ImportableKey>(['street', 'zipcode', 'city', 'phone', 'staff_number'])
 /** Keys whose blank cell is always null: "" is no valid email, language, gender or date. */
 const NULL_WHEN_BLANK = new Set<ImportableKey>(['email', 'lang_id', 'gender', ...DATE_KEYS])
-const TRUE = new Set(['1', 'true', 'yes'])
-const FALSE = new Set(['0', 'false', 'no'])
 
 interface ParsedRow {
   line: number
@@ -109,9 +108,7 @@ function cellValue(key: ImportableKey, raw: string, whitespaceToNull: boolean): 
     return ''
   }
   if (BOOLEAN_KEYS.has(key)) {
-    if (TRUE.has(value.toLowerCase())) return true
-    if (FALSE.has(value.toLowerCase())) return false
-    return new Error('must be a boolean (1/0/true/false/yes/no)')
+    return parseBooleanWord(value) ?? new Error('must be a boolean (1/0/true/false/yes/no)')
   }
   if (key === 'role_id') return /^\d{1,15}$/.test(value) ? Number(value) : new Error('must be an integer')
   if ((DATE_KEYS as readonly string[]).includes(key))

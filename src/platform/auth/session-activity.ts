@@ -2,6 +2,7 @@ import type { FastifyRequest } from 'fastify'
 import { sql } from 'kysely'
 import type { Db } from '../db/schema.js'
 import type { Actor } from './actor.js'
+import { groupBy } from '../group-by.js'
 
 /** A token's `last_used_at` is written at most this often (per token and process; the SQL enforces it across processes). */
 export const SESSION_TOUCH_INTERVAL_MS = 60_000
@@ -72,13 +73,7 @@ export async function flushSessionActivity(db: Db): Promise<void> {
   pending.timer = undefined
   const uses = [...pending.uses]
   pending.uses.clear()
-  const byTenant = new Map<number, Array<[number, PendingUse]>>()
-  for (const entry of uses) {
-    const list = byTenant.get(entry[1].tenantId) ?? []
-    list.push(entry)
-    byTenant.set(entry[1].tenantId, list)
-  }
-  for (const [tenantId, list] of byTenant) {
+  for (const [tenantId, list] of groupBy(uses, ([, use]) => use.tenantId)) {
     await sql`insert into session_activity (tenant_id, token_id, user_id, last_used_at, user_agent, ip)
       select ${tenantId}::bigint, u.token_id, u.user_id, u.at, u.user_agent, u.ip
       from unnest(${list.map(([id]) => id)}::bigint[], ${list.map(([, u]) => u.userId)}::bigint[],
