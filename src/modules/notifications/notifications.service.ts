@@ -10,10 +10,10 @@ import type { QueryContext } from '../../platform/query/resource.js'
 import { listResource, showResource } from '../../platform/query/run-query.js'
 import { publish } from '../../platform/realtime/pg-pubsub.js'
 import * as queries from './notifications.queries.js'
-import { NOTIFICATIONS_CHANNEL, type NotificationsChannelMessage } from './notifications-fan-out.js'
+import { NOTIFICATIONS_CHANNEL, type NotificationsChannelMessage } from './sending/fan-out.js'
 import { notificationResource, notificationSettingResource } from './notifications.resource.js'
 import type { MarkNotificationBody, MarkNotificationsBody, TargetParams } from './notifications.schemas.js'
-import { parseSeenRead } from './notification-timestamps.js'
+import { parseSeenRead } from './notifications.timestamps.js'
 
 export type NotificationsService = ReturnType<typeof createNotificationsService>
 

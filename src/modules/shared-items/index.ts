@@ -1,7 +1,7 @@
 import type { AppModule } from '../../platform/app-module.js'
 import { sharedItemGrantTarget } from './shared-items.access.js'
 import { createSharedItemResolver } from './shared-items.resolve.js'
-import { createAccessRecorder } from './shared-items.accesses.js'
+import { createAccessRecorder } from './shared-items.access-log.js'
 import { sharedItemsRoutes } from './shared-items.routes.js'
 import { createSharedItemsService } from './shared-items.service.js'
 

@@ -33,7 +33,7 @@ import {
 } from './shared-items.access.js'
 import * as queries from './shared-items.queries.js'
 import { sharedItemResource } from './shared-items.resource.js'
-import { accessResource, administeredSharedItemResource } from './shared-items.accesses.js'
+import { accessResource, administeredSharedItemResource } from './shared-items.access-log.js'
 import type { CreateSharedItemBody, UpdateSharedItemBody } from './shared-items.schemas.js'
 
 export type SharedItemsService = ReturnType<typeof createSharedItemsService>

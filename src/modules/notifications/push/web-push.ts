@@ -1,14 +1,14 @@
 import type { Logger } from 'pino'
 import webPush from 'web-push'
-import type { Config } from '../../config.js'
-import type { Db } from '../../platform/db/schema.js'
-import { enqueue } from '../../platform/jobs/jobs.js'
-import { vapidKeys } from '../../platform/keys/vapid-keys.js'
-import { recordDelivery } from '../../platform/metrics/index.js'
-import { secretBoxFor } from '../../platform/secrets/secret-box.js'
-import { SafeHttpClient, type OutboundResult } from '../../platform/outbound-http/safe-fetch.js'
-import { retryAfterMs } from '../../platform/outbound-http/retry-after.js'
-import { groupBy } from '../../platform/group-by.js'
+import type { Config } from '../../../config.js'
+import type { Db } from '../../../platform/db/schema.js'
+import { enqueue } from '../../../platform/jobs/jobs.js'
+import { vapidKeys } from '../../../platform/keys/vapid-keys.js'
+import { recordDelivery } from '../../../platform/metrics/index.js'
+import { secretBoxFor } from '../../../platform/secrets/secret-box.js'
+import { SafeHttpClient, type OutboundResult } from '../../../platform/outbound-http/safe-fetch.js'
+import { retryAfterMs } from '../../../platform/outbound-http/retry-after.js'
+import { groupBy } from '../../../platform/group-by.js'
 
 /** One new notification record of one user, as its devices receive it. */
 export interface PushMessage {

@@ -1,9 +1,9 @@
 import { type RawBuilder, sql } from 'kysely'
-import { composedTable } from '../../platform/composition.js'
-import type { Db } from '../../platform/db/schema.js'
-import { enqueue, enqueueSql } from '../../platform/jobs/jobs.js'
-import { publishSql } from '../../platform/realtime/pg-pubsub.js'
-import { sanitizeNotificationBody } from './notification-html.js'
+import { composedTable } from '../../../platform/composition.js'
+import type { Db } from '../../../platform/db/schema.js'
+import { enqueue, enqueueSql } from '../../../platform/jobs/jobs.js'
+import { publishSql } from '../../../platform/realtime/pg-pubsub.js'
+import { sanitizeNotificationBody } from './body-html.js'
 
 /** Realtime channel: `{tenantId, userIds (null = everyone of the tenant), sourceKey?}`. */
 export const NOTIFICATIONS_CHANNEL = 'workplace_notifications'
@@ -36,7 +36,7 @@ export interface NotificationSpec {
 /** SQL selecting the `id` of recipient users of a tenant for one target (set-based, never a JS loop). */
 export type RecipientsQuery = (tenantId: number, targetId: number) => RawBuilder<{ id: number }>
 
-declare module '../../platform/app-module.js' {
+declare module '../../../platform/app-module.js' {
   interface AppModule {
     /** Named recipients queries of this module's content; a spec names one in `recipients.query`. */
     recipientsQueries?: Record<string, RecipientsQuery>
