@@ -26,7 +26,8 @@ import { registerRequestContext } from './platform/audit/request-context.js'
 import { registerMultipart } from './platform/http/multipart.js'
 import { registerMetrics } from './platform/metrics/index.js'
 import { appModules } from './modules/index.js'
-import { verifyShapedStatements } from './platform/db/statement-shapes.js'
+import { composeApp } from './platform/composition.js'
+import { verifyShapedStatements } from './platform/db/database.js'
 import { registerWebApp } from './platform/http/web-app.js'
 
 declare module 'fastify' {
@@ -72,6 +73,7 @@ function parseQueryString(query: string): Record<string, unknown> {
 /** Builds the Fastify app (platform first, then modules). Never listens. */
 export async function buildApp(options: BuildAppOptions): Promise<FastifyInstance> {
   const { config, db } = options
+  composeApp(appModules)
   if (config.isTest) verifyShapedStatements()
   const serverOptions = {
     loggerInstance: typeof options.logger === 'object' ? options.logger : undefined,

@@ -10,6 +10,7 @@ import { runDemo } from './demo.js'
 import { secretBoxFor } from './platform/secrets/secret-box.js'
 import { rotateSecrets } from './platform/secrets/rotate-secrets.js'
 import { appModules } from './modules/index.js'
+import { composeApp } from './platform/composition.js'
 import { thrownFields } from './platform/thrown.js'
 import { createScimToken } from './modules/scim/index.js'
 
@@ -67,6 +68,7 @@ async function withDatabase<T>(
 ): Promise<T> {
   const log = pino({ level: config.logLevel === 'info' ? 'warn' : config.logLevel }, pino.destination(2))
   const handle = await openRuntimeDatabase(config, log)
+  composeApp(appModules)
   try {
     return await run(handle.db, handle)
   } finally {

@@ -1,4 +1,5 @@
 import path from 'node:path'
+import { parseBooleanWord } from './platform/text/boolean-words.js'
 
 /** Typed, frozen configuration. The only module that reads process.env. */
 export interface Config {
@@ -51,10 +52,9 @@ function integer(env: NodeJS.ProcessEnv, name: string, fallback: number, problem
 function bool(env: NodeJS.ProcessEnv, name: string, fallback: boolean, problems: string[]): boolean {
   const raw = env[name]
   if (raw === undefined || raw === '') return fallback
-  if (/^(true|1|yes)$/i.test(raw)) return true
-  if (/^(false|0|no)$/i.test(raw)) return false
-  problems.push(`${name} must be true or false`)
-  return fallback
+  const value = parseBooleanWord(raw)
+  if (value === undefined) problems.push(`${name} must be true or false`)
+  return value ?? fallback
 }
 
 /** The VAPID subject (RFC 8292): a mailto: or https: URL; by default the API's own base URL. */

@@ -13,6 +13,7 @@ import { startWorker } from './platform/jobs/jobs.js'
 import type { JobHandlers } from './platform/jobs/jobs.js'
 import type { AppDeps } from './platform/app-module.js'
 import { appModules } from './modules/index.js'
+import { composeApp } from './platform/composition.js'
 
 /**
  * Opens the configured database (embedded when DATABASE_URL is unset) and applies migrations. Migrations
@@ -77,6 +78,7 @@ export function collectJobs(deps: AppDeps): { handlers: JobHandlers; cron: strin
  * the API's own (synchronous) transactions, so no queued work is at risk.
  */
 export async function runWorker(handle: DatabaseHandle, deps: AppDeps) {
+  composeApp(appModules)
   const pool = createPool(handle.url, {
     max: deps.config.jobs.concurrency + 4,
     asynchronousCommit: true,

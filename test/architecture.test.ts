@@ -2,6 +2,7 @@ import assert from 'node:assert/strict'
 import fs from 'node:fs/promises'
 import path from 'node:path'
 import { test } from 'node:test'
+import ts from 'typescript'
 
 const root = path.resolve(import.meta.dirname, '..')
 const src = path.join(root, 'src')
@@ -52,6 +53,110 @@ test('only src/config.ts reads process.env', async () => {
   for (const file of await sourceFiles(src)) {
     if (file === path.join(src, 'config.ts')) continue
     if (/process\.env/.test(await fs.readFile(file, 'utf8'))) offenders.push(path.relative(root, file))
+  }
+  assert.deepEqual(offenders, [])
+})
+
+test('the driver basement has one door: outside src/platform/db nothing imports db/driver/', async () => {
+  const db = path.join(src, 'platform', 'db')
+  const driver = path.join(db, 'driver')
+  const offenders: string[] = []
+  for (const file of await sourceFiles(src)) {
+    if (file.startsWith(db + path.sep)) continue
+    for (const target of await imports(file))
+      if (target.startsWith(driver + path.sep)) offenders.push(path.relative(root, file))
+  }
+  assert.deepEqual(offenders, [])
+})
+
+test('only the driver basement touches pg-cursor (its internals are patched there, driver/README.md)', async () => {
+  const driver = path.join(src, 'platform', 'db', 'driver')
+  const offenders: string[] = []
+  for (const file of await sourceFiles(src))
+    if (!file.startsWith(driver + path.sep) && /from 'pg-cursor'/.test(await fs.readFile(file, 'utf8')))
+      offenders.push(path.relative(root, file))
+  assert.deepEqual(offenders, [])
+})
+
+/** Top-level statements of a source file, parsed (what runs when the file is imported). */
+async function topLevelStatements(file: string): Promise<readonly ts.Statement[]> {
+  const text = await fs.readFile(file, 'utf8')
+  return ts.createSourceFile(file, text, ts.ScriptTarget.Latest, true).statements
+}
+
+/** Calls made while a statement runs at import, not inside a function it merely defines. */
+function importTimeCalls(node: ts.Node): ts.CallExpression[] {
+  if (ts.isFunctionLike(node) || ts.isClassLike(node)) return []
+  const calls = ts.isCallExpression(node) ? [node] : []
+  node.forEachChild((child) => void calls.push(...importTimeCalls(child)))
+  return calls
+}
+
+const calleeName = (call: ts.CallExpression): string | undefined =>
+  ts.isIdentifier(call.expression)
+    ? call.expression.text
+    : ts.isPropertyAccessExpression(call.expression)
+      ? call.expression.name.text
+      : undefined
+
+test('nothing registers or subscribes at import: what the app is made of are the AppModule fields in appModules', async () => {
+  const offenders: string[] = []
+  for (const file of await sourceFiles(src))
+    for (const statement of await topLevelStatements(file))
+      for (const call of importTimeCalls(statement)) {
+        const name = calleeName(call)
+        if (name && /^(register|subscribe)/i.test(name))
+          offenders.push(`${path.relative(root, file)}: ${call.getText().split('(')[0]}(…)`)
+      }
+  assert.deepEqual(offenders, [])
+})
+
+/**
+ * Module-level collections that are written after import and are no registry: caches of values derived
+ * from their keys, bookkeeping of the process's own connections, and listeners added at run time by an
+ * app's parts (never at import). Anything else written after import is a hidden composition root.
+ */
+const NOT_REGISTRIES: Record<string, string[]> = {
+  'src/modules/folders/folders.resource.ts': ['cache'],
+  'src/platform/auth/session-activity.ts': ['noted'],
+  'src/platform/db/driver/committed-writes.ts': ['commitListeners'],
+  'src/platform/db/driver/statement-text.ts': ['statements'],
+  'src/platform/db/driver/type-parsers.ts': ['parsers'],
+  'src/platform/keys/signing-keys.ts': ['imported'],
+  'src/platform/metrics/registry.ts': ['pools'],
+  'src/platform/secrets/secret-box.ts': ['boxes'],
+}
+
+const WRITES = /\.(set|add|push|unshift|splice|delete|clear)\(|\[[^\]]+\]\s*=[^=]/
+
+test('no module-level Map, Set or array is written after import, but the listed caches', async () => {
+  const offenders: string[] = []
+  for (const file of await sourceFiles(src)) {
+    const text = await fs.readFile(file, 'utf8')
+    for (const statement of await topLevelStatements(file)) {
+      if (!ts.isVariableStatement(statement)) continue
+      for (const declaration of statement.declarationList.declarations) {
+        const init = declaration.initializer?.getText() ?? ''
+        if (!ts.isIdentifier(declaration.name) || !/^(new (Map|Set|Array)\b|\[)/.test(init)) continue
+        const name = declaration.name.text
+        const written = text
+          .split('\n')
+          .some((line) => line.includes(name) && new RegExp(`\\b${name}(${WRITES.source})`).test(line))
+        const allowed = NOT_REGISTRIES[path.relative(root, file)]?.includes(name)
+        if (written && !allowed) offenders.push(`${path.relative(root, file)}: ${name}`)
+      }
+    }
+  }
+  assert.deepEqual(offenders, [])
+})
+
+test('one validator factory: only platform/validation makes an ajv or compiles a TypeBox schema', async () => {
+  const factory = path.join(src, 'platform', 'validation')
+  const offenders: string[] = []
+  for (const file of await sourceFiles(src)) {
+    if (file.startsWith(factory + path.sep)) continue
+    const text = await fs.readFile(file, 'utf8')
+    if (/new Ajv\b|from 'ajv'|from 'typebox\/compile'|\bCompile\(/.test(text)) offenders.push(path.relative(root, file))
   }
   assert.deepEqual(offenders, [])
 })

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import { sql } from 'kysely'
-import type { FanOutPayload } from '../src/modules/notifications/notifications-fan-out.js'
+import type { FanOutPayload } from '../src/modules/notifications/sending/fan-out.js'
 import { runFanOut } from '../src/modules/notifications/notifications.jobs.js'
 import { buildTestApp, call } from './helpers/build-test-app.js'
 import { given, type GivenTenant } from './helpers/given.js'

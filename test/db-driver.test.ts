@@ -1,4 +1,4 @@
-/** The database driver layer (platform/db/database.ts) under connection failures. */
+/** The database driver layer (platform/db/driver/, through platform/db/database.ts) under connection failures. */
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import { sql } from 'kysely'

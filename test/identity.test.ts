@@ -8,7 +8,7 @@ import { startSmtpServer } from './helpers/smtp.js'
 import { testDb } from './helpers/test-database.js'
 import { flushSessionActivity, forgetNotedTokenUses } from '../src/platform/auth/session-activity.js'
 import { PASSWORD_RESET_JOB, passwordResetJob, type PasswordResetPayload } from '../src/modules/identity/index.js'
-import { createMailer } from '../src/modules/notifications/notifications-mailer.js'
+import { createMailer } from '../src/modules/notifications/delivery/mailer.js'
 import pino from 'pino'
 
 const db = testDb()

@@ -5,7 +5,7 @@ import { call } from './helpers/build-test-app.js'
 import { given, type GivenTenant } from './helpers/given.js'
 import { testDb } from './helpers/test-database.js'
 import { transactions, watchedApp, writes } from './helpers/watched-app.js'
-import type { DeliverPayload } from '../src/modules/notifications/notifications-fan-out.js'
+import type { DeliverPayload } from '../src/modules/notifications/sending/fan-out.js'
 
 // A small send to listed users is written by one statement when nothing needs a transaction
 // (decision 0005, "Sixth pass"); these tests watch the statements the app sends.

@@ -12,10 +12,10 @@ import { testDb } from './helpers/test-database.js'
 import { startSmtpServer } from './helpers/smtp.js'
 import { readEventStream } from './helpers/sse.js'
 import { createDeliveryDeps, NOTIFICATION_CRON, runFanOut } from '../src/modules/notifications/notifications.jobs.js'
-import { deliverNotifications } from '../src/modules/notifications/notifications-delivery.js'
-import type { DeliverPayload, FanOutPayload } from '../src/modules/notifications/notifications-fan-out.js'
+import { deliverNotifications } from '../src/modules/notifications/delivery/delivery.js'
+import type { DeliverPayload, FanOutPayload } from '../src/modules/notifications/sending/fan-out.js'
 import { enqueueNotifications } from '../src/modules/notifications/index.js'
-import { INLINE_FAN_OUT_MAX } from '../src/modules/notifications/notifications-send.service.js'
+import { INLINE_FAN_OUT_MAX } from '../src/modules/notifications/sending/send.service.js'
 
 const db = testDb()
 const silent = pino({ level: 'silent' })

@@ -2,7 +2,10 @@ import { sql } from 'kysely'
 import { hasGrantAccess } from '../src/platform/access/access-rule.js'
 import { can } from '../src/platform/auth/permissions.js'
 import type { Db } from '../src/platform/db/schema.js'
-import { registerShareTarget, SHARED_ITEM_TYPES } from '../src/modules/shared-items/index.js'
+import { appModules } from '../src/modules/index.js'
+import { SHARED_ITEM_TYPES, type ShareTargetDef } from '../src/modules/shared-items/index.js'
+import { composeApp } from '../src/platform/composition.js'
+import { buildTestApp } from './helpers/build-test-app.js'
 import type { GivenTenant } from './helpers/given.js'
 
 /**
@@ -26,7 +29,10 @@ const MODULE_OF: Record<string, string> = {
 
 let ready: Promise<void> | undefined
 
-/** Creates the table (once per process) and registers a test target for every alias of the type table. */
+/**
+ * Creates the table (once per process) and composes the test app with a module of test targets for
+ * every alias of the type table (listed last: they replace the content modules' own).
+ */
 export function useTestShareTargets(db: Db): Promise<void> {
   ready ??= (async () => {
     await sql`create table if not exists test_share_targets (
@@ -37,9 +43,9 @@ export function useTestShareTargets(db: Db): Promise<void> {
         // a parallel test process may have created it at the same moment
         if (!(await sql`select to_regclass('test_share_targets') as t`.execute(db)).rows[0]) throw error
       })
-    for (const alias of Object.keys(SHARED_ITEM_TYPES)) {
+    const shareTargets = Object.keys(SHARED_ITEM_TYPES).map((alias): ShareTargetDef => {
       const isFile = alias === 'filemanagerFile'
-      registerShareTarget({
+      return {
         alias,
         sharedItemTypes: [alias],
         idType: 'integer',
@@ -81,8 +87,11 @@ export function useTestShareTargets(db: Db): Promise<void> {
             where tenant_id = ${tenantId} and alias = ${alias} and id = any(${ids.map(String)}::bigint[])`.execute(db)
           return new Map(rows.map((row) => [String(row.id), { id: Number(row.id), title: row.title }]))
         },
-      })
-    }
+      }
+    })
+    // after the test app (built once per file): its build composes `appModules` alone
+    await buildTestApp()
+    composeApp([...appModules, { name: 'test-share-targets', shareTargets }])
   })()
   return ready
 }

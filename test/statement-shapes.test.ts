@@ -1,8 +1,8 @@
-/** shapedStatement (platform/db/statement-shapes.ts): compiled once per shape, executed with each call's own values. */
+/** shapedStatement (platform/db/driver/statement-shapes.ts): compiled once per shape, executed with each call's own values. */
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import { sql } from 'kysely'
-import { shapedStatement, verifyShapedStatements } from '../src/platform/db/statement-shapes.js'
+import { shapedStatement, verifyShapedStatements } from '../src/platform/db/database.js'
 import { given } from './helpers/given.js'
 import { testDb } from './helpers/test-database.js'
 

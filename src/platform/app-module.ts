@@ -4,6 +4,7 @@ import type { FastifyBaseLogger, FastifyInstance, RawServerDefault } from 'fasti
 import type { Logger } from 'pino'
 import type { Config } from '../config.js'
 import type { Db } from './db/schema.js'
+import type { DomainEventSubscriber } from './events/domain-events.js'
 import type { JobHandlers } from './jobs/jobs.js'
 import type { SecretHolder } from './secrets/secret-box.js'
 
@@ -28,7 +29,12 @@ export interface AppDeps {
   databaseUrl?: string
 }
 
-/** A domain module: its routes (registered in the authenticated scope unless marked public) and jobs. */
+/**
+ * A domain module: its routes (registered in the authenticated scope unless marked public), jobs, and
+ * what it contributes to other modules. The composition root collects every field from `appModules`
+ * (`composeApp`, platform/composition.ts); a module that offers a contribution point declares its field
+ * by augmenting this interface next to the contract (e.g. `shareTargets` in shared-items/share-targets.ts).
+ */
 export interface AppModule {
   name: string
   routes?: (app: App, deps: AppDeps) => Promise<void>
@@ -37,4 +43,6 @@ export interface AppModule {
   cron?: string[]
   /** Tables holding sealed secrets, re-sealed by `workplace secrets rotate`. */
   secretHolders?: SecretHolder[]
+  /** Subscribers of every recorded domain event, run in module order (platform/events/domain-events.ts). */
+  eventSubscribers?: DomainEventSubscriber[]
 }

@@ -1,10 +1,7 @@
 import type { AppModule } from '../../platform/app-module.js'
 import { purgeAuditLog } from '../../platform/audit/audit-log.js'
-import { subscribeToDomainEvents } from '../../platform/events/domain-events.js'
 import { auditRoutes } from './audit.routes.js'
 import { auditDomainEvent } from './audit.events.js'
-
-subscribeToDomainEvents(auditDomainEvent)
 
 export const auditModule: AppModule = {
   name: 'audit',
@@ -16,4 +13,5 @@ export const auditModule: AppModule = {
     },
   }),
   cron: ['41 3 * * * audit:purge'],
+  eventSubscribers: [auditDomainEvent],
 }

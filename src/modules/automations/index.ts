@@ -1,5 +1,4 @@
 import type { AppModule } from '../../platform/app-module.js'
-import { subscribeToDomainEvents } from '../../platform/events/domain-events.js'
 import { jwksRoutes } from '../../platform/keys/jwks.routes.js'
 import { recordDelivery } from '../../platform/metrics/index.js'
 import { signingKeySecrets } from '../../platform/keys/signing-keys.js'
@@ -16,9 +15,6 @@ export { AUTOMATION_EVENTS } from './automations.events.js'
 export { insertAutomation } from './automations.queries.js'
 export { createWebhookDeliverer, DELIVER_WEBHOOK_JOB, type DeliverWebhookPayload } from './webhook-delivery.job.js'
 
-// Every committed domain event enqueues its deliveries inside the recording transaction.
-subscribeToDomainEvents(enqueueDeliveriesForEvents)
-
 export const automationsModule: AppModule = {
   name: 'automations',
   routes: async (app, deps) => {
@@ -27,6 +23,8 @@ export const automationsModule: AppModule = {
     await jwksRoutes(app, { db: deps.db, secrets: secretBoxFor(deps.config.secrets) })
   },
   secretHolders: [signingKeySecrets, automationSecrets],
+  // every committed domain event enqueues its deliveries inside the recording transaction
+  eventSubscribers: [enqueueDeliveriesForEvents],
   jobs: (deps) => {
     const deliverer = createWebhookDeliverer(deps)
     return {

@@ -1,14 +1,11 @@
 import type { AppModule } from '../../platform/app-module.js'
 import { contentRoutes } from '../../platform/content/content-routes.js'
 import { contentShareTarget } from '../../platform/content/content-share-target.js'
-import { contentTarget, registerTarget } from '../entity-permissions/index.js'
-import { actorFromGrantToken, registerShareTarget } from '../shared-items/index.js'
+import { contentTarget } from '../entity-permissions/index.js'
+import { actorFromGrantToken } from '../shared-items/index.js'
 import { calendarEventBodies, calendarEvents } from './calendar.content.js'
 
 export { calendarEvents } from './calendar.content.js'
-
-registerTarget(contentTarget({ ...calendarEvents, keys: ['view'] }))
-registerShareTarget(contentShareTarget(calendarEvents))
 
 export const calendarModule: AppModule = {
   name: 'calendar',
@@ -22,4 +19,6 @@ export const calendarModule: AppModule = {
       operations: ['list', 'show', 'create', 'update', 'delete'],
       grantTokens: actorFromGrantToken,
     }),
+  grantTargets: [contentTarget({ ...calendarEvents, keys: ['view'] })],
+  shareTargets: [contentShareTarget(calendarEvents)],
 }

@@ -5,6 +5,7 @@ import { defineResource, type QueryContext } from '../../platform/query/resource
 import { BASIC_USER_FIELDS, userResource } from '../users/index.js'
 import * as queries from './entity-permissions.queries.js'
 import { presentTargetId, registeredTarget, type TargetId } from './targets.js'
+import { groupBy } from '../../platform/group-by.js'
 
 const basicUserQuery: ParsedQuery = {
   selects: [...BASIC_USER_FIELDS],
@@ -48,12 +49,11 @@ async function loadPrincipals(ctx: QueryContext, refs: string[]): Promise<Map<un
 }
 
 async function loadTargets(ctx: QueryContext, refs: string[]): Promise<Map<unknown, unknown>> {
-  const byAlias = new Map<string, TargetId[]>()
-  for (const ref of refs) {
-    const [alias, id] = splitRef(ref)
-    if (!registeredTarget(alias)) continue
-    byAlias.set(alias, [...(byAlias.get(alias) ?? []), presentTargetId(alias, id)])
-  }
+  const byAlias = groupBy(
+    refs.map(splitRef).filter(([alias]) => registeredTarget(alias)),
+    ([alias]) => alias,
+    ([alias, id]): TargetId => presentTargetId(alias, id),
+  )
   const out = new Map<unknown, unknown>()
   for (const [alias, ids] of byAlias) {
     const loaded = await registeredTarget(alias)!.loadBasic(ctx.db, ctx.tenantId, ids)

@@ -1,5 +1,5 @@
 import type { Actor } from '../../platform/auth/actor.js'
-import { reserveIds } from '../../platform/db/reserved-ids.js'
+import { reserveIds } from '../../platform/db/database.js'
 import type { Db } from '../../platform/db/schema.js'
 import { recordDomainEvents, type DomainEvent } from '../../platform/events/domain-events.js'
 import { FieldErrorCollector, notFound } from '../../platform/http/errors.js'
@@ -11,6 +11,7 @@ import {
   type PermissionEntity,
 } from './entity-permissions.schemas.js'
 import { registeredTarget, type TargetId } from './targets.js'
+import { groupBy } from '../../platform/group-by.js'
 
 const grantKey = (g: { key: string; permission_entity: string; permission_entity_id: number }) =>
   `${g.key}|${g.permission_entity}|${g.permission_entity_id}`
@@ -259,10 +260,5 @@ export async function loadEntityPermissionsOfTargets(
   targetIds: TargetId[],
 ) {
   const rows = await queries.selectGrantsOnTargets(db, tenantId, targetAlias, targetIds.map(String))
-  const byTarget = new Map<TargetId, ReturnType<typeof presentGrant>[]>()
-  for (const row of rows) {
-    const grant = presentGrant(row)
-    byTarget.set(grant.target_entity_id, [...(byTarget.get(grant.target_entity_id) ?? []), grant])
-  }
-  return byTarget
+  return groupBy(rows.map(presentGrant), (grant): TargetId => grant.target_entity_id)
 }

@@ -4,7 +4,6 @@ import { createEntityPermissionsService } from './entity-permissions.service.js'
 
 // The public surface other modules use (folders now; shared items and content modules later).
 export {
-  registerTarget,
   contentTarget,
   lookupTarget,
   parseTargetId,

@@ -1,14 +1,14 @@
 import { sql } from 'kysely'
 import type { ViewChain } from '../../platform/access/view-chain.js'
+import { composedTable } from '../../platform/composition.js'
 import type { Actor } from '../../platform/auth/actor.js'
 import { can } from '../../platform/auth/permissions.js'
 import type { Db } from '../../platform/db/schema.js'
 
 /**
- * The registry of grant-capable target aliases (contract 20). Each module that owns a target kind
- * registers it from its own index.ts with `registerTarget(...)`, so this module never switches on
- * aliases. An alias nobody registered (yet) — e.g. `sharedItem`, `form`, `calendarEvent` until their
- * modules land — answers 422 "unknown or unsupported target", exactly like an unknown alias.
+ * Grant-capable target aliases (contract 20). Each module that owns a target kind lists it in its
+ * `AppModule`'s `grantTargets`, so this module never switches on aliases. An alias no composed module
+ * lists answers 422 "unknown or unsupported target", exactly like an unknown alias.
  */
 
 export type TargetId = number | string
@@ -34,23 +34,31 @@ export interface GrantTarget {
 /** Aliases that exist in the platform but never carry grants (contract 20). */
 const WITHOUT_GRANTS = new Set(['user', 'role', 'department', 'notification'])
 
-const registry = new Map<string, GrantTarget>()
-
-/** Registers (or replaces) a grant-capable target alias. */
-export function registerTarget(target: GrantTarget): void {
-  if (WITHOUT_GRANTS.has(target.alias)) throw new Error(`"${target.alias}" does not support entity permissions`)
-  registry.set(target.alias, target)
+declare module '../../platform/app-module.js' {
+  interface AppModule {
+    /** The grant-capable target kinds this module owns (a later module's alias replaces an earlier one's). */
+    grantTargets?: GrantTarget[]
+  }
 }
+
+const registry = composedTable((modules) => {
+  const targets = new Map<string, GrantTarget>()
+  for (const target of modules.flatMap((module) => module.grantTargets ?? [])) {
+    if (WITHOUT_GRANTS.has(target.alias)) throw new Error(`"${target.alias}" does not support entity permissions`)
+    targets.set(target.alias, target)
+  }
+  return targets
+})
 
 /** Why an alias cannot carry grants, or the registered target. */
 export function lookupTarget(alias: string): { target: GrantTarget } | { problem: string } {
-  const target = registry.get(alias)
+  const target = registry().get(alias)
   if (target) return { target }
   if (WITHOUT_GRANTS.has(alias)) return { problem: `"${alias}" does not support entity permissions` }
   return { problem: `unknown or unsupported target "${alias}"` }
 }
 
-export const registeredTarget = (alias: string): GrantTarget | undefined => registry.get(alias)
+export const registeredTarget = (alias: string): GrantTarget | undefined => registry().get(alias)
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
 
@@ -64,7 +72,7 @@ export function parseTargetId(target: Pick<GrantTarget, 'idType'>, raw: unknown)
 
 /** A stored (text) target id as the API shows it: a number for integer targets, the string otherwise. */
 export function presentTargetId(alias: string, stored: string): TargetId {
-  const idType = registry.get(alias)?.idType ?? (/^\d{1,15}$/.test(stored) ? 'integer' : 'uuid')
+  const idType = registry().get(alias)?.idType ?? (/^\d{1,15}$/.test(stored) ? 'integer' : 'uuid')
   return idType === 'integer' ? Number(stored) : stored
 }
 
@@ -85,7 +93,7 @@ export interface ContentTargetOptions {
 
 /**
  * The common case for content records: a table with `tenant_id` and `id`, administrated by
- * `<module>.manage`. Content modules register with `registerTarget(contentTarget({...}))`.
+ * `<module>.manage`. Content modules list `contentTarget({...})` in their `grantTargets`.
  */
 export function contentTarget(options: ContentTargetOptions): GrantTarget {
   const columns = options.basicColumns ?? ['id', 'user_id', 'created_at', 'updated_at']

@@ -1,23 +1,13 @@
 import type { AppModule } from '../../platform/app-module.js'
 import { contentRoutes } from '../../platform/content/content-routes.js'
 import { contentShareTarget } from '../../platform/content/content-share-target.js'
-import { contentTarget, registerTarget } from '../entity-permissions/index.js'
-import { grantTokenActorFor, registerShareTarget } from '../shared-items/index.js'
+import { contentTarget } from '../entity-permissions/index.js'
+import { grantTokenActorFor } from '../shared-items/index.js'
 import { createFilesService } from './filemanager-files.service.js'
 import { fileRoutes } from './filemanager.routes.js'
 import { directories, directoryBodies, files } from './filemanager.content.js'
 
 export { directories as filemanagerDirectories, files as filemanagerFiles } from './filemanager.content.js'
-
-for (const content of [directories, files]) registerTarget(contentTarget({ ...content, keys: ['view', 'write'] }))
-registerShareTarget(contentShareTarget(directories))
-registerShareTarget(
-  contentShareTarget(files, (row, base) => ({
-    showFileContent: `${base}/api/filemanager/files/${row.id}/content`,
-    downloadFileContent: `${base}/api/filemanager/files/${row.id}/download`,
-    ...(row.has_poster ? { filePoster: `${base}/api/filemanager/files/${row.id}/poster` } : {}),
-  })),
-)
 
 export const filemanagerModule: AppModule = {
   name: 'filemanager',
@@ -47,4 +37,13 @@ export const filemanagerModule: AppModule = {
       grantTokens: grantTokenActorFor(config.baseUrl),
     })
   },
+  grantTargets: [directories, files].map((content) => contentTarget({ ...content, keys: ['view', 'write'] })),
+  shareTargets: [
+    contentShareTarget(directories),
+    contentShareTarget(files, (row, base) => ({
+      showFileContent: `${base}/api/filemanager/files/${row.id}/content`,
+      downloadFileContent: `${base}/api/filemanager/files/${row.id}/download`,
+      ...(row.has_poster ? { filePoster: `${base}/api/filemanager/files/${row.id}/poster` } : {}),
+    })),
+  ],
 }

@@ -1,20 +1,33 @@
 import { sql } from 'kysely'
+import { composedTable } from '../../platform/composition.js'
 import type { Db } from '../../platform/db/schema.js'
 
 /**
- * Tables whose rows point at folders. Deleting a folder tree sets these columns to null
- * (contract 20). Content modules add theirs with `registerFolderReference('forms', 'folder_id')`
- * from their index.ts; each table must have a `tenant_id` column.
+ * A `table.column` whose rows point at folders. Deleting a folder tree sets these columns to null
+ * (contract 20). Content modules list theirs in their `AppModule`'s `folderReferences`
+ * (`folderReference('forms')`); each table must have a `tenant_id` column.
  */
-const references: Array<{ table: string; column: string }> = []
-
-/** Registers a `table.column` that holds folder ids, to be detached when those folders are deleted. */
-export function registerFolderReference(table: string, column = 'folder_id'): void {
-  if (!references.some((r) => r.table === table && r.column === column)) references.push({ table, column })
+export interface FolderReference {
+  table: string
+  column: string
 }
 
-registerFolderReference('departments')
-registerFolderReference('roles')
+declare module '../../platform/app-module.js' {
+  interface AppModule {
+    /** Columns of this module's tables that hold folder ids, detached when those folders are deleted. */
+    folderReferences?: FolderReference[]
+  }
+}
+
+/** A `table.column` that holds folder ids (`folder_id` unless told). */
+export const folderReference = (table: string, column = 'folder_id'): FolderReference => ({ table, column })
+
+const references = composedTable((modules) => {
+  const all: FolderReference[] = []
+  for (const { table, column } of modules.flatMap((module) => module.folderReferences ?? []))
+    if (!all.some((r) => r.table === table && r.column === column)) all.push({ table, column })
+  return all
+})
 
 /** Sets every registered reference to one of `folderIds` to null; returns the detached rows per table. */
 export async function detachFolderReferences(
@@ -24,7 +37,7 @@ export async function detachFolderReferences(
 ): Promise<Record<string, number>> {
   const detached: Record<string, number> = {}
   if (folderIds.length === 0) return detached
-  for (const { table, column } of references) {
+  for (const { table, column } of references()) {
     const result = await sql`update ${sql.table(table)} set ${sql.ref(column)} = null
       where tenant_id = ${tenantId} and ${sql.ref(column)} = any(${folderIds}::bigint[])`.execute(trx)
     detached[`${table}.${column}`] = Number(result.numAffectedRows ?? 0)

@@ -6,6 +6,7 @@ import { defineResource, type QueryContext, type ResourceDef } from '../../platf
 import { loadBasicUsers, loadEntityPermissionsOfTargets } from '../entity-permissions/index.js'
 import * as queries from './folders.queries.js'
 import { folderVisibleSql } from './folders.visibility.js'
+import { groupBy } from '../../platform/group-by.js'
 
 const FOLDER_FIELDS = [
   'id',
@@ -41,12 +42,6 @@ async function loadVisibleFolders(
     unknown
   >[]
   return presentRows(resource, plainFolders, rows, ctx)
-}
-
-function groupBy<T>(items: T[], key: (item: T) => unknown): Map<unknown, T[]> {
-  const out = new Map<unknown, T[]>()
-  for (const item of items) out.set(key(item), [...(out.get(key(item)) ?? []), item])
-  return out
 }
 
 const cache = new Map<string, ResourceDef>()
@@ -102,8 +97,11 @@ export function folderResource(langId: string | null): ResourceDef {
         many: true,
         load: async (ctx, ids) => {
           const rows = await queries.selectTranslations(ctx.db, ctx.tenantId, ids)
-          const grouped = groupBy(rows, (r) => r.folder_id)
-          return new Map([...grouped].map(([id, list]) => [id, list.map(({ lang_id, name }) => ({ lang_id, name }))]))
+          return groupBy(
+            rows,
+            (r) => r.folder_id,
+            ({ lang_id, name }) => ({ lang_id, name }),
+          )
         },
       },
       entityPermissions: {

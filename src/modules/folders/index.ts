@@ -1,18 +1,19 @@
 import type { AppModule } from '../../platform/app-module.js'
-import { registerTarget } from '../entity-permissions/index.js'
 import { folderGrantTarget } from './folders.access.js'
+import { folderReference } from './folder-references.js'
 import { foldersRoutes } from './folders.routes.js'
 import { createFoldersService } from './folders.service.js'
 
 // Public surface for content modules: folder references to detach, folder visibility for their lists.
-export { registerFolderReference } from './folder-references.js'
+export { folderReference, type FolderReference } from './folder-references.js'
 export { folderVisibleSql, folderIdVisibleSql, viewableFolderTypes, isUsableFolder } from './folders.visibility.js'
 export { canAdministrateFolder } from './folders.access.js'
 export { FOLDER_TYPES, FOLDER_TYPE_MODULE, folderGrantKeys } from './folder-types.js'
 
-registerTarget(folderGrantTarget)
-
 export const foldersModule: AppModule = {
   name: 'folders',
   routes: (app, deps) => foldersRoutes(app, { folders: createFoldersService(deps) }),
+  grantTargets: [folderGrantTarget],
+  // departments and roles hold folder ids too; their modules do not depend on folders
+  folderReferences: [folderReference('departments'), folderReference('roles')],
 }

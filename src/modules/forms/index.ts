@@ -1,17 +1,12 @@
 import type { AppModule } from '../../platform/app-module.js'
 import { contentRoutes } from '../../platform/content/content-routes.js'
 import { contentShareTarget } from '../../platform/content/content-share-target.js'
-import { contentTarget, registerTarget } from '../entity-permissions/index.js'
-import { registerFolderReference } from '../folders/index.js'
-import { actorFromGrantToken, registerShareTarget } from '../shared-items/index.js'
+import { contentTarget } from '../entity-permissions/index.js'
+import { folderReference } from '../folders/index.js'
+import { actorFromGrantToken } from '../shared-items/index.js'
 import { formBodies, formMessageBodies, formMessages, forms } from './forms.content.js'
 
 export { forms, formMessages } from './forms.content.js'
-
-registerTarget(contentTarget({ ...forms, keys: ['view', 'viewFormMessages', 'administrate'] }))
-registerShareTarget(contentShareTarget(forms))
-registerShareTarget(contentShareTarget(formMessages))
-registerFolderReference('forms', 'folder_id')
 
 export const formsModule: AppModule = {
   name: 'forms',
@@ -34,4 +29,7 @@ export const formsModule: AppModule = {
       operations: ['list', 'create'],
     })
   },
+  grantTargets: [contentTarget({ ...forms, keys: ['view', 'viewFormMessages', 'administrate'] })],
+  shareTargets: [contentShareTarget(forms), contentShareTarget(formMessages)],
+  folderReferences: [folderReference('forms')],
 }

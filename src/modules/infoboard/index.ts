@@ -1,10 +1,9 @@
 import type { AppModule } from '../../platform/app-module.js'
 import { contentRoutes } from '../../platform/content/content-routes.js'
 import { contentShareTarget } from '../../platform/content/content-share-target.js'
-import { contentTarget, registerTarget } from '../entity-permissions/index.js'
-import { registerFolderReference } from '../folders/index.js'
-import { registerRecipientsQuery } from '../notifications/index.js'
-import { grantTokenActorFor, registerShareTarget } from '../shared-items/index.js'
+import { contentTarget } from '../entity-permissions/index.js'
+import { folderReference } from '../folders/index.js'
+import { grantTokenActorFor } from '../shared-items/index.js'
 import {
   commentBodies,
   INFOBOARD_POST_VIEWERS,
@@ -14,12 +13,6 @@ import {
 } from './infoboard.content.js'
 
 export { infoboardPosts, infoboardComments } from './infoboard.content.js'
-
-registerTarget(contentTarget({ ...infoboardPosts, keys: ['view', 'comment'] }))
-registerShareTarget(contentShareTarget(infoboardPosts))
-registerShareTarget(contentShareTarget(infoboardComments))
-registerFolderReference('infoboard_posts', 'channel_id')
-registerRecipientsQuery(INFOBOARD_POST_VIEWERS, (tenantId, id) => infoboardPosts.viewersSql(tenantId, id))
 
 export const infoboardModule: AppModule = {
   name: 'infoboard',
@@ -42,4 +35,8 @@ export const infoboardModule: AppModule = {
       operations: ['list', 'create'],
     })
   },
+  grantTargets: [contentTarget({ ...infoboardPosts, keys: ['view', 'comment'] })],
+  shareTargets: [contentShareTarget(infoboardPosts), contentShareTarget(infoboardComments)],
+  folderReferences: [folderReference('infoboard_posts', 'channel_id')],
+  recipientsQueries: { [INFOBOARD_POST_VIEWERS]: (tenantId, id) => infoboardPosts.viewersSql(tenantId, id) },
 }

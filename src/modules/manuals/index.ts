@@ -1,18 +1,11 @@
 import type { AppModule } from '../../platform/app-module.js'
 import { contentRoutes } from '../../platform/content/content-routes.js'
 import { contentShareTarget } from '../../platform/content/content-share-target.js'
-import { contentTarget, registerTarget } from '../entity-permissions/index.js'
-import { registerRecipientsQuery } from '../notifications/index.js'
-import { grantTokenActorFor, registerShareTarget } from '../shared-items/index.js'
+import { contentTarget } from '../entity-permissions/index.js'
+import { grantTokenActorFor } from '../shared-items/index.js'
 import { chapterBodies, entryBodies, MANUAL_ENTRY_VIEWERS, manualChapters, manualEntries } from './manuals.content.js'
 
 export { manualChapters, manualEntries } from './manuals.content.js'
-
-for (const content of [manualChapters, manualEntries]) {
-  registerTarget(contentTarget({ ...content, keys: ['view', 'write'] }))
-  registerShareTarget(contentShareTarget(content))
-}
-registerRecipientsQuery(MANUAL_ENTRY_VIEWERS, (tenantId, id) => manualEntries.viewersSql(tenantId, id))
 
 export const manualsModule: AppModule = {
   name: 'manuals',
@@ -44,4 +37,9 @@ export const manualsModule: AppModule = {
       grantTokens: grantTokenActorFor(config.baseUrl),
     })
   },
+  grantTargets: [manualChapters, manualEntries].map((content) =>
+    contentTarget({ ...content, keys: ['view', 'write'] }),
+  ),
+  shareTargets: [manualChapters, manualEntries].map((content) => contentShareTarget(content)),
+  recipientsQueries: { [MANUAL_ENTRY_VIEWERS]: (tenantId, id) => manualEntries.viewersSql(tenantId, id) },
 }

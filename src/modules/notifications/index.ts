@@ -2,34 +2,27 @@ import type { AppModule } from '../../platform/app-module.js'
 import { resolveDatabaseUrl } from '../../platform/db/database.js'
 import { createPgPubSub } from '../../platform/realtime/pg-pubsub.js'
 import { notificationsRoutes } from './notifications.routes.js'
-import { pushRoutes } from './push.routes.js'
+import { pushRoutes } from './push/push.routes.js'
 import { vapidKeySecrets } from '../../platform/keys/vapid-keys.js'
 import { createNotificationsService } from './notifications.service.js'
-import { createNotificationsSendService } from './notifications-send.service.js'
-import { createNotificationStreams } from './notifications-stream.js'
+import { createNotificationsSendService } from './sending/send.service.js'
+import { createNotificationStreams } from './stream/stream.js'
 import { GENERIC_NOTIFICATION, NOTIFICATION_CRON, notificationJobs } from './notifications.jobs.js'
 export { runFanOut } from './notifications.jobs.js'
-import { registerNotificationTargetable } from './notifications.resource.js'
 import { selectGenericNotifications } from './notifications.queries.js'
 
-export { insertDefaultNotificationSettings, notificationSettingExists } from './notification-settings.queries.js'
+export { insertDefaultNotificationSettings, notificationSettingExists } from './preferences/settings.queries.js'
 /** For content modules: queue notifications in the transaction of the change, or fan out directly. */
 export {
   enqueueNotifications,
   fanOutNotifications,
-  registerRecipientsQuery,
   type NotificationSpec,
   type RecipientsQuery,
-} from './notifications-fan-out.js'
-export { registerNotificationTargetable, type TargetableLoader } from './notifications.resource.js'
-export { sanitizeNotificationBody } from './notification-html.js'
-export { deleteUserSubscriptions } from './push-subscriptions.js'
-export { createMailer, type Mailer } from './notifications-mailer.js'
-
-registerNotificationTargetable(GENERIC_NOTIFICATION, async (ctx, ids) => {
-  const rows = await selectGenericNotifications(ctx.db, ctx.tenantId, ids)
-  return new Map(rows.map((r) => [r.id, r]))
-})
+} from './sending/fan-out.js'
+export type { TargetableLoader } from './notifications.resource.js'
+export { sanitizeNotificationBody } from './sending/body-html.js'
+export { deleteUserSubscriptions } from './push/subscriptions.js'
+export { createMailer, type Mailer } from './delivery/mailer.js'
 
 export const notificationsModule: AppModule = {
   name: 'notifications',
@@ -53,4 +46,10 @@ export const notificationsModule: AppModule = {
   jobs: notificationJobs,
   secretHolders: [vapidKeySecrets],
   cron: NOTIFICATION_CRON,
+  notificationTargetables: {
+    [GENERIC_NOTIFICATION]: async (ctx, ids) => {
+      const rows = await selectGenericNotifications(ctx.db, ctx.tenantId, ids)
+      return new Map(rows.map((r) => [r.id, r]))
+    },
+  },
 }

@@ -2,16 +2,16 @@ import type { AppDeps } from '../../platform/app-module.js'
 import type { Db } from '../../platform/db/schema.js'
 import { jobOf, type JobHandlers } from '../../platform/jobs/jobs.js'
 import * as queries from './notifications.queries.js'
-import { deliverNotifications, pushMessageOf, type DeliveryDeps } from './notifications-delivery.js'
-import { sendDueDigests } from './notifications-digest.js'
+import { deliverNotifications, pushMessageOf, type DeliveryDeps } from './delivery/delivery.js'
+import { sendDueDigests } from './delivery/digest.js'
 import {
   fanOutNotifications,
   type DeliverPayload,
   type FanOutPayload,
   type NotificationSpec,
-} from './notifications-fan-out.js'
-import { createMailer } from './notifications-mailer.js'
-import { createWebPushSender, PUSH_RETRY_JOB, type PushRetryPayload } from './notifications-push.js'
+} from './sending/fan-out.js'
+import { createMailer } from './delivery/mailer.js'
+import { createWebPushSender, PUSH_RETRY_JOB, type PushRetryPayload } from './push/web-push.js'
 
 /** Read notifications deleted per statement by the retention job. */
 const RETENTION_BATCH_SIZE = 5000

@@ -1,15 +1,22 @@
 import { sql } from 'kysely'
+import { composedTable } from '../../platform/composition.js'
 import { invalidField } from '../../platform/http/errors.js'
 import { defineResource, type QueryContext } from '../../platform/query/resource.js'
+import { groupBy } from '../../platform/group-by.js'
 
 /** Loads the producing records of one targetable alias by ID (e.g. genericNotification → its send). */
 export type TargetableLoader = (ctx: QueryContext, ids: number[]) => Promise<Map<number, unknown>>
-const targetableLoaders = new Map<string, TargetableLoader>()
 
-/** Content modules register how their notifications' `targetable` relation is loaded. */
-export function registerNotificationTargetable(alias: string, loader: TargetableLoader): void {
-  targetableLoaders.set(alias, loader)
+declare module '../../platform/app-module.js' {
+  interface AppModule {
+    /** How the `targetable` relation of this module's notifications is loaded, by targetable alias. */
+    notificationTargetables?: Record<string, TargetableLoader>
+  }
 }
+
+const targetableLoaders = composedTable(
+  (modules) => new Map(modules.flatMap((module) => Object.entries(module.notificationTargetables ?? {}))),
+)
 
 const BASIC_USER_COLUMNS = [
   'id',
@@ -80,15 +87,14 @@ export const notificationResource = defineResource<{ notifiable_id: number; targ
       key: 'targetable_ref',
       many: false,
       load: async (ctx, refs) => {
-        const byAlias = new Map<string, number[]>()
-        for (const ref of refs) {
-          const at = ref.lastIndexOf(':')
-          const alias = ref.slice(0, at)
-          byAlias.set(alias, [...(byAlias.get(alias) ?? []), Number(ref.slice(at + 1))])
-        }
+        const byAlias = groupBy(
+          refs,
+          (ref) => ref.slice(0, ref.lastIndexOf(':')),
+          (ref) => Number(ref.slice(ref.lastIndexOf(':') + 1)),
+        )
         const result = new Map<unknown, unknown>()
         for (const [alias, ids] of byAlias) {
-          const loader = targetableLoaders.get(alias)
+          const loader = targetableLoaders().get(alias)
           if (!loader) continue // producing module not installed: relation is null
           for (const [id, value] of await loader(ctx, ids)) result.set(`${alias}:${id}`, value)
         }

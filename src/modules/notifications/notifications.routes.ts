@@ -15,8 +15,8 @@ import {
 } from './notifications.schemas.js'
 import { notificationResource, notificationSettingResource } from './notifications.resource.js'
 import type { NotificationsService } from './notifications.service.js'
-import type { NotificationsSendService } from './notifications-send.service.js'
-import type { NotificationStreams } from './notifications-stream.js'
+import type { NotificationsSendService } from './sending/send.service.js'
+import type { NotificationStreams } from './stream/stream.js'
 
 interface Services {
   notifications: NotificationsService

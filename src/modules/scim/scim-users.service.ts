@@ -1,5 +1,5 @@
 import { sql } from 'kysely'
-import { Compile } from 'typebox/compile'
+import { compileValidator } from '../../platform/validation/validator.js'
 import type { AppDeps } from '../../platform/app-module.js'
 import type { Actor } from '../../platform/auth/actor.js'
 import { revokeUserTokens } from '../../platform/auth/tokens.js'
@@ -210,7 +210,7 @@ function chosenValue(values: unknown, attribute: string): string | null {
 }
 
 const USERNAME = new RegExp(USERNAME_PATTERN)
-const userInput = Compile(ScimUserInputSchema)
+const userInput = compileValidator(ScimUserInputSchema)
 
 /** A patched user, checked as a PUT body would be (a PATCH may set any attribute to any JSON value). */
 function patchedInput(value: unknown): ScimUserInput {

@@ -1,7 +1,7 @@
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { Type, type TSchema } from 'typebox'
-import { Compile } from 'typebox/compile'
+import { compileValidator } from '../../platform/validation/validator.js'
 import type { AppDeps } from '../../platform/app-module.js'
 import { serviceProviderConfig, resourceTypes, schemas, listOf } from './scim.discovery.js'
 import { registerScimErrorHandling, ScimError, SCIM_CONTENT_TYPE } from './scim.errors.js'
@@ -37,7 +37,7 @@ function defaultRoleOf(request: FastifyRequest): number {
 
 /** A resource as the response schema describes it; a mismatch is a bug of ours (500), never sent as is. */
 function checked<T extends TSchema>(schema: T, name: string) {
-  const validator = Compile(schema)
+  const validator = compileValidator(schema)
   return (value: unknown) => {
     if (!validator.Check(value)) throw new Error(`SCIM response does not match the ${name} schema`)
     return value

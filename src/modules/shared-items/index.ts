@@ -1,16 +1,13 @@
 import type { AppModule } from '../../platform/app-module.js'
-import { registerTarget } from '../entity-permissions/index.js'
 import { sharedItemGrantTarget } from './shared-items.access.js'
 import { createSharedItemResolver } from './shared-items.resolve.js'
-import { createAccessRecorder } from './shared-items.accesses.js'
+import { createAccessRecorder } from './shared-items.access-log.js'
 import { sharedItemsRoutes } from './shared-items.routes.js'
 import { createSharedItemsService } from './shared-items.service.js'
 
-// Public surface for content modules: register share targets, accept grant tokens.
+// Public surface for content modules: share target contract, grant tokens.
 export {
-  registerShareTarget,
   lookupShareTarget,
-  unregisterShareTarget,
   parseShareTargetId,
   targetClaim,
   type ShareTargetDef,
@@ -33,8 +30,6 @@ export {
 } from './grant-tokens.js'
 export { SHARED_ITEM_TYPES, REDIRECT_TYPES } from './shared-item-types.js'
 
-registerTarget(sharedItemGrantTarget)
-
 export const sharedItemsModule: AppModule = {
   name: 'shared-items',
   routes: async (app, deps) => {
@@ -48,4 +43,5 @@ export const sharedItemsModule: AppModule = {
       accesses,
     })
   },
+  grantTargets: [sharedItemGrantTarget],
 }

@@ -1,12 +1,13 @@
-import { freezeDefinition } from '../../platform/db/statement-shapes.js'
+import { composedTable } from '../../platform/composition.js'
+import { freezeDefinition } from '../../platform/db/database.js'
 import type { RawBuilder, SelectQueryBuilder } from 'kysely'
 import type { Actor } from '../../platform/auth/actor.js'
 import type { Db } from '../../platform/db/schema.js'
 
 /**
- * The registry of things a shared item may point at (contract 30). Each content module registers its
- * target kinds from its own index.ts with `registerShareTarget(...)`; the shared items module never
- * switches on aliases. A target alias nobody registered answers 422 on create, like an unknown alias.
+ * The things a shared item may point at (contract 30). Each content module lists its target kinds in
+ * its `AppModule`'s `shareTargets`; the shared items module never switches on aliases. A target alias no
+ * composed module lists answers 422 on create, like an unknown alias.
  */
 
 export type ShareTargetId = number | string
@@ -76,22 +77,22 @@ export interface ShareTargetDef {
   loadFields?(db: Db, tenantId: number, ids: ShareTargetId[]): Promise<Map<string, Record<string, unknown>>>
 }
 
-const registry = new Map<string, ShareTargetDef>()
-
-/** Registers (or replaces) a share target alias. */
-export function registerShareTarget(def: ShareTargetDef): void {
-  // frozen: shaped statements take a share target as a fixed argument by its identity
-  registry.set(def.alias, freezeDefinition(def))
+declare module '../../platform/app-module.js' {
+  interface AppModule {
+    /** The share target kinds this module owns (a later module's alias replaces an earlier one's). */
+    shareTargets?: ShareTargetDef[]
+  }
 }
 
-/** The registered share target of an alias, or undefined. */
+// frozen: shaped statements take a share target as a fixed argument by its identity
+const registry = composedTable(
+  (modules) =>
+    new Map(modules.flatMap((module) => module.shareTargets ?? []).map((def) => [def.alias, freezeDefinition(def)])),
+)
+
+/** The share target of an alias, or undefined. */
 export function lookupShareTarget(alias: string): ShareTargetDef | undefined {
-  return registry.get(alias)
-}
-
-/** Unregisters an alias (tests that register throwaway targets). */
-export function unregisterShareTarget(alias: string): void {
-  registry.delete(alias)
+  return registry().get(alias)
 }
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i

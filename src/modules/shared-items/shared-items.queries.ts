@@ -1,5 +1,5 @@
 import { type RawBuilder, sql } from 'kysely'
-import type { CommonTableExpression } from '../../platform/db/common-table-expressions.js'
+import type { CommonTableExpression } from '../../platform/db/database.js'
 import type { Db } from '../../platform/db/schema.js'
 
 export interface SharedItemRow {

@@ -2,9 +2,9 @@ import { sql } from 'kysely'
 import { secretBoxFor } from '../../platform/secrets/secret-box.js'
 import type { AppDeps } from '../../platform/app-module.js'
 import type { Actor } from '../../platform/auth/actor.js'
-import { shapedStatement } from '../../platform/db/statement-shapes.js'
-import { executeCompiled } from '../../platform/db/database.js'
+import { shapedStatement, executeCompiled } from '../../platform/db/database.js'
 import { AppError, FieldErrorCollector, notFound } from '../../platform/http/errors.js'
+import { parseBooleanWord, URL_FLAG_WORDS } from '../../platform/text/boolean-words.js'
 import { issueGrantToken } from './grant-tokens.js'
 import {
   lookupShareTarget,
@@ -17,8 +17,6 @@ import { viewableSql } from './shared-items.access.js'
 import * as queries from './shared-items.queries.js'
 import { URL_TYPE_FLAGS, type ResolveQuery, type ResolveResult, type UrlTypeFlag } from './shared-items.schemas.js'
 
-const TRUE = new Set(['', '1', 'true', 'on', 'yes'])
-const FALSE = new Set(['0', 'false', 'off', 'no'])
 const NO_REDIRECT: ResolveResult = { redirect: false, url: null, url_context: null }
 
 /**
@@ -31,14 +29,7 @@ export function requestedUrlType(query: ResolveQuery): UrlTypeFlag | undefined {
   for (const flag of URL_TYPE_FLAGS) {
     const raw = query[flag]
     if (raw === undefined) continue
-    const value =
-      typeof raw === 'boolean'
-        ? raw
-        : TRUE.has(raw.toLowerCase())
-          ? true
-          : FALSE.has(raw.toLowerCase())
-            ? false
-            : undefined
+    const value = typeof raw === 'boolean' ? raw : parseBooleanWord(raw, URL_FLAG_WORDS)
     if (value === undefined) problems.add(flag, 'must be a boolean')
     else if (value) set.push(flag)
   }

@@ -3,6 +3,7 @@ import { invalidField } from '../../platform/http/errors.js'
 import { defineResource, type QueryContext } from '../../platform/query/resource.js'
 import { loadBasicUsers, loadEntityPermissionsOfTargets, lookupTarget } from '../entity-permissions/index.js'
 import { lookupShareTarget, parseShareTargetId, type ShareTargetId } from './share-targets.js'
+import { groupBy } from '../../platform/group-by.js'
 
 /** A stored (text) target id as the API shows it: a number for integer targets, the string otherwise. */
 export function presentTargetableId(alias: string, stored: string): ShareTargetId {
@@ -15,12 +16,11 @@ export const stableUrl = (baseUrl: string | undefined, id: string) => `${baseUrl
 
 /** Target fields keyed by `alias:id` (batched per alias). */
 async function loadTargetables(ctx: QueryContext, refs: string[]): Promise<Map<unknown, unknown>> {
-  const byAlias = new Map<string, string[]>()
-  for (const ref of refs) {
-    const at = ref.indexOf(':')
-    const alias = ref.slice(0, at)
-    byAlias.set(alias, [...(byAlias.get(alias) ?? []), ref.slice(at + 1)])
-  }
+  const byAlias = groupBy(
+    refs,
+    (ref) => ref.slice(0, ref.indexOf(':')),
+    (ref) => ref.slice(ref.indexOf(':') + 1),
+  )
   const out = new Map<unknown, unknown>()
   for (const [alias, stored] of byAlias) {
     const def = lookupShareTarget(alias)

@@ -2,12 +2,12 @@ import type { App } from '../../platform/app-module.js'
 import { Type } from 'typebox'
 import { errorResponses, NoContentSchema } from '../../platform/http/schemas.js'
 import { listQuerySchema, showQuerySchema } from '../../platform/query/list-query-schema.js'
-import { accessResource } from './shared-items.accesses.js'
+import { accessResource } from './shared-items.access-log.js'
 import { sharedItemResource } from './shared-items.resource.js'
 import { sendList } from '../../platform/http/list-response.js'
 import { AppError } from '../../platform/http/errors.js'
 import { requestedUrlType, type SharedItemResolver } from './shared-items.resolve.js'
-import type { AccessRecorder } from './shared-items.accesses.js'
+import type { AccessRecorder } from './shared-items.access-log.js'
 import {
   CreateSharedItemBodySchema,
   ResolveQuerySchema,

@@ -2,8 +2,7 @@ import { randomUUID } from 'node:crypto'
 import { sql } from 'kysely'
 import type { AppDeps } from '../../platform/app-module.js'
 import type { Actor } from '../../platform/auth/actor.js'
-import type { CommonTableExpression } from '../../platform/db/common-table-expressions.js'
-import { timestampText } from '../../platform/db/database.js'
+import { type CommonTableExpression, timestampText } from '../../platform/db/database.js'
 import type { Db } from '../../platform/db/schema.js'
 import { diff } from '../../platform/audit/audit-log.js'
 import {
@@ -34,7 +33,7 @@ import {
 } from './shared-items.access.js'
 import * as queries from './shared-items.queries.js'
 import { sharedItemResource } from './shared-items.resource.js'
-import { accessResource, administeredSharedItemResource } from './shared-items.accesses.js'
+import { accessResource, administeredSharedItemResource } from './shared-items.access-log.js'
 import type { CreateSharedItemBody, UpdateSharedItemBody } from './shared-items.schemas.js'
 
 export type SharedItemsService = ReturnType<typeof createSharedItemsService>

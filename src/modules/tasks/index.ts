@@ -1,16 +1,12 @@
 import type { AppModule } from '../../platform/app-module.js'
 import { contentRoutes } from '../../platform/content/content-routes.js'
 import { contentShareTarget } from '../../platform/content/content-share-target.js'
-import { contentTarget, registerTarget } from '../entity-permissions/index.js'
-import { registerFolderReference } from '../folders/index.js'
-import { grantTokenActorFor, registerShareTarget } from '../shared-items/index.js'
+import { contentTarget } from '../entity-permissions/index.js'
+import { folderReference } from '../folders/index.js'
+import { grantTokenActorFor } from '../shared-items/index.js'
 import { taskExecutionBodies, taskExecutions } from './tasks.content.js'
 
 export { taskExecutions } from './tasks.content.js'
-
-registerTarget(contentTarget({ ...taskExecutions, keys: ['view'] }))
-registerShareTarget(contentShareTarget(taskExecutions))
-registerFolderReference('task_executions', 'folder_id')
 
 export const tasksModule: AppModule = {
   name: 'tasks',
@@ -24,4 +20,7 @@ export const tasksModule: AppModule = {
       operations: ['list', 'show', 'create', 'update', 'delete'],
       grantTokens: grantTokenActorFor(config.baseUrl),
     }),
+  grantTargets: [contentTarget({ ...taskExecutions, keys: ['view'] })],
+  shareTargets: [contentShareTarget(taskExecutions)],
+  folderReferences: [folderReference('task_executions')],
 }

@@ -1,7 +1,5 @@
 import { randomBytes } from 'node:crypto'
 import fs from 'node:fs/promises'
-import { Ajv } from 'ajv'
-import addFormatsModule from 'ajv-formats'
 import { CsvError, parse } from 'csv-parse/sync'
 import { stringify } from 'csv-stringify/sync'
 import { fileTypeFromBuffer } from 'file-type'
@@ -13,6 +11,8 @@ import { validationErrors } from '../../platform/http/error-handler.js'
 import { FieldErrorCollector, invalidField } from '../../platform/http/errors.js'
 import type { UploadedFile } from '../../platform/http/multipart.js'
 import type { FileStorage } from '../../platform/storage/file-storage.js'
+import { parseBooleanWord } from '../../platform/text/boolean-words.js'
+import { compileValidator } from '../../platform/validation/validator.js'
 import * as queries from './users.queries.js'
 import {
   checkUserInput,
@@ -35,10 +35,8 @@ import {
 
 export type UsersImportService = ReturnType<typeof createUsersImportService>
 
-// eslint-disable-next-line @typescript-eslint/no-unsafe-type-assertion -- ajv-formats' CommonJS default export, typed for ESM interop
-const addFormats = addFormatsModule as unknown as (ajv: Ajv) => Ajv
 // A CSV row is checked against the very schemas of the JSON create/update body.
-const checkRow = addFormats(new Ajv({ allErrors: true, verbose: true, strict: false })).compile(
+const rowInput = compileValidator(
   Type.Object(Object.fromEntries(IMPORTABLE_KEYS.map((k) => [k, Type.Optional(userInputFields[k])]))),
 )
 
@@ -47,8 +45,6 @@ const BOOLEAN_KEYS = new Set<ImportableKey>(['active', 'group_account'])
 const NULLABLE_TEXT_KEYS = new Set<ImportableKey>(['street', 'zipcode', 'city', 'phone', 'staff_number'])
 /** Keys whose blank cell is always null: "" is no valid email, language, gender or date. */
 const NULL_WHEN_BLANK = new Set<ImportableKey>(['email', 'lang_id', 'gender', ...DATE_KEYS])
-const TRUE = new Set(['1', 'true', 'yes'])
-const FALSE = new Set(['0', 'false', 'no'])
 
 interface ParsedRow {
   line: number
@@ -112,9 +108,7 @@ function cellValue(key: ImportableKey, raw: string, whitespaceToNull: boolean): 
     return ''
   }
   if (BOOLEAN_KEYS.has(key)) {
-    if (TRUE.has(value.toLowerCase())) return true
-    if (FALSE.has(value.toLowerCase())) return false
-    return new Error('must be a boolean (1/0/true/false/yes/no)')
+    return parseBooleanWord(value) ?? new Error('must be a boolean (1/0/true/false/yes/no)')
   }
   if (key === 'role_id') return /^\d{1,15}$/.test(value) ? Number(value) : new Error('must be an integer')
   if ((DATE_KEYS as readonly string[]).includes(key))
@@ -187,9 +181,8 @@ export function createUsersImportService({ db }: AppDeps, storage: FileStorage) 
         if (value instanceof Error) problems.add(prefix + key, value.message)
         else if (value !== undefined) input[key] = value
       })
-      if (!checkRow(input))
-        for (const [key, messages] of Object.entries(validationErrors(checkRow.errors ?? [])))
-          messages.forEach((m) => problems.add(prefix + key, m))
+      for (const [key, messages] of Object.entries(validationErrors(rowInput.Errors(input))))
+        messages.forEach((m) => problems.add(prefix + key, m))
       const name = typeof input.username === 'string' ? input.username.toLowerCase() : ''
       if (name && firstLine.has(name))
         problems.add(`${prefix}username`, `appears more than once in the file (first on line ${firstLine.get(name)})`)

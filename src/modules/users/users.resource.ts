@@ -2,6 +2,7 @@ import { type Selectable, sql } from 'kysely'
 import type { UsersTable } from '../../platform/db/schema.js'
 import { can } from '../../platform/auth/permissions.js'
 import { defineResource, type QueryContext } from '../../platform/query/resource.js'
+import { groupBy } from '../../platform/group-by.js'
 
 /** The related resource's whole record only for a caller who may read that resource (else its id and name). */
 const mayReadRelated = (ctx: QueryContext, permission: string) => ctx.actor !== undefined && can(ctx.actor, permission)
@@ -141,9 +142,11 @@ export const userResource = defineResource<UserResourceRow>({
           .where('du.user_id', 'in', ids)
           .orderBy('d.id')
           .execute()
-        const byUser = new Map<unknown, unknown[]>()
-        for (const { user_id, ...department } of rows) byUser.set(user_id, [...(byUser.get(user_id) ?? []), department])
-        return byUser
+        return groupBy(
+          rows,
+          (row) => row.user_id,
+          ({ user_id: _, ...department }) => department,
+        )
       },
     },
     acceptedPolicies: { key: 'id', many: true, load: async () => new Map() },
@@ -170,10 +173,7 @@ export const userResource = defineResource<UserResourceRow>({
           .where('permission_entity_id', 'in', ids)
           .orderBy('id')
           .execute()
-        const byUser = new Map<unknown, unknown[]>()
-        for (const row of rows)
-          byUser.set(row.permission_entity_id, [...(byUser.get(row.permission_entity_id) ?? []), row])
-        return byUser
+        return groupBy(rows, (row) => row.permission_entity_id)
       },
     },
   },

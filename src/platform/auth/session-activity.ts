@@ -2,6 +2,8 @@ import type { FastifyRequest } from 'fastify'
 import { sql } from 'kysely'
 import type { Db } from '../db/schema.js'
 import type { Actor } from './actor.js'
+import { groupBy } from '../group-by.js'
+import { createWriteBehind, type WriteBehind } from '../write-behind.js'
 
 /** A token's `last_used_at` is written at most this often (per token and process; the SQL enforces it across processes). */
 export const SESSION_TOUCH_INTERVAL_MS = 60_000
@@ -10,6 +12,7 @@ const FLUSH_DELAY_MS = 10_000
 const MAX_TRACKED = 100_000
 
 interface PendingUse {
+  tokenId: number
   tenantId: number
   userId: number
   at: Date
@@ -19,8 +22,8 @@ interface PendingUse {
 
 /** token id → when this process last noted its use. */
 const noted = new Map<number, number>()
-/** Per database: uses noted and not yet written, by token id, and the timer that writes them. */
-const pendingByDb = new WeakMap<Db, { uses: Map<number, PendingUse>; timer: NodeJS.Timeout | undefined }>()
+/** Per database: the uses noted and not yet written (one per token, its last). */
+const pendingByDb = new WeakMap<Db, WriteBehind<PendingUse>>()
 
 /** Who the request came from, as a session row keeps it. */
 export function clientOf(request: Pick<FastifyRequest, 'headers' | 'ip'>): {
@@ -42,48 +45,36 @@ export function noteTokenUse(db: Db, actor: Actor, request: FastifyRequest): voi
   if (noted.size >= MAX_TRACKED) prune(now)
   noted.set(actor.tokenId, now)
   let pending = pendingByDb.get(db)
-  if (!pending) pendingByDb.set(db, (pending = { uses: new Map(), timer: undefined }))
-  pending.uses.set(actor.tokenId, {
-    tenantId: actor.tenantId,
-    userId: actor.userId,
-    at: new Date(now),
-    ...clientOf(request),
-  })
-  if (!pending.timer) {
-    pending.timer = setTimeout(() => {
-      flushSessionActivity(db).catch((error: unknown) =>
-        request.log.warn({ err: error }, 'recording session use failed'),
-      )
-    }, FLUSH_DELAY_MS)
-    pending.timer.unref()
+  if (!pending) {
+    pending = createWriteBehind({
+      delayMs: FLUSH_DELAY_MS,
+      write: (uses: PendingUse[]) => writeUses(db, uses),
+      onError: (error) => request.server.log.warn({ err: error }, 'recording session use failed'),
+    })
+    pendingByDb.set(db, pending)
   }
+  const use = { tokenId: actor.tokenId, tenantId: actor.tenantId, userId: actor.userId, at: new Date(now) }
+  pending.add({ ...use, ...clientOf(request) }, actor.tokenId)
+}
+
+/** Writes the queued uses now (shutdown and tests; a timer otherwise). */
+export async function flushSessionActivity(db: Db): Promise<void> {
+  await pendingByDb.get(db)?.flush()
 }
 
 /**
- * Writes the queued uses: per tenant one upsert, which changes a row only when its last use is more
- * than a minute older (several processes write a token's use at most about once a minute). The age is
- * compared as `timestamptz - timestamptz > interval` (immutable operators): Citus refuses a
- * non-immutable function in the WHERE of ON CONFLICT (`timestamptz - interval` is only stable).
+ * Per tenant one upsert, which changes a row only when its last use is more than a minute older
+ * (several processes write a token's use at most about once a minute). The age is compared as
+ * `timestamptz - timestamptz > interval` (immutable operators): Citus refuses a non-immutable function
+ * in the WHERE of ON CONFLICT (`timestamptz - interval` is only stable).
  */
-export async function flushSessionActivity(db: Db): Promise<void> {
-  const pending = pendingByDb.get(db)
-  if (!pending) return
-  clearTimeout(pending.timer)
-  pending.timer = undefined
-  const uses = [...pending.uses]
-  pending.uses.clear()
-  const byTenant = new Map<number, Array<[number, PendingUse]>>()
-  for (const entry of uses) {
-    const list = byTenant.get(entry[1].tenantId) ?? []
-    list.push(entry)
-    byTenant.set(entry[1].tenantId, list)
-  }
-  for (const [tenantId, list] of byTenant) {
+async function writeUses(db: Db, uses: PendingUse[]): Promise<void> {
+  for (const [tenantId, list] of groupBy(uses, (use) => use.tenantId)) {
     await sql`insert into session_activity (tenant_id, token_id, user_id, last_used_at, user_agent, ip)
       select ${tenantId}::bigint, u.token_id, u.user_id, u.at, u.user_agent, u.ip
-      from unnest(${list.map(([id]) => id)}::bigint[], ${list.map(([, u]) => u.userId)}::bigint[],
-        ${list.map(([, u]) => u.at.toISOString())}::timestamptz[], ${list.map(([, u]) => u.userAgent)}::text[],
-        ${list.map(([, u]) => u.ip)}::text[]) as u(token_id, user_id, at, user_agent, ip)
+      from unnest(${list.map((u) => u.tokenId)}::bigint[], ${list.map((u) => u.userId)}::bigint[],
+        ${list.map((u) => u.at.toISOString())}::timestamptz[], ${list.map((u) => u.userAgent)}::text[],
+        ${list.map((u) => u.ip)}::text[]) as u(token_id, user_id, at, user_agent, ip)
       on conflict (tenant_id, token_id) do update set last_used_at = excluded.last_used_at
       where session_activity.last_used_at is null
          or excluded.last_used_at - session_activity.last_used_at > interval '1 minute'`.execute(db)

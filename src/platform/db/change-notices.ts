@@ -3,7 +3,7 @@ import { currentRequest } from '../audit/request-context.js'
 /**
  * Cross-process cache invalidation, sent by the app in the changing transaction (not by triggers:
  * on Citus a trigger runs on the worker that holds the shard, and its NOTIFY never reaches the
- * coordinator's listeners). The driver (database.ts) adds `pg_notify` right before the COMMIT of a
+ * coordinator's listeners). The driver (driver/named-statements.ts) adds `pg_notify` right before the COMMIT of a
  * transaction that wrote a watched table, so the notice is delivered exactly when the change is
  * visible and never for a rollback. Writes that bypass the app's pool (psql, another program) send
  * nothing: they must notify by hand (docs/deployment.md).

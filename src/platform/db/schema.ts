@@ -1,6 +1,6 @@
 import type { ColumnType, Generated, Kysely, Transaction } from 'kysely'
 
-/** Timestamps come back already formatted `YYYY-MM-DD HH:MM:SS` (see database.ts type parsers). */
+/** Timestamps come back already formatted `YYYY-MM-DD HH:MM:SS` (see driver/type-parsers.ts). */
 export type Timestamp = ColumnType<string, string | Date | undefined, string | Date>
 export type NullableTimestamp = ColumnType<string | null, string | Date | null | undefined, string | Date | null>
 /** bigint ids are parsed to numbers: they come from one sequence and stay far below 2^53. */

@@ -1,7 +1,8 @@
 import { type RawBuilder, sql } from 'kysely'
-import { withClause, type CommonTableExpression } from '../db/common-table-expressions.js'
+import { withClause, type CommonTableExpression } from '../db/database.js'
 import type { Db } from '../db/schema.js'
 import { onCitus } from '../db/citus.js'
+import { composedTable } from '../composition.js'
 
 export interface DomainEvent {
   type: string
@@ -47,11 +48,8 @@ export interface DomainEventSubscriber {
 export type RidingInsert = RawBuilder<unknown>
 /** What a riding insert writes, as values (see `alongside`). */
 export type RiderValues = object
-const subscribers: DomainEventSubscriber[] = []
-
-export function subscribeToDomainEvents(subscriber: DomainEventSubscriber): void {
-  if (!subscribers.includes(subscriber)) subscribers.push(subscriber)
-}
+/** The composed modules' `eventSubscribers`, in module order (each once). */
+const subscribers = composedTable((modules) => [...new Set(modules.flatMap((module) => module.eventSubscribers ?? []))])
 
 /** Writes a domain event through `db` — pass the transaction of the change it describes. */
 export async function recordDomainEvent(db: Db, event: DomainEvent): Promise<string> {
@@ -174,7 +172,7 @@ const riderName = (index: number) => `along${index}`
 /** The riders' values for these events, by CTE name (subscribers that do not ride are absent). */
 function riderValues(events: DomainEvent[]): Record<string, RiderValues> {
   const riders: Record<string, RiderValues> = {}
-  for (const [i, subscriber] of subscribers.entries()) {
+  for (const [i, subscriber] of subscribers().entries()) {
     const values = subscriber.alongside?.values(events)
     if (values) riders[riderName(i)] = values
   }
@@ -187,7 +185,7 @@ function ridingInserts(
   riders: Record<string, RiderValues>,
   onlyIf?: RawBuilder<boolean>,
 ): CommonTableExpression[] {
-  return subscribers.flatMap((subscriber, i): CommonTableExpression[] => {
+  return subscribers().flatMap((subscriber, i): CommonTableExpression[] => {
     const values = riders[riderName(i)]
     return values ? [[riderName(i), subscriber.alongside!.insert(tenantId, values, onlyIf)]] : []
   })
@@ -195,4 +193,4 @@ function ridingInserts(
 
 /** The subscribers that handle the events themselves (those that do not ride). */
 const handlersBesides = (riders: Record<string, RiderValues>) =>
-  subscribers.filter((_, i) => !Object.hasOwn(riders, riderName(i)))
+  subscribers().filter((_, i) => !Object.hasOwn(riders, riderName(i)))

@@ -1,5 +1,6 @@
 import { FieldErrorCollector } from '../http/errors.js'
-import { freezeDefinition } from '../db/statement-shapes.js'
+import { freezeDefinition } from '../db/database.js'
+import { parseBooleanWord, QUERY_BOOLEAN_WORDS } from '../text/boolean-words.js'
 import type { FieldDef, QueryContext, ResourceDef } from './resource.js'
 
 export const FILTER_OPERATORS = ['eq', 'ne', 'in', 'nin', 'gt', 'gte', 'lt', 'lte', 'like', 'null'] as const
@@ -54,8 +55,6 @@ function splitList(value: string | undefined, separator: RegExp): string[] | und
     .filter(Boolean)
 }
 
-const TRUE = new Set(['true', '1'])
-const FALSE = new Set(['false', '0'])
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
 const TIMESTAMP = /^\d{4}-\d{2}-\d{2}([ T]\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:?\d{2})?)?$/
 
@@ -69,9 +68,7 @@ function coerce(field: FieldDef, raw: unknown): unknown {
       return Number(raw)
     }
     case 'boolean':
-      if (TRUE.has(raw.toLowerCase())) return true
-      if (FALSE.has(raw.toLowerCase())) return false
-      return undefined
+      return parseBooleanWord(raw, QUERY_BOOLEAN_WORDS)
     case 'uuid':
       return UUID.test(raw) ? raw.toLowerCase() : undefined
     case 'timestamp':
@@ -249,10 +246,8 @@ function parseFilterValue(field: FieldDef, name: string, op: FilterOperator, raw
     raw = raw.join(',')
   }
   if (op === 'null') {
-    const flag = typeof raw === 'string' ? raw.toLowerCase() : ''
-    if (TRUE.has(flag)) return { field: name, op: 'null', value: true }
-    if (FALSE.has(flag)) return { field: name, op: 'null', value: false }
-    return 'null takes true or false'
+    const isNull = typeof raw === 'string' ? parseBooleanWord(raw, QUERY_BOOLEAN_WORDS) : undefined
+    return isNull === undefined ? 'null takes true or false' : { field: name, op: 'null', value: isNull }
   }
   if ((op === 'eq' || op === 'ne') && raw === 'null') return { field: name, op: 'null', value: op === 'eq' }
   if (op === 'in' || op === 'nin') {

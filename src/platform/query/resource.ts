@@ -1,7 +1,7 @@
 import type { Expression, RawBuilder, SqlBool } from 'kysely'
 import type { Db } from '../db/schema.js'
 import type { Actor } from '../auth/actor.js'
-import { freezeDefinition } from '../db/statement-shapes.js'
+import { freezeDefinition } from '../db/database.js'
 
 export type FieldType = 'integer' | 'string' | 'boolean' | 'timestamp' | 'date' | 'uuid' | 'json' | 'id'
 

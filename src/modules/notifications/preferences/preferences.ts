@@ -1,9 +1,9 @@
 import { sql } from 'kysely'
-import type { Actor } from '../../platform/auth/actor.js'
-import type { Db } from '../../platform/db/schema.js'
-import { FieldErrorCollector } from '../../platform/http/errors.js'
-import { categoryOf } from './notification-categories.js'
-import type { NotificationPreferencesBody, PreferenceChange } from './push.schemas.js'
+import type { Actor } from '../../../platform/auth/actor.js'
+import type { Db } from '../../../platform/db/schema.js'
+import { FieldErrorCollector } from '../../../platform/http/errors.js'
+import { categoryOf } from './categories.js'
+import type { NotificationPreferencesBody, PreferenceChange } from '../push/push.schemas.js'
 
 /** The user's channels per category (one row per notification setting; defaults push and email on). */
 export async function readPreferences(db: Db, actor: Actor) {

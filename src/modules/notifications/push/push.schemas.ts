@@ -1,5 +1,5 @@
 import { Type, type Static } from 'typebox'
-import { IdSchema, Nullable, TimestampSchema } from '../../platform/http/schemas.js'
+import { IdSchema, Nullable, TimestampSchema } from '../../../platform/http/schemas.js'
 
 const Base64Url = (description: string) =>
   Type.String({ pattern: '^[A-Za-z0-9_-]+={0,2}$', maxLength: 200, description })

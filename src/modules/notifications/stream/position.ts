@@ -1,4 +1,4 @@
-import { invalidField } from '../../platform/http/errors.js'
+import { invalidField } from '../../../platform/http/errors.js'
 
 /**
  * Where a notification stream stands, sent as each event's SSE `id` and given back by a reconnecting

@@ -1,23 +1,22 @@
 import { sql } from 'kysely'
-import type { AppDeps } from '../../platform/app-module.js'
-import type { Actor } from '../../platform/auth/actor.js'
-import type { Db } from '../../platform/db/schema.js'
-import { requirePermission } from '../../platform/auth/require-permission.js'
-import { withClause } from '../../platform/db/common-table-expressions.js'
-import { reserveIds } from '../../platform/db/reserved-ids.js'
+import type { AppDeps } from '../../../platform/app-module.js'
+import type { Actor } from '../../../platform/auth/actor.js'
+import type { Db } from '../../../platform/db/schema.js'
+import { requirePermission } from '../../../platform/auth/require-permission.js'
+import { withClause, reserveIds } from '../../../platform/db/database.js'
 import {
   domainEventWrites,
   eventWritesSql,
   recordDomainEvent,
   type DomainEvent,
-} from '../../platform/events/domain-events.js'
-import { FieldErrorCollector } from '../../platform/http/errors.js'
-import { enqueue } from '../../platform/jobs/jobs.js'
-import * as queries from './notifications.queries.js'
-import { MAX_BODY_BYTES, type SendNotificationBody } from './notifications.schemas.js'
-import { isAllowedNotificationUrl, sanitizeNotificationBody } from './notification-html.js'
-import { fanOutInTransaction, listedRecordsWrite, type FanOutPayload } from './notifications-fan-out.js'
-import { genericNotificationSpec } from './notifications.jobs.js'
+} from '../../../platform/events/domain-events.js'
+import { FieldErrorCollector } from '../../../platform/http/errors.js'
+import { enqueue } from '../../../platform/jobs/jobs.js'
+import * as queries from '../notifications.queries.js'
+import { MAX_BODY_BYTES, type SendNotificationBody } from '../notifications.schemas.js'
+import { isAllowedNotificationUrl, sanitizeNotificationBody } from './body-html.js'
+import { fanOutInTransaction, listedRecordsWrite, type FanOutPayload } from './fan-out.js'
+import { genericNotificationSpec } from '../notifications.jobs.js'
 
 /**
  * A send to at most this many listed users (no departments) creates its records in its own

@@ -1,16 +1,16 @@
 import type { Readable } from 'node:stream'
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { Logger } from 'pino'
-import type { Actor } from '../../platform/auth/actor.js'
-import type { Db } from '../../platform/db/schema.js'
-import { AppError } from '../../platform/http/errors.js'
-import type { PubSub } from '../../platform/realtime/pg-pubsub.js'
-import { openEventStream, type EventStream } from '../../platform/realtime/sse.js'
+import type { Actor } from '../../../platform/auth/actor.js'
+import type { Db } from '../../../platform/db/schema.js'
+import { AppError } from '../../../platform/http/errors.js'
+import type { PubSub } from '../../../platform/realtime/pg-pubsub.js'
+import { openEventStream, type EventStream } from '../../../platform/realtime/sse.js'
 import { sql } from 'kysely'
-import { listResource } from '../../platform/query/run-query.js'
-import * as queries from './notifications.queries.js'
-import { NOTIFICATIONS_CHANNEL, type NotificationsChannelMessage } from './notifications-fan-out.js'
-import { notificationResource } from './notifications.resource.js'
+import { listResource } from '../../../platform/query/run-query.js'
+import * as queries from '../notifications.queries.js'
+import { NOTIFICATIONS_CHANNEL, type NotificationsChannelMessage } from '../sending/fan-out.js'
+import { notificationResource } from '../notifications.resource.js'
 import {
   advancePosition,
   createdSeconds,
@@ -18,7 +18,7 @@ import {
   parsePosition,
   SETTLE_SECONDS,
   type StreamPosition,
-} from './stream-position.js'
+} from './position.js'
 
 /** One open stream and where it stands (its events' ids). */
 interface StreamState {

@@ -1,8 +1,8 @@
 import { createPublicKey } from 'node:crypto'
 import { sql } from 'kysely'
-import type { Actor } from '../../platform/auth/actor.js'
-import type { Db } from '../../platform/db/schema.js'
-import { FieldErrorCollector, notFound } from '../../platform/http/errors.js'
+import type { Actor } from '../../../platform/auth/actor.js'
+import type { Db } from '../../../platform/db/schema.js'
+import { FieldErrorCollector, notFound } from '../../../platform/http/errors.js'
 import type { PushSubscriptionBody } from './push.schemas.js'
 
 const COLUMNS = ['id', 'endpoint', 'expiration_time', 'user_agent', 'created_at', 'updated_at'] as const

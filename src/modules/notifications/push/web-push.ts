@@ -1,13 +1,14 @@
 import type { Logger } from 'pino'
 import webPush from 'web-push'
-import type { Config } from '../../config.js'
-import type { Db } from '../../platform/db/schema.js'
-import { enqueue } from '../../platform/jobs/jobs.js'
-import { vapidKeys } from '../../platform/keys/vapid-keys.js'
-import { recordDelivery } from '../../platform/metrics/index.js'
-import { secretBoxFor } from '../../platform/secrets/secret-box.js'
-import { SafeHttpClient, type OutboundResult } from '../../platform/outbound-http/safe-fetch.js'
-import { retryAfterMs } from '../../platform/outbound-http/retry-after.js'
+import type { Config } from '../../../config.js'
+import type { Db } from '../../../platform/db/schema.js'
+import { enqueue } from '../../../platform/jobs/jobs.js'
+import { vapidKeys } from '../../../platform/keys/vapid-keys.js'
+import { recordDelivery } from '../../../platform/metrics/index.js'
+import { secretBoxFor } from '../../../platform/secrets/secret-box.js'
+import { SafeHttpClient, type OutboundResult } from '../../../platform/outbound-http/safe-fetch.js'
+import { retryAfterMs } from '../../../platform/outbound-http/retry-after.js'
+import { groupBy } from '../../../platform/group-by.js'
 
 /** One new notification record of one user, as its devices receive it. */
 export interface PushMessage {
@@ -236,8 +237,7 @@ export function createWebPushSender({ config, log }: { config: Config; log: Logg
             .execute()
         ).map((r) => `${r.notification_id}:${r.subscription_id}`),
       )
-      const byUser = new Map<number, Subscription[]>()
-      for (const s of subscriptions) byUser.set(s.user_id, [...(byUser.get(s.user_id) ?? []), s])
+      const byUser = groupBy(subscriptions, (s): number => s.user_id)
       const work = messages.flatMap((m) =>
         (byUser.get(m.userId) ?? [])
           .filter((s) => !attempted.has(`${m.notificationId}:${s.id}`))

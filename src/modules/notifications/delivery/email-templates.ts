@@ -1,5 +1,5 @@
 import Mustache from 'mustache'
-import { escapeHtml } from './notification-html.js'
+import { escapeHtml } from '../../../platform/text/escape-html.js'
 
 /**
  * Notification emails, rendered from templates (mustache: logic-less, HTML-escaping by default) as HTML

@@ -1,5 +1,5 @@
 import { sql } from 'kysely'
-import type { Db } from './schema.js'
+import type { Db } from '../schema.js'
 
 /** How many ids one refill takes from `global_id_seq`: one round trip per this many reserved ids. */
 const BLOCK_SIZE = 64

@@ -1,4 +1,4 @@
-import type { Db } from '../../platform/db/schema.js'
+import type { Db } from '../../../platform/db/schema.js'
 
 export const DEFAULT_NOTIFICATION_SETTINGS = ['general', 'infoboard', 'manuals', 'tasks', 'forms', 'calendar'] as const
 

@@ -1,10 +1,10 @@
 import { Type } from 'typebox'
-import type { App, AppDeps } from '../../platform/app-module.js'
-import { vapidKeys } from '../../platform/keys/vapid-keys.js'
-import { secretBoxFor } from '../../platform/secrets/secret-box.js'
-import { envelope, Envelope, errorResponses, IdParamsSchema, NoContentSchema } from '../../platform/http/schemas.js'
-import { changePreferences, readPreferences } from './notification-preferences.js'
-import { listOwnSubscriptions, subscribe, unsubscribe } from './push-subscriptions.js'
+import type { App, AppDeps } from '../../../platform/app-module.js'
+import { vapidKeys } from '../../../platform/keys/vapid-keys.js'
+import { secretBoxFor } from '../../../platform/secrets/secret-box.js'
+import { envelope, Envelope, errorResponses, IdParamsSchema, NoContentSchema } from '../../../platform/http/schemas.js'
+import { changePreferences, readPreferences } from '../preferences/preferences.js'
+import { listOwnSubscriptions, subscribe, unsubscribe } from './subscriptions.js'
 import {
   NotificationPreferencesBodySchema,
   NotificationPreferencesSchema,

@@ -1,8 +1,9 @@
 import { type RawBuilder, sql } from 'kysely'
-import type { Db } from '../../platform/db/schema.js'
-import { enqueue, enqueueSql } from '../../platform/jobs/jobs.js'
-import { publishSql } from '../../platform/realtime/pg-pubsub.js'
-import { sanitizeNotificationBody } from './notification-html.js'
+import { composedTable } from '../../../platform/composition.js'
+import type { Db } from '../../../platform/db/schema.js'
+import { enqueue, enqueueSql } from '../../../platform/jobs/jobs.js'
+import { publishSql } from '../../../platform/realtime/pg-pubsub.js'
+import { sanitizeNotificationBody } from './body-html.js'
 
 /** Realtime channel: `{tenantId, userIds (null = everyone of the tenant), sourceKey?}`. */
 export const NOTIFICATIONS_CHANNEL = 'workplace_notifications'
@@ -34,12 +35,17 @@ export interface NotificationSpec {
 
 /** SQL selecting the `id` of recipient users of a tenant for one target (set-based, never a JS loop). */
 export type RecipientsQuery = (tenantId: number, targetId: number) => RawBuilder<{ id: number }>
-const recipientsQueries = new Map<string, RecipientsQuery>()
 
-/** Content modules register named recipients queries; a spec names one in `recipients.query`. */
-export function registerRecipientsQuery(name: string, query: RecipientsQuery): void {
-  recipientsQueries.set(name, query)
+declare module '../../../platform/app-module.js' {
+  interface AppModule {
+    /** Named recipients queries of this module's content; a spec names one in `recipients.query`. */
+    recipientsQueries?: Record<string, RecipientsQuery>
+  }
 }
+
+const recipientsQueries = composedTable(
+  (modules) => new Map(modules.flatMap((module) => Object.entries(module.recipientsQueries ?? {}))),
+)
 
 export type FanOutPayload = { genericNotificationId: number; tenantId: number } | { spec: NotificationSpec }
 
@@ -123,7 +129,7 @@ async function resolveRecipients(
  */
 export async function fanOutNotifications(db: Db, spec: NotificationSpec, signal?: AbortSignal): Promise<number> {
   const named = spec.recipients.query
-  const custom = named && recipientsQueries.get(named.name)
+  const custom = named && recipientsQueries().get(named.name)
   if (named && !custom) throw new Error(`unknown recipients query "${named.name}"`)
   if (!spec.recipients.userIds?.length && !spec.recipients.departmentIds?.length && !custom) return 0
   let created = 0

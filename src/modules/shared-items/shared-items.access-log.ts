@@ -1,7 +1,9 @@
 import { sql } from 'kysely'
 import type { Db } from '../../platform/db/schema.js'
 import { defineResource } from '../../platform/query/resource.js'
+import { createWriteBehind } from '../../platform/write-behind.js'
 import { sharedItemResource } from './shared-items.resource.js'
+import { groupBy } from '../../platform/group-by.js'
 
 export const ACCESS_OUTCOMES = [
   'redirected',
@@ -29,19 +31,9 @@ const MAX_BUFFERED = 500
  * lose the last 200 ms of entries — acceptable for an access log, not for the audit log.
  */
 export function createAccessRecorder(db: Db, onError: (error: unknown) => void = () => undefined) {
-  let buffer: SharedItemAccess[] = []
-  let timer: NodeJS.Timeout | undefined
-  let flushing: Promise<void> = Promise.resolve()
-
   async function write(batch: SharedItemAccess[]): Promise<void> {
-    const byTenant = new Map<number, SharedItemAccess[]>()
-    for (const access of batch) {
-      const accesses = byTenant.get(access.tenantId)
-      if (accesses) accesses.push(access)
-      else byTenant.set(access.tenantId, [access])
-    }
     // one statement text whatever the batch size (arrays, not a VALUES list): prepared once per connection
-    for (const [tenantId, accesses] of byTenant) {
+    for (const [tenantId, accesses] of groupBy(batch, (access) => access.tenantId)) {
       await sql`insert into shared_item_accesses (tenant_id, shared_item_id, user_id, outcome, url_type)
         select ${tenantId}, a.shared_item_id, a.user_id, a.outcome, a.url_type
         from unnest(${accesses.map((a) => a.sharedItemId)}::text[], ${accesses.map((a) => a.userId)}::bigint[],
@@ -51,23 +43,12 @@ export function createAccessRecorder(db: Db, onError: (error: unknown) => void =
     }
   }
 
-  /** Writes what is buffered (tests and shutdown call it; the timer otherwise). */
-  function flush(): Promise<void> {
-    if (timer) clearTimeout(timer)
-    timer = undefined
-    const batch = buffer
-    buffer = []
-    flushing = flushing.then(() => (batch.length > 0 ? write(batch) : undefined)).catch(onError)
-    return flushing
+  const buffer = createWriteBehind({ delayMs: FLUSH_MS, maxBuffered: MAX_BUFFERED, write, onError })
+  return {
+    record: (access: SharedItemAccess) => buffer.add(access),
+    /** Writes what is buffered (tests and shutdown call it; the timer otherwise). */
+    flush: () => buffer.flush(),
   }
-
-  function record(access: SharedItemAccess): void {
-    buffer.push(access)
-    if (buffer.length >= MAX_BUFFERED) void flush()
-    else if (!timer) timer = setTimeout(() => void flush(), FLUSH_MS).unref()
-  }
-
-  return { record, flush }
 }
 export type AccessRecorder = ReturnType<typeof createAccessRecorder>
 

@@ -1,12 +1,12 @@
 import { sql } from 'kysely'
 import type { Logger } from 'pino'
-import type { Db } from '../../platform/db/schema.js'
-import type { DeliverPayload } from './notifications-fan-out.js'
-import { absoluteNotificationUrl, notificationBodyText, sanitizeNotificationBody } from './notification-html.js'
-import { mutedChannels } from './notification-preferences.js'
+import type { Db } from '../../../platform/db/schema.js'
+import type { DeliverPayload } from '../sending/fan-out.js'
+import { absoluteNotificationUrl, notificationBodyText, sanitizeNotificationBody } from '../sending/body-html.js'
+import { mutedChannels } from '../preferences/preferences.js'
 import { immediateEmail } from './email-templates.js'
-import type { Mailer } from './notifications-mailer.js'
-import type { PushMessage, PushSender } from './notifications-push.js'
+import type { Mailer } from './mailer.js'
+import type { PushMessage, PushSender } from '../push/web-push.js'
 
 export interface DeliveryDeps {
   db: Db

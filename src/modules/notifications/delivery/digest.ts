@@ -1,10 +1,10 @@
 import { type NotNull, sql } from 'kysely'
 import type { Logger } from 'pino'
-import type { Db } from '../../platform/db/schema.js'
-import { absoluteNotificationUrl, notificationBodyText } from './notification-html.js'
-import { categorySql } from './notification-categories.js'
+import type { Db } from '../../../platform/db/schema.js'
+import { absoluteNotificationUrl, notificationBodyText } from '../sending/body-html.js'
+import { categorySql } from '../preferences/categories.js'
 import { digestEmail } from './email-templates.js'
-import type { Mailer } from './notifications-mailer.js'
+import type { Mailer } from './mailer.js'
 
 /** Items listed in one digest; the rest are counted ("and N more"). */
 export const DIGEST_ITEMS = 20

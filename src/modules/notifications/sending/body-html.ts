@@ -48,10 +48,6 @@ export function notificationBodyText(html: string): string {
     .trim()
 }
 
-export function escapeHtml(text: string): string {
-  return text.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!)
-}
-
 /**
  * A notification link: an absolute http(s) URL or an app path (`/…`). Protocol-relative (`//host`),
  * backslash tricks and every other scheme (`javascript:`, `data:`) are refused.
