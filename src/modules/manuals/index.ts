@@ -4,7 +4,21 @@ import { contentShareTarget } from '../../platform/content/content-share-target.
 import { contentTarget, registerTarget } from '../entity-permissions/index.js'
 import { registerRecipientsQuery } from '../notifications/index.js'
 import { grantTokenActorFor, registerShareTarget } from '../shared-items/index.js'
-import { chapterBodies, entryBodies, MANUAL_ENTRY_VIEWERS, manualChapters, manualEntries } from './manuals.content.js'
+import {
+  CONTENT_REMINDER_RECIPIENTS,
+  publishJobHandlers,
+  registerReading,
+  reminderRecipientsSql,
+} from '../../platform/content/content-reading.js'
+import { readingRoutes } from '../../platform/content/content-reading-routes.js'
+import {
+  chapterBodies,
+  entryBodies,
+  MANUAL_ENTRY_VIEWERS,
+  manualChapters,
+  manualEntries,
+  manualReading,
+} from './manuals.content.js'
 
 export { manualChapters, manualEntries } from './manuals.content.js'
 
@@ -13,6 +27,8 @@ for (const content of [manualChapters, manualEntries]) {
   registerShareTarget(contentShareTarget(content))
 }
 registerRecipientsQuery(MANUAL_ENTRY_VIEWERS, (tenantId, id) => manualEntries.viewersSql(tenantId, id))
+registerReading('manualEntry', manualReading)
+registerRecipientsQuery(CONTENT_REMINDER_RECIPIENTS, reminderRecipientsSql)
 
 export const manualsModule: AppModule = {
   name: 'manuals',
@@ -43,5 +59,12 @@ export const manualsModule: AppModule = {
       operations: ['show', 'update', 'delete'],
       grantTokens: grantTokenActorFor(config.baseUrl),
     })
+    await readingRoutes(app, manualReading, {
+      db,
+      tag: 'manuals',
+      item: '/api/manuals/entries/:id',
+      label: 'manual entry',
+    })
   },
+  jobs: ({ db }) => publishJobHandlers(db),
 }

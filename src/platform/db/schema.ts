@@ -21,6 +21,8 @@ export interface TenantSettings {
   system_language?: string
   /** The demo tenant's state (`seeding` until it is complete; see modules/tenants/demo.ts). */
   demo?: 'seeding' | 'complete'
+  /** Who sees per-person reading data (issue 41): `named` (default) or `counts_only`. */
+  reach_detail?: 'named' | 'counts_only'
 }
 
 export interface LanguagesTable {
