@@ -102,7 +102,9 @@ export const infoboardModule: AppModule = {
         requirePermission(request.actor, 'tenant.administrate')
         await db
           .updateTable('tenants')
-          .set({ settings: sql<string>`settings || ${JSON.stringify({ reach_detail: request.body.reach_detail })}::jsonb` })
+          .set({
+            settings: sql<string>`settings || ${JSON.stringify({ reach_detail: request.body.reach_detail })}::jsonb`,
+          })
           .where('id', '=', request.actor.tenantId)
           .execute()
         return readSettings(request.actor.tenantId)

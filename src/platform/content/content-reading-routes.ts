@@ -113,7 +113,7 @@ export async function readingRoutes(app: App, reading: Reading, o: ReadingRouteO
         params,
         querystring: listQuerySchema(reachUserResource),
         description:
-          'The audience person by person, with role, departments and reading state; `filter[state]=pending|seen|confirmed`. `Accept: text/csv` streams the same query as CSV. Needs the module\'s `reach` permission and the tenant setting `reach_detail: named`.',
+          "The audience person by person, with role, departments and reading state; `filter[state]=pending|seen|confirmed`. `Accept: text/csv` streams the same query as CSV. Needs the module's `reach` permission and the tenant setting `reach_detail: named`.",
         produces: ['application/json', 'text/csv'],
         response: { 200: Type.Array(ReachUserSchema), ...errorResponses },
       },

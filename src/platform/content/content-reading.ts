@@ -242,8 +242,7 @@ export function defineReading(decl: ReadingDeclaration, content: ContentResource
       return
     }
     const asked = decl.editsNotify === 'always' || change.values.notify === true
-    if (change.kind === 'updated' && asked)
-      await notices.published(trx, actor.tenantId, row, change.eventId, 'updated')
+    if (change.kind === 'updated' && asked) await notices.published(trx, actor.tenantId, row, change.eventId, 'updated')
   }
 
   /** The visible record or 404 (same answer for "missing" and "outside the audience"). */
@@ -269,7 +268,11 @@ export function defineReading(decl: ReadingDeclaration, content: ContentResource
   async function confirm(db: Db, actor: Actor, id: number) {
     const row = await visible(db, actor, id)
     if (row.requires_reading_confirmation !== true)
-      throw new AppError(422, 'confirmation_not_required', `This ${content.label.toLowerCase()} asks for no confirmation`)
+      throw new AppError(
+        422,
+        'confirmation_not_required',
+        `This ${content.label.toLowerCase()} asks for no confirmation`,
+      )
     return db.transaction().execute(async (trx) => {
       const { rows } = await sql<{ seen_at: string; confirmed_at: string; created: boolean }>`
         insert into content_reads as cr (tenant_id, target_type, target_id, user_id, confirmed_at)
@@ -338,19 +341,26 @@ export function defineReading(decl: ReadingDeclaration, content: ContentResource
    */
   async function reachUsers(db: Db, actor: Actor, id: number) {
     const row = await visible(db, actor, id)
-    if (!can(actor, `${decl.module}.reach`))
-      throw forbidden(`This requires the "${decl.module}.reach" permission`)
+    if (!can(actor, `${decl.module}.reach`)) throw forbidden(`This requires the "${decl.module}.reach" permission`)
     if ((await reachDetail(db, actor.tenantId)) === 'counts_only')
       throw forbidden('This tenant shows reading counts only (reach_detail: counts_only)', 'reach_counts_only')
     const t = actor.tenantId
     const base = db
       .selectFrom('users as a')
-      .innerJoin(sql<{ target_type: string; target_id: number }>`(select ${decl.alias}::text as target_type, ${id}::bigint as target_id)`.as('art'), (join) =>
-        join.onTrue(),
+      .innerJoin(
+        sql<{
+          target_type: string
+          target_id: number
+        }>`(select ${decl.alias}::text as target_type, ${id}::bigint as target_id)`.as('art'),
+        (join) => join.onTrue(),
       )
       .leftJoin('roles as ar', (join) => join.onRef('ar.id', '=', 'a.role_id').on('ar.tenant_id', '=', t))
       .leftJoin(
-        sql<{ user_id: number; seen_at: string | null; confirmed_at: string | null }>`(select r.user_id, r.seen_at, r.confirmed_at from content_reads r
+        sql<{
+          user_id: number
+          seen_at: string | null
+          confirmed_at: string | null
+        }>`(select r.user_id, r.seen_at, r.confirmed_at from content_reads r
           where r.tenant_id = ${t} and r.target_type = ${decl.alias} and r.target_id = ${id})`.as('ard'),
         (join) => join.onRef('ard.user_id', '=', 'a.id'),
       )
@@ -372,7 +382,11 @@ export function defineReading(decl: ReadingDeclaration, content: ContentResource
   async function remind(db: Db, actor: Actor, id: number) {
     const row = await editable(db, actor, id)
     if (row.requires_reading_confirmation !== true)
-      throw new AppError(422, 'confirmation_not_required', `This ${content.label.toLowerCase()} asks for no confirmation`)
+      throw new AppError(
+        422,
+        'confirmation_not_required',
+        `This ${content.label.toLowerCase()} asks for no confirmation`,
+      )
     const t = actor.tenantId
     return db.transaction().execute(async (trx) => {
       const { rows: claimed } = await sql<{ retry_after: number | null; claimed: boolean }>`
@@ -432,9 +446,14 @@ export function registerReading(alias: string, reading: Reading): void {
 export function publishJobHandlers(db: Db): JobHandlers {
   return {
     [PUBLISH_JOB]: jobOf<PublishPayload>(async (payload) => {
-      const reading = readings.get(payload.alias)
-      if (!reading) throw new Error(`no reading content "${payload.alias}"`)
-      await db.transaction().execute((trx) => reading.publishIfDue(trx, payload.tenantId, payload.id, null))
+      await runPublishJob(db, payload)
     }),
   }
+}
+
+/** One run of the publish job; true when this run published the record. */
+export async function runPublishJob(db: Db, payload: PublishPayload): Promise<boolean> {
+  const reading = readings.get(payload.alias)
+  if (!reading) throw new Error(`no reading content "${payload.alias}"`)
+  return db.transaction().execute((trx) => reading.publishIfDue(trx, payload.tenantId, payload.id, null))
 }
