@@ -9,7 +9,7 @@ import { Nullable, TimestampSchema } from '../http/schemas.js'
 import { enqueue, jobOf, type JobHandlers } from '../jobs/jobs.js'
 import { defineResource, type CustomFilter, type QueryContext, type RelationDef } from '../query/resource.js'
 import type { Principal } from './content-access.js'
-import type { ContentChange, ContentResource, ContentRow } from './content-resource.js'
+import { type ContentChange, type ContentResource, type ContentRow, contentRow } from './content-resource.js'
 
 /**
  * Content that must be read (issue 41, docs/content-reading.md), for any content table with the
@@ -207,7 +207,7 @@ export function defineReading(decl: ReadingDeclaration, content: ContentResource
       where tenant_id = ${tenantId} and id = ${id} and published_notified_at is null and published_at <= now()
       returning *`.execute(trx)
     if (rows.length === 0) return false
-    const row = rows[0] as ContentRow
+    const row = contentRow(rows[0])
     const eventId = await recordDomainEvent(trx, {
       type: decl.publishedEvent,
       tenantId,
