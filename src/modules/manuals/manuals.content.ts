@@ -51,10 +51,14 @@ export const manualEntries = defineContent({
   afterChange: (trx, change) => manualReading.afterWrite(trx, change),
 })
 
-/** Publishing notifies `manualEntryPublished`, an edit `manualEntryUpdated` (contract 30), plus the confirmation request when asked. */
+/**
+ * An edit notifies `manualEntryUpdated` (contract 30); publishing notifies only when the entry asks
+ * for a confirmation (`manualEntryReadingConfirmationRequired`, also sent with an edit then): a manual
+ * is reference material, and contract 30 sends nothing when an entry is created.
+ */
 export const manualReading = defineReading(entryReading, manualEntries, {
   async published(trx, tenantId, row, eventId, kind) {
-    const types = [kind === 'published' ? 'manualEntryPublished' : 'manualEntryUpdated']
+    const types = kind === 'published' ? [] : ['manualEntryUpdated']
     if (row.requires_reading_confirmation === true) types.push('manualEntryReadingConfirmationRequired')
     for (const type of types) {
       await enqueueNotifications(trx, {
@@ -65,7 +69,7 @@ export const manualReading = defineReading(entryReading, manualEntries, {
         sourceKey: `${type}:${row.id}:${eventId}`,
         data: {
           title: String(row.title),
-          body: kind === 'published' ? 'A manual entry was published' : 'A manual entry was updated',
+          body: kind === 'published' ? 'Please read and confirm this manual entry' : 'A manual entry was updated',
           url: `/manuals/entries/${row.id}`,
         },
         recipients: {
