@@ -73,11 +73,12 @@ interface RouteDef {
 const anyUsers = ['users.create', 'users.update', 'users.delete', 'users.administrate']
 const ROUTES: RouteDef[] = [
   { pattern: '/inbox', page: Inbox, nav: { key: 'nav.inbox' } },
-  { pattern: '/infoboard', page: InfoboardFeed, needs: ['infoboard.view'], nav: { key: 'nav.infoboard' } },
+  // readers are not gated here: an employee's session may not list her role's permissions; the API decides
+  { pattern: '/infoboard', page: InfoboardFeed, nav: { key: 'nav.infoboard' } },
   { pattern: '/infoboard/write', page: InfoboardWrite, needs: ['infoboard.manage'] },
   { pattern: '/infoboard/posts/:id/edit', page: InfoboardWrite, needs: ['infoboard.manage'] },
   { pattern: '/infoboard/posts/:id/reach', page: InfoboardReach, needs: ['infoboard.manage'] },
-  { pattern: '/infoboard/posts/:id', page: InfoboardPost, needs: ['infoboard.view'] },
+  { pattern: '/infoboard/posts/:id', page: InfoboardPost },
   { pattern: '/content', page: Content, nav: { key: 'nav.content' } },
   { pattern: '/settings', page: Settings, nav: { key: 'nav.settings' } },
   { pattern: '/shared/:id', page: Shared },
