@@ -165,6 +165,10 @@ export async function seedTenant(db: Db, slug: string, scale: number): Promise<S
       where u.tenant_id = ${tenantId} and p.tenant_id = ${tenantId} and p.title = 'Bench reach post' and u.id % 2 = 0`.execute(
       db,
     )
+    // S15 repeats the benchmark user's confirmation of the first post asking for one (200, both sides)
+    await sql`insert into content_reads (tenant_id, target_type, target_id, user_id, confirmed_at)
+      select ${tenantId}, 'infoboardPost', min(p.id), ${benchUser.id}, now() from infoboard_posts p
+      where p.tenant_id = ${tenantId} and p.requires_reading_confirmation and p.title <> 'Bench reach post'`.execute(db)
   }
 
   const { token: adminToken } = await issueAccessToken(db, tenantId, created.admin.id, 30, 'bench')

@@ -531,6 +531,22 @@ test('reminders reach only the pending, once per 24 hours, and record who was re
   )
   assert.equal((await call(server, w.editor.token, { method: 'POST', url: `${base}/reminders` })).statusCode, 201)
 
+  // deleting the post deletes what was read and reminded of it
+  assert.equal((await call(server, w.editor.token, { method: 'DELETE', url: base })).statusCode, 204)
+  for (const table of ['content_reads', 'content_reminders'] as const)
+    assert.equal(
+      (
+        await db
+          .selectFrom(table)
+          .select('tenant_id')
+          .where('tenant_id', '=', w.tenant.id)
+          .where('target_id', '=', w.p.id)
+          .execute()
+      ).length,
+      0,
+      table,
+    )
+
   const plain = await post(w.tenant, w.tenant.adminToken, { channel_id: w.channel, title: 'FYI', body: 'b' })
   const notAsked = await call(server, w.editor.token, {
     method: 'POST',

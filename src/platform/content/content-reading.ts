@@ -224,7 +224,10 @@ export function defineReading(decl: ReadingDeclaration, content: ContentResource
   async function afterWrite(trx: Db, change: ContentChange): Promise<void> {
     const { row, actor } = change
     if (change.kind === 'deleted') {
+      // what was read and reminded goes with the record (its reminder recipients cascade)
       await sql`delete from content_reads where tenant_id = ${actor.tenantId} and target_type = ${decl.alias}
+        and target_id = ${row.id}`.execute(trx)
+      await sql`delete from content_reminders where tenant_id = ${actor.tenantId} and target_type = ${decl.alias}
         and target_id = ${row.id}`.execute(trx)
       return
     }
