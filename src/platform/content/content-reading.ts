@@ -312,30 +312,47 @@ export function defineReading(decl: ReadingDeclaration, content: ContentResource
     return row
   }
 
-  /** The counts of a record's reach, set-based: one statement for the totals, one by department. */
+  /**
+   * The counts of a record's reach in ONE set-based statement: the audience (the content rule over
+   * every user, the expensive part) is evaluated once, with each member's read, then counted in total
+   * and by department.
+   */
   async function reach(db: Db, actor: Actor, id: number): Promise<Reach> {
     const row = await editable(db, actor, id)
     const t = actor.tenantId
     const requires = row.requires_reading_confirmation === true
     const detail = await reachDetail(db, t)
-    const reads = sql`left join content_reads r on r.tenant_id = ${t} and r.target_type = ${decl.alias}
-      and r.target_id = ${id} and r.user_id = aud.id`
-    const pending = requires ? sql`count(*) - count(r.confirmed_at)` : sql`count(*) - count(r.seen_at)`
-    const { rows: totals } = await sql<{ audience: number; seen: number; confirmed: number; pending: number }>`
-      select count(*)::int as audience, count(r.seen_at)::int as seen, count(r.confirmed_at)::int as confirmed,
-        (${pending})::int as pending
-      from (${audienceSql(t, id)}) aud ${reads}`.execute(db)
-    const { rows: byDepartment } = await sql<Reach['by_department'][number]>`
-      select d.id, d.name, count(*)::int as audience, count(r.seen_at)::int as seen,
-        count(r.confirmed_at)::int as confirmed, (${pending})::int as pending
-      from (${audienceSql(t, id)}) aud
-      join department_users du on du.tenant_id = ${t} and du.user_id = aud.id
-      join departments d on d.tenant_id = ${t} and d.id = du.department_id
-      ${reads}
-      group by d.id, d.name
-      ${detail === 'counts_only' ? sql`having count(*) >= ${SMALL_GROUP}` : sql``}
-      order by d.name, d.id`.execute(db)
-    return { ...totals[0], requires_reading_confirmation: requires, reach_detail: detail, by_department: byDepartment }
+    const pending = requires ? sql`count(*) - count(confirmed_at)` : sql`count(*) - count(seen_at)`
+    const { rows } = await sql<Omit<Reach, 'requires_reading_confirmation' | 'reach_detail'>>`
+      with aud as materialized (
+        select a.id, r.seen_at, r.confirmed_at from (${audienceSql(t, id)}) a
+        left join content_reads r on r.tenant_id = ${t} and r.target_type = ${decl.alias}
+          and r.target_id = ${id} and r.user_id = a.id
+      ), dep as (
+        select d.id, d.name, count(*)::int as audience, count(seen_at)::int as seen,
+          count(confirmed_at)::int as confirmed, (${pending})::int as pending
+        from aud
+        join department_users du on du.tenant_id = ${t} and du.user_id = aud.id
+        join departments d on d.tenant_id = ${t} and d.id = du.department_id
+        group by d.id, d.name
+        ${detail === 'counts_only' ? sql`having count(*) >= ${SMALL_GROUP}` : sql``}
+      )
+      select count(*)::int as audience, count(seen_at)::int as seen, count(confirmed_at)::int as confirmed,
+        (${pending})::int as pending,
+        (select coalesce(json_agg(json_build_object('id', dep.id, 'name', dep.name, 'audience', dep.audience,
+            'seen', dep.seen, 'confirmed', dep.confirmed, 'pending', dep.pending) order by dep.name, dep.id), '[]'::json)
+          from dep) as by_department
+      from aud`.execute(db)
+    const totals = rows[0]
+    return {
+      audience: totals.audience,
+      seen: totals.seen,
+      confirmed: totals.confirmed,
+      pending: totals.pending,
+      requires_reading_confirmation: requires,
+      reach_detail: detail,
+      by_department: totals.by_department,
+    }
   }
 
   /**
