@@ -366,7 +366,7 @@ async function reachWorld() {
   const outsider = await given.user(db, tenant, { last_name: 'Outsider' })
   const d1 = await given.user(db, tenant, { last_name: 'Dept1' })
   const d2 = await given.user(db, tenant, { last_name: 'Dept2' })
-  const d3 = await given.user(db, tenant, { last_name: 'Dept3' })
+  const d3 = await given.user(db, tenant, { last_name: 'Dept3', first_name: '=HYPERLINK("http://x")' })
   const store = await given.department(db, tenant, [d1.id, d2.id, d3.id], 'Store 12')
   const small = await given.department(db, tenant, [direct.id, byRole1.id], 'Office')
   await given.grant(db, tenant, { key: 'view', to: ['user', direct.id], on: ['folder', channel] })
@@ -484,6 +484,9 @@ test('reach: audience, seen, confirmed and pending against a hand-counted world,
   assert.equal(lines[0], 'id,username,first_name,last_name,role,departments,state,seen_at,confirmed_at,reminded_at')
   assert.equal(lines.length, 11)
   assert.ok(lines.some((line) => line.startsWith(`${w.d1.id},`) && line.includes(',confirmed,')))
+  // a name a spreadsheet would run as a formula is exported as text
+  const d3Line = lines.find((line) => line.startsWith(`${w.d3.id},`))!
+  assert.ok(d3Line.includes(`"'=HYPERLINK(""http://x"")"`), d3Line)
 })
 
 test('reminders reach only the pending, once per 24 hours, and record who was reminded', async () => {
