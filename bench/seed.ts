@@ -145,7 +145,7 @@ export async function seedTenant(db: Db, slug: string, scale: number): Promise<S
     // issue 41: an open infoboard channel (everyone's audience) with 300 published posts, every
     // third asking for a confirmation; the "reach" post has everyone as its audience, half of them
     // saw it, a quarter confirmed it
-    counts.posts = n(300)
+    counts.posts = Math.max(30, n(300))
     const {
       rows: [channel],
     } = await sql<{ id: number }>`insert into folders (tenant_id, type, lang_id, path, id)
@@ -167,8 +167,9 @@ export async function seedTenant(db: Db, slug: string, scale: number): Promise<S
     )
     // S15 repeats the benchmark user's confirmation of the first post asking for one (200, both sides)
     await sql`insert into content_reads (tenant_id, target_type, target_id, user_id, confirmed_at)
-      select ${tenantId}, 'infoboardPost', min(p.id), ${benchUser.id}, now() from infoboard_posts p
-      where p.tenant_id = ${tenantId} and p.requires_reading_confirmation and p.title <> 'Bench reach post'`.execute(db)
+      select ${tenantId}, 'infoboardPost', p.id, ${benchUser.id}, now() from infoboard_posts p
+      where p.tenant_id = ${tenantId} and p.requires_reading_confirmation and p.title <> 'Bench reach post'
+      order by p.id limit 1`.execute(db)
   }
 
   const { token: adminToken } = await issueAccessToken(db, tenantId, created.admin.id, 30, 'bench')
