@@ -276,19 +276,24 @@ export function defineReading(decl: ReadingDeclaration, content: ContentResource
         'confirmation_not_required',
         `This ${content.label.toLowerCase()} asks for no confirmation`,
       )
-    return db.transaction().execute(async (trx) => {
-      const { rows } = await sql<{ seen_at: string; confirmed_at: string; created: boolean }>`
+    // one statement (atomic without a transaction): the confirmation, and the first time also the
+    // user's notifications of the record marked read
+    const { rows } = await sql<{ seen_at: string; confirmed_at: string; created: boolean }>`
+      with confirmed as (
         insert into content_reads as cr (tenant_id, target_type, target_id, user_id, confirmed_at)
           values (${actor.tenantId}, ${decl.alias}, ${id}, ${actor.userId}, now())
         on conflict (tenant_id, target_type, target_id, user_id) do update set confirmed_at = coalesce(cr.confirmed_at, now())
-        returning seen_at, confirmed_at, (confirmed_at = now()) as created`.execute(trx)
-      const { created, ...state } = rows[0]
-      if (created)
-        await sql`update notifications set read_at = now() where tenant_id = ${actor.tenantId}
+        returning seen_at, confirmed_at, (confirmed_at = now()) as created
+      ), marked as (
+        update notifications set read_at = now() where tenant_id = ${actor.tenantId}
           and notifiable_type = 'user' and notifiable_id = ${actor.userId}
-          and targetable_type = ${decl.alias} and targetable_id = ${id} and read_at is null`.execute(trx)
-      return { created, state }
-    })
+          and targetable_type = ${decl.alias} and targetable_id = ${id} and read_at is null
+          and exists (select 1 from confirmed where created)
+        returning 1
+      )
+      select seen_at, confirmed_at, created from confirmed`.execute(db)
+    const { created, ...state } = rows[0]
+    return { created, state }
   }
 
   /**
