@@ -314,5 +314,62 @@ app.post('/notifications', async (request, reply) => {
   return reply.code(202).send({ status: 'success', data: null })
 })
 
+// S15: confirm a post (again): one upsert, the reader's state back
+app.post('/infoboard/posts/:id/confirmation', async (request, reply) => {
+  const { rows } = await pool.query(
+    `insert into content_reads as cr (tenant_id, target_type, target_id, user_id, confirmed_at)
+       values ($1, 'infoboardPost', $2, $3, now())
+     on conflict (tenant_id, target_type, target_id, user_id) do update set confirmed_at = coalesce(cr.confirmed_at, now())
+     returning ${ts('seen_at')} as seen_at, ${ts('confirmed_at')} as confirmed_at, confirmed_at = now() as created`,
+    [q(request).tenant, (request.params as { id: string }).id, q(request).user],
+  )
+  const { created, ...state } = rows[0]
+  return reply.code(created ? 201 : 200).send(state)
+})
+// S16: the posts the user still has to confirm, pinned first, with her state
+app.get('/infoboard/posts/pending', async (request) => {
+  const { rows } = await pool.query(
+    `select p.id, p.user_id, p.channel_id, p.title, p.body, p.requires_reading_confirmation, ${ts('p.published_at')} as published_at,
+       p.pinned, p.comments_enabled, ${ts('p.confirmation_due_at')} as confirmation_due_at,
+       ${ts('p.created_at')} as created_at, ${ts('p.updated_at')} as updated_at,
+       json_build_object('seen_at', ${ts('r.seen_at')}, 'confirmed_at', null) as my_state
+     from infoboard_posts p left join content_reads r on r.tenant_id = p.tenant_id and r.target_type = 'infoboardPost'
+       and r.target_id = p.id and r.user_id = $2
+     where p.tenant_id = $1 and p.requires_reading_confirmation and p.published_at <= now() and r.confirmed_at is null
+     order by p.pinned desc, p.id desc limit 50`,
+    [q(request).tenant, q(request).user],
+  )
+  return rows
+})
+// S17: the counts of a post every active user may read
+app.get('/infoboard/posts/:id/reach', async (request) => {
+  const values = [q(request).tenant, (request.params as { id: string }).id]
+  const reads = `left join content_reads r on r.tenant_id = $1 and r.target_type = 'infoboardPost' and r.target_id = $2 and r.user_id = u.id`
+  const audience = `users u where u.tenant_id = $1 and u.active and u.deleted_at is null and u.blacked_out_at is null and not u.group_account`
+  const [totals, departments] = await Promise.all([
+    pool.query(
+      `select count(*)::int as audience, count(r.seen_at)::int as seen, count(r.confirmed_at)::int as confirmed,
+         (count(*) - count(r.confirmed_at))::int as pending
+       from ${audience.replace('users u where', `users u ${reads} where`)}`,
+      values,
+    ),
+    pool.query(
+      `select d.id, d.name, count(*)::int as audience, count(r.seen_at)::int as seen, count(r.confirmed_at)::int as confirmed,
+         (count(*) - count(r.confirmed_at))::int as pending
+       from users u join department_users du on du.tenant_id = $1 and du.user_id = u.id
+         join departments d on d.tenant_id = $1 and d.id = du.department_id ${reads}
+       where u.tenant_id = $1 and u.active and u.deleted_at is null and u.blacked_out_at is null and not u.group_account
+       group by d.id, d.name order by d.name, d.id`,
+      values,
+    ),
+  ])
+  return {
+    ...totals.rows[0],
+    requires_reading_confirmation: true,
+    reach_detail: 'named',
+    by_department: departments.rows,
+  }
+})
+
 await app.listen({ port: Number(process.env.PORT ?? 0), host: '127.0.0.1' })
 process.stdout.write(`listening ${(app.server.address() as { port: number }).port}\n`)

@@ -81,6 +81,14 @@ async function sharedItemBody(db: Db, tenant: SeededTenant): Promise<string> {
   })
 }
 
+/** A seeded infoboard post of the bench channel: the reach post (audience: everyone) or one asking for a confirmation. */
+async function benchPost(db: Db, tenant: SeededTenant, reach: boolean): Promise<number> {
+  const { rows } = await sql<{ id: number }>`select id from infoboard_posts where tenant_id = ${tenant.tenantId}
+    and ${reach ? sql`title = 'Bench reach post'` : sql`requires_reading_confirmation and title <> 'Bench reach post'`}
+    order by id limit 1`.execute(db)
+  return Number(rows[0]?.id ?? 1)
+}
+
 const notificationBody = (t: SeededTenant) =>
   JSON.stringify({ title: 'Bench S14', body: '<p>Benchmark notification</p>', url: '/bench/s14', user_ids: [t.userId] })
 
@@ -237,6 +245,44 @@ export const scenarios: Scenario[] = [
       path: `/notifications?tenant=${t.tenantId}&user=${t.adminId}`,
       method: 'POST',
       body: notificationBody(t),
+    }),
+  },
+  // issue 41: reading confirmations and reach (targets: the S-scenario band; reach p50 < 200 ms on 100,000 users)
+  {
+    id: 'S15',
+    title: 'POST /api/infoboard/posts/{id}/confirmation (repeated: 200)',
+    target: 0.6,
+    request: async (t, db) => ({
+      path: `/api/infoboard/posts/${await benchPost(db, t, false)}/confirmation`,
+      method: 'POST',
+      headers: auth(t.userToken),
+    }),
+    baseline: async (t, db) => ({
+      path: `/infoboard/posts/${await benchPost(db, t, false)}/confirmation?tenant=${t.tenantId}&user=${t.userId}`,
+      method: 'POST',
+    }),
+  },
+  {
+    id: 'S16',
+    title: 'GET /api/infoboard/posts?filter[confirmation]=pending&limit=50',
+    target: 0.6,
+    scaling: true,
+    request: (t) => ({
+      path: '/api/infoboard/posts?filter%5Bconfirmation%5D=pending&limit=50',
+      headers: auth(t.userToken),
+    }),
+    baseline: (t) => ({ path: `/infoboard/posts/pending?tenant=${t.tenantId}&user=${t.userId}` }),
+  },
+  {
+    id: 'S17',
+    title: 'GET /api/infoboard/posts/{id}/reach (audience: 100,000 users)',
+    target: 0.5,
+    request: async (t, db) => ({
+      path: `/api/infoboard/posts/${await benchPost(db, t, true)}/reach`,
+      headers: auth(t.adminToken),
+    }),
+    baseline: async (t, db) => ({
+      path: `/infoboard/posts/${await benchPost(db, t, true)}/reach?tenant=${t.tenantId}`,
     }),
   },
 ]

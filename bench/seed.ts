@@ -141,6 +141,37 @@ export async function seedTenant(db: Db, slug: string, scale: number): Promise<S
     counts.shared_items = (counts.shared_items ?? 0) + counts.files
   }
 
+  if (await tableExists(db, 'content_reads')) {
+    // issue 41: an open infoboard channel (everyone's audience) with 300 published posts, every
+    // third asking for a confirmation; the "reach" post has everyone as its audience, half of them
+    // saw it, a quarter confirmed it
+    counts.posts = Math.max(30, n(300))
+    const {
+      rows: [channel],
+    } = await sql<{ id: number }>`insert into folders (tenant_id, type, lang_id, path, id)
+      select ${tenantId}, 'infoboardChannel', 'en-US', array[x.id], x.id from (select nextval('global_id_seq') as id) x
+      returning id`.execute(db)
+    await sql`insert into folder_translations (tenant_id, folder_id, lang_id, name) values (${tenantId}, ${channel.id}, 'en-US', 'Bench news')`.execute(
+      db,
+    )
+    await sql`insert into infoboard_posts (tenant_id, user_id, channel_id, title, body, requires_reading_confirmation,
+        published_at, published_notified_at, pinned)
+      select ${tenantId}, ${created.admin.id}, ${channel.id}, case when g = 1 then 'Bench reach post' else 'Bench post ' || g end,
+        '<p>Bench</p>', g % 3 = 1, now() - interval '1 hour', now() - interval '1 hour', g % 50 = 0
+      from generate_series(1, ${counts.posts}) g`.execute(db)
+    await sql`insert into content_reads (tenant_id, target_type, target_id, user_id, seen_at, confirmed_at)
+      select ${tenantId}, 'infoboardPost', p.id, u.id, now(), case when u.id % 4 = 0 then now() end
+      from users u, infoboard_posts p
+      where u.tenant_id = ${tenantId} and p.tenant_id = ${tenantId} and p.title = 'Bench reach post' and u.id % 2 = 0`.execute(
+      db,
+    )
+    // S15 repeats the benchmark user's confirmation of the first post asking for one (200, both sides)
+    await sql`insert into content_reads (tenant_id, target_type, target_id, user_id, confirmed_at)
+      select ${tenantId}, 'infoboardPost', p.id, ${benchUser.id}, now() from infoboard_posts p
+      where p.tenant_id = ${tenantId} and p.requires_reading_confirmation and p.title <> 'Bench reach post'
+      order by p.id limit 1`.execute(db)
+  }
+
   const { token: adminToken } = await issueAccessToken(db, tenantId, created.admin.id, 30, 'bench')
   const { token: userToken } = await issueAccessToken(db, tenantId, benchUser.id, 30, 'bench')
   return { slug, tenantId, adminId: created.admin.id, adminToken, userId: benchUser.id, userToken, counts }

@@ -117,7 +117,9 @@ for (const c of cases) {
       method: 'GET',
       url: `${c.collection}/${record.id}?selects=id,user_id`,
     })
-    assert.deepEqual(shown.json(), { id: record.id, user_id: manager.id })
+    // posts carry the reader's own reading state by default (issue 41)
+    const myState = c.alias === 'infoboardPost' ? { my_state: { seen_at: null, confirmed_at: null } } : {}
+    assert.deepEqual(shown.json(), { id: record.id, user_id: manager.id, ...myState })
     const listed = await call(app, manager.token, { method: 'GET', url: `${c.collection}?limit=10` })
     assert.deepEqual(
       listed.json().map((r: { id: number }) => r.id),
@@ -288,7 +290,8 @@ test('infoboard post notifications go to every user who can view the post, excep
   const put = await call(app, tenant.adminToken, {
     method: 'PUT',
     url: `/api/infoboard/posts/${post.id}`,
-    payload: { requires_reading_confirmation: true },
+    // an edit of a published post notifies only when the editor asks (issue 41)
+    payload: { requires_reading_confirmation: true, notify: true },
   })
   assert.equal(put.statusCode, 200)
   await fanOutFor(`infoboardPostUpdated:${post.id}:`)

@@ -240,6 +240,30 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/administration/reading-settings": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Who may see per-person reading data (any authenticated user may read the setting)
+         * @description Who may see per-person reading data (any authenticated user may read the setting).
+         */
+        get: operations["administration.readingSettings"];
+        /**
+         * Sets `reach_detail` (permission `tenant.administrate`)
+         * @description Sets `reach_detail` (permission `tenant.administrate`).
+         */
+        put: operations["administration.readingSettings.updateMany"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/administration/scim-tokens": {
         parameters: {
             query?: never;
@@ -1024,6 +1048,106 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/infoboard/posts/{id}/confirmation": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Create one confirmation
+         * @description Confirms that the caller has read the infoboard post (idempotent: 201 the first time, then 200) and marks their notifications of it read; 422 `confirmation_not_required` when it asks for none.
+         */
+        post: operations["infoboard.posts.confirmation.create"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/infoboard/posts/{id}/reach": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Posts reach
+         * @description Who the infoboard post reaches now (every active user who may view it) and how many saw and confirmed it; for its editors.
+         */
+        get: operations["infoboard.posts.reach"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/infoboard/posts/{id}/reach/users": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The audience person by person, with role, departments and reading state; `filter[state]=pending|seen|confirmed`
+         * @description The audience person by person, with role, departments and reading state; `filter[state]=pending|seen|confirmed`. `Accept: text/csv` streams the same query as CSV. Needs the module's `reach` permission and the tenant setting `reach_detail: named`.
+         */
+        get: operations["infoboard.posts.reach.users.list"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/infoboard/posts/{id}/reminders": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Create one reminder
+         * @description Reminds the audience members who have not confirmed the infoboard post yet (recorded); at most once per 24 hours (429 with Retry-After).
+         */
+        post: operations["infoboard.posts.reminders.create"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/infoboard/posts/{id}/seen": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Records that the caller opened the infoboard post (idempotent: 201 the first time, then 200)
+         * @description Records that the caller opened the infoboard post (idempotent: 201 the first time, then 200).
+         */
+        post: operations["infoboard.posts.seen.create"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/languages": {
         parameters: {
             query?: never;
@@ -1143,6 +1267,106 @@ export interface paths {
          * @description Delete one entry. Needs a bearer token; permissions are checked per record (see docs/permissions.md).
          */
         delete: operations["manuals.entries.delete"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/manuals/entries/{id}/confirmation": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Create one confirmation
+         * @description Confirms that the caller has read the manual entry (idempotent: 201 the first time, then 200) and marks their notifications of it read; 422 `confirmation_not_required` when it asks for none.
+         */
+        post: operations["manuals.entries.confirmation.create"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/manuals/entries/{id}/reach": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Who the manual entry reaches now (every active user who may view it) and how many saw and confirmed it; for its editors
+         * @description Who the manual entry reaches now (every active user who may view it) and how many saw and confirmed it; for its editors.
+         */
+        get: operations["manuals.entries.reach"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/manuals/entries/{id}/reach/users": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The audience person by person, with role, departments and reading state; `filter[state]=pending|seen|confirmed`
+         * @description The audience person by person, with role, departments and reading state; `filter[state]=pending|seen|confirmed`. `Accept: text/csv` streams the same query as CSV. Needs the module's `reach` permission and the tenant setting `reach_detail: named`.
+         */
+        get: operations["manuals.entries.reach.users.list"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/manuals/entries/{id}/reminders": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Create one reminder
+         * @description Reminds the audience members who have not confirmed the manual entry yet (recorded); at most once per 24 hours (429 with Retry-After).
+         */
+        post: operations["manuals.entries.reminders.create"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/manuals/entries/{id}/seen": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Records that the caller opened the manual entry (idempotent: 201 the first time, then 200)
+         * @description Records that the caller opened the manual entry (idempotent: 201 the first time, then 200).
+         */
+        post: operations["manuals.entries.seen.create"];
+        delete?: never;
         options?: never;
         head?: never;
         patch?: never;
@@ -2397,8 +2621,13 @@ export interface components {
         InfoboardPost: {
             body?: string | null;
             channel_id?: number | null;
+            comments_enabled?: boolean;
+            confirmation_due_at?: string | null;
             created_at?: string | null;
             id?: number | null;
+            my_state?: components["schemas"]["ReadingState"];
+            pinned?: boolean;
+            published_at?: string | null;
             requires_reading_confirmation?: boolean;
             title?: string | null;
             updated_at?: string | null;
@@ -2418,8 +2647,14 @@ export interface components {
         ManualEntry: {
             body?: string | null;
             chapter_id?: number | null;
+            comments_enabled?: boolean;
+            confirmation_due_at?: string | null;
             created_at?: string | null;
             id?: number | null;
+            my_state?: components["schemas"]["ReadingState"];
+            pinned?: boolean;
+            published_at?: string | null;
+            requires_reading_confirmation?: boolean;
             title?: string | null;
             updated_at?: string | null;
             user_id?: number | null;
@@ -2466,6 +2701,24 @@ export interface components {
             status: number;
             title: string;
             type: string;
+        };
+        ReachUser: {
+            confirmed_at?: string | null;
+            departments?: string | null;
+            first_name?: string | null;
+            id?: number;
+            last_name?: string | null;
+            reminded_at?: string | null;
+            role?: string | null;
+            role_id?: number | null;
+            seen_at?: string | null;
+            /** @description unseen, seen or confirmed */
+            state?: string;
+            username?: string | null;
+        };
+        ReadingState: {
+            confirmed_at: string | null;
+            seen_at: string | null;
         };
         Role: {
             active?: boolean;
@@ -3784,6 +4037,95 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content?: never;
+            };
+        };
+    };
+    "administration.readingSettings": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Client error (problem details, RFC 9457) */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Server error (problem details, RFC 9457) */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description named: holders of `infoboard.reach` / `manuals.reach` see who read what; counts_only: counts only, departments under 5 people left out */
+                        reach_detail: "named" | "counts_only";
+                    };
+                };
+            };
+        };
+    };
+    "administration.readingSettings.updateMany": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description named: holders of `infoboard.reach` / `manuals.reach` see who read what; counts_only: counts only, departments under 5 people left out */
+                    reach_detail: "named" | "counts_only";
+                };
+            };
+        };
+        responses: {
+            /** @description Client error (problem details, RFC 9457) */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Server error (problem details, RFC 9457) */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description named: holders of `infoboard.reach` / `manuals.reach` see who read what; counts_only: counts only, departments under 5 people left out */
+                        reach_detail: "named" | "counts_only";
+                    };
+                };
             };
         };
     };
@@ -7094,12 +7436,30 @@ export interface operations {
                     channel_id?: string | string[] | {
                         [key: string]: string | string[];
                     };
+                    /** @description comments_enabled (boolean): filter[comments_enabled]=value, or filter[comments_enabled][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    comments_enabled?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                    /** @description confirmation: a named filter of this list */
+                    confirmation?: string | string[];
+                    /** @description confirmation_due_at (timestamp): filter[confirmation_due_at]=value, or filter[confirmation_due_at][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    confirmation_due_at?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
                     /** @description created_at (timestamp): filter[created_at]=value, or filter[created_at][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
                     created_at?: string | string[] | {
                         [key: string]: string | string[];
                     };
                     /** @description id (id): filter[id]=value, or filter[id][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
                     id?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                    /** @description pinned (boolean): filter[pinned]=value, or filter[pinned][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    pinned?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                    /** @description published_at (timestamp): filter[published_at]=value, or filter[published_at][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    published_at?: string | string[] | {
                         [key: string]: string | string[];
                     };
                     /** @description requires_reading_confirmation (boolean): filter[requires_reading_confirmation]=value, or filter[requires_reading_confirmation][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
@@ -7125,13 +7485,13 @@ export interface operations {
                 limit?: number;
                 /** @description Skip this many rows */
                 offset?: number;
-                /** @description This resource has no relations */
+                /** @description Relations to load (comma or | separated): my_state */
                 relations?: string;
                 /** @description Alias of selects */
                 select?: string;
-                /** @description Comma-separated fields to return. Fields: id, user_id, channel_id, title, body, requires_reading_confirmation, created_at, updated_at */
+                /** @description Comma-separated fields to return. Fields: id, user_id, channel_id, title, body, published_at, pinned, comments_enabled, requires_reading_confirmation, confirmation_due_at, created_at, updated_at */
                 selects?: string;
-                /** @description Comma-separated; prefix - for descending. Sortable: id, user_id, channel_id, title, body, requires_reading_confirmation, created_at, updated_at */
+                /** @description Comma-separated; prefix - for descending. Sortable: id, user_id, channel_id, title, body, published_at, pinned, comments_enabled, requires_reading_confirmation, confirmation_due_at, created_at, updated_at */
                 sort?: string;
             };
             header?: never;
@@ -7181,6 +7541,12 @@ export interface operations {
                 "application/json": {
                     body: string;
                     channel_id: number;
+                    comments_enabled?: boolean;
+                    confirmation_due_at?: string | null;
+                    /** @description pinned posts come first in lists */
+                    pinned?: boolean;
+                    /** @description absent: published now; null: a draft; a future time: scheduled (published and notified then) */
+                    published_at?: string | null;
                     requires_reading_confirmation?: boolean;
                     title: string;
                 };
@@ -7214,8 +7580,13 @@ export interface operations {
                     "application/json": {
                         body?: string | null;
                         channel_id?: number | null;
+                        comments_enabled?: boolean;
+                        confirmation_due_at?: string | null;
                         created_at?: string | null;
                         id?: number | null;
+                        my_state?: components["schemas"]["ReadingState"];
+                        pinned?: boolean;
+                        published_at?: string | null;
                         requires_reading_confirmation?: boolean;
                         title?: string | null;
                         updated_at?: string | null;
@@ -7231,11 +7602,11 @@ export interface operations {
                 grant_token?: string;
                 /** @description Alias of relations */
                 include?: string;
-                /** @description This resource has no relations */
+                /** @description Relations to load (comma or | separated): my_state */
                 relations?: string;
                 /** @description Alias of selects */
                 select?: string;
-                /** @description Comma-separated fields to return. Fields: id, user_id, channel_id, title, body, requires_reading_confirmation, created_at, updated_at */
+                /** @description Comma-separated fields to return. Fields: id, user_id, channel_id, title, body, published_at, pinned, comments_enabled, requires_reading_confirmation, confirmation_due_at, created_at, updated_at */
                 selects?: string;
             };
             header?: never;
@@ -7273,8 +7644,13 @@ export interface operations {
                     "application/json": {
                         body?: string | null;
                         channel_id?: number | null;
+                        comments_enabled?: boolean;
+                        confirmation_due_at?: string | null;
                         created_at?: string | null;
                         id?: number | null;
+                        my_state?: components["schemas"]["ReadingState"];
+                        pinned?: boolean;
+                        published_at?: string | null;
                         requires_reading_confirmation?: boolean;
                         title?: string | null;
                         updated_at?: string | null;
@@ -7298,6 +7674,14 @@ export interface operations {
                 "application/json": {
                     body?: string;
                     channel_id?: number;
+                    comments_enabled?: boolean;
+                    confirmation_due_at?: string | null;
+                    /** @description notify the audience of this edit of a published post (default false) */
+                    notify?: boolean;
+                    /** @description pinned posts come first in lists */
+                    pinned?: boolean;
+                    /** @description absent: published now; null: a draft; a future time: scheduled (published and notified then) */
+                    published_at?: string | null;
                     requires_reading_confirmation?: boolean;
                     title?: string;
                 };
@@ -7331,8 +7715,13 @@ export interface operations {
                     "application/json": {
                         body?: string | null;
                         channel_id?: number | null;
+                        comments_enabled?: boolean;
+                        confirmation_due_at?: string | null;
                         created_at?: string | null;
                         id?: number | null;
+                        my_state?: components["schemas"]["ReadingState"];
+                        pinned?: boolean;
+                        published_at?: string | null;
                         requires_reading_confirmation?: boolean;
                         title?: string | null;
                         updated_at?: string | null;
@@ -7510,6 +7899,320 @@ export interface operations {
                         post_id?: number | null;
                         updated_at?: string | null;
                         user_id?: number | null;
+                    };
+                };
+            };
+        };
+    };
+    "infoboard.posts.confirmation.create": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Client error (problem details, RFC 9457) */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Server error (problem details, RFC 9457) */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        confirmed_at: string | null;
+                        seen_at: string | null;
+                    };
+                };
+            };
+            /** @description Default Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        confirmed_at: string | null;
+                        seen_at: string | null;
+                    };
+                };
+            };
+        };
+    };
+    "infoboard.posts.reach": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Client error (problem details, RFC 9457) */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Server error (problem details, RFC 9457) */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        audience: number;
+                        /** @description under reach_detail counts_only, departments with fewer than 5 people in the audience are left out */
+                        by_department: {
+                            audience: number;
+                            confirmed: number;
+                            id: number;
+                            name: string;
+                            /** @description not confirmed yet (not seen yet when no confirmation is asked) */
+                            pending: number;
+                            seen: number;
+                        }[];
+                        confirmed: number;
+                        /** @description not confirmed yet (not seen yet when no confirmation is asked) */
+                        pending: number;
+                        reach_detail: "named" | "counts_only";
+                        requires_reading_confirmation: boolean;
+                        seen: number;
+                    };
+                };
+            };
+        };
+    };
+    "infoboard.posts.reach.users.list": {
+        parameters: {
+            query?: {
+                /** @description Filters, e.g. filter[id]=value. Aliases: is = eq, is_not = ne, value = like, not_in = nin. */
+                filter?: {
+                    /** @description confirmed_at (timestamp): filter[confirmed_at]=value, or filter[confirmed_at][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    confirmed_at?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                    /** @description departments (string): filter[departments]=value, or filter[departments][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    departments?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                    /** @description first_name (string): filter[first_name]=value, or filter[first_name][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    first_name?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                    /** @description id (id): filter[id]=value, or filter[id][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    id?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                    /** @description last_name (string): filter[last_name]=value, or filter[last_name][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    last_name?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                    /** @description reminded_at (timestamp): filter[reminded_at]=value, or filter[reminded_at][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    reminded_at?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                    /** @description role (string): filter[role]=value, or filter[role][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    role?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                    /** @description role_id (id): filter[role_id]=value, or filter[role_id][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    role_id?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                    /** @description seen_at (timestamp): filter[seen_at]=value, or filter[seen_at][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    seen_at?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                    /** @description state: a named filter of this list */
+                    state?: string | string[];
+                    /** @description username (string): filter[username]=value, or filter[username][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    username?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                };
+                /** @description Alias of relations */
+                include?: string;
+                /** @description At most this many rows */
+                limit?: number;
+                /** @description Skip this many rows */
+                offset?: number;
+                /** @description This resource has no relations */
+                relations?: string;
+                /** @description Alias of selects */
+                select?: string;
+                /** @description Comma-separated fields to return. Fields: id, username, first_name, last_name, role_id, role, departments, state, seen_at, confirmed_at, reminded_at */
+                selects?: string;
+                /** @description Comma-separated; prefix - for descending. Sortable: id, username, first_name, last_name, role_id, role, departments, state, seen_at, confirmed_at, reminded_at */
+                sort?: string;
+            };
+            header?: never;
+            path: {
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Client error (problem details, RFC 9457) */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Server error (problem details, RFC 9457) */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ReachUser"][];
+                    "text/csv": components["schemas"]["ReachUser"][];
+                };
+            };
+        };
+    };
+    "infoboard.posts.reminders.create": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Client error (problem details, RFC 9457) */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Server error (problem details, RFC 9457) */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @example 2026-01-31 09:30:00 */
+                        created_at: string;
+                        id: number;
+                        recipients: number;
+                    };
+                };
+            };
+        };
+    };
+    "infoboard.posts.seen.create": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Client error (problem details, RFC 9457) */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Server error (problem details, RFC 9457) */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        confirmed_at: string | null;
+                        seen_at: string | null;
+                    };
+                };
+            };
+            /** @description Default Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        confirmed_at: string | null;
+                        seen_at: string | null;
                     };
                 };
             };
@@ -7838,12 +8541,34 @@ export interface operations {
                     chapter_id?: string | string[] | {
                         [key: string]: string | string[];
                     };
+                    /** @description comments_enabled (boolean): filter[comments_enabled]=value, or filter[comments_enabled][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    comments_enabled?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                    /** @description confirmation: a named filter of this list */
+                    confirmation?: string | string[];
+                    /** @description confirmation_due_at (timestamp): filter[confirmation_due_at]=value, or filter[confirmation_due_at][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    confirmation_due_at?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
                     /** @description created_at (timestamp): filter[created_at]=value, or filter[created_at][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
                     created_at?: string | string[] | {
                         [key: string]: string | string[];
                     };
                     /** @description id (id): filter[id]=value, or filter[id][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
                     id?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                    /** @description pinned (boolean): filter[pinned]=value, or filter[pinned][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    pinned?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                    /** @description published_at (timestamp): filter[published_at]=value, or filter[published_at][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    published_at?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                    /** @description requires_reading_confirmation (boolean): filter[requires_reading_confirmation]=value, or filter[requires_reading_confirmation][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    requires_reading_confirmation?: string | string[] | {
                         [key: string]: string | string[];
                     };
                     /** @description title (string): filter[title]=value, or filter[title][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
@@ -7865,13 +8590,13 @@ export interface operations {
                 limit?: number;
                 /** @description Skip this many rows */
                 offset?: number;
-                /** @description This resource has no relations */
+                /** @description Relations to load (comma or | separated): my_state */
                 relations?: string;
                 /** @description Alias of selects */
                 select?: string;
-                /** @description Comma-separated fields to return. Fields: id, user_id, chapter_id, title, body, created_at, updated_at */
+                /** @description Comma-separated fields to return. Fields: id, user_id, chapter_id, title, body, published_at, pinned, comments_enabled, requires_reading_confirmation, confirmation_due_at, created_at, updated_at */
                 selects?: string;
-                /** @description Comma-separated; prefix - for descending. Sortable: id, user_id, chapter_id, title, body, created_at, updated_at */
+                /** @description Comma-separated; prefix - for descending. Sortable: id, user_id, chapter_id, title, body, published_at, pinned, comments_enabled, requires_reading_confirmation, confirmation_due_at, created_at, updated_at */
                 sort?: string;
             };
             header?: never;
@@ -7924,6 +8649,13 @@ export interface operations {
             content: {
                 "application/json": {
                     body: string;
+                    comments_enabled?: boolean;
+                    confirmation_due_at?: string | null;
+                    /** @description pinned posts come first in lists */
+                    pinned?: boolean;
+                    /** @description absent: published now; null: a draft; a future time: scheduled (published and notified then) */
+                    published_at?: string | null;
+                    requires_reading_confirmation?: boolean;
                     title: string;
                 };
             };
@@ -7956,8 +8688,14 @@ export interface operations {
                     "application/json": {
                         body?: string | null;
                         chapter_id?: number | null;
+                        comments_enabled?: boolean;
+                        confirmation_due_at?: string | null;
                         created_at?: string | null;
                         id?: number | null;
+                        my_state?: components["schemas"]["ReadingState"];
+                        pinned?: boolean;
+                        published_at?: string | null;
+                        requires_reading_confirmation?: boolean;
                         title?: string | null;
                         updated_at?: string | null;
                         user_id?: number | null;
@@ -7972,11 +8710,11 @@ export interface operations {
                 grant_token?: string;
                 /** @description Alias of relations */
                 include?: string;
-                /** @description This resource has no relations */
+                /** @description Relations to load (comma or | separated): my_state */
                 relations?: string;
                 /** @description Alias of selects */
                 select?: string;
-                /** @description Comma-separated fields to return. Fields: id, user_id, chapter_id, title, body, created_at, updated_at */
+                /** @description Comma-separated fields to return. Fields: id, user_id, chapter_id, title, body, published_at, pinned, comments_enabled, requires_reading_confirmation, confirmation_due_at, created_at, updated_at */
                 selects?: string;
             };
             header?: never;
@@ -8014,8 +8752,14 @@ export interface operations {
                     "application/json": {
                         body?: string | null;
                         chapter_id?: number | null;
+                        comments_enabled?: boolean;
+                        confirmation_due_at?: string | null;
                         created_at?: string | null;
                         id?: number | null;
+                        my_state?: components["schemas"]["ReadingState"];
+                        pinned?: boolean;
+                        published_at?: string | null;
+                        requires_reading_confirmation?: boolean;
                         title?: string | null;
                         updated_at?: string | null;
                         user_id?: number | null;
@@ -8037,6 +8781,13 @@ export interface operations {
             content: {
                 "application/json": {
                     body?: string;
+                    comments_enabled?: boolean;
+                    confirmation_due_at?: string | null;
+                    /** @description pinned posts come first in lists */
+                    pinned?: boolean;
+                    /** @description absent: published now; null: a draft; a future time: scheduled (published and notified then) */
+                    published_at?: string | null;
+                    requires_reading_confirmation?: boolean;
                     title?: string;
                 };
             };
@@ -8069,8 +8820,14 @@ export interface operations {
                     "application/json": {
                         body?: string | null;
                         chapter_id?: number | null;
+                        comments_enabled?: boolean;
+                        confirmation_due_at?: string | null;
                         created_at?: string | null;
                         id?: number | null;
+                        my_state?: components["schemas"]["ReadingState"];
+                        pinned?: boolean;
+                        published_at?: string | null;
+                        requires_reading_confirmation?: boolean;
                         title?: string | null;
                         updated_at?: string | null;
                         user_id?: number | null;
@@ -8114,6 +8871,320 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content?: never;
+            };
+        };
+    };
+    "manuals.entries.confirmation.create": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Client error (problem details, RFC 9457) */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Server error (problem details, RFC 9457) */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        confirmed_at: string | null;
+                        seen_at: string | null;
+                    };
+                };
+            };
+            /** @description Default Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        confirmed_at: string | null;
+                        seen_at: string | null;
+                    };
+                };
+            };
+        };
+    };
+    "manuals.entries.reach": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Client error (problem details, RFC 9457) */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Server error (problem details, RFC 9457) */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        audience: number;
+                        /** @description under reach_detail counts_only, departments with fewer than 5 people in the audience are left out */
+                        by_department: {
+                            audience: number;
+                            confirmed: number;
+                            id: number;
+                            name: string;
+                            /** @description not confirmed yet (not seen yet when no confirmation is asked) */
+                            pending: number;
+                            seen: number;
+                        }[];
+                        confirmed: number;
+                        /** @description not confirmed yet (not seen yet when no confirmation is asked) */
+                        pending: number;
+                        reach_detail: "named" | "counts_only";
+                        requires_reading_confirmation: boolean;
+                        seen: number;
+                    };
+                };
+            };
+        };
+    };
+    "manuals.entries.reach.users.list": {
+        parameters: {
+            query?: {
+                /** @description Filters, e.g. filter[id]=value. Aliases: is = eq, is_not = ne, value = like, not_in = nin. */
+                filter?: {
+                    /** @description confirmed_at (timestamp): filter[confirmed_at]=value, or filter[confirmed_at][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    confirmed_at?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                    /** @description departments (string): filter[departments]=value, or filter[departments][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    departments?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                    /** @description first_name (string): filter[first_name]=value, or filter[first_name][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    first_name?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                    /** @description id (id): filter[id]=value, or filter[id][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    id?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                    /** @description last_name (string): filter[last_name]=value, or filter[last_name][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    last_name?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                    /** @description reminded_at (timestamp): filter[reminded_at]=value, or filter[reminded_at][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    reminded_at?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                    /** @description role (string): filter[role]=value, or filter[role][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    role?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                    /** @description role_id (id): filter[role_id]=value, or filter[role_id][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    role_id?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                    /** @description seen_at (timestamp): filter[seen_at]=value, or filter[seen_at][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    seen_at?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                    /** @description state: a named filter of this list */
+                    state?: string | string[];
+                    /** @description username (string): filter[username]=value, or filter[username][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    username?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                };
+                /** @description Alias of relations */
+                include?: string;
+                /** @description At most this many rows */
+                limit?: number;
+                /** @description Skip this many rows */
+                offset?: number;
+                /** @description This resource has no relations */
+                relations?: string;
+                /** @description Alias of selects */
+                select?: string;
+                /** @description Comma-separated fields to return. Fields: id, username, first_name, last_name, role_id, role, departments, state, seen_at, confirmed_at, reminded_at */
+                selects?: string;
+                /** @description Comma-separated; prefix - for descending. Sortable: id, username, first_name, last_name, role_id, role, departments, state, seen_at, confirmed_at, reminded_at */
+                sort?: string;
+            };
+            header?: never;
+            path: {
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Client error (problem details, RFC 9457) */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Server error (problem details, RFC 9457) */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ReachUser"][];
+                    "text/csv": components["schemas"]["ReachUser"][];
+                };
+            };
+        };
+    };
+    "manuals.entries.reminders.create": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Client error (problem details, RFC 9457) */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Server error (problem details, RFC 9457) */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @example 2026-01-31 09:30:00 */
+                        created_at: string;
+                        id: number;
+                        recipients: number;
+                    };
+                };
+            };
+        };
+    };
+    "manuals.entries.seen.create": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Client error (problem details, RFC 9457) */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Server error (problem details, RFC 9457) */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        confirmed_at: string | null;
+                        seen_at: string | null;
+                    };
+                };
+            };
+            /** @description Default Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        confirmed_at: string | null;
+                        seen_at: string | null;
+                    };
+                };
             };
         };
     };

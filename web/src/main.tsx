@@ -21,6 +21,7 @@ import type { MessageKey } from './messages.ts'
 import { Link, Loading, PageTitle } from './ui.tsx'
 import { SignIn } from './pages/SignIn.tsx'
 import { Inbox } from './pages/Inbox.tsx'
+import { refreshToConfirm, toConfirm } from './pages/infoboard/to-confirm.ts'
 
 type PageModule = { default: ComponentType<{ params: Record<string, string> }> }
 
@@ -55,6 +56,10 @@ const SharedItems = lazy(() => import('./pages/admin/SharedItems.tsx'))
 const Automations = lazy(() => import('./pages/admin/Automations.tsx'))
 const Audit = lazy(() => import('./pages/admin/Audit.tsx'))
 const Send = lazy(() => import('./pages/admin/Send.tsx'))
+const InfoboardFeed = lazy(() => import('./pages/infoboard/Feed.tsx'))
+const InfoboardPost = lazy(() => import('./pages/infoboard/Post.tsx'))
+const InfoboardWrite = lazy(() => import('./pages/infoboard/Write.tsx'))
+const InfoboardReach = lazy(() => import('./pages/infoboard/Reach.tsx'))
 
 interface RouteDef {
   pattern: string
@@ -68,6 +73,12 @@ interface RouteDef {
 const anyUsers = ['users.create', 'users.update', 'users.delete', 'users.administrate']
 const ROUTES: RouteDef[] = [
   { pattern: '/inbox', page: Inbox, nav: { key: 'nav.inbox' } },
+  // readers are not gated here: an employee's session may not list her role's permissions; the API decides
+  { pattern: '/infoboard', page: InfoboardFeed, nav: { key: 'nav.infoboard' } },
+  { pattern: '/infoboard/write', page: InfoboardWrite, needs: ['infoboard.manage'] },
+  { pattern: '/infoboard/posts/:id/edit', page: InfoboardWrite, needs: ['infoboard.manage'] },
+  { pattern: '/infoboard/posts/:id/reach', page: InfoboardReach, needs: ['infoboard.manage'] },
+  { pattern: '/infoboard/posts/:id', page: InfoboardPost },
   { pattern: '/content', page: Content, nav: { key: 'nav.content' } },
   { pattern: '/settings', page: Settings, nav: { key: 'nav.settings' } },
   { pattern: '/shared/:id', page: Shared },
@@ -122,6 +133,7 @@ function Nav({ path }: { path: string }) {
             <Link href={r.pattern} aria-current={current ? 'page' : undefined}>
               {t(r.nav!.key)}
               {r.pattern === '/inbox' && <UnreadBadge />}
+              {r.pattern === '/infoboard' && <ToConfirmBadge />}
             </Link>
           </li>
         )
@@ -149,6 +161,19 @@ export function UnreadBadge() {
     <span class="badge" data-testid="unread-badge" hidden={count === undefined || count === 0}>
       <span aria-hidden="true">{count ?? 0}</span>
       <span class="visually-hidden">{t('inbox.unread', { count: count ?? 0 })}</span>
+    </span>
+  )
+}
+
+/** How many posts the user still has to confirm, next to the Infoboard link. */
+export function ToConfirmBadge() {
+  const count = useStore(toConfirm)
+  const current = useStore(route)
+  useEffect(() => refreshToConfirm(), [current])
+  return (
+    <span class="badge" data-testid="to-confirm-badge" hidden={count === undefined || count === 0}>
+      <span aria-hidden="true">{count ?? 0}</span>
+      <span class="visually-hidden">{t('infoboard.toConfirmCount', { count: count ?? 0 })}</span>
     </span>
   )
 }

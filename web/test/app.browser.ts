@@ -592,6 +592,74 @@ describe('administrator, more', () => {
   })
 })
 
+describe('content that must be read', () => {
+  test('an editor schedules a confirmation-required post; it appears for the employee when due; she confirms; the reach page shows it; the reminder reaches only those still pending', async () => {
+    const editor = await session({ user: 'admin' })
+    await editor.page.goto(`${server.base}/app/infoboard/write`)
+    await editor.page.getByRole('heading', { level: 1, name: 'Write a post' }).waitFor()
+    await editor.page.getByLabel('Title').fill('Cold room safety')
+    await editor.page.getByLabel('Text').fill('<p>Close the <strong>cold room</strong> door.</p>')
+    await editor.page.getByLabel('Channel').selectOption({ label: 'News' })
+    await editor.page.getByRole('radio', { name: 'Schedule' }).check()
+    // 15 seconds from now, in the browser's local time (a datetime-local input)
+    const at = await editor.page.evaluate(() => {
+      const d = new Date(Date.now() + 15_000)
+      return new Date(d.getTime() - d.getTimezoneOffset() * 60_000).toISOString().slice(0, 19)
+    })
+    await editor.page.getByLabel('Publish at').fill(at)
+    await editor.page.getByRole('checkbox', { name: 'Readers must confirm that they have read it' }).check()
+    await editor.page.getByRole('button', { name: 'Schedule post' }).click()
+    await editor.page.waitForURL(/\/app\/infoboard\/posts\/\d+$/)
+    const id = Number(/posts\/(\d+)$/.exec(editor.page.url())![1])
+
+    // the employee: nothing before the time, then it is in her "to confirm" list
+    const ben = await session({ user: 'ben' })
+    await ben.page.goto(`${server.base}/app/infoboard`)
+    const toConfirm = ben.page.getByRole('list', { name: 'To confirm' })
+    await ben.page.getByRole('heading', { level: 2, name: 'To confirm' }).waitFor()
+    await settled(ben.page)
+    assert.equal(await ben.page.getByRole('link', { name: 'Cold room safety' }).count(), 0)
+    const due = Date.now() + 40_000
+    for (;;) {
+      await ben.page.goto(`${server.base}/app/infoboard`)
+      await settled(ben.page)
+      if ((await toConfirm.getByRole('link', { name: 'Cold room safety' }).count()) > 0) break
+      assert.ok(Date.now() < due, 'the scheduled post appeared for the employee')
+      await new Promise((r) => setTimeout(r, 1000))
+    }
+    await toConfirm.getByRole('link', { name: 'Cold room safety' }).click()
+    await ben.page.getByRole('heading', { level: 1, name: 'Cold room safety' }).waitFor()
+    await ben.page.getByRole('button', { name: 'Confirm that I have read this' }).click()
+    await ben.page.getByText(/You confirmed that you read this on/).waitFor()
+    assert.equal(await ben.page.getByRole('button', { name: 'Confirm that I have read this' }).count(), 0)
+
+    // the editor's reach page shows the confirmation; "Remind pending" reminds the others only
+    await editor.page.goto(`${server.base}/app/infoboard/posts/${id}/reach`)
+    await editor.page.getByRole('heading', { level: 1, name: 'Reach: Cold room safety' }).waitFor()
+    await editor.page.getByText(/^Confirmed: 1 of \d+/).waitFor()
+    await editor.page.getByRole('button', { name: 'Remind pending' }).click()
+    await editor.page
+      .getByRole('status')
+      .filter({ hasText: /Reminder sent to \d+ people/ })
+      .waitFor()
+    const reminders = (user: string) =>
+      server.api<Array<{ targetable_id: number }>>(
+        user,
+        'GET',
+        '/api/notifications?filter[type]=infoboardPostReadingConfirmationReminder&limit=50',
+      )
+    const until = Date.now() + 15_000
+    while ((await reminders('chloe')).filter((n) => n.targetable_id === id).length === 0) {
+      assert.ok(Date.now() < until, 'the pending employee got the reminder')
+      await new Promise((r) => setTimeout(r, 250))
+    }
+    assert.equal((await reminders('ben')).filter((n) => n.targetable_id === id).length, 0)
+    await expectNoSeriousViolations(editor.page, 'reach page')
+    await editor.context.close()
+    await ben.context.close()
+  })
+})
+
 describe('accessibility', () => {
   test('axe-core reports no serious or critical violation on any page (desktop)', async () => {
     const context = await newContext(browser)
@@ -621,6 +689,9 @@ describe('accessibility', () => {
       `/admin/automations/${automations[0].id}`,
       '/admin/audit',
       '/admin/send',
+      '/infoboard',
+      '/infoboard/write',
+      `/infoboard/posts/${posts[0].id}/reach`,
     ]
     for (const path of pages) {
       await page.goto(`${server.base}/app${path}`)

@@ -1,11 +1,10 @@
-import { Readable } from 'node:stream'
-import { stringify } from 'csv-stringify/sync'
 import { Type } from 'typebox'
 import type { App, AppDeps } from '../../platform/app-module.js'
 import { requirePermission } from '../../platform/auth/require-permission.js'
 import { errorResponses } from '../../platform/http/schemas.js'
 import { listQuerySchema } from '../../platform/query/list-query-schema.js'
 import { sendList, sendStream } from '../../platform/http/list-response.js'
+import { csvStream, wantsCsv } from '../../platform/http/csv-stream.js'
 import { applyListQuery, presentRows } from '../../platform/query/apply-query.js'
 import { parseListQuery } from '../../platform/query/parse-query.js'
 import { listResource } from '../../platform/query/run-query.js'
@@ -34,34 +33,6 @@ export const AuditRecordSchema = Type.Object({
   user_agent: Opt(Type.Union([Type.String(), Type.Null()])),
 })
 
-const wantsCsv = (accept: string | undefined) => /\btext\/csv\b/i.test(accept ?? '')
-
-/** CSV of the same query, streamed in batches (an export has no implicit limit). */
-function csvStream(
-  query: { stream(chunkSize: number): AsyncIterable<Record<string, unknown>> },
-  present: (rows: Record<string, unknown>[]) => Promise<Record<string, unknown>[]>,
-): Readable {
-  async function* generate() {
-    yield stringify([[...AUDIT_CSV_COLUMNS]])
-    let batch: Record<string, unknown>[] = []
-    const flush = async () => {
-      const items = await present(batch)
-      batch = []
-      return stringify(
-        items.map((item) =>
-          AUDIT_CSV_COLUMNS.map((c) => (c === 'changes' ? JSON.stringify(item[c] ?? {}) : (item[c] ?? ''))),
-        ),
-      )
-    }
-    for await (const row of query.stream(500)) {
-      batch.push(row)
-      if (batch.length >= 500) yield await flush()
-    }
-    if (batch.length > 0) yield await flush()
-  }
-  return Readable.from(generate())
-}
-
 /** `GET /api/administration/audit-log` (permission `audit.view`): JSON with the query conventions, or CSV. */
 export async function auditRoutes(app: App, { db }: AppDeps): Promise<void> {
   app.get(
@@ -87,7 +58,12 @@ export async function auditRoutes(app: App, { db }: AppDeps): Promise<void> {
         return sendStream(
           reply,
           'text/csv; charset=utf-8',
-          csvStream(query, (rows) => presentRows(auditResource, parsed, rows, ctx)),
+          csvStream(
+            query,
+            (rows) => presentRows(auditResource, parsed, rows, ctx),
+            AUDIT_CSV_COLUMNS,
+            (item, c) => (c === 'changes' ? JSON.stringify(item[c] ?? {}) : (item[c] ?? '')),
+          ),
         )
       }
       return sendList(reply, await listResource(ctx, auditResource, base, raw))

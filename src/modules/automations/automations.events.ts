@@ -35,6 +35,9 @@ export const AUTOMATION_EVENTS: readonly string[] = [
   'entityPermission.deleted',
   'notification.sent',
   ...CONTENT_ALIASES.flatMap((alias) => [`${alias}.created`, `${alias}.updated`, `${alias}.deleted`]),
+  // publishing (issue 41): when a post or entry reaches its readers, at once or at its scheduled time
+  'infoboard.post.published',
+  'manuals.entry.published',
 ]
 
 export const TEST_EVENT_TYPE = 'automation.test'

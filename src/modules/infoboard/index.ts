@@ -1,6 +1,16 @@
+import { sql } from 'kysely'
+import { Type } from 'typebox'
 import type { AppModule } from '../../platform/app-module.js'
+import { requirePermission } from '../../platform/auth/require-permission.js'
+import {
+  CONTENT_REMINDER_RECIPIENTS,
+  publishJobHandlers,
+  reminderRecipientsSql,
+} from '../../platform/content/content-reading.js'
+import { readingRoutes } from '../../platform/content/content-reading-routes.js'
 import { contentRoutes } from '../../platform/content/content-routes.js'
 import { contentShareTarget } from '../../platform/content/content-share-target.js'
+import { errorResponses } from '../../platform/http/schemas.js'
 import { contentTarget } from '../entity-permissions/index.js'
 import { folderReference } from '../folders/index.js'
 import { grantTokenActorFor } from '../shared-items/index.js'
@@ -9,10 +19,21 @@ import {
   INFOBOARD_POST_VIEWERS,
   infoboardComments,
   infoboardPosts,
+  infoboardReading,
   postBodies,
 } from './infoboard.content.js'
 
-export { infoboardPosts, infoboardComments } from './infoboard.content.js'
+export { infoboardPosts, infoboardComments, infoboardReading } from './infoboard.content.js'
+
+const ReadingSettingsSchema = Type.Object(
+  {
+    reach_detail: Type.Union([Type.Literal('named'), Type.Literal('counts_only')], {
+      description:
+        'named: holders of `infoboard.reach` / `manuals.reach` see who read what; counts_only: counts only, departments under 5 people left out',
+    }),
+  },
+  { $id: 'ReadingSettings', additionalProperties: false },
+)
 
 export const infoboardModule: AppModule = {
   name: 'infoboard',
@@ -34,9 +55,60 @@ export const infoboardModule: AppModule = {
       bodies: commentBodies,
       operations: ['list', 'create'],
     })
+    await readingRoutes(app, infoboardReading, {
+      db,
+      tag: 'infoboard',
+      item: '/api/infoboard/posts/:id',
+      label: 'infoboard post',
+    })
+
+    // the tenant's works-council setting for reading data (docs/decisions/reach-detail.md)
+    const readSettings = async (tenantId: number) => {
+      const tenant = await db.selectFrom('tenants').select('settings').where('id', '=', tenantId).executeTakeFirst()
+      return { reach_detail: tenant?.settings.reach_detail ?? 'named' }
+    }
+    app.get(
+      '/api/administration/reading-settings',
+      {
+        schema: {
+          tags: ['infoboard'],
+          description: 'Who may see per-person reading data (any authenticated user may read the setting).',
+          response: { 200: ReadingSettingsSchema, ...errorResponses },
+        },
+      },
+      async (request) => readSettings(request.actor.tenantId),
+    )
+    app.put(
+      '/api/administration/reading-settings',
+      {
+        schema: {
+          tags: ['infoboard'],
+          description: 'Sets `reach_detail` (permission `tenant.administrate`).',
+          body: ReadingSettingsSchema,
+          response: { 200: ReadingSettingsSchema, ...errorResponses },
+        },
+      },
+      async (request) => {
+        requirePermission(request.actor, 'tenant.administrate')
+        await db
+          .updateTable('tenants')
+          .set({
+            settings: sql<string>`settings || ${JSON.stringify({ reach_detail: request.body.reach_detail })}::jsonb`,
+          })
+          .where('id', '=', request.actor.tenantId)
+          .execute()
+        return readSettings(request.actor.tenantId)
+      },
+    )
   },
   grantTargets: [contentTarget({ ...infoboardPosts, keys: ['view', 'comment'] })],
   shareTargets: [contentShareTarget(infoboardPosts), contentShareTarget(infoboardComments)],
   folderReferences: [folderReference('infoboard_posts', 'channel_id')],
-  recipientsQueries: { [INFOBOARD_POST_VIEWERS]: (tenantId, id) => infoboardPosts.viewersSql(tenantId, id) },
+  recipientsQueries: {
+    [INFOBOARD_POST_VIEWERS]: (tenantId, id) => infoboardPosts.viewersSql(tenantId, id),
+    [CONTENT_REMINDER_RECIPIENTS]: reminderRecipientsSql,
+  },
+  contentReadings: { infoboardPost: infoboardReading },
+
+  jobs: ({ db }) => publishJobHandlers(db),
 }

@@ -3,7 +3,20 @@ import { contentRoutes } from '../../platform/content/content-routes.js'
 import { contentShareTarget } from '../../platform/content/content-share-target.js'
 import { contentTarget } from '../entity-permissions/index.js'
 import { grantTokenActorFor } from '../shared-items/index.js'
-import { chapterBodies, entryBodies, MANUAL_ENTRY_VIEWERS, manualChapters, manualEntries } from './manuals.content.js'
+import {
+  CONTENT_REMINDER_RECIPIENTS,
+  publishJobHandlers,
+  reminderRecipientsSql,
+} from '../../platform/content/content-reading.js'
+import { readingRoutes } from '../../platform/content/content-reading-routes.js'
+import {
+  chapterBodies,
+  entryBodies,
+  MANUAL_ENTRY_VIEWERS,
+  manualChapters,
+  manualEntries,
+  manualReading,
+} from './manuals.content.js'
 
 export { manualChapters, manualEntries } from './manuals.content.js'
 
@@ -36,10 +49,22 @@ export const manualsModule: AppModule = {
       operations: ['show', 'update', 'delete'],
       grantTokens: grantTokenActorFor(config.baseUrl),
     })
+    await readingRoutes(app, manualReading, {
+      db,
+      tag: 'manuals',
+      item: '/api/manuals/entries/:id',
+      label: 'manual entry',
+    })
   },
   grantTargets: [manualChapters, manualEntries].map((content) =>
     contentTarget({ ...content, keys: ['view', 'write'] }),
   ),
   shareTargets: [manualChapters, manualEntries].map((content) => contentShareTarget(content)),
-  recipientsQueries: { [MANUAL_ENTRY_VIEWERS]: (tenantId, id) => manualEntries.viewersSql(tenantId, id) },
+  recipientsQueries: {
+    [MANUAL_ENTRY_VIEWERS]: (tenantId, id) => manualEntries.viewersSql(tenantId, id),
+    [CONTENT_REMINDER_RECIPIENTS]: reminderRecipientsSql,
+  },
+  contentReadings: { manualEntry: manualReading },
+
+  jobs: ({ db }) => publishJobHandlers(db),
 }

@@ -36,6 +36,8 @@ export const PERMISSIONS: readonly string[] = [
   'audit.view',
   'tenant.administrate',
   ...CONTENT_MODULES.flatMap((m) => [`${m}.view`, `${m}.manage`]),
+  'infoboard.reach',
+  'manuals.reach',
 ]
 
 /** What each permission grants, in words (docs/permissions.md is generated from this and DEFAULT_ROLES). */
@@ -66,6 +68,10 @@ export const PERMISSION_GRANTS: Readonly<Record<string, string>> = {
       [`${m}.manage`, `create, update and delete ${m} content and folders`],
     ]),
   ),
+  'infoboard.reach':
+    'see per person who has seen and confirmed an infoboard post (the reach list and its CSV), unless the tenant shows counts only',
+  'manuals.reach':
+    'see per person who has seen and confirmed a manual entry (the reach list and its CSV), unless the tenant shows counts only',
 }
 
 const KNOWN = new Set(PERMISSIONS)

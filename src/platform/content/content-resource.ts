@@ -1,5 +1,6 @@
 import type { Readable } from 'node:stream'
 import { type Expression, type Kysely, type RawBuilder, sql } from 'kysely'
+import type { TSchema } from 'typebox'
 import type { Actor } from '../auth/actor.js'
 import type { Db } from '../db/schema.js'
 import { recordDomainEvent } from '../events/domain-events.js'
@@ -27,6 +28,8 @@ export interface ContentChange {
   actor: Actor
   row: ContentRow
   eventId: string
+  /** The written values as sent (after `prepare`), including non-column switches such as `notify`. */
+  values: Record<string, unknown>
 }
 
 export interface ContentDeclaration {
@@ -65,6 +68,14 @@ export interface ContentDeclaration {
   beforeDelete?: (trx: Db, actor: Actor, row: ContentRow) => Promise<void>
   /** Title for shared-item `url_context`. */
   titleColumn?: string
+  /** Relations of the output (e.g. the reader's own `my_state`), their response schemas, and which are loaded by default. */
+  relations?: ResourceDef['relations']
+  defaultRelations?: string[]
+  outputs?: Record<string, TSchema>
+  /** Filter keys that are not plain fields (e.g. `filter[confirmation]`). */
+  customFilters?: ResourceDef['customFilters']
+  /** Default list order (default `['id']`), e.g. pinned first. */
+  defaultSort?: string[]
 }
 
 /** What a content declaration yields: the rule, the service functions, and what other modules need. */
@@ -76,6 +87,8 @@ export interface ContentResource {
   titleColumn?: string
   resource: ResourceDef
   columns: string[]
+  /** Response schemas of the declaration's relations (`outputs`). */
+  outputs: Record<string, TSchema>
   visibleTo(p: Principal, alias: string): RawBuilder<boolean>
   canView(db: Db, actor: Actor, id: number): Promise<boolean>
   exists(db: Db, tenantId: number, id: number): Promise<boolean>
@@ -144,7 +157,10 @@ export function defineContent(decl: ContentDeclaration): ContentResource {
     name: decl.alias,
     alias: 'c',
     uniqueKey: 'id',
-    defaultSort: ['id'],
+    defaultSort: decl.defaultSort ?? ['id'],
+    relations: decl.relations,
+    defaultRelations: decl.defaultRelations,
+    customFilters: decl.customFilters,
     fields: {
       id: { type: 'id' },
       user_id: { type: 'id' },
@@ -265,7 +281,7 @@ export function defineContent(decl: ContentDeclaration): ContentResource {
       subjectId: row.id,
       data,
     })
-    await decl.afterChange?.(trx, { kind, actor, row, eventId })
+    await decl.afterChange?.(trx, { kind, actor, row, eventId, values: data })
   }
 
   /** Parent of a nested create: 404 unless visible; 403 unless the create rule passes. */
@@ -473,6 +489,7 @@ export function defineContent(decl: ContentDeclaration): ContentResource {
     titleColumn: decl.titleColumn,
     resource,
     columns,
+    outputs: decl.outputs ?? {},
     visibleTo,
     canView,
     exists,

@@ -32,6 +32,7 @@ export function contentRecordSchema(content: ContentResource): TObject {
       Type.Optional(OUTPUT[f.type]()),
     ]),
   )
+  for (const [name, output] of Object.entries(content.outputs)) properties[name] = Type.Optional(output)
   const schema = Type.Object(properties, { $id: `${content.alias[0].toUpperCase()}${content.alias.slice(1)}` })
   recordSchemas.set(content, schema)
   return schema

@@ -21,6 +21,34 @@ export interface TenantSettings {
   system_language?: string
   /** The demo tenant's state (`seeding` until it is complete; see modules/tenants/demo.ts). */
   demo?: 'seeding' | 'complete'
+  /** Who sees per-person reading data (issue 41): `named` (default) or `counts_only`. */
+  reach_detail?: 'named' | 'counts_only'
+}
+
+/** Who saw and confirmed a record that must be read (issue 41); `target_type` is the content alias. */
+export interface ContentReadsTable {
+  tenant_id: number
+  target_type: string
+  target_id: number
+  user_id: number
+  seen_at: Generated<string>
+  confirmed_at: NullableTimestamp
+}
+
+export interface ContentRemindersTable {
+  id: Id
+  tenant_id: number
+  target_type: string
+  target_id: number
+  actor_id: number | null
+  recipients: Generated<number>
+  created_at: Timestamp
+}
+
+export interface ContentReminderRecipientsTable {
+  tenant_id: number
+  reminder_id: number
+  user_id: number
 }
 
 export interface LanguagesTable {
@@ -385,6 +413,9 @@ import type {
 
 export interface Database {
   tenants: TenantsTable
+  content_reads: ContentReadsTable
+  content_reminders: ContentRemindersTable
+  content_reminder_recipients: ContentReminderRecipientsTable
   languages: LanguagesTable
   roles: RolesTable
   departments: DepartmentsTable

@@ -1,0 +1,490 @@
+import { composedTable } from '../composition.js'
+import { type RawBuilder, sql } from 'kysely'
+import { Type } from 'typebox'
+import type { Actor } from '../auth/actor.js'
+import { can } from '../auth/permissions.js'
+import type { Db } from '../db/schema.js'
+import { recordDomainEvent } from '../events/domain-events.js'
+import { AppError, forbidden, invalidField, notFound } from '../http/errors.js'
+import { Nullable, TimestampSchema } from '../http/schemas.js'
+import { enqueue, jobOf, type JobHandlers } from '../jobs/jobs.js'
+import { defineResource, type CustomFilter, type QueryContext, type RelationDef } from '../query/resource.js'
+import type { Principal } from './content-access.js'
+import { type ContentChange, type ContentResource, type ContentRow, contentRow } from './content-resource.js'
+
+/**
+ * Content that must be read (issue 41, docs/content-reading.md), for any content table with the
+ * columns of migration 0160 (`published_at`, `published_notified_at`, `pinned`, `comments_enabled`,
+ * `requires_reading_confirmation`, `confirmation_due_at`, `reminded_at`): publishing exactly once,
+ * the reader's own state, the reach of a record and reminders of those still pending.
+ */
+
+/** The job that publishes a scheduled record when its time comes. */
+export const PUBLISH_JOB = 'content:publish'
+export interface PublishPayload {
+  alias: string
+  tenantId: number
+  id: number
+}
+
+/** The reader's own state of a record (`my_state`). */
+export const MyStateSchema = Type.Object(
+  { seen_at: Nullable(TimestampSchema), confirmed_at: Nullable(TimestampSchema) },
+  { $id: 'ReadingState' },
+)
+
+/** The recipients query of reminders: the users recorded for a reminder (registered by each reading module under this name). */
+export const CONTENT_REMINDER_RECIPIENTS = 'contentReminder:recipients'
+export const reminderRecipientsSql = (tenantId: number, reminderId: number) =>
+  sql<{ id: number }>`select rr.user_id as id from content_reminder_recipients rr
+    where rr.tenant_id = ${tenantId} and rr.reminder_id = ${reminderId}`
+
+/** Who may see which reach data (tenant setting `reach_detail`, decision docs/decisions/reach-detail.md). */
+export type ReachDetail = 'named' | 'counts_only'
+/** Departments with fewer people in the audience are left out of `by_department` under `counts_only`. */
+export const SMALL_GROUP = 5
+
+/** What each reading module decides itself: its notifications (a module, not the platform, sends them). */
+export interface ReadingNotices {
+  /** The record was published (now or by its schedule), or updated with `notify: true`. */
+  published(trx: Db, tenantId: number, row: ContentRow, eventId: string, kind: 'published' | 'updated'): Promise<void>
+  /** A reminder went out to the users recorded under `reminderId`. */
+  reminded(trx: Db, tenantId: number, row: ContentRow, reminderId: number): Promise<void>
+}
+
+export interface ReadingDeclaration {
+  /** The content alias (`infoboardPost`), the stored `target_type` of reads and reminders. */
+  alias: string
+  table: string
+  module: string
+  /** Domain event of publishing (`infoboard.post.published`), which automations may send to webhooks. */
+  publishedEvent: string
+  /** Whether an edit of a published record notifies always (manual entries, contract 30) or only with `notify: true` (posts). */
+  editsNotify?: 'always' | 'when_asked'
+}
+
+const timestampOrNull = (value: unknown) => (typeof value === 'string' ? value : null)
+
+/** The declaration parts a reading content adds to `defineContent` (view rule, `my_state`, filters, pinned first). */
+export function readingContentParts(r: ReadingDeclaration) {
+  const myState: RelationDef = {
+    key: 'id',
+    many: false,
+    async load(ctx: QueryContext, keys: unknown[]) {
+      const userId = ctx.actor?.userId ?? 0
+      const { rows } = await sql<{ target_id: number; seen_at: string | null; confirmed_at: string | null }>`
+        select target_id, seen_at, confirmed_at from content_reads
+        where tenant_id = ${ctx.tenantId} and target_type = ${r.alias} and user_id = ${userId}
+          and target_id = any(${keys.map(Number)}::bigint[])`.execute(ctx.db)
+      const found = new Map(rows.map((row) => [Number(row.target_id), row]))
+      return new Map(
+        keys.map((key) => {
+          const row = found.get(Number(key))
+          return [key, { seen_at: timestampOrNull(row?.seen_at), confirmed_at: timestampOrNull(row?.confirmed_at) }]
+        }),
+      )
+    },
+  }
+  /** `filter[confirmation]=pending|confirmed`: published records asking for a confirmation, by the reader's own state. */
+  const confirmation: CustomFilter = (value, ctx) => {
+    if (value !== 'pending' && value !== 'confirmed')
+      throw invalidField('filter.confirmation', 'must be one of: pending, confirmed')
+    const confirmed = sql<boolean>`exists (select 1 from content_reads cr where cr.tenant_id = ${ctx.tenantId}
+      and cr.target_type = ${r.alias} and cr.target_id = c.id and cr.user_id = ${ctx.actor?.userId ?? 0}
+      and cr.confirmed_at is not null)`
+    return sql<boolean>`(c.requires_reading_confirmation and c.published_at <= now()
+      and ${value === 'pending' ? sql`not ${confirmed}` : confirmed})`
+  }
+  return {
+    /** Drafts (no `published_at`) and scheduled records are visible only to editors (`<module>.manage`). */
+    viewRule: (p: Principal, alias: string) =>
+      sql<boolean>`(${sql.ref(`${alias}.published_at`)} <= now() or ${p.can(`${r.module}.manage`)})`,
+    relations: { my_state: myState },
+    defaultRelations: ['my_state'],
+    outputs: { my_state: MyStateSchema },
+    customFilters: { confirmation },
+    defaultSort: ['-pinned', '-id'],
+    fields: {
+      published_at: { type: 'timestamp' },
+      pinned: { type: 'boolean' },
+      comments_enabled: { type: 'boolean' },
+      requires_reading_confirmation: { type: 'boolean' },
+      confirmation_due_at: { type: 'timestamp' },
+    },
+  } as const
+}
+
+/** The written body fields of a reading content (create and update), as TypeBox schemas. */
+export const readingBodyFields = (timestampInput: ReturnType<typeof Type.String>) => ({
+  published_at: Type.Union([timestampInput, Type.Null()], {
+    description: 'absent: published now; null: a draft; a future time: scheduled (published and notified then)',
+  }),
+  pinned: Type.Boolean({ description: 'pinned posts come first in lists' }),
+  comments_enabled: Type.Boolean(),
+  requires_reading_confirmation: Type.Boolean(),
+  confirmation_due_at: Type.Union([timestampInput, Type.Null()]),
+})
+
+/** `{audience, seen, confirmed, pending, by_department}` of a record. */
+export interface Reach {
+  audience: number
+  seen: number
+  confirmed: number
+  pending: number
+  requires_reading_confirmation: boolean
+  reach_detail: ReachDetail
+  by_department: Array<{ id: number; name: string; audience: number; seen: number; confirmed: number; pending: number }>
+}
+
+/** A reach user's row (the per-person list), a list resource with the query conventions and CSV. */
+export const reachUserResource = defineResource({
+  name: 'reachUser',
+  alias: 'a',
+  uniqueKey: 'id',
+  defaultSort: ['last_name', 'first_name', 'id'],
+  fields: {
+    id: { type: 'id' },
+    username: { type: 'string', filterable: true, sortable: true },
+    first_name: { type: 'string', filterable: true, sortable: true },
+    last_name: { type: 'string', filterable: true, sortable: true },
+    role_id: { type: 'id' },
+    role: { type: 'string', sql: sql`ar.name` },
+    departments: {
+      type: 'string',
+      sql: (tenantId) => sql`(select string_agg(ad.name, ', ' order by ad.name) from department_users adu
+        join departments ad on ad.tenant_id = adu.tenant_id and ad.id = adu.department_id
+        where adu.tenant_id = ${tenantId} and adu.user_id = a.id)`,
+    },
+    state: {
+      type: 'string',
+      sql: sql`case when ard.confirmed_at is not null then 'confirmed' when ard.seen_at is not null then 'seen' else 'unseen' end`,
+    },
+    seen_at: { type: 'timestamp', sql: sql`ard.seen_at`, sortable: true },
+    confirmed_at: { type: 'timestamp', sql: sql`ard.confirmed_at`, sortable: true },
+    reminded_at: {
+      type: 'timestamp',
+      sql: (tenantId) => sql`(select max(rm.created_at) from content_reminder_recipients rr
+        join content_reminders rm on rm.tenant_id = rr.tenant_id and rm.id = rr.reminder_id
+        where rr.tenant_id = ${tenantId} and rr.user_id = a.id and rm.target_type = art.target_type and rm.target_id = art.target_id)`,
+    },
+  },
+  customFilters: {
+    /** `filter[state]=pending|seen|confirmed` (pending: no confirmation yet, or not seen when none is asked). */
+    state: (value, ctx) => {
+      if (value === 'seen') return sql<boolean>`ard.seen_at is not null`
+      if (value === 'confirmed') return sql<boolean>`ard.confirmed_at is not null`
+      if (value === 'pending')
+        return ctx.flags?.requiresConfirmation
+          ? sql<boolean>`ard.confirmed_at is null`
+          : sql<boolean>`ard.seen_at is null`
+      throw invalidField('filter.state', 'must be one of: pending, seen, confirmed')
+    },
+  },
+})
+export const REACH_CSV_COLUMNS = [
+  'id',
+  'username',
+  'first_name',
+  'last_name',
+  'role',
+  'departments',
+  'state',
+  'seen_at',
+  'confirmed_at',
+  'reminded_at',
+] as const
+
+/** The reading service of one content resource. */
+export function defineReading(decl: ReadingDeclaration, content: ContentResource, notices: ReadingNotices) {
+  const table = sql.table(decl.table)
+
+  /**
+   * Publishes the record if it is due and was never published: ONE conditional update claims it
+   * (`published_notified_at` from null), so however many workers or requests race, exactly one
+   * records the event and queues the notifications, in its transaction.
+   */
+  async function publishIfDue(trx: Db, tenantId: number, id: number, actorId: number | null): Promise<boolean> {
+    const { rows } = await sql<Record<string, unknown>>`update ${table} set published_notified_at = now()
+      where tenant_id = ${tenantId} and id = ${id} and published_notified_at is null and published_at <= now()
+      returning *`.execute(trx)
+    if (rows.length === 0) return false
+    const row = contentRow(rows[0])
+    const eventId = await recordDomainEvent(trx, {
+      type: decl.publishedEvent,
+      tenantId,
+      actorId,
+      subjectType: decl.alias,
+      subjectId: id,
+      data: { id, title: row.title, published_at: row.published_at, url: content.appUrl('', row) },
+    })
+    await notices.published(trx, tenantId, row, eventId, 'published')
+    return true
+  }
+
+  /** After a create or update (in its transaction): publish now, schedule the job, or notify an edit when asked. */
+  async function afterWrite(trx: Db, change: ContentChange): Promise<void> {
+    const { row, actor } = change
+    if (change.kind === 'deleted') {
+      // what was read and reminded goes with the record (its reminder recipients cascade)
+      await sql`delete from content_reads where tenant_id = ${actor.tenantId} and target_type = ${decl.alias}
+        and target_id = ${row.id}`.execute(trx)
+      await sql`delete from content_reminders where tenant_id = ${actor.tenantId} and target_type = ${decl.alias}
+        and target_id = ${row.id}`.execute(trx)
+      return
+    }
+    if (row.published_notified_at === null) {
+      if (await publishIfDue(trx, actor.tenantId, row.id, actor.userId)) return
+      if (typeof row.published_at === 'string') {
+        const payload: PublishPayload = { alias: decl.alias, tenantId: actor.tenantId, id: row.id }
+        // one pending job per record: a new schedule replaces the old one's run time (job key)
+        await enqueue(trx, PUBLISH_JOB, payload, {
+          key: `${PUBLISH_JOB}:${decl.alias}:${row.id}`,
+          runAt: new Date(`${row.published_at.replace(' ', 'T')}Z`),
+          maxAttempts: 10,
+        })
+      }
+      return
+    }
+    const asked = decl.editsNotify === 'always' || change.values.notify === true
+    if (change.kind === 'updated' && asked) await notices.published(trx, actor.tenantId, row, change.eventId, 'updated')
+  }
+
+  /** The visible record or 404 (same answer for "missing" and "outside the audience"). */
+  async function visible(db: Db, actor: Actor, id: number): Promise<ContentRow> {
+    if (!can(actor, `${decl.module}.view`)) throw forbidden(`This requires the "${decl.module}.view" permission`)
+    const row = await content.findVisible(db, actor, id)
+    if (!row) throw notFound(content.label)
+    return row
+  }
+
+  /** Records that the actor opened the record; `created` on the first time. */
+  async function markSeen(db: Db, actor: Actor, id: number) {
+    await visible(db, actor, id)
+    const { rows } = await sql<{ seen_at: string; confirmed_at: string | null; created: boolean }>`
+      insert into content_reads as cr (tenant_id, target_type, target_id, user_id) values (${actor.tenantId}, ${decl.alias}, ${id}, ${actor.userId})
+      on conflict (tenant_id, target_type, target_id, user_id) do update set seen_at = cr.seen_at
+      returning seen_at, confirmed_at, (xmax = 0) as created`.execute(db)
+    const { created, ...state } = rows[0]
+    return { created, state }
+  }
+
+  /** Confirms reading (records the time) and marks the user's notifications of the record read; `created` on the first time. */
+  async function confirm(db: Db, actor: Actor, id: number) {
+    const row = await visible(db, actor, id)
+    if (row.requires_reading_confirmation !== true)
+      throw new AppError(
+        422,
+        'confirmation_not_required',
+        `This ${content.label.toLowerCase()} asks for no confirmation`,
+      )
+    // one statement (atomic without a transaction): the confirmation, and the first time also the
+    // user's notifications of the record marked read
+    const { rows } = await sql<{ seen_at: string; confirmed_at: string; created: boolean }>`
+      with confirmed as (
+        insert into content_reads as cr (tenant_id, target_type, target_id, user_id, confirmed_at)
+          values (${actor.tenantId}, ${decl.alias}, ${id}, ${actor.userId}, now())
+        on conflict (tenant_id, target_type, target_id, user_id) do update set confirmed_at = coalesce(cr.confirmed_at, now())
+        returning seen_at, confirmed_at, (confirmed_at = now()) as created
+      ), marked as (
+        update notifications set read_at = now() where tenant_id = ${actor.tenantId}
+          and notifiable_type = 'user' and notifiable_id = ${actor.userId}
+          and targetable_type = ${decl.alias} and targetable_id = ${id} and read_at is null
+          and exists (select 1 from confirmed where created)
+        returning 1
+      )
+      select seen_at, confirmed_at, created from confirmed`.execute(db)
+    const { created, ...state } = rows[0]
+    return { created, state }
+  }
+
+  /**
+   * SQL: the audience of record `id` — every active, personal, not blacked-out user who may view it
+   * now (the content rule evaluated over the user set, as notifications are), as `aud(id)`.
+   */
+  const audienceSql = (tenantId: number, id: number): RawBuilder<{ id: number }> =>
+    sql<{ id: number }>`select au.id from users au where au.tenant_id = ${tenantId}
+      and au.active and au.deleted_at is null and au.blacked_out_at is null and not au.group_account
+      and au.id in (${content.viewersSql(tenantId, id)})`
+
+  async function reachDetail(db: Db, tenantId: number): Promise<ReachDetail> {
+    const tenant = await db.selectFrom('tenants').select('settings').where('id', '=', tenantId).executeTakeFirst()
+    return tenant?.settings.reach_detail === 'counts_only' ? 'counts_only' : 'named'
+  }
+
+  /** The record for someone who may edit it: visible (else 404) and `<module>.manage` (else 403). */
+  async function editable(db: Db, actor: Actor, id: number): Promise<ContentRow> {
+    const row = await visible(db, actor, id)
+    if (!can(actor, `${decl.module}.manage`)) throw forbidden(`This requires the "${decl.module}.manage" permission`)
+    return row
+  }
+
+  /**
+   * The counts of a record's reach in ONE set-based statement: the audience (the content rule over
+   * every user, the expensive part) is evaluated once, with each member's read, then counted in total
+   * and by department.
+   */
+  async function reach(db: Db, actor: Actor, id: number): Promise<Reach> {
+    const row = await editable(db, actor, id)
+    const t = actor.tenantId
+    const requires = row.requires_reading_confirmation === true
+    const detail = await reachDetail(db, t)
+    const pending = requires ? sql`count(*) - count(confirmed_at)` : sql`count(*) - count(seen_at)`
+    const { rows } = await sql<Omit<Reach, 'requires_reading_confirmation' | 'reach_detail'>>`
+      with aud as materialized (
+        select a.id, r.seen_at, r.confirmed_at from (${audienceSql(t, id)}) a
+        left join content_reads r on r.tenant_id = ${t} and r.target_type = ${decl.alias}
+          and r.target_id = ${id} and r.user_id = a.id
+      ), dep as (
+        select d.id, d.name, count(*)::int as audience, count(seen_at)::int as seen,
+          count(confirmed_at)::int as confirmed, (${pending})::int as pending
+        from aud
+        join department_users du on du.tenant_id = ${t} and du.user_id = aud.id
+        join departments d on d.tenant_id = ${t} and d.id = du.department_id
+        group by d.id, d.name
+        ${detail === 'counts_only' ? sql`having count(*) >= ${SMALL_GROUP}` : sql``}
+      )
+      select count(*)::int as audience, count(seen_at)::int as seen, count(confirmed_at)::int as confirmed,
+        (${pending})::int as pending,
+        (select coalesce(json_agg(json_build_object('id', dep.id, 'name', dep.name, 'audience', dep.audience,
+            'seen', dep.seen, 'confirmed', dep.confirmed, 'pending', dep.pending) order by dep.name, dep.id), '[]'::json)
+          from dep) as by_department
+      from aud`.execute(db)
+    const totals = rows[0]
+    return {
+      audience: totals.audience,
+      seen: totals.seen,
+      confirmed: totals.confirmed,
+      pending: totals.pending,
+      requires_reading_confirmation: requires,
+      reach_detail: detail,
+      by_department: totals.by_department,
+    }
+  }
+
+  /**
+   * The per-person list's base query and context (permission `<module>.reach`, tenant setting
+   * `reach_detail = named`): the audience with their reads, role and departments.
+   */
+  async function reachUsers(db: Db, actor: Actor, id: number) {
+    const row = await visible(db, actor, id)
+    if (!can(actor, `${decl.module}.reach`)) throw forbidden(`This requires the "${decl.module}.reach" permission`)
+    if ((await reachDetail(db, actor.tenantId)) === 'counts_only')
+      throw forbidden('This tenant shows reading counts only (reach_detail: counts_only)', 'reach_counts_only')
+    const t = actor.tenantId
+    const base = db
+      .selectFrom('users as a')
+      .innerJoin(
+        sql<{
+          target_type: string
+          target_id: number
+        }>`(select ${decl.alias}::text as target_type, ${id}::bigint as target_id)`.as('art'),
+        (join) => join.onTrue(),
+      )
+      .leftJoin('roles as ar', (join) => join.onRef('ar.id', '=', 'a.role_id').on('ar.tenant_id', '=', t))
+      .leftJoin(
+        sql<{
+          user_id: number
+          seen_at: string | null
+          confirmed_at: string | null
+        }>`(select r.user_id, r.seen_at, r.confirmed_at from content_reads r
+          where r.tenant_id = ${t} and r.target_type = ${decl.alias} and r.target_id = ${id})`.as('ard'),
+        (join) => join.onRef('ard.user_id', '=', 'a.id'),
+      )
+      .where('a.tenant_id', '=', t)
+      .where(sql<boolean>`a.id in (${audienceSql(t, id)})`)
+    const ctx: QueryContext = {
+      db,
+      tenantId: t,
+      actor,
+      flags: { requiresConfirmation: row.requires_reading_confirmation === true },
+    }
+    return { base, ctx }
+  }
+
+  /**
+   * Reminds the users still pending (set-based: one insert records them, one fan-out notifies them),
+   * at most once per record per 24 hours (429 otherwise, with `Retry-After`).
+   */
+  async function remind(db: Db, actor: Actor, id: number) {
+    const row = await editable(db, actor, id)
+    if (row.requires_reading_confirmation !== true)
+      throw new AppError(
+        422,
+        'confirmation_not_required',
+        `This ${content.label.toLowerCase()} asks for no confirmation`,
+      )
+    const t = actor.tenantId
+    return db.transaction().execute(async (trx) => {
+      const { rows: claimed } = await sql<{ retry_after: number | null; claimed: boolean }>`
+        with claim as (
+          update ${table} set reminded_at = now() where tenant_id = ${t} and id = ${id}
+            and (reminded_at is null or reminded_at <= now() - interval '24 hours') returning id)
+        select exists (select 1 from claim) as claimed,
+          (select ceil(extract(epoch from (p.reminded_at + interval '24 hours' - now())))::int
+            from ${table} p where p.tenant_id = ${t} and p.id = ${id}) as retry_after`.execute(trx)
+      if (!claimed[0].claimed) {
+        const retryAfter = Math.max(1, claimed[0].retry_after ?? 1)
+        throw new AppError(
+          429,
+          'reminder_too_soon',
+          'A reminder for this was sent within the last 24 hours',
+          undefined,
+          { 'retry-after': String(retryAfter) },
+        )
+      }
+      const { rows } = await sql<{ id: number; recipients: number; created_at: string }>`
+        with reminder as (
+          insert into content_reminders (tenant_id, target_type, target_id, actor_id)
+          values (${t}, ${decl.alias}, ${id}, ${actor.userId}) returning id, created_at),
+        reached as (
+          insert into content_reminder_recipients (tenant_id, reminder_id, user_id)
+          select ${t}, (select id from reminder), aud.id from (${audienceSql(t, id)}) aud
+          where not exists (select 1 from content_reads r where r.tenant_id = ${t} and r.target_type = ${decl.alias}
+            and r.target_id = ${id} and r.user_id = aud.id and r.confirmed_at is not null)
+            and aud.id <> ${actor.userId}
+          returning user_id)
+        select (select id from reminder) as id, (select created_at from reminder) as created_at,
+          (select count(*) from reached)::int as recipients`.execute(trx)
+      const reminder = rows[0]
+      await sql`update content_reminders set recipients = ${reminder.recipients}
+        where tenant_id = ${t} and id = ${reminder.id}`.execute(trx)
+      if (reminder.recipients > 0) await notices.reminded(trx, t, row, reminder.id)
+      return reminder
+    })
+  }
+
+  return { publishIfDue, afterWrite, markSeen, confirm, reach, reachUsers, remind, audienceSql }
+}
+
+export type Reading = ReturnType<typeof defineReading>
+
+declare module '../app-module.js' {
+  interface AppModule {
+    /** The content kinds with publishing and reading confirmations this module owns, by alias (publish job). */
+    contentReadings?: Record<string, Reading>
+  }
+}
+
+const readings = composedTable(
+  (modules) => new Map(modules.flatMap((module) => Object.entries(module.contentReadings ?? {}))),
+)
+
+/**
+ * The publish job's handler: publishes the record if it is due and not yet published (one
+ * conditional update decides, so a job run twice, or by two workers, publishes once). A record
+ * rescheduled later is not due yet: its replaced job runs at the new time.
+ */
+export function publishJobHandlers(db: Db): JobHandlers {
+  return {
+    [PUBLISH_JOB]: jobOf<PublishPayload>(async (payload) => {
+      await runPublishJob(db, payload)
+    }),
+  }
+}
+
+/** One run of the publish job; true when this run published the record. */
+export async function runPublishJob(db: Db, payload: PublishPayload): Promise<boolean> {
+  const reading = readings().get(payload.alias)
+  if (!reading) throw new Error(`no reading content "${payload.alias}"`)
+  return db.transaction().execute((trx) => reading.publishIfDue(trx, payload.tenantId, payload.id, null))
+}
