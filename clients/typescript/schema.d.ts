@@ -1608,6 +1608,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/users/{id}/erasure": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Erase a user (GDPR Art. 17): the black-out under a clearer name
+         * @description Irreversible. Every personal value of every table and the profile picture are deleted or pseudonymised; authored content stays under the pseudonym "Former employee <code>". Same rules and answer as `DELETE /api/users/blackout/{id}`.
+         */
+        post: operations["users.erasure"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/users/{id}/sessions": {
         parameters: {
             query?: never;
@@ -10523,6 +10543,50 @@ export interface operations {
                 content: {
                     "application/json": {
                         data: null;
+                        /** @enum {string} */
+                        status: "success";
+                    };
+                };
+            };
+        };
+    };
+    "users.erasure": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Client error (problem details, RFC 9457) */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Server error (problem details, RFC 9457) */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["User"];
                         /** @enum {string} */
                         status: "success";
                     };
