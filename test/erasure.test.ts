@@ -5,11 +5,14 @@ import os from 'node:os'
 import path from 'node:path'
 import { after, test } from 'node:test'
 import { sql } from 'kysely'
-import { buildTestApp, call } from './helpers/build-test-app.js'
+import pino from 'pino'
+import { buildTestApp, call, testConfig } from './helpers/build-test-app.js'
 import { given, TEST_PASSWORD } from './helpers/given.js'
 import { userAgentKeys } from './helpers/push-service.js'
 import { testDb } from './helpers/test-database.js'
 import { fixture, multipart } from './fixtures/users/forms.js'
+import { createDataExports } from '../src/modules/users/users-data-export.js'
+import { createFileStorage } from '../src/platform/storage/file-storage.js'
 import { tenantTables } from '../src/platform/db/table-classes.js'
 import { PERSONAL_DATA, personalDataRuleGaps } from '../src/platform/privacy/personal-data.js'
 
@@ -209,6 +212,16 @@ test('erasure leaves no personal value of the person in any tenant table nor in 
     .values({ tenant_id: tenant.id, user_id: person, issuer: 'https://idp.example', subject: `${marker}-subject` })
     .execute()
 
+  // a personal-data export of the person, built (its archive is a file of the storage directory)
+  const exported = await asPerson('POST', '/api/users/current/data-export')
+  const exportId: number = exported.json().data.id
+  await createDataExports(
+    { db, config: testConfig(), log: pino({ level: 'silent' }) },
+    createFileStorage(storageDir),
+  ).build({ tenantId: tenant.id, exportId })
+  const archives = path.join(storageDir, 'data-exports', String(tenant.id))
+  assert.equal((await fs.readdir(archives)).length, 1)
+
   const needles = [marker, ip]
   const before = await tenantDump(tenant.id, tenant.slug)
   const seen = found(before, needles).map((line) => line.split(':')[0])
@@ -237,6 +250,7 @@ test('erasure leaves no personal value of the person in any tenant table nor in 
   assert.ok(data.blacked_out_at)
   const afterDump = await tenantDump(tenant.id, tenant.slug)
   assert.deepEqual(found(afterDump, needles), [])
+  assert.deepEqual(await fs.readdir(archives), [], 'the archive of the export is deleted')
   const files = await storageText(storageDir)
   assert.ok(
     !files.includes(marker) && !files.includes(picture),

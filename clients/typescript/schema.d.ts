@@ -548,6 +548,66 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/data-exports/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Status of a data export (yours, one you asked for, or any with users.export)
+         * @description Status of a data export (yours, one you asked for, or any with users.export). Needs a bearer token; permissions are checked per record (see docs/permissions.md).
+         */
+        get: operations["dataExports.get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/data-exports/{id}/download-link": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A download link for a ready archive: single use, valid for 10 minutes
+         * @description A download link for a ready archive: single use, valid for 10 minutes. Needs a bearer token; permissions are checked per record (see docs/permissions.md).
+         */
+        post: operations["dataExports.downloadLink"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/data-exports/download/{token}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Download an archive by the link of download-link (no bearer token; the link works once)
+         * @description Download an archive by the link of download-link (no bearer token; the link works once). No authentication needed.
+         */
+        get: operations["dataExports.download.get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/departments": {
         parameters: {
             query?: never;
@@ -1608,6 +1668,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/users/{id}/data-export": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Ask for an archive of another user's personal data (users.export)
+         * @description Ask for an archive of another user's personal data (users.export). Needs a bearer token; permissions are checked per record (see docs/permissions.md).
+         */
+        post: operations["users.dataExport"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/users/{id}/erasure": {
         parameters: {
             query?: never;
@@ -1742,6 +1822,26 @@ export interface paths {
         get: operations["users.current"];
         put?: never;
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/users/current/data-export": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Ask for an archive (ZIP) of all your personal data; a notification tells you when it is ready
+         * @description Ask for an archive (ZIP) of all your personal data; a notification tells you when it is ready. Needs a bearer token; permissions are checked per record (see docs/permissions.md).
+         */
+        post: operations["users.current.dataExport"];
         delete?: never;
         options?: never;
         head?: never;
@@ -2291,6 +2391,19 @@ export interface components {
             title?: string | null;
             updated_at?: string | null;
             user_id?: number | null;
+        };
+        DataExport: {
+            /** Format: date-time */
+            created_at: string;
+            /** @description when the archive is deleted (7 days after it was made) */
+            expires_at: string | null;
+            id: number;
+            ready_at: string | null;
+            /** @description bytes of the ZIP, once ready */
+            size: number | null;
+            status: "pending" | "ready" | "failed" | "expired";
+            /** @description whose data the archive holds */
+            user_id: number;
         };
         Department: {
             /** @example 2026-01-31 09:30:00 */
@@ -5059,6 +5172,139 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content?: never;
+            };
+        };
+    };
+    "dataExports.get": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Client error (problem details, RFC 9457) */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Server error (problem details, RFC 9457) */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["DataExport"];
+                        /** @enum {string} */
+                        status: "success";
+                    };
+                };
+            };
+        };
+    };
+    "dataExports.downloadLink": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Client error (problem details, RFC 9457) */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Server error (problem details, RFC 9457) */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            /** Format: date-time */
+                            expires_at: string;
+                            /** @description works once, without a bearer token, until expires_at */
+                            url: string;
+                        };
+                        /** @enum {string} */
+                        status: "success";
+                    };
+                };
+            };
+        };
+    };
+    "dataExports.download.get": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                token: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Client error (problem details, RFC 9457) */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Server error (problem details, RFC 9457) */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the ZIP archive */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/zip": Blob;
+                };
             };
         };
     };
@@ -10550,6 +10796,50 @@ export interface operations {
             };
         };
     };
+    "users.dataExport": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Client error (problem details, RFC 9457) */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Server error (problem details, RFC 9457) */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["DataExport"];
+                        /** @enum {string} */
+                        status: "success";
+                    };
+                };
+            };
+        };
+    };
     "users.erasure": {
         parameters: {
             query?: never;
@@ -10956,6 +11246,48 @@ export interface operations {
                         username?: string;
                         wants_email_notifications?: boolean;
                         zipcode?: string | null;
+                    };
+                };
+            };
+        };
+    };
+    "users.current.dataExport": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Client error (problem details, RFC 9457) */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Server error (problem details, RFC 9457) */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["DataExport"];
+                        /** @enum {string} */
+                        status: "success";
                     };
                 };
             };

@@ -10,6 +10,7 @@ import { diff } from '../../platform/audit/audit-log.js'
 import { erasePersonalData } from '../../platform/privacy/personal-data.js'
 import { recordDomainEvent } from '../../platform/events/domain-events.js'
 import { AppError, FieldErrorCollector, forbidden, notFound } from '../../platform/http/errors.js'
+import type { DataExports } from './users-data-export.js'
 import type { ProfilePictures } from './users-pictures.js'
 import * as queries from './users.queries.js'
 import { exceedsOwnPermissions, loadRuleContext, ROLE_BEYOND_ACTOR, roleWithinActor } from './users.rules.js'
@@ -37,7 +38,7 @@ const PERSONAL_COLUMNS = [
   'external_id',
 ] as const
 
-export function createUsersLifecycleService(deps: AppDeps, pictures: ProfilePictures) {
+export function createUsersLifecycleService(deps: AppDeps, pictures: ProfilePictures, exports: DataExports) {
   const { db } = deps
   const event = (actor: Actor, type: string, id: number) => ({
     type,
@@ -126,12 +127,13 @@ export function createUsersLifecycleService(deps: AppDeps, pictures: ProfilePict
   async function blackOutUser(actor: Actor, id: number) {
     requirePermission(actor, 'users.administrate')
     if (id === actor.userId) throw forbidden('You cannot black out your own account', 'cannot_black_out_self')
-    const { result, picture } = await db.transaction().execute(async (trx) => {
+    const { result, picture, archives } = await db.transaction().execute(async (trx) => {
       const user = await queries.findUserState(trx, actor.tenantId, id, { forUpdate: true })
       if (!user) throw notFound('User')
       if (user.blacked_out_at !== null)
         throw new AppError(422, 'already_blacked_out', 'This user is already blacked out')
       // every other table first: some steps read the person's rows (their email, their sessions' IPs)
+      const archives = await exports.eraseFor(trx, actor.tenantId, id)
       await erasePersonalData(trx, { tenantId: actor.tenantId, userId: id, username: user.username, email: user.email })
       const code = randomBytes(8).toString('hex')
       await queries.updateUser(trx, actor.tenantId, id, {
@@ -153,9 +155,10 @@ export function createUsersLifecycleService(deps: AppDeps, pictures: ProfilePict
       })
       await queries.deleteLoginFailures(trx, actor.tenantId, user.username)
       await recordDomainEvent(trx, event(actor, 'user.blackedOut', id))
-      return { result: await presentBasicUser(deps, actor, id, trx), picture: user.profile_picture }
+      return { result: await presentBasicUser(deps, actor, id, trx), picture: user.profile_picture, archives }
     })
     await pictures.remove(actor.tenantId, picture)
+    await exports.removeFiles(actor.tenantId, archives)
     return result
   }
 

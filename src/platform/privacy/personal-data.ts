@@ -67,6 +67,11 @@ export const PERSONAL_DATA: Readonly<Record<string, TableRule>> = {
     erase: 'keep',
   },
   calendar_events: { columns: { title: 'authored' }, erase: 'keep' },
+  data_exports: {
+    // the archive file itself is deleted by the users module with the row (storage directory)
+    columns: { status: 'not-personal', file_name: 'not-personal', error: 'not-personal', link_hash: 'secret' },
+    erase: 'users',
+  },
   department_users: { columns: {}, erase: deleteBy('user_id') },
   departments: { columns: { name: 'not-personal', external_id: 'not-personal' }, erase: 'keep' },
   domain_events: {
