@@ -240,6 +240,50 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/administration/retention": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The tenant's retention periods in days per data class, with defaults and the operator's maximums
+         * @description The tenant's retention periods in days per data class, with defaults and the operator's maximums. Needs a bearer token; permissions are checked per record (see docs/permissions.md).
+         */
+        get: operations["administration.retention"];
+        /**
+         * Set retention periods (days; null = back to the default); classes not sent keep theirs
+         * @description Set retention periods (days; null = back to the default); classes not sent keep theirs. Needs a bearer token; permissions are checked per record (see docs/permissions.md).
+         */
+        put: operations["administration.retention.updateMany"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/administration/retention/sweep": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Remove now what is older than the periods (the daily sweep, for this tenant); dry_run=true only counts
+         * @description Remove now what is older than the periods (the daily sweep, for this tenant); dry_run=true only counts. Needs a bearer token; permissions are checked per record (see docs/permissions.md).
+         */
+        post: operations["administration.retention.sweep"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/administration/scim-tokens": {
         parameters: {
             query?: never;
@@ -3917,6 +3961,234 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content?: never;
+            };
+        };
+    };
+    "administration.retention": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Client error (problem details, RFC 9457) */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Server error (problem details, RFC 9457) */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            defaults: {
+                                audit_log: number;
+                                notifications_read: number;
+                                notifications_unread: number;
+                                sessions: number;
+                                share_access_log: number;
+                                stored_emails: number;
+                                webhook_deliveries: number;
+                            };
+                            maximums: {
+                                audit_log: number | null;
+                                notifications_read: number | null;
+                                notifications_unread: number | null;
+                                sessions: number | null;
+                                share_access_log: number | null;
+                                stored_emails: number | null;
+                                webhook_deliveries: number | null;
+                            };
+                            periods: {
+                                /** @description audit-log entries */
+                                audit_log: number;
+                                /** @description read notifications, counted from when they were read */
+                                notifications_read: number;
+                                /** @description unread notifications, counted from when they were created */
+                                notifications_unread: number;
+                                /** @description ended sessions (expired or revoked tokens) and their device, address and browser */
+                                sessions: number;
+                                /** @description records of who opened a shared item */
+                                share_access_log: number;
+                                /** @description e-mails and push messages the platform sent or stored (outbound messages) */
+                                stored_emails: number;
+                                /** @description finished webhook deliveries (succeeded or failed) and their responses */
+                                webhook_deliveries: number;
+                            };
+                        };
+                        /** @enum {string} */
+                        status: "success";
+                    };
+                };
+            };
+        };
+    };
+    "administration.retention.updateMany": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description audit-log entries; null = back to the default */
+                    audit_log?: number | null;
+                    /** @description read notifications, counted from when they were read; null = back to the default */
+                    notifications_read?: number | null;
+                    /** @description unread notifications, counted from when they were created; null = back to the default */
+                    notifications_unread?: number | null;
+                    /** @description ended sessions (expired or revoked tokens) and their device, address and browser; null = back to the default */
+                    sessions?: number | null;
+                    /** @description records of who opened a shared item; null = back to the default */
+                    share_access_log?: number | null;
+                    /** @description e-mails and push messages the platform sent or stored (outbound messages); null = back to the default */
+                    stored_emails?: number | null;
+                    /** @description finished webhook deliveries (succeeded or failed) and their responses; null = back to the default */
+                    webhook_deliveries?: number | null;
+                };
+            };
+        };
+        responses: {
+            /** @description Client error (problem details, RFC 9457) */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Server error (problem details, RFC 9457) */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            defaults: {
+                                audit_log: number;
+                                notifications_read: number;
+                                notifications_unread: number;
+                                sessions: number;
+                                share_access_log: number;
+                                stored_emails: number;
+                                webhook_deliveries: number;
+                            };
+                            maximums: {
+                                audit_log: number | null;
+                                notifications_read: number | null;
+                                notifications_unread: number | null;
+                                sessions: number | null;
+                                share_access_log: number | null;
+                                stored_emails: number | null;
+                                webhook_deliveries: number | null;
+                            };
+                            periods: {
+                                /** @description audit-log entries */
+                                audit_log: number;
+                                /** @description read notifications, counted from when they were read */
+                                notifications_read: number;
+                                /** @description unread notifications, counted from when they were created */
+                                notifications_unread: number;
+                                /** @description ended sessions (expired or revoked tokens) and their device, address and browser */
+                                sessions: number;
+                                /** @description records of who opened a shared item */
+                                share_access_log: number;
+                                /** @description e-mails and push messages the platform sent or stored (outbound messages) */
+                                stored_emails: number;
+                                /** @description finished webhook deliveries (succeeded or failed) and their responses */
+                                webhook_deliveries: number;
+                            };
+                        };
+                        /** @enum {string} */
+                        status: "success";
+                    };
+                };
+            };
+        };
+    };
+    "administration.retention.sweep": {
+        parameters: {
+            query?: {
+                dry_run?: boolean;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Client error (problem details, RFC 9457) */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Server error (problem details, RFC 9457) */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            dry_run: boolean;
+                            removed: {
+                                audit_log: number;
+                                notifications_read: number;
+                                notifications_unread: number;
+                                sessions: number;
+                                share_access_log: number;
+                                stored_emails: number;
+                                webhook_deliveries: number;
+                            };
+                        };
+                        /** @enum {string} */
+                        status: "success";
+                    };
+                };
             };
         };
     };

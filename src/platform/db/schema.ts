@@ -420,6 +420,7 @@ export interface Database {
   oidc_identities: OidcIdentitiesTable
   scim_tokens: ScimTokensTable
   data_exports: DataExportsTable
+  retention_settings: RetentionSettingsTable
 }
 
 /** Bearer tokens of SCIM clients (identity providers); only the SHA-256 of a token is stored. */
@@ -456,4 +457,12 @@ export interface DataExportsTable {
   /** SHA-256 of the current download link's token (single use). */
   link_hash: Buffer | null
   link_expires_at: NullableTimestamp
+}
+
+/** A tenant's retention period of one data class (migration 0170); no row = the default. */
+export interface RetentionSettingsTable {
+  tenant_id: number
+  data_class: string
+  days: number
+  updated_at: Timestamp
 }

@@ -200,6 +200,7 @@ export const PERSONAL_DATA: Readonly<Record<string, TableRule>> = {
     columns: { endpoint: 'personal', p256dh: 'secret', auth: 'secret', user_agent: 'personal' },
     erase: deleteBy('user_id'),
   },
+  retention_settings: { columns: { data_class: 'not-personal' }, erase: 'keep' },
   roles: { columns: { name: 'not-personal', permissions: 'not-personal' }, erase: 'keep' },
   scim_tokens: { columns: { name: 'not-personal', token_hash: 'secret' }, erase: 'keep' },
   session_activity: { columns: { user_agent: 'personal', ip: 'personal' }, erase: deleteBy('user_id') },
