@@ -62,7 +62,8 @@ export const PERMISSION_GRANTS: Readonly<Record<string, string>> = {
   'notifications.send': '`POST /api/notifications`',
   'notifications.reset': '`DELETE /api/administration/notifications/reset`',
   'automations.manage': 'the automation and webhook endpoints',
-  'tenant.administrate': "the tenant's sign-in settings: its OpenID Connect provider (`/api/administration/oidc`)",
+  'tenant.administrate':
+    "the tenant's sign-in settings: its OpenID Connect provider (`/api/administration/oidc`); its retention periods and sweep (`/api/administration/retention`)",
   ...Object.fromEntries(
     CONTENT_MODULES.flatMap((m) => [
       [`${m}.view`, `see ${m} content and folders (restriction grants may narrow it)`],
