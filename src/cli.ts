@@ -16,6 +16,7 @@ import { appModules } from './modules/index.js'
 import { thrownFields } from './platform/thrown.js'
 import { createScimToken } from './modules/scim/index.js'
 import { deleteTenant, exportTenant, importTenant } from './platform/offboarding/tenant-archive.js'
+import { backupDatabase, pruneBackups, restoreDatabase } from './platform/offboarding/backup.js'
 
 /** One entry per command: its usage line and what it does (`workplace <command> --help` prints it). */
 const COMMANDS: Record<string, { usage: string; summary: string }> = {
@@ -43,6 +44,16 @@ const COMMANDS: Record<string, { usage: string; summary: string }> = {
   secrets: {
     usage: 'secrets rotate',
     summary: 'a new secrets key (key-file mode); every stored secret re-encrypted under it, while the API runs',
+  },
+  backup: {
+    usage: 'backup [--to DIR]',
+    summary:
+      'a consistent backup (every table in one snapshot, the storage directory, a manifest) as one ZIP in DIR (default BACKUP_DIR); written under a temporary name, renamed when complete; keeps the newest BACKUP_KEEP',
+  },
+  restore: {
+    usage: 'restore <backup.zip>',
+    summary:
+      'restore a backup into a fresh data directory or database (migrated, no tenant yet) and its storage directory',
   },
   help: { usage: 'help [command]', summary: 'print this help' },
 }
@@ -283,6 +294,26 @@ export async function main(argv: string[]): Promise<void> {
         return
       }
       break
+    case 'backup': {
+      const to = parseArgs({ args: argv.slice(1), options: { to: { type: 'string' } } }).values.to
+      const dir = to ? path.resolve(to) : config.backup.dir
+      const file = await withDatabase(config, (_db, handle) => backupDatabase(handle.pool, config.storageDir, dir))
+      const pruned = to ? [] : await pruneBackups(dir, config.backup.keep)
+      process.stdout.write(
+        `Backup written: ${file}${pruned.length > 0 ? ` (removed ${pruned.length} older)` : ''}.\nKeep SECRETS_KEY (or DATA_DIR/secrets.key) beside it, separately: without it the sealed secrets in the backup cannot be read.\n`,
+      )
+      return
+    }
+    case 'restore': {
+      if (!sub) throw new UsageError('restore needs a <backup.zip>')
+      const manifest = await withDatabase(config, (_db, handle) =>
+        restoreDatabase(handle.pool, config.storageDir, path.resolve(sub)),
+      )
+      process.stdout.write(
+        `Restored ${Object.values(manifest.tables).reduce((a, t) => a + t.rows, 0)} rows and ${Object.keys(manifest.files).length} files from ${sub}.\n`,
+      )
+      return
+    }
     case 'demo': {
       const reset = parseArgs({ args: argv.slice(1), options: { reset: { type: 'boolean' } } }).values.reset ?? false
       const result = await withDatabase(config, (_db, handle) => runDemo(config, handle, { reset }))

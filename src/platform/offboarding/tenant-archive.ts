@@ -29,11 +29,15 @@ export interface TenantManifest {
   files: Record<string, { bytes: number; sha256: string }>
 }
 
-const ident = (name: string) => `"${name.replaceAll('"', '""')}"`
+export const ident = (name: string) => `"${name.replaceAll('"', '""')}"`
 
 /** Tenant tables in an order where every referenced table comes first (self-references aside). */
 export async function tenantTablesInOrder(client: pg.ClientBase): Promise<string[]> {
-  const tables = tenantTables()
+  return tablesInOrder(client, tenantTables())
+}
+
+/** `tables` (of schema public) in an order where every referenced table comes first. */
+export async function tablesInOrder(client: pg.ClientBase, tables: string[]): Promise<string[]> {
   const { rows } = await client.query<{ from: string; to: string }>(`
     select c.relname as from, r.relname as to from pg_constraint con
     join pg_class c on c.oid = con.conrelid join pg_class r on r.oid = con.confrelid
@@ -52,7 +56,7 @@ export async function tenantTablesInOrder(client: pg.ClientBase): Promise<string
   return ordered
 }
 
-async function primaryKey(client: pg.ClientBase, table: string): Promise<string[]> {
+export async function primaryKey(client: pg.ClientBase, table: string): Promise<string[]> {
   const { rows } = await client.query<{ column: string }>(
     `select a.attname as column from pg_index i
      join pg_attribute a on a.attrelid = i.indrelid and a.attnum = any(i.indkey)
@@ -184,7 +188,7 @@ function isManifest(value: unknown): value is TenantManifest {
   )
 }
 
-function openZip(file: string): Promise<{ zip: yauzl.ZipFile; entries: Map<string, yauzl.Entry> }> {
+export function openZip(file: string): Promise<{ zip: yauzl.ZipFile; entries: Map<string, yauzl.Entry> }> {
   return new Promise((resolve, reject) => {
     yauzl.open(file, { lazyEntries: true, autoClose: false }, (error, zip) => {
       if (error) return reject(error)
@@ -200,7 +204,7 @@ function openZip(file: string): Promise<{ zip: yauzl.ZipFile; entries: Map<strin
   })
 }
 
-const entryStream = (zip: yauzl.ZipFile, entry: yauzl.Entry) =>
+export const entryStream = (zip: yauzl.ZipFile, entry: yauzl.Entry) =>
   new Promise<Readable>((resolve, reject) =>
     zip.openReadStream(entry, (error, stream) => (error ? reject(error) : resolve(stream))),
   )
@@ -303,7 +307,7 @@ export async function importTenant(
 }
 
 /** `global_id_seq` past every id of a table whose default draws from it. */
-async function bumpSequence(client: pg.ClientBase): Promise<void> {
+export async function bumpSequence(client: pg.ClientBase): Promise<void> {
   const { rows } = await client.query<{ table: string; column: string }>(`
     select table_name as table, column_name as column from information_schema.columns
     where table_schema = 'public' and column_default like 'nextval(''global_id_seq''%'`)
