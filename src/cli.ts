@@ -1,3 +1,6 @@
+import { createWriteStream } from 'node:fs'
+import fs from 'node:fs/promises'
+import path from 'node:path'
 import { parseArgs } from 'node:util'
 import pino from 'pino'
 import { loadConfig, type Config } from './config.js'
@@ -13,6 +16,8 @@ import { appModules } from './modules/index.js'
 import { composeApp } from './platform/composition.js'
 import { thrownFields } from './platform/thrown.js'
 import { createScimToken } from './modules/scim/index.js'
+import { deleteTenant, exportTenant, importTenant } from './platform/offboarding/tenant-archive.js'
+import { backupDatabase, pruneBackups, restoreDatabase } from './platform/offboarding/backup.js'
 
 /** One entry per command: its usage line and what it does (`workplace <command> --help` prints it). */
 const COMMANDS: Record<string, { usage: string; summary: string }> = {
@@ -20,9 +25,10 @@ const COMMANDS: Record<string, { usage: string; summary: string }> = {
   worker: { usage: 'worker', summary: 'run the job worker only' },
   migrate: { usage: 'migrate', summary: 'apply migrations and exit' },
   tenant: {
-    usage: 'tenant create <slug> [--name N] [--admin-username U] [--admin-password P] [--json]',
+    usage:
+      'tenant create <slug> [--name N] [--admin-username U] [--admin-password P] [--json]\n  tenant export <slug> --to <file>\n  tenant import <file>\n  tenant delete <slug> --confirm <slug>',
     summary:
-      'create a tenant with its administrator; a generated admin password is printed once (--json: admin.password)',
+      'create a tenant with its administrator (a generated admin password is printed once; --json: admin.password); export one consistent snapshot of a tenant (rows, files, manifest) to a ZIP; import such a ZIP into a database without that tenant; delete a tenant and everything of it (docs/data-protection.md)',
   },
   token: { usage: 'token create --tenant <slug> --username <u> [--json]', summary: 'issue an access token for a user' },
   scim: {
@@ -39,6 +45,16 @@ const COMMANDS: Record<string, { usage: string; summary: string }> = {
   secrets: {
     usage: 'secrets rotate',
     summary: 'a new secrets key (key-file mode); every stored secret re-encrypted under it, while the API runs',
+  },
+  backup: {
+    usage: 'backup [--to DIR]',
+    summary:
+      'a consistent backup (every table in one snapshot, the storage directory, a manifest) as one ZIP in DIR (default BACKUP_DIR); written under a temporary name, renamed when complete; keeps the newest BACKUP_KEEP',
+  },
+  restore: {
+    usage: 'restore <backup.zip>',
+    summary:
+      'restore a backup into a fresh data directory or database (migrated, no tenant yet) and its storage directory',
   },
   help: { usage: 'help [command]', summary: 'print this help' },
 }
@@ -109,6 +125,53 @@ async function tenantCreate(config: Config, args: string[]): Promise<void> {
     `Admin: ${created.admin.username}${values['admin-password'] ? '' : `  password: ${created.password}`}\n`,
   )
   process.stdout.write(`Token: ${created.token}\n`)
+}
+
+/** `tenant export <slug> --to <file>`: written to `<file>.partial` and renamed when complete. */
+async function tenantExport(config: Config, args: string[]): Promise<void> {
+  const { values, positionals } = parseArgs({ args, allowPositionals: true, options: { to: { type: 'string' } } })
+  const slug = positionals[0]
+  if (!slug || !values.to) throw new UsageError('tenant export needs a <slug> and --to <file>')
+  const target = path.resolve(values.to)
+  const partial = `${target}.partial`
+  const manifest = await withDatabase(config, async (_db, handle) => {
+    try {
+      return await exportTenant(handle.pool, config.storageDir, slug, createWriteStream(partial, { flags: 'wx' }))
+    } catch (error) {
+      await fs.rm(partial, { force: true })
+      throw error
+    }
+  })
+  await fs.rename(partial, target)
+  for (const [table, { rows }] of Object.entries(manifest.tables)) process.stdout.write(`${table}: ${rows}\n`)
+  process.stdout.write(
+    `Exported tenant ${slug} (schema ${manifest.schema_version}, ${Object.keys(manifest.files).length} files) to ${target}.\n`,
+  )
+}
+
+async function tenantImport(config: Config, args: string[]): Promise<void> {
+  const { positionals } = parseArgs({ args, allowPositionals: true, options: {} })
+  if (!positionals[0]) throw new UsageError('tenant import needs a <file>')
+  const result = await withDatabase(config, (_db, handle) =>
+    importTenant(handle.pool, config.storageDir, path.resolve(positionals[0]!)),
+  )
+  for (const [table, rows] of Object.entries(result.tables)) process.stdout.write(`${table}: ${rows}\n`)
+  process.stdout.write(`Imported tenant ${result.tenant.slug} (id ${result.tenant.id}, ${result.files} files).\n`)
+}
+
+async function tenantDelete(config: Config, args: string[]): Promise<void> {
+  const { values, positionals } = parseArgs({ args, allowPositionals: true, options: { confirm: { type: 'string' } } })
+  const slug = positionals[0]
+  if (!slug) throw new UsageError('tenant delete needs a <slug>')
+  if (values.confirm !== slug) throw new UsageError('tenant delete needs --confirm <slug> with the same slug')
+  const result = await withDatabase(config, (_db, handle) => deleteTenant(handle.pool, config.storageDir, slug))
+  for (const [table, n] of Object.entries(result.deleted)) process.stdout.write(`deleted ${table}: ${n}\n`)
+  for (const [table, n] of Object.entries(result.remaining)) process.stdout.write(`remaining ${table}: ${n}\n`)
+  const left = Object.values(result.remaining).reduce((a, b) => a + b, 0)
+  process.stdout.write(
+    left === 0 ? `Tenant ${slug} deleted; nothing of it remains.\n` : `Tenant ${slug}: ${left} rows remain.\n`,
+  )
+  if (left !== 0) process.exitCode = 1
 }
 
 async function tokenCreate(config: Config, args: string[]): Promise<void> {
@@ -189,6 +252,9 @@ export async function main(argv: string[]): Promise<void> {
       return
     case 'tenant':
       if (sub === 'create') return tenantCreate(config, rest)
+      if (sub === 'export') return tenantExport(config, rest)
+      if (sub === 'import') return tenantImport(config, rest)
+      if (sub === 'delete') return tenantDelete(config, rest)
       break
     case 'token':
       if (sub === 'create') return tokenCreate(config, rest)
@@ -230,6 +296,26 @@ export async function main(argv: string[]): Promise<void> {
         return
       }
       break
+    case 'backup': {
+      const to = parseArgs({ args: argv.slice(1), options: { to: { type: 'string' } } }).values.to
+      const dir = to ? path.resolve(to) : config.backup.dir
+      const file = await withDatabase(config, (_db, handle) => backupDatabase(handle.pool, config.storageDir, dir))
+      const pruned = to ? [] : await pruneBackups(dir, config.backup.keep)
+      process.stdout.write(
+        `Backup written: ${file}${pruned.length > 0 ? ` (removed ${pruned.length} older)` : ''}.\nKeep SECRETS_KEY (or DATA_DIR/secrets.key) beside it, separately: without it the sealed secrets in the backup cannot be read.\n`,
+      )
+      return
+    }
+    case 'restore': {
+      if (!sub) throw new UsageError('restore needs a <backup.zip>')
+      const manifest = await withDatabase(config, (_db, handle) =>
+        restoreDatabase(handle.pool, config.storageDir, path.resolve(sub)),
+      )
+      process.stdout.write(
+        `Restored ${Object.values(manifest.tables).reduce((a, t) => a + t.rows, 0)} rows and ${Object.keys(manifest.files).length} files from ${sub}.\n`,
+      )
+      return
+    }
     case 'demo': {
       const reset = parseArgs({ args: argv.slice(1), options: { reset: { type: 'boolean' } } }).values.reset ?? false
       const result = await withDatabase(config, (_db, handle) => runDemo(config, handle, { reset }))

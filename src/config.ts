@@ -19,6 +19,8 @@ export interface Config {
     citusMultiShardLogLevel: string | undefined
   }
   storageDir: string
+  /** BACKUP_DIR (default `$DATA_DIR/backups`) and BACKUP_KEEP: where `workplace backup` writes, how many it keeps. */
+  backup: { dir: string; keep: number }
   appUrl: string
   baseUrl: string
   auth: { tokenTtlDays: number; loginMaxFailures: number; loginWindowSeconds: number; actorCache: boolean }
@@ -110,6 +112,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       citusMultiShardLogLevel: citusLogLevel(env, problems),
     },
     storageDir: path.resolve(env.STORAGE_DIR || path.join(dataDir, 'storage')),
+    backup: {
+      dir: path.resolve(env.BACKUP_DIR || path.join(dataDir, 'backups')),
+      keep: integer(env, 'BACKUP_KEEP', 7, problems),
+    },
     appUrl: (env.APP_URL || localBase).replace(/\/+$/, ''),
     baseUrl: (env.BASE_URL || localBase).replace(/\/+$/, ''),
     auth: {

@@ -198,12 +198,13 @@ test('black-out anonymizes every personal column, keeps the id and frees the old
   const data = res.json().data
   assert.equal(data.id, target.id)
   assert.match(data.username, /^blackout-[0-9a-f]{16}$/)
-  assert.equal(data.full_name, 'Anonymized User')
+  // the pseudonym (issue 45): "Former employee" + a code unique in the tenant, taken from the username
+  assert.equal(data.full_name, `Former employee ${data.username.slice(9, 17)}`)
   assert.notEqual(data.deleted_at, null)
   assert.notEqual(data.blacked_out_at, null)
   const row = await db.selectFrom('users').selectAll().where('id', '=', target.id).executeTakeFirstOrThrow()
-  assert.equal(row.first_name, 'Anonymized')
-  assert.equal(row.last_name, 'User')
+  assert.equal(row.first_name, 'Former employee')
+  assert.match(row.last_name, /^[0-9a-f]{8}$/)
   assert.equal(row.password_hash, '!unusable')
   for (const column of [
     'email',

@@ -264,6 +264,50 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/administration/retention": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The tenant's retention periods in days per data class, with defaults and the operator's maximums
+         * @description The tenant's retention periods in days per data class, with defaults and the operator's maximums. Needs a bearer token; permissions are checked per record (see docs/permissions.md).
+         */
+        get: operations["administration.retention"];
+        /**
+         * Set retention periods (days; null = back to the default); classes not sent keep theirs
+         * @description Set retention periods (days; null = back to the default); classes not sent keep theirs. Needs a bearer token; permissions are checked per record (see docs/permissions.md).
+         */
+        put: operations["administration.retention.updateMany"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/administration/retention/sweep": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Remove now what is older than the periods (the daily sweep, for this tenant); dry_run=true only counts
+         * @description Remove now what is older than the periods (the daily sweep, for this tenant); dry_run=true only counts. Needs a bearer token; permissions are checked per record (see docs/permissions.md).
+         */
+        post: operations["administration.retention.sweep"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/administration/scim-tokens": {
         parameters: {
             query?: never;
@@ -567,6 +611,66 @@ export interface paths {
          * @description Delete one event. Needs a bearer token; permissions are checked per record (see docs/permissions.md).
          */
         delete: operations["calendar.events.delete"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/data-exports/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Status of a data export (yours, one you asked for, or any with users.export)
+         * @description Status of a data export (yours, one you asked for, or any with users.export). Needs a bearer token; permissions are checked per record (see docs/permissions.md).
+         */
+        get: operations["dataExports.get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/data-exports/{id}/download-link": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A download link for a ready archive: single use, valid for 10 minutes
+         * @description A download link for a ready archive: single use, valid for 10 minutes. Needs a bearer token; permissions are checked per record (see docs/permissions.md).
+         */
+        post: operations["dataExports.downloadLink"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/data-exports/download/{token}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Download an archive by the link of download-link (no bearer token; the link works once)
+         * @description Download an archive by the link of download-link (no bearer token; the link works once). No authentication needed.
+         */
+        get: operations["dataExports.download.get"];
+        put?: never;
+        post?: never;
+        delete?: never;
         options?: never;
         head?: never;
         patch?: never;
@@ -1832,6 +1936,46 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/users/{id}/data-export": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Ask for an archive of another user's personal data (users.export)
+         * @description Ask for an archive of another user's personal data (users.export). Needs a bearer token; permissions are checked per record (see docs/permissions.md).
+         */
+        post: operations["users.dataExport"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/users/{id}/erasure": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Erase a user (GDPR Art. 17): the black-out under a clearer name
+         * @description Irreversible. Every personal value of every table and the profile picture are deleted or pseudonymised; authored content stays under the pseudonym "Former employee <code>". Same rules and answer as `DELETE /api/users/blackout/{id}`.
+         */
+        post: operations["users.erasure"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/users/{id}/sessions": {
         parameters: {
             query?: never;
@@ -1946,6 +2090,26 @@ export interface paths {
         get: operations["users.current"];
         put?: never;
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/users/current/data-export": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Ask for an archive (ZIP) of all your personal data; a notification tells you when it is ready
+         * @description Ask for an archive (ZIP) of all your personal data; a notification tells you when it is ready. Needs a bearer token; permissions are checked per record (see docs/permissions.md).
+         */
+        post: operations["users.current.dataExport"];
         delete?: never;
         options?: never;
         head?: never;
@@ -2495,6 +2659,19 @@ export interface components {
             title?: string | null;
             updated_at?: string | null;
             user_id?: number | null;
+        };
+        DataExport: {
+            /** Format: date-time */
+            created_at: string;
+            /** @description when the archive is deleted (7 days after it was made) */
+            expires_at: string | null;
+            id: number;
+            ready_at: string | null;
+            /** @description bytes of the ZIP, once ready */
+            size: number | null;
+            status: "pending" | "ready" | "failed" | "expired";
+            /** @description whose data the archive holds */
+            user_id: number;
         };
         Department: {
             /** @example 2026-01-31 09:30:00 */
@@ -4129,6 +4306,234 @@ export interface operations {
             };
         };
     };
+    "administration.retention": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Client error (problem details, RFC 9457) */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Server error (problem details, RFC 9457) */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            defaults: {
+                                audit_log: number;
+                                notifications_read: number;
+                                notifications_unread: number;
+                                sessions: number;
+                                share_access_log: number;
+                                stored_emails: number;
+                                webhook_deliveries: number;
+                            };
+                            maximums: {
+                                audit_log: number | null;
+                                notifications_read: number | null;
+                                notifications_unread: number | null;
+                                sessions: number | null;
+                                share_access_log: number | null;
+                                stored_emails: number | null;
+                                webhook_deliveries: number | null;
+                            };
+                            periods: {
+                                /** @description audit-log entries */
+                                audit_log: number;
+                                /** @description read notifications, counted from when they were read */
+                                notifications_read: number;
+                                /** @description unread notifications, counted from when they were created */
+                                notifications_unread: number;
+                                /** @description ended sessions (expired or revoked tokens) and their device, address and browser */
+                                sessions: number;
+                                /** @description records of who opened a shared item */
+                                share_access_log: number;
+                                /** @description e-mails and push messages the platform sent or stored (outbound messages) */
+                                stored_emails: number;
+                                /** @description finished webhook deliveries (succeeded or failed) and their responses */
+                                webhook_deliveries: number;
+                            };
+                        };
+                        /** @enum {string} */
+                        status: "success";
+                    };
+                };
+            };
+        };
+    };
+    "administration.retention.updateMany": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description audit-log entries; null = back to the default */
+                    audit_log?: number | null;
+                    /** @description read notifications, counted from when they were read; null = back to the default */
+                    notifications_read?: number | null;
+                    /** @description unread notifications, counted from when they were created; null = back to the default */
+                    notifications_unread?: number | null;
+                    /** @description ended sessions (expired or revoked tokens) and their device, address and browser; null = back to the default */
+                    sessions?: number | null;
+                    /** @description records of who opened a shared item; null = back to the default */
+                    share_access_log?: number | null;
+                    /** @description e-mails and push messages the platform sent or stored (outbound messages); null = back to the default */
+                    stored_emails?: number | null;
+                    /** @description finished webhook deliveries (succeeded or failed) and their responses; null = back to the default */
+                    webhook_deliveries?: number | null;
+                };
+            };
+        };
+        responses: {
+            /** @description Client error (problem details, RFC 9457) */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Server error (problem details, RFC 9457) */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            defaults: {
+                                audit_log: number;
+                                notifications_read: number;
+                                notifications_unread: number;
+                                sessions: number;
+                                share_access_log: number;
+                                stored_emails: number;
+                                webhook_deliveries: number;
+                            };
+                            maximums: {
+                                audit_log: number | null;
+                                notifications_read: number | null;
+                                notifications_unread: number | null;
+                                sessions: number | null;
+                                share_access_log: number | null;
+                                stored_emails: number | null;
+                                webhook_deliveries: number | null;
+                            };
+                            periods: {
+                                /** @description audit-log entries */
+                                audit_log: number;
+                                /** @description read notifications, counted from when they were read */
+                                notifications_read: number;
+                                /** @description unread notifications, counted from when they were created */
+                                notifications_unread: number;
+                                /** @description ended sessions (expired or revoked tokens) and their device, address and browser */
+                                sessions: number;
+                                /** @description records of who opened a shared item */
+                                share_access_log: number;
+                                /** @description e-mails and push messages the platform sent or stored (outbound messages) */
+                                stored_emails: number;
+                                /** @description finished webhook deliveries (succeeded or failed) and their responses */
+                                webhook_deliveries: number;
+                            };
+                        };
+                        /** @enum {string} */
+                        status: "success";
+                    };
+                };
+            };
+        };
+    };
+    "administration.retention.sweep": {
+        parameters: {
+            query?: {
+                dry_run?: boolean;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Client error (problem details, RFC 9457) */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Server error (problem details, RFC 9457) */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            dry_run: boolean;
+                            removed: {
+                                audit_log: number;
+                                notifications_read: number;
+                                notifications_unread: number;
+                                sessions: number;
+                                share_access_log: number;
+                                stored_emails: number;
+                                webhook_deliveries: number;
+                            };
+                        };
+                        /** @enum {string} */
+                        status: "success";
+                    };
+                };
+            };
+        };
+    };
     "administration.scimTokens.list": {
         parameters: {
             query?: never;
@@ -5381,6 +5786,139 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content?: never;
+            };
+        };
+    };
+    "dataExports.get": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Client error (problem details, RFC 9457) */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Server error (problem details, RFC 9457) */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["DataExport"];
+                        /** @enum {string} */
+                        status: "success";
+                    };
+                };
+            };
+        };
+    };
+    "dataExports.downloadLink": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Client error (problem details, RFC 9457) */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Server error (problem details, RFC 9457) */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            /** Format: date-time */
+                            expires_at: string;
+                            /** @description works once, without a bearer token, until expires_at */
+                            url: string;
+                        };
+                        /** @enum {string} */
+                        status: "success";
+                    };
+                };
+            };
+        };
+    };
+    "dataExports.download.get": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                token: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Client error (problem details, RFC 9457) */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Server error (problem details, RFC 9457) */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the ZIP archive */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/zip": Blob;
+                };
             };
         };
     };
@@ -11601,6 +12139,94 @@ export interface operations {
             };
         };
     };
+    "users.dataExport": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Client error (problem details, RFC 9457) */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Server error (problem details, RFC 9457) */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["DataExport"];
+                        /** @enum {string} */
+                        status: "success";
+                    };
+                };
+            };
+        };
+    };
+    "users.erasure": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Client error (problem details, RFC 9457) */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Server error (problem details, RFC 9457) */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["User"];
+                        /** @enum {string} */
+                        status: "success";
+                    };
+                };
+            };
+        };
+    };
     "users.sessions.list": {
         parameters: {
             query?: never;
@@ -11963,6 +12589,48 @@ export interface operations {
                         username?: string;
                         wants_email_notifications?: boolean;
                         zipcode?: string | null;
+                    };
+                };
+            };
+        };
+    };
+    "users.current.dataExport": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Client error (problem details, RFC 9457) */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Server error (problem details, RFC 9457) */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["DataExport"];
+                        /** @enum {string} */
+                        status: "success";
                     };
                 };
             };

@@ -155,6 +155,14 @@ export const en = {
   'settings.pushUnsupported': 'This browser does not support push notifications.',
   'settings.pushDenied': 'Notifications are blocked in this browser.',
   'settings.pushFailed': 'Could not turn on push notifications: {detail}',
+  'settings.export': 'My data',
+  'settings.exportHint':
+    'Get a copy of everything stored about you (a ZIP file). It is prepared in the background; you are notified when it is ready, and it is deleted after 7 days.',
+  'settings.exportRequest': 'Download my data',
+  'settings.exportPending': 'Your data is being prepared…',
+  'settings.exportReady': 'Your data is ready.',
+  'settings.exportDownload': 'Download the ZIP file',
+  'settings.exportFailed': 'The export failed. Please try again.',
 
   'users.title': 'Users',
   'users.search': 'Search users',
@@ -434,6 +442,14 @@ export const de: Record<MessageKey, string> = {
   'settings.pushUnsupported': 'Dieser Browser unterstützt keine Push-Benachrichtigungen.',
   'settings.pushDenied': 'Benachrichtigungen sind in diesem Browser blockiert.',
   'settings.pushFailed': 'Push-Benachrichtigungen konnten nicht eingeschaltet werden: {detail}',
+  'settings.export': 'Meine Daten',
+  'settings.exportHint':
+    'Erhalten Sie eine Kopie aller über Sie gespeicherten Daten (eine ZIP-Datei). Sie wird im Hintergrund erstellt; Sie werden benachrichtigt, sobald sie bereitliegt, und sie wird nach 7 Tagen gelöscht.',
+  'settings.exportRequest': 'Meine Daten herunterladen',
+  'settings.exportPending': 'Ihre Daten werden zusammengestellt…',
+  'settings.exportReady': 'Ihre Daten liegen bereit.',
+  'settings.exportDownload': 'ZIP-Datei herunterladen',
+  'settings.exportFailed': 'Der Export ist fehlgeschlagen. Bitte versuchen Sie es erneut.',
 
   'users.title': 'Benutzer',
   'users.search': 'Benutzer suchen',

@@ -7,13 +7,18 @@ import { UNUSABLE_PASSWORD_HASH } from '../../platform/auth/passwords.js'
 import { requirePermission } from '../../platform/auth/require-permission.js'
 import { revokeUserTokens } from '../../platform/auth/tokens.js'
 import { diff } from '../../platform/audit/audit-log.js'
+import { erasePersonalData } from '../../platform/privacy/personal-data.js'
 import { recordDomainEvent } from '../../platform/events/domain-events.js'
 import { AppError, FieldErrorCollector, forbidden, notFound } from '../../platform/http/errors.js'
+import type { DataExports } from './users-data-export.js'
 import type { ProfilePictures } from './users-pictures.js'
 import * as queries from './users.queries.js'
 import { exceedsOwnPermissions, loadRuleContext, ROLE_BEYOND_ACTOR, roleWithinActor } from './users.rules.js'
 import type { RestoreUserBody } from './users.schemas.js'
 import { presentBasicUser } from './users.service.js'
+
+/** The first name of an erased account; its last name is a stable code unique in the tenant. */
+export const PSEUDONYM_FIRST_NAME = 'Former employee'
 
 export type UsersLifecycleService = ReturnType<typeof createUsersLifecycleService>
 
@@ -33,7 +38,7 @@ const PERSONAL_COLUMNS = [
   'external_id',
 ] as const
 
-export function createUsersLifecycleService(deps: AppDeps, pictures: ProfilePictures) {
+export function createUsersLifecycleService(deps: AppDeps, pictures: ProfilePictures, exports: DataExports) {
   const { db } = deps
   const event = (actor: Actor, type: string, id: number) => ({
     type,
@@ -114,22 +119,29 @@ export function createUsersLifecycleService(deps: AppDeps, pictures: ProfilePict
   }
 
   /**
-   * Irreversibly anonymizes a user (active or deleted): the row and its id stay so that authored
-   * content keeps its author, but no personal data, picture, session or membership remains.
+   * Irreversibly erases a user (active or deleted; GDPR Art. 17): the row and its id stay so that
+   * authored content keeps its author, now shown under a pseudonym ("Former employee 3f9a2c1b"); every
+   * personal value of every tenant table is deleted or pseudonymised (platform/privacy/personal-data.ts)
+   * and the profile picture's file is deleted.
    */
   async function blackOutUser(actor: Actor, id: number) {
     requirePermission(actor, 'users.administrate')
     if (id === actor.userId) throw forbidden('You cannot black out your own account', 'cannot_black_out_self')
-    const { result, picture } = await db.transaction().execute(async (trx) => {
+    const { result, picture, archives } = await db.transaction().execute(async (trx) => {
       const user = await queries.findUserState(trx, actor.tenantId, id, { forUpdate: true })
       if (!user) throw notFound('User')
       if (user.blacked_out_at !== null)
         throw new AppError(422, 'already_blacked_out', 'This user is already blacked out')
+      // every other table first: some steps read the person's rows (their email, their sessions' IPs)
+      const archives = await exports.eraseFor(trx, actor.tenantId, id)
+      await erasePersonalData(trx, { tenantId: actor.tenantId, userId: id, username: user.username, email: user.email })
+      const code = randomBytes(8).toString('hex')
       await queries.updateUser(trx, actor.tenantId, id, {
         ...Object.fromEntries(PERSONAL_COLUMNS.map((c) => [c, null])),
-        username: `blackout-${randomBytes(8).toString('hex')}`,
-        first_name: 'Anonymized',
-        last_name: 'User',
+        username: `blackout-${code}`,
+        // the pseudonym authored content and audit entries are shown under (stable, unique in the tenant)
+        first_name: PSEUDONYM_FIRST_NAME,
+        last_name: code.slice(0, 8),
         profile_picture: null,
         password_hash: UNUSABLE_PASSWORD_HASH,
         password_change_required: false,
@@ -141,14 +153,12 @@ export function createUsersLifecycleService(deps: AppDeps, pictures: ProfilePict
         deleted_at: user.deleted_at ?? sql<Date>`now()`,
         blacked_out_at: sql<Date>`now()`,
       })
-      await queries.deleteUserTokens(trx, actor.tenantId, id)
-      await deleteUserSubscriptions(trx, actor.tenantId, id)
       await queries.deleteLoginFailures(trx, actor.tenantId, user.username)
-      await queries.deleteDepartmentMemberships(trx, actor.tenantId, id)
       await recordDomainEvent(trx, event(actor, 'user.blackedOut', id))
-      return { result: await presentBasicUser(deps, actor, id, trx), picture: user.profile_picture }
+      return { result: await presentBasicUser(deps, actor, id, trx), picture: user.profile_picture, archives }
     })
     await pictures.remove(actor.tenantId, picture)
+    await exports.removeFiles(actor.tenantId, archives)
     return result
   }
 

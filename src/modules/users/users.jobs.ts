@@ -1,6 +1,14 @@
 import type { AppDeps } from '../../platform/app-module.js'
 import { recordDomainEvent } from '../../platform/events/domain-events.js'
 import type { JobHandlers } from '../../platform/jobs/jobs.js'
+import { jobOf } from '../../platform/jobs/jobs.js'
+import { createFileStorage } from '../../platform/storage/file-storage.js'
+import {
+  createDataExports,
+  DATA_EXPORT_JOB,
+  DATA_EXPORT_SWEEP_JOB,
+  type DataExportJobPayload,
+} from './users-data-export.js'
 import * as queries from './users.queries.js'
 
 export const DERIVE_ACTIVE_JOB = 'users:derive-active'
@@ -33,9 +41,14 @@ export async function deriveActiveForAllTenants({ db }: Pick<AppDeps, 'db'>): Pr
 }
 
 export function usersJobs(deps: AppDeps): JobHandlers {
+  const exports = createDataExports(deps, createFileStorage(deps.config.storageDir))
   return {
     [DERIVE_ACTIVE_JOB]: async () => {
       await deriveActiveForAllTenants(deps)
+    },
+    [DATA_EXPORT_JOB]: jobOf<DataExportJobPayload>((payload) => exports.build(payload)),
+    [DATA_EXPORT_SWEEP_JOB]: async () => {
+      await exports.sweep()
     },
   }
 }

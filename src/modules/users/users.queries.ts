@@ -103,15 +103,6 @@ export async function findPasswordMinLength(db: Db, tenantId: number): Promise<n
   return typeof value === 'number' && value > 0 ? value : 8
 }
 
-export async function deleteDepartmentMemberships(db: Db, tenantId: number, userId: number): Promise<void> {
-  await db.deleteFrom('department_users').where('tenant_id', '=', tenantId).where('user_id', '=', userId).execute()
-}
-
-/** Deletes the user's tokens outright (black-out: device names are personal data too). */
-export async function deleteUserTokens(db: Db, tenantId: number, userId: number): Promise<void> {
-  await db.deleteFrom('access_tokens').where('tenant_id', '=', tenantId).where('user_id', '=', userId).execute()
-}
-
 /** Failed-login rows carry the typed username; black-out removes them. */
 export async function deleteLoginFailures(db: Db, tenantId: number, username: string): Promise<void> {
   // two statements: on Citus a statement joining the coordinator-only login_failures with the

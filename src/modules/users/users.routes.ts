@@ -227,6 +227,21 @@ export async function usersRoutes(app: App, { users, lifecycle, imports, storage
     async (request) => envelope(await lifecycle.blackOutUser(request.actor, request.params.id)),
   )
 
+  app.post(
+    '/api/users/:id/erasure',
+    {
+      schema: {
+        tags,
+        summary: 'Erase a user (GDPR Art. 17): the black-out under a clearer name',
+        description:
+          'Irreversible. Every personal value of every table and the profile picture are deleted or pseudonymised; authored content stays under the pseudonym "Former employee <code>". Same rules and answer as `DELETE /api/users/blackout/{id}`.',
+        params: IdParamsSchema,
+        response: { 200: UserEnvelopeSchema, ...errorResponses },
+      },
+    },
+    async (request) => envelope(await lifecycle.blackOutUser(request.actor, request.params.id)),
+  )
+
   app.delete(
     '/api/users/:id',
     {

@@ -141,7 +141,7 @@ export const BLACKED_OUT = 'blacked-out'
 /**
  * A black-out irreversibly anonymizes the user's identifying data in the audit log too: the values
  * of records about the user (except the fields above), and the IP and user agent of requests the
- * user made. Ids are kept.
+ * user made, and of their sign-in attempts. Ids are kept.
  */
 export async function anonymizeAuditFor(db: Db, tenantId: number, userId: number): Promise<void> {
   await db
@@ -159,6 +159,16 @@ export async function anonymizeAuditFor(db: Db, tenantId: number, userId: number
     .set({ ip: null, user_agent: null })
     .where('tenant_id', '=', tenantId)
     .where('actor_id', '=', userId)
+    .execute()
+  // the person's own sign-in attempts (no actor yet): their address and browser
+  await db
+    .updateTable('audit_log')
+    .set({ ip: null, user_agent: null })
+    .where('tenant_id', '=', tenantId)
+    .where('target_type', '=', 'user')
+    .where('target_id', '=', String(userId))
+    .where('actor_id', 'is', null)
+    .where('action', 'like', 'auth.%')
     .execute()
 }
 

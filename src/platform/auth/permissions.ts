@@ -23,6 +23,7 @@ export const PERMISSIONS: readonly string[] = [
   'users.update',
   'users.delete',
   'users.administrate',
+  'users.export',
   'roles.view',
   'roles.manage',
   'departments.view',
@@ -50,6 +51,8 @@ export const PERMISSION_GRANTS: Readonly<Record<string, string>> = {
   'users.delete': 'soft-delete other users',
   'users.administrate':
     "change another user's password without `old_password`, change `prevent_logout`, log out other users, list deleted users, restore, black out, CSV import parse, import template",
+  'users.export':
+    "request another user's personal-data export (GDPR Art. 15/20) and see its status (`POST /api/users/{id}/data-export`)",
   'roles.view': 'list and show roles; view folders of type `role`',
   'roles.manage': 'create, update and delete roles; manage folders of type `role`',
   'departments.view': 'list and show departments; view folders of type `department`',
@@ -61,7 +64,8 @@ export const PERMISSION_GRANTS: Readonly<Record<string, string>> = {
   'notifications.send': '`POST /api/notifications`',
   'notifications.reset': '`DELETE /api/administration/notifications/reset`',
   'automations.manage': 'the automation and webhook endpoints',
-  'tenant.administrate': "the tenant's sign-in settings: its OpenID Connect provider (`/api/administration/oidc`)",
+  'tenant.administrate':
+    "the tenant's sign-in settings: its OpenID Connect provider (`/api/administration/oidc`); its retention periods and sweep (`/api/administration/retention`)",
   ...Object.fromEntries(
     CONTENT_MODULES.flatMap((m) => [
       [`${m}.view`, `see ${m} content and folders (restriction grants may narrow it)`],

@@ -450,6 +450,8 @@ export interface Database {
   oidc_providers: OidcProvidersTable
   oidc_identities: OidcIdentitiesTable
   scim_tokens: ScimTokensTable
+  data_exports: DataExportsTable
+  retention_settings: RetentionSettingsTable
 }
 
 /** Bearer tokens of SCIM clients (identity providers); only the SHA-256 of a token is stored. */
@@ -467,3 +469,31 @@ export interface ScimTokensTable {
 
 export type Db = Kysely<Database>
 export type Trx = Transaction<Database>
+
+/** A requested personal-data export (migration 0170); the archive is a file of the storage directory. */
+export interface DataExportsTable {
+  id: Id
+  tenant_id: number
+  /** Whose data the archive holds. */
+  user_id: number
+  /** Who asked (the person, or an administrator with `users.export`). */
+  requested_by: number | null
+  status: Generated<'pending' | 'ready' | 'failed' | 'expired'>
+  file_name: string | null
+  size: number | null
+  error: string | null
+  created_at: Timestamp
+  ready_at: NullableTimestamp
+  expires_at: NullableTimestamp
+  /** SHA-256 of the current download link's token (single use). */
+  link_hash: Buffer | null
+  link_expires_at: NullableTimestamp
+}
+
+/** A tenant's retention period of one data class (migration 0170); no row = the default. */
+export interface RetentionSettingsTable {
+  tenant_id: number
+  data_class: string
+  days: number
+  updated_at: Timestamp
+}

@@ -68,6 +68,9 @@ export const TABLE_CLASSES: Readonly<Record<string, TableClass>> = {
   user_totp: 'tenant',
   oidc_providers: 'tenant',
   oidc_identities: 'tenant',
+  // personal-data exports (issue 45, migration 0170)
+  data_exports: 'tenant',
+  retention_settings: 'tenant',
 }
 
 /** Schemas whose tables are all `local` (the job queue keeps its own schema on the coordinator). */

@@ -35,6 +35,22 @@ export function enqueueSql(name: string, payload: unknown, options: EnqueueOptio
   )`
 }
 
+/**
+ * Deletes the queued jobs of a tenant (payload `tenantId`) that are not running and whose payload has
+ * a top-level value equal (case-insensitively) to one of `values`: an erasure removes e.g. a pending
+ * password-reset job holding the person's typed email address. A running job finishes; it finds nobody.
+ */
+export async function deleteQueuedJobsNaming(db: Db, tenantId: number, values: string[]): Promise<void> {
+  const lowered = values.filter((v) => v !== '').map((v) => v.toLowerCase())
+  if (lowered.length === 0) return
+  await sql`delete from graphile_worker._private_jobs j
+    where j.locked_at is null and j.payload::jsonb ->> 'tenantId' = ${String(tenantId)}
+      and jsonb_typeof(j.payload::jsonb) = 'object'
+      and exists (select 1 from jsonb_each_text(j.payload::jsonb) e where lower(e.value) = any(${lowered}::text[]))`.execute(
+    db,
+  )
+}
+
 /** The handler of a job whose payload its enqueuer wrote as a `P` (graphile-worker hands it back parsed from JSON). */
 export function jobOf<P>(handler: (payload: P, helpers: JobHelpers) => void | Promise<void>): Task {
   // eslint-disable-next-line @typescript-eslint/no-unsafe-type-assertion -- a job's payload is the P its enqueuer wrote

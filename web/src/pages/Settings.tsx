@@ -79,6 +79,64 @@ function PushOptIn() {
   )
 }
 
+/** "Download my data" (GDPR Art. 15/20): asks for the archive, follows its status, fetches a single-use link. */
+function DataExport() {
+  const [exportId, setExportId] = useState<number>()
+  const [status, setStatus] = useState<'pending' | 'ready' | 'failed' | 'expired'>()
+  const [problem, setProblem] = useState<Problem>()
+  useEffect(() => {
+    if (exportId === undefined || status !== 'pending') return
+    const timer = setTimeout(() => {
+      void api.GET('/api/data-exports/{id}', { params: { path: { id: exportId } } }).then(({ data, error }) => {
+        if (data) setStatus(data.data.status)
+        else setProblem(asProblem(error))
+      })
+    }, 3000)
+    return () => clearTimeout(timer)
+  }, [exportId, status])
+
+  const request = async () => {
+    setProblem(undefined)
+    const { data, error } = await api.POST('/api/users/current/data-export')
+    if (!data) return setProblem(asProblem(error))
+    setExportId(data.data.id)
+    setStatus(data.data.status)
+  }
+  const download = async () => {
+    if (exportId === undefined) return
+    const { data, error } = await api.POST('/api/data-exports/{id}/download-link', {
+      params: { path: { id: exportId } },
+    })
+    if (!data) return setProblem(asProblem(error))
+    window.location.assign(data.data.url)
+  }
+
+  return (
+    <section aria-labelledby="h-export">
+      <h2 id="h-export">{t('settings.export')}</h2>
+      <p>{t('settings.exportHint')}</p>
+      {status === 'pending' ? (
+        <p role="status">{t('settings.exportPending')}</p>
+      ) : status === 'ready' ? (
+        <>
+          <p role="status">{t('settings.exportReady')}</p>
+          <button type="button" class="primary" onClick={() => void download()}>
+            {t('settings.exportDownload')}
+          </button>
+        </>
+      ) : (
+        <>
+          {status === 'failed' && <p role="alert">{t('settings.exportFailed')}</p>}
+          <button type="button" class="primary" onClick={() => void request()}>
+            {t('settings.exportRequest')}
+          </button>
+        </>
+      )}
+      <ProblemMessage problem={problem} />
+    </section>
+  )
+}
+
 export default function Settings() {
   const [prefs, setPrefs] = useState<Preferences>()
   const [problem, setProblem] = useState<Problem>()
@@ -179,6 +237,7 @@ export default function Settings() {
         </form>
       )}
       <PushOptIn />
+      <DataExport />
     </>
   )
 }

@@ -1,0 +1,225 @@
+import { type RawBuilder, sql } from 'kysely'
+import type { AppDeps } from '../../platform/app-module.js'
+import type { Actor } from '../../platform/auth/actor.js'
+import { requirePermission } from '../../platform/auth/require-permission.js'
+import { recordAudit } from '../../platform/audit/audit-log.js'
+import type { Config } from '../../config.js'
+import type { Db } from '../../platform/db/schema.js'
+import { FieldErrorCollector } from '../../platform/http/errors.js'
+
+/**
+ * One data class of the retention settings: the rows of `table` (key `key`) for which `older(cutOff)`
+ * holds are removed by the sweep. `maximum` is the operator's ceiling (environment), when there is one.
+ */
+interface DataClass {
+  description: string
+  defaultDays: (config: Config) => number
+  maximumDays?: (config: Config) => number | undefined
+  /** Each table the class removes from, with its key and the "older than" condition. */
+  parts: Array<{ table: string; key: string; older: (cutOff: RawBuilder<unknown>) => RawBuilder<boolean> }>
+}
+
+/** Every class a tenant sets a period for, with its documented default (docs/data-protection.md). */
+export const DATA_CLASSES = {
+  notifications_read: {
+    description: 'read notifications, counted from when they were read',
+    defaultDays: (config) => Math.min(180, config.notificationRetentionDays ?? 180),
+    maximumDays: (config) => config.notificationRetentionDays,
+    parts: [{ table: 'notifications', key: 'id', older: (c) => sql`read_at is not null and read_at < ${c}` }],
+  },
+  notifications_unread: {
+    description: 'unread notifications, counted from when they were created',
+    defaultDays: () => 365,
+    parts: [{ table: 'notifications', key: 'id', older: (c) => sql`read_at is null and created_at < ${c}` }],
+  },
+  audit_log: {
+    description: 'audit-log entries',
+    defaultDays: (config) => config.auditRetentionDays,
+    maximumDays: (config) => config.auditRetentionDays,
+    parts: [{ table: 'audit_log', key: 'id', older: (c) => sql`created_at < ${c}` }],
+  },
+  share_access_log: {
+    description: 'records of who opened a shared item',
+    defaultDays: () => 180,
+    parts: [{ table: 'shared_item_accesses', key: 'id', older: (c) => sql`created_at < ${c}` }],
+  },
+  webhook_deliveries: {
+    description: 'finished webhook deliveries (succeeded or failed) and their responses',
+    defaultDays: () => 30,
+    parts: [
+      {
+        table: 'webhook_deliveries',
+        key: 'id',
+        older: (c) => sql`status in ('succeeded', 'failed') and created_at < ${c}`,
+      },
+    ],
+  },
+  stored_emails: {
+    description: 'e-mails and push messages the platform sent or stored (outbound messages)',
+    defaultDays: () => 30,
+    parts: [{ table: 'outbound_messages', key: 'id', older: (c) => sql`created_at < ${c}` }],
+  },
+  sessions: {
+    description: 'ended sessions (expired or revoked tokens) and their device, address and browser',
+    defaultDays: () => 90,
+    parts: [
+      {
+        table: 'session_activity',
+        key: 'token_id',
+        older: (c) => sql`coalesce(last_used_at, created_at) < ${c} and not exists (
+          select 1 from access_tokens t where t.tenant_id = session_activity.tenant_id and t.id = session_activity.token_id
+            and t.revoked_at is null and t.expires_at > now())`,
+      },
+      {
+        table: 'access_tokens',
+        key: 'id',
+        older: (c) => sql`coalesce(revoked_at, expires_at) < ${c}`,
+      },
+    ],
+  },
+} satisfies Record<string, DataClass>
+
+export type DataClassKey = keyof typeof DATA_CLASSES
+/** One value per data class, typed key by key (a class added above fails to compile until added here). */
+export const each = <T>(f: (key: DataClassKey) => T): Record<DataClassKey, T> => ({
+  notifications_read: f('notifications_read'),
+  notifications_unread: f('notifications_unread'),
+  audit_log: f('audit_log'),
+  share_access_log: f('share_access_log'),
+  webhook_deliveries: f('webhook_deliveries'),
+  stored_emails: f('stored_emails'),
+  sessions: f('sessions'),
+})
+export const DATA_CLASS_KEYS: readonly DataClassKey[] = Object.values(each((k) => k))
+const classOf = (key: DataClassKey): DataClass => DATA_CLASSES[key]
+
+/** Rows per delete statement: each holds its row locks briefly. */
+export const SWEEP_BATCH = 5000
+
+export type RetentionPeriods = Record<DataClassKey, number>
+
+export function createRetentionService({ db, config }: Pick<AppDeps, 'db' | 'config'>) {
+  const defaults = (): RetentionPeriods => each((k) => classOf(k).defaultDays(config))
+  const maximums = (): Record<DataClassKey, number | null> => each((k) => classOf(k).maximumDays?.(config) ?? null)
+
+  /** The tenant's periods: its own where set, else the default. */
+  async function periods(database: Db, tenantId: number): Promise<RetentionPeriods> {
+    const rows = await database
+      .selectFrom('retention_settings')
+      .select(['data_class', 'days'])
+      .where('tenant_id', '=', tenantId)
+      .execute()
+    const own = new Map(rows.map((r) => [r.data_class, r.days]))
+    return each((k) => own.get(k) ?? classOf(k).defaultDays(config))
+  }
+
+  async function show(actor: Actor) {
+    requirePermission(actor, 'tenant.administrate')
+    return { periods: await periods(db, actor.tenantId), defaults: defaults(), maximums: maximums() }
+  }
+
+  /** Sets periods (days; null = back to the default); a period beyond the operator's maximum is refused. */
+  async function update(actor: Actor, body: Partial<Record<DataClassKey, number | null>>) {
+    requirePermission(actor, 'tenant.administrate')
+    const problems = new FieldErrorCollector()
+    const max = maximums()
+    for (const key of DATA_CLASS_KEYS) {
+      const days = body[key]
+      const ceiling = max[key]
+      if (typeof days === 'number' && ceiling !== null && days > ceiling)
+        problems.add(key, `must be at most ${ceiling} days (the operator's maximum)`)
+    }
+    problems.throwIfAny()
+    await db.transaction().execute(async (trx) => {
+      const before = await periods(trx, actor.tenantId)
+      const set = DATA_CLASS_KEYS.filter((k) => typeof body[k] === 'number')
+      const reset = DATA_CLASS_KEYS.filter((k) => body[k] === null)
+      if (set.length > 0)
+        await sql`insert into retention_settings (tenant_id, data_class, days)
+          select ${actor.tenantId}, k, d from unnest(${set}::text[], ${set.map((k) => body[k])}::int[]) as s(k, d)
+          on conflict (tenant_id, data_class) do update set days = excluded.days, updated_at = now()`.execute(trx)
+      if (reset.length > 0)
+        await trx
+          .deleteFrom('retention_settings')
+          .where('tenant_id', '=', actor.tenantId)
+          .where('data_class', 'in', reset)
+          .execute()
+      const after = await periods(trx, actor.tenantId)
+      const changes = Object.fromEntries(
+        DATA_CLASS_KEYS.filter((k) => before[k] !== after[k]).map((k) => [k, [before[k], after[k]]]),
+      )
+      if (Object.keys(changes).length > 0)
+        await recordAudit(trx, {
+          tenantId: actor.tenantId,
+          action: 'retention.update',
+          targetType: 'tenant',
+          targetId: actor.tenantId,
+          changes,
+        })
+    })
+    return show(actor)
+  }
+
+  /**
+   * Removes (or, with `dryRun`, counts) what is older than the tenant's periods, in batches of
+   * SWEEP_BATCH rows (`for update skip locked`: several workers of a fleet never wait on each other, and
+   * a second run finds nothing). The cut-off is fixed once per run, so a dry run and a real run at the
+   * same moment agree. A real run that removed something records `retention.sweep` in the audit log.
+   */
+  async function sweepTenant(tenantId: number, { dryRun = false, now = new Date() } = {}) {
+    const own = await periods(db, tenantId)
+    const removed: Record<DataClassKey, number> = each(() => 0)
+    for (const key of DATA_CLASS_KEYS) {
+      const cutOff = sql`${new Date(now.getTime() - own[key] * 86_400_000).toISOString()}::timestamptz`
+      for (const part of classOf(key).parts) {
+        const table = sql.table(part.table)
+        const keyColumn = sql.ref(part.key)
+        if (dryRun) {
+          const { rows } = await sql<{ n: string }>`
+            select count(*) as n from ${table} where tenant_id = ${tenantId} and ${part.older(cutOff)}`.execute(db)
+          removed[key] += Number(rows[0]!.n)
+          continue
+        }
+        for (;;) {
+          const result = await sql`
+            delete from ${table} where tenant_id = ${tenantId} and ${keyColumn} in (
+              select ${keyColumn} from ${table} where tenant_id = ${tenantId} and ${part.older(cutOff)}
+              limit ${SWEEP_BATCH} for update skip locked)`.execute(db)
+          const n = Number(result.numAffectedRows ?? 0)
+          removed[key] += n
+          if (n < SWEEP_BATCH) break
+        }
+      }
+    }
+    const total = Object.values(removed).reduce((a, b) => a + b, 0)
+    if (!dryRun && total > 0)
+      await recordAudit(db, {
+        tenantId,
+        action: 'retention.sweep',
+        targetType: 'tenant',
+        targetId: tenantId,
+        changes: { removed },
+      })
+    return { dry_run: dryRun, removed }
+  }
+
+  async function sweepNow(actor: Actor, dryRun: boolean) {
+    requirePermission(actor, 'tenant.administrate')
+    return sweepTenant(actor.tenantId, { dryRun })
+  }
+
+  /** The daily job: every tenant, one after the other. */
+  async function sweepAll(): Promise<number> {
+    const tenants = await db.selectFrom('tenants').select('id').orderBy('id').execute()
+    let total = 0
+    for (const { id } of tenants) {
+      const { removed } = await sweepTenant(Number(id))
+      total += Object.values(removed).reduce((a, b) => a + b, 0)
+    }
+    return total
+  }
+
+  return { show, update, sweepNow, sweepTenant, sweepAll }
+}
+
+export type RetentionService = ReturnType<typeof createRetentionService>

@@ -1,0 +1,262 @@
+import assert from 'node:assert/strict'
+import fs from 'node:fs/promises'
+import os from 'node:os'
+import path from 'node:path'
+import { after, test } from 'node:test'
+import { sql } from 'kysely'
+import pino from 'pino'
+import yauzl from 'yauzl'
+import { buildTestApp, call, testConfig } from './helpers/build-test-app.js'
+import { given, TEST_PASSWORD } from './helpers/given.js'
+import { testDb } from './helpers/test-database.js'
+import { fixture, multipart } from './fixtures/users/forms.js'
+import { createDataExports, type DataExportJobPayload } from '../src/modules/users/users-data-export.js'
+import { createFileStorage } from '../src/platform/storage/file-storage.js'
+
+const storageDir = await fs.mkdtemp(path.join(os.tmpdir(), 'workplace-api-exports-'))
+process.env.TEST_STORAGE_DIR = storageDir
+after(() => fs.rm(storageDir, { recursive: true, force: true }))
+const db = testDb()
+const exportsService = () =>
+  createDataExports({ db, config: testConfig(), log: pino({ level: 'silent' }) }, createFileStorage(storageDir))
+
+/** Runs the queued export jobs of `exportId` as the worker would. */
+async function runExportJob(exportId: number) {
+  const { rows } = await sql<{ payload: DataExportJobPayload }>`
+    select j.payload from graphile_worker._private_jobs j join graphile_worker._private_tasks t on t.id = j.task_id
+    where t.identifier = 'users:data_export' and j.key = ${`users:data_export:${exportId}`}`.execute(db)
+  assert.equal(rows.length, 1, 'one queued job')
+  await exportsService().build(rows[0]!.payload)
+}
+
+/** The entries of a ZIP: name → text. */
+function unzip(bytes: Buffer): Promise<Map<string, Buffer>> {
+  return new Promise((resolve, reject) => {
+    const entries = new Map<string, Buffer>()
+    yauzl.fromBuffer(bytes, { lazyEntries: true }, (error, zip) => {
+      if (error) return reject(error)
+      zip.on('entry', (entry: yauzl.Entry) =>
+        zip.openReadStream(entry, (err, stream) => {
+          if (err) return reject(err)
+          const chunks: Buffer[] = []
+          stream.on('data', (c: Buffer) => chunks.push(c))
+          stream.on('end', () => {
+            entries.set(entry.fileName, Buffer.concat(chunks))
+            zip.readEntry()
+          })
+        }),
+      )
+      zip.on('end', () => resolve(entries))
+      zip.readEntry()
+    })
+  })
+}
+
+const linkPath = (url: string) => new URL(url).pathname
+
+test('a person exports their data: 202, job, ready, single-use link, a ZIP with every file', async () => {
+  const app = await buildTestApp()
+  const tenant = await given.tenant(db)
+  const department = await given.department(db, tenant, [])
+  const created = await call(app, tenant.adminToken, {
+    method: 'POST',
+    url: '/api/users',
+    ...multipart(
+      {
+        username: 'export.person',
+        password: TEST_PASSWORD,
+        first_name: 'Erika',
+        last_name: 'Export',
+        role_id: String(tenant.employeeRoleId),
+        group_account: 'false',
+        email: 'erika@example.com',
+        city: 'Köln',
+      },
+      { profile_picture: { bytes: fixture('pixel.png'), filename: 'me.png', contentType: 'image/png' } },
+    ),
+  })
+  assert.equal(created.statusCode, 201, created.body)
+  const person: number = created.json().data.id
+  await db
+    .insertInto('department_users')
+    .values({ tenant_id: tenant.id, department_id: department, user_id: person })
+    .execute()
+  const login = await app.inject({
+    method: 'POST',
+    url: '/api/auth/login',
+    payload: { tenant: tenant.slug, username: 'export.person', password: TEST_PASSWORD, device_name: 'Erika phone' },
+    headers: { 'user-agent': 'ErikaBrowser/1.0' },
+  })
+  const token: string = login.json().access_token
+  const form = (
+    await call(app, tenant.adminToken, { method: 'POST', url: '/api/forms', payload: { name: 'Leave' } })
+  ).json()
+  assert.equal(
+    (await call(app, token, { method: 'POST', url: `/api/forms/${form.id}/messages`, payload: { data: { days: 2 } } }))
+      .statusCode,
+    201,
+  )
+  await call(app, tenant.adminToken, {
+    method: 'POST',
+    url: '/api/notifications',
+    payload: { title: 'Welcome Erika', body: 'Hello', url: '/x', user_ids: [person] },
+  })
+  await sql`insert into notifications (tenant_id, type, notifiable_type, notifiable_id, targetable_type, targetable_id, source_key, data)
+    select ${tenant.id}, 'generic', 'user', ${person}, 'genericNotification', g, 'seed:' || g, jsonb_build_object('title', 'seeded ' || g)
+    from generate_series(1, 2500) g`.execute(db)
+
+  const requested = await call(app, token, { method: 'POST', url: '/api/users/current/data-export' })
+  assert.equal(requested.statusCode, 202, requested.body)
+  const id: number = requested.json().data.id
+  assert.equal(requested.json().data.status, 'pending')
+  const notReady = await call(app, token, { method: 'POST', url: `/api/data-exports/${id}/download-link` })
+  assert.equal(notReady.statusCode, 409)
+  assert.equal(notReady.json().code, 'not_ready')
+
+  await runExportJob(id)
+
+  const status = await call(app, token, { method: 'GET', url: `/api/data-exports/${id}` })
+  assert.equal(status.statusCode, 200)
+  assert.equal(status.json().data.status, 'ready')
+  const expiresIn = new Date(status.json().data.expires_at).getTime() - Date.now()
+  assert.ok(expiresIn > 6.9 * 86400_000 && expiresIn <= 7 * 86400_000, 'kept 7 days')
+  const link = await call(app, token, { method: 'POST', url: `/api/data-exports/${id}/download-link` })
+  assert.equal(link.statusCode, 200, link.body)
+  const linkExpiresIn = new Date(link.json().data.expires_at).getTime() - Date.now()
+  assert.ok(linkExpiresIn > 9 * 60_000 && linkExpiresIn <= 10 * 60_000, 'a link works for 10 minutes')
+
+  const download = await app.inject({ method: 'GET', url: linkPath(link.json().data.url) })
+  assert.equal(download.statusCode, 200, download.body)
+  assert.equal(download.headers['content-type'], 'application/zip')
+  const second = await app.inject({ method: 'GET', url: linkPath(link.json().data.url) })
+  assert.equal(second.statusCode, 404, 'a link works once')
+
+  const entries = await unzip(download.rawPayload)
+  const names = [...entries.keys()]
+  for (const name of [
+    'README.txt',
+    'profile.json',
+    'memberships.json',
+    'notifications.json',
+    'preferences.json',
+    'sessions.json',
+    'push-subscriptions.json',
+    'audit.json',
+    'content.json',
+  ])
+    assert.ok(names.includes(name), name)
+  const read = (name: string) => JSON.parse(entries.get(name)!.toString('utf8'))
+  const profile = read('profile.json')
+  assert.equal(profile.username, 'export.person')
+  assert.equal(profile.city, 'Köln')
+  assert.equal(profile.password_hash, undefined, 'never the password hash')
+  assert.deepEqual(
+    read('memberships.json').departments.map((d: { id: number }) => Number(d.id)),
+    [department],
+  )
+  const notifications = read('notifications.json')
+  assert.equal(notifications.length, 2501)
+  assert.equal(new Set(notifications.map((n: { id: string }) => n.id)).size, 2501, 'every page once')
+  const sessions = read('sessions.json')
+  assert.equal(sessions[0].device_name, 'Erika phone')
+  assert.equal(sessions[0].user_agent, 'ErikaBrowser/1.0')
+  assert.ok(!entries.get('sessions.json')!.toString().includes('token_hash'))
+  assert.deepEqual(
+    read('content.json').form_messages.map((m: { data: unknown }) => m.data),
+    [{ days: 2 }],
+  )
+  assert.ok(read('audit.json').some((a: { action: string }) => a.action === 'user.create'))
+  assert.ok(names.some((n) => n.startsWith('files/profile-picture/')))
+  assert.match(entries.get('README.txt')!.toString(), /notifications\.json/)
+
+  // the person is told
+  const inbox = await db
+    .selectFrom('notifications')
+    .select('type')
+    .where('tenant_id', '=', tenant.id)
+    .where('notifiable_id', '=', person)
+    .where('type', '=', 'dataExportReady')
+    .execute()
+  assert.equal(inbox.length, 0, 'queued, delivered by the fan-out job')
+  const { rows: fanOut } = await sql<{ n: number }>`
+    select count(*)::int as n from graphile_worker._private_jobs where key = ${`notifications:fan_out:dataExport:${id}:ready`}`.execute(
+    db,
+  )
+  assert.equal(fanOut[0]!.n, 1)
+})
+
+test("another user's export is refused without an oracle; an administrator needs users.export", async () => {
+  const app = await buildTestApp()
+  const tenant = await given.tenant(db)
+  const alice = await given.user(db, tenant)
+  const bob = await given.user(db, tenant)
+  const exporter = await given.user(db, tenant, { roleId: await given.role(db, tenant, ['users.export']) })
+
+  const own = (await call(app, alice.token, { method: 'POST', url: '/api/users/current/data-export' })).json().data.id
+  const peek = await call(app, bob.token, { method: 'GET', url: `/api/data-exports/${own}` })
+  const missing = await call(app, bob.token, { method: 'GET', url: '/api/data-exports/999999999' })
+  const link = await call(app, bob.token, { method: 'POST', url: `/api/data-exports/${own}/download-link` })
+  const forOther = await call(app, bob.token, { method: 'POST', url: `/api/users/${alice.id}/data-export` })
+  const byExporter = await call(app, exporter.token, { method: 'POST', url: `/api/users/${alice.id}/data-export` })
+  const otherTenant = await given.tenant(db)
+  const acrossTenants = await call(app, otherTenant.adminToken, { method: 'GET', url: `/api/data-exports/${own}` })
+
+  assert.equal(peek.statusCode, 404)
+  // the same answer as for an export that does not exist (status, code, title, detail)
+  const problem = (res: typeof peek) => {
+    const { status, code, title, detail } = res.json<{ status: number; code: string; title: string; detail: string }>()
+    return { status, code, title, detail }
+  }
+  assert.deepEqual(problem(peek), problem(missing))
+  assert.equal(link.statusCode, 404)
+  assert.equal(forOther.statusCode, 403)
+  assert.equal(byExporter.statusCode, 202, byExporter.body)
+  assert.equal(byExporter.json().data.user_id, alice.id)
+  assert.equal(acrossTenants.statusCode, 404)
+  const seenByExporter = await call(app, exporter.token, { method: 'GET', url: `/api/data-exports/${own}` })
+  assert.equal(seenByExporter.statusCode, 200)
+})
+
+test('a download link expires; a wrong or forged token answers 404; archives past 7 days are deleted', async () => {
+  const app = await buildTestApp()
+  const tenant = await given.tenant(db)
+  const person = await given.user(db, tenant)
+  const id = (await call(app, person.token, { method: 'POST', url: '/api/users/current/data-export' })).json().data.id
+  await runExportJob(id)
+  const url = linkPath(
+    (await call(app, person.token, { method: 'POST', url: `/api/data-exports/${id}/download-link` })).json().data.url,
+  )
+  await db
+    .updateTable('data_exports')
+    .set({ link_expires_at: sql<string>`now() - interval '1 second'` })
+    .where('tenant_id', '=', tenant.id)
+    .where('id', '=', id)
+    .execute()
+  assert.equal((await app.inject({ method: 'GET', url })).statusCode, 404, 'an expired link')
+  const forged = url.replace(/[A-Za-z0-9_-]{10}$/, 'AAAAAAAAAA')
+  assert.equal((await app.inject({ method: 'GET', url: forged })).statusCode, 404)
+  assert.equal((await app.inject({ method: 'GET', url: '/api/data-exports/download/garbage' })).statusCode, 404)
+
+  const row = await db
+    .selectFrom('data_exports')
+    .select('file_name')
+    .where('tenant_id', '=', tenant.id)
+    .where('id', '=', id)
+    .executeTakeFirstOrThrow()
+  const file = path.join(storageDir, 'data-exports', String(tenant.id), row.file_name!)
+  await fs.access(file)
+  await db
+    .updateTable('data_exports')
+    .set({ expires_at: sql<string>`now() - interval '1 second'` })
+    .where('tenant_id', '=', tenant.id)
+    .where('id', '=', id)
+    .execute()
+  assert.ok((await exportsService().sweep()) >= 1)
+  await assert.rejects(fs.access(file))
+  const status = await call(app, person.token, { method: 'GET', url: `/api/data-exports/${id}` })
+  assert.equal(status.json().data.status, 'expired')
+  assert.equal(
+    (await call(app, person.token, { method: 'POST', url: `/api/data-exports/${id}/download-link` })).statusCode,
+    409,
+  )
+})

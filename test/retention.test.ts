@@ -1,0 +1,205 @@
+import assert from 'node:assert/strict'
+import { randomBytes, randomUUID } from 'node:crypto'
+import { test } from 'node:test'
+import { sql } from 'kysely'
+import { buildTestApp, call } from './helpers/build-test-app.js'
+import { given, type GivenTenant } from './helpers/given.js'
+import { testDb } from './helpers/test-database.js'
+
+const db = testDb()
+const DAY = 86_400_000
+const ago = (days: number) => new Date(Date.now() - days * DAY).toISOString()
+
+test('retention settings: defaults, a tenant sets its own, the operator maximum and the permission hold', async () => {
+  const app = await buildTestApp()
+  const tenant = await given.tenant(db)
+  const employee = await given.user(db, tenant)
+
+  const shown = await call(app, tenant.adminToken, { method: 'GET', url: '/api/administration/retention' })
+  assert.equal(shown.statusCode, 200, shown.body)
+  const { periods, defaults, maximums } = shown.json().data
+  assert.deepEqual(periods, defaults)
+  assert.equal(defaults.audit_log, 365)
+  assert.equal(maximums.audit_log, 365)
+  assert.equal(defaults.webhook_deliveries, 30)
+
+  const put = await call(app, tenant.adminToken, {
+    method: 'PUT',
+    url: '/api/administration/retention',
+    payload: { stored_emails: 7, sessions: 14 },
+  })
+  assert.equal(put.statusCode, 200, put.body)
+  assert.equal(put.json().data.periods.stored_emails, 7)
+  assert.equal(put.json().data.periods.sessions, 14)
+  assert.equal(put.json().data.periods.audit_log, 365, 'classes not sent keep theirs')
+  const reset = await call(app, tenant.adminToken, {
+    method: 'PUT',
+    url: '/api/administration/retention',
+    payload: { sessions: null },
+  })
+  assert.equal(reset.json().data.periods.sessions, defaults.sessions)
+
+  const beyond = await call(app, tenant.adminToken, {
+    method: 'PUT',
+    url: '/api/administration/retention',
+    payload: { audit_log: 400 },
+  })
+  assert.equal(beyond.statusCode, 422)
+  assert.ok(beyond.json().errors.audit_log)
+  const zero = await call(app, tenant.adminToken, {
+    method: 'PUT',
+    url: '/api/administration/retention',
+    payload: { stored_emails: 0 },
+  })
+  assert.equal(zero.statusCode, 422)
+  assert.ok(zero.json().errors.stored_emails)
+  assert.equal(
+    (await call(app, employee.token, { method: 'GET', url: '/api/administration/retention' })).statusCode,
+    403,
+  )
+  const audited = await db
+    .selectFrom('audit_log')
+    .select(['action', 'changes'])
+    .where('tenant_id', '=', tenant.id)
+    .where('action', '=', 'retention.update')
+    .execute()
+  assert.equal(audited.length, 2)
+})
+
+/** One row older and one younger than `days` in every data class of the tenant; returns the old counts. */
+async function seed(tenant: GivenTenant, days: number) {
+  const user = await given.user(db, tenant)
+  const old = ago(days + 1)
+  const young = ago(days - 1)
+  for (const at of [old, young]) {
+    // read notifications (by read_at), unread (by created_at)
+    await sql`insert into notifications (tenant_id, type, notifiable_type, notifiable_id, targetable_type, targetable_id, source_key, data, read_at, created_at)
+      values (${tenant.id}, 't', 'user', ${user.id}, 'x', 1, ${randomUUID()}, '{}', ${at}, ${at}),
+             (${tenant.id}, 't', 'user', ${user.id}, 'x', 1, ${randomUUID()}, '{}', null, ${at})`.execute(db)
+    await sql`insert into audit_log (tenant_id, action, target_type, created_at) values (${tenant.id}, 'x.y', 'user', ${at})`.execute(
+      db,
+    )
+    await sql`insert into shared_item_accesses (tenant_id, shared_item_id, outcome, created_at) values (${tenant.id}, 'abc', 'denied', ${at})`.execute(
+      db,
+    )
+    await sql`insert into outbound_messages (tenant_id, channel, status, recipient, created_at) values (${tenant.id}, 'email', 'sent', 'a@example.com', ${at})`.execute(
+      db,
+    )
+    const automation = await sql<{ id: string }>`
+      insert into automations (tenant_id, name, event, active, actions) values (${tenant.id}, 'a', 'user.created', true, '[]') returning id`.execute(
+      db,
+    )
+    await sql`insert into webhook_deliveries (tenant_id, automation_id, action_index, event_id, event_type, event_timestamp, event_data, url, method, status, created_at)
+      values (${tenant.id}, ${automation.rows[0]!.id}, 0, ${randomUUID()}, 'user.created', ${at}, '{}', 'https://hooks.example', 'POST', 'succeeded', ${at}),
+             (${tenant.id}, ${automation.rows[0]!.id}, 0, ${randomUUID()}, 'user.created', ${at}, '{}', 'https://hooks.example', 'POST', 'pending', ${at})`.execute(
+      db,
+    )
+    // an ended session: token expired at `at`, last used then
+    const token = await sql<{ id: string }>`
+      insert into access_tokens (tenant_id, user_id, token_hash, expires_at, created_at) values (${tenant.id}, ${user.id}, ${randomBytes(32)}, ${at}, ${at}) returning id`.execute(
+      db,
+    )
+    await sql`insert into session_activity (tenant_id, token_id, user_id, created_at, last_used_at, ip, user_agent) values (${tenant.id}, ${token.rows[0]!.id}, ${user.id}, ${at}, ${at}, '10.0.0.1', 'ua')`.execute(
+      db,
+    )
+  }
+  // a live session last used long ago is not an ended one
+  const live = await sql<{ id: string }>`
+    insert into access_tokens (tenant_id, user_id, token_hash, expires_at) values (${tenant.id}, ${user.id}, ${randomBytes(32)}, now() + interval '30 days') returning id`.execute(
+    db,
+  )
+  await sql`insert into session_activity (tenant_id, token_id, user_id, created_at, last_used_at) values (${tenant.id}, ${live.rows[0]!.id}, ${user.id}, ${old}, ${old})`.execute(
+    db,
+  )
+}
+
+const countAll = async (tenantId: number) => {
+  const counts: Record<string, number> = {}
+  for (const table of [
+    'notifications',
+    'audit_log',
+    'shared_item_accesses',
+    'outbound_messages',
+    'webhook_deliveries',
+    'access_tokens',
+    'session_activity',
+  ]) {
+    const { rows } = await sql<{
+      n: number
+    }>`select count(*)::int as n from ${sql.table(table)} where tenant_id = ${tenantId}`.execute(db)
+    counts[table] = rows[0]!.n
+  }
+  return counts
+}
+
+test('the sweep removes exactly what is older than each period, as its dry run counted; nothing younger, no other tenant', async () => {
+  const app = await buildTestApp()
+  const tenant = await given.tenant(db)
+  const other = await given.tenant(db)
+  const days = 20
+  const every = {
+    notifications_read: days,
+    notifications_unread: days,
+    audit_log: days,
+    share_access_log: days,
+    webhook_deliveries: days,
+    stored_emails: days,
+    sessions: days,
+  }
+  for (const t of [tenant, other])
+    assert.equal(
+      (await call(app, t.adminToken, { method: 'PUT', url: '/api/administration/retention', payload: every }))
+        .statusCode,
+      200,
+    )
+  await seed(tenant, days)
+  await seed(other, days)
+  const beforeOther = await countAll(other.id)
+  const before = await countAll(tenant.id)
+
+  const dry = await call(app, tenant.adminToken, {
+    method: 'POST',
+    url: '/api/administration/retention/sweep?dry_run=true',
+  })
+  assert.equal(dry.statusCode, 200, dry.body)
+  assert.equal(dry.json().data.dry_run, true)
+  assert.deepEqual(await countAll(tenant.id), before, 'a dry run removes nothing')
+  const real = await call(app, tenant.adminToken, { method: 'POST', url: '/api/administration/retention/sweep' })
+  assert.equal(real.statusCode, 200, real.body)
+
+  assert.deepEqual(real.json().data.removed, dry.json().data.removed, 'the dry run counted what the run removed')
+  assert.deepEqual(real.json().data.removed, {
+    notifications_read: 1,
+    notifications_unread: 1,
+    audit_log: 1,
+    share_access_log: 1,
+    webhook_deliveries: 1, // the old pending delivery stays
+    stored_emails: 1,
+    sessions: 2, // the expired token and its activity; not the live token's
+  })
+  const after = await countAll(tenant.id)
+  assert.deepEqual(after, {
+    notifications: before.notifications! - 2,
+    // the old entry went; the run's own retention.sweep record came
+    audit_log: before.audit_log! - 1 + 1,
+    shared_item_accesses: before.shared_item_accesses! - 1,
+    outbound_messages: before.outbound_messages! - 1,
+    webhook_deliveries: before.webhook_deliveries! - 1,
+    access_tokens: before.access_tokens! - 1,
+    session_activity: before.session_activity! - 1,
+  })
+  assert.deepEqual(await countAll(other.id), beforeOther, 'another tenant is not touched')
+  const record = await db
+    .selectFrom('audit_log')
+    .select('changes')
+    .where('tenant_id', '=', tenant.id)
+    .where('action', '=', 'retention.sweep')
+    .executeTakeFirstOrThrow()
+  assert.deepEqual(record.changes, { removed: real.json().data.removed })
+
+  const again = await call(app, tenant.adminToken, { method: 'POST', url: '/api/administration/retention/sweep' })
+  assert.ok(
+    Object.values(again.json().data.removed as Record<string, number>).every((n) => n === 0),
+    'a second run finds nothing',
+  )
+})
