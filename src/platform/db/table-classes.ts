@@ -65,6 +65,9 @@ export const TABLE_CLASSES: Readonly<Record<string, TableClass>> = {
   user_totp: 'tenant',
   oidc_providers: 'tenant',
   oidc_identities: 'tenant',
+  // fair-use limits (issue 42, migration 0180)
+  rate_limit_counters: 'tenant',
+  tenant_limits: 'tenant',
 }
 
 /** Schemas whose tables are all `local` (the job queue keeps its own schema on the coordinator). */
