@@ -12,6 +12,7 @@ import { rotateSecrets } from './platform/secrets/rotate-secrets.js'
 import { appModules } from './modules/index.js'
 import { thrownFields } from './platform/thrown.js'
 import { createScimToken } from './modules/scim/index.js'
+import { loadTenantLimits, writeTenantLimits, type LimitOverrides } from './platform/limits/tenant-limits.js'
 
 /** One entry per command: its usage line and what it does (`workplace <command> --help` prints it). */
 const COMMANDS: Record<string, { usage: string; summary: string }> = {
@@ -38,6 +39,12 @@ const COMMANDS: Record<string, { usage: string; summary: string }> = {
   secrets: {
     usage: 'secrets rotate',
     summary: 'a new secrets key (key-file mode); every stored secret re-encrypted under it, while the API runs',
+  },
+  limits: {
+    usage:
+      'limits show|set --tenant <slug> [--token-read N] [--token-write N] [--token-expensive N] [--tenant-read N] [--tenant-write N] [--tenant-expensive N] [--max-in-flight N] [--exempt|--no-exempt]',
+    summary:
+      "show or set a tenant's fair-use limits (set: replaces the overrides; an option not given = the default; docs/limits.md)",
   },
   help: { usage: 'help [command]', summary: 'print this help' },
 }
@@ -159,6 +166,60 @@ async function scimTokenCreate(config: Config, args: string[]): Promise<void> {
   )
 }
 
+async function limitsCommand(config: Config, sub: string, args: string[]): Promise<void> {
+  const counts = [
+    'token-read',
+    'token-write',
+    'token-expensive',
+    'tenant-read',
+    'tenant-write',
+    'tenant-expensive',
+    'max-in-flight',
+  ] as const
+  const { values } = parseArgs({
+    args,
+    options: {
+      tenant: { type: 'string' },
+      exempt: { type: 'boolean' },
+      'no-exempt': { type: 'boolean' },
+      json: { type: 'boolean' },
+      ...Object.fromEntries(counts.map((name) => [name, { type: 'string' as const }])),
+    },
+  })
+  if (!values.tenant) throw new UsageError(`limits ${sub} needs --tenant`)
+  const count = (name: (typeof counts)[number]): number | undefined => {
+    const raw = (values as Record<string, unknown>)[name]
+    if (raw === undefined) return undefined
+    const value = Number(raw)
+    if (!Number.isInteger(value) || value < (name === 'max-in-flight' ? 1 : 0))
+      throw new UsageError(`--${name} takes a non-negative integer`)
+    return value
+  }
+  const overrides: LimitOverrides = {
+    token: { read: count('token-read'), write: count('token-write'), expensive: count('token-expensive') },
+    tenant: { read: count('tenant-read'), write: count('tenant-write'), expensive: count('tenant-expensive') },
+    max_in_flight: count('max-in-flight'),
+  }
+  const exempt = values.exempt ? true : values['no-exempt'] ? false : undefined
+  const limits = await withDatabase(config, async (db) => {
+    const tenant = await findTenantBySlug(db, values.tenant!)
+    if (!tenant) throw new Error(`no tenant "${values.tenant}"`)
+    if (sub === 'set') await writeTenantLimits(db, tenant.id, overrides, exempt)
+    return loadTenantLimits(db, tenant.id, config.limits)
+  })
+  process.stdout.write(
+    values.json
+      ? JSON.stringify({ ...limits, window_seconds: config.limits.windowSeconds }) + '\n'
+      : [
+          `Limits of ${values.tenant} per ${config.limits.windowSeconds} s window${limits.exempt ? ' (exempt: none applies)' : ''}:`,
+          `  per token:  read ${limits.token.read}  write ${limits.token.write}  expensive ${limits.token.expensive}`,
+          `  per tenant: read ${limits.tenant.read}  write ${limits.tenant.write}  expensive ${limits.tenant.expensive}`,
+          `  in flight per node: ${limits.max_in_flight}`,
+          '',
+        ].join('\n'),
+  )
+}
+
 export async function main(argv: string[]): Promise<void> {
   const [command, sub, ...rest] = argv
   if (command === undefined || command === 'help' || command === '--help' || command === '-h') {
@@ -190,6 +251,9 @@ export async function main(argv: string[]): Promise<void> {
       break
     case 'token':
       if (sub === 'create') return tokenCreate(config, rest)
+      break
+    case 'limits':
+      if (sub === 'show' || sub === 'set') return limitsCommand(config, sub, rest)
       break
     case 'scim':
       if (sub === 'token' && rest[0] === 'create') return scimTokenCreate(config, rest.slice(1))

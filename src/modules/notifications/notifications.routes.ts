@@ -44,6 +44,8 @@ export async function notificationsRoutes(app: App, { notifications, sending, st
   app.get(
     '/api/notifications/stream',
     {
+      // a stream stays open for hours: it counts against the rate limit, not among the requests in flight
+      config: { inFlightLimit: false },
       schema: {
         tags,
         description:

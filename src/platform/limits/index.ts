@@ -14,6 +14,8 @@ declare module 'fastify' {
      * `expensive`: fan-out, imports, exports, tests and redeliveries of webhooks, full syncs.
      */
     rateLimit?: Bucket
+    /** `false`: the route's requests are not counted among a tenant's requests in flight (a long-lived stream). */
+    inFlightLimit?: false
   }
 }
 
@@ -159,6 +161,7 @@ export function createLimits(db: Db, config: LimitsConfig, log: (error: unknown)
   ): void | Promise<void> {
     if (!decision.allowed) throw refuse(tenantId, bucket, decision)
     reply.headers(limitHeaders(decision.states, config.windowSeconds))
+    if (reply.request.routeOptions.config.inFlightLimit === false) return
     return enter(tenantId, limits.max_in_flight, bucket, reply)
   }
 

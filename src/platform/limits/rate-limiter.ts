@@ -124,7 +124,8 @@ export function createRateLimiter(db: Db, options: RateLimiterOptions) {
 
   function decide(windowStart: number, locals: LocalBudget[], allBudgets: Budget[]): Decision {
     const reset = Math.max(1, Math.ceil((windowStart + windowMs - now()) / 1000))
-    const refused = locals.findIndex((l) => l.exhausted || l.tokens <= 0)
+    const spent = locals.findIndex((l) => l.exhausted && l.tokens <= 0)
+    const refused = spent === -1 ? locals.findIndex((l) => l.tokens <= 0) : spent
     const allowed = refused === -1
     if (allowed) for (const l of locals) l.tokens--
     const states = locals.map((l, i) => ({

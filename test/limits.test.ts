@@ -1,0 +1,211 @@
+import assert from 'node:assert/strict'
+import type { AddressInfo } from 'node:net'
+import { test } from 'node:test'
+import type { FastifyInstance } from 'fastify'
+import { buildApp } from '../src/app.js'
+import { registry } from '../src/platform/metrics/index.js'
+import { bearer, instrumentTestApp, testConfig } from './helpers/build-test-app.js'
+import { given } from './helpers/given.js'
+import { testDb } from './helpers/test-database.js'
+
+const OPERATOR = 'operator-test-token-0123456789'
+
+/** An app (a "node") on the shared test database with these limits; no actor cache (nothing to close). */
+async function node(env: Record<string, string>): Promise<FastifyInstance> {
+  const app = await buildApp({ config: testConfig({ AUTH_CACHE: 'false', ...env }), db: testDb() })
+  return instrumentTestApp(app)
+}
+
+const current = (app: FastifyInstance, token: string, headers: Record<string, string> = {}) =>
+  app.inject({ method: 'GET', url: '/api/users/current', headers: { ...bearer(token), ...headers } })
+
+async function limitedSample(tenantId: number, bucket: string, limit: string): Promise<number> {
+  const metric = (await registry.getSingleMetric('workplace_rate_limited_requests_total')?.get())?.values ?? []
+  return (
+    metric.find((v) => v.labels.tenant === String(tenantId) && v.labels.bucket === bucket && v.labels.limit === limit)
+      ?.value ?? 0
+  )
+}
+
+test('every authenticated answer carries RateLimit-Policy and RateLimit (the draft syntax); public ones none', async () => {
+  const app = await node({})
+  try {
+    const tenant = await given.tenant(testDb())
+    const res = await current(app, tenant.adminToken)
+    assert.equal(res.statusCode, 200)
+    assert.equal(res.headers['ratelimit-policy'], '"token-read";q=1200;w=60, "tenant-read";q=12000;w=60')
+    assert.match(String(res.headers.ratelimit), /^"token-read";r=(\d+);t=(\d+), "tenant-read";r=(\d+);t=(\d+)$/)
+    const [, tokenLeft, reset] = /r=(\d+);t=(\d+)/.exec(String(res.headers.ratelimit))!.map(Number)
+    assert.ok(tokenLeft! <= 1199 && tokenLeft! >= 1100, `remaining ${tokenLeft}`)
+    assert.ok(reset! >= 1 && reset! <= 60)
+    // a write draws on the write bucket; a refused request (404) still carries the headers
+    const write = await app.inject({
+      method: 'PUT',
+      url: '/api/users/999999999',
+      headers: bearer(tenant.adminToken),
+      payload: {},
+    })
+    assert.match(String(write.headers['ratelimit-policy']), /^"token-write";q=300;w=60, "tenant-write";q=3000;w=60$/)
+    const csv = await app.inject({
+      method: 'GET',
+      url: '/api/administration/audit-log',
+      headers: { ...bearer(tenant.adminToken), accept: 'text/csv' },
+    })
+    assert.match(String(csv.headers['ratelimit-policy']), /^"token-expensive";q=20;w=60/, 'an export is expensive')
+    const live = await app.inject({ method: 'GET', url: '/health/live' })
+    assert.equal(live.headers['ratelimit-policy'], undefined)
+  } finally {
+    await app.close()
+  }
+})
+
+test('per token: the limit+1st read is a 429 problem with Retry-After; other tokens, writes and tenants go on', async () => {
+  const app = await node({ RATE_LIMIT_TOKEN_READ: '5' })
+  try {
+    const tenant = await given.tenant(testDb())
+    const other = await given.user(testDb(), tenant)
+    const before = await limitedSample(tenant.id, 'read', 'token')
+    for (let i = 0; i < 5; i++) assert.equal((await current(app, tenant.adminToken)).statusCode, 200, `request ${i}`)
+    const refused = await current(app, tenant.adminToken)
+    assert.equal(refused.statusCode, 429)
+    assert.equal(refused.headers['content-type'], 'application/problem+json')
+    const problem = refused.json()
+    assert.equal(problem.code, 'rate_limited')
+    assert.equal(problem.status, 429)
+    assert.equal(problem.limit, 'token-read')
+    const retryAfter = Number(refused.headers['retry-after'])
+    assert.ok(retryAfter >= 1 && retryAfter <= 60, `Retry-After ${refused.headers['retry-after']}`)
+    assert.equal(problem.retry_after, retryAfter)
+    assert.match(String(refused.headers.ratelimit), /^"token-read";r=0;t=\d+/)
+    assert.equal(await limitedSample(tenant.id, 'read', 'token'), before + 1, 'counted in the metric')
+    // another token of the tenant, and a write of the same token, have their own budgets
+    assert.equal((await current(app, other.token)).statusCode, 200)
+    const write = await app.inject({
+      method: 'PUT',
+      url: '/api/users/999999999',
+      headers: bearer(tenant.adminToken),
+      payload: {},
+    })
+    assert.notEqual(write.statusCode, 429)
+  } finally {
+    await app.close()
+  }
+})
+
+test('per tenant: all its tokens together; another tenant is not affected', async () => {
+  const app = await node({ RATE_LIMIT_TENANT_READ: '8' })
+  try {
+    const tenant = await given.tenant(testDb())
+    const users = [await given.user(testDb(), tenant), await given.user(testDb(), tenant)]
+    const statuses: number[] = []
+    for (let i = 0; i < 10; i++) statuses.push((await current(app, users[i % 2]!.token)).statusCode)
+    assert.deepEqual(statuses, [200, 200, 200, 200, 200, 200, 200, 200, 429, 429])
+    const refused = await current(app, tenant.adminToken)
+    assert.equal(refused.json().limit, 'tenant-read')
+    const stranger = await given.tenant(testDb())
+    assert.equal((await current(app, stranger.adminToken)).statusCode, 200)
+  } finally {
+    await app.close()
+  }
+})
+
+test('the limit holds for the sum of the nodes (two apps on one database, requests alternating)', async () => {
+  const env = { RATE_LIMIT_TOKEN_READ: '100' }
+  const nodes = [await node(env), await node(env), await node(env)]
+  try {
+    const tenant = await given.tenant(testDb())
+    let admitted = 0
+    for (let i = 0; i < 300; i += 10) {
+      const batch = await Promise.all(
+        Array.from({ length: 10 }, (_, j) => current(nodes[(i + j) % 3]!, tenant.adminToken)),
+      )
+      admitted += batch.filter((r) => r.statusCode === 200).length
+      assert.ok(batch.every((r) => r.statusCode === 200 || r.statusCode === 429))
+    }
+    assert.ok(admitted <= 100, `admitted ${admitted} of a limit of 100 across 3 nodes`)
+    assert.ok(admitted >= 90, `admitted ${admitted}: leased and unspent chunks cost at most 10 %`)
+  } finally {
+    await Promise.all(nodes.map((n) => n.close()))
+  }
+})
+
+test('operator route: only OPERATOR_TOKEN raises a tenant limit, at once on the node; exempt lifts every limit', async () => {
+  const without = await node({})
+  const app = await node({ RATE_LIMIT_TOKEN_READ: '3', OPERATOR_TOKEN: OPERATOR })
+  try {
+    const tenant = await given.tenant(testDb())
+    const url = `/api/operator/tenants/${tenant.slug}/limits`
+    assert.equal((await without.inject({ method: 'GET', url, headers: bearer(OPERATOR) })).statusCode, 404)
+    // the tenant's own administrator cannot raise its limits
+    const byAdmin = await app.inject({ method: 'PUT', url, headers: bearer(tenant.adminToken), payload: {} })
+    assert.equal(byAdmin.statusCode, 401)
+    for (let i = 0; i < 3; i++) assert.equal((await current(app, tenant.adminToken)).statusCode, 200)
+    assert.equal((await current(app, tenant.adminToken)).statusCode, 429)
+    const invalid = await app.inject({
+      method: 'PUT',
+      url,
+      headers: bearer(OPERATOR),
+      payload: { token: { read: -1 } },
+    })
+    assert.equal(invalid.statusCode, 422)
+    assert.ok(invalid.json().errors['token.read'], JSON.stringify(invalid.json()))
+    const unknown = await app.inject({
+      method: 'PUT',
+      url: '/api/operator/tenants/no-such-tenant/limits',
+      headers: bearer(OPERATOR),
+      payload: {},
+    })
+    assert.equal(unknown.statusCode, 404)
+    const raised = await app.inject({ method: 'PUT', url, headers: bearer(OPERATOR), payload: { token: { read: 10 } } })
+    assert.equal(raised.statusCode, 200)
+    assert.deepEqual(raised.json().token, { read: 10, write: 300, expensive: 20 })
+    const after = await current(app, tenant.adminToken)
+    assert.equal(after.statusCode, 200, 'the raise applies at once on the node that made it')
+    assert.match(String(after.headers['ratelimit-policy']), /^"token-read";q=10;w=60/)
+    const exempt = await app.inject({ method: 'PUT', url, headers: bearer(OPERATOR), payload: { exempt: true } })
+    assert.equal(exempt.json().exempt, true)
+    assert.deepEqual(exempt.json().token, { read: 3, write: 300, expensive: 20 }, 'PUT replaces the overrides')
+    for (let i = 0; i < 20; i++) {
+      const res = await current(app, tenant.adminToken)
+      assert.equal(res.statusCode, 200)
+      assert.equal(res.headers['ratelimit-policy'], undefined, 'an exempt tenant draws on no policy')
+    }
+    const shown = await app.inject({ method: 'GET', url, headers: bearer(OPERATOR) })
+    assert.equal(shown.json().exempt, true)
+  } finally {
+    await Promise.all([without.close(), app.close()])
+  }
+})
+
+test('in flight per tenant and node: beyond TENANT_MAX_IN_FLIGHT requests wait behind their own tenant; a full line is a 429', async () => {
+  const strict = await node({ TENANT_MAX_IN_FLIGHT: '1', TENANT_MAX_QUEUED: '0' })
+  const queued = await node({ TENANT_MAX_IN_FLIGHT: '1', TENANT_MAX_QUEUED: '100' })
+  try {
+    await strict.listen({ port: 0, host: '127.0.0.1' })
+    await queued.listen({ port: 0, host: '127.0.0.1' })
+    const base = (app: FastifyInstance) => `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`
+    const tenant = await given.tenant(testDb())
+    const burst = (app: FastifyInstance) =>
+      Promise.all(
+        Array.from({ length: 20 }, () =>
+          fetch(`${base(app)}/api/users/current`, { headers: bearer(tenant.adminToken) }).then(async (res) => ({
+            status: res.status,
+            body: await res.text(),
+            retryAfter: res.headers.get('retry-after'),
+          })),
+        ),
+      )
+    const refused = (await burst(strict)).filter((r) => r.status === 429)
+    assert.ok(refused.length > 0, 'with no line to wait in, requests beyond the one in flight are refused')
+    assert.equal(JSON.parse(refused[0]!.body).code, 'too_many_concurrent_requests')
+    assert.equal(refused[0]!.retryAfter, '1')
+    const waited = await burst(queued)
+    assert.deepEqual(
+      waited.map((r) => r.status),
+      Array.from({ length: 20 }, () => 200),
+      'in line, every request is served in turn',
+    )
+  } finally {
+    await Promise.all([strict.close(), queued.close()])
+  }
+})
