@@ -3,6 +3,7 @@ import type { AddressInfo } from 'node:net'
 import { test } from 'node:test'
 import type { FastifyInstance } from 'fastify'
 import { buildApp } from '../src/app.js'
+import { createWorkplaceClient } from '../clients/typescript/index.js'
 import { registry } from '../src/platform/metrics/index.js'
 import { bearer, instrumentTestApp, testConfig } from './helpers/build-test-app.js'
 import { given } from './helpers/given.js'
@@ -207,5 +208,40 @@ test('in flight per tenant and node: beyond TENANT_MAX_IN_FLIGHT requests wait b
     )
   } finally {
     await Promise.all([strict.close(), queued.close()])
+  }
+})
+
+test('the typed client waits Retry-After and retries a 429; with retries: 0 it hands the 429 back', async () => {
+  const app = await node({ RATE_LIMIT_TOKEN_READ: '2', RATE_LIMIT_WINDOW_SECONDS: '1' })
+  try {
+    await app.listen({ port: 0, host: '127.0.0.1' })
+    const baseUrl = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`
+    const tenant = await given.tenant(testDb())
+    const statuses: number[] = []
+    const counting = async (request: Request) => {
+      const response = await fetch(request)
+      statuses.push(response.status)
+      return response
+    }
+    const waits: number[] = []
+    const api = createWorkplaceClient({
+      baseUrl,
+      token: tenant.adminToken,
+      fetch: counting,
+      onRetry: ({ waitSeconds }) => waits.push(waitSeconds),
+    })
+    for (let i = 0; i < 4; i++) {
+      const { response, data } = await api.GET('/api/users/current', {})
+      assert.equal(response.status, 200, `call ${i} succeeds, retried when refused`)
+      assert.ok(data, 'the body of the answer that succeeded')
+    }
+    assert.ok(statuses.includes(429), `a 429 was seen and retried: ${statuses.join(',')}`)
+    assert.ok(waits.length > 0 && waits.every((w) => w === 1), `waited Retry-After (1 s): ${waits.join(',')}`)
+    const impatient = createWorkplaceClient({ baseUrl, token: tenant.adminToken, retries: 0 })
+    let last = 0
+    for (let i = 0; i < 3; i++) last = (await impatient.GET('/api/users/current', {})).response.status
+    assert.equal(last, 429)
+  } finally {
+    await app.close()
   }
 })

@@ -97,7 +97,10 @@ export async function notificationsRoutes(app: App, { notifications, sending, st
 
   app.post(
     '/api/notifications',
-    { config: { rateLimit: 'expensive' }, schema: { tags, body: SendNotificationBodySchema, response: { 202: Envelope(Type.Null()), ...errorResponses } } },
+    {
+      config: { rateLimit: 'expensive' },
+      schema: { tags, body: SendNotificationBodySchema, response: { 202: Envelope(Type.Null()), ...errorResponses } },
+    },
     async (request, reply) => {
       await sending.sendNotification(request.actor, request.body)
       return reply.code(202).send(envelope(null))
