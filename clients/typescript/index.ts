@@ -15,7 +15,7 @@ export type { paths, operations } from './schema.js'
 export interface WorkplaceClientOptions {
   baseUrl: string
   token?: string
-  fetch?: typeof globalThis.fetch
+  fetch?: (input: Request) => Promise<Response>
   /**
    * A `429 Too Many Requests` (a rate or concurrency limit, docs/limits.md) is retried after its
    * `Retry-After` (plus up to 20 % jitter) this many times (default 3; 0: never); a wait longer than

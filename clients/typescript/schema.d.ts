@@ -13388,7 +13388,16 @@ export interface operations {
                     "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/scim+json": {
+                        detail?: string;
+                        schemas: string[];
+                        /** @description invalidFilter, uniqueness, invalidPath, invalidValue, … */
+                        scimType?: string;
+                        /** @description the HTTP status, as a string */
+                        status: string;
+                    };
+                };
             };
         };
     };
@@ -13510,7 +13519,16 @@ export interface operations {
                     "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/scim+json": {
+                        detail?: string;
+                        schemas: string[];
+                        /** @description invalidFilter, uniqueness, invalidPath, invalidValue, … */
+                        scimType?: string;
+                        /** @description the HTTP status, as a string */
+                        status: string;
+                    };
+                };
             };
         };
     };
@@ -13604,7 +13622,16 @@ export interface operations {
                     "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/scim+json": {
+                        detail?: string;
+                        schemas: string[];
+                        /** @description invalidFilter, uniqueness, invalidPath, invalidValue, … */
+                        scimType?: string;
+                        /** @description the HTTP status, as a string */
+                        status: string;
+                    };
+                };
             };
         };
     };
@@ -13728,7 +13755,16 @@ export interface operations {
                     "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/scim+json": {
+                        detail?: string;
+                        schemas: string[];
+                        /** @description invalidFilter, uniqueness, invalidPath, invalidValue, … */
+                        scimType?: string;
+                        /** @description the HTTP status, as a string */
+                        status: string;
+                    };
+                };
             };
         };
     };
@@ -13792,7 +13828,16 @@ export interface operations {
                     "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/scim+json": {
+                        detail?: string;
+                        schemas: string[];
+                        /** @description invalidFilter, uniqueness, invalidPath, invalidValue, … */
+                        scimType?: string;
+                        /** @description the HTTP status, as a string */
+                        status: string;
+                    };
+                };
             };
         };
     };
@@ -13910,7 +13955,16 @@ export interface operations {
                     "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/scim+json": {
+                        detail?: string;
+                        schemas: string[];
+                        /** @description invalidFilter, uniqueness, invalidPath, invalidValue, … */
+                        scimType?: string;
+                        /** @description the HTTP status, as a string */
+                        status: string;
+                    };
+                };
             };
         };
     };
@@ -13984,7 +14038,16 @@ export interface operations {
                     "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/scim+json": {
+                        detail?: string;
+                        schemas: string[];
+                        /** @description invalidFilter, uniqueness, invalidPath, invalidValue, … */
+                        scimType?: string;
+                        /** @description the HTTP status, as a string */
+                        status: string;
+                    };
+                };
             };
         };
     };
@@ -14054,7 +14117,16 @@ export interface operations {
                     "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/scim+json": {
+                        detail?: string;
+                        schemas: string[];
+                        /** @description invalidFilter, uniqueness, invalidPath, invalidValue, … */
+                        scimType?: string;
+                        /** @description the HTTP status, as a string */
+                        status: string;
+                    };
+                };
             };
         };
     };
@@ -14128,7 +14200,16 @@ export interface operations {
                     "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/scim+json": {
+                        detail?: string;
+                        schemas: string[];
+                        /** @description invalidFilter, uniqueness, invalidPath, invalidValue, … */
+                        scimType?: string;
+                        /** @description the HTTP status, as a string */
+                        status: string;
+                    };
+                };
             };
         };
     };
@@ -14198,7 +14279,16 @@ export interface operations {
                     "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/scim+json": {
+                        detail?: string;
+                        schemas: string[];
+                        /** @description invalidFilter, uniqueness, invalidPath, invalidValue, … */
+                        scimType?: string;
+                        /** @description the HTTP status, as a string */
+                        status: string;
+                    };
+                };
             };
         };
     };
@@ -14266,7 +14356,16 @@ export interface operations {
                     "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/scim+json": {
+                        detail?: string;
+                        schemas: string[];
+                        /** @description invalidFilter, uniqueness, invalidPath, invalidValue, … */
+                        scimType?: string;
+                        /** @description the HTTP status, as a string */
+                        status: string;
+                    };
+                };
             };
         };
     };
@@ -14349,7 +14448,16 @@ export interface operations {
                     "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/scim+json": {
+                        detail?: string;
+                        schemas: string[];
+                        /** @description invalidFilter, uniqueness, invalidPath, invalidValue, … */
+                        scimType?: string;
+                        /** @description the HTTP status, as a string */
+                        status: string;
+                    };
+                };
             };
         };
     };
@@ -14548,7 +14656,16 @@ export interface operations {
                     "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/scim+json": {
+                        detail?: string;
+                        schemas: string[];
+                        /** @description invalidFilter, uniqueness, invalidPath, invalidValue, … */
+                        scimType?: string;
+                        /** @description the HTTP status, as a string */
+                        status: string;
+                    };
+                };
             };
         };
     };
@@ -14669,7 +14786,16 @@ export interface operations {
                     "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/scim+json": {
+                        detail?: string;
+                        schemas: string[];
+                        /** @description invalidFilter, uniqueness, invalidPath, invalidValue, … */
+                        scimType?: string;
+                        /** @description the HTTP status, as a string */
+                        status: string;
+                    };
+                };
             };
         };
     };
@@ -14870,7 +14996,16 @@ export interface operations {
                     "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/scim+json": {
+                        detail?: string;
+                        schemas: string[];
+                        /** @description invalidFilter, uniqueness, invalidPath, invalidValue, … */
+                        scimType?: string;
+                        /** @description the HTTP status, as a string */
+                        status: string;
+                    };
+                };
             };
         };
     };
@@ -14934,7 +15069,16 @@ export interface operations {
                     "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/scim+json": {
+                        detail?: string;
+                        schemas: string[];
+                        /** @description invalidFilter, uniqueness, invalidPath, invalidValue, … */
+                        scimType?: string;
+                        /** @description the HTTP status, as a string */
+                        status: string;
+                    };
+                };
             };
         };
     };
@@ -15079,7 +15223,16 @@ export interface operations {
                     "Retry-After": components["headers"]["Retry-After"];
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/scim+json": {
+                        detail?: string;
+                        schemas: string[];
+                        /** @description invalidFilter, uniqueness, invalidPath, invalidValue, … */
+                        scimType?: string;
+                        /** @description the HTTP status, as a string */
+                        status: string;
+                    };
+                };
             };
         };
     };

@@ -213,7 +213,11 @@ function finishDocument<T>(input: T): T {
           response.headers = { ...response.headers, ...limitHeaderRefs(['RateLimit-Policy', 'RateLimit']) }
         if (status === '429') {
           response.headers = limitHeaderRefs(['Retry-After', 'RateLimit-Policy', 'RateLimit'])
-          if (!n.path.startsWith('/scim/')) response.content = { 'application/problem+json': { schema: PROBLEM_REF } }
+          // SCIM's errors are RFC 7644 documents: the 429 has the content of the operation's other client errors
+          const scimError = Object.entries(operation.responses).find(([other]) => /^4/.test(other) && other !== '429')
+          response.content = n.path.startsWith('/scim/')
+            ? scimError?.[1].content
+            : { 'application/problem+json': { schema: PROBLEM_REF } }
         }
       }
     }
