@@ -180,7 +180,7 @@ export function registerLimits(app: FastifyInstance, db: Db, config: LimitsConfi
     try {
       pending = limits.admit(request, reply)
     } catch (error) {
-      return done(error as Error)
+      return done(error instanceof Error ? error : new Error(String(error)))
     }
     if (!pending) return done(null, payload)
     pending.then(

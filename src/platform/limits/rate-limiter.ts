@@ -149,9 +149,9 @@ export function createRateLimiter(db: Db, options: RateLimiterOptions) {
     return (async () => {
       for (let attempt = 0; attempt < 4; attempt++) {
         if (locals.some((l) => l.exhausted && l.tokens <= 0) || locals.every((l) => l.tokens > 0)) break
-        const waiting = locals.filter((l) => l.pending)
+        const waiting = locals.flatMap((l) => (l.pending ? [l.pending] : []))
         if (waiting.length > 0) {
-          await Promise.all(waiting.map((l) => l.pending))
+          await Promise.all(waiting)
           continue
         }
         const wanted = request
