@@ -47,7 +47,7 @@ interface LocalBudget {
 
 export interface RateLimiterOptions {
   windowSeconds: number
-  /** Most requests one lease takes (default 50). */
+  /** Most requests one lease takes (default 200). */
   maxChunk?: number
   /** Called when a lease fails (the request is admitted then: the limiter fails open). */
   onError?: (error: unknown) => void
@@ -58,13 +58,15 @@ export interface RateLimiterOptions {
  * Fixed-window rate limits that hold for the sum of the nodes (decision 0022). The budget of a window
  * lives in one row per tenant and key of `rate_limit_counters`; a node leases a chunk of it in one
  * statement (`INSERT … ON CONFLICT DO UPDATE`) and admits that many requests from memory, so a burst costs
- * one round trip per chunk, not per request. The chunk shrinks as the window's budget runs out (an eighth
+ * one round trip per chunk, not per request, and the next chunk is leased ahead while a quarter of
+ * the current one is left (a request waits for a lease only when a budget is first used in a window,
+ * or spent faster than a lease takes). The chunk (a sixteenth of the limit, at most 200) shrinks as the window's budget runs out (an eighth
  * of what is left, at least 1), so the requests leased but not spent when other nodes are refused stay a
  * few. A node that dies loses only its unspent chunk (the fleet admits fewer, never more).
  */
 export function createRateLimiter(db: Db, options: RateLimiterOptions) {
   const windowMs = options.windowSeconds * 1000
-  const maxChunk = options.maxChunk ?? 50
+  const maxChunk = options.maxChunk ?? 200
   const now = options.now ?? Date.now
   const budgets = new Map<string, LocalBudget>()
 
@@ -122,12 +124,20 @@ export function createRateLimiter(db: Db, options: RateLimiterOptions) {
     return local
   }
 
-  function decide(windowStart: number, locals: LocalBudget[], allBudgets: Budget[]): Decision {
+  function spend(windowStart: number, locals: LocalBudget[]) {
     const reset = Math.max(1, Math.ceil((windowStart + windowMs - now()) / 1000))
     const spent = locals.findIndex((l) => l.exhausted && l.tokens <= 0)
     const refused = spent === -1 ? locals.findIndex((l) => l.tokens <= 0) : spent
     const allowed = refused === -1
     if (allowed) for (const l of locals) l.tokens--
+    return { allowed, refused, reset }
+  }
+
+  function report(
+    locals: LocalBudget[],
+    allBudgets: Budget[],
+    { allowed, refused, reset }: { allowed: boolean; refused: number; reset: number },
+  ): Decision {
     const states = locals.map((l, i) => ({
       name: allBudgets[i]!.name,
       limit: l.limit,
@@ -135,6 +145,26 @@ export function createRateLimiter(db: Db, options: RateLimiterOptions) {
       reset,
     }))
     return { allowed, retryAfter: reset, states, ...(allowed ? {} : { refusedBy: allBudgets[refused]!.name }) }
+  }
+
+  /** Spends one request of each budget (or none) and, when a budget runs low, leases its next chunk ahead. */
+  function decide(tenantId: number, windowStart: number, locals: LocalBudget[], request: Budget[]): Decision {
+    const outcome = spend(windowStart, locals)
+    if (outcome.allowed) {
+      const low = request
+        .map((budget, i) => ({ budget, local: locals[i]! }))
+        .filter(({ budget, local }) => !local.pending && !local.exhausted && local.tokens <= chunkOf(budget.limit) / 4)
+      if (low.length > 0) startLease(tenantId, windowStart, low)
+    }
+    return report(locals, request, outcome)
+  }
+
+  function startLease(tenantId: number, windowStart: number, wanted: Array<{ budget: Budget; local: LocalBudget }>) {
+    const pending = lease(tenantId, windowStart, wanted).finally(() => {
+      for (const { local } of wanted) if (local.pending === pending) local.pending = undefined
+    })
+    for (const { local } of wanted) local.pending = pending
+    return pending
   }
 
   /**
@@ -145,7 +175,7 @@ export function createRateLimiter(db: Db, options: RateLimiterOptions) {
     const windowStart = Math.floor(now() / windowMs) * windowMs
     const locals = request.map((b) => localBudget(tenantId, b, windowStart))
     if (locals.every((l) => l.tokens > 0) || locals.some((l) => l.exhausted && l.tokens <= 0))
-      return decide(windowStart, locals, request)
+      return decide(tenantId, windowStart, locals, request)
     return (async () => {
       for (let attempt = 0; attempt < 4; attempt++) {
         if (locals.some((l) => l.exhausted && l.tokens <= 0) || locals.every((l) => l.tokens > 0)) break
@@ -157,13 +187,9 @@ export function createRateLimiter(db: Db, options: RateLimiterOptions) {
         const wanted = request
           .map((budget, i) => ({ budget, local: locals[i]! }))
           .filter(({ local }) => local.tokens <= 0 && !local.exhausted)
-        const pending = lease(tenantId, windowStart, wanted).finally(() => {
-          for (const { local } of wanted) if (local.pending === pending) local.pending = undefined
-        })
-        for (const { local } of wanted) local.pending = pending
-        await pending
+        await startLease(tenantId, windowStart, wanted)
       }
-      return decide(windowStart, locals, request)
+      return decide(tenantId, windowStart, locals, request)
     })()
   }
 
