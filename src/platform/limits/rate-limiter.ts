@@ -154,7 +154,7 @@ export function createRateLimiter(db: Db, options: RateLimiterOptions) {
       const low = request
         .map((budget, i) => ({ budget, local: locals[i]! }))
         .filter(({ budget, local }) => !local.pending && !local.exhausted && local.tokens <= chunkOf(budget.limit) / 4)
-      if (low.length > 0) startLease(tenantId, windowStart, low)
+      if (low.length > 0) void startLease(tenantId, windowStart, low)
     }
     return report(locals, request, outcome)
   }
