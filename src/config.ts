@@ -51,7 +51,16 @@ export interface BucketLimits {
   expensive: number
 }
 
+/** What one tenant may keep (docs/limits.md): QUOTA_USERS, QUOTA_AUTOMATIONS, QUOTA_PUSH_SUBSCRIPTIONS. */
+export interface QuotaLimits {
+  users: number
+  automations: number
+  push_subscriptions: number
+}
+
 export interface LimitsConfig {
+  /** Quotas per tenant (an operator raises them per tenant). */
+  quotas: QuotaLimits
   /** RATE_LIMIT_WINDOW_SECONDS: the length of one rate-limit window (default 60). */
   windowSeconds: number
   /** RATE_LIMIT_TOKEN_{READ,WRITE,EXPENSIVE}: requests per window of one token (user or SCIM token). */
@@ -171,6 +180,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     },
     auditRetentionDays: integer(env, 'AUDIT_RETENTION_DAYS', 365, problems),
     limits: {
+      quotas: {
+        users: integer(env, 'QUOTA_USERS', 100_000, problems),
+        automations: integer(env, 'QUOTA_AUTOMATIONS', 100, problems),
+        push_subscriptions: integer(env, 'QUOTA_PUSH_SUBSCRIPTIONS', 200_000, problems),
+      },
       windowSeconds: integer(env, 'RATE_LIMIT_WINDOW_SECONDS', 60, problems),
       token: {
         read: integer(env, 'RATE_LIMIT_TOKEN_READ', 1200, problems),

@@ -245,3 +245,86 @@ test('the typed client waits Retry-After and retries a 429; with retries: 0 it h
     await app.close()
   }
 })
+
+test('quotas: GET /api/administration/usage; a create past the users quota is a 403 naming it, nothing written, also when racing', async () => {
+  const app = await node({ OPERATOR_TOKEN: OPERATOR })
+  try {
+    const tenant = await given.tenant(testDb())
+    const usage = async () =>
+      (await app.inject({ method: 'GET', url: '/api/administration/usage', headers: bearer(tenant.adminToken) })).json()
+        .data
+    const before = await usage()
+    assert.deepEqual(before.quotas.automations, { used: 0, limit: 100 })
+    assert.equal(before.quotas.users.limit, 100_000)
+    assert.equal(before.rate_limits.token.read, 1200)
+    const employee = await given.user(testDb(), tenant)
+    const notAdmin = await app.inject({
+      method: 'GET',
+      url: '/api/administration/usage',
+      headers: bearer(employee.token),
+    })
+    assert.equal(notAdmin.statusCode, 403)
+
+    const used = (await usage()).quotas.users.used as number
+    const raised = await app.inject({
+      method: 'PUT',
+      url: `/api/operator/tenants/${tenant.slug}/limits`,
+      headers: bearer(OPERATOR),
+      payload: { quotas: { users: used + 2, automations: 0 } },
+    })
+    assert.equal(raised.statusCode, 200, raised.body)
+    assert.deepEqual(raised.json().quotas, { users: used + 2, automations: 0, push_subscriptions: 200_000 })
+    // five creations race for two places: exactly two are written
+    const creations = await Promise.all(
+      Array.from({ length: 5 }, (_, i) =>
+        app.inject({
+          method: 'POST',
+          url: '/api/users',
+          headers: bearer(tenant.adminToken),
+          payload: {
+            username: `quota.${i}`,
+            password: 'long-enough-1',
+            first_name: 'Q',
+            last_name: 'U',
+            role_id: tenant.employeeRoleId,
+          },
+        }),
+      ),
+    )
+    assert.deepEqual(
+      creations.map((r) => r.statusCode).sort(),
+      [201, 201, 403, 403, 403],
+      creations.map((r) => r.body).join('\n'),
+    )
+    const refused = creations.find((r) => r.statusCode === 403)!.json()
+    assert.equal(refused.code, 'quota_exceeded')
+    assert.equal(refused.quota, 'users')
+    assert.deepEqual(refused.errors, { quota: ['users'] })
+    assert.deepEqual((await usage()).quotas.users, { used: used + 2, limit: used + 2 })
+    const audited = await testDb()
+      .selectFrom('audit_log')
+      .select((eb) => eb.fn.countAll<string>().as('n'))
+      .where('tenant_id', '=', tenant.id)
+      .where('action', '=', 'user.create')
+      .executeTakeFirstOrThrow()
+    assert.equal(Number(audited.n), 2, 'no audit record of a refused creation')
+
+    const automation = await app.inject({
+      method: 'POST',
+      url: '/api/administration/automations',
+      headers: bearer(tenant.adminToken),
+      payload: {
+        name: 'Over quota',
+        event: 'user.created',
+        actions: [
+          { type: 'webhook', config: { url: 'https://93.184.216.34/hooks', method: 'POST', headers: {}, auth: null } },
+        ],
+      },
+    })
+    assert.equal(automation.statusCode, 403, automation.body)
+    assert.equal(automation.json().quota, 'automations')
+    assert.equal((await usage()).quotas.automations.used, 0, 'nothing written')
+  } finally {
+    await app.close()
+  }
+})

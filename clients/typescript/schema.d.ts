@@ -376,6 +376,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/administration/usage": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The organisation's use of each quota against its limit, and its rate limits (docs/limits.md)
+         * @description The organisation's use of each quota against its limit, and its rate limits (docs/limits.md). Administrators only.
+         */
+        get: operations["administration.usage"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/auth/login": {
         parameters: {
             query?: never;
@@ -2616,6 +2636,37 @@ export interface components {
             updated_at?: string | null;
             user_id?: number | null;
         };
+        Usage: {
+            quotas: {
+                automations: {
+                    limit: number;
+                    used: number;
+                };
+                push_subscriptions: {
+                    limit: number;
+                    used: number;
+                };
+                users: {
+                    limit: number;
+                    used: number;
+                };
+            };
+            rate_limits: {
+                exempt: boolean;
+                max_in_flight: number;
+                tenant: {
+                    expensive: number;
+                    read: number;
+                    write: number;
+                };
+                token: {
+                    expensive: number;
+                    read: number;
+                    write: number;
+                };
+                window_seconds: number;
+            };
+        };
         User: {
             acceptedPolicies?: {
                 [key: string]: unknown;
@@ -4795,6 +4846,62 @@ export interface operations {
                             [key: string]: unknown;
                         } | null;
                         user_id?: number | null;
+                    };
+                };
+            };
+            /** @description Too many requests: a rate or concurrency limit (docs/limits.md); retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    "administration.usage": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Client error (problem details, RFC 9457) */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Server error (problem details, RFC 9457) */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            200: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["Usage"];
+                        /** @enum {string} */
+                        status: "success";
                     };
                 };
             };

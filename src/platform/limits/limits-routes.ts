@@ -5,7 +5,9 @@ import { Type } from 'typebox'
 import type { Config } from '../../config.js'
 import type { Db } from '../db/schema.js'
 import { AppError, notFound, unauthorized } from '../http/errors.js'
-import { errorResponses } from '../http/schemas.js'
+import { Envelope, envelope, errorResponses } from '../http/schemas.js'
+import { forbidden } from '../http/errors.js'
+import { QUOTA_NAMES, quotaUsage, tenantQuotas } from './quotas.js'
 import type { LimitsHandle } from './index.js'
 import { loadTenantLimits, writeTenantLimits } from './tenant-limits.js'
 
@@ -19,6 +21,12 @@ const LimitsBodySchema = Type.Object(
     token: Type.Optional(BucketsSchema),
     tenant: Type.Optional(BucketsSchema),
     max_in_flight: Type.Optional(Type.Integer({ minimum: 1, maximum: 100_000 })),
+    quotas: Type.Optional(
+      Type.Object(
+        { users: Type.Optional(Count), automations: Type.Optional(Count), push_subscriptions: Type.Optional(Count) },
+        { additionalProperties: false },
+      ),
+    ),
     exempt: Type.Optional(Type.Boolean()),
   },
   { additionalProperties: false },
@@ -31,7 +39,23 @@ const EffectiveSchema = Type.Object({
   max_in_flight: Type.Integer(),
   exempt: Type.Boolean(),
   window_seconds: Type.Integer(),
+  quotas: Type.Object({ users: Count, automations: Count, push_subscriptions: Count }),
 })
+
+const QuotaSchema = Type.Object({ used: Type.Integer(), limit: Type.Integer() })
+const UsageSchema = Type.Object(
+  {
+    quotas: Type.Object({ users: QuotaSchema, automations: QuotaSchema, push_subscriptions: QuotaSchema }),
+    rate_limits: Type.Object({
+      window_seconds: Type.Integer(),
+      token: Buckets,
+      tenant: Buckets,
+      max_in_flight: Type.Integer(),
+      exempt: Type.Boolean(),
+    }),
+  },
+  { $id: 'Usage' },
+)
 
 const digest = (value: string) => createHash('sha256').update(value).digest()
 const BEARER = /^Bearer\s+(\S+)\s*$/i
@@ -66,9 +90,39 @@ export async function limitsRoutes(
     tenant_slug: slug,
     ...(await loadTenantLimits(db, id, config.limits)),
     window_seconds: config.limits.windowSeconds,
+    quotas: await tenantQuotas(db, id, config.limits.quotas),
   })
   const params = Type.Object({ tenant: Type.String({ minLength: 1, maxLength: 100 }) })
 
+  app.get(
+    '/api/administration/usage',
+    {
+      schema: {
+        tags: ['administration'],
+        description:
+          "The organisation's use of each quota against its limit, and its rate limits (docs/limits.md). Administrators only.",
+        response: { 200: Envelope(UsageSchema), ...errorResponses },
+      },
+    },
+    async (request) => {
+      const actor = request.actor
+      if (!actor.isAdmin) throw forbidden('Only administrators see the usage of their organisation')
+      const [quotas, used, rates] = await Promise.all([
+        tenantQuotas(db, actor.tenantId, config.limits.quotas),
+        quotaUsage(db, actor.tenantId),
+        loadTenantLimits(db, actor.tenantId, config.limits),
+      ])
+      const quota = (name: (typeof QUOTA_NAMES)[number]) => ({ used: used[name], limit: quotas[name] })
+      return envelope({
+        quotas: {
+          users: quota('users'),
+          automations: quota('automations'),
+          push_subscriptions: quota('push_subscriptions'),
+        },
+        rate_limits: { window_seconds: config.limits.windowSeconds, ...rates },
+      })
+    },
+  )
   app.get(
     '/api/operator/tenants/:tenant/limits',
     {

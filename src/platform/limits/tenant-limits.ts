@@ -1,4 +1,5 @@
-import type { BucketLimits, LimitsConfig } from '../../config.js'
+import type { BucketLimits, LimitsConfig, QuotaLimits } from '../../config.js'
+import { readQuotaOverrides } from './quotas.js'
 import type { Db } from '../db/schema.js'
 import { BUCKETS } from './rate-limiter.js'
 
@@ -16,6 +17,7 @@ export interface LimitOverrides {
   token?: Partial<BucketLimits>
   tenant?: Partial<BucketLimits>
   max_in_flight?: number
+  quotas?: Partial<QuotaLimits>
 }
 
 const isRecord = (value: unknown): value is Record<string, unknown> =>
@@ -37,6 +39,8 @@ export function readOverrides(stored: unknown): LimitOverrides {
   }
   const inFlight = stored.max_in_flight
   if (typeof inFlight === 'number' && Number.isInteger(inFlight) && inFlight >= 1) overrides.max_in_flight = inFlight
+  const quotas = readQuotaOverrides(stored)
+  if (Object.keys(quotas).length > 0) overrides.quotas = quotas
   return overrides
 }
 
