@@ -13,6 +13,7 @@ import { appModules } from './modules/index.js'
 import { thrownFields } from './platform/thrown.js'
 import { createScimToken } from './modules/scim/index.js'
 import { loadTenantLimits, writeTenantLimits, type LimitOverrides } from './platform/limits/tenant-limits.js'
+import { tenantQuotas } from './platform/limits/quotas.js'
 
 /** One entry per command: its usage line and what it does (`workplace <command> --help` prints it). */
 const COMMANDS: Record<string, { usage: string; summary: string }> = {
@@ -42,7 +43,7 @@ const COMMANDS: Record<string, { usage: string; summary: string }> = {
   },
   limits: {
     usage:
-      'limits show|set --tenant <slug> [--token-read N] [--token-write N] [--token-expensive N] [--tenant-read N] [--tenant-write N] [--tenant-expensive N] [--max-in-flight N] [--exempt|--no-exempt]',
+      'limits show|set --tenant <slug> [--token-read N] [--token-write N] [--token-expensive N] [--tenant-read N] [--tenant-write N] [--tenant-expensive N] [--max-in-flight N] [--quota-users N] [--quota-automations N] [--quota-push-subscriptions N] [--exempt|--no-exempt]',
     summary:
       "show or set a tenant's fair-use limits (set: replaces the overrides; an option not given = the default; docs/limits.md)",
   },
@@ -175,6 +176,9 @@ async function limitsCommand(config: Config, sub: string, args: string[]): Promi
     'tenant-write',
     'tenant-expensive',
     'max-in-flight',
+    'quota-users',
+    'quota-automations',
+    'quota-push-subscriptions',
   ] as const
   const { values } = parseArgs({
     args,
@@ -199,13 +203,21 @@ async function limitsCommand(config: Config, sub: string, args: string[]): Promi
     token: { read: count('token-read'), write: count('token-write'), expensive: count('token-expensive') },
     tenant: { read: count('tenant-read'), write: count('tenant-write'), expensive: count('tenant-expensive') },
     max_in_flight: count('max-in-flight'),
+    quotas: {
+      users: count('quota-users'),
+      automations: count('quota-automations'),
+      push_subscriptions: count('quota-push-subscriptions'),
+    },
   }
   const exempt = values.exempt ? true : values['no-exempt'] ? false : undefined
   const limits = await withDatabase(config, async (db) => {
     const tenant = await findTenantBySlug(db, values.tenant!)
     if (!tenant) throw new Error(`no tenant "${values.tenant}"`)
     if (sub === 'set') await writeTenantLimits(db, tenant.id, overrides, exempt)
-    return loadTenantLimits(db, tenant.id, config.limits)
+    return {
+      ...(await loadTenantLimits(db, tenant.id, config.limits)),
+      quotas: await tenantQuotas(db, tenant.id, config.limits.quotas),
+    }
   })
   process.stdout.write(
     values.json
@@ -215,6 +227,7 @@ async function limitsCommand(config: Config, sub: string, args: string[]): Promi
           `  per token:  read ${limits.token.read}  write ${limits.token.write}  expensive ${limits.token.expensive}`,
           `  per tenant: read ${limits.tenant.read}  write ${limits.tenant.write}  expensive ${limits.tenant.expensive}`,
           `  in flight per node: ${limits.max_in_flight}`,
+          `  quotas: users ${limits.quotas.users}  automations ${limits.quotas.automations}  push subscriptions ${limits.quotas.push_subscriptions}`,
           '',
         ].join('\n'),
   )

@@ -1,4 +1,7 @@
 import assert from 'node:assert/strict'
+import { execFile } from 'node:child_process'
+import path from 'node:path'
+import { promisify } from 'node:util'
 import type { AddressInfo } from 'node:net'
 import { test } from 'node:test'
 import type { FastifyInstance } from 'fastify'
@@ -7,9 +10,11 @@ import { createWorkplaceClient } from '../clients/typescript/index.js'
 import { registry } from '../src/platform/metrics/index.js'
 import { bearer, instrumentTestApp, testConfig } from './helpers/build-test-app.js'
 import { given } from './helpers/given.js'
-import { testDb } from './helpers/test-database.js'
+import { testDatabaseUrl, testDb } from './helpers/test-database.js'
 
 const OPERATOR = 'operator-test-token-0123456789'
+const run = promisify(execFile)
+const root = path.resolve(import.meta.dirname, '..')
 
 /** An app (a "node") on the shared test database with these limits; no actor cache (nothing to close). */
 async function node(env: Record<string, string>): Promise<FastifyInstance> {
@@ -324,6 +329,32 @@ test('quotas: GET /api/administration/usage; a create past the users quota is a 
     assert.equal(automation.statusCode, 403, automation.body)
     assert.equal(automation.json().quota, 'automations')
     assert.equal((await usage()).quotas.automations.used, 0, 'nothing written')
+  } finally {
+    await app.close()
+  }
+})
+
+test('CLI: workplace limits set raises a tenant limit and quota, limits show prints them', async () => {
+  const tenant = await given.tenant(testDb())
+  const cli = async (args: string[]) =>
+    (
+      await run(process.execPath, [path.join(root, 'bin/workplace.js'), ...args], {
+        cwd: root,
+        timeout: 30_000,
+        env: { ...process.env, DATABASE_URL: testDatabaseUrl(), LOG_LEVEL: 'silent', PORT: '1' },
+      })
+    ).stdout
+  const set = JSON.parse(
+    await cli(['limits', 'set', '--tenant', tenant.slug, '--token-read', '7', '--quota-users', '9', '--json']),
+  )
+  assert.deepEqual(set.token, { read: 7, write: 300, expensive: 20 })
+  assert.equal(set.quotas.users, 9)
+  assert.equal(set.exempt, false)
+  assert.match(await cli(['limits', 'show', '--tenant', tenant.slug]), /per token: {2}read 7 {2}write 300/)
+  const app = await node({})
+  try {
+    const res = await current(app, tenant.adminToken)
+    assert.match(String(res.headers['ratelimit-policy']), /^"token-read";q=7;w=60/)
   } finally {
     await app.close()
   }
