@@ -27,7 +27,7 @@ import { openDatabase } from '../src/platform/db/database.js'
 import type { Db } from '../src/platform/db/schema.js'
 import { ensureDatabase, startEmbeddedPostgres } from '../src/platform/db/embedded-postgres.js'
 import { migrateToLatest } from '../src/platform/db/migrate.js'
-import { BULK_TABLES, deferSecondaryIndexes, seedTenant, type SeededTenant } from './seed.js'
+import { BULK_TABLES, deferSecondaryIndexes, seedTenant, type BenchLimits, type SeededTenant } from './seed.js'
 import { scenarios, type Scenario } from './scenarios.js'
 import { measureFanOut } from './fan-out.js'
 import { measureWebhooks } from './webhooks.js'
@@ -58,6 +58,10 @@ const warmup = quick ? 1 : 3
 const rounds = quick && !(secondsArg > 0) ? 1 : 2
 const connections = 50
 const fleetMode = process.argv.includes('--fleet')
+/** BENCH_LIMITS: how the bench tenants meet the fair-use limits (bench/seed.ts; default exempt). */
+const benchLimits = (process.env.BENCH_LIMITS ?? 'exempt') as BenchLimits
+if (!['exempt', 'raised', 'defaults'].includes(benchLimits))
+  throw new Error('BENCH_LIMITS must be exempt, raised or defaults')
 /** `--citus`: the read and write scenarios also on a Citus coordinator, seeded alike (bench/citus.ts, docs/citus.md). */
 const citusMode = process.argv.includes('--citus')
 /** The graphile-worker schema of the baseline's S14 jobs: apart from the API's queue, so that neither side's jobs slow the other's fetches. */
@@ -360,10 +364,12 @@ async function main(): Promise<void> {
   const seedStart = Date.now()
   const tenants: Record<string, SeededTenant> = {}
   const rebuildIndexes = await deferSecondaryIndexes(handle.db, BULK_TABLES)
-  tenants.big = await seedTenant(handle.db, 'big', scale)
+  tenants.big = await seedTenant(handle.db, 'big', scale, benchLimits)
   // the second tenant (isolation must not cost speed) and the small data set only matter to the reads
-  if (selectedScenarios.length > 0 || runs('stream')) tenants.big2 = await seedTenant(handle.db, 'big-two', scale)
-  if (!quick && selectedScenarios.some((s) => s.scaling)) tenants.small = await seedTenant(handle.db, 'small', 0.01)
+  if (selectedScenarios.length > 0 || runs('stream'))
+    tenants.big2 = await seedTenant(handle.db, 'big-two', scale, benchLimits)
+  if (!quick && selectedScenarios.some((s) => s.scaling))
+    tenants.small = await seedTenant(handle.db, 'small', 0.01, benchLimits)
   await rebuildIndexes()
   const seedSeconds = (Date.now() - seedStart) / 1000
   console.log(`# seeded in ${seedSeconds.toFixed(1)} s`, tenants.big.counts)

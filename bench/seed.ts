@@ -3,6 +3,17 @@ import type { Db } from '../src/platform/db/schema.js'
 import { createTenant } from '../src/modules/tenants/index.js'
 import { hashPassword } from '../src/platform/auth/passwords.js'
 import { generateAccessToken, hashAccessToken, issueAccessToken } from '../src/platform/auth/tokens.js'
+import { writeTenantLimits } from '../src/platform/limits/tenant-limits.js'
+
+/**
+ * How a bench tenant meets the fair-use limits (docs/limits.md), by BENCH_LIMITS: `exempt` (default) —
+ * the operator's exemption, as `workplace limits set --tenant <slug> --exempt` sets it: the bench's load
+ * is no tenant's fair use; `raised` — limits far above the load, so every request runs the whole limiter
+ * (leases, headers, in-flight count) and its per-request cost shows in the ratios; `defaults` — none set.
+ */
+export type BenchLimits = 'exempt' | 'raised' | 'defaults'
+
+const RAISED = 1_000_000_000
 
 export interface SeededTenant {
   slug: string
@@ -24,10 +35,20 @@ async function tableExists(db: Db, table: string): Promise<boolean> {
  * 100,000 users in 200 departments, and — where the modules' tables exist — notifications,
  * folders, shared items and their grants. The benchmark user is a non-admin Employee.
  */
-export async function seedTenant(db: Db, slug: string, scale: number): Promise<SeededTenant> {
+export async function seedTenant(
+  db: Db,
+  slug: string,
+  scale: number,
+  limits: BenchLimits = 'exempt',
+): Promise<SeededTenant> {
   const n = (full: number) => Math.max(1, Math.round(full * scale))
   const created = await createTenant(db, { slug, adminPassword: 'bench-password', tokenTtlDays: 30 })
   const tenantId = created.tenant.id
+  if (limits === 'exempt') await writeTenantLimits(db, tenantId, {}, true)
+  if (limits === 'raised') {
+    const all = { read: RAISED, write: RAISED, expensive: RAISED }
+    await writeTenantLimits(db, tenantId, { token: all, tenant: all, max_in_flight: 100_000 }, false)
+  }
   const passwordHash = await hashPassword('bench-password')
   const users = n(100_000)
   const departments = Math.max(2, n(200))

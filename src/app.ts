@@ -29,6 +29,8 @@ import { appModules } from './modules/index.js'
 import { composeApp } from './platform/composition.js'
 import { verifyShapedStatements } from './platform/db/database.js'
 import { registerWebApp } from './platform/http/web-app.js'
+import { registerLimits } from './platform/limits/index.js'
+import { limitsRoutes } from './platform/limits/limits-routes.js'
 
 declare module 'fastify' {
   interface FastifyContextConfig {
@@ -164,10 +166,13 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
     await authenticateRequest(db, request)
   })
 
+  // fair-use limits on every route with an actor (docs/limits.md): after authentication, before the body
+  const limits = registerLimits(app, db, config.limits)
   await registerOpenApi(app, config)
   // eslint-disable-next-line @typescript-eslint/no-unsafe-type-assertion -- Fastify types its logger as its base logger; it is the pino logger it was given
   const deps: AppDeps = { db, config, log: app.log as unknown as Logger, databaseUrl }
   await app.register(healthRoutes, { db })
+  await app.register(limitsRoutes, { db, config, limits })
   // the web app's static files under /app (nothing outside /app: no hook, no plugin)
   registerWebApp(app)
   for (const module of appModules) {

@@ -18,6 +18,8 @@ import { thrownFields } from './platform/thrown.js'
 import { createScimToken } from './modules/scim/index.js'
 import { deleteTenant, exportTenant, importTenant } from './platform/offboarding/tenant-archive.js'
 import { backupDatabase, pruneBackups, restoreDatabase } from './platform/offboarding/backup.js'
+import { loadTenantLimits, writeTenantLimits, type LimitOverrides } from './platform/limits/tenant-limits.js'
+import { tenantQuotas } from './platform/limits/quotas.js'
 
 /** One entry per command: its usage line and what it does (`workplace <command> --help` prints it). */
 const COMMANDS: Record<string, { usage: string; summary: string }> = {
@@ -55,6 +57,12 @@ const COMMANDS: Record<string, { usage: string; summary: string }> = {
     usage: 'restore <backup.zip>',
     summary:
       'restore a backup into a fresh data directory or database (migrated, no tenant yet) and its storage directory',
+  },
+  limits: {
+    usage:
+      'limits show|set --tenant <slug> [--token-read N] [--token-write N] [--token-expensive N] [--tenant-read N] [--tenant-write N] [--tenant-expensive N] [--max-in-flight N] [--quota-users N] [--quota-automations N] [--quota-push-subscriptions N] [--exempt|--no-exempt]',
+    summary:
+      "show or set a tenant's fair-use limits (set: replaces the overrides; an option not given = the default; docs/limits.md)",
   },
   help: { usage: 'help [command]', summary: 'print this help' },
 }
@@ -224,6 +232,72 @@ async function scimTokenCreate(config: Config, args: string[]): Promise<void> {
   )
 }
 
+async function limitsCommand(config: Config, sub: string, args: string[]): Promise<void> {
+  const counts = [
+    'token-read',
+    'token-write',
+    'token-expensive',
+    'tenant-read',
+    'tenant-write',
+    'tenant-expensive',
+    'max-in-flight',
+    'quota-users',
+    'quota-automations',
+    'quota-push-subscriptions',
+  ] as const
+  const { values } = parseArgs({
+    args,
+    options: {
+      tenant: { type: 'string' },
+      exempt: { type: 'boolean' },
+      'no-exempt': { type: 'boolean' },
+      json: { type: 'boolean' },
+      ...Object.fromEntries(counts.map((name) => [name, { type: 'string' as const }])),
+    },
+  })
+  if (!values.tenant) throw new UsageError(`limits ${sub} needs --tenant`)
+  const count = (name: (typeof counts)[number]): number | undefined => {
+    const raw = (values as Record<string, unknown>)[name]
+    if (raw === undefined) return undefined
+    const value = Number(raw)
+    if (!Number.isInteger(value) || value < (name === 'max-in-flight' ? 1 : 0))
+      throw new UsageError(`--${name} takes a non-negative integer`)
+    return value
+  }
+  const overrides: LimitOverrides = {
+    token: { read: count('token-read'), write: count('token-write'), expensive: count('token-expensive') },
+    tenant: { read: count('tenant-read'), write: count('tenant-write'), expensive: count('tenant-expensive') },
+    max_in_flight: count('max-in-flight'),
+    quotas: {
+      users: count('quota-users'),
+      automations: count('quota-automations'),
+      push_subscriptions: count('quota-push-subscriptions'),
+    },
+  }
+  const exempt = values.exempt ? true : values['no-exempt'] ? false : undefined
+  const limits = await withDatabase(config, async (db) => {
+    const tenant = await findTenantBySlug(db, values.tenant!)
+    if (!tenant) throw new Error(`no tenant "${values.tenant}"`)
+    if (sub === 'set') await writeTenantLimits(db, tenant.id, overrides, exempt)
+    return {
+      ...(await loadTenantLimits(db, tenant.id, config.limits)),
+      quotas: await tenantQuotas(db, tenant.id, config.limits.quotas),
+    }
+  })
+  process.stdout.write(
+    values.json
+      ? JSON.stringify({ ...limits, window_seconds: config.limits.windowSeconds }) + '\n'
+      : [
+          `Limits of ${values.tenant} per ${config.limits.windowSeconds} s window${limits.exempt ? ' (exempt: none applies)' : ''}:`,
+          `  per token:  read ${limits.token.read}  write ${limits.token.write}  expensive ${limits.token.expensive}`,
+          `  per tenant: read ${limits.tenant.read}  write ${limits.tenant.write}  expensive ${limits.tenant.expensive}`,
+          `  in flight per node: ${limits.max_in_flight}`,
+          `  quotas: users ${limits.quotas.users}  automations ${limits.quotas.automations}  push subscriptions ${limits.quotas.push_subscriptions}`,
+          '',
+        ].join('\n'),
+  )
+}
+
 export async function main(argv: string[]): Promise<void> {
   const [command, sub, ...rest] = argv
   if (command === undefined || command === 'help' || command === '--help' || command === '-h') {
@@ -258,6 +332,9 @@ export async function main(argv: string[]): Promise<void> {
       break
     case 'token':
       if (sub === 'create') return tokenCreate(config, rest)
+      break
+    case 'limits':
+      if (sub === 'show' || sub === 'set') return limitsCommand(config, sub, rest)
       break
     case 'scim':
       if (sub === 'token' && rest[0] === 'create') return scimTokenCreate(config, rest.slice(1))

@@ -38,9 +38,42 @@ export interface Config {
   secrets: { key: string | undefined; previousKeys: string[]; keyFile: string }
   auditRetentionDays: number
   logLevel: string
+  /** Fair-use limits (docs/limits.md): rate limits per token and tenant, in-flight requests per tenant and node. */
+  limits: LimitsConfig
+  /** OPERATOR_TOKEN: the bearer of the operator-only routes (/api/operator/…); unset = those routes answer 404. */
+  operatorToken: string | undefined
   /** LOG_FORMAT: `json` lines or `pretty`; unset = pretty on a terminal, JSON otherwise. */
   logFormat: 'json' | 'pretty' | undefined
   isTest: boolean
+}
+
+/** Requests per window of one bucket (read, write, expensive). */
+export interface BucketLimits {
+  read: number
+  write: number
+  expensive: number
+}
+
+/** What one tenant may keep (docs/limits.md): QUOTA_USERS, QUOTA_AUTOMATIONS, QUOTA_PUSH_SUBSCRIPTIONS. */
+export interface QuotaLimits {
+  users: number
+  automations: number
+  push_subscriptions: number
+}
+
+export interface LimitsConfig {
+  /** Quotas per tenant (an operator raises them per tenant). */
+  quotas: QuotaLimits
+  /** RATE_LIMIT_WINDOW_SECONDS: the length of one rate-limit window (default 60). */
+  windowSeconds: number
+  /** RATE_LIMIT_TOKEN_{READ,WRITE,EXPENSIVE}: requests per window of one token (user or SCIM token). */
+  token: BucketLimits
+  /** RATE_LIMIT_TENANT_{READ,WRITE,EXPENSIVE}: requests per window of one tenant, all its tokens together. */
+  tenant: BucketLimits
+  /** TENANT_MAX_IN_FLIGHT: requests of one tenant a node serves at once; more wait in line (default 32). */
+  maxInFlight: number
+  /** TENANT_MAX_QUEUED: requests of one tenant waiting on a node; more get 429 at once (default 256). */
+  maxQueued: number
 }
 
 function integer(env: NodeJS.ProcessEnv, name: string, fallback: number, problems: string[]): number {
@@ -152,6 +185,27 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       keyFile: path.join(dataDir, 'secrets.key'),
     },
     auditRetentionDays: integer(env, 'AUDIT_RETENTION_DAYS', 365, problems),
+    limits: {
+      quotas: {
+        users: integer(env, 'QUOTA_USERS', 100_000, problems),
+        automations: integer(env, 'QUOTA_AUTOMATIONS', 100, problems),
+        push_subscriptions: integer(env, 'QUOTA_PUSH_SUBSCRIPTIONS', 200_000, problems),
+      },
+      windowSeconds: integer(env, 'RATE_LIMIT_WINDOW_SECONDS', 60, problems),
+      token: {
+        read: integer(env, 'RATE_LIMIT_TOKEN_READ', 1200, problems),
+        write: integer(env, 'RATE_LIMIT_TOKEN_WRITE', 300, problems),
+        expensive: integer(env, 'RATE_LIMIT_TOKEN_EXPENSIVE', 20, problems),
+      },
+      tenant: {
+        read: integer(env, 'RATE_LIMIT_TENANT_READ', 12_000, problems),
+        write: integer(env, 'RATE_LIMIT_TENANT_WRITE', 3000, problems),
+        expensive: integer(env, 'RATE_LIMIT_TENANT_EXPENSIVE', 100, problems),
+      },
+      maxInFlight: integer(env, 'TENANT_MAX_IN_FLIGHT', 32, problems),
+      maxQueued: integer(env, 'TENANT_MAX_QUEUED', 256, problems),
+    },
+    operatorToken: env.OPERATOR_TOKEN || undefined,
     logLevel: env.LOG_LEVEL || 'info',
     logFormat: logFormat(env, problems),
     isTest: env.NODE_ENV === 'test',
@@ -161,6 +215,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     problems.push('DATABASE_POOL_MODE=transaction needs DATABASE_URL (the pooler)')
   if (config.secrets.key && Buffer.from(config.secrets.key, 'base64').length !== 32)
     problems.push('SECRETS_KEY must be 32 bytes, base64-encoded')
+  if (config.limits.windowSeconds < 1) problems.push('RATE_LIMIT_WINDOW_SECONDS must be at least 1')
+  if (config.limits.maxInFlight < 1) problems.push('TENANT_MAX_IN_FLIGHT must be at least 1')
   if (problems.length > 0) throw new Error(`Invalid configuration:\n- ${problems.join('\n- ')}`)
   return Object.freeze(config)
 }

@@ -15,7 +15,44 @@ export type { paths, operations } from './schema.js'
 export interface WorkplaceClientOptions {
   baseUrl: string
   token?: string
-  fetch?: typeof globalThis.fetch
+  fetch?: (input: Request) => Promise<Response>
+  /**
+   * A `429 Too Many Requests` (a rate or concurrency limit, docs/limits.md) is retried after its
+   * `Retry-After` (plus up to 20 % jitter) this many times (default 3; 0: never); a wait longer than
+   * `maxRetryWaitSeconds` (default 60) is not waited for: the 429 is returned.
+   */
+  retries?: number
+  maxRetryWaitSeconds?: number
+  /** Called before each wait for a retry (e.g. to tell the user "busy, retrying in N s"). */
+  onRetry?: (info: { attempt: number; waitSeconds: number; url: string }) => void
+}
+
+/** Seconds to wait after a 429: its `Retry-After` (seconds or an HTTP date), else 1, 2, 4 … by attempt. */
+export function retryAfterSeconds(header: string | null, attempt: number, now = Date.now()): number {
+  if (header !== null && /^\d+$/.test(header.trim())) return Number(header.trim())
+  const date = header === null ? Number.NaN : Date.parse(header)
+  if (!Number.isNaN(date)) return Math.max(0, Math.ceil((date - now) / 1000))
+  return 2 ** attempt
+}
+
+/** `fetch` that retries a 429 after the server's `Retry-After` (the request is cloned, so a body is sent again). */
+export function retryingFetch(
+  fetcher: (input: Request) => Promise<Response>,
+  options: Pick<WorkplaceClientOptions, 'retries' | 'maxRetryWaitSeconds' | 'onRetry'> = {},
+): (input: Request) => Promise<Response> {
+  const retries = options.retries ?? 3
+  const maxWait = options.maxRetryWaitSeconds ?? 60
+  return async (input) => {
+    for (let attempt = 0; ; attempt++) {
+      const response = await fetcher(attempt < retries ? input.clone() : input)
+      if (response.status !== 429 || attempt >= retries) return response
+      const waitSeconds = retryAfterSeconds(response.headers.get('retry-after'), attempt)
+      if (waitSeconds > maxWait) return response
+      await response.body?.cancel()
+      options.onRetry?.({ attempt: attempt + 1, waitSeconds, url: input.url })
+      await new Promise((resolve) => setTimeout(resolve, waitSeconds * 1000 * (1 + Math.random() * 0.2)))
+    }
+  }
 }
 
 export type WorkplaceClient = Client<paths> & {
@@ -44,7 +81,7 @@ export function createWorkplaceClient(options: WorkplaceClientOptions): Workplac
   let token = options.token
   const client = createClient<paths>({
     baseUrl: options.baseUrl,
-    fetch: options.fetch,
+    fetch: retryingFetch((request) => (options.fetch ?? globalThis.fetch)(request), options),
     querySerializer: serializeQuery,
   })
   client.use({

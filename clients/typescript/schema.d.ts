@@ -444,6 +444,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/administration/usage": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The organisation's use of each quota against its limit, and its rate limits (docs/limits.md)
+         * @description The organisation's use of each quota against its limit, and its rate limits (docs/limits.md). Administrators only.
+         */
+        get: operations["administration.usage"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/auth/login": {
         parameters: {
             query?: never;
@@ -3046,6 +3066,37 @@ export interface components {
             updated_at?: string | null;
             user_id?: number | null;
         };
+        Usage: {
+            quotas: {
+                automations: {
+                    limit: number;
+                    used: number;
+                };
+                push_subscriptions: {
+                    limit: number;
+                    used: number;
+                };
+                users: {
+                    limit: number;
+                    used: number;
+                };
+            };
+            rate_limits: {
+                exempt: boolean;
+                max_in_flight: number;
+                tenant: {
+                    expensive: number;
+                    read: number;
+                    write: number;
+                };
+                token: {
+                    expensive: number;
+                    read: number;
+                    write: number;
+                };
+                window_seconds: number;
+            };
+        };
         User: {
             acceptedPolicies?: {
                 [key: string]: unknown;
@@ -3127,7 +3178,14 @@ export interface components {
     responses: never;
     parameters: never;
     requestBodies: never;
-    headers: never;
+    headers: {
+        /** @description Where each policy stands: `"token-read";r=1187;t=42` — `r` requests remaining (fleet-wide, approximate) and `t` seconds until the window resets. */
+        RateLimit: string;
+        /** @description The rate-limit policies the request drew on (draft-ietf-httpapi-ratelimit-headers): `"token-read";q=1200;w=60, "tenant-read";q=12000;w=60` — a quota `q` of requests per window of `w` seconds, for the token and for the whole tenant. */
+        "RateLimit-Policy": string;
+        /** @description Seconds to wait before retrying (on 429 and 503). */
+        "Retry-After": number;
+    };
     pathItems: never;
 }
 export type $defs = Record<string, never>;
@@ -3215,6 +3273,8 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3248,6 +3308,18 @@ export interface operations {
                             target_entity_id: string;
                         }[];
                     };
+                };
+            };
+            /** @description Too many requests: a rate or concurrency limit (docs/limits.md); retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -3340,6 +3412,8 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3361,6 +3435,18 @@ export interface operations {
                         target_type?: string;
                         user_agent?: string | null;
                     }[];
+                };
+            };
+            /** @description Too many requests: a rate or concurrency limit (docs/limits.md); retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -3441,10 +3527,24 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["Automation"][];
+                };
+            };
+            /** @description Too many requests: a rate or concurrency limit (docs/limits.md); retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -3491,6 +3591,8 @@ export interface operations {
             /** @description Default Response */
             201: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3525,6 +3627,18 @@ export interface operations {
                         updated_at?: string;
                         user_id?: number | null;
                     };
+                };
+            };
+            /** @description Too many requests: a rate or concurrency limit (docs/limits.md); retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -3570,6 +3684,8 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3604,6 +3720,18 @@ export interface operations {
                         updated_at?: string;
                         user_id?: number | null;
                     };
+                };
+            };
+            /** @description Too many requests: a rate or concurrency limit (docs/limits.md); retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -3652,6 +3780,8 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3688,6 +3818,18 @@ export interface operations {
                     };
                 };
             };
+            /** @description Too many requests: a rate or concurrency limit (docs/limits.md); retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
         };
     };
     "administration.automations.delete": {
@@ -3722,9 +3864,23 @@ export interface operations {
             /** @description Default Response */
             204: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content?: never;
+            };
+            /** @description Too many requests: a rate or concurrency limit (docs/limits.md); retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
             };
         };
     };
@@ -3838,10 +3994,24 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["WebhookDelivery"][];
+                };
+            };
+            /** @description Too many requests: a rate or concurrency limit (docs/limits.md); retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -3879,6 +4049,8 @@ export interface operations {
             /** @description Default Response */
             202: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3903,6 +4075,18 @@ export interface operations {
                         updated_at?: string;
                         url?: string;
                     };
+                };
+            };
+            /** @description Too many requests: a rate or concurrency limit (docs/limits.md); retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -3939,12 +4123,26 @@ export interface operations {
             /** @description Default Response */
             202: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": {
                         delivery_ids: number[];
                     };
+                };
+            };
+            /** @description Too many requests: a rate or concurrency limit (docs/limits.md); retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -3986,6 +4184,8 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3993,6 +4193,18 @@ export interface operations {
                         /** @enum {boolean} */
                         valid: true;
                     };
+                };
+            };
+            /** @description Too many requests: a rate or concurrency limit (docs/limits.md); retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -4027,6 +4239,8 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4035,6 +4249,18 @@ export interface operations {
                         /** @enum {string} */
                         status: "success";
                     };
+                };
+            };
+            /** @description Too many requests: a rate or concurrency limit (docs/limits.md); retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -4069,6 +4295,8 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4091,6 +4319,18 @@ export interface operations {
                         updated_at: string;
                         username_claim: string;
                     };
+                };
+            };
+            /** @description Too many requests: a rate or concurrency limit (docs/limits.md); retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -4155,6 +4395,8 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4177,6 +4419,18 @@ export interface operations {
                         updated_at: string;
                         username_claim: string;
                     };
+                };
+            };
+            /** @description Too many requests: a rate or concurrency limit (docs/limits.md); retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -4211,9 +4465,23 @@ export interface operations {
             /** @description Default Response */
             204: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content?: never;
+            };
+            /** @description Too many requests: a rate or concurrency limit (docs/limits.md); retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
             };
         };
     };
@@ -4247,6 +4515,8 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4254,6 +4524,18 @@ export interface operations {
                         /** @description named: holders of `infoboard.reach` / `manuals.reach` see who read what; counts_only: counts only, departments under 5 people left out */
                         reach_detail: "named" | "counts_only";
                     };
+                };
+            };
+            /** @description Too many requests: a rate or concurrency limit (docs/limits.md); retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -4295,6 +4577,8 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4302,6 +4586,18 @@ export interface operations {
                         /** @description named: holders of `infoboard.reach` / `manuals.reach` see who read what; counts_only: counts only, departments under 5 people left out */
                         reach_detail: "named" | "counts_only";
                     };
+                };
+            };
+            /** @description Too many requests: a rate or concurrency limit (docs/limits.md); retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -4336,6 +4632,8 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4379,6 +4677,18 @@ export interface operations {
                         /** @enum {string} */
                         status: "success";
                     };
+                };
+            };
+            /** @description Too many requests: a rate or concurrency limit (docs/limits.md); retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -4432,6 +4742,8 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4477,6 +4789,18 @@ export interface operations {
                     };
                 };
             };
+            /** @description Too many requests: a rate or concurrency limit (docs/limits.md); retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
         };
     };
     "administration.retention.sweep": {
@@ -4511,6 +4835,8 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4530,6 +4856,18 @@ export interface operations {
                         /** @enum {string} */
                         status: "success";
                     };
+                };
+            };
+            /** @description Too many requests: a rate or concurrency limit (docs/limits.md); retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -4564,10 +4902,24 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["ScimToken"][];
+                };
+            };
+            /** @description Too many requests: a rate or concurrency limit (docs/limits.md); retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -4611,6 +4963,8 @@ export interface operations {
             /** @description Default Response */
             201: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4625,6 +4979,18 @@ export interface operations {
                         /** @description the bearer token of the SCIM client: shown in this answer only */
                         token: string;
                     };
+                };
+            };
+            /** @description Too many requests: a rate or concurrency limit (docs/limits.md); retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -4661,9 +5027,23 @@ export interface operations {
             /** @description revoked */
             204: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content?: never;
+            };
+            /** @description Too many requests: a rate or concurrency limit (docs/limits.md); retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
             };
         };
     };
@@ -4753,10 +5133,24 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["SharedItem"][];
+                };
+            };
+            /** @description Too many requests: a rate or concurrency limit (docs/limits.md); retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -4812,6 +5206,8 @@ export interface operations {
             /** @description Default Response */
             201: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4842,6 +5238,18 @@ export interface operations {
                         } | null;
                         user_id?: number | null;
                     };
+                };
+            };
+            /** @description Too many requests: a rate or concurrency limit (docs/limits.md); retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -4887,6 +5295,8 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4917,6 +5327,18 @@ export interface operations {
                         } | null;
                         user_id?: number | null;
                     };
+                };
+            };
+            /** @description Too many requests: a rate or concurrency limit (docs/limits.md); retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -4974,6 +5396,8 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5004,6 +5428,18 @@ export interface operations {
                         } | null;
                         user_id?: number | null;
                     };
+                };
+            };
+            /** @description Too many requests: a rate or concurrency limit (docs/limits.md); retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -5040,9 +5476,23 @@ export interface operations {
             /** @description Default Response */
             204: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content?: never;
+            };
+            /** @description Too many requests: a rate or concurrency limit (docs/limits.md); retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
             };
         };
     };
@@ -5120,6 +5570,8 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5132,6 +5584,18 @@ export interface operations {
                         url_type?: string | null;
                         user_id?: number | null;
                     }[];
+                };
+            };
+            /** @description Too many requests: a rate or concurrency limit (docs/limits.md); retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -5168,6 +5632,8 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5198,6 +5664,74 @@ export interface operations {
                         } | null;
                         user_id?: number | null;
                     };
+                };
+            };
+            /** @description Too many requests: a rate or concurrency limit (docs/limits.md); retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    "administration.usage": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Client error (problem details, RFC 9457) */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Server error (problem details, RFC 9457) */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            200: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["Usage"];
+                        /** @enum {string} */
+                        status: "success";
+                    };
+                };
+            };
+            /** @description Too many requests: a rate or concurrency limit (docs/limits.md); retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -5310,9 +5844,23 @@ export interface operations {
             /** @description Default Response */
             204: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content?: never;
+            };
+            /** @description Too many requests: a rate or concurrency limit (docs/limits.md); retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
             };
         };
     };
@@ -5575,10 +6123,24 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["CalendarEvent"][];
+                };
+            };
+            /** @description Too many requests: a rate or concurrency limit (docs/limits.md); retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -5621,6 +6183,8 @@ export interface operations {
             /** @description Default Response */
             201: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5633,6 +6197,18 @@ export interface operations {
                         updated_at?: string | null;
                         user_id?: number | null;
                     };
+                };
+            };
+            /** @description Too many requests: a rate or concurrency limit (docs/limits.md); retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -5735,6 +6311,8 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5747,6 +6325,18 @@ export interface operations {
                         updated_at?: string | null;
                         user_id?: number | null;
                     };
+                };
+            };
+            /** @description Too many requests: a rate or concurrency limit (docs/limits.md); retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -5783,9 +6373,23 @@ export interface operations {
             /** @description Default Response */
             204: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content?: never;
+            };
+            /** @description Too many requests: a rate or concurrency limit (docs/limits.md); retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
             };
         };
     };
@@ -5821,6 +6425,8 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5829,6 +6435,18 @@ export interface operations {
                         /** @enum {string} */
                         status: "success";
                     };
+                };
+            };
+            /** @description Too many requests: a rate or concurrency limit (docs/limits.md); retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -5865,6 +6483,8 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5878,6 +6498,18 @@ export interface operations {
                         /** @enum {string} */
                         status: "success";
                     };
+                };
+            };
+            /** @description Too many requests: a rate or concurrency limit (docs/limits.md); retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -5994,10 +6626,24 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["Department"][];
+                };
+            };
+            /** @description Too many requests: a rate or concurrency limit (docs/limits.md); retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -6041,6 +6687,8 @@ export interface operations {
             /** @description Default Response */
             201: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6055,6 +6703,18 @@ export interface operations {
                         updated_at?: string;
                         user_ids?: number[];
                     };
+                };
+            };
+            /** @description Too many requests: a rate or concurrency limit (docs/limits.md); retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -6100,6 +6760,8 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6114,6 +6776,18 @@ export interface operations {
                         updated_at?: string;
                         user_ids?: number[];
                     };
+                };
+            };
+            /** @description Too many requests: a rate or concurrency limit (docs/limits.md); retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -6159,6 +6833,8 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6173,6 +6849,18 @@ export interface operations {
                         updated_at?: string;
                         user_ids?: number[];
                     };
+                };
+            };
+            /** @description Too many requests: a rate or concurrency limit (docs/limits.md); retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -6209,9 +6897,23 @@ export interface operations {
             /** @description Default Response */
             204: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content?: never;
+            };
+            /** @description Too many requests: a rate or concurrency limit (docs/limits.md); retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
             };
         };
     };
@@ -6257,6 +6959,8 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6283,6 +6987,8 @@ export interface operations {
             /** @description Default Response */
             201: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6304,6 +7010,18 @@ export interface operations {
                         /** @example 2026-01-31 09:30:00 */
                         updated_at?: string;
                     };
+                };
+            };
+            /** @description Too many requests: a rate or concurrency limit (docs/limits.md); retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -6349,6 +7067,8 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6370,6 +7090,18 @@ export interface operations {
                         /** @example 2026-01-31 09:30:00 */
                         updated_at?: string;
                     };
+                };
+            };
+            /** @description Too many requests: a rate or concurrency limit (docs/limits.md); retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -6406,9 +7138,23 @@ export interface operations {
             /** @description Default Response */
             204: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content?: never;
+            };
+            /** @description Too many requests: a rate or concurrency limit (docs/limits.md); retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
             };
         };
     };
@@ -6454,10 +7200,24 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["EntityPermission"][];
+                };
+            };
+            /** @description Too many requests: a rate or concurrency limit (docs/limits.md); retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -6534,10 +7294,24 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["FilemanagerDirectory"][];
+                };
+            };
+            /** @description Too many requests: a rate or concurrency limit (docs/limits.md); retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -6579,6 +7353,8 @@ export interface operations {
             /** @description Default Response */
             201: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6590,6 +7366,18 @@ export interface operations {
                         updated_at?: string | null;
                         user_id?: number | null;
                     };
+                };
+            };
+            /** @description Too many requests: a rate or concurrency limit (docs/limits.md); retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -6683,9 +7471,23 @@ export interface operations {
             /** @description Default Response */
             204: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content?: never;
+            };
+            /** @description Too many requests: a rate or concurrency limit (docs/limits.md); retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
             };
         };
     };
@@ -6773,10 +7575,24 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["FilemanagerFile"][];
+                };
+            };
+            /** @description Too many requests: a rate or concurrency limit (docs/limits.md); retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -6828,6 +7644,8 @@ export interface operations {
             /** @description Default Response */
             201: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6842,6 +7660,18 @@ export interface operations {
                         updated_at?: string | null;
                         user_id?: number | null;
                     };
+                };
+            };
+            /** @description Too many requests: a rate or concurrency limit (docs/limits.md); retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -6938,9 +7768,23 @@ export interface operations {
             /** @description Default Response */
             204: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content?: never;
+            };
+            /** @description Too many requests: a rate or concurrency limit (docs/limits.md); retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
             };
         };
     };
@@ -7185,10 +8029,24 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["Folder"][];
+                };
+            };
+            /** @description Too many requests: a rate or concurrency limit (docs/limits.md); retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -7242,6 +8100,8 @@ export interface operations {
             /** @description Default Response */
             201: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7295,6 +8155,18 @@ export interface operations {
                         } | null;
                         user_id?: number | null;
                     };
+                };
+            };
+            /** @description Too many requests: a rate or concurrency limit (docs/limits.md); retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -7340,6 +8212,8 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7393,6 +8267,18 @@ export interface operations {
                         } | null;
                         user_id?: number | null;
                     };
+                };
+            };
+            /** @description Too many requests: a rate or concurrency limit (docs/limits.md); retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -7448,6 +8334,8 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7503,6 +8391,18 @@ export interface operations {
                     };
                 };
             };
+            /** @description Too many requests: a rate or concurrency limit (docs/limits.md); retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
         };
     };
     "folders.delete": {
@@ -7537,9 +8437,23 @@ export interface operations {
             /** @description Default Response */
             204: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content?: never;
+            };
+            /** @description Too many requests: a rate or concurrency limit (docs/limits.md); retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
             };
         };
     };
@@ -7615,10 +8529,24 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["Form"][];
+                };
+            };
+            /** @description Too many requests: a rate or concurrency limit (docs/limits.md); retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -7660,6 +8588,8 @@ export interface operations {
             /** @description Default Response */
             201: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7671,6 +8601,18 @@ export interface operations {
                         updated_at?: string | null;
                         user_id?: number | null;
                     };
+                };
+            };
+            /** @description Too many requests: a rate or concurrency limit (docs/limits.md); retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -7771,6 +8713,8 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7782,6 +8726,18 @@ export interface operations {
                         updated_at?: string | null;
                         user_id?: number | null;
                     };
+                };
+            };
+            /** @description Too many requests: a rate or concurrency limit (docs/limits.md); retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -7818,9 +8774,23 @@ export interface operations {
             /** @description Default Response */
             204: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content?: never;
+            };
+            /** @description Too many requests: a rate or concurrency limit (docs/limits.md); retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
             };
         };
     };
@@ -7898,10 +8868,24 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["FormMessage"][];
+                };
+            };
+            /** @description Too many requests: a rate or concurrency limit (docs/limits.md); retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -7946,6 +8930,8 @@ export interface operations {
             /** @description Default Response */
             201: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7957,6 +8943,18 @@ export interface operations {
                         updated_at?: string | null;
                         user_id?: number | null;
                     };
+                };
+            };
+            /** @description Too many requests: a rate or concurrency limit (docs/limits.md); retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -8059,10 +9057,24 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["InfoboardPost"][];
+                };
+            };
+            /** @description Too many requests: a rate or concurrency limit (docs/limits.md); retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -8112,6 +9124,8 @@ export interface operations {
             /** @description Default Response */
             201: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8130,6 +9144,18 @@ export interface operations {
                         updated_at?: string | null;
                         user_id?: number | null;
                     };
+                };
+            };
+            /** @description Too many requests: a rate or concurrency limit (docs/limits.md); retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -8247,6 +9273,8 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8265,6 +9293,18 @@ export interface operations {
                         updated_at?: string | null;
                         user_id?: number | null;
                     };
+                };
+            };
+            /** @description Too many requests: a rate or concurrency limit (docs/limits.md); retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -8301,9 +9341,23 @@ export interface operations {
             /** @description Default Response */
             204: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content?: never;
+            };
+            /** @description Too many requests: a rate or concurrency limit (docs/limits.md); retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
             };
         };
     };
@@ -8381,10 +9435,24 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["InfoboardComment"][];
+                };
+            };
+            /** @description Too many requests: a rate or concurrency limit (docs/limits.md); retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -8427,6 +9495,8 @@ export interface operations {
             /** @description Default Response */
             201: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8438,6 +9508,18 @@ export interface operations {
                         updated_at?: string | null;
                         user_id?: number | null;
                     };
+                };
+            };
+            /** @description Too many requests: a rate or concurrency limit (docs/limits.md); retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -8474,6 +9556,8 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8486,6 +9570,8 @@ export interface operations {
             /** @description Default Response */
             201: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8493,6 +9579,18 @@ export interface operations {
                         confirmed_at: string | null;
                         seen_at: string | null;
                     };
+                };
+            };
+            /** @description Too many requests: a rate or concurrency limit (docs/limits.md); retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -8529,6 +9627,8 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8551,6 +9651,18 @@ export interface operations {
                         requires_reading_confirmation: boolean;
                         seen: number;
                     };
+                };
+            };
+            /** @description Too many requests: a rate or concurrency limit (docs/limits.md); retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -8647,11 +9759,25 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["ReachUser"][];
                     "text/csv": components["schemas"]["ReachUser"][];
+                };
+            };
+            /** @description Too many requests: a rate or concurrency limit (docs/limits.md); retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -8688,6 +9814,8 @@ export interface operations {
             /** @description Default Response */
             201: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8697,6 +9825,18 @@ export interface operations {
                         id: number;
                         recipients: number;
                     };
+                };
+            };
+            /** @description Too many requests: a rate or concurrency limit (docs/limits.md); retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -8733,6 +9873,8 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8745,6 +9887,8 @@ export interface operations {
             /** @description Default Response */
             201: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8752,6 +9896,18 @@ export interface operations {
                         confirmed_at: string | null;
                         seen_at: string | null;
                     };
+                };
+            };
+            /** @description Too many requests: a rate or concurrency limit (docs/limits.md); retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -8786,10 +9942,24 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["Language"][];
+                };
+            };
+            /** @description Too many requests: a rate or concurrency limit (docs/limits.md); retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -8862,10 +10032,24 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["ManualChapter"][];
+                };
+            };
+            /** @description Too many requests: a rate or concurrency limit (docs/limits.md); retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -8906,6 +10090,8 @@ export interface operations {
             /** @description Default Response */
             201: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8916,6 +10102,18 @@ export interface operations {
                         updated_at?: string | null;
                         user_id?: number | null;
                     };
+                };
+            };
+            /** @description Too many requests: a rate or concurrency limit (docs/limits.md); retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -9014,6 +10212,8 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9024,6 +10224,18 @@ export interface operations {
                         updated_at?: string | null;
                         user_id?: number | null;
                     };
+                };
+            };
+            /** @description Too many requests: a rate or concurrency limit (docs/limits.md); retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -9060,9 +10272,23 @@ export interface operations {
             /** @description Default Response */
             204: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content?: never;
+            };
+            /** @description Too many requests: a rate or concurrency limit (docs/limits.md); retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
             };
         };
     };
@@ -9166,10 +10392,24 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["ManualEntry"][];
+                };
+            };
+            /** @description Too many requests: a rate or concurrency limit (docs/limits.md); retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -9220,6 +10460,8 @@ export interface operations {
             /** @description Default Response */
             201: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9238,6 +10480,18 @@ export interface operations {
                         updated_at?: string | null;
                         user_id?: number | null;
                     };
+                };
+            };
+            /** @description Too many requests: a rate or concurrency limit (docs/limits.md); retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -9352,6 +10606,8 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9370,6 +10626,18 @@ export interface operations {
                         updated_at?: string | null;
                         user_id?: number | null;
                     };
+                };
+            };
+            /** @description Too many requests: a rate or concurrency limit (docs/limits.md); retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -9406,9 +10674,23 @@ export interface operations {
             /** @description Default Response */
             204: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content?: never;
+            };
+            /** @description Too many requests: a rate or concurrency limit (docs/limits.md); retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
             };
         };
     };
@@ -9444,6 +10726,8 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9456,6 +10740,8 @@ export interface operations {
             /** @description Default Response */
             201: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9463,6 +10749,18 @@ export interface operations {
                         confirmed_at: string | null;
                         seen_at: string | null;
                     };
+                };
+            };
+            /** @description Too many requests: a rate or concurrency limit (docs/limits.md); retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -9499,6 +10797,8 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9521,6 +10821,18 @@ export interface operations {
                         requires_reading_confirmation: boolean;
                         seen: number;
                     };
+                };
+            };
+            /** @description Too many requests: a rate or concurrency limit (docs/limits.md); retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -9617,11 +10929,25 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["ReachUser"][];
                     "text/csv": components["schemas"]["ReachUser"][];
+                };
+            };
+            /** @description Too many requests: a rate or concurrency limit (docs/limits.md); retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -9658,6 +10984,8 @@ export interface operations {
             /** @description Default Response */
             201: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9667,6 +10995,18 @@ export interface operations {
                         id: number;
                         recipients: number;
                     };
+                };
+            };
+            /** @description Too many requests: a rate or concurrency limit (docs/limits.md); retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -9703,6 +11043,8 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9715,6 +11057,8 @@ export interface operations {
             /** @description Default Response */
             201: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9722,6 +11066,18 @@ export interface operations {
                         confirmed_at: string | null;
                         seen_at: string | null;
                     };
+                };
+            };
+            /** @description Too many requests: a rate or concurrency limit (docs/limits.md); retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -9786,10 +11142,24 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["NotificationSetting"][];
+                };
+            };
+            /** @description Too many requests: a rate or concurrency limit (docs/limits.md); retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -9835,6 +11205,8 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9843,6 +11215,18 @@ export interface operations {
                         key?: string;
                         sort_number?: number;
                     };
+                };
+            };
+            /** @description Too many requests: a rate or concurrency limit (docs/limits.md); retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -9929,10 +11313,24 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["Notification"][];
+                };
+            };
+            /** @description Too many requests: a rate or concurrency limit (docs/limits.md); retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -9977,6 +11375,8 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9985,6 +11385,18 @@ export interface operations {
                         /** @enum {string} */
                         status: "success";
                     };
+                };
+            };
+            /** @description Too many requests: a rate or concurrency limit (docs/limits.md); retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -10029,6 +11441,8 @@ export interface operations {
             /** @description Default Response */
             202: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10037,6 +11451,18 @@ export interface operations {
                         /** @enum {string} */
                         status: "success";
                     };
+                };
+            };
+            /** @description Too many requests: a rate or concurrency limit (docs/limits.md); retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -10082,6 +11508,8 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10112,6 +11540,18 @@ export interface operations {
                         /** @example 2026-01-31 09:30:00 */
                         updated_at?: string;
                     };
+                };
+            };
+            /** @description Too many requests: a rate or concurrency limit (docs/limits.md); retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -10155,6 +11595,8 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10163,6 +11605,18 @@ export interface operations {
                         /** @enum {string} */
                         status: "success";
                     };
+                };
+            };
+            /** @description Too many requests: a rate or concurrency limit (docs/limits.md); retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -10235,10 +11689,24 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": number;
+                };
+            };
+            /** @description Too many requests: a rate or concurrency limit (docs/limits.md); retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -10273,10 +11741,24 @@ export interface operations {
             /** @description An event stream (text/event-stream) that stays open */
             200: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
                     "text/event-stream": string;
+                };
+            };
+            /** @description Too many requests: a rate or concurrency limit (docs/limits.md); retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -10365,10 +11847,24 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["Notification"][];
+                };
+            };
+            /** @description Too many requests: a rate or concurrency limit (docs/limits.md); retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -10412,6 +11908,8 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10420,6 +11918,18 @@ export interface operations {
                         /** @enum {string} */
                         status: "success";
                     };
+                };
+            };
+            /** @description Too many requests: a rate or concurrency limit (docs/limits.md); retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -10509,10 +12019,24 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["Notification"][];
+                };
+            };
+            /** @description Too many requests: a rate or concurrency limit (docs/limits.md); retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -10557,6 +12081,8 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10565,6 +12091,18 @@ export interface operations {
                         /** @enum {string} */
                         status: "success";
                     };
+                };
+            };
+            /** @description Too many requests: a rate or concurrency limit (docs/limits.md); retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -10599,6 +12137,8 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10612,6 +12152,18 @@ export interface operations {
                         updated_at: string;
                         user_agent: string | null;
                     }[];
+                };
+            };
+            /** @description Too many requests: a rate or concurrency limit (docs/limits.md); retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -10661,6 +12213,8 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10683,6 +12237,8 @@ export interface operations {
             /** @description Default Response */
             201: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10700,6 +12256,18 @@ export interface operations {
                         /** @enum {string} */
                         status: "success";
                     };
+                };
+            };
+            /** @description Too many requests: a rate or concurrency limit (docs/limits.md); retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -10736,9 +12304,23 @@ export interface operations {
             /** @description Default Response */
             204: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content?: never;
+            };
+            /** @description Too many requests: a rate or concurrency limit (docs/limits.md); retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
             };
         };
     };
@@ -10772,6 +12354,8 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10779,6 +12363,18 @@ export interface operations {
                         /** @description base64url of the uncompressed P-256 point (applicationServerKey) */
                         public_key: string;
                     };
+                };
+            };
+            /** @description Too many requests: a rate or concurrency limit (docs/limits.md); retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -10863,10 +12459,24 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["Role"][];
+                };
+            };
+            /** @description Too many requests: a rate or concurrency limit (docs/limits.md); retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -10911,6 +12521,8 @@ export interface operations {
             /** @description Default Response */
             201: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10927,6 +12539,18 @@ export interface operations {
                         /** @example 2026-01-31 09:30:00 */
                         updated_at?: string;
                     };
+                };
+            };
+            /** @description Too many requests: a rate or concurrency limit (docs/limits.md); retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -10972,6 +12596,8 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10988,6 +12614,18 @@ export interface operations {
                         /** @example 2026-01-31 09:30:00 */
                         updated_at?: string;
                     };
+                };
+            };
+            /** @description Too many requests: a rate or concurrency limit (docs/limits.md); retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -11034,6 +12672,8 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -11050,6 +12690,18 @@ export interface operations {
                         /** @example 2026-01-31 09:30:00 */
                         updated_at?: string;
                     };
+                };
+            };
+            /** @description Too many requests: a rate or concurrency limit (docs/limits.md); retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -11086,9 +12738,23 @@ export interface operations {
             /** @description Default Response */
             204: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content?: never;
+            };
+            /** @description Too many requests: a rate or concurrency limit (docs/limits.md); retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
             };
         };
     };
@@ -11178,10 +12844,24 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["SharedItem"][];
+                };
+            };
+            /** @description Too many requests: a rate or concurrency limit (docs/limits.md); retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -11227,6 +12907,8 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -11257,6 +12939,18 @@ export interface operations {
                         } | null;
                         user_id?: number | null;
                     };
+                };
+            };
+            /** @description Too many requests: a rate or concurrency limit (docs/limits.md); retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -11297,6 +12991,8 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -11310,6 +13006,18 @@ export interface operations {
                             url: string;
                         } | null;
                     };
+                };
+            };
+            /** @description Too many requests: a rate or concurrency limit (docs/limits.md); retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -11394,10 +13102,24 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["TaskExecution"][];
+                };
+            };
+            /** @description Too many requests: a rate or concurrency limit (docs/limits.md); retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -11441,6 +13163,8 @@ export interface operations {
             /** @description Default Response */
             201: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -11454,6 +13178,18 @@ export interface operations {
                         updated_at?: string | null;
                         user_id?: number | null;
                     };
+                };
+            };
+            /** @description Too many requests: a rate or concurrency limit (docs/limits.md); retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -11558,6 +13294,8 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -11571,6 +13309,18 @@ export interface operations {
                         updated_at?: string | null;
                         user_id?: number | null;
                     };
+                };
+            };
+            /** @description Too many requests: a rate or concurrency limit (docs/limits.md); retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -11607,9 +13357,23 @@ export interface operations {
             /** @description Default Response */
             204: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content?: never;
+            };
+            /** @description Too many requests: a rate or concurrency limit (docs/limits.md); retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
             };
         };
     };
@@ -11771,10 +13535,24 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["User"][];
+                };
+            };
+            /** @description Too many requests: a rate or concurrency limit (docs/limits.md); retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -11871,6 +13649,8 @@ export interface operations {
             /** @description Default Response */
             201: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -11879,6 +13659,18 @@ export interface operations {
                         /** @enum {string} */
                         status: "success";
                     };
+                };
+            };
+            /** @description Too many requests: a rate or concurrency limit (docs/limits.md); retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -11924,6 +13716,8 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -11983,6 +13777,18 @@ export interface operations {
                         wants_email_notifications?: boolean;
                         zipcode?: string | null;
                     };
+                };
+            };
+            /** @description Too many requests: a rate or concurrency limit (docs/limits.md); retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -12083,6 +13889,8 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -12091,6 +13899,18 @@ export interface operations {
                         /** @enum {string} */
                         status: "success";
                     };
+                };
+            };
+            /** @description Too many requests: a rate or concurrency limit (docs/limits.md); retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -12127,6 +13947,8 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -12135,6 +13957,18 @@ export interface operations {
                         /** @enum {string} */
                         status: "success";
                     };
+                };
+            };
+            /** @description Too many requests: a rate or concurrency limit (docs/limits.md); retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -12171,6 +14005,8 @@ export interface operations {
             /** @description Default Response */
             202: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -12179,6 +14015,18 @@ export interface operations {
                         /** @enum {string} */
                         status: "success";
                     };
+                };
+            };
+            /** @description Too many requests: a rate or concurrency limit (docs/limits.md); retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -12215,6 +14063,8 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -12223,6 +14073,18 @@ export interface operations {
                         /** @enum {string} */
                         status: "success";
                     };
+                };
+            };
+            /** @description Too many requests: a rate or concurrency limit (docs/limits.md); retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -12259,10 +14121,24 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["Session"][];
+                };
+            };
+            /** @description Too many requests: a rate or concurrency limit (docs/limits.md); retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -12300,9 +14176,23 @@ export interface operations {
             /** @description Default Response */
             204: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content?: never;
+            };
+            /** @description Too many requests: a rate or concurrency limit (docs/limits.md); retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
             };
         };
     };
@@ -12338,9 +14228,23 @@ export interface operations {
             /** @description Default Response */
             204: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content?: never;
+            };
+            /** @description Too many requests: a rate or concurrency limit (docs/limits.md); retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
             };
         };
     };
@@ -12376,6 +14280,8 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -12384,6 +14290,18 @@ export interface operations {
                         /** @enum {string} */
                         status: "success";
                     };
+                };
+            };
+            /** @description Too many requests: a rate or concurrency limit (docs/limits.md); retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -12467,6 +14385,8 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -12488,6 +14408,18 @@ export interface operations {
                         /** @enum {string} */
                         status: "success";
                     };
+                };
+            };
+            /** @description Too many requests: a rate or concurrency limit (docs/limits.md); retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -12531,6 +14463,8 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -12592,6 +14526,18 @@ export interface operations {
                     };
                 };
             };
+            /** @description Too many requests: a rate or concurrency limit (docs/limits.md); retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
         };
     };
     "users.current.dataExport": {
@@ -12624,6 +14570,8 @@ export interface operations {
             /** @description Default Response */
             202: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -12632,6 +14580,18 @@ export interface operations {
                         /** @enum {string} */
                         status: "success";
                     };
+                };
+            };
+            /** @description Too many requests: a rate or concurrency limit (docs/limits.md); retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -12666,6 +14626,8 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -12679,6 +14641,18 @@ export interface operations {
                             push: boolean;
                         }[];
                     };
+                };
+            };
+            /** @description Too many requests: a rate or concurrency limit (docs/limits.md); retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -12728,6 +14702,8 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -12741,6 +14717,18 @@ export interface operations {
                             push: boolean;
                         }[];
                     };
+                };
+            };
+            /** @description Too many requests: a rate or concurrency limit (docs/limits.md); retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -12775,10 +14763,24 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["Session"][];
+                };
+            };
+            /** @description Too many requests: a rate or concurrency limit (docs/limits.md); retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -12815,9 +14817,23 @@ export interface operations {
             /** @description Default Response */
             204: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content?: never;
+            };
+            /** @description Too many requests: a rate or concurrency limit (docs/limits.md); retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
             };
         };
     };
@@ -12851,6 +14867,8 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -12860,6 +14878,18 @@ export interface operations {
                         /** @description base32; shown once, for authenticator apps that cannot scan the URL */
                         secret: string;
                     };
+                };
+            };
+            /** @description Too many requests: a rate or concurrency limit (docs/limits.md); retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -12903,9 +14933,23 @@ export interface operations {
             /** @description Default Response */
             204: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content?: never;
+            };
+            /** @description Too many requests: a rate or concurrency limit (docs/limits.md); retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
             };
         };
     };
@@ -12946,6 +14990,8 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -12953,6 +14999,18 @@ export interface operations {
                         /** @description shown once; each works once instead of a TOTP code */
                         recovery_codes: string[];
                     };
+                };
+            };
+            /** @description Too many requests: a rate or concurrency limit (docs/limits.md); retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -13115,10 +15173,24 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["User"][];
+                };
+            };
+            /** @description Too many requests: a rate or concurrency limit (docs/limits.md); retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -13162,10 +15234,24 @@ export interface operations {
             /** @description text/csv; charset=UTF-8 attachment */
             200: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
                     "text/csv": string;
+                };
+            };
+            /** @description Too many requests: a rate or concurrency limit (docs/limits.md); retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -13202,6 +15288,8 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -13210,6 +15298,18 @@ export interface operations {
                         /** @enum {string} */
                         status: "success";
                     };
+                };
+            };
+            /** @description Too many requests: a rate or concurrency limit (docs/limits.md); retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -13253,6 +15353,8 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -13261,6 +15363,18 @@ export interface operations {
                         /** @enum {string} */
                         status: "success";
                     };
+                };
+            };
+            /** @description Too many requests: a rate or concurrency limit (docs/limits.md); retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -13386,6 +15500,8 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -13395,6 +15511,25 @@ export interface operations {
                         schemas: string[];
                         startIndex: number;
                         totalResults: number;
+                    };
+                };
+            };
+            /** @description Client error (RFC 7644 error) */
+            429: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        detail?: string;
+                        schemas: string[];
+                        /** @description invalidFilter, uniqueness, invalidPath, invalidValue, … */
+                        scimType?: string;
+                        /** @description the HTTP status, as a string */
+                        status: string;
                     };
                 };
             };
@@ -13479,6 +15614,8 @@ export interface operations {
             /** @description Default Response */
             201: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -13505,6 +15642,25 @@ export interface operations {
                             version: string;
                         };
                         schemas: string[];
+                    };
+                };
+            };
+            /** @description Client error (RFC 7644 error) */
+            429: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        detail?: string;
+                        schemas: string[];
+                        /** @description invalidFilter, uniqueness, invalidPath, invalidValue, … */
+                        scimType?: string;
+                        /** @description the HTTP status, as a string */
+                        status: string;
                     };
                 };
             };
@@ -13561,6 +15717,8 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -13587,6 +15745,25 @@ export interface operations {
                             version: string;
                         };
                         schemas: string[];
+                    };
+                };
+            };
+            /** @description Client error (RFC 7644 error) */
+            429: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        detail?: string;
+                        schemas: string[];
+                        /** @description invalidFilter, uniqueness, invalidPath, invalidValue, … */
+                        scimType?: string;
+                        /** @description the HTTP status, as a string */
+                        status: string;
                     };
                 };
             };
@@ -13673,6 +15850,8 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -13699,6 +15878,25 @@ export interface operations {
                             version: string;
                         };
                         schemas: string[];
+                    };
+                };
+            };
+            /** @description Client error (RFC 7644 error) */
+            429: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        detail?: string;
+                        schemas: string[];
+                        /** @description invalidFilter, uniqueness, invalidPath, invalidValue, … */
+                        scimType?: string;
+                        /** @description the HTTP status, as a string */
+                        status: string;
                     };
                 };
             };
@@ -13750,9 +15948,30 @@ export interface operations {
             /** @description deleted */
             204: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content?: never;
+            };
+            /** @description Client error (RFC 7644 error) */
+            429: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        detail?: string;
+                        schemas: string[];
+                        /** @description invalidFilter, uniqueness, invalidPath, invalidValue, … */
+                        scimType?: string;
+                        /** @description the HTTP status, as a string */
+                        status: string;
+                    };
+                };
             };
         };
     };
@@ -13831,6 +16050,8 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -13857,6 +16078,25 @@ export interface operations {
                             version: string;
                         };
                         schemas: string[];
+                    };
+                };
+            };
+            /** @description Client error (RFC 7644 error) */
+            429: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        detail?: string;
+                        schemas: string[];
+                        /** @description invalidFilter, uniqueness, invalidPath, invalidValue, … */
+                        scimType?: string;
+                        /** @description the HTTP status, as a string */
+                        status: string;
                     };
                 };
             };
@@ -13906,6 +16146,8 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -13919,6 +16161,25 @@ export interface operations {
                         schemas: string[];
                         startIndex: number;
                         totalResults: number;
+                    };
+                };
+            };
+            /** @description Client error (RFC 7644 error) */
+            429: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        detail?: string;
+                        schemas: string[];
+                        /** @description invalidFilter, uniqueness, invalidPath, invalidValue, … */
+                        scimType?: string;
+                        /** @description the HTTP status, as a string */
+                        status: string;
                     };
                 };
             };
@@ -13970,6 +16231,8 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -13977,6 +16240,25 @@ export interface operations {
                         schemas: string[];
                     } & {
                         [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Client error (RFC 7644 error) */
+            429: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        detail?: string;
+                        schemas: string[];
+                        /** @description invalidFilter, uniqueness, invalidPath, invalidValue, … */
+                        scimType?: string;
+                        /** @description the HTTP status, as a string */
+                        status: string;
                     };
                 };
             };
@@ -14026,6 +16308,8 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -14039,6 +16323,25 @@ export interface operations {
                         schemas: string[];
                         startIndex: number;
                         totalResults: number;
+                    };
+                };
+            };
+            /** @description Client error (RFC 7644 error) */
+            429: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        detail?: string;
+                        schemas: string[];
+                        /** @description invalidFilter, uniqueness, invalidPath, invalidValue, … */
+                        scimType?: string;
+                        /** @description the HTTP status, as a string */
+                        status: string;
                     };
                 };
             };
@@ -14090,6 +16393,8 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -14097,6 +16402,25 @@ export interface operations {
                         schemas: string[];
                     } & {
                         [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Client error (RFC 7644 error) */
+            429: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        detail?: string;
+                        schemas: string[];
+                        /** @description invalidFilter, uniqueness, invalidPath, invalidValue, … */
+                        scimType?: string;
+                        /** @description the HTTP status, as a string */
+                        status: string;
                     };
                 };
             };
@@ -14146,6 +16470,8 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -14153,6 +16479,25 @@ export interface operations {
                         schemas: string[];
                     } & {
                         [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Client error (RFC 7644 error) */
+            429: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        detail?: string;
+                        schemas: string[];
+                        /** @description invalidFilter, uniqueness, invalidPath, invalidValue, … */
+                        scimType?: string;
+                        /** @description the HTTP status, as a string */
+                        status: string;
                     };
                 };
             };
@@ -14215,6 +16560,8 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -14224,6 +16571,25 @@ export interface operations {
                         schemas: string[];
                         startIndex: number;
                         totalResults: number;
+                    };
+                };
+            };
+            /** @description Client error (RFC 7644 error) */
+            429: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        detail?: string;
+                        schemas: string[];
+                        /** @description invalidFilter, uniqueness, invalidPath, invalidValue, … */
+                        scimType?: string;
+                        /** @description the HTTP status, as a string */
+                        status: string;
                     };
                 };
             };
@@ -14358,6 +16724,8 @@ export interface operations {
             /** @description Default Response */
             201: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -14411,6 +16779,25 @@ export interface operations {
                             employeeNumber?: string;
                         };
                         userName?: string;
+                    };
+                };
+            };
+            /** @description Client error (RFC 7644 error) */
+            429: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        detail?: string;
+                        schemas: string[];
+                        /** @description invalidFilter, uniqueness, invalidPath, invalidValue, … */
+                        scimType?: string;
+                        /** @description the HTTP status, as a string */
+                        status: string;
                     };
                 };
             };
@@ -14467,6 +16854,8 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -14520,6 +16909,25 @@ export interface operations {
                             employeeNumber?: string;
                         };
                         userName?: string;
+                    };
+                };
+            };
+            /** @description Client error (RFC 7644 error) */
+            429: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        detail?: string;
+                        schemas: string[];
+                        /** @description invalidFilter, uniqueness, invalidPath, invalidValue, … */
+                        scimType?: string;
+                        /** @description the HTTP status, as a string */
+                        status: string;
                     };
                 };
             };
@@ -14656,6 +17064,8 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -14712,6 +17122,25 @@ export interface operations {
                     };
                 };
             };
+            /** @description Client error (RFC 7644 error) */
+            429: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        detail?: string;
+                        schemas: string[];
+                        /** @description invalidFilter, uniqueness, invalidPath, invalidValue, … */
+                        scimType?: string;
+                        /** @description the HTTP status, as a string */
+                        status: string;
+                    };
+                };
+            };
         };
     };
     "scim.users.delete": {
@@ -14760,9 +17189,30 @@ export interface operations {
             /** @description deleted */
             204: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content?: never;
+            };
+            /** @description Client error (RFC 7644 error) */
+            429: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        detail?: string;
+                        schemas: string[];
+                        /** @description invalidFilter, uniqueness, invalidPath, invalidValue, … */
+                        scimType?: string;
+                        /** @description the HTTP status, as a string */
+                        status: string;
+                    };
+                };
             };
         };
     };
@@ -14841,6 +17291,8 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -14897,6 +17349,25 @@ export interface operations {
                     };
                 };
             };
+            /** @description Client error (RFC 7644 error) */
+            429: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/scim+json": {
+                        detail?: string;
+                        schemas: string[];
+                        /** @description invalidFilter, uniqueness, invalidPath, invalidValue, … */
+                        scimType?: string;
+                        /** @description the HTTP status, as a string */
+                        status: string;
+                    };
+                };
+            };
         };
     };
     "shared.get": {
@@ -14935,6 +17406,8 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -14953,9 +17426,23 @@ export interface operations {
             /** @description Default Response */
             302: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content?: never;
+            };
+            /** @description Too many requests: a rate or concurrency limit (docs/limits.md); retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
             };
         };
     };
@@ -14991,10 +17478,24 @@ export interface operations {
             /** @description the image; Content-Type from its magic bytes */
             200: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
                     "image/*": Blob;
+                };
+            };
+            /** @description Too many requests: a rate or concurrency limit (docs/limits.md); retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -15033,10 +17534,24 @@ export interface operations {
             /** @description the image; Content-Type from its magic bytes */
             200: {
                 headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     [name: string]: unknown;
                 };
                 content: {
                     "image/*": Blob;
+                };
+            };
+            /** @description Too many requests: a rate or concurrency limit (docs/limits.md); retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };

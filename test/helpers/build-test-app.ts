@@ -13,6 +13,21 @@ export const TEST_SECRETS_KEY = Buffer.alloc(32, 7).toString('base64')
 /** The secret box the test app uses. */
 export const testSecrets = () => secretBoxFor(testConfig().secrets)
 
+/**
+ * The documented setting for suites whose load is not a tenant's fair use (docs/limits.md, "Tests and the
+ * bench"): limits far above what they send, so the limiter still runs on every request.
+ */
+export const LOAD_TEST_LIMITS: Readonly<Record<string, string>> = {
+  RATE_LIMIT_TOKEN_READ: '100000000',
+  RATE_LIMIT_TOKEN_WRITE: '100000000',
+  RATE_LIMIT_TOKEN_EXPENSIVE: '100000000',
+  RATE_LIMIT_TENANT_READ: '100000000',
+  RATE_LIMIT_TENANT_WRITE: '100000000',
+  RATE_LIMIT_TENANT_EXPENSIVE: '100000000',
+  TENANT_MAX_IN_FLIGHT: '10000',
+  TENANT_MAX_QUEUED: '100000',
+}
+
 export function testConfig(overrides: Record<string, string> = {}): Config {
   return loadConfig({
     NODE_ENV: 'test',

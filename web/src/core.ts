@@ -44,7 +44,21 @@ export function useStore<T>(s: Store<T>): T {
 }
 
 // --- API ------------------------------------------------------------------------------------------
-export const api = createWorkplaceClient({ baseUrl: location.origin })
+/**
+ * Set while a request waits to be retried after a `429` (the server's fair-use limits, docs/limits.md):
+ * the seconds it waits. The layout shows a calm "busy, retrying" note, never an error.
+ */
+export const retrying = store<number | undefined>(undefined)
+let retryClear: ReturnType<typeof setTimeout> | undefined
+
+export const api = createWorkplaceClient({
+  baseUrl: location.origin,
+  onRetry: ({ waitSeconds }) => {
+    retrying.set(waitSeconds)
+    clearTimeout(retryClear)
+    retryClear = setTimeout(() => retrying.set(undefined), (waitSeconds + 1) * 1000)
+  },
+})
 
 export type Schemas = {
   Notification: NonNullable<paths['/api/notifications']['get']['responses'][200]['content']['application/json']>[number]

@@ -8,6 +8,7 @@ import {
   match,
   navigate,
   restoreSession,
+  retrying,
   route,
   session,
   sessionState,
@@ -154,6 +155,16 @@ function Nav({ path }: { path: string }) {
   )
 }
 
+/** A calm note while a request waits to be retried after a 429 (the server's fair-use limits). */
+function BusyNote() {
+  const seconds = useStore(retrying)
+  return (
+    <p class="busy-note" role="status" aria-live="polite">
+      {seconds === undefined ? '' : t('app.busy', { seconds })}
+    </p>
+  )
+}
+
 export function UnreadBadge() {
   const count = useStore(unread)
   // the badge keeps its place while the count is unknown: no layout shift when it arrives
@@ -261,6 +272,7 @@ function App() {
           <Nav path={path} />
         </aside>
         <main id="main" key={lang.get()}>
+          <BusyNote />
           {page}
         </main>
       </div>

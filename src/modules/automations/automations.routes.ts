@@ -75,7 +75,10 @@ export async function automationsRoutes(app: App, { automations }: { automations
   )
   app.post(
     `${base}/:id/test`,
-    { schema: { tags, params: IdParamsSchema, response: { 202: TestResponseSchema, ...errorResponses } } },
+    {
+      config: { rateLimit: 'expensive' },
+      schema: { tags, params: IdParamsSchema, response: { 202: TestResponseSchema, ...errorResponses } },
+    },
     async (request, reply) => reply.code(202).send(await automations.testAutomation(request.actor, request.params.id)),
   )
   app.get(
@@ -93,7 +96,10 @@ export async function automationsRoutes(app: App, { automations }: { automations
   )
   app.post(
     `${base}/:id/deliveries/:delivery/redeliver`,
-    { schema: { tags, params: DeliveryParamsSchema, response: { 202: DeliverySchema, ...errorResponses } } },
+    {
+      config: { rateLimit: 'expensive' },
+      schema: { tags, params: DeliveryParamsSchema, response: { 202: DeliverySchema, ...errorResponses } },
+    },
     async (request, reply) => {
       const { id, delivery } = request.params
       return reply.code(202).send(await automations.redeliver(request.actor, id, delivery))

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto'
+import { assertQuota } from '../../platform/limits/quotas.js'
 import { diff, recordAudit } from '../../platform/audit/audit-log.js'
 import type { AppDeps } from '../../platform/app-module.js'
 import type { Actor } from '../../platform/auth/actor.js'
@@ -79,6 +80,7 @@ export function createAutomationsService({ db, config }: AppDeps, options: { res
     const actions = await checkActions(body.actions, errors)
     errors.throwIfAny()
     const { id } = await db.transaction().execute(async (trx) => {
+      await assertQuota(trx, actor.tenantId, 'automations', config.limits.quotas)
       const row = await queries.insertAutomation(trx, actor.tenantId, {
         name: body.name,
         event: body.event,

@@ -44,6 +44,8 @@ export async function notificationsRoutes(app: App, { notifications, sending, st
   app.get(
     '/api/notifications/stream',
     {
+      // a stream stays open for hours: it counts against the rate limit, not among the requests in flight
+      config: { inFlightLimit: false },
       schema: {
         tags,
         description:
@@ -95,7 +97,10 @@ export async function notificationsRoutes(app: App, { notifications, sending, st
 
   app.post(
     '/api/notifications',
-    { schema: { tags, body: SendNotificationBodySchema, response: { 202: Envelope(Type.Null()), ...errorResponses } } },
+    {
+      config: { rateLimit: 'expensive' },
+      schema: { tags, body: SendNotificationBodySchema, response: { 202: Envelope(Type.Null()), ...errorResponses } },
+    },
     async (request, reply) => {
       await sending.sendNotification(request.actor, request.body)
       return reply.code(202).send(envelope(null))

@@ -151,6 +151,7 @@ export async function usersRoutes(app: App, { users, lifecycle, imports, storage
   app.post(
     '/api/users/csv',
     {
+      config: { rateLimit: 'expensive' },
       schema: {
         tags,
         summary: 'Dry-run parse of a user CSV import (persists nothing)',

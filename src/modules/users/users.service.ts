@@ -1,4 +1,5 @@
 import type { Updateable } from 'kysely'
+import { assertQuota } from '../../platform/limits/quotas.js'
 import type { AppDeps } from '../../platform/app-module.js'
 import { actingUserId, type Actor } from '../../platform/auth/actor.js'
 import { hashPassword, UNUSABLE_PASSWORD_HASH, verifyPassword } from '../../platform/auth/passwords.js'
@@ -210,6 +211,7 @@ export function createUsersService(deps: AppDeps, pictures: ProfilePictures) {
     return withPicture(actor, upload, picture?.extension, (profilePicture) =>
       guardUsername(() =>
         db.transaction().execute(async (trx) => {
+          await assertQuota(trx, actor.tenantId, 'users', deps.config.limits.quotas)
           const { id } = await queries.insertUser(trx, { ...values, profile_picture: profilePicture ?? null })
           const { password_hash: _hash, tenant_id: _tenant, ...recorded } = values
           await recordDomainEvent(trx, {

@@ -452,9 +452,28 @@ export interface Database {
   scim_tokens: ScimTokensTable
   data_exports: DataExportsTable
   retention_settings: RetentionSettingsTable
+  rate_limit_counters: RateLimitCountersTable
+  tenant_limits: TenantLimitsTable
 }
 
 /** Bearer tokens of SCIM clients (identity providers); only the SHA-256 of a token is stored. */
+export interface RateLimitCountersTable {
+  tenant_id: number
+  key: string
+  window_start: ColumnType<string, Date | string, Date | string>
+  used: number
+  granted: number
+  quota: number
+}
+
+export interface TenantLimitsTable {
+  tenant_id: number
+  /** Overrides of the default limits: `{"token":{"read":5000},"tenant":{"expensive":500},"max_in_flight":64}`. */
+  limits: ColumnType<Record<string, unknown>, string, string>
+  exempt: ColumnType<boolean, boolean | undefined, boolean>
+  updated_at: ColumnType<string, Date | string | undefined, Date | string>
+}
+
 export interface ScimTokensTable {
   id: Id
   tenant_id: number

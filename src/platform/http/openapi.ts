@@ -65,7 +65,11 @@ export async function registerOpenApi(app: FastifyInstance, config: Config): Pro
 
 type Schema = Record<string, unknown>
 type Parameter = { in: string; name: string; schema?: Schema; style?: string; explode?: boolean }
-type Response = { description?: string; content?: Record<string, { schema?: unknown }> }
+type Response = {
+  description?: string
+  content?: Record<string, { schema?: unknown }>
+  headers?: Record<string, { $ref: string }>
+}
 interface Operation {
   operationId?: string
   summary?: string
@@ -75,8 +79,28 @@ interface Operation {
 }
 interface Document {
   paths?: Record<string, Record<string, Operation>>
-  components?: { schemas?: Record<string, Schema> }
+  components?: { schemas?: Record<string, Schema>; headers?: Record<string, unknown> }
 }
+
+/** The fair-use headers (docs/limits.md), once in components and referenced by every authenticated operation. */
+const LIMIT_HEADERS = {
+  'RateLimit-Policy': {
+    description:
+      'The rate-limit policies the request drew on (draft-ietf-httpapi-ratelimit-headers): `"token-read";q=1200;w=60, "tenant-read";q=12000;w=60` — a quota `q` of requests per window of `w` seconds, for the token and for the whole tenant.',
+    schema: { type: 'string' },
+  },
+  RateLimit: {
+    description:
+      'Where each policy stands: `"token-read";r=1187;t=42` — `r` requests remaining (fleet-wide, approximate) and `t` seconds until the window resets.',
+    schema: { type: 'string' },
+  },
+  'Retry-After': {
+    description: 'Seconds to wait before retrying (on 429 and 503).',
+    schema: { type: 'integer', minimum: 0 },
+  },
+}
+const limitHeaderRefs = (names: Array<keyof typeof LIMIT_HEADERS>) =>
+  Object.fromEntries(names.map((name) => [name, { $ref: `#/components/headers/${name}` }]))
 
 const METHODS = ['get', 'put', 'post', 'delete', 'patch', 'head', 'options']
 const PROBLEM_REF = { $ref: '#/components/schemas/Problem' }
@@ -180,6 +204,23 @@ function finishDocument<T>(input: T): T {
       delete schema.style
       delete schema.explode
     }
+    // every authenticated route is rate-limited: its answers carry the limit headers, and it may answer 429
+    if (!isPublic || n.path.startsWith('/scim/')) {
+      operation.responses ??= {}
+      operation.responses['429'] ??= {}
+      for (const [status, response] of Object.entries(operation.responses)) {
+        if (/^[23]/.test(status))
+          response.headers = { ...response.headers, ...limitHeaderRefs(['RateLimit-Policy', 'RateLimit']) }
+        if (status === '429') {
+          response.headers = limitHeaderRefs(['Retry-After', 'RateLimit-Policy', 'RateLimit'])
+          // SCIM's errors are RFC 7644 documents: the 429 has the content of the operation's other client errors
+          const scimError = Object.entries(operation.responses).find(([other]) => /^4/.test(other) && other !== '429')
+          response.content = n.path.startsWith('/scim/')
+            ? scimError?.[1].content
+            : { 'application/problem+json': { schema: PROBLEM_REF } }
+        }
+      }
+    }
     for (const [status, response] of Object.entries(operation.responses ?? {})) {
       if (!/^[45]/.test(status)) continue
       // SCIM answers its errors as RFC 7644 documents (application/scim+json), as its routes declare
@@ -189,14 +230,21 @@ function finishDocument<T>(input: T): T {
           : 'Server error (RFC 7644 error)'
         continue
       }
-      response.description = status.startsWith('4')
-        ? 'Client error (problem details, RFC 9457)'
-        : 'Server error (problem details, RFC 9457)'
+      response.description =
+        status === '429'
+          ? 'Too many requests: a rate or concurrency limit (docs/limits.md); retry after `Retry-After` seconds'
+          : status.startsWith('4')
+            ? 'Client error (problem details, RFC 9457)'
+            : 'Server error (problem details, RFC 9457)'
       response.content = { 'application/problem+json': { schema: PROBLEM_REF } }
     }
   }
   const problemSchema: Schema = { ...ProblemSchema }
   const { $id: _id, ...problem } = problemSchema
-  doc.components = { ...doc.components, schemas: { ...doc.components?.schemas, Problem: problem } }
+  doc.components = {
+    ...doc.components,
+    schemas: { ...doc.components?.schemas, Problem: problem },
+    headers: { ...doc.components?.headers, ...LIMIT_HEADERS },
+  }
   return input
 }

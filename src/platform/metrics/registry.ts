@@ -24,6 +24,13 @@ export const httpDuration = new Histogram({
   registers: [registry],
 })
 
+export const rateLimitedRequests = new Counter({
+  name: 'workplace_rate_limited_requests_total',
+  help: 'Requests refused with 429 by the fair-use limits, by tenant id, bucket (read, write, expensive) and limit (token, tenant, concurrency)',
+  labelNames: ['tenant', 'bucket', 'limit'] as const,
+  registers: [registry],
+})
+
 const jobOutcomes = new Counter({
   name: 'workplace_job_runs_total',
   help: 'Job runs by task and outcome (success, failure)',

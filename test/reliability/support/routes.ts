@@ -1,6 +1,6 @@
 import type { FastifyInstance, RouteOptions } from 'fastify'
 import { buildApp } from '../../../src/app.js'
-import { testConfig } from '../../helpers/build-test-app.js'
+import { LOAD_TEST_LIMITS, testConfig } from '../../helpers/build-test-app.js'
 import { testDb } from '../../helpers/test-database.js'
 
 export interface RegisteredRoute {
@@ -20,7 +20,8 @@ export async function appWithRouteTable(
       routes.push({ method, url: route.url })
     }
   }
-  const app = await buildApp({ config: testConfig(overrides), db: testDb(), onRoute })
+  // the route sweep's requests are no tenant's fair use (docs/limits.md): raised limits unless overridden
+  const app = await buildApp({ config: testConfig({ ...LOAD_TEST_LIMITS, ...overrides }), db: testDb(), onRoute })
   await app.ready()
   return { app, routes }
 }

@@ -1,0 +1,152 @@
+import { createHash, timingSafeEqual } from 'node:crypto'
+import type { FastifyInstance, FastifyRequest } from 'fastify'
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
+import { Type } from 'typebox'
+import type { Config } from '../../config.js'
+import type { Db } from '../db/schema.js'
+import { AppError, notFound, unauthorized } from '../http/errors.js'
+import { Envelope, envelope, errorResponses } from '../http/schemas.js'
+import { forbidden } from '../http/errors.js'
+import { QUOTA_NAMES, quotaUsage, tenantQuotas } from './quotas.js'
+import type { LimitsHandle } from './index.js'
+import { loadTenantLimits, writeTenantLimits } from './tenant-limits.js'
+
+const Count = Type.Integer({ minimum: 0, maximum: 1_000_000_000 })
+const BucketsSchema = Type.Object(
+  { read: Type.Optional(Count), write: Type.Optional(Count), expensive: Type.Optional(Count) },
+  { additionalProperties: false },
+)
+const LimitsBodySchema = Type.Object(
+  {
+    token: Type.Optional(BucketsSchema),
+    tenant: Type.Optional(BucketsSchema),
+    max_in_flight: Type.Optional(Type.Integer({ minimum: 1, maximum: 100_000 })),
+    quotas: Type.Optional(
+      Type.Object(
+        { users: Type.Optional(Count), automations: Type.Optional(Count), push_subscriptions: Type.Optional(Count) },
+        { additionalProperties: false },
+      ),
+    ),
+    exempt: Type.Optional(Type.Boolean()),
+  },
+  { additionalProperties: false },
+)
+const Buckets = Type.Object({ read: Count, write: Count, expensive: Count })
+const EffectiveSchema = Type.Object({
+  tenant_slug: Type.String(),
+  token: Buckets,
+  tenant: Buckets,
+  max_in_flight: Type.Integer(),
+  exempt: Type.Boolean(),
+  window_seconds: Type.Integer(),
+  quotas: Type.Object({ users: Count, automations: Count, push_subscriptions: Count }),
+})
+
+const QuotaSchema = Type.Object({ used: Type.Integer(), limit: Type.Integer() })
+const UsageSchema = Type.Object(
+  {
+    quotas: Type.Object({ users: QuotaSchema, automations: QuotaSchema, push_subscriptions: QuotaSchema }),
+    rate_limits: Type.Object({
+      window_seconds: Type.Integer(),
+      token: Buckets,
+      tenant: Buckets,
+      max_in_flight: Type.Integer(),
+      exempt: Type.Boolean(),
+    }),
+  },
+  { $id: 'Usage' },
+)
+
+const digest = (value: string) => createHash('sha256').update(value).digest()
+const BEARER = /^Bearer\s+(\S+)\s*$/i
+
+/**
+ * The operator's routes (OPERATOR_TOKEN; absent: 404): read and raise a tenant's limits. Not a tenant's
+ * route: a tenant's own administrators cannot reach them with any token of theirs. Hidden from the
+ * OpenAPI document (docs/limits.md describes them).
+ */
+export async function limitsRoutes(
+  root: FastifyInstance,
+  { db, config, limits }: { db: Db; config: Config; limits: LimitsHandle },
+): Promise<void> {
+  const operatorToken = config.operatorToken
+  const app = root.withTypeProvider<TypeBoxTypeProvider>()
+  const expected = operatorToken ? digest(operatorToken) : undefined
+
+  // checked before anything else of the request (its body is validated after)
+  async function requireOperator(request: FastifyRequest): Promise<void> {
+    if (!expected) throw notFound('Route')
+    if (!timingSafeEqual(digest(BEARER.exec(request.headers.authorization ?? '')?.[1] ?? ''), expected))
+      throw unauthorized()
+  }
+
+  async function tenantId(slug: string): Promise<number> {
+    const tenant = await db.selectFrom('tenants').select('id').where('slug', '=', slug).executeTakeFirst()
+    if (!tenant) throw new AppError(404, 'not_found', `No tenant "${slug}"`, { tenant: ['unknown tenant'] })
+    return tenant.id
+  }
+
+  const effective = async (slug: string, id: number) => ({
+    tenant_slug: slug,
+    ...(await loadTenantLimits(db, id, config.limits)),
+    window_seconds: config.limits.windowSeconds,
+    quotas: await tenantQuotas(db, id, config.limits.quotas),
+  })
+  const params = Type.Object({ tenant: Type.String({ minLength: 1, maxLength: 100 }) })
+
+  app.get(
+    '/api/administration/usage',
+    {
+      schema: {
+        tags: ['administration'],
+        description:
+          "The organisation's use of each quota against its limit, and its rate limits (docs/limits.md). Administrators only.",
+        response: { 200: Envelope(UsageSchema), ...errorResponses },
+      },
+    },
+    async (request) => {
+      const actor = request.actor
+      if (!actor.isAdmin) throw forbidden('Only administrators see the usage of their organisation')
+      const [quotas, used, rates] = await Promise.all([
+        tenantQuotas(db, actor.tenantId, config.limits.quotas),
+        quotaUsage(db, actor.tenantId),
+        loadTenantLimits(db, actor.tenantId, config.limits),
+      ])
+      const quota = (name: (typeof QUOTA_NAMES)[number]) => ({ used: used[name], limit: quotas[name] })
+      return envelope({
+        quotas: {
+          users: quota('users'),
+          automations: quota('automations'),
+          push_subscriptions: quota('push_subscriptions'),
+        },
+        rate_limits: { window_seconds: config.limits.windowSeconds, ...rates },
+      })
+    },
+  )
+  app.get(
+    '/api/operator/tenants/:tenant/limits',
+    {
+      config: { public: true },
+      onRequest: requireOperator,
+      schema: { hide: true, params, response: { 200: EffectiveSchema, ...errorResponses } },
+    },
+    async (request) => {
+      return effective(request.params.tenant, await tenantId(request.params.tenant))
+    },
+  )
+  app.put(
+    '/api/operator/tenants/:tenant/limits',
+    {
+      config: { public: true },
+      onRequest: requireOperator,
+      schema: { hide: true, params, body: LimitsBodySchema, response: { 200: EffectiveSchema, ...errorResponses } },
+    },
+    async (request) => {
+      const id = await tenantId(request.params.tenant)
+      const { exempt, ...overrides } = request.body
+      await writeTenantLimits(db, id, overrides, exempt)
+      limits.forget(id)
+      return effective(request.params.tenant, id)
+    },
+  )
+}

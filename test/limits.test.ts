@@ -1,0 +1,361 @@
+import assert from 'node:assert/strict'
+import { execFile } from 'node:child_process'
+import path from 'node:path'
+import { promisify } from 'node:util'
+import type { AddressInfo } from 'node:net'
+import { test } from 'node:test'
+import type { FastifyInstance } from 'fastify'
+import { buildApp } from '../src/app.js'
+import { createWorkplaceClient } from '../clients/typescript/index.js'
+import { registry } from '../src/platform/metrics/index.js'
+import { bearer, instrumentTestApp, testConfig } from './helpers/build-test-app.js'
+import { given } from './helpers/given.js'
+import { testDatabaseUrl, testDb } from './helpers/test-database.js'
+
+const OPERATOR = 'operator-test-token-0123456789'
+const run = promisify(execFile)
+const root = path.resolve(import.meta.dirname, '..')
+
+/** An app (a "node") on the shared test database with these limits; no actor cache (nothing to close). */
+async function node(env: Record<string, string>): Promise<FastifyInstance> {
+  const app = await buildApp({ config: testConfig({ AUTH_CACHE: 'false', ...env }), db: testDb() })
+  return instrumentTestApp(app)
+}
+
+const current = (app: FastifyInstance, token: string, headers: Record<string, string> = {}) =>
+  app.inject({ method: 'GET', url: '/api/users/current', headers: { ...bearer(token), ...headers } })
+
+async function limitedSample(tenantId: number, bucket: string, limit: string): Promise<number> {
+  const metric = (await registry.getSingleMetric('workplace_rate_limited_requests_total')?.get())?.values ?? []
+  return (
+    metric.find((v) => v.labels.tenant === String(tenantId) && v.labels.bucket === bucket && v.labels.limit === limit)
+      ?.value ?? 0
+  )
+}
+
+test('every authenticated answer carries RateLimit-Policy and RateLimit (the draft syntax); public ones none', async () => {
+  const app = await node({})
+  try {
+    const tenant = await given.tenant(testDb())
+    const res = await current(app, tenant.adminToken)
+    assert.equal(res.statusCode, 200)
+    assert.equal(res.headers['ratelimit-policy'], '"token-read";q=1200;w=60, "tenant-read";q=12000;w=60')
+    assert.match(String(res.headers.ratelimit), /^"token-read";r=(\d+);t=(\d+), "tenant-read";r=(\d+);t=(\d+)$/)
+    const [, tokenLeft, reset] = /r=(\d+);t=(\d+)/.exec(String(res.headers.ratelimit))!.map(Number)
+    assert.ok(tokenLeft! <= 1199 && tokenLeft! >= 1100, `remaining ${tokenLeft}`)
+    assert.ok(reset! >= 1 && reset! <= 60)
+    // a write draws on the write bucket; a refused request (404) still carries the headers
+    const write = await app.inject({
+      method: 'PUT',
+      url: '/api/users/999999999',
+      headers: bearer(tenant.adminToken),
+      payload: {},
+    })
+    assert.match(String(write.headers['ratelimit-policy']), /^"token-write";q=300;w=60, "tenant-write";q=3000;w=60$/)
+    const csv = await app.inject({
+      method: 'GET',
+      url: '/api/administration/audit-log',
+      headers: { ...bearer(tenant.adminToken), accept: 'text/csv' },
+    })
+    assert.match(String(csv.headers['ratelimit-policy']), /^"token-expensive";q=20;w=60/, 'an export is expensive')
+    const live = await app.inject({ method: 'GET', url: '/health/live' })
+    assert.equal(live.headers['ratelimit-policy'], undefined)
+  } finally {
+    await app.close()
+  }
+})
+
+test('per token: the limit+1st read is a 429 problem with Retry-After; other tokens, writes and tenants go on', async () => {
+  const app = await node({ RATE_LIMIT_TOKEN_READ: '5' })
+  try {
+    const tenant = await given.tenant(testDb())
+    const other = await given.user(testDb(), tenant)
+    const before = await limitedSample(tenant.id, 'read', 'token')
+    for (let i = 0; i < 5; i++) assert.equal((await current(app, tenant.adminToken)).statusCode, 200, `request ${i}`)
+    const refused = await current(app, tenant.adminToken)
+    assert.equal(refused.statusCode, 429)
+    assert.equal(refused.headers['content-type'], 'application/problem+json')
+    const problem = refused.json()
+    assert.equal(problem.code, 'rate_limited')
+    assert.equal(problem.status, 429)
+    assert.equal(problem.limit, 'token-read')
+    const retryAfter = Number(refused.headers['retry-after'])
+    assert.ok(retryAfter >= 1 && retryAfter <= 60, `Retry-After ${refused.headers['retry-after']}`)
+    assert.equal(problem.retry_after, retryAfter)
+    assert.match(String(refused.headers.ratelimit), /^"token-read";r=0;t=\d+/)
+    assert.equal(await limitedSample(tenant.id, 'read', 'token'), before + 1, 'counted in the metric')
+    // another token of the tenant, and a write of the same token, have their own budgets
+    assert.equal((await current(app, other.token)).statusCode, 200)
+    const write = await app.inject({
+      method: 'PUT',
+      url: '/api/users/999999999',
+      headers: bearer(tenant.adminToken),
+      payload: {},
+    })
+    assert.notEqual(write.statusCode, 429)
+  } finally {
+    await app.close()
+  }
+})
+
+test('per tenant: all its tokens together; another tenant is not affected', async () => {
+  const app = await node({ RATE_LIMIT_TENANT_READ: '8' })
+  try {
+    const tenant = await given.tenant(testDb())
+    const users = [await given.user(testDb(), tenant), await given.user(testDb(), tenant)]
+    const statuses: number[] = []
+    for (let i = 0; i < 10; i++) statuses.push((await current(app, users[i % 2]!.token)).statusCode)
+    assert.deepEqual(statuses, [200, 200, 200, 200, 200, 200, 200, 200, 429, 429])
+    const refused = await current(app, tenant.adminToken)
+    assert.equal(refused.json().limit, 'tenant-read')
+    const stranger = await given.tenant(testDb())
+    assert.equal((await current(app, stranger.adminToken)).statusCode, 200)
+  } finally {
+    await app.close()
+  }
+})
+
+test('the limit holds for the sum of the nodes (two apps on one database, requests alternating)', async () => {
+  const env = { RATE_LIMIT_TOKEN_READ: '100' }
+  const nodes = [await node(env), await node(env), await node(env)]
+  try {
+    const tenant = await given.tenant(testDb())
+    let admitted = 0
+    for (let i = 0; i < 300; i += 10) {
+      const batch = await Promise.all(
+        Array.from({ length: 10 }, (_, j) => current(nodes[(i + j) % 3]!, tenant.adminToken)),
+      )
+      admitted += batch.filter((r) => r.statusCode === 200).length
+      assert.ok(batch.every((r) => r.statusCode === 200 || r.statusCode === 429))
+    }
+    assert.ok(admitted <= 100, `admitted ${admitted} of a limit of 100 across 3 nodes`)
+    assert.ok(admitted >= 90, `admitted ${admitted}: leased and unspent chunks cost at most 10 %`)
+  } finally {
+    await Promise.all(nodes.map((n) => n.close()))
+  }
+})
+
+test('operator route: only OPERATOR_TOKEN raises a tenant limit, at once on the node; exempt lifts every limit', async () => {
+  const without = await node({})
+  const app = await node({ RATE_LIMIT_TOKEN_READ: '3', OPERATOR_TOKEN: OPERATOR })
+  try {
+    const tenant = await given.tenant(testDb())
+    const url = `/api/operator/tenants/${tenant.slug}/limits`
+    assert.equal((await without.inject({ method: 'GET', url, headers: bearer(OPERATOR) })).statusCode, 404)
+    // the tenant's own administrator cannot raise its limits
+    const byAdmin = await app.inject({ method: 'PUT', url, headers: bearer(tenant.adminToken), payload: {} })
+    assert.equal(byAdmin.statusCode, 401)
+    for (let i = 0; i < 3; i++) assert.equal((await current(app, tenant.adminToken)).statusCode, 200)
+    assert.equal((await current(app, tenant.adminToken)).statusCode, 429)
+    const invalid = await app.inject({
+      method: 'PUT',
+      url,
+      headers: bearer(OPERATOR),
+      payload: { token: { read: -1 } },
+    })
+    assert.equal(invalid.statusCode, 422)
+    assert.ok(invalid.json().errors['token.read'], JSON.stringify(invalid.json()))
+    const unknown = await app.inject({
+      method: 'PUT',
+      url: '/api/operator/tenants/no-such-tenant/limits',
+      headers: bearer(OPERATOR),
+      payload: {},
+    })
+    assert.equal(unknown.statusCode, 404)
+    const raised = await app.inject({ method: 'PUT', url, headers: bearer(OPERATOR), payload: { token: { read: 10 } } })
+    assert.equal(raised.statusCode, 200)
+    assert.deepEqual(raised.json().token, { read: 10, write: 300, expensive: 20 })
+    const after = await current(app, tenant.adminToken)
+    assert.equal(after.statusCode, 200, 'the raise applies at once on the node that made it')
+    assert.match(String(after.headers['ratelimit-policy']), /^"token-read";q=10;w=60/)
+    const exempt = await app.inject({ method: 'PUT', url, headers: bearer(OPERATOR), payload: { exempt: true } })
+    assert.equal(exempt.json().exempt, true)
+    assert.deepEqual(exempt.json().token, { read: 3, write: 300, expensive: 20 }, 'PUT replaces the overrides')
+    for (let i = 0; i < 20; i++) {
+      const res = await current(app, tenant.adminToken)
+      assert.equal(res.statusCode, 200)
+      assert.equal(res.headers['ratelimit-policy'], undefined, 'an exempt tenant draws on no policy')
+    }
+    const shown = await app.inject({ method: 'GET', url, headers: bearer(OPERATOR) })
+    assert.equal(shown.json().exempt, true)
+  } finally {
+    await Promise.all([without.close(), app.close()])
+  }
+})
+
+test('in flight per tenant and node: beyond TENANT_MAX_IN_FLIGHT requests wait behind their own tenant; a full line is a 429', async () => {
+  const strict = await node({ TENANT_MAX_IN_FLIGHT: '1', TENANT_MAX_QUEUED: '0' })
+  const queued = await node({ TENANT_MAX_IN_FLIGHT: '1', TENANT_MAX_QUEUED: '100' })
+  try {
+    await strict.listen({ port: 0, host: '127.0.0.1' })
+    await queued.listen({ port: 0, host: '127.0.0.1' })
+    const base = (app: FastifyInstance) => `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`
+    const tenant = await given.tenant(testDb())
+    const burst = (app: FastifyInstance) =>
+      Promise.all(
+        Array.from({ length: 20 }, () =>
+          fetch(`${base(app)}/api/users/current`, { headers: bearer(tenant.adminToken) }).then(async (res) => ({
+            status: res.status,
+            body: await res.text(),
+            retryAfter: res.headers.get('retry-after'),
+          })),
+        ),
+      )
+    const refused = (await burst(strict)).filter((r) => r.status === 429)
+    assert.ok(refused.length > 0, 'with no line to wait in, requests beyond the one in flight are refused')
+    assert.equal(JSON.parse(refused[0]!.body).code, 'too_many_concurrent_requests')
+    assert.equal(refused[0]!.retryAfter, '1')
+    const waited = await burst(queued)
+    assert.deepEqual(
+      waited.map((r) => r.status),
+      Array.from({ length: 20 }, () => 200),
+      'in line, every request is served in turn',
+    )
+  } finally {
+    await Promise.all([strict.close(), queued.close()])
+  }
+})
+
+test('the typed client waits Retry-After and retries a 429; with retries: 0 it hands the 429 back', async () => {
+  const app = await node({ RATE_LIMIT_TOKEN_READ: '2', RATE_LIMIT_WINDOW_SECONDS: '1' })
+  try {
+    await app.listen({ port: 0, host: '127.0.0.1' })
+    const baseUrl = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`
+    const tenant = await given.tenant(testDb())
+    const statuses: number[] = []
+    const counting = async (request: Request) => {
+      const response = await fetch(request)
+      statuses.push(response.status)
+      return response
+    }
+    const waits: number[] = []
+    const api = createWorkplaceClient({
+      baseUrl,
+      token: tenant.adminToken,
+      fetch: counting,
+      onRetry: ({ waitSeconds }) => waits.push(waitSeconds),
+    })
+    for (let i = 0; i < 4; i++) {
+      const { response, data } = await api.GET('/api/users/current', {})
+      assert.equal(response.status, 200, `call ${i} succeeds, retried when refused`)
+      assert.ok(data, 'the body of the answer that succeeded')
+    }
+    assert.ok(statuses.includes(429), `a 429 was seen and retried: ${statuses.join(',')}`)
+    assert.ok(waits.length > 0 && waits.every((w) => w === 1), `waited Retry-After (1 s): ${waits.join(',')}`)
+    const impatient = createWorkplaceClient({ baseUrl, token: tenant.adminToken, retries: 0 })
+    let last = 0
+    for (let i = 0; i < 3; i++) last = (await impatient.GET('/api/users/current', {})).response.status
+    assert.equal(last, 429)
+  } finally {
+    await app.close()
+  }
+})
+
+test('quotas: GET /api/administration/usage; a create past the users quota is a 403 naming it, nothing written, also when racing', async () => {
+  const app = await node({ OPERATOR_TOKEN: OPERATOR })
+  try {
+    const tenant = await given.tenant(testDb())
+    const usage = async () =>
+      (await app.inject({ method: 'GET', url: '/api/administration/usage', headers: bearer(tenant.adminToken) })).json()
+        .data
+    const before = await usage()
+    assert.deepEqual(before.quotas.automations, { used: 0, limit: 100 })
+    assert.equal(before.quotas.users.limit, 100_000)
+    assert.equal(before.rate_limits.token.read, 1200)
+    const employee = await given.user(testDb(), tenant)
+    const notAdmin = await app.inject({
+      method: 'GET',
+      url: '/api/administration/usage',
+      headers: bearer(employee.token),
+    })
+    assert.equal(notAdmin.statusCode, 403)
+
+    const used = (await usage()).quotas.users.used as number
+    const raised = await app.inject({
+      method: 'PUT',
+      url: `/api/operator/tenants/${tenant.slug}/limits`,
+      headers: bearer(OPERATOR),
+      payload: { quotas: { users: used + 2, automations: 0 } },
+    })
+    assert.equal(raised.statusCode, 200, raised.body)
+    assert.deepEqual(raised.json().quotas, { users: used + 2, automations: 0, push_subscriptions: 200_000 })
+    // five creations race for two places: exactly two are written
+    const creations = await Promise.all(
+      Array.from({ length: 5 }, (_, i) =>
+        app.inject({
+          method: 'POST',
+          url: '/api/users',
+          headers: bearer(tenant.adminToken),
+          payload: {
+            username: `quota.${i}`,
+            password: 'long-enough-1',
+            first_name: 'Q',
+            last_name: 'U',
+            role_id: tenant.employeeRoleId,
+          },
+        }),
+      ),
+    )
+    assert.deepEqual(
+      creations.map((r) => r.statusCode).sort(),
+      [201, 201, 403, 403, 403],
+      creations.map((r) => r.body).join('\n'),
+    )
+    const refused = creations.find((r) => r.statusCode === 403)!.json()
+    assert.equal(refused.code, 'quota_exceeded')
+    assert.equal(refused.quota, 'users')
+    assert.deepEqual(refused.errors, { quota: ['users'] })
+    assert.deepEqual((await usage()).quotas.users, { used: used + 2, limit: used + 2 })
+    const audited = await testDb()
+      .selectFrom('audit_log')
+      .select((eb) => eb.fn.countAll<string>().as('n'))
+      .where('tenant_id', '=', tenant.id)
+      .where('action', '=', 'user.create')
+      .executeTakeFirstOrThrow()
+    assert.equal(Number(audited.n), 2, 'no audit record of a refused creation')
+
+    const automation = await app.inject({
+      method: 'POST',
+      url: '/api/administration/automations',
+      headers: bearer(tenant.adminToken),
+      payload: {
+        name: 'Over quota',
+        event: 'user.created',
+        actions: [
+          { type: 'webhook', config: { url: 'https://93.184.216.34/hooks', method: 'POST', headers: {}, auth: null } },
+        ],
+      },
+    })
+    assert.equal(automation.statusCode, 403, automation.body)
+    assert.equal(automation.json().quota, 'automations')
+    assert.equal((await usage()).quotas.automations.used, 0, 'nothing written')
+  } finally {
+    await app.close()
+  }
+})
+
+test('CLI: workplace limits set raises a tenant limit and quota, limits show prints them', async () => {
+  const tenant = await given.tenant(testDb())
+  const cli = async (args: string[]) =>
+    (
+      await run(process.execPath, [path.join(root, 'bin/workplace.js'), ...args], {
+        cwd: root,
+        timeout: 30_000,
+        env: { ...process.env, DATABASE_URL: testDatabaseUrl(), LOG_LEVEL: 'silent', PORT: '1' },
+      })
+    ).stdout
+  const set = JSON.parse(
+    await cli(['limits', 'set', '--tenant', tenant.slug, '--token-read', '7', '--quota-users', '9', '--json']),
+  )
+  assert.deepEqual(set.token, { read: 7, write: 300, expensive: 20 })
+  assert.equal(set.quotas.users, 9)
+  assert.equal(set.exempt, false)
+  assert.match(await cli(['limits', 'show', '--tenant', tenant.slug]), /per token: {2}read 7 {2}write 300/)
+  const app = await node({})
+  try {
+    const res = await current(app, tenant.adminToken)
+    assert.match(String(res.headers['ratelimit-policy']), /^"token-read";q=7;w=60/)
+  } finally {
+    await app.close()
+  }
+})
