@@ -3,6 +3,7 @@ import { diff, recordAudit } from '../../platform/audit/audit-log.js'
 import type { Actor } from '../../platform/auth/actor.js'
 import { can, isKnownPermission } from '../../platform/auth/permissions.js'
 import { requirePermission } from '../../platform/auth/require-permission.js'
+import { downgradeToMfaEnrollment } from '../../platform/auth/tokens.js'
 import { AppError, conflict, FieldErrorCollector, invalidField, notFound } from '../../platform/http/errors.js'
 import type { RawListQuery } from '../../platform/query/parse-query.js'
 import { listResource, showResource } from '../../platform/query/run-query.js'
@@ -90,6 +91,9 @@ export function createRolesService({ db }: AppDeps) {
       const updated = await queries.updateRole(trx, actor.tenantId, id, body)
       if (!updated) throw notFound('Role')
       await checkFolder(trx, actor, body.folder_id)
+      // sessions from before the role required MFA may only enroll now (issue 39)
+      if (body.requires_mfa === true && before && !before.requires_mfa)
+        await downgradeToMfaEnrollment(trx, actor.tenantId, { roleId: id })
       await recordAudit(trx, {
         tenantId: actor.tenantId,
         action: 'role.update',

@@ -191,3 +191,27 @@ export async function rederiveActive(db: Db, tenantId: number): Promise<number[]
     .execute()
   return rows.map((r) => r.id)
 }
+
+/** Whether a role of the tenant requires MFA of its users. */
+export async function roleRequiresMfa(db: Db, tenantId: number, roleId: number): Promise<boolean> {
+  const row = await db
+    .selectFrom('roles')
+    .select('requires_mfa')
+    .where('tenant_id', '=', tenantId)
+    .where('id', '=', roleId)
+    .executeTakeFirst()
+  return row?.requires_mfa ?? false
+}
+
+/** Those of `ids` that are inactive now. */
+export async function inactiveAmong(db: Db, tenantId: number, ids: number[]): Promise<number[]> {
+  if (ids.length === 0) return []
+  const rows = await db
+    .selectFrom('users')
+    .select('id')
+    .where('tenant_id', '=', tenantId)
+    .where('id', 'in', ids)
+    .where('active', '=', false)
+    .execute()
+  return rows.map((r) => r.id)
+}
