@@ -387,8 +387,6 @@ export function createOidcService({ db, config }: AppDeps) {
   /** An administrator links an identity (the provider's `sub`) to a user holding no more than they do. */
   async function adminLink(actor: Actor, userId: number, body: AdminLinkBody): Promise<void> {
     requirePermission(actor, 'users.administrate')
-    const provider = await providerOf(db, actor.tenantId)
-    if (!provider) throw notFound('Single sign-on for this tenant')
     const user = await db
       .selectFrom('users as u')
       .innerJoin('roles as r', (join) => join.onRef('r.id', '=', 'u.role_id').onRef('r.tenant_id', '=', 'u.tenant_id'))
@@ -400,6 +398,8 @@ export function createOidcService({ db, config }: AppDeps) {
     if (!user) throw notFound('User')
     // whoever links an identity can sign in as that user: only for users holding no more than the actor
     assertHoldsEvery(actor, user.permissions, 'subject', 'belongs to a user holding permissions you do not hold')
+    const provider = await providerOf(db, actor.tenantId)
+    if (!provider) throw notFound('Single sign-on for this tenant')
     await linkIdentity(db, actor.tenantId, userId, { issuer: provider.issuer, subject: body.subject }, 'administrator')
   }
 
