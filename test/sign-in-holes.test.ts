@@ -17,6 +17,7 @@ import { call, instrumentTestApp, testConfig } from './helpers/build-test-app.js
 import { given, TEST_PASSWORD, type GivenTenant } from './helpers/given.js'
 import { signInAt, startOidcProvider, type TestProvider } from './helpers/oidc-provider.js'
 import { testDb } from './helpers/test-database.js'
+import { newUser, PATCH_OP, scim, scimToken } from './scim.support.js'
 
 const db = testDb()
 const CALLBACK = 'http://api.test/api/auth/oidc/callback'
@@ -483,4 +484,62 @@ test('finding 7: a stolen token cannot switch TOTP on without the password', asy
   })
   assert.equal(wrong.statusCode, 422)
   assert.ok(await enrollTotp(user.token))
+})
+
+// ---- SCIM --------------------------------------------------------------------------------------
+
+test('finding 9: 10 concurrent SCIM PATCHes with one If-Match: exactly one succeeds, the others 412', async () => {
+  const tenant = await given.tenant(db)
+  const { token } = await scimToken(app, tenant)
+  const created = await scim(app, token, 'POST', '/Users', newUser('race@example.com'))
+  assert.equal(created.statusCode, 201, created.body)
+  const { id, meta } = created.json()
+  const answers = await Promise.all(
+    Array.from({ length: 10 }, (_, i) =>
+      scim(
+        app,
+        token,
+        'PATCH',
+        `/Users/${id}`,
+        { schemas: [PATCH_OP], Operations: [{ op: 'replace', path: 'name.familyName', value: `Racer${i}` }] },
+        { 'if-match': meta.version },
+      ),
+    ),
+  )
+  const statuses = answers.map((a) => a.statusCode).sort()
+  assert.equal(statuses.filter((s) => s === 200).length, 1, JSON.stringify(statuses))
+  assert.equal(statuses.filter((s) => s === 412).length, 9, JSON.stringify(statuses))
+})
+
+test('finding 10: a 5,000-level nested JSON body is a 400, never a 500 (SCIM and the API)', async () => {
+  const tenant = await given.tenant(db)
+  const { token } = await scimToken(app, tenant)
+  const created = await scim(app, token, 'POST', '/Users', newUser('deep@example.com'))
+  const deep = '['.repeat(5000) + ']'.repeat(5000)
+  const scimDeep = await app.inject({
+    method: 'PATCH',
+    url: `/scim/v2/Users/${created.json().id}`,
+    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/scim+json' },
+    payload: `{"schemas":["${PATCH_OP}"],"Operations":[{"op":"replace","path":"displayName","value":${deep}}]}`,
+  })
+  assert.equal(scimDeep.statusCode, 400, scimDeep.body)
+  const apiDeep = await app.inject({
+    method: 'PUT',
+    url: `/api/users/${tenant.adminId}`,
+    headers: { authorization: `Bearer ${tenant.adminToken}`, 'content-type': 'application/json' },
+    payload: `{"first_name":${deep}}`,
+  })
+  assert.equal(apiDeep.statusCode, 400, apiDeep.body)
+  assert.equal(apiDeep.json().code, 'body_too_deep')
+  // an ordinary nested body still parses
+  assert.equal(
+    (
+      await call(app, tenant.adminToken, {
+        method: 'PUT',
+        url: `/api/users/${tenant.adminId}`,
+        payload: { first_name: 'Ok' },
+      })
+    ).statusCode,
+    200,
+  )
 })

@@ -65,12 +65,26 @@ export function findUserState(db: Db, tenantId: number, id: number, { forUpdate 
 export type UserState = NonNullable<Awaited<ReturnType<typeof findUserState>>>
 
 /** `values` may hold SQL expressions (e.g. `sql<Date>\`now()\``) besides plain values. */
-export function updateUser(db: Db, tenantId: number, id: number, values: UpdateObject<Database, 'users'>) {
+/**
+ * Updates a user's row. With `ifVersion` (a SCIM ETag: `updated_at` in microseconds) only while the
+ * row is still that version: the check and the write are one statement, so of concurrent updates
+ * naming the same version one wins (undefined for the others).
+ */
+export function updateUser(
+  db: Db,
+  tenantId: number,
+  id: number,
+  values: UpdateObject<Database, 'users'>,
+  ifVersion?: string,
+) {
   return db
     .updateTable('users')
     .set({ ...values, updated_at: sql<Date>`now()` })
     .where('tenant_id', '=', tenantId)
     .where('id', '=', id)
+    .$if(ifVersion !== undefined, (q) =>
+      q.where(sql<string>`(extract(epoch from updated_at) * 1000000)::bigint::text`, '=', ifVersion!),
+    )
     .returning('id')
     .executeTakeFirst()
 }

@@ -227,7 +227,13 @@ export function createUsersService(deps: AppDeps, pictures: ProfilePictures) {
   }
 
   /** Updates a user: self for profile fields, `users.update` for others (contract 10 update rules). */
-  async function updateUser(actor: Actor, id: number, body: ProvisionedUserUpdate, upload?: UploadedFile) {
+  async function updateUser(
+    actor: Actor,
+    id: number,
+    body: ProvisionedUserUpdate,
+    upload?: UploadedFile,
+    options: { ifVersion?: string } = {},
+  ) {
     const self = id === actor.userId
     if (!self) requirePermission(actor, 'users.update')
     const administrate = can(actor, 'users.administrate')
@@ -327,7 +333,9 @@ export function createUsersService(deps: AppDeps, pictures: ProfilePictures) {
             .where('id', '=', id)
             .forUpdate()
             .executeTakeFirst()
-          await queries.updateUser(trx, actor.tenantId, id, values)
+          const written = await queries.updateUser(trx, actor.tenantId, id, values, options.ifVersion)
+          if (!written)
+            throw new AppError(412, 'precondition_failed', 'The user was changed since the version named in If-Match')
           // a deactivated user's sessions end for good (issue 39); a new password ends every other
           // session of that user (the requester's own token survives)
           if (values.active === false) await revokeUserTokens(trx, actor.tenantId, id)
