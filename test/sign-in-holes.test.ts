@@ -543,3 +543,28 @@ test('finding 10: a 5,000-level nested JSON body is a 400, never a 500 (SCIM and
     200,
   )
 })
+
+test('finding 10: anonymous /start is throttled per tenant and address, and the discovery document is cached', async () => {
+  const tenant = await given.tenant(db)
+  await configure(tenant)
+  const before = provider.discoveryFetches()
+  const answers = await Promise.all(
+    Array.from({ length: 60 }, () =>
+      app.inject({
+        method: 'GET',
+        url: `/api/auth/oidc/${tenant.slug}/start?redirect_uri=${encodeURIComponent(APP_REDIRECT)}`,
+      }),
+    ),
+  )
+  const started = answers.filter((a) => a.statusCode === 302).length
+  assert.equal(started, 20, JSON.stringify(answers.map((a) => a.statusCode)))
+  assert.equal(answers.filter((a) => a.statusCode === 429).length, 40)
+  const rows = await db
+    .selectFrom('auth_tickets')
+    .select('id')
+    .where('tenant_id', '=', tenant.id)
+    .where('kind', '=', 'oidc_state')
+    .execute()
+  assert.equal(rows.length, 20)
+  assert.ok(provider.discoveryFetches() - before <= 1, `${provider.discoveryFetches() - before} discovery fetches`)
+})

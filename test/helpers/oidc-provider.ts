@@ -21,6 +21,8 @@ export interface TestProvider {
   clientSecret: string
   /** Accounts by `sub`; the login form takes the sub as its login. */
   accounts: Map<string, TestAccount>
+  /** How often the discovery document was fetched. */
+  discoveryFetches(): number
   close(): Promise<void>
 }
 
@@ -74,12 +76,17 @@ export async function startOidcProvider(redirectUri: string): Promise<TestProvid
     return loginAccount.call(this, { ...details, amr: accounts.get(details.accountId)?.amr ?? details.amr })
   }
   const handle = provider.callback()
-  server.on('request', (request, response) => void handle(request, response))
+  let discoveries = 0
+  server.on('request', (request, response) => {
+    if (request.url?.startsWith('/.well-known/openid-configuration')) discoveries++
+    void handle(request, response)
+  })
   return {
     issuer,
     clientId,
     clientSecret,
     accounts,
+    discoveryFetches: () => discoveries,
     close: () =>
       new Promise<void>((resolve) => {
         server.closeAllConnections()

@@ -3,6 +3,7 @@ import type { FastifyInstance } from 'fastify'
 import { sql } from 'kysely'
 import { Type, type Static } from 'typebox'
 import type { Config } from '../../config.js'
+import { currentRequestContext } from '../../platform/audit/request-context.js'
 import type { AppDeps } from '../../platform/app-module.js'
 import { diff, recordAudit } from '../../platform/audit/audit-log.js'
 import type { Actor } from '../../platform/auth/actor.js'
@@ -21,6 +22,10 @@ import { consumeTicket, issueTicket } from './tickets.js'
 
 /** An authorization request (its `state`) must come back within this long, once. */
 const STATE_TTL_SECONDS = 10 * 60
+/** Authorization requests (`/start`, linking) per tenant and client address in a minute. */
+const STARTS_PER_MINUTE = 20
+/** How long a provider's discovery document (and its keys' location) is reused. */
+const DISCOVERY_TTL_MS = 5 * 60 * 1000
 /** The `login_code` handed to the app after the callback: once, within this long. */
 export const LOGIN_CODE_TTL_SECONDS = 60
 const CALLBACK_PATH = '/api/auth/oidc/callback'
@@ -340,16 +345,25 @@ export function createOidcService({ db, config }: AppDeps) {
     })
   }
 
+  // discovery documents per tenant and settings version, for DISCOVERY_TTL_MS (issue 39: not one
+  // outbound fetch per anonymous /start); a failed discovery is not kept
+  const discovered = new Map<string, { at: number; configuration: Promise<client.Configuration> }>()
+
   async function configurationFor(provider: NonNullable<Awaited<ReturnType<typeof providerOf>>>) {
-    try {
-      return await discoverProvider(config, {
-        issuer: provider.issuer,
-        client_id: provider.client_id,
-        client_secret: box.open(provider.client_secret),
-      })
-    } catch (error) {
+    const key = `${provider.tenant_id}|${provider.updated_at}`
+    const cached = discovered.get(key)
+    if (cached && Date.now() - cached.at < DISCOVERY_TTL_MS) return cached.configuration
+    const configuration = discoverProvider(config, {
+      issuer: provider.issuer,
+      client_id: provider.client_id,
+      client_secret: box.open(provider.client_secret),
+    }).catch((error: unknown) => {
+      discovered.delete(key)
       throw unavailable(error)
-    }
+    })
+    for (const [k, v] of discovered) if (Date.now() - v.at >= DISCOVERY_TTL_MS) discovered.delete(k)
+    discovered.set(key, { at: Date.now(), configuration })
+    return configuration
   }
 
   /** Redirect URL to the provider's authorization endpoint (code flow, PKCE S256, state, nonce). */
@@ -413,18 +427,43 @@ export function createOidcService({ db, config }: AppDeps) {
     const verifier = client.randomPKCECodeVerifier()
     const nonce = client.randomNonce()
     const browser = randomBytes(32).toString('base64url')
-    const state = await issueTicket(db, {
-      tenantId,
-      kind: 'oidc_state',
-      userId: linkUserId,
-      ttlSeconds: STATE_TTL_SECONDS,
-      data: {
-        nonce,
-        verifier: box.seal(verifier),
-        redirect_uri: appRedirect,
-        link: linkUserId !== null,
-        browser: sha256(browser),
-      },
+    const ip = currentRequestContext().ip ?? 'unknown'
+    // at most STARTS_PER_MINUTE authorization requests per tenant and client address, counted under a
+    // lock (one for the whole fleet) in the statement's own transaction: an anonymous flood writes no rows
+    const state = await db.transaction().execute(async (trx) => {
+      await sql`select pg_advisory_xact_lock(hashtextextended(${`oidc-start:${tenantId}/${ip}`}, 0))`.execute(trx)
+      const recent = await trx
+        .selectFrom('auth_tickets')
+        .select(sql<number>`count(*)::int`.as('starts'))
+        .where('tenant_id', '=', tenantId)
+        .where('kind', '=', 'oidc_state')
+        .where(sql<boolean>`data->>'ip' = ${ip}`)
+        .where(sql<boolean>`created_at > now() - interval '1 minute'`)
+        .executeTakeFirstOrThrow()
+      if (recent.starts >= STARTS_PER_MINUTE)
+        throw new AppError(
+          429,
+          'too_many_attempts',
+          'Too many sign-in starts from this address; try again later',
+          undefined,
+          {
+            'Retry-After': '60',
+          },
+        )
+      return issueTicket(trx, {
+        tenantId,
+        kind: 'oidc_state',
+        userId: linkUserId,
+        ttlSeconds: STATE_TTL_SECONDS,
+        data: {
+          ip,
+          nonce,
+          verifier: box.seal(verifier),
+          redirect_uri: appRedirect,
+          link: linkUserId !== null,
+          browser: sha256(browser),
+        },
+      })
     })
     const url = client.buildAuthorizationUrl(configuration, {
       redirect_uri: redirectUri,

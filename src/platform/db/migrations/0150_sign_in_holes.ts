@@ -9,6 +9,9 @@ export async function up(db: Kysely<unknown>): Promise<void> {
   await sql`alter table oidc_providers add column mfa_amr_values text[] not null
     default '{mfa,otp,hwk,swk,fido,sc}'`.execute(db)
   await sql`alter table oidc_providers add column mfa_acr_values text[] not null default '{}'`.execute(db)
+  // /start is throttled per tenant and client address (the address is in the state's data)
+  await sql`create index auth_tickets_state_ip_idx on auth_tickets (tenant_id, (data->>'ip'), created_at)
+    where kind = 'oidc_state'`.execute(db)
 }
 
 export async function down(): Promise<void> {
