@@ -28,8 +28,7 @@ export function rememberSecrets(payload: unknown): void {
       const secret = SECRET_KEY.test(key) || (key === 'value' && parent === 'header')
       if (secret && value.length >= MIN_LENGTH) sent.add(value)
     } else if (Array.isArray(value)) value.forEach((item) => walk(item, key, parent, depth + 1))
-    else if (value && typeof value === 'object')
-      for (const [k, v] of Object.entries(value)) walk(v, k, key, depth + 1)
+    else if (value && typeof value === 'object') for (const [k, v] of Object.entries(value)) walk(v, k, key, depth + 1)
   }
   walk(body, '', '', 0)
 }

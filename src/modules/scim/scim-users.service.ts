@@ -436,13 +436,7 @@ export function createScimUsersService(deps: AppDeps) {
     )
   }
 
-  async function update(
-    actor: Actor,
-    id: number,
-    current: ScimUser,
-    fields: ProvisionedUserUpdate,
-    ifMatch?: string,
-  ) {
+  async function update(actor: Actor, id: number, current: ScimUser, fields: ProvisionedUserUpdate, ifMatch?: string) {
     const changed = changes(fields, current)
     if (Object.keys(changed).length > 0) {
       // If-Match holds in the UPDATE itself (issue 39): of concurrent changes naming one version, one wins

@@ -37,7 +37,7 @@ export function boundedJsonParser(app: FastifyInstance): Parser {
           body: [`nests deeper than ${MAX_JSON_DEPTH} levels`],
         }),
       )
-    parse(request, body, done)
+    void parse(request, body, done)
   }
 }
 
