@@ -303,14 +303,25 @@ test('finding 5: the callback refuses a browser that did not start the sign-in; 
 test('finding 2: 100 concurrent wrong passwords: at most 10 are checked, and the right one in the burst is refused', async () => {
   const tenant = await given.tenant(db)
   await given.user(db, tenant, { username: 'burst.target' })
-  const attempts = Array.from({ length: 100 }, (_, i) =>
-    passwordLogin(tenant, 'burst.target', i === 60 ? TEST_PASSWORD : `wrong-${i}`),
+  // 99 wrong passwords at once; the right one is sent inside the burst once ten answers are in
+  let answered = 0
+  let release: () => void = () => undefined
+  const tenAnswered = new Promise<void>((resolve) => (release = resolve))
+  const wrong = Array.from({ length: 99 }, (_, i) =>
+    passwordLogin(tenant, 'burst.target', `wrong-${i}`).then((res) => {
+      if (++answered === 10) release()
+      return res
+    }),
   )
+  const right = tenAnswered.then(() => passwordLogin(tenant, 'burst.target', TEST_PASSWORD))
+  const attempts = [...wrong, right]
   const answers = await Promise.all(attempts)
   const checkedWrong = await checked(tenant.id, 'wrong_password')
   assert.ok(checkedWrong <= 10, `${checkedWrong} wrong passwords were checked`)
   assert.equal(answers.filter((a) => a.statusCode === 200).length, 0, 'the right password inside the burst')
-  assert.ok(answers.filter((a) => a.statusCode === 429).length >= 89)
+  // (on a loaded machine a few may time out waiting for a pool connection: they are not checked either)
+  assert.ok(answers.filter((a) => a.statusCode === 401).length <= 10)
+  assert.equal((await right).statusCode, 429, 'the right password after the limit')
   assert.equal((await passwordLogin(tenant, 'burst.target')).statusCode, 429, 'locked for the window')
 })
 
