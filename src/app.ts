@@ -1,3 +1,4 @@
+import { registerJsonBody } from './platform/http/json-body.js'
 import Fastify, {
   LogController,
   type FastifyBaseLogger,
@@ -103,6 +104,7 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
   registerRequestContext(app)
   registerValidation(app)
   registerErrorHandling(app)
+  registerJsonBody(app)
   await registerMetrics(app, db, config.metrics)
   registerStrictQueryKeys(app)
   registerRequestLog(app)

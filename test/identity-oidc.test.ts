@@ -38,20 +38,36 @@ async function configure(tenant: GivenTenant, settings: Record<string, unknown> 
   return res.json()
 }
 
-/** Start → provider login as `sub` → the callback request (its response is returned). */
+/** Start → provider login as `sub` → the callback request with the browser cookie of /start (its response is returned). */
 async function ssoCallback(tenant: GivenTenant, sub: string) {
   const started = await app.inject({
     method: 'GET',
     url: `/api/auth/oidc/${tenant.slug}/start?redirect_uri=${encodeURIComponent(APP_REDIRECT)}`,
   })
   assert.equal(started.statusCode, 302, started.body)
+  const cookie = String(started.headers['set-cookie']).split(';')[0]!
   const back = await signInAt(String(started.headers.location), sub, CALLBACK)
   const url = `${back.pathname}${back.search}`
   return {
-    response: await app.inject({ method: 'GET', url }),
+    response: await app.inject({ method: 'GET', url, headers: { cookie } }),
     url,
+    cookie,
     authorization: new URL(String(started.headers.location)),
   }
+}
+
+/** The one-time login code of the callback's redirect (in its fragment). */
+const loginCodeOf = (location: unknown) =>
+  new URLSearchParams(new URL(String(location)).hash.slice(1)).get('login_code')!
+
+/** An administrator links the provider's `sub` to a user (first sign-ins never link by name). */
+async function linkBy(tenant: GivenTenant, userId: number, sub: string) {
+  const res = await call(app, tenant.adminToken, {
+    method: 'PUT',
+    url: `/api/users/${userId}/oidc-identity`,
+    payload: { subject: sub },
+  })
+  assert.equal(res.statusCode, 204, res.body)
 }
 
 async function ssoLogin(tenant: GivenTenant, sub: string) {
@@ -59,7 +75,7 @@ async function ssoLogin(tenant: GivenTenant, sub: string) {
   assert.equal(response.statusCode, 302, response.body)
   const location = new URL(String(response.headers.location))
   assert.equal(`${location.origin}${location.pathname}`, APP_REDIRECT)
-  const code = location.searchParams.get('login_code')!
+  const code = loginCodeOf(location)
   return app.inject({ method: 'POST', url: '/api/auth/login', payload: { login_code: code } })
 }
 
@@ -117,11 +133,15 @@ test('settings: discovery is checked, the secret is write-only and sealed, tenan
   assert.ok(!JSON.stringify(actions).includes(provider.clientSecret))
 })
 
-test('first sign-in links by the username claim; later sign-ins find the link (state, nonce, PKCE at the provider)', async () => {
+test('an administrator links an identity; sign-ins find the link (state, nonce, PKCE at the provider)', async () => {
   const tenant = await given.tenant(db)
   const anna = await given.user(db, tenant, { username: 'anna.sso' })
   await configure(tenant)
   provider.accounts.set('sub-anna', { sub: 'sub-anna', preferred_username: 'Anna.SSO', email: 'anna@corp.test' })
+  const unlinked = (await ssoCallback(tenant, 'sub-anna')).response
+  assert.equal(unlinked.statusCode, 403, 'never linked by the username claim (issue 39)')
+  assert.equal(unlinked.json().code, 'sso_link_required')
+  await linkBy(tenant, anna.id, 'sub-anna')
 
   const { authorization } = await ssoCallback(tenant, 'sub-anna')
   assert.equal(authorization.searchParams.get('code_challenge_method'), 'S256')
@@ -193,7 +213,8 @@ test('an unknown user is refused with sso_user_unknown; a disabled user with sso
   assert.equal(response.headers['content-type'], 'application/problem+json')
   assert.equal(response.json().code, 'sso_user_unknown')
 
-  await given.user(db, tenant, { username: 'inactive.sso', active: false })
+  const inactive = await given.user(db, tenant, { username: 'inactive.sso', active: false })
+  await linkBy(tenant, inactive.id, 'sub-inactive')
   provider.accounts.set('sub-inactive', { sub: 'sub-inactive', preferred_username: 'inactive.sso' })
   const refused = (await ssoCallback(tenant, 'sub-inactive')).response
   assert.equal(refused.statusCode, 403)
@@ -209,8 +230,9 @@ test('an unknown user is refused with sso_user_unknown; a disabled user with sso
 
 test('wrong state, replayed state, replayed code and an expired login_code are refused', async () => {
   const tenant = await given.tenant(db)
-  await given.user(db, tenant, { username: 'replay.sso' })
+  const replay = await given.user(db, tenant, { username: 'replay.sso' })
   await configure(tenant)
+  await linkBy(tenant, replay.id, 'sub-replay')
   provider.accounts.set('sub-replay', { sub: 'sub-replay', preferred_username: 'replay.sso' })
 
   const wrong = await app.inject({
@@ -220,9 +242,9 @@ test('wrong state, replayed state, replayed code and an expired login_code are r
   assert.equal(wrong.statusCode, 400)
   assert.equal(wrong.json().code, 'oidc_invalid_state')
 
-  const { response, url } = await ssoCallback(tenant, 'sub-replay')
+  const { response, url, cookie } = await ssoCallback(tenant, 'sub-replay')
   assert.equal(response.statusCode, 302)
-  const replayed = await app.inject({ method: 'GET', url })
+  const replayed = await app.inject({ method: 'GET', url, headers: { cookie } })
   assert.equal(replayed.statusCode, 400, 'the state is single-use')
   assert.equal(replayed.json().code, 'oidc_invalid_state')
 
@@ -236,11 +258,12 @@ test('wrong state, replayed state, replayed code and an expired login_code are r
   const codeReplay = await app.inject({
     method: 'GET',
     url: `/api/auth/oidc/callback?code=${encodeURIComponent(oldCode)}&state=${encodeURIComponent(freshState)}`,
+    headers: { cookie: String(started.headers['set-cookie']).split(';')[0]! },
   })
   assert.equal(codeReplay.statusCode, 401, codeReplay.body)
   assert.equal(codeReplay.json().code, 'sso_failed')
 
-  const code = new URL(String(response.headers.location)).searchParams.get('login_code')!
+  const code = loginCodeOf(response.headers.location)
   await db
     .updateTable('auth_tickets')
     .set({ expires_at: '2000-01-01 00:00:00' })
@@ -257,11 +280,12 @@ test('wrong state, replayed state, replayed code and an expired login_code are r
 
 test('a login_code works once; the redirect_uri must be under APP_URL', async () => {
   const tenant = await given.tenant(db)
-  await given.user(db, tenant, { username: 'once.sso' })
+  const once = await given.user(db, tenant, { username: 'once.sso' })
   await configure(tenant)
+  await linkBy(tenant, once.id, 'sub-once')
   provider.accounts.set('sub-once', { sub: 'sub-once', preferred_username: 'once.sso' })
   const { response } = await ssoCallback(tenant, 'sub-once')
-  const code = new URL(String(response.headers.location)).searchParams.get('login_code')!
+  const code = loginCodeOf(response.headers.location)
   assert.equal(
     (await app.inject({ method: 'POST', url: '/api/auth/login', payload: { login_code: code } })).statusCode,
     200,

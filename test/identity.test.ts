@@ -284,7 +284,11 @@ const codeAt = (secret: string, offsetSteps = 0) =>
 async function enrolled(tenant: GivenTenant, username: string) {
   const app = await buildTestApp()
   const user = await given.user(db, tenant, { username })
-  const started = await call(app, user.token, { method: 'POST', url: '/api/users/current/totp' })
+  const started = await call(app, user.token, {
+    method: 'POST',
+    url: '/api/users/current/totp',
+    payload: { password: TEST_PASSWORD },
+  })
   assert.equal(started.statusCode, 200, started.body)
   const { secret, otpauth_url } = started.json()
   assert.match(otpauth_url, /^otpauth:\/\/totp\//)
@@ -301,7 +305,13 @@ test('TOTP: enrollment, then a password login needs the second factor; a code is
   const app = await buildTestApp()
   const tenant = await given.tenant(db)
   const user = await given.user(db, tenant, { username: 'totp-anna' })
-  const started = (await call(app, user.token, { method: 'POST', url: '/api/users/current/totp' })).json()
+  const started = (
+    await call(app, user.token, {
+      method: 'POST',
+      url: '/api/users/current/totp',
+      payload: { password: TEST_PASSWORD },
+    })
+  ).json()
   const wrong = await call(app, user.token, {
     method: 'POST',
     url: '/api/users/current/totp/confirm',
@@ -428,7 +438,11 @@ test('TOTP: a role requiring MFA gives its users without TOTP a token that can o
   const blocked = await call(app, token, { method: 'GET', url: '/api/users' })
   assert.equal(blocked.statusCode, 403)
   assert.equal(blocked.json().code, 'mfa_enrollment_required')
-  const started = await call(app, token, { method: 'POST', url: '/api/users/current/totp' })
+  const started = await call(app, token, {
+    method: 'POST',
+    url: '/api/users/current/totp',
+    payload: { password: TEST_PASSWORD },
+  })
   assert.equal(started.statusCode, 200)
   const confirmed = await call(app, token, {
     method: 'POST',

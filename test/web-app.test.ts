@@ -22,12 +22,14 @@ function built(): string {
 test('the web app: pages answer index.html with a CSP, hashed assets are immutable and gzipped, unknown files 404', async () => {
   const app = Fastify()
   registerWebApp(app, built())
-  for (const url of ['/app', '/app/', '/app/inbox', '/app/admin/users/12?next=1']) {
+  for (const url of ['/app', '/app/', '/app/inbox', '/app/admin/users/12?next=1', '/app/reset-password?token=x']) {
     const page = await app.inject({ url })
     assert.equal(page.statusCode, 200, url)
     assert.match(page.headers['content-type'] as string, /^text\/html/)
     assert.equal(page.headers['cache-control'], 'no-cache')
     assert.match(page.headers['content-security-policy'] as string, /script-src 'self'/)
+    // login codes and reset tokens travel in the app's URLs (issue 39)
+    assert.equal(page.headers['referrer-policy'], 'no-referrer', url)
     assert.match(page.body, /index-abc\.js/)
   }
   const asset = await app.inject({ url: '/app/assets/index-abc.js', headers: { 'accept-encoding': 'gzip, br' } })

@@ -532,8 +532,8 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * The identity provider redirects here; 302 to the app with `?login_code=…` (60 s, one use)
-         * @description The identity provider redirects here; 302 to the app with `?login_code=…` (60 s, one use). No authentication needed.
+         * The identity provider redirects here; checks the browser cookie of /start, 302 to the app with `#login_code=…` (60 s, one use)
+         * @description The identity provider redirects here; checks the browser cookie of /start, 302 to the app with `#login_code=…` (60 s, one use). No authentication needed.
          */
         get: operations["auth.oidc.callback"];
         put?: never;
@@ -1996,6 +1996,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/users/{id}/oidc-identity": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /**
+         * Link an identity (the provider's `sub`) to a user (users.administrate, and every permission the user holds)
+         * @description Link an identity (the provider's `sub`) to a user (users.administrate, and every permission the user holds). Needs a bearer token; permissions are checked per record (see docs/permissions.md).
+         */
+        put: operations["users.oidcIdentity.updateMany"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/users/{id}/sessions": {
         parameters: {
             query?: never;
@@ -2160,6 +2180,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/users/current/oidc-link": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Link an identity of the tenant's provider to your account: proves password (and TOTP), answers the provider's URL
+         * @description Link an identity of the tenant's provider to your account: proves password (and TOTP), answers the provider's URL. Needs a bearer token; permissions are checked per record (see docs/permissions.md).
+         */
+        post: operations["users.current.oidcLink"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/users/current/sessions": {
         parameters: {
             query?: never;
@@ -2210,8 +2250,8 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * Start TOTP enrollment: a new secret, pending until confirmed
-         * @description Start TOTP enrollment: a new secret, pending until confirmed. Needs a bearer token; permissions are checked per record (see docs/permissions.md).
+         * Start TOTP enrollment (with your current password): a new secret, pending until confirmed
+         * @description Start TOTP enrollment (with your current password): a new secret, pending until confirmed. Needs a bearer token; permissions are checked per record (see docs/permissions.md).
          */
         post: operations["users.current.totp"];
         /**
@@ -4310,6 +4350,9 @@ export interface operations {
                         default_role_id: number | null;
                         email_claim: string | null;
                         issuer: string;
+                        link_by_verified_email: boolean;
+                        mfa_acr_values: string[];
+                        mfa_amr_values: string[];
                         password_login: boolean;
                         provisioning: "off" | "create";
                         /** @description register this redirect URI at the provider */
@@ -4356,6 +4399,15 @@ export interface operations {
                      * @description the issuer identifier (discovery base)
                      */
                     issuer: string;
+                    /**
+                     * @description `true`: a first sign-in links the one local account with the same email when the ID token says `email_verified: true` (only for a provider that verifies emails)
+                     * @default false
+                     */
+                    link_by_verified_email?: boolean;
+                    /** @description `acr` values that count as multi-factor authentication (default none) */
+                    mfa_acr_values?: string[];
+                    /** @description `amr` values of the ID token that count as multi-factor authentication at the provider (default mfa, otp, hwk, swk, fido, sc) */
+                    mfa_amr_values?: string[];
                     /**
                      * @description `false`: password sign-in only for users whose role holds `*` (break-glass)
                      * @default true
@@ -4410,6 +4462,9 @@ export interface operations {
                         default_role_id: number | null;
                         email_claim: string | null;
                         issuer: string;
+                        link_by_verified_email: boolean;
+                        mfa_acr_values: string[];
+                        mfa_amr_values: string[];
                         password_login: boolean;
                         provisioning: "off" | "create";
                         /** @description register this redirect URI at the provider */
@@ -5867,7 +5922,7 @@ export interface operations {
     "auth.oidc.start": {
         parameters: {
             query: {
-                /** @description where the app receives `?login_code=…`: a URL under APP_URL */
+                /** @description where the app receives `#login_code=…`: a URL under APP_URL */
                 redirect_uri: string;
             };
             header?: never;
@@ -14089,6 +14144,65 @@ export interface operations {
             };
         };
     };
+    "users.oidcIdentity.updateMany": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description the provider's `sub` of the person */
+                    subject: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Client error (problem details, RFC 9457) */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Server error (problem details, RFC 9457) */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            204: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Too many requests: a rate or concurrency limit (docs/limits.md); retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
     "users.sessions.list": {
         parameters: {
             query?: never;
@@ -14733,6 +14847,72 @@ export interface operations {
             };
         };
     };
+    "users.current.oidcLink": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description your current password */
+                    password: string;
+                    /** @description a URL under APP_URL */
+                    redirect_uri: string;
+                    /** @description a current TOTP code (when TOTP is on) */
+                    totp?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Client error (problem details, RFC 9457) */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Server error (problem details, RFC 9457) */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            200: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description send the browser here; the identity signed in with is linked */
+                        authorization_url: string;
+                    };
+                };
+            };
+            /** @description Too many requests: a rate or concurrency limit (docs/limits.md); retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
     "users.current.sessions.list": {
         parameters: {
             query?: never;
@@ -14844,7 +15024,14 @@ export interface operations {
             path?: never;
             cookie?: never;
         };
-        requestBody?: never;
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description your current password (required unless the account has none: then a sign-in of the last ten minutes) */
+                    password?: string;
+                };
+            };
+        };
         responses: {
             /** @description Client error (problem details, RFC 9457) */
             "4XX": {

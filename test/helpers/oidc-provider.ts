@@ -9,6 +9,10 @@ export interface TestAccount {
   email?: string
   given_name?: string
   family_name?: string
+  /** Default true. */
+  email_verified?: boolean
+  /** Authentication methods the provider reports in the ID token (`amr`). */
+  amr?: string[]
 }
 
 export interface TestProvider {
@@ -17,6 +21,8 @@ export interface TestProvider {
   clientSecret: string
   /** Accounts by `sub`; the login form takes the sub as its login. */
   accounts: Map<string, TestAccount>
+  /** How often the discovery document was fetched. */
+  discoveryFetches(): number
   close(): Promise<void>
 }
 
@@ -46,7 +52,7 @@ export async function startOidcProvider(redirectUri: string): Promise<TestProvid
     jwks: { keys: [{ ...(await exportJWK(privateKey)), alg: 'RS256', use: 'sig', kid: 'test-key' }] },
     cookies: { keys: ['test-cookie-key-0123456789'] },
     claims: {
-      openid: ['sub'],
+      openid: ['sub', 'amr'],
       profile: ['preferred_username', 'given_name', 'family_name'],
       email: ['email', 'email_verified'],
     },
@@ -57,16 +63,30 @@ export async function startOidcProvider(redirectUri: string): Promise<TestProvid
     findAccount: async (_ctx, sub) => {
       const account = accounts.get(sub)
       if (!account) return undefined
-      return { accountId: sub, claims: async () => ({ ...account, email_verified: true }) }
+      const { amr: _amr, ...claims } = account
+      return { accountId: sub, claims: async () => ({ ...claims, email_verified: account.email_verified ?? true }) }
     },
   })
+  // the development login records no authentication methods: an account's `amr` is put on its session
+  const session = provider.Session.prototype as unknown as {
+    loginAccount(this: unknown, details: { accountId: string; amr?: string[] }): unknown
+  }
+  const loginAccount = session.loginAccount
+  session.loginAccount = function (details) {
+    return loginAccount.call(this, { ...details, amr: accounts.get(details.accountId)?.amr ?? details.amr })
+  }
   const handle = provider.callback()
-  server.on('request', (request, response) => void handle(request, response))
+  let discoveries = 0
+  server.on('request', (request, response) => {
+    if (request.url?.startsWith('/.well-known/openid-configuration')) discoveries++
+    void handle(request, response)
+  })
   return {
     issuer,
     clientId,
     clientSecret,
     accounts,
+    discoveryFetches: () => discoveries,
     close: () =>
       new Promise<void>((resolve) => {
         server.closeAllConnections()

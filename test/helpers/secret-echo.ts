@@ -21,14 +21,16 @@ export function rememberSecrets(payload: unknown): void {
       return
     }
   }
-  const walk = (value: unknown, key: string, parent: string) => {
+  // bounded: a test may send a body nested thousands of levels deep (the API refuses it, issue 39)
+  const walk = (value: unknown, key: string, parent: string, depth: number) => {
+    if (depth > 100) return
     if (typeof value === 'string') {
       const secret = SECRET_KEY.test(key) || (key === 'value' && parent === 'header')
       if (secret && value.length >= MIN_LENGTH) sent.add(value)
-    } else if (Array.isArray(value)) value.forEach((item) => walk(item, key, parent))
-    else if (value && typeof value === 'object') for (const [k, v] of Object.entries(value)) walk(v, k, key)
+    } else if (Array.isArray(value)) value.forEach((item) => walk(item, key, parent, depth + 1))
+    else if (value && typeof value === 'object') for (const [k, v] of Object.entries(value)) walk(v, k, key, depth + 1)
   }
-  walk(body, '', '')
+  walk(body, '', '', 0)
 }
 
 /** The remembered secrets a response (its headers and body) contains. */

@@ -20,6 +20,7 @@ import {
 import { startLive, stopLive, unread } from './live.ts'
 import type { MessageKey } from './messages.ts'
 import { Link, Loading, PageTitle } from './ui.tsx'
+import { ResetPassword } from './pages/ResetPassword.tsx'
 import { SignIn } from './pages/SignIn.tsx'
 import { Inbox } from './pages/Inbox.tsx'
 import { refreshToConfirm, toConfirm } from './pages/infoboard/to-confirm.ts'
@@ -221,6 +222,19 @@ function App() {
   }, [current?.token])
 
   if (state === 'unknown') return <Loading />
+  // the page the password-reset email links to: open with or without a session
+  if (path === '/reset-password')
+    return (
+      <div class="signin-layout">
+        <header class="signin-header">
+          <span class="brand">{t('app.name')}</span>
+          <LanguageSwitch />
+        </header>
+        <main id="main">
+          <ResetPassword />
+        </main>
+      </div>
+    )
   if (!current) {
     if (path !== '/sign-in') {
       const next = path === '/' ? '' : `?next=${encodeURIComponent(path)}`

@@ -39,6 +39,10 @@ export const en = {
   'signIn.sso': 'Continue with single sign-on',
   'signIn.totp': 'Authentication code',
   'signIn.failed': 'Sign-in failed: {detail}',
+  'reset.title': 'Choose a new password',
+  'reset.password': 'New password',
+  'reset.submit': 'Set password',
+  'reset.done': 'Your password is set. Every session of your account was ended: sign in again.',
 
   'nav.inbox': 'Inbox',
   'nav.content': 'Folders and content',
@@ -327,6 +331,10 @@ export const de: Record<MessageKey, string> = {
   'signIn.sso': 'Weiter mit Single Sign-on',
   'signIn.totp': 'Bestätigungscode',
   'signIn.failed': 'Anmeldung fehlgeschlagen: {detail}',
+  'reset.title': 'Neues Passwort wählen',
+  'reset.password': 'Neues Passwort',
+  'reset.submit': 'Passwort setzen',
+  'reset.done': 'Ihr Passwort ist gesetzt. Alle Sitzungen Ihres Kontos wurden beendet: melden Sie sich neu an.',
 
   'nav.inbox': 'Posteingang',
   'nav.content': 'Ordner und Inhalte',

@@ -6,7 +6,7 @@ import assert from 'node:assert/strict'
 import http from 'node:http'
 import { after, before, describe, test } from 'node:test'
 import type { Browser, BrowserContext, Page } from 'playwright-core'
-import { startOidcProvider } from '../../test/helpers/oidc-provider.js'
+import { signInAt, startOidcProvider } from '../../test/helpers/oidc-provider.js'
 import { axeViolations, launchBrowser, newContext, signIn, startServer, type Server } from './harness.js'
 
 let server: Server
@@ -300,6 +300,8 @@ describe('employee', () => {
         client_id: provider.clientId,
         client_secret: provider.clientSecret,
       })
+      // a first sign-in never links by name (issue 39): an administrator links Ben's identity
+      await server.api('admin', 'PUT', `/api/users/${await userId('ben')}/oidc-identity`, { subject: 'sub-ben' })
       await page.reload()
       await page.getByLabel('Tenant').fill('demo')
       await page.getByRole('button', { name: 'Continue with single sign-on' }).click()
@@ -312,6 +314,63 @@ describe('employee', () => {
       await page.waitForURL(/\/app\/inbox$/)
       await page.getByRole('heading', { level: 1, name: 'Inbox' }).waitFor()
       await page.getByText('Signed in as Ben Miller').waitFor()
+    } finally {
+      await context.close()
+      await server.api('admin', 'DELETE', '/api/administration/oidc').catch(() => undefined)
+      await provider.close()
+    }
+  })
+
+  test("login CSRF: opening the app with an attacker's login code does not sign the victim in", async () => {
+    const callback = `${server.base}/api/auth/oidc/callback`
+    const provider = await startOidcProvider(callback)
+    provider.accounts.set('sub-attacker', { sub: 'sub-attacker' })
+    const context = await newContext(browser)
+    const page = await context.newPage()
+    try {
+      await server.api('admin', 'PUT', '/api/administration/oidc', {
+        issuer: provider.issuer,
+        client_id: provider.clientId,
+        client_secret: provider.clientSecret,
+      })
+      await server.api('admin', 'PUT', `/api/users/${await userId('ben')}/oidc-identity`, { subject: 'sub-attacker' })
+      // the attacker signs in at the provider with their own account, outside any browser of the victim
+      const codes: string[] = []
+      for (let i = 0; i < 2; i++) {
+        const started = await fetch(
+          `${server.base}/api/auth/oidc/demo/start?redirect_uri=${encodeURIComponent(`${server.base}/app/sign-in`)}`,
+          { redirect: 'manual' },
+        )
+        const cookie = (started.headers.get('set-cookie') ?? '').split(';')[0]!
+        const back = await signInAt(started.headers.get('location')!, 'sub-attacker', callback)
+        const done = await fetch(back, { redirect: 'manual', headers: cookie ? { cookie } : {} })
+        const location = new URL(done.headers.get('location')!)
+        codes.push(
+          new URLSearchParams(location.hash.slice(1)).get('login_code') ?? location.searchParams.get('login_code')!,
+        )
+      }
+      // the victim's browser opens the planted links (fragment and query string)
+      for (const url of [
+        `${server.base}/app/sign-in#login_code=${codes[0]}`,
+        `${server.base}/app/sign-in?login_code=${codes[1]}`,
+      ]) {
+        await page.goto(url)
+        await page.waitForTimeout(1500)
+        assert.match(page.url(), /\/app\/sign-in/, 'still on the sign-in page')
+        assert.equal(await page.getByText(/Signed in as/).count(), 0, `signed in by ${url}`)
+        await page.getByLabel('Username').waitFor()
+      }
+      const referrer = await page.evaluate(async () => (await fetch(location.href)).headers.get('referrer-policy'))
+      assert.equal(referrer, 'no-referrer')
+      // neither code was redeemed by the victim's browser
+      for (const code of codes) {
+        const redeemed = await fetch(`${server.base}/api/auth/login`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ login_code: code }),
+        })
+        assert.equal(redeemed.status, 200, 'the code was still unused')
+      }
     } finally {
       await context.close()
       await server.api('admin', 'DELETE', '/api/administration/oidc').catch(() => undefined)

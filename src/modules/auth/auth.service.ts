@@ -4,6 +4,7 @@ import type { Actor } from '../../platform/auth/actor.js'
 import { recordAudit } from '../../platform/audit/audit-log.js'
 import { burnPasswordCheck, verifyPassword } from '../../platform/auth/passwords.js'
 import { revokeAccessToken } from '../../platform/auth/tokens.js'
+import type { Db } from '../../platform/db/schema.js'
 import { AppError } from '../../platform/http/errors.js'
 import {
   completeMfaSignIn,
@@ -22,8 +23,28 @@ export type AuthService = ReturnType<typeof createAuthService>
 export function createAuthService({ db, config }: AppDeps) {
   const { loginMaxFailures, loginWindowSeconds } = config.auth
 
+  /**
+   * Counts a sign-in attempt before the password is checked (issue 39): under a lock on the
+   * tenant+username (a transaction advisory lock, one for the whole fleet), refuses with 429 when the
+   * window is full, else records the attempt as a failure. A correct password clears the record; so
+   * of a burst at most `loginMaxFailures` passwords are ever checked, and a correct one after them is
+   * refused too.
+   */
+  async function reserveAttempt(slug: string, username: string): Promise<void> {
+    const wait = await db.transaction().execute(async (trx) => {
+      await sql`select pg_advisory_xact_lock(hashtextextended(${`login:${slug}/${username}`}, 0))`.execute(trx)
+      const seconds = await throttleSeconds(trx, slug, username)
+      if (seconds === 0) await trx.insertInto('login_failures').values({ tenant_slug: slug, username }).execute()
+      return seconds
+    })
+    if (wait > 0)
+      throw new AppError(429, 'too_many_attempts', 'Too many failed logins; try again later', undefined, {
+        'Retry-After': String(wait),
+      })
+  }
+
   /** Seconds until a throttled tenant+username may try again; 0 when not throttled. */
-  async function throttleSeconds(slug: string, username: string): Promise<number> {
+  async function throttleSeconds(db: Db, slug: string, username: string): Promise<number> {
     const row = await db
       .selectFrom('login_failures')
       .select([
@@ -66,11 +87,7 @@ export function createAuthService({ db, config }: AppDeps) {
   async function passwordLogin(body: PasswordLoginBody) {
     const slug = body.tenant.toLowerCase()
     const username = body.username.toLowerCase()
-    const wait = await throttleSeconds(slug, username)
-    if (wait > 0)
-      throw new AppError(429, 'too_many_attempts', 'Too many failed logins; try again later', undefined, {
-        'Retry-After': String(wait),
-      })
+    await reserveAttempt(slug, username)
 
     // the tenant first, so that the user lookup names its tenant (routed to one shard on Citus, docs/citus.md)
     const tenant = await db.selectFrom('tenants').select(['id']).where('slug', '=', slug).executeTakeFirst()
@@ -98,7 +115,7 @@ export function createAuthService({ db, config }: AppDeps) {
       ? await verifyPassword(user.password_hash, body.password)
       : (await burnPasswordCheck(body.password), false)
     if (!user || !passwordOk || !user.active || user.deleted_at !== null) {
-      await db.insertInto('login_failures').values({ tenant_slug: slug, username }).execute()
+      // the attempt is already recorded as a failure (reserveAttempt)
       if (tenant)
         await recordFailedSignIn(db, tenant.id, user?.id ?? null, {
           method: 'password',

@@ -72,27 +72,31 @@ export function createPasswordResetService({ db }: AppDeps) {
       .executeTakeFirst()
     if (!tenant) return ACCEPTED
     const ip = currentRequestContext().ip ?? 'unknown'
-    const recent = await db
-      .selectFrom('password_reset_requests')
-      .select([
-        sql<number>`count(*)::int`.as('requests'),
-        sql<number>`ceil(extract(epoch from min(created_at) + make_interval(secs => ${WINDOW_SECONDS}) - now()))::int`.as(
-          'retry',
-        ),
-      ])
-      .where('tenant_id', '=', tenant.id)
-      .where('ip', '=', ip)
-      .where(sql<boolean>`created_at > now() - make_interval(secs => ${WINDOW_SECONDS})`)
-      .executeTakeFirstOrThrow()
-    if (recent.requests >= REQUESTS_PER_ADDRESS)
-      throw new AppError(429, 'too_many_attempts', 'Too many password reset requests; try again later', undefined, {
-        'Retry-After': String(Math.max(1, recent.retry)),
-      })
-    await db.transaction().execute(async (trx) => {
+    // counted under a lock on tenant+address (one for the whole fleet): a burst cannot pass the limit
+    const retry = await db.transaction().execute(async (trx) => {
+      await sql`select pg_advisory_xact_lock(hashtextextended(${`reset:${tenant.id}/${ip}`}, 0))`.execute(trx)
+      const recent = await trx
+        .selectFrom('password_reset_requests')
+        .select([
+          sql<number>`count(*)::int`.as('requests'),
+          sql<number>`ceil(extract(epoch from min(created_at) + make_interval(secs => ${WINDOW_SECONDS}) - now()))::int`.as(
+            'retry',
+          ),
+        ])
+        .where('tenant_id', '=', tenant.id)
+        .where('ip', '=', ip)
+        .where(sql<boolean>`created_at > now() - make_interval(secs => ${WINDOW_SECONDS})`)
+        .executeTakeFirstOrThrow()
+      if (recent.requests >= REQUESTS_PER_ADDRESS) return Math.max(1, recent.retry)
       await trx.insertInto('password_reset_requests').values({ tenant_id: tenant.id, ip }).execute()
       const payload: PasswordResetPayload = { tenantId: tenant.id, login: body.login.toLowerCase() }
       await enqueue(trx, PASSWORD_RESET_JOB, payload, { maxAttempts: 5 })
+      return 0
     })
+    if (retry > 0)
+      throw new AppError(429, 'too_many_attempts', 'Too many password reset requests; try again later', undefined, {
+        'Retry-After': String(retry),
+      })
     return ACCEPTED
   }
 

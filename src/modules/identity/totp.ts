@@ -7,9 +7,11 @@ import type { Config } from '../../config.js'
 import type { AppDeps } from '../../platform/app-module.js'
 import { recordAudit } from '../../platform/audit/audit-log.js'
 import type { Actor } from '../../platform/auth/actor.js'
+import { hasUsablePassword, verifyPassword } from '../../platform/auth/passwords.js'
+import { assertHoldsEvery } from '../../platform/auth/permissions.js'
 import { requirePermission } from '../../platform/auth/require-permission.js'
 import type { Db } from '../../platform/db/schema.js'
-import { AppError, conflict, invalid, notFound } from '../../platform/http/errors.js'
+import { AppError, conflict, forbidden, invalid, notFound } from '../../platform/http/errors.js'
 import { errorResponses, IdSchema } from '../../platform/http/schemas.js'
 import { isSealed, secretBoxFor, type SecretBox, type SecretHolder } from '../../platform/secrets/secret-box.js'
 import { completeSignIn, recordFailedSignIn, signInEligibleUser } from './sign-in.js'
@@ -27,6 +29,22 @@ export const TotpEnrollmentSchema = Type.Object({
   secret: Type.String({ description: 'base32; shown once, for authenticator apps that cannot scan the URL' }),
   otpauth_url: Type.String({ description: '`otpauth://totp/…` (RFC 6238; SHA-1, 6 digits, 30 s): show as a QR code' }),
 })
+export const TotpEnrollBodySchema = Type.Object(
+  {
+    password: Type.Optional(
+      Type.String({
+        minLength: 1,
+        maxLength: 256,
+        description:
+          'your current password (required unless the account has none: then a sign-in of the last ten minutes)',
+      }),
+    ),
+  },
+  { additionalProperties: false },
+)
+type TotpEnrollBody = Static<typeof TotpEnrollBodySchema>
+/** An account without a password (single sign-on) enrolls within this long after signing in. */
+const RECENT_SIGN_IN_SECONDS = 10 * 60
 export const TotpCodeBodySchema = Type.Object({ code: CodeSchema }, { additionalProperties: false })
 type TotpCodeBody = Static<typeof TotpCodeBodySchema>
 export const TotpDisableBodySchema = Type.Object(
@@ -101,8 +119,46 @@ const lockedError = (seconds: number) =>
   })
 
 /**
+ * Counts an attempt against the factor's lock before anything is checked (issue 39), in one
+ * statement (the row lock serializes concurrent attempts, on every node of a fleet): the attempt
+ * that reaches MAX_FAILED_CODES locks the factor for LOCK_SECONDS; while locked no attempt is taken,
+ * a correct one neither. A lock that has run out starts a new count. Throws 429 `mfa_locked`.
+ */
+async function reserveAttempt(db: Db, tenantId: number, userId: number): Promise<void> {
+  const lapsed = sql<boolean>`(locked_until is not null and locked_until <= now())`
+  const next = sql<number>`(case when ${lapsed} then 1 else failed_attempts + 1 end)`
+  const reserved = await db
+    .updateTable('user_totp')
+    .set({
+      failed_attempts: next,
+      locked_until: sql<string>`case when ${next} >= ${MAX_FAILED_CODES}
+        then now() + make_interval(secs => ${LOCK_SECONDS}) when ${lapsed} then null else locked_until end`,
+      updated_at: sql<string>`now()`,
+    })
+    .where('tenant_id', '=', tenantId)
+    .where('user_id', '=', userId)
+    .where(sql<boolean>`(locked_until is null or locked_until <= now())`)
+    .returning('failed_attempts')
+    .executeTakeFirst()
+  if (reserved) return
+  const row = await loadTotp(db, tenantId, userId)
+  throw lockedError(row?.locked_until_seconds ?? LOCK_SECONDS)
+}
+
+/** A correct code releases the count (and the lock its own attempt set). */
+async function releaseAttempts(db: Db, tenantId: number, userId: number): Promise<void> {
+  await db
+    .updateTable('user_totp')
+    .set({ failed_attempts: 0, locked_until: null, updated_at: sql<string>`now()` })
+    .where('tenant_id', '=', tenantId)
+    .where('user_id', '=', userId)
+    .execute()
+}
+
+/**
  * Checks a TOTP code (accepted once: its step must be newer than the last accepted one) or a
- * recovery code (removed when used). Wrong codes count; the fifth locks the factor for 15 minutes.
+ * recovery code (removed when used). The attempt is counted first (`reserveAttempt`); the fifth
+ * wrong one locks the factor for 15 minutes.
  */
 async function checkSecondFactor(
   db: Db,
@@ -112,14 +168,14 @@ async function checkSecondFactor(
   row: TotpRow,
   proof: { code?: string; recoveryCode?: string },
 ): Promise<boolean> {
-  if (row.locked_until_seconds !== null) throw lockedError(row.locked_until_seconds)
+  await reserveAttempt(db, tenantId, userId)
   let accepted = false
   if (proof.code !== undefined) {
     const step = stepOf(box.open(row.secret), proof.code)
     if (step !== undefined) {
       const updated = await db
         .updateTable('user_totp')
-        .set({ last_step: step, failed_attempts: 0, updated_at: sql<string>`now()` })
+        .set({ last_step: step, updated_at: sql<string>`now()` })
         .where('tenant_id', '=', tenantId)
         .where('user_id', '=', userId)
         .where('last_step', '<', step)
@@ -134,11 +190,7 @@ async function checkSecondFactor(
     if (known) {
       const updated = await db
         .updateTable('user_totp')
-        .set({
-          recovery_codes: sql<string[]>`array_remove(recovery_codes, ${hashed})`,
-          failed_attempts: 0,
-          updated_at: sql<string>`now()`,
-        })
+        .set({ recovery_codes: sql<string[]>`array_remove(recovery_codes, ${hashed})`, updated_at: sql<string>`now()` })
         .where('tenant_id', '=', tenantId)
         .where('user_id', '=', userId)
         .where(sql<boolean>`${hashed} = any(recovery_codes)`)
@@ -146,19 +198,27 @@ async function checkSecondFactor(
       accepted = updated.numUpdatedRows > 0n
     }
   }
-  if (accepted) return true
-  const lockUntil = new Date(Date.now() + LOCK_SECONDS * 1000)
-  await db
-    .updateTable('user_totp')
-    .set({
-      failed_attempts: sql<number>`case when failed_attempts + 1 >= ${MAX_FAILED_CODES} then 0 else failed_attempts + 1 end`,
-      locked_until: sql<string>`case when failed_attempts + 1 >= ${MAX_FAILED_CODES} then ${lockUntil.toISOString()}::timestamptz else locked_until end`,
-      updated_at: sql<string>`now()`,
-    })
-    .where('tenant_id', '=', tenantId)
-    .where('user_id', '=', userId)
-    .execute()
-  return false
+  if (accepted) await releaseAttempts(db, tenantId, userId)
+  return accepted
+}
+
+/**
+ * A signed-in user proves their second factor again (linking an identity): nothing to prove without
+ * TOTP on; otherwise a current code, counted against the lock. 422 `invalid_totp_code` naming `totp`.
+ */
+export async function proveSecondFactor(
+  db: Db,
+  config: Config,
+  tenantId: number,
+  userId: number,
+  code: string | undefined,
+): Promise<void> {
+  const row = await loadTotp(db, tenantId, userId)
+  if (!row?.enabled_at) return
+  const ok =
+    code !== undefined && (await checkSecondFactor(db, secretBoxFor(config.secrets), tenantId, userId, row, { code }))
+  if (!ok)
+    throw invalid({ totp: ['is missing, wrong or was already used'] }, 'The code is not valid', 'invalid_totp_code')
 }
 
 /** `POST /api/auth/login {mfa_token, totp | recovery_code}`: the second step of a password sign-in. */
@@ -212,8 +272,30 @@ export function createTotpService({ db, config }: AppDeps) {
     return { label: row.username, issuer: `Workplace ${row.name}`.trim() }
   }
 
-  /** Starts (or restarts) an enrollment: a new pending secret. */
-  async function enroll(actor: Actor) {
+  /**
+   * Starts (or restarts) an enrollment: a new pending secret. Proven by the current password (a
+   * stolen token alone cannot switch TOTP on and lock the owner out); an account without a usable
+   * password (single sign-on) by a sign-in of the last ten minutes.
+   */
+  async function enroll(actor: Actor, body: TotpEnrollBody) {
+    const proof = await db
+      .selectFrom('users as u')
+      .innerJoin('access_tokens as t', (join) =>
+        join.onRef('t.user_id', '=', 'u.id').onRef('t.tenant_id', '=', 'u.tenant_id'),
+      )
+      .select([
+        'u.password_hash',
+        sql<boolean>`t.created_at > now() - make_interval(secs => ${RECENT_SIGN_IN_SECONDS})`.as('recent'),
+      ])
+      .where('u.tenant_id', '=', actor.tenantId)
+      .where('u.id', '=', actor.userId)
+      .where('t.id', '=', actor.tokenId)
+      .executeTakeFirstOrThrow()
+    if (hasUsablePassword(proof.password_hash)) {
+      if (body.password === undefined || !(await verifyPassword(proof.password_hash, body.password)))
+        throw invalid({ password: ['is missing or wrong'] }, 'Confirm with your current password', 'invalid_password')
+    } else if (!proof.recent)
+      throw forbidden('Sign in again (within ten minutes) to enroll a second factor', 'recent_sign_in_required')
     const existing = await loadTotp(db, actor.tenantId, actor.userId)
     if (existing?.enabled_at) throw conflict('totp_already_enabled', 'TOTP is already enabled; disable it first')
     const secret = new Secret({ size: 20 }).base32
@@ -250,10 +332,9 @@ export function createTotpService({ db, config }: AppDeps) {
     const row = await loadTotp(db, actor.tenantId, actor.userId)
     if (!row) throw conflict('totp_not_enrolled', 'Start with POST /api/users/current/totp')
     if (row.enabled_at) throw conflict('totp_already_enabled', 'TOTP is already enabled')
-    if (row.locked_until_seconds !== null) throw lockedError(row.locked_until_seconds)
+    await reserveAttempt(db, actor.tenantId, actor.userId)
     const step = stepOf(box.open(row.secret), body.code)
     if (step === undefined) {
-      await checkSecondFactor(db, box, actor.tenantId, actor.userId, row, {})
       throw invalid({ code: ['is not valid for this secret'] }, 'The code is not valid', 'invalid_totp_code')
     }
     const codes = Array.from({ length: RECOVERY_CODES }, newRecoveryCode)
@@ -264,6 +345,7 @@ export function createTotpService({ db, config }: AppDeps) {
           enabled_at: sql<string>`now()`,
           last_step: step,
           failed_attempts: 0,
+          locked_until: null,
           recovery_codes: codes.map(hashRecoveryCode),
           updated_at: sql<string>`now()`,
         })
@@ -321,12 +403,15 @@ export function createTotpService({ db, config }: AppDeps) {
   async function reset(actor: Actor, userId: number): Promise<void> {
     requirePermission(actor, 'users.administrate')
     const user = await db
-      .selectFrom('users')
-      .select('id')
-      .where('tenant_id', '=', actor.tenantId)
-      .where('id', '=', userId)
+      .selectFrom('users as u')
+      .innerJoin('roles as r', (join) => join.onRef('r.id', '=', 'u.role_id').onRef('r.tenant_id', '=', 'u.tenant_id'))
+      .select(['u.id', 'r.permissions'])
+      .where('u.tenant_id', '=', actor.tenantId)
+      .where('u.id', '=', userId)
       .executeTakeFirst()
     if (!user) throw notFound('User')
+    // removing a factor, like changing a password, hands the account over: only for users holding no more
+    assertHoldsEvery(actor, user.permissions, 'id', 'belongs to a user holding permissions you do not hold')
     if (!(await remove(actor, userId, 'totp.reset'))) throw notFound('TOTP factor')
   }
 
@@ -336,17 +421,18 @@ export type TotpService = ReturnType<typeof createTotpService>
 
 export async function totpRoutes(app: FastifyInstance, { totp }: { totp: TotpService }): Promise<void> {
   const tags = ['two-factor']
-  app.post(
+  app.post<{ Body: TotpEnrollBody }>(
     '/api/users/current/totp',
     {
       config: { mfaEnrollment: true },
       schema: {
         tags,
-        summary: 'Start TOTP enrollment: a new secret, pending until confirmed',
+        summary: 'Start TOTP enrollment (with your current password): a new secret, pending until confirmed',
+        body: TotpEnrollBodySchema,
         response: { 200: TotpEnrollmentSchema, ...errorResponses },
       },
     },
-    (request) => totp.enroll(request.actor),
+    (request) => totp.enroll(request.actor, request.body ?? {}),
   )
 
   app.post<{ Body: TotpCodeBody }>(

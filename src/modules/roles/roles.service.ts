@@ -1,9 +1,10 @@
 import type { AppDeps } from '../../platform/app-module.js'
 import { diff, recordAudit } from '../../platform/audit/audit-log.js'
 import type { Actor } from '../../platform/auth/actor.js'
-import { can, isKnownPermission } from '../../platform/auth/permissions.js'
+import { exceedsOwnPermissions, holdsEvery, isKnownPermission } from '../../platform/auth/permissions.js'
 import { requirePermission } from '../../platform/auth/require-permission.js'
-import { AppError, conflict, FieldErrorCollector, invalidField, notFound } from '../../platform/http/errors.js'
+import { downgradeToMfaEnrollment } from '../../platform/auth/tokens.js'
+import { conflict, FieldErrorCollector, invalidField, notFound } from '../../platform/http/errors.js'
 import type { RawListQuery } from '../../platform/query/parse-query.js'
 import { listResource, showResource } from '../../platform/query/run-query.js'
 import type { Db } from '../../platform/db/schema.js'
@@ -21,12 +22,11 @@ function checkPermissions(actor: Actor, permissions: string[] | undefined): void
     if (!isKnownPermission(p)) problems.add(`permissions.${i}`, `unknown permission "${p}"`)
   })
   problems.throwIfAny()
-  const beyond: Record<string, string[]> = {}
+  const beyond: Record<string, string> = {}
   permissions?.forEach((p, i) => {
-    if (!can(actor, p)) beyond[`permissions.${i}`] = ['is a permission you do not hold']
+    if (!holdsEvery(actor, [p])) beyond[`permissions.${i}`] = 'is a permission you do not hold'
   })
-  if (Object.keys(beyond).length > 0)
-    throw new AppError(403, 'exceeds_own_permissions', 'A role can only be given permissions its manager holds', beyond)
+  if (Object.keys(beyond).length > 0) throw exceedsOwnPermissions(beyond)
 }
 
 /** A body's `folder_id` names a visible role folder of the actor's tenant (else 422, like a missing one). */
@@ -90,6 +90,9 @@ export function createRolesService({ db }: AppDeps) {
       const updated = await queries.updateRole(trx, actor.tenantId, id, body)
       if (!updated) throw notFound('Role')
       await checkFolder(trx, actor, body.folder_id)
+      // sessions from before the role required MFA may only enroll now (issue 39)
+      if (body.requires_mfa === true && before && !before.requires_mfa)
+        await downgradeToMfaEnrollment(trx, actor.tenantId, { roleId: id })
       await recordAudit(trx, {
         tenantId: actor.tenantId,
         action: 'role.update',

@@ -4,8 +4,8 @@ import type { Actor } from '../../platform/auth/actor.js'
 import { requirePermission } from '../../platform/auth/require-permission.js'
 import { recordAudit } from '../../platform/audit/audit-log.js'
 import type { Db } from '../../platform/db/schema.js'
-import { can } from '../../platform/auth/permissions.js'
-import { AppError, invalidField, notFound } from '../../platform/http/errors.js'
+import { assertHoldsEvery } from '../../platform/auth/permissions.js'
+import { invalidField, notFound } from '../../platform/http/errors.js'
 import type { CreateScimTokenBody } from './scim.schemas.js'
 
 const SCIM_TOKEN = /^wpscim_([1-9][0-9]{0,15})_([A-Za-z0-9_-]{43})$/
@@ -54,13 +54,7 @@ async function defaultRole(db: Db, tenantId: number, roleId: number | undefined,
   if (!role) throw invalidField('default_role_id', 'does not exist')
   if (!role.active) throw invalidField('default_role_id', 'is an inactive role')
   // the SCIM client acts with this role's permissions (it assigns the role): no one grants what they do not hold
-  if (creator && !role.permissions.every((permission) => can(creator, permission)))
-    throw new AppError(
-      403,
-      'exceeds_own_permissions',
-      'The default role of a SCIM token must hold no permission you do not hold',
-      { default_role_id: ['holds permissions you do not hold'] },
-    )
+  if (creator) assertHoldsEvery(creator, role.permissions, 'default_role_id')
   return role.id
 }
 

@@ -13,6 +13,7 @@ import { applyPatch, standardOperations, type PatchRules } from './scim.patch.js
 import {
   booleanOf,
   checkIfMatch,
+  singleVersion,
   etag,
   listResponse,
   meta,
@@ -389,6 +390,8 @@ export function createScimUsersService(deps: AppDeps) {
     try {
       return await work()
     } catch (error) {
+      if (error instanceof AppError && error.code === 'precondition_failed')
+        throw new ScimError(412, 'The resource was changed since the version named in If-Match')
       if (error instanceof AppError && error.code === 'username_taken')
         throw new ScimError(
           409,
@@ -433,10 +436,12 @@ export function createScimUsersService(deps: AppDeps) {
     )
   }
 
-  async function update(actor: Actor, id: number, current: ScimUser, fields: ProvisionedUserUpdate) {
+  async function update(actor: Actor, id: number, current: ScimUser, fields: ProvisionedUserUpdate, ifMatch?: string) {
     const changed = changes(fields, current)
     if (Object.keys(changed).length > 0) {
-      await translated(() => users.updateUser(actor, id, changed))
+      // If-Match holds in the UPDATE itself (issue 39): of concurrent changes naming one version, one wins
+      const ifVersion = singleVersion(ifMatch)
+      await translated(() => users.updateUser(actor, id, changed, undefined, { ifVersion }))
       // a deactivated user's sessions end now, and stay ended when the user is activated again
       if (changed.active === false) await revokeUserTokens(db, actor.tenantId, id)
     }
@@ -451,7 +456,7 @@ export function createScimUsersService(deps: AppDeps) {
     checkIfMatch(ifMatch, current.meta.version)
     if (input.id !== undefined && input.id !== current.id)
       throw new ScimError(400, 'id is read-only and differs from the path', 'mutability')
-    return update(actor, id, current, await fieldsOf(input, current))
+    return update(actor, id, current, await fieldsOf(input, current), ifMatch)
   }
 
   /** PATCH /Users/{id}: add/replace/remove with or without path (Entra ID's and Okta's forms too). */
@@ -469,7 +474,7 @@ export function createScimUsersService(deps: AppDeps) {
     const { meta: _meta, ...record } = patched
     // a removed name keeps the stored one (a personal account needs both); removed single values are cleared
     const fields = await fieldsOf(patchedInput(record), current)
-    return update(actor, id, current, fields)
+    return update(actor, id, current, fields, ifMatch)
   }
 
   /** DELETE /Users/{id}: a soft delete (restorable with POST /api/users/restore/{id}). */

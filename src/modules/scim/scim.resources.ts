@@ -61,6 +61,12 @@ export function checkIfMatch(ifMatch: string | undefined, storedEtag: string): v
     throw new ScimError(412, 'The resource was changed since the version named in If-Match')
 }
 
+/** The one version an `If-Match` names (`W/"123"` → `123`); undefined for none, `*` or a list. */
+export function singleVersion(ifMatch: string | undefined): string | undefined {
+  const match = /^\s*(?:W\/)?"([0-9]+)"\s*$/.exec(ifMatch ?? '')
+  return match?.[1]
+}
+
 export interface Meta {
   resourceType: string
   created: string

@@ -1,3 +1,4 @@
+import { boundedJsonParser } from '../../platform/http/json-body.js'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { Type, type TSchema } from 'typebox'
@@ -81,11 +82,7 @@ export async function scimRoutes(root: FastifyInstance, deps: AppDeps): Promise<
   await root.register(
     async (scope) => {
       registerScimErrorHandling(scope)
-      scope.addContentTypeParser(
-        'application/scim+json',
-        { parseAs: 'string' },
-        scope.getDefaultJsonParser('error', 'error'),
-      )
+      scope.addContentTypeParser('application/scim+json', { parseAs: 'string' }, boundedJsonParser(scope))
       scope.addHook('onRequest', async (request) => {
         const bearer = scimBearer(request.headers.authorization)
         const token = bearer ? await findScimToken(db, bearer.tenantId, bearer.hash) : undefined

@@ -1,4 +1,5 @@
 import type { AppDeps } from '../../platform/app-module.js'
+import { revokeUserTokens } from '../../platform/auth/tokens.js'
 import { recordDomainEvent } from '../../platform/events/domain-events.js'
 import type { JobHandlers } from '../../platform/jobs/jobs.js'
 import { jobOf } from '../../platform/jobs/jobs.js'
@@ -24,6 +25,8 @@ export async function deriveActiveForAllTenants({ db }: Pick<AppDeps, 'db'>): Pr
   for (const tenantId of await queries.selectTenantsWithDerivedUsers(db)) {
     changed += await db.transaction().execute(async (trx) => {
       const ids = await queries.rederiveActive(trx, tenantId)
+      // a leaving_date that passed ends the user's sessions for good (issue 39)
+      for (const id of await queries.inactiveAmong(trx, tenantId, ids)) await revokeUserTokens(trx, tenantId, id)
       for (const id of ids) {
         await recordDomainEvent(trx, {
           type: 'user.updated',

@@ -65,12 +65,26 @@ export function findUserState(db: Db, tenantId: number, id: number, { forUpdate 
 export type UserState = NonNullable<Awaited<ReturnType<typeof findUserState>>>
 
 /** `values` may hold SQL expressions (e.g. `sql<Date>\`now()\``) besides plain values. */
-export function updateUser(db: Db, tenantId: number, id: number, values: UpdateObject<Database, 'users'>) {
+/**
+ * Updates a user's row. With `ifVersion` (a SCIM ETag: `updated_at` in microseconds) only while the
+ * row is still that version: the check and the write are one statement, so of concurrent updates
+ * naming the same version one wins (undefined for the others).
+ */
+export function updateUser(
+  db: Db,
+  tenantId: number,
+  id: number,
+  values: UpdateObject<Database, 'users'>,
+  ifVersion?: string,
+) {
   return db
     .updateTable('users')
     .set({ ...values, updated_at: sql<Date>`now()` })
     .where('tenant_id', '=', tenantId)
     .where('id', '=', id)
+    .$if(ifVersion !== undefined, (q) =>
+      q.where(sql<string>`(extract(epoch from updated_at) * 1000000)::bigint::text`, '=', ifVersion!),
+    )
     .returning('id')
     .executeTakeFirst()
 }
@@ -179,6 +193,30 @@ export async function rederiveActive(db: Db, tenantId: number): Promise<number[]
     .where('deleted_at', 'is', null)
     .where(sql<boolean>`active is distinct from ${derived}`)
     .returning('id')
+    .execute()
+  return rows.map((r) => r.id)
+}
+
+/** Whether a role of the tenant requires MFA of its users. */
+export async function roleRequiresMfa(db: Db, tenantId: number, roleId: number): Promise<boolean> {
+  const row = await db
+    .selectFrom('roles')
+    .select('requires_mfa')
+    .where('tenant_id', '=', tenantId)
+    .where('id', '=', roleId)
+    .executeTakeFirst()
+  return row?.requires_mfa ?? false
+}
+
+/** Those of `ids` that are inactive now. */
+export async function inactiveAmong(db: Db, tenantId: number, ids: number[]): Promise<number[]> {
+  if (ids.length === 0) return []
+  const rows = await db
+    .selectFrom('users')
+    .select('id')
+    .where('tenant_id', '=', tenantId)
+    .where('id', 'in', ids)
+    .where('active', '=', false)
     .execute()
   return rows.map((r) => r.id)
 }

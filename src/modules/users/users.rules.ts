@@ -1,7 +1,7 @@
 import type { Actor } from '../../platform/auth/actor.js'
-import { can } from '../../platform/auth/permissions.js'
+import { holdsEvery } from '../../platform/auth/permissions.js'
 import type { Db } from '../../platform/db/schema.js'
-import { AppError, type FieldErrorCollector } from '../../platform/http/errors.js'
+import type { FieldErrorCollector } from '../../platform/http/errors.js'
 import * as queries from './users.queries.js'
 import type { UserInput } from './users.schemas.js'
 
@@ -33,25 +33,15 @@ export async function loadRuleContext(
 /**
  * No one grants what they do not hold (issue 33): a role may be assigned, and the credentials
  * (password, email, username) of its holders changed, only by an actor holding every permission
- * of the role (an actor with `*` holds all; a role with `*` needs `*`). A role not loaded is
- * left to the existence check.
+ * of the role (`holdsEvery`, platform/auth/permissions.ts: the one home of the rule). A role not
+ * loaded is left to the existence check.
  */
 export function roleWithinActor(actor: Pick<Actor, 'permissions'>, rules: RuleContext, roleId: number): boolean {
   const permissions = rules.rolePermissions.get(roleId)
-  return permissions === undefined || permissions.every((permission) => can(actor, permission))
+  return permissions === undefined || holdsEvery(actor, permissions)
 }
 
-export const ROLE_BEYOND_ACTOR = 'holds permissions you do not hold'
-
-/** The 403 of `roleWithinActor`, naming each offending field. */
-export function exceedsOwnPermissions(fields: Record<string, string>): AppError {
-  return new AppError(
-    403,
-    'exceeds_own_permissions',
-    `Changing ${Object.keys(fields).join(', ')} requires every permission of the role concerned`,
-    Object.fromEntries(Object.entries(fields).map(([field, message]) => [field, [message]])),
-  )
-}
+export { BEYOND_ACTOR as ROLE_BEYOND_ACTOR, exceedsOwnPermissions } from '../../platform/auth/permissions.js'
 
 /** Credentials whose change hands over the account: only by an actor holding the account's permissions. */
 export const CREDENTIAL_KEYS = ['password', 'email', 'username'] as const

@@ -5,7 +5,7 @@ import { actingUserId, type Actor } from '../../platform/auth/actor.js'
 import { hashPassword, UNUSABLE_PASSWORD_HASH, verifyPassword } from '../../platform/auth/passwords.js'
 import { can } from '../../platform/auth/permissions.js'
 import { requirePermission } from '../../platform/auth/require-permission.js'
-import { revokeUserTokens } from '../../platform/auth/tokens.js'
+import { downgradeToMfaEnrollment, revokeUserTokens } from '../../platform/auth/tokens.js'
 import { isUniqueViolation } from '../../platform/db/pg-errors.js'
 import type { Db, UsersTable } from '../../platform/db/schema.js'
 import { diff } from '../../platform/audit/audit-log.js'
@@ -229,7 +229,13 @@ export function createUsersService(deps: AppDeps, pictures: ProfilePictures) {
   }
 
   /** Updates a user: self for profile fields, `users.update` for others (contract 10 update rules). */
-  async function updateUser(actor: Actor, id: number, body: ProvisionedUserUpdate, upload?: UploadedFile) {
+  async function updateUser(
+    actor: Actor,
+    id: number,
+    body: ProvisionedUserUpdate,
+    upload?: UploadedFile,
+    options: { ifVersion?: string } = {},
+  ) {
     const self = id === actor.userId
     if (!self) requirePermission(actor, 'users.update')
     const administrate = can(actor, 'users.administrate')
@@ -329,10 +335,21 @@ export function createUsersService(deps: AppDeps, pictures: ProfilePictures) {
             .where('id', '=', id)
             .forUpdate()
             .executeTakeFirst()
-          await queries.updateUser(trx, actor.tenantId, id, values)
-          // a new password ends every other session of that user (the requester's own token survives)
-          if (input.password !== undefined)
+          const written = await queries.updateUser(trx, actor.tenantId, id, values, options.ifVersion)
+          if (!written)
+            throw new AppError(412, 'precondition_failed', 'The user was changed since the version named in If-Match')
+          // a deactivated user's sessions end for good (issue 39); a new password ends every other
+          // session of that user (the requester's own token survives)
+          if (values.active === false) await revokeUserTokens(trx, actor.tenantId, id)
+          else if (input.password !== undefined)
             await revokeUserTokens(trx, actor.tenantId, id, self ? actor.tokenId : undefined)
+          // moved to a role that requires MFA: sessions without it may only enroll
+          if (
+            input.role_id !== undefined &&
+            input.role_id !== current.role_id &&
+            (await queries.roleRequiresMfa(trx, actor.tenantId, input.role_id))
+          )
+            await downgradeToMfaEnrollment(trx, actor.tenantId, { userId: id })
           await recordDomainEvent(trx, {
             type: 'user.updated',
             tenantId: actor.tenantId,

@@ -80,7 +80,12 @@ export async function revokeAccessToken(db: Db, tenantId: number, tokenId: numbe
     .execute()
 }
 
-/** Revokes every token of a user, optionally keeping one (the token of the current request). */
+/**
+ * The one place sessions end (issue 39): revokes every token of a user, optionally keeping one (the
+ * token of the current request). A revoked token stays revoked, so reactivating the user brings
+ * none back. Every path that ends a user's sessions calls this: deactivation (`PUT /api/users/{id}`,
+ * a passed `leaving_date`, SCIM), deletion, password change and reset, single-session sign-in.
+ */
 export async function revokeUserTokens(
   db: Db,
   tenantId: number,
@@ -95,4 +100,48 @@ export async function revokeUserTokens(
     .where('revoked_at', 'is', null)
   if (exceptTokenId !== undefined) query = query.where('id', '!=', exceptTokenId)
   await query.execute()
+}
+
+/**
+ * A role (or a user's new role) starts requiring MFA: the tokens of its users who have no TOTP
+ * enabled become enrollment-only (they reach only the enrollment routes), as a new password sign-in
+ * would give them. Users with TOTP keep their sessions (their password sign-ins passed it).
+ */
+export async function downgradeToMfaEnrollment(
+  db: Db,
+  tenantId: number,
+  scope: { roleId: number } | { userId: number },
+): Promise<void> {
+  await db
+    .updateTable('access_tokens as t')
+    .set({ mfa_enrollment_only: true })
+    .where('t.tenant_id', '=', tenantId)
+    .where('t.revoked_at', 'is', null)
+    .where('t.mfa_enrollment_only', '=', false)
+    .where((eb) =>
+      'userId' in scope
+        ? eb('t.user_id', '=', scope.userId)
+        : eb(
+            't.user_id',
+            'in',
+            eb
+              .selectFrom('users as u')
+              .select('u.id')
+              .where('u.tenant_id', '=', tenantId)
+              .where('u.role_id', '=', scope.roleId),
+          ),
+    )
+    .where((eb) =>
+      eb.not(
+        eb.exists(
+          eb
+            .selectFrom('user_totp as x')
+            .select('x.user_id')
+            .where('x.tenant_id', '=', tenantId)
+            .whereRef('x.user_id', '=', 't.user_id')
+            .where('x.enabled_at', 'is not', null),
+        ),
+      ),
+    )
+    .execute()
 }

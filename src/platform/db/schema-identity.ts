@@ -62,6 +62,12 @@ export interface OidcProvidersTable {
   default_role_id: number | null
   allowed_email_domains: ColumnType<string[], string[] | undefined, string[]>
   password_login: boolean
+  /** A first sign-in may link the local account with the same email when the ID token says `email_verified`. */
+  link_by_verified_email: ColumnType<boolean, boolean | undefined, boolean>
+  /** `amr` values of an ID token that show the provider did multi-factor authentication. */
+  mfa_amr_values: ColumnType<string[], string[] | undefined, string[]>
+  /** `acr` values that show it. */
+  mfa_acr_values: ColumnType<string[], string[] | undefined, string[]>
   created_at: Timestamp
   updated_at: Timestamp
 }

@@ -74,7 +74,12 @@ function readFiles(root: string): Map<string, StaticFile> {
 }
 
 function send(request: FastifyRequest, reply: FastifyReply, file: StaticFile, status = 200) {
-  reply.code(status).header('content-type', file.type).header('cache-control', file.cache)
+  // login codes and reset tokens travel in the app's URLs: never in a Referer (issue 39)
+  reply
+    .code(status)
+    .header('content-type', file.type)
+    .header('cache-control', file.cache)
+    .header('referrer-policy', 'no-referrer')
   if (file.type.startsWith('text/html')) reply.header('content-security-policy', CSP)
   if (file.gzip) {
     reply.header('vary', 'accept-encoding')

@@ -8,8 +8,25 @@ type LoginBody = paths['/api/auth/login']['post']['requestBody']['content']['app
 const TENANT_KEY = 'workplace.tenant'
 const NEXT_KEY = 'workplace.next'
 
-/** Where single sign-on returns with `?login_code=…` (must lie under the server's APP_URL). */
+/** Marks a single sign-on this tab started: only then is a returning login code redeemed (login CSRF, issue 39). */
+const SSO_STARTED_KEY = 'workplace.sso_started'
+const SSO_MARKER_MS = 10 * 60 * 1000
+
+/** Where single sign-on returns with `#login_code=…` (must lie under the server's APP_URL). */
 const ssoReturn = () => `${location.origin}${BASE}/sign-in`
+
+/**
+ * The login code the provider's round trip brought back in the URL fragment, taken out of the URL at
+ * once; undefined unless this tab started that sign-in (a code planted by someone else is dropped).
+ */
+function takeLoginCode(): string | undefined {
+  const code = new URLSearchParams(location.hash.slice(1)).get('login_code')
+  if (!code) return undefined
+  history.replaceState(null, '', location.pathname + location.search)
+  const started = Number(sessionStorage.getItem(SSO_STARTED_KEY))
+  sessionStorage.removeItem(SSO_STARTED_KEY)
+  return started > 0 && Date.now() - started < SSO_MARKER_MS ? code : undefined
+}
 
 export function SignIn() {
   const [tenant, setTenant] = useState(() => localStorage.getItem(TENANT_KEY) ?? '')
@@ -20,7 +37,7 @@ export function SignIn() {
   const [sso, setSso] = useState<string>()
   const [problem, setProblem] = useState<Problem>()
   const [busy, setBusy] = useState(false)
-  const loginCode = queryParam('login_code')
+  const [loginCode] = useState(takeLoginCode)
 
   const finish = async (accessToken: string, tenantSlug: string) => {
     localStorage.setItem(TENANT_KEY, tenantSlug)
@@ -83,6 +100,7 @@ export function SignIn() {
 
   const startSso = () => {
     localStorage.setItem(TENANT_KEY, sso!)
+    sessionStorage.setItem(SSO_STARTED_KEY, String(Date.now()))
     const next = queryParam('next')
     if (next) sessionStorage.setItem(NEXT_KEY, next)
     const query = new URLSearchParams({ redirect_uri: ssoReturn() })
