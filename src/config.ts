@@ -34,6 +34,8 @@ export interface Config {
   notificationRetentionDays: number | undefined
   secrets: { key: string | undefined; previousKeys: string[]; keyFile: string }
   auditRetentionDays: number
+  /** SYNC_RETENTION_DAYS: a sync client away longer than this gets 410 `sync_reset` and starts over (docs/sync.md). */
+  syncRetentionDays: number
   logLevel: string
   /** LOG_FORMAT: `json` lines or `pretty`; unset = pretty on a terminal, JSON otherwise. */
   logFormat: 'json' | 'pretty' | undefined
@@ -146,6 +148,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       keyFile: path.join(dataDir, 'secrets.key'),
     },
     auditRetentionDays: integer(env, 'AUDIT_RETENTION_DAYS', 365, problems),
+    syncRetentionDays: integer(env, 'SYNC_RETENTION_DAYS', 30, problems),
     logLevel: env.LOG_LEVEL || 'info',
     logFormat: logFormat(env, problems),
     isTest: env.NODE_ENV === 'test',

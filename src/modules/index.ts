@@ -19,6 +19,7 @@ import { infoboardModule } from './infoboard/index.js'
 import { manualsModule } from './manuals/index.js'
 import { tasksModule } from './tasks/index.js'
 import { scimModule } from './scim/index.js'
+import { syncModule } from './sync/index.js'
 
 /** Every domain module, in registration order. The composition root (app.ts, worker) reads this list. */
 export const appModules: AppModule[] = [
@@ -42,4 +43,5 @@ export const appModules: AppModule[] = [
   auditModule,
   accessModule,
   scimModule,
+  syncModule,
 ]

@@ -1,4 +1,5 @@
 import type { AppModule } from '../../platform/app-module.js'
+import { registerSyncSource } from '../../platform/sync/sync-feed.js'
 import { registerTarget } from '../entity-permissions/index.js'
 import { folderGrantTarget } from './folders.access.js'
 import { foldersRoutes } from './folders.routes.js'
@@ -14,5 +15,9 @@ registerTarget(folderGrantTarget)
 
 export const foldersModule: AppModule = {
   name: 'folders',
-  routes: (app, deps) => foldersRoutes(app, { folders: createFoldersService(deps) }),
+  routes: (app, deps) => {
+    const folders = createFoldersService(deps)
+    registerSyncSource({ entity: 'folder', table: 'folders', idType: 'bigint', list: folders.listFolders })
+    return foldersRoutes(app, { folders })
+  },
 }

@@ -1,3 +1,4 @@
+import { gatedList, registerSyncSource, scheduledRecheck } from '../../platform/sync/sync-feed.js'
 import { sql } from 'kysely'
 import { Type } from 'typebox'
 import type { AppModule } from '../../platform/app-module.js'
@@ -48,6 +49,12 @@ const ReadingSettingsSchema = Type.Object(
 export const infoboardModule: AppModule = {
   name: 'infoboard',
   routes: async (app, { db, config }) => {
+    registerSyncSource({
+      entity: 'infoboardPost',
+      table: 'infoboard_posts', idType: 'bigint',
+      list: gatedList('infoboard.view', (actor, query) => infoboardPosts.list(db, actor, query)),
+      recheckAt: scheduledRecheck('infoboard_posts'),
+    })
     await contentRoutes(app, infoboardPosts, {
       db,
       tag: 'infoboard',

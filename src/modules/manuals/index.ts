@@ -1,3 +1,4 @@
+import { gatedList, registerSyncSource, scheduledRecheck } from '../../platform/sync/sync-feed.js'
 import type { AppModule } from '../../platform/app-module.js'
 import { contentRoutes } from '../../platform/content/content-routes.js'
 import { contentShareTarget } from '../../platform/content/content-share-target.js'
@@ -33,6 +34,12 @@ registerRecipientsQuery(CONTENT_REMINDER_RECIPIENTS, reminderRecipientsSql)
 export const manualsModule: AppModule = {
   name: 'manuals',
   routes: async (app, { db, config }) => {
+    registerSyncSource({
+      entity: 'manualEntry',
+      table: 'manual_entries', idType: 'bigint',
+      list: gatedList('manuals.view', (actor, query) => manualEntries.list(db, actor, query)),
+      recheckAt: scheduledRecheck('manual_entries'),
+    })
     await contentRoutes(app, manualChapters, {
       db,
       tag: 'manuals',

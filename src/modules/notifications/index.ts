@@ -1,6 +1,7 @@
 import type { AppModule } from '../../platform/app-module.js'
 import { resolveDatabaseUrl } from '../../platform/db/database.js'
 import { createPgPubSub } from '../../platform/realtime/pg-pubsub.js'
+import { registerSyncSource } from '../../platform/sync/sync-feed.js'
 import { notificationsRoutes } from './notifications.routes.js'
 import { pushRoutes } from './push.routes.js'
 import { vapidKeySecrets } from '../../platform/keys/vapid-keys.js'
@@ -44,8 +45,10 @@ export const notificationsModule: AppModule = {
     app.addHook('preClose', async () => streams.closeAll())
     app.addHook('onClose', async () => pubsub.close())
     await pushRoutes(app, deps)
+    const notifications = createNotificationsService(deps)
+    registerSyncSource({ entity: 'notification', table: 'notifications', idType: 'uuid', list: notifications.listNotifications })
     await notificationsRoutes(app, {
-      notifications: createNotificationsService(deps),
+      notifications,
       sending: createNotificationsSendService(deps),
       streams,
     })

@@ -4,7 +4,7 @@ import pg from 'pg'
 import type { Database, Db } from './schema.js'
 import { observePool } from '../metrics/index.js'
 import { startEmbeddedPostgres } from './embedded-postgres.js'
-import { changeNotices, isNoticedWrite } from './change-notices.js'
+import { changeNotices, isNoticedWrite, touchesSync, writeTenant } from './change-notices.js'
 import { SettlingCursor } from './cursor.js'
 import { thrownFields } from '../thrown.js'
 import { assumeCitus, detectCitus } from './citus.js'
@@ -303,6 +303,11 @@ export function preparingPool(pool: pg.Pool, namedStatements = true): pg.Pool {
   })
 }
 
+const BUMP_TENANT_CLOCK = 'update sync_clocks set seq = seq + 1 where tenant_id = $1'
+const BUMP_EVERY_CLOCK = `do $$ begin
+  if to_regclass('sync_clocks') is not null then update sync_clocks set seq = seq + 1; end if;
+end $$`
+
 /** The client with `query(text, values)` prepared and committed writes reported (state kept per checkout). */
 function wrapClient(client: pg.PoolClient, namedStatements: boolean) {
   const submit = client.query.bind(client) as (...args: unknown[]) => unknown
@@ -331,12 +336,21 @@ function wrapClient(client: pg.PoolClient, namedStatements: boolean) {
     } else notifyCommitted(kind.writes)
   }
   const sendNotices = async (tables: ReadonlySet<string>) => {
+    if (touchesSync(tables)) await bumpSyncClock()
     const notices = changeNotices(tables)
     if (notices.length === 0) return
     await query('select pg_notify(n.channel, n.payload) from unnest($1::text[], $2::text[]) as n(channel, payload)', [
       notices.map((n) => n.channel),
       notices.map((n) => n.payload),
     ])
+  }
+  // the change feed's clock (change-notices.ts), in the writing transaction: its tenant's row when the
+  // write's tenant is known (a request, a job run for a tenant), else every tenant's (the CLI, a
+  // migration: the table may not exist yet)
+  const bumpSyncClock = async () => {
+    const tenant = writeTenant()
+    if (tenant !== undefined) await query(BUMP_TENANT_CLOCK, [tenant])
+    else await query(BUMP_EVERY_CLOCK)
   }
   // a single write outside a transaction that must send a notice: made a transaction of its own, so
   // that the notice is delivered with the commit (a crash in between cannot lose it)

@@ -68,6 +68,9 @@ export const TABLE_CLASSES: Readonly<Record<string, TableClass>> = {
   user_totp: 'tenant',
   oidc_providers: 'tenant',
   oidc_identities: 'tenant',
+  sync_clocks: 'tenant',
+  sync_clients: 'tenant',
+  sync_client_rows: 'tenant',
 }
 
 /** Schemas whose tables are all `local` (the job queue keeps its own schema on the coordinator). */
