@@ -113,7 +113,10 @@ test('the first sync is everything the user may see, each exactly as its GET ans
   assert.ok(replica.items.has(`notification:${noteId}`))
   assert.ok(!replica.items.has(`infoboardPost:${String(draft.id)}`), 'a draft is not sent to a reader')
   // the data is the entity's own GET for this user
-  assert.deepEqual(replica.items.get(`infoboardPost:${postId}`), (await get(anna, `/api/infoboard/posts/${postId}`)).body)
+  assert.deepEqual(
+    replica.items.get(`infoboardPost:${postId}`),
+    (await get(anna, `/api/infoboard/posts/${postId}`)).body,
+  )
   assert.deepEqual(replica.items.get(`folder:${channel}`), (await get(anna, `/api/folders/${channel}`)).body)
   assert.deepEqual(replica.items.get(`notification:${noteId}`), (await get(anna, `/api/notifications/${noteId}`)).body)
 })
@@ -215,13 +218,19 @@ test('no leak: what was never visible never appears, not even as a remove; a los
   assert.ok(!names(first).includes(`folder:${secret}`))
   assert.ok(!names(first).includes(`infoboardPost:${String(hidden.id)}`))
   // deleting the hidden post: no remove for a reader who never had it
-  await call(await buildTestApp(), tenant.adminToken, { method: 'DELETE', url: `/api/infoboard/posts/${String(hidden.id)}` })
+  await call(await buildTestApp(), tenant.adminToken, {
+    method: 'DELETE',
+    url: `/api/infoboard/posts/${String(hidden.id)}`,
+  })
   assert.deepEqual(await replica.pull(), [])
   // her role loses infoboard.view: the posts go (access_lost), the channel folder goes too
   const role = await given.role(db, tenant, ['notifications.view'])
   await sql`update users set role_id = ${role} where tenant_id = ${tenant.id} and id = ${anna.id}`.execute(db)
   const lost = await replica.pull()
-  assert.ok(lost.some((c) => c.op === 'remove' && c.id === postId && c.reason === 'access_lost'), JSON.stringify(lost))
+  assert.ok(
+    lost.some((c) => c.op === 'remove' && c.id === postId && c.reason === 'access_lost'),
+    JSON.stringify(lost),
+  )
   assert.ok(lost.every((c) => c.op === 'remove' && c.reason === 'access_lost' && c.data === undefined))
   void channel
 })

@@ -51,7 +51,8 @@ export const infoboardModule: AppModule = {
   routes: async (app, { db, config }) => {
     registerSyncSource({
       entity: 'infoboardPost',
-      table: 'infoboard_posts', idType: 'bigint',
+      table: 'infoboard_posts',
+      idType: 'bigint',
       list: gatedList('infoboard.view', (actor, query) => infoboardPosts.list(db, actor, query)),
       recheckAt: scheduledRecheck('infoboard_posts'),
     })

@@ -36,7 +36,8 @@ export const manualsModule: AppModule = {
   routes: async (app, { db, config }) => {
     registerSyncSource({
       entity: 'manualEntry',
-      table: 'manual_entries', idType: 'bigint',
+      table: 'manual_entries',
+      idType: 'bigint',
       list: gatedList('manuals.view', (actor, query) => manualEntries.list(db, actor, query)),
       recheckAt: scheduledRecheck('manual_entries'),
     })

@@ -46,7 +46,12 @@ export const notificationsModule: AppModule = {
     app.addHook('onClose', async () => pubsub.close())
     await pushRoutes(app, deps)
     const notifications = createNotificationsService(deps)
-    registerSyncSource({ entity: 'notification', table: 'notifications', idType: 'uuid', list: notifications.listNotifications })
+    registerSyncSource({
+      entity: 'notification',
+      table: 'notifications',
+      idType: 'uuid',
+      list: notifications.listNotifications,
+    })
     await notificationsRoutes(app, {
       notifications,
       sending: createNotificationsSendService(deps),

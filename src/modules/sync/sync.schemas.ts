@@ -4,7 +4,10 @@ import { EXPECTED } from '../../platform/http/schemas.js'
 export const SyncQuerySchema = Type.Object({
   cursor: Type.Optional(Type.String({ minLength: 1, maxLength: 2048 })),
   device: Type.Optional(
-    Type.String({ pattern: '^[A-Za-z0-9._-]{1,100}$', [EXPECTED]: '1 to 100 letters, digits, dots, dashes or underscores' }),
+    Type.String({
+      pattern: '^[A-Za-z0-9._-]{1,100}$',
+      [EXPECTED]: '1 to 100 letters, digits, dots, dashes or underscores',
+    }),
   ),
   limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 5000 })),
   wait: Type.Optional(Type.Integer({ minimum: 0, maximum: 60 })),

@@ -32,7 +32,11 @@ export function createSyncService(deps: Pick<AppDeps, 'db' | 'config'>, pubsub: 
     }))
 
   /** Resolves on a change notice of the tenant, after `ms`, or when `signal` aborts. */
-  function changeOrTimeout(tenantId: number, ms: number, signal: AbortSignal): { done: Promise<void>; cancel: () => void } {
+  function changeOrTimeout(
+    tenantId: number,
+    ms: number,
+    signal: AbortSignal,
+  ): { done: Promise<void>; cancel: () => void } {
     let cancel = () => {}
     const done = new Promise<void>((resolve) => {
       const set = waiters.get(tenantId) ?? new Set()

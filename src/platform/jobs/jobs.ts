@@ -124,7 +124,9 @@ function forTenants(handlers: JobHandlers): JobHandlers {
       task,
       (payload, helpers) => {
         const tenantId = payloadTenant(payload)
-        return tenantId === undefined ? handler(payload, helpers) : runForTenant(tenantId, async () => handler(payload, helpers))
+        return tenantId === undefined
+          ? handler(payload, helpers)
+          : runForTenant(tenantId, async () => handler(payload, helpers))
       },
     ]),
   )

@@ -87,7 +87,8 @@ function versionOf(data: Record<string, unknown>): string {
 }
 
 export function createSyncFeed({ db, box, retentionDays }: SyncOptions) {
-  const sign = (claims: CursorClaims) => CURSOR_PREFIX + Buffer.from(box.seal(JSON.stringify(claims))).toString('base64url')
+  const sign = (claims: CursorClaims) =>
+    CURSOR_PREFIX + Buffer.from(box.seal(JSON.stringify(claims))).toString('base64url')
 
   /** The claims of a cursor this server issued to this user, or 410 `sync_reset`. */
   function openCursor(actor: Actor, cursor: string): CursorClaims {
@@ -139,7 +140,9 @@ export function createSyncFeed({ db, box, retentionDays }: SyncOptions) {
       return { changes: [], cursor: sign(claims), has_more: false }
     return db.transaction().execute(async (trx) => {
       const tenantId = actor.tenantId
-      await sql`insert into sync_clocks (tenant_id) values (${tenantId}) on conflict (tenant_id) do nothing`.execute(trx)
+      await sql`insert into sync_clocks (tenant_id) values (${tenantId}) on conflict (tenant_id) do nothing`.execute(
+        trx,
+      )
       const [{ seq }] = (
         await sql<{ seq: string }>`select seq from sync_clocks where tenant_id = ${tenantId}`.execute(trx)
       ).rows
@@ -185,7 +188,12 @@ export function createSyncFeed({ db, box, retentionDays }: SyncOptions) {
   }
 
   /** The client's record, locked: reset for a sync without cursor; 410 when the cursor does not name its current generation. */
-  async function openClient(trx: Db, actor: Actor, deviceId: string, claims: CursorClaims | undefined): Promise<ClientRow> {
+  async function openClient(
+    trx: Db,
+    actor: Actor,
+    deviceId: string,
+    claims: CursorClaims | undefined,
+  ): Promise<ClientRow> {
     const tenantId = actor.tenantId
     const { rows } = await sql<ClientRow & { stale: boolean }>`select id, generation, clock_seq, recheck_at,
         (recheck_at is not null and recheck_at <= now()) as recheck_due,
@@ -285,7 +293,10 @@ export function createSyncFeed({ db, box, retentionDays }: SyncOptions) {
     return rows[0]?.idle === true
   }
 
-  return { sync, isIdle: (actor: Actor, deviceId: string, cursor: string) => isIdle(actor, deviceId, openCursor(actor, cursor)) }
+  return {
+    sync,
+    isIdle: (actor: Actor, deviceId: string, cursor: string) => isIdle(actor, deviceId, openCursor(actor, cursor)),
+  }
 }
 
 export type SyncFeed = ReturnType<typeof createSyncFeed>
