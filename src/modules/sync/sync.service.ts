@@ -27,7 +27,7 @@ export function createSyncService(deps: Pick<AppDeps, 'db' | 'config'>, pubsub: 
   }
   const listen = () =>
     (listening ??= pubsub.subscribe(SYNC_CHANNEL, (payload) => {
-      const tenant = (payload as { tenant?: unknown } | null)?.tenant
+      const tenant = typeof payload === 'object' && payload !== null && 'tenant' in payload ? payload.tenant : null
       wakeAll(typeof tenant === 'number' ? tenant : null)
     }))
 

@@ -81,6 +81,12 @@ const wireId = (source: SyncSource, id: string): SyncId => (source.idType === 'u
 
 const reset = (message: string) => new AppError(410, 'sync_reset', `${message}: start over without a cursor`)
 
+function isClaims(value: unknown): value is CursorClaims {
+  if (typeof value !== 'object' || value === null) return false
+  const record: Record<string, unknown> = { ...value }
+  return ['t', 'u', 'c', 'g', 's'].every((key) => Number.isSafeInteger(record[key]))
+}
+
 /** The version of presented data: a hash of its JSON (stable for the same answer). */
 function versionOf(data: Record<string, unknown>): string {
   return createHash('sha256').update(JSON.stringify(data)).digest('base64url').slice(0, 22)
@@ -97,7 +103,9 @@ export function createSyncFeed({ db, box, retentionDays }: SyncOptions) {
       if (!cursor.startsWith(CURSOR_PREFIX)) throw new Error('not a sync cursor')
       const sealed = Buffer.from(cursor.slice(CURSOR_PREFIX.length), 'base64url').toString('utf8')
       if (!isSealed(sealed)) throw new Error('not sealed')
-      claims = JSON.parse(box.open(sealed)) as CursorClaims
+      const parsed: unknown = JSON.parse(box.open(sealed))
+      if (!isClaims(parsed)) throw new Error('not the claims of a sync cursor')
+      claims = parsed
     } catch {
       throw reset('The cursor is not valid')
     }
