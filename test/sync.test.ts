@@ -121,6 +121,82 @@ test('the first sync is everything the user may see, each exactly as its GET ans
   assert.deepEqual(replica.items.get(`notification:${noteId}`), (await get(anna, `/api/notifications/${noteId}`)).body)
 })
 
+/** Where each entity's own GET is (comments have none: their list under the post). */
+const ITEM_URL: Record<string, (id: number | string, data: Record<string, unknown>) => string> = {
+  notification: (id) => `/api/notifications/${id}`,
+  folder: (id) => `/api/folders/${id}`,
+  infoboardPost: (id) => `/api/infoboard/posts/${id}`,
+  manualChapter: (id) => `/api/manuals/chapters/${id}`,
+  manualEntry: (id) => `/api/manuals/entries/${id}`,
+  calendarEvent: (id) => `/api/calendar/events/${id}`,
+  taskExecution: (id) => `/api/tasks/executions/${id}`,
+  form: (id) => `/api/forms/${id}`,
+  filemanagerDirectory: (id) => `/api/filemanager/directories/${id}`,
+  filemanagerFile: (id) => `/api/filemanager/files/${id}`,
+}
+
+test('every entity of the feed: its data is exactly what its own GET answers the user', async () => {
+  const { tenant, anna, postId } = await world()
+  const role = await given.role(db, tenant, [
+    'infoboard.view',
+    'manuals.view',
+    'calendar.view',
+    'tasks.view',
+    'forms.view',
+    'filemanager.view',
+    'notifications.view',
+  ])
+  await sql`update users set role_id = ${role} where tenant_id = ${tenant.id} and id = ${anna.id}`.execute(db)
+  const server = await buildTestApp()
+  const create = async (url: string, payload: Record<string, unknown>) => {
+    const res = await call(server, tenant.adminToken, { method: 'POST', url, payload })
+    assert.equal(res.statusCode, 201, `${url}: ${res.body}`)
+    return (res.json() as { id: number }).id
+  }
+  const chapter = await create('/api/manuals/chapters', { title: 'Checkout' })
+  await create(`/api/manuals/chapters/${chapter}/entries`, { title: 'Till', body: '<p>Count</p>' })
+  await create('/api/calendar/events', {
+    title: 'Inventory',
+    starts_at: '2030-01-02 06:00:00',
+    ends_at: '2030-01-02 14:00:00',
+  })
+  await create('/api/tasks/executions', { title: 'Restock', due_at: '2030-01-03 12:00:00' })
+  await create('/api/filemanager/directories', { name: 'Marketing' })
+  await create(`/api/infoboard/posts/${postId}/comments`, { body: 'Nice' })
+  await given.notification(db, tenant, anna.id)
+  const replica = new Replica(anna.token)
+  await replica.pull()
+  const entities = new Set([...replica.items.keys()].map((k) => k.split(':')[0]))
+  for (const entity of [
+    'notification',
+    'folder',
+    'infoboardPost',
+    'infoboardComment',
+    'manualChapter',
+    'manualEntry',
+    'calendarEvent',
+    'taskExecution',
+    'filemanagerDirectory',
+  ])
+    assert.ok(entities.has(entity), `${entity} is in the snapshot (${[...entities].join(', ')})`)
+  for (const [key, data] of replica.items) {
+    const [entity, id] = key.split(':')
+    if (entity === 'infoboardComment') {
+      const list = await get(anna, `/api/infoboard/posts/${String(data.post_id)}/comments`)
+      assert.deepEqual(
+        data,
+        (list.body as unknown as Array<Record<string, unknown>>).find((c) => String(c.id) === id),
+      )
+      continue
+    }
+    const url = ITEM_URL[entity]
+    assert.ok(url, `a GET for ${entity}`)
+    const answer = await get(anna, url(id, data))
+    assert.equal(answer.status, 200, `${key}: ${JSON.stringify(answer.body)}`)
+    assert.deepEqual(data, answer.body, key)
+  }
+})
+
 test('an idle sync answers nothing and writes nothing; a change answers only that change', async () => {
   const { tenant, channel, anna, postId } = await world()
   const replica = new Replica(anna.token)

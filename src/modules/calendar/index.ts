@@ -1,3 +1,5 @@
+import { contentSyncSource } from '../../platform/content/content-sync.js'
+import { registerSyncSource } from '../../platform/sync/sync-feed.js'
 import type { AppModule } from '../../platform/app-module.js'
 import { contentRoutes } from '../../platform/content/content-routes.js'
 import { contentShareTarget } from '../../platform/content/content-share-target.js'
@@ -12,8 +14,9 @@ registerShareTarget(contentShareTarget(calendarEvents))
 
 export const calendarModule: AppModule = {
   name: 'calendar',
-  routes: (app, { db }) =>
-    contentRoutes(app, calendarEvents, {
+  routes: (app, { db }) => {
+    registerSyncSource(contentSyncSource(calendarEvents, db))
+    return contentRoutes(app, calendarEvents, {
       db,
       tag: 'calendar',
       collection: '/api/calendar/events',
@@ -21,5 +24,6 @@ export const calendarModule: AppModule = {
       bodies: calendarEventBodies,
       operations: ['list', 'show', 'create', 'update', 'delete'],
       grantTokens: actorFromGrantToken,
-    }),
+    })
+  },
 }

@@ -1,3 +1,5 @@
+import { contentSyncSource } from '../../platform/content/content-sync.js'
+import { registerSyncSource } from '../../platform/sync/sync-feed.js'
 import type { AppModule } from '../../platform/app-module.js'
 import { contentRoutes } from '../../platform/content/content-routes.js'
 import { contentShareTarget } from '../../platform/content/content-share-target.js'
@@ -22,6 +24,8 @@ registerShareTarget(
 export const filemanagerModule: AppModule = {
   name: 'filemanager',
   routes: async (app, { db, config }) => {
+    registerSyncSource(contentSyncSource(directories, db))
+    registerSyncSource(contentSyncSource(files, db))
     await contentRoutes(app, directories, {
       db,
       tag: 'filemanager',

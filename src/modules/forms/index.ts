@@ -1,3 +1,5 @@
+import { contentSyncSource } from '../../platform/content/content-sync.js'
+import { registerSyncSource } from '../../platform/sync/sync-feed.js'
 import type { AppModule } from '../../platform/app-module.js'
 import { contentRoutes } from '../../platform/content/content-routes.js'
 import { contentShareTarget } from '../../platform/content/content-share-target.js'
@@ -16,6 +18,7 @@ registerFolderReference('forms', 'folder_id')
 export const formsModule: AppModule = {
   name: 'forms',
   routes: async (app, { db }) => {
+    registerSyncSource(contentSyncSource(forms, db))
     await contentRoutes(app, forms, {
       db,
       tag: 'forms',

@@ -1,4 +1,5 @@
-import { gatedList, registerSyncSource, scheduledRecheck } from '../../platform/sync/sync-feed.js'
+import { contentSyncSource } from '../../platform/content/content-sync.js'
+import { registerSyncSource } from '../../platform/sync/sync-feed.js'
 import { sql } from 'kysely'
 import { Type } from 'typebox'
 import type { AppModule } from '../../platform/app-module.js'
@@ -49,13 +50,8 @@ const ReadingSettingsSchema = Type.Object(
 export const infoboardModule: AppModule = {
   name: 'infoboard',
   routes: async (app, { db, config }) => {
-    registerSyncSource({
-      entity: 'infoboardPost',
-      table: 'infoboard_posts',
-      idType: 'bigint',
-      list: gatedList('infoboard.view', (actor, query) => infoboardPosts.list(db, actor, query)),
-      recheckAt: scheduledRecheck('infoboard_posts'),
-    })
+    registerSyncSource(contentSyncSource(infoboardPosts, db, { scheduled: true }))
+    registerSyncSource(contentSyncSource(infoboardComments, db))
     await contentRoutes(app, infoboardPosts, {
       db,
       tag: 'infoboard',

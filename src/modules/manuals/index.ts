@@ -1,4 +1,5 @@
-import { gatedList, registerSyncSource, scheduledRecheck } from '../../platform/sync/sync-feed.js'
+import { contentSyncSource } from '../../platform/content/content-sync.js'
+import { registerSyncSource } from '../../platform/sync/sync-feed.js'
 import type { AppModule } from '../../platform/app-module.js'
 import { contentRoutes } from '../../platform/content/content-routes.js'
 import { contentShareTarget } from '../../platform/content/content-share-target.js'
@@ -34,13 +35,8 @@ registerRecipientsQuery(CONTENT_REMINDER_RECIPIENTS, reminderRecipientsSql)
 export const manualsModule: AppModule = {
   name: 'manuals',
   routes: async (app, { db, config }) => {
-    registerSyncSource({
-      entity: 'manualEntry',
-      table: 'manual_entries',
-      idType: 'bigint',
-      list: gatedList('manuals.view', (actor, query) => manualEntries.list(db, actor, query)),
-      recheckAt: scheduledRecheck('manual_entries'),
-    })
+    registerSyncSource(contentSyncSource(manualChapters, db))
+    registerSyncSource(contentSyncSource(manualEntries, db, { scheduled: true }))
     await contentRoutes(app, manualChapters, {
       db,
       tag: 'manuals',

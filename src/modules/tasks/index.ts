@@ -1,3 +1,5 @@
+import { contentSyncSource } from '../../platform/content/content-sync.js'
+import { registerSyncSource } from '../../platform/sync/sync-feed.js'
 import type { AppModule } from '../../platform/app-module.js'
 import { contentRoutes } from '../../platform/content/content-routes.js'
 import { contentShareTarget } from '../../platform/content/content-share-target.js'
@@ -14,8 +16,9 @@ registerFolderReference('task_executions', 'folder_id')
 
 export const tasksModule: AppModule = {
   name: 'tasks',
-  routes: (app, { db, config }) =>
-    contentRoutes(app, taskExecutions, {
+  routes: (app, { db, config }) => {
+    registerSyncSource(contentSyncSource(taskExecutions, db))
+    return contentRoutes(app, taskExecutions, {
       db,
       tag: 'tasks',
       collection: '/api/tasks/executions',
@@ -23,5 +26,6 @@ export const tasksModule: AppModule = {
       bodies: taskExecutionBodies,
       operations: ['list', 'show', 'create', 'update', 'delete'],
       grantTokens: grantTokenActorFor(config.baseUrl),
-    }),
+    })
+  },
 }

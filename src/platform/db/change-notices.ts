@@ -21,7 +21,7 @@ export const ACTOR_TABLES: ReadonlySet<string> = new Set(['access_tokens', 'user
  */
 export const SYNC_CHANNEL = 'sync_changed'
 
-/** What the synced entities (notifications, folders, infoboard posts, manual entries) and their access rule read. */
+/** What the synced entities (notifications, folders, the content resources) and their access rule read. */
 export const SYNC_TABLES: ReadonlySet<string> = new Set([
   // the entities and the data their presenters add
   'notifications',
@@ -32,6 +32,11 @@ export const SYNC_TABLES: ReadonlySet<string> = new Set([
   'manual_chapters',
   'manual_entries',
   'content_reads',
+  'calendar_events',
+  'forms',
+  'filemanager_directories',
+  'filemanager_files',
+  'task_executions',
   // the access rule: grants, roles' permissions, departments, users (deactivation, role, language)
   'entity_permissions',
   'roles',
