@@ -4,6 +4,7 @@ import { sql } from 'kysely'
 import { buildTestApp, call } from './helpers/build-test-app.js'
 import { given, type GivenTenant, type GivenUser } from './helpers/given.js'
 import { testDb } from './helpers/test-database.js'
+import { pruneSyncClients } from '../src/platform/sync/sync-feed.js'
 
 const db = testDb()
 
@@ -343,6 +344,11 @@ test('cursors: invalid, another user, superseded, older than the retention → 4
   await sql`update sync_clients set synced_at = now() - interval '400 days'
     where tenant_id = ${tenant.id} and user_id = ${anna.id} and device_id = 'tablet'`.execute(db)
   await expectReset(anna.token, fresh.cursor, 'tablet')
+  // the retention job deletes the device's record (and what it was sent), and only that one
+  assert.equal((await pruneSyncClients(db, 30)) >= 1, true)
+  const left = await sql<{ device_id: string }>`select device_id from sync_clients
+    where tenant_id = ${tenant.id} and user_id = ${anna.id} order by device_id`.execute(db)
+  assert.deepEqual(left.rows, [{ device_id: 'phone' }])
   // another device's cursor is not this device's
   const phone = await sync(anna.token, { device: 'phone' })
   await expectReset(anna.token, phone.cursor, 'tablet')

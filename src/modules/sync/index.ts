@@ -3,6 +3,7 @@ import { resolveDatabaseUrl } from '../../platform/db/database.js'
 import { createPgPubSub } from '../../platform/realtime/pg-pubsub.js'
 import { syncRoutes } from './sync.routes.js'
 import { createSyncService } from './sync.service.js'
+import { pruneSyncClients } from '../../platform/sync/sync-feed.js'
 
 /** `GET /api/sync`: the permission-aware change feed over the entities modules register (platform/sync). */
 export const syncModule: AppModule = {
@@ -18,4 +19,12 @@ export const syncModule: AppModule = {
     app.addHook('onClose', async () => pubsub.close())
     await syncRoutes(app, createSyncService(deps, pubsub))
   },
+  jobs: (deps) => ({
+    'sync:prune': async () => {
+      const deleted = await pruneSyncClients(deps.db, deps.config.syncRetentionDays)
+      if (deleted > 0) deps.log.info({ deleted }, 'sync retention: device records deleted')
+    },
+  }),
+  // daily, 03:45 UTC
+  cron: ['45 3 * * * sync:prune'],
 }

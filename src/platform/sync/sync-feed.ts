@@ -212,10 +212,8 @@ export function createSyncFeed({ db, box, retentionDays }: SyncOptions) {
     if (claims !== undefined) {
       if (!found || Number(found.id) !== claims.c || found.generation !== claims.g)
         throw reset('The cursor is not the latest of this device')
-      if (found.stale) {
-        await sql`delete from sync_clients where tenant_id = ${tenantId} and id = ${found.id}`.execute(trx)
-        throw reset('The cursor is older than the retention of change records')
-      }
+      // its record is deleted by the retention job (sync:prune), or reset by the snapshot that follows
+      if (found.stale) throw reset('The cursor is older than the retention of change records')
       return { ...found, id: Number(found.id) }
     }
     if (found) {
@@ -325,4 +323,23 @@ export function gatedList(
 ): SyncSource['list'] {
   return async (actor, query) =>
     actor.permissions.has('*') || actor.permissions.has(permission) ? list(actor, query) : []
+}
+
+/** Records (with their rows) deleted per statement by the retention job. */
+const PRUNE_BATCH = 500
+
+/**
+ * Deletes the records of devices that did not sync for longer than the retention (their next sync
+ * answers 410 anyway), in short batches; the number deleted. Run daily by the worker (`sync:prune`).
+ */
+export async function pruneSyncClients(db: Db, retentionDays: number): Promise<number> {
+  let deleted = 0
+  for (;;) {
+    const { numAffectedRows } = await sql`delete from sync_clients where (tenant_id, id) in (
+        select tenant_id, id from sync_clients where synced_at < now() - make_interval(days => ${retentionDays})
+        limit ${PRUNE_BATCH})`.execute(db)
+    const batch = Number(numAffectedRows ?? 0)
+    deleted += batch
+    if (batch < PRUNE_BATCH) return deleted
+  }
 }
