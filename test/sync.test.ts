@@ -202,12 +202,25 @@ test('an idle sync answers nothing and writes nothing; a change answers only tha
   const { tenant, channel, anna, postId } = await world()
   const replica = new Replica(anna.token)
   await replica.pull()
-  const before = await sql<{ generation: number }>`select generation from sync_clients
-    where tenant_id = ${tenant.id} and user_id = ${anna.id}`.execute(db)
-  assert.deepEqual(await replica.pull(), [])
-  const after = await sql<{ generation: number }>`select generation from sync_clients
-    where tenant_id = ${tenant.id} and user_id = ${anna.id}`.execute(db)
-  assert.deepEqual(after.rows, before.rows, 'an idle sync writes nothing')
+  // an idle sync writes nothing: checked over a window in which the tenant's clock did not move (other
+  // test files' direct writes have no tenant and bump every clock: then the window is tried again)
+  const state = async () =>
+    (
+      await sql<{ generation: number; seq: string }>`select c.generation, k.seq from sync_clients c
+        join sync_clocks k on k.tenant_id = c.tenant_id
+        where c.tenant_id = ${tenant.id} and c.user_id = ${anna.id} and c.device_id = 'phone'`.execute(db)
+    ).rows[0]
+  let checked = false
+  for (let attempt = 0; attempt < 20 && !checked; attempt++) {
+    await replica.pull() // catch up
+    const before = await state()
+    assert.deepEqual(await replica.pull(), [])
+    const after = await state()
+    if (after.seq !== before.seq) continue
+    assert.equal(after.generation, before.generation, 'an idle sync writes nothing')
+    checked = true
+  }
+  assert.ok(checked, 'no quiet window to check the idle sync in')
 
   const second = await post(tenant, { channel_id: channel, title: 'Second', body: '<p>2</p>' })
   const changes = await replica.pull()
@@ -312,6 +325,28 @@ test('no leak: what was never visible never appears, not even as a remove; a los
   void channel
 })
 
+test("a request's write bumps only its own tenant's clock, not another tenant's", async () => {
+  const a = await world()
+  const b = await world()
+  const control = await world()
+  await new Replica(a.anna.token).pull()
+  await new Replica(b.anna.token).pull()
+  await new Replica(control.anna.token).pull()
+  // read together: a write with no tenant (another test file's) bumps every clock in one statement
+  const clocks = async () => {
+    const { rows } = await sql<{ tenant_id: string; seq: string }>`select tenant_id, seq from sync_clocks
+      where tenant_id in (${a.tenant.id}, ${b.tenant.id}, ${control.tenant.id})`.execute(db)
+    const of = (t: GivenTenant) => Number(rows.find((r) => Number(r.tenant_id) === t.id)!.seq)
+    return { a: of(a.tenant), b: of(b.tenant), control: of(control.tenant) }
+  }
+  const before = await clocks()
+  await post(a.tenant, { channel_id: a.channel, title: 'Only A', body: '<p>a</p>' })
+  const after = await clocks()
+  const moved = (k: 'a' | 'b' | 'control') => after[k] - before[k]
+  assert.equal(moved('b'), moved('control'), "tenant B's clock moved only with every tenant's")
+  assert.equal(moved('a'), moved('control') + 1, "tenant A's clock moved once more, for its write")
+})
+
 test('paging: a small limit sends the snapshot in pages that add up to the same view', async () => {
   const { tenant, channel, anna } = await world()
   for (let i = 0; i < 6; i++) await post(tenant, { channel_id: channel, title: `P${i}`, body: '<p>p</p>' })
@@ -359,7 +394,14 @@ test('wait long-polls: the answer comes when another request changes something, 
   const replica = new Replica(anna.token)
   await replica.pull()
   const started = Date.now()
-  const polling = sync(anna.token, { device: 'phone', cursor: replica.cursor!, wait: 20 })
+  const polling = (async () => {
+    // a wake-up by a write without a tenant (another test file) answers early and empty: poll again
+    for (;;) {
+      const answer = await sync(anna.token, { device: 'phone', cursor: replica.cursor!, wait: 20 })
+      replica.cursor = answer.cursor
+      if (answer.changes.length > 0 || Date.now() - started > 15_000) return answer
+    }
+  })()
   await new Promise((resolve) => setTimeout(resolve, 300))
   const created = await post(tenant, { channel_id: channel, title: 'Live', body: '<p>now</p>' })
   const answer = await polling
