@@ -1,3 +1,4 @@
+import { contentSyncSource } from '../../platform/content/content-sync.js'
 import type { AppModule } from '../../platform/app-module.js'
 import { contentRoutes } from '../../platform/content/content-routes.js'
 import { contentShareTarget } from '../../platform/content/content-share-target.js'
@@ -21,4 +22,5 @@ export const calendarModule: AppModule = {
     }),
   grantTargets: [contentTarget({ ...calendarEvents, keys: ['view'] })],
   shareTargets: [contentShareTarget(calendarEvents)],
+  syncSources: ({ db }) => [contentSyncSource(calendarEvents, db)],
 }

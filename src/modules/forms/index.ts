@@ -1,3 +1,4 @@
+import { contentSyncSource } from '../../platform/content/content-sync.js'
 import type { AppModule } from '../../platform/app-module.js'
 import { contentRoutes } from '../../platform/content/content-routes.js'
 import { contentShareTarget } from '../../platform/content/content-share-target.js'
@@ -32,4 +33,5 @@ export const formsModule: AppModule = {
   grantTargets: [contentTarget({ ...forms, keys: ['view', 'viewFormMessages', 'administrate'] })],
   shareTargets: [contentShareTarget(forms), contentShareTarget(formMessages)],
   folderReferences: [folderReference('forms')],
+  syncSources: ({ db }) => [contentSyncSource(forms, db)],
 }

@@ -1,3 +1,4 @@
+import { contentSyncSource } from '../../platform/content/content-sync.js'
 import type { AppModule } from '../../platform/app-module.js'
 import { contentRoutes } from '../../platform/content/content-routes.js'
 import { contentShareTarget } from '../../platform/content/content-share-target.js'
@@ -67,4 +68,8 @@ export const manualsModule: AppModule = {
   contentReadings: { manualEntry: manualReading },
 
   jobs: ({ db }) => publishJobHandlers(db),
+  syncSources: ({ db }) => [
+    contentSyncSource(manualChapters, db),
+    contentSyncSource(manualEntries, db, { scheduled: true }),
+  ],
 }
