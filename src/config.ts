@@ -37,8 +37,6 @@ export interface Config {
   notificationRetentionDays: number | undefined
   secrets: { key: string | undefined; previousKeys: string[]; keyFile: string }
   auditRetentionDays: number
-  /** SYNC_RETENTION_DAYS: a sync client away longer than this gets 410 `sync_reset` and starts over (docs/sync.md). */
-  syncRetentionDays: number
   logLevel: string
   /** Fair-use limits (docs/limits.md): rate limits per token and tenant, in-flight requests per tenant and node. */
   limits: LimitsConfig
@@ -208,7 +206,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       maxQueued: integer(env, 'TENANT_MAX_QUEUED', 256, problems),
     },
     operatorToken: env.OPERATOR_TOKEN || undefined,
-    syncRetentionDays: integer(env, 'SYNC_RETENTION_DAYS', 30, problems),
     logLevel: env.LOG_LEVEL || 'info',
     logFormat: logFormat(env, problems),
     isTest: env.NODE_ENV === 'test',

@@ -1852,26 +1852,6 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/api/sync": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /**
-         * Sync
-         * @description The caller's permission-aware change feed (docs/sync.md): without `cursor`, everything the caller may see (in pages: `has_more`); with the last answer's `cursor`, only what changed since — `upsert` with the data the entity's own GET answers, `remove` with `deleted` or `access_lost`. `wait` (seconds) long-polls until something changed. A cursor that is invalid, of another user, superseded, too old or from an older feed answers 410 `sync_reset`: sync again without it.
-         */
-        get: operations["sync"];
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
     "/api/tasks/executions": {
         parameters: {
             query?: never;
@@ -13080,87 +13060,6 @@ export interface operations {
                             type: string;
                             url: string;
                         } | null;
-                    };
-                };
-            };
-            /** @description Too many requests: a rate or concurrency limit (docs/limits.md); retry after `Retry-After` seconds */
-            429: {
-                headers: {
-                    RateLimit: components["headers"]["RateLimit"];
-                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
-                    "Retry-After": components["headers"]["Retry-After"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-        };
-    };
-    sync: {
-        parameters: {
-            query?: {
-                cursor?: string;
-                device?: string;
-                limit?: number;
-                wait?: number;
-            };
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description Client error (problem details, RFC 9457) */
-            "4XX": {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Server error (problem details, RFC 9457) */
-            "5XX": {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Default Response */
-            200: {
-                headers: {
-                    RateLimit: components["headers"]["RateLimit"];
-                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        changes: ({
-                            /** @description exactly what the entity's own GET answers this user (default fields and relations) */
-                            data: {
-                                [key: string]: unknown;
-                            };
-                            /** @description notification | folder | infoboardPost | manualEntry */
-                            entity: string;
-                            id: number | string;
-                            /** @enum {string} */
-                            op: "upsert";
-                            version: string;
-                        } | {
-                            /** @description notification | folder | infoboardPost | manualEntry */
-                            entity: string;
-                            id: number | string;
-                            /** @enum {string} */
-                            op: "remove";
-                            reason: "deleted" | "access_lost";
-                        })[];
-                        /** @description opaque; send it as `cursor` on the next sync of this device */
-                        cursor: string;
-                        /** @description true: sync again at once with the new cursor for the rest */
-                        has_more: boolean;
                     };
                 };
             };

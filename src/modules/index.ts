@@ -20,7 +20,6 @@ import { manualsModule } from './manuals/index.js'
 import { tasksModule } from './tasks/index.js'
 import { scimModule } from './scim/index.js'
 import { retentionModule } from './retention/index.js'
-import { syncModule } from './sync/index.js'
 
 /** Every domain module, in registration order. The composition root (app.ts, worker) reads this list. */
 export const appModules: AppModule[] = [
@@ -45,5 +44,4 @@ export const appModules: AppModule[] = [
   accessModule,
   scimModule,
   retentionModule,
-  syncModule,
 ]

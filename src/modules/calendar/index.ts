@@ -1,4 +1,3 @@
-import { contentSyncSource } from '../../platform/content/content-sync.js'
 import type { AppModule } from '../../platform/app-module.js'
 import { contentRoutes } from '../../platform/content/content-routes.js'
 import { contentShareTarget } from '../../platform/content/content-share-target.js'
@@ -22,5 +21,4 @@ export const calendarModule: AppModule = {
     }),
   grantTargets: [contentTarget({ ...calendarEvents, keys: ['view'] })],
   shareTargets: [contentShareTarget(calendarEvents)],
-  syncSources: ({ db }) => [contentSyncSource(calendarEvents, db)],
 }

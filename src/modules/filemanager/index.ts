@@ -1,4 +1,3 @@
-import { contentSyncSource } from '../../platform/content/content-sync.js'
 import type { AppModule } from '../../platform/app-module.js'
 import { contentRoutes } from '../../platform/content/content-routes.js'
 import { contentShareTarget } from '../../platform/content/content-share-target.js'
@@ -47,5 +46,4 @@ export const filemanagerModule: AppModule = {
       ...(row.has_poster ? { filePoster: `${base}/api/filemanager/files/${row.id}/poster` } : {}),
     })),
   ],
-  syncSources: ({ db }) => [contentSyncSource(directories, db), contentSyncSource(files, db)],
 }

@@ -16,7 +16,4 @@ export const foldersModule: AppModule = {
   grantTargets: [folderGrantTarget],
   // departments and roles hold folder ids too; their modules do not depend on folders
   folderReferences: [folderReference('departments'), folderReference('roles')],
-  syncSources: (deps) => [
-    { entity: 'folder', table: 'folders', idType: 'bigint', list: createFoldersService(deps).listFolders },
-  ],
 }

@@ -1,4 +1,3 @@
-import { contentSyncSource } from '../../platform/content/content-sync.js'
 import type { AppModule } from '../../platform/app-module.js'
 import { contentRoutes } from '../../platform/content/content-routes.js'
 import { contentShareTarget } from '../../platform/content/content-share-target.js'
@@ -33,5 +32,4 @@ export const formsModule: AppModule = {
   grantTargets: [contentTarget({ ...forms, keys: ['view', 'viewFormMessages', 'administrate'] })],
   shareTargets: [contentShareTarget(forms), contentShareTarget(formMessages)],
   folderReferences: [folderReference('forms')],
-  syncSources: ({ db }) => [contentSyncSource(forms, db)],
 }

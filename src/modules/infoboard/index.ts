@@ -1,4 +1,3 @@
-import { contentSyncSource } from '../../platform/content/content-sync.js'
 import { sql } from 'kysely'
 import { Type } from 'typebox'
 import type { AppModule } from '../../platform/app-module.js'
@@ -112,8 +111,4 @@ export const infoboardModule: AppModule = {
   contentReadings: { infoboardPost: infoboardReading },
 
   jobs: ({ db }) => publishJobHandlers(db),
-  syncSources: ({ db }) => [
-    contentSyncSource(infoboardPosts, db, { scheduled: true }),
-    contentSyncSource(infoboardComments, db),
-  ],
 }

@@ -1,4 +1,3 @@
-import { contentSyncSource } from '../../platform/content/content-sync.js'
 import type { AppModule } from '../../platform/app-module.js'
 import { contentRoutes } from '../../platform/content/content-routes.js'
 import { contentShareTarget } from '../../platform/content/content-share-target.js'
@@ -68,8 +67,4 @@ export const manualsModule: AppModule = {
   contentReadings: { manualEntry: manualReading },
 
   jobs: ({ db }) => publishJobHandlers(db),
-  syncSources: ({ db }) => [
-    contentSyncSource(manualChapters, db),
-    contentSyncSource(manualEntries, db, { scheduled: true }),
-  ],
 }

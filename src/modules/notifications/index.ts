@@ -37,22 +37,13 @@ export const notificationsModule: AppModule = {
     app.addHook('preClose', async () => streams.closeAll())
     app.addHook('onClose', async () => pubsub.close())
     await pushRoutes(app, deps)
-    const notifications = createNotificationsService(deps)
     await notificationsRoutes(app, {
-      notifications,
+      notifications: createNotificationsService(deps),
       sending: createNotificationsSendService(deps),
       streams,
     })
   },
   jobs: notificationJobs,
-  syncSources: (deps) => [
-    {
-      entity: 'notification',
-      table: 'notifications',
-      idType: 'uuid',
-      list: createNotificationsService(deps).listNotifications,
-    },
-  ],
   secretHolders: [vapidKeySecrets],
   cron: NOTIFICATION_CRON,
   notificationTargetables: {

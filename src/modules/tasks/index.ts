@@ -1,4 +1,3 @@
-import { contentSyncSource } from '../../platform/content/content-sync.js'
 import type { AppModule } from '../../platform/app-module.js'
 import { contentRoutes } from '../../platform/content/content-routes.js'
 import { contentShareTarget } from '../../platform/content/content-share-target.js'
@@ -24,5 +23,4 @@ export const tasksModule: AppModule = {
   grantTargets: [contentTarget({ ...taskExecutions, keys: ['view'] })],
   shareTargets: [contentShareTarget(taskExecutions)],
   folderReferences: [folderReference('task_executions')],
-  syncSources: ({ db }) => [contentSyncSource(taskExecutions, db)],
 }

@@ -25,34 +25,6 @@ export interface TenantSettings {
   reach_detail?: 'named' | 'counts_only'
 }
 
-/** The change counter of a tenant's synced view (issue 43): bumped by every committed write the feed reads. */
-export interface SyncClocksTable {
-  tenant_id: number
-  seq: Generated<number>
-}
-
-/** One syncing client (user + device) of `GET /api/sync`. */
-export interface SyncClientsTable {
-  id: Id
-  tenant_id: number
-  user_id: number
-  device_id: string
-  generation: Generated<number>
-  clock_seq: number | null
-  recheck_at: NullableTimestamp
-  created_at: Generated<string>
-  synced_at: Generated<string>
-}
-
-/** The version of one entity a sync client was last sent. */
-export interface SyncClientRowsTable {
-  tenant_id: number
-  client_id: number
-  entity: string
-  entity_id: string
-  version: string
-}
-
 /** Who saw and confirmed a record that must be read (issue 41); `target_type` is the content alias. */
 export interface ContentReadsTable {
   tenant_id: number
@@ -442,9 +414,6 @@ import type {
 export interface Database {
   tenants: TenantsTable
   content_reads: ContentReadsTable
-  sync_clocks: SyncClocksTable
-  sync_clients: SyncClientsTable
-  sync_client_rows: SyncClientRowsTable
   content_reminders: ContentRemindersTable
   content_reminder_recipients: ContentReminderRecipientsTable
   languages: LanguagesTable

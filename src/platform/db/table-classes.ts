@@ -74,9 +74,6 @@ export const TABLE_CLASSES: Readonly<Record<string, TableClass>> = {
   // fair-use limits (issue 42, migration 0180)
   rate_limit_counters: 'tenant',
   tenant_limits: 'tenant',
-  sync_clocks: 'tenant',
-  sync_clients: 'tenant',
-  sync_client_rows: 'tenant',
 }
 
 /** Schemas whose tables are all `local` (the job queue keeps its own schema on the coordinator). */

@@ -6,7 +6,6 @@ import type { PoolMode } from '../db/database.js'
 import type { Db } from '../db/schema.js'
 import { startWorkerLiveness } from './worker-liveness.js'
 import { instrumentJobs } from '../metrics/index.js'
-import { runForTenant } from '../db/change-notices.js'
 
 export interface EnqueueOptions {
   /** Jobs with the same key are de-duplicated while pending (graphile-worker job_key). */
@@ -125,29 +124,6 @@ function withDirectListener(pool: pg.Pool, directUrl: string): { pool: pg.Pool; 
   }
 }
 
-/** The tenant a job's payload names (`tenantId`, or its notification spec's), if any. */
-function payloadTenant(payload: unknown): number | undefined {
-  if (typeof payload !== 'object' || payload === null) return undefined
-  const { tenantId, spec } = payload as { tenantId?: unknown; spec?: { tenantId?: unknown } }
-  if (typeof tenantId === 'number') return tenantId
-  return typeof spec?.tenantId === 'number' ? spec.tenantId : undefined
-}
-
-/** Each handler run with its writes attributed to its payload's tenant (the change feed bumps that tenant's clock only). */
-function forTenants(handlers: JobHandlers): JobHandlers {
-  return Object.fromEntries(
-    Object.entries(handlers).map(([task, handler]): [string, Task] => [
-      task,
-      (payload, helpers) => {
-        const tenantId = payloadTenant(payload)
-        return tenantId === undefined
-          ? handler(payload, helpers)
-          : runForTenant(tenantId, async () => handler(payload, helpers))
-      },
-    ]),
-  )
-}
-
 /** Starts the graphile-worker runner in this process. */
 export async function startWorker(options: WorkerOptions): Promise<Runner> {
   const liveness = options.directUrl ? await startWorkerLiveness(options.directUrl, options.pool) : undefined
@@ -156,7 +132,7 @@ export async function startWorker(options: WorkerOptions): Promise<Runner> {
     transactionMode && options.directUrl ? withDirectListener(options.pool, options.directUrl) : undefined
   const runner = await run({
     pgPool: listener?.pool ?? options.pool,
-    taskList: instrumentJobs(forTenants(options.handlers)),
+    taskList: instrumentJobs(options.handlers),
     concurrency: options.concurrency,
     noHandleSignals: true,
     // a transaction-mode pooler may run a statement's next execution on another server connection

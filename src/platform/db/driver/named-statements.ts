@@ -1,5 +1,5 @@
 import type pg from 'pg'
-import { changeNotices, touchesSync, writeTenant } from '../change-notices.js'
+import { changeNotices } from '../change-notices.js'
 import { notifyCommitted } from './committed-writes.js'
 import { SettlingCursor } from './cursor.js'
 import { statementInfo, type StatementInfo } from './statement-text.js'
@@ -25,11 +25,6 @@ export function preparingPool(pool: pg.Pool, namedStatements = true): pg.Pool {
     get: (target, property, receiver) => (property === 'connect' ? connect : Reflect.get(target, property, receiver)),
   })
 }
-
-const BUMP_TENANT_CLOCK = 'update sync_clocks set seq = seq + 1 where tenant_id = $1'
-const BUMP_EVERY_CLOCK = `do $$ begin
-  if to_regclass('sync_clocks') is not null then update sync_clocks set seq = seq + 1; end if;
-end $$`
 
 /** The client with `query(text, values)` prepared and committed writes reported (state kept per checkout). */
 function wrapClient(client: pg.PoolClient, namedStatements: boolean) {
@@ -58,16 +53,7 @@ function wrapClient(client: pg.PoolClient, namedStatements: boolean) {
       for (const table of kind.noticed) unnoticed.add(table)
     } else notifyCommitted(kind.writes)
   }
-  // the change feed's clock (change-notices.ts), in the writing transaction: its tenant's row when the
-  // write's tenant is known (a request, a job run for a tenant), else every tenant's (the CLI, a
-  // migration: the table may not exist yet)
-  const bumpSyncClock = async () => {
-    const tenant = writeTenant()
-    if (tenant !== undefined) await query(BUMP_TENANT_CLOCK, [tenant])
-    else await query(BUMP_EVERY_CLOCK)
-  }
   const sendNotices = async (tables: ReadonlySet<string>) => {
-    if (touchesSync(tables)) await bumpSyncClock()
     const notices = changeNotices(tables)
     if (notices.length === 0) return
     await query('select pg_notify(n.channel, n.payload) from unnest($1::text[], $2::text[]) as n(channel, payload)', [
