@@ -168,7 +168,7 @@ test('erasure leaves no personal value of the person in any tenant table nor in 
     expirationTime: null,
     keys: { p256dh: keys.p256dh, auth: keys.auth },
   })
-  await asPerson('POST', '/api/users/current/totp')
+  await asPerson('POST', '/api/users/current/totp', { password: TEST_PASSWORD })
   // administrative changes by the person (audited with their address and user agent)
   const colleague = await given.user(db, tenant)
   await asPerson('PUT', `/api/users/${colleague.id}`, { city: 'Hamburg' })

@@ -37,6 +37,7 @@ const recordsOf = async (tenant: GivenTenant) =>
 
 test('a send to listed users is one statement with no transaction: the send, its records, their delivery job and the event', async () => {
   const tenant = await given.tenant(db)
+  await given.exemptFromLimits(db, tenant)
   const [a, b] = [await given.user(db, tenant), await given.user(db, tenant)]
 
   const { result: res, statements } = await sendWatched(tenant.adminToken, {
@@ -77,6 +78,7 @@ test('a send to listed users is one statement with no transaction: the send, its
 
 test('a send listing an inactive user takes the transaction: records for the active recipients only, one delivery job', async () => {
   const tenant = await given.tenant(db)
+  await given.exemptFromLimits(db, tenant)
   const active = await given.user(db, tenant)
   const inactive = await given.user(db, tenant, { active: false })
 
@@ -105,6 +107,7 @@ test('a send listing an inactive user takes the transaction: records for the act
 
 test('a send to a missing user writes nothing and names it (422)', async () => {
   const tenant = await given.tenant(db)
+  await given.exemptFromLimits(db, tenant)
   const user = await given.user(db, tenant)
 
   const { result: res } = await sendWatched(tenant.adminToken, {
@@ -126,6 +129,7 @@ test('a send to a missing user writes nothing and names it (422)', async () => {
 
 test('with an active automation on notification.sent, the send takes the transaction and the webhook delivery commits with it', async () => {
   const tenant = await given.tenant(db)
+  await given.exemptFromLimits(db, tenant)
   const user = await given.user(db, tenant)
   const actions = [{ type: 'webhook', config: { url: 'http://127.0.0.1:9/hook', method: 'POST', headers: {} } }]
   const { id: automationId } = await db

@@ -13,6 +13,7 @@ test.after(() => app.close())
 
 async function setup() {
   const tenant = await given.tenant(db)
+  await given.exemptFromLimits(db, tenant)
   const sharerRole = await given.role(db, tenant, ['sharedItems.administrate', 'calendar.view'])
   const sharer = await given.user(db, tenant, { roleId: sharerRole })
   const employee = await given.user(db, tenant)

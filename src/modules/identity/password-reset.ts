@@ -13,6 +13,7 @@ import { errorResponses } from '../../platform/http/schemas.js'
 import { enqueue } from '../../platform/jobs/jobs.js'
 import type { Mailer } from '../notifications/index.js'
 import { consumeTicket, findTicket, issueTicket, useTicket } from './tickets.js'
+import { escapeHtml } from '../../platform/text/escape-html.js'
 import { signInEligibleUser } from './sign-in.js'
 
 export const PASSWORD_RESET_JOB = 'identity:password_reset'
@@ -215,9 +216,6 @@ export function passwordResetJob(deps: { db: Db; appUrl: string; mailer: Mailer;
     })
   }
 }
-
-const escapeHtml = (text: string) =>
-  text.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c] ?? c)
 
 export async function passwordResetRoutes(
   app: FastifyInstance,

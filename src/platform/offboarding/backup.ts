@@ -6,7 +6,7 @@ import readline from 'node:readline'
 import { Readable } from 'node:stream'
 import { pipeline } from 'node:stream/promises'
 import type pg from 'pg'
-import Cursor from 'pg-cursor'
+import { SettlingCursor } from '../db/database.js'
 import yazl from 'yazl'
 import { bumpSequence, entryStream, ident, openZip, primaryKey, tablesInOrder } from './tenant-archive.js'
 
@@ -60,9 +60,7 @@ export async function backupDatabase(pool: pg.Pool, storageDir: string, dir: str
       const hash = createHash('sha256')
       async function* lines() {
         const cursor = client.query(
-          new Cursor<{ row: string }>(
-            `select to_jsonb(t)::text as row from ${ident(table)} t${key ? ` order by ${key}` : ''}`,
-          ),
+          new SettlingCursor(`select to_jsonb(t)::text as row from ${ident(table)} t${key ? ` order by ${key}` : ''}`),
         )
         let rows = 0
         try {

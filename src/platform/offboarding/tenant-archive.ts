@@ -6,7 +6,7 @@ import { Readable, type Writable } from 'node:stream'
 import { pipeline } from 'node:stream/promises'
 import readline from 'node:readline'
 import type pg from 'pg'
-import Cursor from 'pg-cursor'
+import { SettlingCursor } from '../db/database.js'
 import yauzl from 'yauzl'
 import yazl from 'yazl'
 import { tenantTables } from '../db/table-classes.js'
@@ -122,7 +122,7 @@ export async function exportTenant(
       const hash = createHash('sha256')
       async function* lines() {
         const cursor = client.query(
-          new Cursor<{ row: string }>(
+          new SettlingCursor(
             `select to_jsonb(t)::text as row from ${ident(table)} t where tenant_id = $1 order by ${order}`,
             [tenantId],
           ),

@@ -72,6 +72,10 @@ export const PERSONAL_DATA: Readonly<Record<string, TableRule>> = {
     columns: { status: 'not-personal', file_name: 'not-personal', error: 'not-personal', link_hash: 'secret' },
     erase: 'users',
   },
+  // who opened and confirmed what, and who was reminded (issue 41): about the person, deleted with them
+  content_reads: { columns: { target_type: 'not-personal' }, erase: deleteBy('user_id') },
+  content_reminder_recipients: { columns: {}, erase: deleteBy('user_id') },
+  content_reminders: { columns: { target_type: 'not-personal' }, erase: 'keep' },
   department_users: { columns: {}, erase: deleteBy('user_id') },
   departments: { columns: { name: 'not-personal', external_id: 'not-personal' }, erase: 'keep' },
   domain_events: {
@@ -149,6 +153,8 @@ export const PERSONAL_DATA: Readonly<Record<string, TableRule>> = {
       email_claim: 'not-personal',
       provisioning: 'not-personal',
       allowed_email_domains: 'not-personal',
+      mfa_amr_values: 'not-personal',
+      mfa_acr_values: 'not-personal',
     },
     erase: 'keep',
   },
@@ -203,6 +209,8 @@ export const PERSONAL_DATA: Readonly<Record<string, TableRule>> = {
   retention_settings: { columns: { data_class: 'not-personal' }, erase: 'keep' },
   roles: { columns: { name: 'not-personal', permissions: 'not-personal' }, erase: 'keep' },
   scim_tokens: { columns: { name: 'not-personal', token_hash: 'secret' }, erase: 'keep' },
+  // fair-use counters name tokens and buckets by id, the operator's overrides are numbers (issue 42)
+  rate_limit_counters: { columns: { key: 'not-personal' }, erase: 'keep' },
   session_activity: { columns: { user_agent: 'personal', ip: 'personal' }, erase: deleteBy('user_id') },
   shared_item_accesses: {
     columns: { shared_item_id: 'not-personal', outcome: 'not-personal', url_type: 'not-personal' },
@@ -219,6 +227,7 @@ export const PERSONAL_DATA: Readonly<Record<string, TableRule>> = {
     erase: 'keep',
   },
   task_executions: { columns: { title: 'authored' }, erase: 'keep' },
+  tenant_limits: { columns: { limits: 'not-personal' }, erase: 'keep' },
   user_totp: { columns: { secret: 'secret', recovery_codes: 'secret' }, erase: deleteBy('user_id') },
   users: {
     columns: {
