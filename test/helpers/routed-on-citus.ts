@@ -16,6 +16,35 @@ export interface UnroutedStatement {
   why: string[]
 }
 
+/**
+ * Statements Citus does not route whole yet, each named with the form it needs (docs/citus.md,
+ * "Statements routed whole"): printed on every run, never failing it. Matched on the SQL text with
+ * whitespace collapsed. Anything not listed fails the run; an entry whose statement was not sent is
+ * left for its author to remove when the statement is reshaped.
+ */
+export const NOT_YET_ROUTED_WHOLE: ReadonlyArray<{ name: string; needs: string; sql: RegExp }> = [
+  {
+    name: 'shared item inserted only if its target is shareable, presented over its insert',
+    needs: 'the check read first, a plain insert … values returning the row, the presentation a read of it',
+    sql: /^with "inserted" as \(insert into "shared_items" /,
+  },
+  {
+    name: 'send stored only if its listed recipients exist',
+    needs: 'the recipients read first (they are already, to name the missing ones), then insert … values',
+    sql: /^insert into generic_notifications \(.*\) select .* where not exists/,
+  },
+  {
+    name: "a small send's records from its recipients",
+    needs: 'the recipients read first, their records as insert … values (or a pushdown insert … select from users)',
+    sql: /^insert into notifications \(.*\) select .* from \( select u\.id from users u where u\.tenant_id = /,
+  },
+  {
+    name: 'grants inserted only if their grantees exist',
+    needs: 'the grantees read first (the 422 path reads them already), then insert … values',
+    sql: /^insert into "entity_permissions" \(.*\) select .* from unnest\(.*\) as "g"\(.*\) where /,
+  },
+]
+
 const EXPLAINED = ['SelectStmt', 'InsertStmt', 'UpdateStmt', 'DeleteStmt']
 const WRITES = ['InsertStmt', 'UpdateStmt', 'DeleteStmt']
 
@@ -63,11 +92,12 @@ function topLevelKind(parsed: { stmts?: Array<{ stmt?: Record<string, unknown> }
 export async function unroutedOnCitus(
   url: string,
   statements: Iterable<CapturedStatement>,
-): Promise<{ explained: number; unrouted: UnroutedStatement[] }> {
+): Promise<{ explained: number; unrouted: UnroutedStatement[]; pending: Array<UnroutedStatement & { name: string }> }> {
   await loadModule()
   const client = new pg.Client({ connectionString: url })
   await client.connect()
   const unrouted: UnroutedStatement[] = []
+  const pending: Array<UnroutedStatement & { name: string }> = []
   let explained = 0
   try {
     for (const { sql, values } of statements) {
@@ -82,10 +112,14 @@ export async function unroutedOnCitus(
       } catch (error) {
         why.push(`EXPLAIN failed: ${(error as Error).message}`)
       }
-      if (why.length > 0) unrouted.push({ sql: sql.replace(/\s+/g, ' ').trim(), why })
+      if (why.length === 0) continue
+      const collapsed = sql.replace(/\s+/g, ' ').trim()
+      const known = NOT_YET_ROUTED_WHOLE.find((entry) => entry.sql.test(collapsed))
+      if (known) pending.push({ name: known.name, sql: collapsed, why })
+      else unrouted.push({ sql: collapsed, why })
     }
   } finally {
     await client.end()
   }
-  return { explained, unrouted }
+  return { explained, unrouted, pending }
 }
