@@ -38,11 +38,6 @@ export const NOT_YET_ROUTED_WHOLE: ReadonlyArray<{ name: string; needs: string; 
     needs: 'the recipients read first, their records as insert … values (or a pushdown insert … select from users)',
     sql: /^insert into notifications \(.*\) select .* from \( select u\.id from users u where u\.tenant_id = /,
   },
-  {
-    name: 'grants inserted only if their grantees exist',
-    needs: 'the grantees read first (the 422 path reads them already), then insert … values',
-    sql: /^insert into "entity_permissions" \(.*\) select .* from unnest\(.*\) as "g"\(.*\) where /,
-  },
 ]
 
 const EXPLAINED = ['SelectStmt', 'InsertStmt', 'UpdateStmt', 'DeleteStmt']

@@ -1,5 +1,6 @@
 import { type RawBuilder, sql } from 'kysely'
 import { onCitus } from '../citus.js'
+import type { Db } from '../schema.js'
 
 /** A column of the rows to insert: its name in the row source, its SQL type, its values (one per row). */
 export interface RowsColumn {
@@ -53,4 +54,29 @@ function unnestSelect({ alias, leading, columns, ordered, onlyIf }: InsertedRows
   return sql`select ${sql.join(selected)}
     from unnest(${sql.join(arrays)})${ordered ? sql` with ordinality` : sql``} as ${a}(${sql.join(names)})
     ${onlyIf ? sql`where ${onlyIf}` : sql``}${ordered ? sql` order by ${a}.n` : sql``}`
+}
+
+/**
+ * The rows to insert, their condition (`onlyIf`, per row) read first on a Citus coordinator: a select
+ * over their values list, routed whole, keeps the rows for which it holds, and the insert of those is
+ * an `insert … values` (routed whole too) instead of an `insert … select` that Citus evaluates on the
+ * coordinator. Undefined when no row is kept. Elsewhere the rows as they are: the condition stays in
+ * the insert's select (one statement).
+ */
+export async function conditionReadFirst(db: Db, rows: InsertedRows): Promise<InsertedRows | undefined> {
+  const count = rows.columns[0]?.values.length ?? 0
+  if (!onCitus() || !rows.onlyIf || count === 0) return rows
+  const a = sql.id(rows.alias)
+  const row = (i: number) =>
+    sql`(${sql.join([...rows.columns.map((c) => sql`${c.values[i]}::${sql.raw(c.type)}`), sql`${i}::int`])})`
+  const names = [...rows.columns.map((c) => sql.id(c.name)), sql.id('n')]
+  const { rows: kept } = await sql<{ n: number }>`select ${a}.n
+    from (values ${sql.join(Array.from({ length: count }, (_, i) => row(i)))}) as ${a}(${sql.join(names)})
+    where ${rows.onlyIf} order by ${a}.n`.execute(db)
+  if (kept.length === 0) return undefined
+  return {
+    ...rows,
+    onlyIf: undefined,
+    columns: rows.columns.map((c) => ({ ...c, values: kept.map(({ n }) => c.values[n]) })),
+  }
 }
