@@ -102,6 +102,9 @@ async function recordRoutedWhole(
   along: CommonTableExpression[],
   handlers: DomainEventSubscriber[],
 ): Promise<string[]> {
+  // the riders and the events commit together, as the single node's one statement does
+  if (along.length > 0 && !db.isTransaction)
+    return db.transaction().execute((trx) => recordRoutedWhole(trx, events, along, handlers))
   const tenantId = events[0]!.tenantId
   for (const [, rider] of along) await rider.execute(db)
   const columns = eventColumns(events)
