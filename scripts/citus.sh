@@ -117,6 +117,9 @@ synchronous_commit = ${CITUS_FSYNC:-off}
 full_page_writes = ${CITUS_FSYNC:-off}
 max_prepared_transactions = 100
 citus.max_shared_pool_size = 200
+# requests are router statements: one cached connection per worker and coordinator backend is what they
+# reuse (the default, explicit here; docs/citus.md, "Connections and plans on the coordinator")
+citus.max_cached_conns_per_worker = 1
 EOF
     echo "$p" >"$node/port"
     as_server_user "$PG_BIN/pg_ctl" -D "$node/data" -l "$node/server.log" -w -t 60 start >/dev/null ||

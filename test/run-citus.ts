@@ -8,7 +8,8 @@
  * 2. `workplace migrate` and `workplace db distribute` on the coordinator, as an operator runs them.
  * 3. test/run-tests.ts on that database with TEST_CITUS=1: the same files as `npm test`, the API's
  *    connections with `citus.multi_task_query_log_level = error` (a request's statement that Citus
- *    sends to more than one shard fails the test that sent it), then the routable-statements check.
+ *    sends to more than one shard fails the test that sent it), then the routable-statements check,
+ *    whose Citus side explains every captured statement on the coordinator (test/helpers/routed-on-citus.ts).
  *    The cluster's own checks are test/citus-cluster.test.ts; the demo start is test/readme.test.ts.
  * 4. The cluster is stopped and its directories removed (also on failure or Ctrl-C).
  *

@@ -22,12 +22,14 @@ export function inRequest<T>(work: () => T): T {
 /** Whether the caller runs inside `inRequest` (an injected request of the test app). */
 export const inRequestScope = (): boolean => requestScope.getStore() === true
 
-/** The pool with `onStatement` called with the text of every statement its clients send. */
-export function tappedPool(pool: pg.Pool, onStatement: (sql: string) => void): pg.Pool {
+/** The pool with `onStatement` called with the text (and values) of every statement its clients send. */
+export function tappedPool(pool: pg.Pool, onStatement: (sql: string, values: unknown[]) => void): pg.Pool {
   const wrapped = new WeakMap<pg.PoolClient, pg.PoolClient>()
-  const tap = (text: unknown) => {
-    const sql = typeof text === 'string' ? text : (text as { text?: unknown })?.text
-    if (typeof sql === 'string') onStatement(sql)
+  const tap = (text: unknown, second: unknown) => {
+    const config = text as { text?: unknown; values?: unknown }
+    const sql = typeof text === 'string' ? text : config?.text
+    const values = Array.isArray(second) ? second : Array.isArray(config?.values) ? config.values : []
+    if (typeof sql === 'string') onStatement(sql, values as unknown[])
   }
   const connect = async () => {
     const client = await pool.connect()
@@ -36,7 +38,7 @@ export function tappedPool(pool: pg.Pool, onStatement: (sql: string) => void): p
       const query = client.query.bind(client) as (...args: unknown[]) => unknown
       proxy = new Proxy(client, {
         get: (c, p, r) =>
-          p === 'query' ? (...args: unknown[]) => (tap(args[0]), query(...args)) : Reflect.get(c, p, r),
+          p === 'query' ? (...args: unknown[]) => (tap(args[0], args[1]), query(...args)) : Reflect.get(c, p, r),
       })
       wrapped.set(client, proxy)
     }
@@ -47,17 +49,30 @@ export function tappedPool(pool: pg.Pool, onStatement: (sql: string) => void): p
   })
 }
 
-/** The pool with every statement sent during a request appended (once per text) to STATEMENT_LOG_DIR. */
+/** A captured statement: its text and the values of its first execution (for `EXPLAIN` on Citus). */
+export interface CapturedStatement {
+  sql: string
+  values: unknown[]
+}
+
+/**
+ * The pool with every statement sent during a request appended (once per text, with the values of its
+ * first execution) to STATEMENT_LOG_DIR.
+ */
 export function capturingPool(pool: pg.Pool, logDir: string | undefined): pg.Pool {
   if (!logDir) return pool
   const file = path.join(logDir, `${process.pid}.jsonl`)
   const seen = new Set<string>()
-  return tappedPool(pool, (sql) => {
+  return tappedPool(pool, (sql, values) => {
     if (!requestScope.getStore() || seen.has(sql)) return
     seen.add(sql)
-    fs.appendFileSync(file, JSON.stringify(sql) + '\n')
+    const captured: CapturedStatement = { sql, values: values.map(asJsonParameter) }
+    fs.appendFileSync(file, JSON.stringify(captured) + '\n')
   })
 }
+
+/** A value that survives JSON as the same parameter text (bytea as its hex form). */
+const asJsonParameter = (value: unknown): unknown => (Buffer.isBuffer(value) ? `\\x${value.toString('hex')}` : value)
 
 /**
  * Cross-tenant statements a request may send, each named with the reason. Matched on the SQL text

@@ -1,5 +1,6 @@
 import { sql } from 'kysely'
 import type { Db } from '../../platform/db/schema.js'
+import { insertedRows } from '../../platform/db/database.js'
 
 export const selectDepartments = (db: Db, tenantId: number) =>
   db.selectFrom('departments as d').where('d.tenant_id', '=', tenantId)
@@ -66,7 +67,12 @@ export async function replaceMembers(db: Db, tenantId: number, departmentId: num
     .execute()
   if (userIds.length === 0) return
   await sql`insert into department_users (tenant_id, department_id, user_id)
-    select ${tenantId}, ${departmentId}, unnest(${userIds}::bigint[]) on conflict do nothing`.execute(db)
+    ${insertedRows({
+      alias: 'm',
+      leading: [sql`${tenantId}`, sql`${departmentId}`],
+      columns: [{ name: 'user_id', type: 'bigint', values: userIds }],
+    })}
+    on conflict do nothing`.execute(db)
 }
 
 /** The ids among `userIds` that are no user of the tenant. */

@@ -1,5 +1,6 @@
 import { type RawBuilder, sql } from 'kysely'
 import type { Db } from '../../platform/db/schema.js'
+import { conditionReadFirst, insertedRows } from '../../platform/db/database.js'
 import type { PermissionEntity } from './entity-permissions.schemas.js'
 
 export const grantColumns = [
@@ -73,9 +74,9 @@ export async function insertGrantIfAbsent(
 }
 
 /**
- * Inserts grants in one statement (one text whatever their number: arrays, not a VALUES list),
- * skipping those that exist (the unique key); with `existingGranteesOnly`, also those whose grantee
- * does not exist (`granteeExists`). The inserted rows, by id.
+ * Inserts grants in one statement (`insertedRows`), skipping those that exist (the unique key); with
+ * `existingGranteesOnly`, also those whose grantee does not exist (`granteeExists`; on Citus read
+ * first, `conditionReadFirst`). The inserted rows, by id.
  */
 export async function insertGrantsIfAbsent(
   db: Db,
@@ -86,17 +87,25 @@ export async function insertGrantsIfAbsent(
   if (values.length === 0) return []
   const column = <K extends keyof GrantValues>(name: K) => values.map((v) => v[name])
   const grantee = options.existingGranteesOnly
-    ? sql`where ${granteeExists(tenantId, sql.ref('g.permission_entity'), sql.ref('g.permission_entity_id'))}`
-    : sql``
+    ? granteeExists(tenantId, sql.ref('g.permission_entity'), sql.ref('g.permission_entity_id'))
+    : undefined
+  const inserted = await conditionReadFirst(db, {
+    alias: 'g',
+    leading: [sql`${tenantId}::bigint`],
+    columns: [
+      { name: 'key', type: 'text', values: column('key') },
+      { name: 'permission_entity', type: 'text', values: column('permission_entity') },
+      { name: 'permission_entity_id', type: 'bigint', values: column('permission_entity_id') },
+      { name: 'target_entity', type: 'text', values: column('target_entity') },
+      { name: 'target_entity_id', type: 'text', values: column('target_entity_id') },
+    ],
+    onlyIf: grantee,
+  })
+  if (!inserted) return []
   const rows = await db
     .insertInto('entity_permissions')
     .columns(['tenant_id', 'key', 'permission_entity', 'permission_entity_id', 'target_entity', 'target_entity_id'])
-    .expression(
-      sql`select ${tenantId}::bigint, g.key, g.permission_entity, g.permission_entity_id, g.target_entity, g.target_entity_id
-      from unnest(${column('key')}::text[], ${column('permission_entity')}::text[], ${column('permission_entity_id')}::bigint[],
-        ${column('target_entity')}::text[], ${column('target_entity_id')}::text[]) as g(key, permission_entity, permission_entity_id, target_entity, target_entity_id)
-      ${grantee}`,
-    )
+    .expression(insertedRows(inserted))
     .onConflict((oc) =>
       oc
         .columns(['tenant_id', 'target_entity', 'target_entity_id', 'key', 'permission_entity', 'permission_entity_id'])

@@ -1,5 +1,6 @@
 import { sql } from 'kysely'
 import type { Db } from '../../platform/db/schema.js'
+import { insertedRows } from '../../platform/db/database.js'
 import { defineResource } from '../../platform/query/resource.js'
 import { createWriteBehind } from '../../platform/write-behind.js'
 import { sharedItemResource } from './shared-items.resource.js'
@@ -32,14 +33,20 @@ const MAX_BUFFERED = 500
  */
 export function createAccessRecorder(db: Db, onError: (error: unknown) => void = () => undefined) {
   async function write(batch: SharedItemAccess[]): Promise<void> {
-    // one statement text whatever the batch size (arrays, not a VALUES list): prepared once per connection
+    // insertedRows: on one PostgreSQL one statement text whatever the batch size (prepared once per
+    // connection); on Citus a VALUES list, which it routes whole
     for (const [tenantId, accesses] of groupBy(batch, (access) => access.tenantId)) {
       await sql`insert into shared_item_accesses (tenant_id, shared_item_id, user_id, outcome, url_type)
-        select ${tenantId}, a.shared_item_id, a.user_id, a.outcome, a.url_type
-        from unnest(${accesses.map((a) => a.sharedItemId)}::text[], ${accesses.map((a) => a.userId)}::bigint[],
-          ${accesses.map((a) => a.outcome)}::text[], ${accesses.map((a) => a.urlType)}::text[]) as a(shared_item_id, user_id, outcome, url_type)`.execute(
-        db,
-      )
+        ${insertedRows({
+          alias: 'a',
+          leading: [sql`${tenantId}`],
+          columns: [
+            { name: 'shared_item_id', type: 'text', values: accesses.map((a) => a.sharedItemId) },
+            { name: 'user_id', type: 'bigint', values: accesses.map((a) => a.userId) },
+            { name: 'outcome', type: 'text', values: accesses.map((a) => a.outcome) },
+            { name: 'url_type', type: 'text', values: accesses.map((a) => a.urlType) },
+          ],
+        })}`.execute(db)
     }
   }
 

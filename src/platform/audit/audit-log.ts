@@ -1,5 +1,6 @@
 import { type RawBuilder, sql } from 'kysely'
 import type { Db } from '../db/schema.js'
+import { insertedRows } from '../db/database.js'
 import { currentRequestContext } from './request-context.js'
 
 export interface AuditEntry {
@@ -109,13 +110,24 @@ export function auditInsert(
   columns: AuditColumns,
   onlyIf?: RawBuilder<boolean>,
 ): RawBuilder<unknown> {
-  return sql`insert into audit_log (tenant_id, actor_id, actor, action, target_type, target_id, changes, request_id, ip, user_agent)
-    select ${tenantId}::bigint, a.actor_id, a.actor, a.action, a.target_type, a.target_id, a.changes, a.request_id, a.ip, a.user_agent
-    from unnest(${columns.action}::text[], ${columns.targetType}::text[], ${columns.targetId}::text[], ${columns.changes}::jsonb[],
-      ${columns.actorId}::bigint[], ${columns.actor}::text[], ${columns.requestId}::text[], ${columns.ip}::text[], ${columns.userAgent}::text[])
-      with ordinality as a(action, target_type, target_id, changes, actor_id, actor, request_id, ip, user_agent, n)
-    ${onlyIf ? sql`where ${onlyIf}` : sql``}
-    order by a.n`
+  return sql`insert into audit_log (tenant_id, action, target_type, target_id, changes, actor_id, actor, request_id, ip, user_agent)
+    ${insertedRows({
+      alias: 'a',
+      leading: [sql`${tenantId}::bigint`],
+      columns: [
+        { name: 'action', type: 'text', values: columns.action },
+        { name: 'target_type', type: 'text', values: columns.targetType },
+        { name: 'target_id', type: 'text', values: columns.targetId },
+        { name: 'changes', type: 'jsonb', values: columns.changes },
+        { name: 'actor_id', type: 'bigint', values: columns.actorId },
+        { name: 'actor', type: 'text', values: columns.actor },
+        { name: 'request_id', type: 'text', values: columns.requestId },
+        { name: 'ip', type: 'text', values: columns.ip },
+        { name: 'user_agent', type: 'text', values: columns.userAgent },
+      ],
+      ordered: true,
+      onlyIf,
+    })}`
 }
 
 /**

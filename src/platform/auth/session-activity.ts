@@ -1,6 +1,7 @@
 import type { FastifyRequest } from 'fastify'
 import { sql } from 'kysely'
 import type { Db } from '../db/schema.js'
+import { insertedRows } from '../db/database.js'
 import type { Actor } from './actor.js'
 import { groupBy } from '../group-by.js'
 import { createWriteBehind, type WriteBehind } from '../write-behind.js'
@@ -71,10 +72,17 @@ export async function flushSessionActivity(db: Db): Promise<void> {
 async function writeUses(db: Db, uses: PendingUse[]): Promise<void> {
   for (const [tenantId, list] of groupBy(uses, (use) => use.tenantId)) {
     await sql`insert into session_activity (tenant_id, token_id, user_id, last_used_at, user_agent, ip)
-      select ${tenantId}::bigint, u.token_id, u.user_id, u.at, u.user_agent, u.ip
-      from unnest(${list.map((u) => u.tokenId)}::bigint[], ${list.map((u) => u.userId)}::bigint[],
-        ${list.map((u) => u.at.toISOString())}::timestamptz[], ${list.map((u) => u.userAgent)}::text[],
-        ${list.map((u) => u.ip)}::text[]) as u(token_id, user_id, at, user_agent, ip)
+      ${insertedRows({
+        alias: 'u',
+        leading: [sql`${tenantId}::bigint`],
+        columns: [
+          { name: 'token_id', type: 'bigint', values: list.map((u) => u.tokenId) },
+          { name: 'user_id', type: 'bigint', values: list.map((u) => u.userId) },
+          { name: 'at', type: 'timestamptz', values: list.map((u) => u.at.toISOString()) },
+          { name: 'user_agent', type: 'text', values: list.map((u) => u.userAgent) },
+          { name: 'ip', type: 'text', values: list.map((u) => u.ip) },
+        ],
+      })}
       on conflict (tenant_id, token_id) do update set last_used_at = excluded.last_used_at
       where session_activity.last_used_at is null
          or excluded.last_used_at - session_activity.last_used_at > interval '1 minute'`.execute(db)

@@ -19,6 +19,7 @@ export { SettlingCursor } from './driver/cursor.js'
 export { freezeDefinition, shapedStatement, verifyShapedStatements } from './driver/statement-shapes.js'
 export { reserveIds } from './driver/reserved-ids.js'
 export { withClause, type CommonTableExpression } from './driver/common-table-expressions.js'
+export { conditionReadFirst, insertedRows, type RowsColumn } from './driver/inserted-rows.js'
 
 export interface DatabaseHandle {
   db: Db

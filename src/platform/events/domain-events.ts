@@ -1,5 +1,5 @@
 import { type RawBuilder, sql } from 'kysely'
-import { withClause, type CommonTableExpression } from '../db/database.js'
+import { insertedRows, withClause, type CommonTableExpression } from '../db/database.js'
 import type { Db } from '../db/schema.js'
 import { onCitus } from '../db/citus.js'
 import { composedTable } from '../composition.js'
@@ -71,31 +71,58 @@ export async function recordDomainEvents(db: Db, events: DomainEvent[]): Promise
   const riders = riderValues(events)
   const along = ridingInserts(tenantId, riders)
   const handlers = handlersBesides(riders)
-  // on Citus a subquery of a distributed table in the insert's RETURNING fails on the worker ("could
-  // not determine data type of parameter $1": the INSERT … SELECT is run from the coordinator, and the
-  // worker gets the parameters the riders and the select used): there the probes are asked of the
-  // inserted rows in a select over the insert (docs/citus.md, "Two forms")
-  const overInsert = onCitus() && handlers.some((handler) => handler.probe)
-  const type = sql.ref(overInsert ? 'recorded_events.type' : 'domain_events.type')
+  if (onCitus()) return recordRoutedWhole(db, events, along, handlers)
+  const type = sql.ref('domain_events.type')
   const probes = handlers.map(
     (subscriber, i) =>
       sql`, ${subscriber.probe ? subscriber.probe(tenantId, type) : sql`true`} as ${sql.id(`probe${i}`)}`,
   )
   const probeList = probes.length > 0 ? sql.join(probes, sql``) : sql``
   const insert = eventsInsert(tenantId, eventColumns(events))
-  const { rows } = overInsert
-    ? await sql<{ id: string } & Record<string, boolean>>`${withClause([
-        ...along,
-        ['recorded_events', sql`${insert} returning id, type`],
-      ])}
-    select id${probeList} from recorded_events`.execute(db)
-    : await sql<{ id: string } & Record<string, boolean>>`${withClause(along)}
+  const { rows } = await sql<{ id: string } & Record<string, boolean>>`${withClause(along)}
     ${insert}
     returning id${probeList}`.execute(db)
   const recorded = events.map((event, i) => ({ ...event, id: rows[i]!.id }))
   for (const [i, subscriber] of handlers.entries()) {
     const wanted = recorded.filter((_, row) => rows[row]![`probe${i}`])
     if (wanted.length > 0) await subscriber.handle(db, wanted)
+  }
+  return recorded.map((event) => event.id)
+}
+
+/**
+ * `recordDomainEvents` on a Citus coordinator: the riders, the events and the probes as statements of
+ * their own in the caller's transaction, each routed whole to the tenant's worker. Citus plans every
+ * data-modifying CTE as a subplan evaluated from the coordinator (an intermediate result per CTE), and
+ * refuses a subquery in an insert's RETURNING; two or three router statements cost less there.
+ */
+async function recordRoutedWhole(
+  db: Db,
+  events: DomainEvent[],
+  along: CommonTableExpression[],
+  handlers: DomainEventSubscriber[],
+): Promise<string[]> {
+  // the riders and the events commit together, as the single node's one statement does
+  if (along.length > 0 && !db.isTransaction)
+    return db.transaction().execute((trx) => recordRoutedWhole(trx, events, along, handlers))
+  const tenantId = events[0]!.tenantId
+  for (const [, rider] of along) await rider.execute(db)
+  const columns = eventColumns(events)
+  const { rows } = await sql<{ id: string }>`${eventsInsert(tenantId, columns)} returning id`.execute(db)
+  const recorded = events.map((event, i) => ({ ...event, id: rows[i]!.id }))
+  const probed = handlers.filter((handler) => handler.probe)
+  const { rows: probes } =
+    probed.length === 0
+      ? { rows: [] }
+      : await sql<Record<string, boolean>>`select ${sql.join(
+          probed.map((h, i) => sql`${h.probe!(tenantId, sql.ref('recorded_events.type'))} as ${sql.id(`probe${i}`)}`),
+        )}
+        from (values ${sql.join(columns.type.map((type, n) => sql`(${type}::text, ${n}::int)`))}) as recorded_events(type, n)
+        order by recorded_events.n`.execute(db)
+  for (const handler of handlers) {
+    const i = probed.indexOf(handler)
+    const wanted = i < 0 ? recorded : recorded.filter((_, row) => probes[row]![`probe${i}`])
+    if (wanted.length > 0) await handler.handle(db, wanted)
   }
   return recorded.map((event) => event.id)
 }
@@ -120,12 +147,19 @@ const eventColumns = (events: DomainEvent[]): EventColumns => ({
 /** The insert of events of one tenant, only when `onlyIf` holds. */
 function eventsInsert(tenantId: number, columns: EventColumns, onlyIf?: RawBuilder<boolean>) {
   return sql`insert into domain_events (tenant_id, type, actor_id, subject_type, subject_id, data)
-    select ${tenantId}::bigint, e.type, e.actor_id, e.subject_type, e.subject_id, e.data
-    from unnest(${columns.type}::text[], ${columns.actorId}::bigint[], ${columns.subjectType}::text[],
-      ${columns.subjectId}::text[], ${columns.data}::jsonb[])
-      with ordinality as e(type, actor_id, subject_type, subject_id, data, n)
-    ${onlyIf ? sql`where ${onlyIf}` : sql``}
-    order by e.n`
+    ${insertedRows({
+      alias: 'e',
+      leading: [sql`${tenantId}::bigint`],
+      columns: [
+        { name: 'type', type: 'text', values: columns.type },
+        { name: 'actor_id', type: 'bigint', values: columns.actorId },
+        { name: 'subject_type', type: 'text', values: columns.subjectType },
+        { name: 'subject_id', type: 'text', values: columns.subjectId },
+        { name: 'data', type: 'jsonb', values: columns.data },
+      ],
+      ordered: true,
+      onlyIf,
+    })}`
 }
 
 /** The values of events written by a caller's single statement: the events' columns and, by CTE name, the riders' values. */
@@ -137,9 +171,11 @@ export interface EventWrites {
 /**
  * Events of one tenant written by a caller's single statement, for a change made without a
  * transaction of its own, as values (`eventWritesSql` makes their SQL). Undefined when a subscriber
- * without a probe would have to run: the caller then takes the transactional way (`recordDomainEvents`).
+ * without a probe would have to run, and on a Citus coordinator (which evaluates every data-modifying
+ * CTE from the coordinator, docs/citus.md): the caller then takes the transactional way (`recordDomainEvents`).
  */
 export function domainEventWrites(events: DomainEvent[]): EventWrites | undefined {
+  if (onCitus()) return undefined
   const tenantId = events[0]!.tenantId
   if (events.some((event) => event.tenantId !== tenantId))
     throw new Error('domainEventWrites: the events of one statement belong to one tenant')
