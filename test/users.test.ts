@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import { sql } from 'kysely'
-import { buildTestApp, call } from './helpers/build-test-app.js'
+import pino from 'pino'
+import { buildTestApp, call, testConfig } from './helpers/build-test-app.js'
 import { given, TEST_PASSWORD } from './helpers/given.js'
 import { testDb } from './helpers/test-database.js'
 
@@ -754,10 +755,10 @@ test('the daily job re-derives active for derived users whose dates crossed toda
   assert.equal((await events(tenant.id, 'user.updated')).length, 2)
 })
 
-test('the users module registers its daily job under a users:verb name', async () => {
+test('the users module registers its jobs under users:verb names, the daily one first', async () => {
   const { usersModule } = await import('../src/modules/users/index.js')
-  const handlers = usersModule.jobs!({ db } as never)
+  const handlers = usersModule.jobs!({ db, config: testConfig(), log: pino({ level: 'silent' }) })
 
-  assert.deepEqual(Object.keys(handlers), ['users:derive-active'])
+  assert.deepEqual(Object.keys(handlers), ['users:derive-active', 'users:data_export', 'users:data_export_sweep'])
   assert.match(usersModule.cron![0], /^\S+ \S+ \* \* \* users:derive-active$/)
 })
