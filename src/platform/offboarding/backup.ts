@@ -1,12 +1,12 @@
 import { createHash } from 'node:crypto'
-import { createReadStream, createWriteStream } from 'node:fs'
+import { createWriteStream } from 'node:fs'
 import fs from 'node:fs/promises'
 import path from 'node:path'
 import readline from 'node:readline'
 import { Readable } from 'node:stream'
 import { pipeline } from 'node:stream/promises'
 import type pg from 'pg'
-import { SettlingCursor } from '../db/database.js'
+import { fileBytes, jsonLines } from './archive-entries.js'
 import yazl from 'yazl'
 import { bumpSequence, entryStream, ident, openZip, primaryKey, tablesInOrder } from './tenant-archive.js'
 
@@ -57,44 +57,21 @@ export async function backupDatabase(pool: pg.Pool, storageDir: string, dir: str
     const written = pipeline(zip.outputStream, createWriteStream(partial, { flags: 'wx', mode: 0o600 }))
     for (const table of await tablesInOrder(client, await publicTables(client))) {
       const key = (await primaryKey(client, table)).map(ident).join(', ')
-      const hash = createHash('sha256')
-      async function* lines() {
-        const cursor = client.query(
-          new SettlingCursor(`select to_jsonb(t)::text as row from ${ident(table)} t${key ? ` order by ${key}` : ''}`),
-        )
-        let rows = 0
-        try {
-          for (;;) {
-            const batch = await cursor.read(BATCH)
-            if (batch.length === 0) break
-            const text = batch.map((r) => `${r.row}\n`).join('')
-            hash.update(text)
-            rows += batch.length
-            yield text
-          }
-        } finally {
-          await cursor.close()
-        }
-        manifest.tables[table] = { rows, sha256: hash.digest('hex') }
-      }
-      zip.addReadStream(Readable.from(lines()), `tables/${table}.jsonl`)
+      const lines = jsonLines(
+        client,
+        `select to_jsonb(t)::text as row from ${ident(table)} t${key ? ` order by ${key}` : ''}`,
+        [],
+        ({ count, sha256 }) => (manifest.tables[table] = { rows: count, sha256 }),
+      )
+      zip.addReadStream(Readable.from(lines), `tables/${table}.jsonl`)
     }
     const files = await fs.readdir(storageDir, { withFileTypes: true, recursive: true }).catch(() => [])
     for (const entry of files.filter((e) => e.isFile())) {
       const full = path.join(entry.parentPath, entry.name)
       const name = path.relative(storageDir, full).split(path.sep).join('/')
       if (name.startsWith('tmp-uploads/')) continue
-      const hash = createHash('sha256')
-      async function* bytes() {
-        let size = 0
-        for await (const chunk of createReadStream(full) as AsyncIterable<Buffer>) {
-          hash.update(chunk)
-          size += chunk.length
-          yield chunk
-        }
-        manifest.files[name] = { bytes: size, sha256: hash.digest('hex') }
-      }
-      zip.addReadStream(Readable.from(bytes()), `files/${name}`)
+      const bytes = fileBytes(full, ({ count, sha256 }) => (manifest.files[name] = { bytes: count, sha256 }))
+      zip.addReadStream(Readable.from(bytes), `files/${name}`)
     }
     async function* manifestEntry() {
       yield `${JSON.stringify(manifest, null, 2)}\n`

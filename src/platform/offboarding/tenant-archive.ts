@@ -1,12 +1,12 @@
 import { createHash } from 'node:crypto'
-import { createReadStream, createWriteStream } from 'node:fs'
+import { createWriteStream } from 'node:fs'
 import fs from 'node:fs/promises'
 import path from 'node:path'
 import { Readable, type Writable } from 'node:stream'
 import { pipeline } from 'node:stream/promises'
 import readline from 'node:readline'
 import type pg from 'pg'
-import { SettlingCursor } from '../db/database.js'
+import { fileBytes, jsonLines } from './archive-entries.js'
 import yauzl from 'yauzl'
 import yazl from 'yazl'
 import { tenantTables } from '../db/table-classes.js'
@@ -119,45 +119,21 @@ export async function exportTenant(
     // yazl reads one entry's stream after the other: one cursor open at a time on the snapshot's client
     for (const table of await tenantTablesInOrder(client)) {
       const order = (await primaryKey(client, table)).map(ident).join(', ')
-      const hash = createHash('sha256')
-      async function* lines() {
-        const cursor = client.query(
-          new SettlingCursor(
-            `select to_jsonb(t)::text as row from ${ident(table)} t where tenant_id = $1 order by ${order}`,
-            [tenantId],
-          ),
-        )
-        let rows = 0
-        try {
-          for (;;) {
-            const batch = await cursor.read(BATCH)
-            if (batch.length === 0) break
-            const text = batch.map((r) => `${r.row}\n`).join('')
-            hash.update(text)
-            rows += batch.length
-            yield text
-          }
-        } finally {
-          await cursor.close()
-        }
-        manifest.tables[table] = { rows, sha256: hash.digest('hex') }
-      }
-      zip.addReadStream(Readable.from(lines()), `tables/${table}.jsonl`)
+      const lines = jsonLines(
+        client,
+        `select to_jsonb(t)::text as row from ${ident(table)} t where tenant_id = $1 order by ${order}`,
+        [tenantId],
+        ({ count, sha256 }) => (manifest.tables[table] = { rows: count, sha256 }),
+      )
+      zip.addReadStream(Readable.from(lines), `tables/${table}.jsonl`)
     }
     for (const root of await tenantFileRoots(storageDir, tenantId))
       for (const file of await filesUnder(storageDir, root)) {
-        const hash = createHash('sha256')
         const name = file.split(path.sep).join('/')
-        async function* bytes() {
-          let size = 0
-          for await (const chunk of createReadStream(path.join(storageDir, file)) as AsyncIterable<Buffer>) {
-            hash.update(chunk)
-            size += chunk.length
-            yield chunk
-          }
-          manifest.files[name] = { bytes: size, sha256: hash.digest('hex') }
-        }
-        zip.addReadStream(Readable.from(bytes()), `files/${name}`)
+        const bytes = fileBytes(path.join(storageDir, file), ({ count, sha256 }) => {
+          manifest.files[name] = { bytes: count, sha256 }
+        })
+        zip.addReadStream(Readable.from(bytes), `files/${name}`)
       }
     // the last entry: read when every other entry has been written, so its counts are complete
     async function* manifestEntry() {
