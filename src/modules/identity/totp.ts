@@ -125,19 +125,24 @@ const lockedError = (seconds: number) =>
  * a correct one neither. A lock that has run out starts a new count. Throws 429 `mfa_locked`.
  */
 async function reserveAttempt(db: Db, tenantId: number, userId: number): Promise<void> {
-  const lapsed = sql<boolean>`(locked_until is not null and locked_until <= now())`
+  // the times are values, not now() of the statement: Citus refuses a non-immutable function inside
+  // the CASE of an UPDATE (docs/citus.md)
+  const now = new Date()
+  const at = now.toISOString()
+  const lockEnd = new Date(now.getTime() + LOCK_SECONDS * 1000).toISOString()
+  const lapsed = sql<boolean>`(locked_until is not null and locked_until <= ${at}::timestamptz)`
   const next = sql<number>`(case when ${lapsed} then 1 else failed_attempts + 1 end)`
   const reserved = await db
     .updateTable('user_totp')
     .set({
       failed_attempts: next,
       locked_until: sql<string>`case when ${next} >= ${MAX_FAILED_CODES}
-        then now() + make_interval(secs => ${LOCK_SECONDS}) when ${lapsed} then null else locked_until end`,
+        then ${lockEnd}::timestamptz when ${lapsed} then null else locked_until end`,
       updated_at: sql<string>`now()`,
     })
     .where('tenant_id', '=', tenantId)
     .where('user_id', '=', userId)
-    .where(sql<boolean>`(locked_until is null or locked_until <= now())`)
+    .where(sql<boolean>`(locked_until is null or locked_until <= ${at}::timestamptz)`)
     .returning('failed_attempts')
     .executeTakeFirst()
   if (reserved) return

@@ -2,6 +2,7 @@ import { type RawBuilder, sql } from 'kysely'
 import type { AppDeps } from '../../platform/app-module.js'
 import type { Actor } from '../../platform/auth/actor.js'
 import { requirePermission } from '../../platform/auth/require-permission.js'
+import { insertedRows } from '../../platform/db/database.js'
 import { recordAudit } from '../../platform/audit/audit-log.js'
 import type { Config } from '../../config.js'
 import type { Db } from '../../platform/db/schema.js'
@@ -134,10 +135,21 @@ export function createRetentionService({ db, config }: Pick<AppDeps, 'db' | 'con
       const before = await periods(trx, actor.tenantId)
       const set = DATA_CLASS_KEYS.filter((k) => typeof body[k] === 'number')
       const reset = DATA_CLASS_KEYS.filter((k) => body[k] === null)
+      const now = new Date().toISOString()
       if (set.length > 0)
-        await sql`insert into retention_settings (tenant_id, data_class, days)
-          select ${actor.tenantId}, k, d from unnest(${set}::text[], ${set.map((k) => body[k])}::int[]) as s(k, d)
-          on conflict (tenant_id, data_class) do update set days = excluded.days, updated_at = now()`.execute(trx)
+        await sql`insert into retention_settings (tenant_id, data_class, days, updated_at)
+          ${insertedRows({
+            alias: 's',
+            leading: [sql`${actor.tenantId}::bigint`],
+            columns: [
+              { name: 'data_class', type: 'text', values: set },
+              { name: 'days', type: 'int', values: set.map((k) => body[k]) },
+              { name: 'updated_at', type: 'timestamptz', values: set.map(() => now) },
+            ],
+          })}
+          on conflict (tenant_id, data_class) do update set days = excluded.days, updated_at = excluded.updated_at`.execute(
+          trx,
+        )
       if (reset.length > 0)
         await trx
           .deleteFrom('retention_settings')

@@ -82,11 +82,22 @@ export function updateUser(
     .set({ ...values, updated_at: sql<Date>`now()` })
     .where('tenant_id', '=', tenantId)
     .where('id', '=', id)
-    .$if(ifVersion !== undefined, (q) =>
-      q.where(sql<string>`(extract(epoch from updated_at) * 1000000)::bigint::text`, '=', ifVersion!),
-    )
+    .$if(ifVersion !== undefined, (q) => q.where(sql<boolean>`updated_at = ${versionTime(ifVersion!)}::timestamptz`))
     .returning('id')
     .executeTakeFirst()
+}
+
+/**
+ * The time a version (microseconds since the epoch, as the ETag carries it) names, as timestamptz text:
+ * compared as a value, not as a function of the column (Citus refuses a stable function of a column
+ * in an UPDATE). A version that is not a number names no time, so it matches no row.
+ */
+function versionTime(version: string): string | null {
+  if (!/^\d{1,16}$/.test(version)) return null
+  const micros = BigInt(version)
+  const seconds = Number(micros / 1_000_000n)
+  const fraction = String(micros % 1_000_000n).padStart(6, '0')
+  return `${new Date(seconds * 1000).toISOString().slice(0, 19)}.${fraction}Z`
 }
 
 /** Role id → active flag and permissions for the given ids of the tenant. */

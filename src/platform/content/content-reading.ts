@@ -277,22 +277,24 @@ export function defineReading(decl: ReadingDeclaration, content: ContentResource
         'confirmation_not_required',
         `This ${content.label.toLowerCase()} asks for no confirmation`,
       )
-    // one statement (atomic without a transaction): the confirmation, and the first time also the
-    // user's notifications of the record marked read
-    const { rows } = await sql<{ seen_at: string; confirmed_at: string; created: boolean }>`
-      with confirmed as (
-        insert into content_reads as cr (tenant_id, target_type, target_id, user_id, confirmed_at)
-          values (${actor.tenantId}, ${decl.alias}, ${id}, ${actor.userId}, now())
-        on conflict (tenant_id, target_type, target_id, user_id) do update set confirmed_at = coalesce(cr.confirmed_at, now())
-        returning seen_at, confirmed_at, (confirmed_at = now()) as created
-      ), marked as (
-        update notifications set read_at = now() where tenant_id = ${actor.tenantId}
+    // the confirmation, and the first time also the user's notifications of the record marked read, in
+    // one transaction of two statements Citus routes whole (a write inside a CTE is not); the time is a
+    // value, not now(): Citus refuses a non-immutable function in RETURNING and in ON CONFLICT's SET
+    const at = new Date().toISOString()
+    const write = async (trx: Db) => {
+      const result = await sql<{ seen_at: string; confirmed_at: string; created: boolean }>`
+        insert into content_reads as cr (tenant_id, target_type, target_id, user_id, seen_at, confirmed_at)
+          values (${actor.tenantId}, ${decl.alias}, ${id}, ${actor.userId}, ${at}::timestamptz, ${at}::timestamptz)
+        on conflict (tenant_id, target_type, target_id, user_id)
+          do update set confirmed_at = coalesce(cr.confirmed_at, excluded.confirmed_at)
+        returning seen_at, confirmed_at, (confirmed_at = ${at}::timestamptz) as created`.execute(trx)
+      if (result.rows[0].created)
+        await sql`update notifications set read_at = now() where tenant_id = ${actor.tenantId}
           and notifiable_type = 'user' and notifiable_id = ${actor.userId}
-          and targetable_type = ${decl.alias} and targetable_id = ${id} and read_at is null
-          and exists (select 1 from confirmed where created)
-        returning 1
-      )
-      select seen_at, confirmed_at, created from confirmed`.execute(db)
+          and targetable_type = ${decl.alias} and targetable_id = ${id} and read_at is null`.execute(trx)
+      return result
+    }
+    const { rows } = db.isTransaction ? await write(db) : await db.transaction().execute(write)
     const { created, ...state } = rows[0]
     return { created, state }
   }
