@@ -14,6 +14,7 @@ import { sql } from 'kysely'
 import { openDatabase } from '../../src/platform/db/database.js'
 import { startEmbeddedPostgres } from '../../src/platform/db/embedded-postgres.js'
 import { migrateToLatest } from '../../src/platform/db/migrate.js'
+import { LOAD_TEST_LIMITS } from '../helpers/build-test-app.js'
 import { given } from '../helpers/given.js'
 import { privateTestDatabase } from '../helpers/test-database.js'
 import { freePort, seedDepartment, waitFor, workplace, type Proc } from './support/processes.js'
@@ -96,7 +97,14 @@ test(
       await handle.close()
 
       const port = await freePort()
-      server = workplace('serve', { DATABASE_URL: pg.url, PORT: String(port), WORKER: 'false', DATA_DIR: dataDir })
+      // 8 clients for 6 s and more, fast 503s included: far above one token's fair-use budget (decision 0023)
+      server = workplace('serve', {
+        DATABASE_URL: pg.url,
+        PORT: String(port),
+        WORKER: 'false',
+        DATA_DIR: dataDir,
+        ...LOAD_TEST_LIMITS,
+      })
       const base = `http://127.0.0.1:${port}`
       await waitFor('the server', async () => (await get(`${base}/health/ready`, '')).status === 200, 60_000, 200)
 
