@@ -1,9 +1,14 @@
 import { createHash } from 'node:crypto'
 import { createReadStream } from 'node:fs'
+import readline from 'node:readline'
+import type { Readable } from 'node:stream'
 import type pg from 'pg'
 import { SettlingCursor } from '../db/database.js'
 
 const BATCH = 1000
+
+/** A table or column name quoted for SQL text (names come from the catalog, never from a request). */
+export const ident = (name: string) => `"${name.replaceAll('"', '""')}"`
 
 /** What the manifest records of an archived table or file: its size and the SHA-256 of its bytes. */
 export interface EntrySummary {
@@ -49,4 +54,50 @@ export async function* fileBytes(file: string, done: (summary: EntrySummary) => 
     yield chunk
   }
   done({ count, sha256: hash.digest('hex') })
+}
+
+/**
+ * Inserts a table's JSON lines (an archive entry) in batches, the columns the archive has (a column a
+ * later migration added takes its default), ids as they were (identity columns included); throws when
+ * the rows or their checksum are not the manifest's. Answers the number of rows.
+ */
+export async function insertJsonLines(
+  client: pg.PoolClient | pg.Client,
+  table: string,
+  input: Readable,
+  expected: { rows: number; sha256: string },
+  source: string,
+): Promise<number> {
+  const identity = await client.query(
+    `select 1 from pg_attribute where attrelid = $1::regclass and attidentity = 'a'`,
+    [`public.${table}`],
+  )
+  const overriding = identity.rows.length > 0 ? 'overriding system value' : ''
+  const hash = createHash('sha256')
+  let batch: string[] = []
+  let rows = 0
+  const flush = async () => {
+    if (batch.length === 0) return
+    const first: unknown = JSON.parse(batch[0]!)
+    const columns = Object.keys(first !== null && typeof first === 'object' ? first : {})
+      .map(ident)
+      .join(', ')
+    await client.query(
+      `insert into ${ident(table)} (${columns}) ${overriding}
+       select ${columns} from jsonb_populate_recordset(null::${ident(table)}, $1::jsonb)`,
+      [`[${batch.join(',')}]`],
+    )
+    rows += batch.length
+    batch = []
+  }
+  for await (const line of readline.createInterface({ input, crlfDelay: Infinity })) {
+    if (line === '') continue
+    hash.update(`${line}\n`)
+    batch.push(line)
+    if (batch.length >= BATCH) await flush()
+  }
+  await flush()
+  if (rows !== expected.rows || hash.digest('hex') !== expected.sha256)
+    throw new Error(`table ${table}: the ${source}'s rows do not match its manifest (damaged ${source})`)
+  return rows
 }

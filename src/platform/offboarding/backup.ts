@@ -2,11 +2,10 @@ import { createHash } from 'node:crypto'
 import { createWriteStream } from 'node:fs'
 import fs from 'node:fs/promises'
 import path from 'node:path'
-import readline from 'node:readline'
 import { Readable } from 'node:stream'
 import { pipeline } from 'node:stream/promises'
 import type pg from 'pg'
-import { fileBytes, jsonLines } from './archive-entries.js'
+import { fileBytes, insertJsonLines, jsonLines } from './archive-entries.js'
 import yazl from 'yazl'
 import { bumpSequence, entryStream, ident, openZip, primaryKey, tablesInOrder } from './tenant-archive.js'
 
@@ -17,7 +16,6 @@ import { bumpSequence, entryStream, ident, openZip, primaryKey, tablesInOrder } 
  * only when complete: a process killed mid-way leaves `….zip.partial`, never a `….zip`.
  */
 export const BACKUP_FORMAT = 'workplace-backup/1'
-const BATCH = 1000
 const SKIPPED = new Set(['kysely_migration', 'kysely_migration_lock'])
 
 export interface BackupManifest {
@@ -136,37 +134,7 @@ export async function restoreDatabase(pool: pg.Pool, storageDir: string, file: s
         const entry = entries.get(`tables/${table}.jsonl`)
         const expected = manifest.tables[table]!
         if (!entry) throw new Error(`the backup has no table ${table}`)
-        const hash = createHash('sha256')
-        let batch: string[] = []
-        let rows = 0
-        const flush = async () => {
-          if (batch.length === 0) return
-          const first: unknown = JSON.parse(batch[0]!)
-          const columns = Object.keys(first !== null && typeof first === 'object' ? first : {})
-            .map(ident)
-            .join(', ')
-          const identity = await client.query(
-            `select 1 from pg_attribute where attrelid = $1::regclass and attidentity = 'a'`,
-            [`public.${table}`],
-          )
-          await client.query(
-            `insert into ${ident(table)} (${columns}) ${identity.rows.length > 0 ? 'overriding system value' : ''}
-             select ${columns} from jsonb_populate_recordset(null::${ident(table)}, $1::jsonb)`,
-            [`[${batch.join(',')}]`],
-          )
-          rows += batch.length
-          batch = []
-        }
-        const lines = readline.createInterface({ input: await entryStream(zip, entry), crlfDelay: Infinity })
-        for await (const line of lines) {
-          if (line === '') continue
-          hash.update(`${line}\n`)
-          batch.push(line)
-          if (batch.length >= BATCH) await flush()
-        }
-        await flush()
-        if (rows !== expected.rows || hash.digest('hex') !== expected.sha256)
-          throw new Error(`table ${table}: the backup's rows do not match its manifest (damaged backup)`)
+        await insertJsonLines(client, table, await entryStream(zip, entry), expected, 'backup')
       }
       await bumpSequence(client)
       await client.query('commit')

@@ -4,9 +4,8 @@ import fs from 'node:fs/promises'
 import path from 'node:path'
 import { Readable, type Writable } from 'node:stream'
 import { pipeline } from 'node:stream/promises'
-import readline from 'node:readline'
 import type pg from 'pg'
-import { fileBytes, jsonLines } from './archive-entries.js'
+import { fileBytes, ident, insertJsonLines, jsonLines } from './archive-entries.js'
 import yauzl from 'yauzl'
 import yazl from 'yazl'
 import { tenantTables } from '../db/table-classes.js'
@@ -18,7 +17,6 @@ import { tenantTables } from '../db/table-classes.js'
  * the same ids into a database without that tenant; `deleteTenant` removes everything of the tenant.
  */
 export const ARCHIVE_FORMAT = 'workplace-tenant-archive/1'
-const BATCH = 1000
 
 export interface TenantManifest {
   format: string
@@ -29,7 +27,7 @@ export interface TenantManifest {
   files: Record<string, { bytes: number; sha256: string }>
 }
 
-export const ident = (name: string) => `"${name.replaceAll('"', '""')}"`
+export { ident }
 
 /** Tenant tables in an order where every referenced table comes first (self-references aside). */
 export async function tenantTablesInOrder(client: pg.ClientBase): Promise<string[]> {
@@ -224,33 +222,7 @@ export async function importTenant(
         const entry = entries.get(`tables/${table}.jsonl`)
         const expected = manifest.tables[table]
         if (!entry || !expected) throw new Error(`the archive has no table ${table}`)
-        const hash = createHash('sha256')
-        let batch: string[] = []
-        let rows = 0
-        const flush = async () => {
-          if (batch.length === 0) return
-          // the columns the archive has: a column added by a later migration takes its default
-          const first: unknown = JSON.parse(batch[0]!)
-          const columns = Object.keys(first !== null && typeof first === 'object' ? first : {})
-            .map(ident)
-            .join(', ')
-          await client.query(
-            `insert into ${ident(table)} (${columns}) select ${columns} from jsonb_populate_recordset(null::${ident(table)}, $1::jsonb)`,
-            [`[${batch.join(',')}]`],
-          )
-          rows += batch.length
-          batch = []
-        }
-        const lines = readline.createInterface({ input: await entryStream(zip, entry), crlfDelay: Infinity })
-        for await (const line of lines) {
-          if (line === '') continue
-          hash.update(`${line}\n`)
-          batch.push(line)
-          if (batch.length >= BATCH) await flush()
-        }
-        await flush()
-        if (rows !== expected.rows || hash.digest('hex') !== expected.sha256)
-          throw new Error(`table ${table}: the archive's rows do not match its manifest (damaged archive)`)
+        const rows = await insertJsonLines(client, table, await entryStream(zip, entry), expected, 'archive')
         imported[table] = rows
       }
       // ids come from one sequence: later rows must not collide with the imported ones
