@@ -10,7 +10,7 @@ import { parseListQuery } from '../src/platform/query/parse-query.js'
 import { notificationResource } from '../src/modules/notifications/notifications.resource.js'
 import { purgeReadNotifications } from '../src/modules/notifications/notifications.jobs.js'
 import { recipientsSql } from '../src/modules/notifications/sending/fan-out.js'
-import { skipOnCitus } from './helpers/citus.js'
+import { onCitusCluster, skipOnCitus } from './helpers/citus.js'
 
 const db = testDb()
 const get = async (token: string, url: string) => call(await buildTestApp(), token, { method: 'GET', url })
@@ -423,23 +423,22 @@ test('the first page and the unread count are served from the per-user indexes w
     .select((eb) => eb.fn.countAll().as('c'))
     .compile()
 
-  const plans = await db.connection().execute(async (conn) => {
-    await sql`set enable_seqscan = off`.execute(conn)
-    try {
-      const explain = async (q: { sql: string; parameters: readonly unknown[] }) =>
-        (
-          await conn.executeQuery<{ 'QUERY PLAN': string }>({
-            sql: `explain ${q.sql}`,
-            parameters: q.parameters,
-            query: null as never,
-          })
-        ).rows
-          .map((r) => r['QUERY PLAN'])
-          .join('\n')
-      return { page: await explain(page), unread: await explain(unread) }
-    } finally {
-      await sql`reset enable_seqscan`.execute(conn)
-    }
+  // set local in a transaction, and on Citus propagated to the worker that plans the shard's query
+  // (citus.propagate_set_commands): without it the worker plans by its own statistics of a small table
+  const plans = await db.transaction().execute(async (conn) => {
+    if (onCitusCluster) await sql`set local citus.propagate_set_commands = 'local'`.execute(conn)
+    await sql`set local enable_seqscan = off`.execute(conn)
+    const explain = async (q: { sql: string; parameters: readonly unknown[] }) =>
+      (
+        await conn.executeQuery<{ 'QUERY PLAN': string }>({
+          sql: `explain ${q.sql}`,
+          parameters: q.parameters,
+          query: null as never,
+        })
+      ).rows
+        .map((r) => r['QUERY PLAN'])
+        .join('\n')
+    return { page: await explain(page), unread: await explain(unread) }
   })
 
   assert.match(plans.page, /notifications_user_(created|unread)_idx/)
