@@ -217,6 +217,46 @@ test("another user's export is refused without an oracle; an administrator needs
   assert.equal(seenByExporter.statusCode, 200)
 })
 
+test('the list of data exports: everyone sees their own and those they asked for, users.export sees the tenant', async () => {
+  const app = await buildTestApp()
+  const tenant = await given.tenant(db)
+  const alice = await given.user(db, tenant)
+  const bob = await given.user(db, tenant)
+  const exporter = await given.user(db, tenant, { roleId: await given.role(db, tenant, ['users.export']) })
+  const request = async (token: string, url: string) => (await call(app, token, { method: 'POST', url })).json().data.id
+  const alicesOwn = await request(alice.token, '/api/users/current/data-export')
+  const bobsOwn = await request(bob.token, '/api/users/current/data-export')
+  const aboutBob = await request(exporter.token, `/api/users/${bob.id}/data-export`)
+  const elsewhere = await given.tenant(db)
+  await request(elsewhere.adminToken, '/api/users/current/data-export')
+
+  const ids = async (token: string, query = '') => {
+    const res = await call(app, token, { method: 'GET', url: `/api/data-exports${query}` })
+    assert.equal(res.statusCode, 200, res.body)
+    return res.json<Array<{ id: number }>>().map((e) => e.id)
+  }
+  assert.deepEqual(await ids(alice.token), [alicesOwn])
+  assert.deepEqual(await ids(bob.token), [aboutBob, bobsOwn], 'newest first; the one about bob is his too')
+  assert.deepEqual(await ids(exporter.token), [aboutBob, bobsOwn, alicesOwn], 'the tenant, not the other one')
+  assert.deepEqual(await ids(exporter.token, `?filter[user_id]=${alice.id}`), [alicesOwn])
+  const [first] = (await call(app, exporter.token, { method: 'GET', url: '/api/data-exports?limit=1' })).json()
+  assert.deepEqual(Object.keys(first).sort(), [
+    'created_at',
+    'expires_at',
+    'id',
+    'ready_at',
+    'requested_by',
+    'size',
+    'status',
+    'user_id',
+  ])
+  assert.equal(first.requested_by, exporter.id)
+  assert.equal(first.status, 'pending')
+  const bad = await call(app, exporter.token, { method: 'GET', url: '/api/data-exports?sort=secret' })
+  assert.equal(bad.statusCode, 422, 'an unknown sort field is refused, naming the field')
+  assert.match(bad.body, /sort/)
+})
+
 test('a download link expires; a wrong or forged token answers 404; archives past 7 days are deleted', async () => {
   const app = await buildTestApp()
   const tenant = await given.tenant(db)

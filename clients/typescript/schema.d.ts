@@ -636,6 +636,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/data-exports": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Data exports, newest first: every one of the tenant with users.export, else yours and those you asked for
+         * @description Data exports, newest first: every one of the tenant with users.export, else yours and those you asked for. Needs a bearer token; permissions are checked per record (see docs/permissions.md).
+         */
+        get: operations["dataExports.list"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/data-exports/{id}": {
         parameters: {
             query?: never;
@@ -6433,6 +6453,122 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content?: never;
+            };
+            /** @description Too many requests: a rate or concurrency limit (docs/limits.md); retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    "dataExports.list": {
+        parameters: {
+            query?: {
+                /** @description Filters, e.g. filter[id]=value. Aliases: is = eq, is_not = ne, value = like, not_in = nin. */
+                filter?: {
+                    /** @description created_at (timestamp): filter[created_at]=value, or filter[created_at][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    created_at?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                    /** @description expires_at (timestamp): filter[expires_at]=value, or filter[expires_at][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    expires_at?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                    /** @description id (id): filter[id]=value, or filter[id][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    id?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                    /** @description ready_at (timestamp): filter[ready_at]=value, or filter[ready_at][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    ready_at?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                    /** @description requested_by (id): filter[requested_by]=value, or filter[requested_by][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    requested_by?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                    /** @description size (integer): filter[size]=value, or filter[size][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    size?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                    /** @description status (string): filter[status]=value, or filter[status][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    status?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                    /** @description user_id (id): filter[user_id]=value, or filter[user_id][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
+                    user_id?: string | string[] | {
+                        [key: string]: string | string[];
+                    };
+                };
+                /** @description Alias of relations */
+                include?: string;
+                /** @description At most this many rows */
+                limit?: number;
+                /** @description Skip this many rows */
+                offset?: number;
+                /** @description This resource has no relations */
+                relations?: string;
+                /** @description Alias of selects */
+                select?: string;
+                /** @description Comma-separated fields to return. Fields: id, user_id, requested_by, status, size, created_at, ready_at, expires_at */
+                selects?: string;
+                /** @description Comma-separated; prefix - for descending. Sortable: id, user_id, requested_by, status, size, created_at, ready_at, expires_at */
+                sort?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Client error (problem details, RFC 9457) */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Server error (problem details, RFC 9457) */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            200: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** Format: date-time */
+                        created_at?: string;
+                        /** @description when the archive is deleted (7 days after it was made) */
+                        expires_at?: string | null;
+                        id?: number;
+                        ready_at?: string | null;
+                        /** @description who asked for it */
+                        requested_by?: number | null;
+                        /** @description bytes of the ZIP, once ready */
+                        size?: number | null;
+                        status?: "pending" | "ready" | "failed" | "expired";
+                        /** @description whose data the archive holds */
+                        user_id?: number;
+                    }[];
+                };
             };
             /** @description Too many requests: a rate or concurrency limit (docs/limits.md); retry after `Retry-After` seconds */
             429: {

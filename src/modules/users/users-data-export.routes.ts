@@ -2,7 +2,9 @@ import type { Readable } from 'node:stream'
 import { Type } from 'typebox'
 import type { App } from '../../platform/app-module.js'
 import { envelope, errorResponses, IdParamsSchema } from '../../platform/http/schemas.js'
-import type { DataExports } from './users-data-export.js'
+import { sendList } from '../../platform/http/list-response.js'
+import { listQuerySchema } from '../../platform/query/list-query-schema.js'
+import { dataExportResource, type DataExports } from './users-data-export.js'
 
 const DataExportSchema = Type.Object(
   {
@@ -22,6 +24,20 @@ const DataExportSchema = Type.Object(
     }),
   },
   { $id: 'DataExport', additionalProperties: false },
+)
+const Opt = Type.Optional
+const DataExportListItemSchema = Type.Object(
+  {
+    id: Opt(Type.Integer()),
+    user_id: Opt(Type.Integer({ description: 'whose data the archive holds' })),
+    requested_by: Opt(Type.Union([Type.Integer(), Type.Null()], { description: 'who asked for it' })),
+    status: Opt(DataExportSchema.properties.status),
+    size: Opt(DataExportSchema.properties.size),
+    created_at: Opt(Type.String({ format: 'date-time' })),
+    ready_at: Opt(DataExportSchema.properties.ready_at),
+    expires_at: Opt(DataExportSchema.properties.expires_at),
+  },
+  { additionalProperties: false },
 )
 const DataExportEnvelopeSchema = Type.Object(
   { status: Type.Literal('success'), data: DataExportSchema },
@@ -71,6 +87,20 @@ export async function dataExportRoutes(app: App, { exports }: { exports: DataExp
       },
     },
     async (request, reply) => reply.code(202).send(envelope(await exports.request(request.actor, request.params.id))),
+  )
+
+  app.get(
+    '/api/data-exports',
+    {
+      schema: {
+        tags,
+        summary:
+          'Data exports, newest first: every one of the tenant with users.export, else yours and those you asked for',
+        querystring: listQuerySchema(dataExportResource),
+        response: { 200: Type.Array(DataExportListItemSchema), ...errorResponses },
+      },
+    },
+    async (request, reply) => sendList(reply, await exports.list(request.actor, request.query)),
   )
 
   app.get(

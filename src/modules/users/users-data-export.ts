@@ -9,6 +9,9 @@ import { can } from '../../platform/auth/permissions.js'
 import type { Db } from '../../platform/db/schema.js'
 import { AppError, forbidden, notFound } from '../../platform/http/errors.js'
 import { enqueue } from '../../platform/jobs/jobs.js'
+import { defineResource } from '../../platform/query/resource.js'
+import type { RawListQuery } from '../../platform/query/parse-query.js'
+import { listResource } from '../../platform/query/run-query.js'
 import type { FileStorage } from '../../platform/storage/file-storage.js'
 
 export const DATA_EXPORT_JOB = 'users:data_export'
@@ -112,6 +115,24 @@ const CONTENT_TABLES = [
   'filemanager_files',
 ] as const
 
+/** The list of data exports (`GET /api/data-exports`), newest first, with the query conventions. */
+export const dataExportResource = defineResource({
+  name: 'data export',
+  alias: 'e',
+  uniqueKey: 'id',
+  defaultSort: ['-id'],
+  fields: {
+    id: { type: 'id' },
+    user_id: { type: 'id' },
+    requested_by: { type: 'id' },
+    status: { type: 'string' },
+    size: { type: 'integer' },
+    created_at: { type: 'timestamp' },
+    ready_at: { type: 'timestamp' },
+    expires_at: { type: 'timestamp' },
+  },
+})
+
 export function createDataExports(deps: AppDeps, storage: FileStorage) {
   const { db } = deps
 
@@ -152,6 +173,16 @@ export function createDataExports(deps: AppDeps, storage: FileStorage) {
     const own = row && (Number(row.user_id) === actor.userId || Number(row.requested_by) === actor.userId)
     if (!row || (!own && !can(actor, 'users.export'))) throw notFound('Data export')
     return row
+  }
+
+  /** Every export of the tenant with `users.export`; else those of the actor and those they asked for. */
+  async function list(actor: Actor, raw: RawListQuery) {
+    let base = db.selectFrom('data_exports as e').where('e.tenant_id', '=', actor.tenantId)
+    if (!can(actor, 'users.export')) {
+      const self = actor.userId ?? -1
+      base = base.where((eb) => eb.or([eb('e.user_id', '=', self), eb('e.requested_by', '=', self)]))
+    }
+    return listResource({ db, tenantId: actor.tenantId, actor }, dataExportResource, base, raw)
   }
 
   async function show(actor: Actor, id: number): Promise<PresentedDataExport> {
@@ -412,7 +443,7 @@ export function createDataExports(deps: AppDeps, storage: FileStorage) {
     for (const name of names) await storage.remove(area(tenantId), name)
   }
 
-  return { request, show, link, download, build, sweep, eraseFor, removeFiles }
+  return { request, list, show, link, download, build, sweep, eraseFor, removeFiles }
 }
 
 export type DataExports = ReturnType<typeof createDataExports>

@@ -676,6 +676,7 @@ Object.assign(ROUTE_CLASSES, {
     permission: 'users.export',
     path: (f) => `/api/users/${f.victim.id}/data-export`,
   },
+  'GET /api/data-exports': { kind: 'self', path: fixed('/api/data-exports') },
   'GET /api/data-exports/:id': {
     kind: 'id',
     path: fixed('/api/data-exports/1'),
