@@ -19,8 +19,11 @@ export interface Config {
     citusMultiShardLogLevel: string | undefined
   }
   storageDir: string
-  /** BACKUP_DIR (default `$DATA_DIR/backups`) and BACKUP_KEEP: where `workplace backup` writes, how many it keeps. */
-  backup: { dir: string; keep: number }
+  /**
+   * BACKUP_DIR (default `$DATA_DIR/backups`) and BACKUP_KEEP: where `workplace backup` writes, how many
+   * it keeps; BACKUP_DAILY: the worker also makes one every day (02:15 UTC).
+   */
+  backup: { dir: string; keep: number; daily: boolean }
   appUrl: string
   baseUrl: string
   auth: { tokenTtlDays: number; loginMaxFailures: number; loginWindowSeconds: number; actorCache: boolean }
@@ -148,6 +151,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     backup: {
       dir: path.resolve(env.BACKUP_DIR || path.join(dataDir, 'backups')),
       keep: integer(env, 'BACKUP_KEEP', 7, problems),
+      daily: bool(env, 'BACKUP_DAILY', false, problems),
     },
     appUrl: (env.APP_URL || localBase).replace(/\/+$/, ''),
     baseUrl: (env.BASE_URL || localBase).replace(/\/+$/, ''),

@@ -86,7 +86,7 @@ export async function runWorker(handle: DatabaseHandle, deps: AppDeps) {
     name: 'jobs',
   })
   const jobsDb = kyselyOn(pool, handle.poolMode)
-  const { handlers, cron } = collectJobs({ ...deps, db: jobsDb })
+  const { handlers, cron } = collectJobs({ ...deps, db: jobsDb, databaseUrl: deps.databaseUrl ?? handle.directUrl })
   const runner = await startWorker({
     pool,
     directUrl: handle.directUrl,

@@ -15,7 +15,11 @@ import { createPool, kyselyOn } from '../src/platform/db/database.js'
 import { ensureDatabase } from '../src/platform/db/embedded-postgres.js'
 import { migrateToLatest } from '../src/platform/db/migrate.js'
 import { backupDatabase, restoreDatabase } from '../src/platform/offboarding/backup.js'
-import { openZip } from '../src/platform/offboarding/tenant-archive.js'
+import { entryStream, openZip } from '../src/platform/offboarding/tenant-archive.js'
+import pino from 'pino'
+import { loadConfig } from '../src/config.js'
+import { collectJobs } from '../src/runtime.js'
+import { DAILY_BACKUP_JOB, dailyBackup } from '../src/modules/backups/index.js'
 
 const storageDir = await fs.mkdtemp(path.join(os.tmpdir(), 'workplace-api-backup-'))
 process.env.TEST_STORAGE_DIR = storageDir
@@ -134,4 +138,35 @@ test('a backup killed with SIGKILL while writing leaves no file that looks compl
   // the partial file is not a readable archive either
   await assert.rejects(openZip(path.join(dir, names[0]!)))
   await sql`delete from notifications where tenant_id = ${tenant.id}`.execute(db)
+})
+
+test('the daily backup (BACKUP_DAILY): off by default; on, the worker job writes a complete backup and keeps BACKUP_KEEP', async () => {
+  const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'workplace-api-daily-'))
+  after(() => fs.rm(dir, { recursive: true, force: true }))
+  const base = testConfig()
+  const deps = (daily: boolean) => ({
+    db,
+    log: pino({ level: 'silent' }),
+    databaseUrl: testDatabaseUrl(),
+    config: { ...base, storageDir, backup: { dir, keep: 1, daily } },
+  })
+  assert.equal(loadConfig({}).backup.daily, false, 'off unless the operator sets BACKUP_DAILY')
+  assert.equal(loadConfig({ BACKUP_DAILY: 'true' }).backup.daily, true)
+  assert.match(collectJobs(deps(true)).cron, new RegExp(`^15 2 \\* \\* \\* ${DAILY_BACKUP_JOB}$`, 'm'))
+  const job = collectJobs(deps(false)).handlers[DAILY_BACKUP_JOB]
+  assert.ok(job, 'the job is registered')
+
+  assert.equal(await dailyBackup(deps(false)), undefined)
+  assert.deepEqual(await fs.readdir(dir), [], 'nothing written while off')
+  const first = await dailyBackup(deps(true))
+  const second = await dailyBackup(deps(true))
+  assert.ok(first && second && first !== second)
+  assert.deepEqual(await fs.readdir(dir), [path.basename(second)], 'the newest BACKUP_KEEP=1 kept')
+  const { zip, entries } = await openZip(second)
+  let text = ''
+  for await (const chunk of await entryStream(zip, entries.get('manifest.json')!)) text += String(chunk)
+  zip.close()
+  const manifest = JSON.parse(text) as { format?: string; tables?: object }
+  assert.equal(manifest.format, 'workplace-backup/1')
+  assert.ok(Object.keys(manifest.tables ?? {}).includes('users'))
 })

@@ -2,7 +2,9 @@ import assert from 'node:assert/strict'
 import { randomBytes, randomUUID } from 'node:crypto'
 import { test } from 'node:test'
 import { sql } from 'kysely'
-import { buildTestApp, call } from './helpers/build-test-app.js'
+import pino from 'pino'
+import { buildTestApp, call, testConfig } from './helpers/build-test-app.js'
+import { createRetentionService } from '../src/modules/retention/index.js'
 import { given, type GivenTenant } from './helpers/given.js'
 import { testDb } from './helpers/test-database.js'
 
@@ -94,6 +96,9 @@ async function seed(tenant: GivenTenant, days: number) {
              (${tenant.id}, ${automation.rows[0]!.id}, 0, ${randomUUID()}, 'user.created', ${at}, '{}', 'https://hooks.example', 'POST', 'pending', ${at})`.execute(
       db,
     )
+    await sql`insert into data_exports (tenant_id, user_id, status, created_at) values (${tenant.id}, ${user.id}, 'expired', ${at}), (${tenant.id}, ${user.id}, 'ready', ${at})`.execute(
+      db,
+    )
     // an ended session: token expired at `at`, last used then
     const token = await sql<{ id: string }>`
       insert into access_tokens (tenant_id, user_id, token_hash, expires_at, created_at) values (${tenant.id}, ${user.id}, ${randomBytes(32)}, ${at}, ${at}) returning id`.execute(
@@ -123,6 +128,7 @@ const countAll = async (tenantId: number) => {
     'webhook_deliveries',
     'access_tokens',
     'session_activity',
+    'data_exports',
   ]) {
     const { rows } = await sql<{
       n: number
@@ -145,6 +151,7 @@ test('the sweep removes exactly what is older than each period, as its dry run c
     webhook_deliveries: days,
     stored_emails: days,
     sessions: days,
+    data_exports: days,
   }
   for (const t of [tenant, other])
     assert.equal(
@@ -176,6 +183,8 @@ test('the sweep removes exactly what is older than each period, as its dry run c
     webhook_deliveries: 1, // the old pending delivery stays
     stored_emails: 1,
     sessions: 2, // the expired token and its activity; not the live token's
+    data_exports: 1, // the expired one; the old ready one's archive is the export sweep's
+    deactivated_accounts: 0,
   })
   const after = await countAll(tenant.id)
   assert.deepEqual(after, {
@@ -187,6 +196,7 @@ test('the sweep removes exactly what is older than each period, as its dry run c
     webhook_deliveries: before.webhook_deliveries! - 1,
     access_tokens: before.access_tokens! - 1,
     session_activity: before.session_activity! - 1,
+    data_exports: before.data_exports! - 1,
   })
   assert.deepEqual(await countAll(other.id), beforeOther, 'another tenant is not touched')
   const record = await db
@@ -202,4 +212,97 @@ test('the sweep removes exactly what is older than each period, as its dry run c
     Object.values(again.json().data.removed as Record<string, number>).every((n) => n === 0),
     'a second run finds nothing',
   )
+})
+
+test('deactivated accounts are erased after their period: deleted or past their leaving date, not switched off by hand', async () => {
+  const app = await buildTestApp()
+  const tenant = await given.tenant(db)
+  const days = 30
+  const put = await call(app, tenant.adminToken, {
+    method: 'PUT',
+    url: '/api/administration/retention',
+    payload: { deactivated_accounts: days },
+  })
+  assert.equal(put.statusCode, 200, put.body)
+  const account = async (state: { deleted_at?: string; active?: boolean; leaving_date?: string }) => {
+    const user = await given.user(db, tenant)
+    await db
+      .updateTable('users')
+      .set({ ...state, active_derived: false })
+      .where('tenant_id', '=', tenant.id)
+      .where('id', '=', user.id)
+      .execute()
+    return user
+  }
+  const deletedLongAgo = await account({ deleted_at: ago(days + 5) })
+  const leftLongAgo = await account({ active: false, leaving_date: ago(days + 5) })
+  const deletedRecently = await account({ deleted_at: ago(days - 5) })
+  const leftRecently = await account({ active: false, leaving_date: ago(days - 5) })
+  const switchedOffByHand = await account({ active: false })
+  const activeDespiteLeaving = await account({ active: true, leaving_date: ago(days + 5) })
+  const other = await given.tenant(db)
+  const otherDeleted = await given.user(db, other)
+  await db
+    .updateTable('users')
+    .set({ deleted_at: ago(400) })
+    .where('id', '=', otherDeleted.id)
+    .execute()
+
+  const dry = await call(app, tenant.adminToken, {
+    method: 'POST',
+    url: '/api/administration/retention/sweep?dry_run=true',
+  })
+  assert.equal(dry.json().data.removed.deactivated_accounts, 2, dry.body)
+  const real = await call(app, tenant.adminToken, { method: 'POST', url: '/api/administration/retention/sweep' })
+  assert.equal(real.statusCode, 200, real.body)
+  assert.equal(real.json().data.removed.deactivated_accounts, 2)
+
+  const rows = await db
+    .selectFrom('users')
+    .select(['id', 'username', 'first_name', 'email', 'blacked_out_at'])
+    .where('id', 'in', [
+      deletedLongAgo.id,
+      leftLongAgo.id,
+      deletedRecently.id,
+      leftRecently.id,
+      switchedOffByHand.id,
+      activeDespiteLeaving.id,
+      otherDeleted.id,
+    ])
+    .execute()
+  const erased = new Set(rows.filter((r) => r.blacked_out_at !== null).map((r) => r.id))
+  assert.deepEqual([...erased].sort(), [deletedLongAgo.id, leftLongAgo.id].sort())
+  for (const row of rows.filter((r) => erased.has(r.id))) {
+    assert.equal(row.first_name, 'Former employee')
+    assert.match(row.username, /^blackout-/)
+    assert.equal(row.email, null)
+  }
+  const events = await db
+    .selectFrom('audit_log')
+    .select(['action', 'actor_id', 'target_id'])
+    .where('tenant_id', '=', tenant.id)
+    .where('action', '=', 'user.blackout')
+    .execute()
+  assert.deepEqual(events.map((e) => Number(e.target_id)).sort(), [deletedLongAgo.id, leftLongAgo.id].sort())
+  assert.ok(
+    events.every((e) => Number(e.actor_id) === tenant.adminId),
+    'recorded as done by the administrator who ran the sweep',
+  )
+  const again = await call(app, tenant.adminToken, { method: 'POST', url: '/api/administration/retention/sweep' })
+  assert.equal(again.json().data.removed.deactivated_accounts, 0, 'a second run finds nothing')
+
+  // the daily job's run: no person behind it
+  const deletedOnce = await account({ deleted_at: ago(days + 1) })
+  const job = await createRetentionService({ db, config: testConfig(), log: pino({ level: 'silent' }) }).sweepTenant(
+    tenant.id,
+  )
+  assert.equal(job.removed.deactivated_accounts, 1)
+  const byJob = await db
+    .selectFrom('audit_log')
+    .select('actor_id')
+    .where('tenant_id', '=', tenant.id)
+    .where('action', '=', 'user.blackout')
+    .where('target_id', '=', String(deletedOnce.id))
+    .executeTakeFirstOrThrow()
+  assert.equal(byJob.actor_id, null)
 })

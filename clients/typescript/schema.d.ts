@@ -4716,6 +4716,8 @@ export interface operations {
                         data: {
                             defaults: {
                                 audit_log: number;
+                                data_exports: number;
+                                deactivated_accounts: number;
                                 notifications_read: number;
                                 notifications_unread: number;
                                 sessions: number;
@@ -4725,6 +4727,8 @@ export interface operations {
                             };
                             maximums: {
                                 audit_log: number | null;
+                                data_exports: number | null;
+                                deactivated_accounts: number | null;
                                 notifications_read: number | null;
                                 notifications_unread: number | null;
                                 sessions: number | null;
@@ -4735,6 +4739,10 @@ export interface operations {
                             periods: {
                                 /** @description audit-log entries */
                                 audit_log: number;
+                                /** @description records of data exports whose archive expired or failed (each archive itself is deleted 7 days after it was made) */
+                                data_exports: number;
+                                /** @description accounts deleted, or inactive past their leaving date, for this long are erased (as POST /api/users/{id}/erasure does) */
+                                deactivated_accounts: number;
                                 /** @description read notifications, counted from when they were read */
                                 notifications_read: number;
                                 /** @description unread notifications, counted from when they were created */
@@ -4780,6 +4788,10 @@ export interface operations {
                 "application/json": {
                     /** @description audit-log entries; null = back to the default */
                     audit_log?: number | null;
+                    /** @description records of data exports whose archive expired or failed (each archive itself is deleted 7 days after it was made); null = back to the default */
+                    data_exports?: number | null;
+                    /** @description accounts deleted, or inactive past their leaving date, for this long are erased (as POST /api/users/{id}/erasure does); null = back to the default */
+                    deactivated_accounts?: number | null;
                     /** @description read notifications, counted from when they were read; null = back to the default */
                     notifications_read?: number | null;
                     /** @description unread notifications, counted from when they were created; null = back to the default */
@@ -4826,6 +4838,8 @@ export interface operations {
                         data: {
                             defaults: {
                                 audit_log: number;
+                                data_exports: number;
+                                deactivated_accounts: number;
                                 notifications_read: number;
                                 notifications_unread: number;
                                 sessions: number;
@@ -4835,6 +4849,8 @@ export interface operations {
                             };
                             maximums: {
                                 audit_log: number | null;
+                                data_exports: number | null;
+                                deactivated_accounts: number | null;
                                 notifications_read: number | null;
                                 notifications_unread: number | null;
                                 sessions: number | null;
@@ -4845,6 +4861,10 @@ export interface operations {
                             periods: {
                                 /** @description audit-log entries */
                                 audit_log: number;
+                                /** @description records of data exports whose archive expired or failed (each archive itself is deleted 7 days after it was made) */
+                                data_exports: number;
+                                /** @description accounts deleted, or inactive past their leaving date, for this long are erased (as POST /api/users/{id}/erasure does) */
+                                deactivated_accounts: number;
                                 /** @description read notifications, counted from when they were read */
                                 notifications_read: number;
                                 /** @description unread notifications, counted from when they were created */
@@ -4920,6 +4940,8 @@ export interface operations {
                             dry_run: boolean;
                             removed: {
                                 audit_log: number;
+                                data_exports: number;
+                                deactivated_accounts: number;
                                 notifications_read: number;
                                 notifications_unread: number;
                                 sessions: number;

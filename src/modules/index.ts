@@ -20,6 +20,7 @@ import { manualsModule } from './manuals/index.js'
 import { tasksModule } from './tasks/index.js'
 import { scimModule } from './scim/index.js'
 import { retentionModule } from './retention/index.js'
+import { backupsModule } from './backups/index.js'
 
 /** Every domain module, in registration order. The composition root (app.ts, worker) reads this list. */
 export const appModules: AppModule[] = [
@@ -44,4 +45,5 @@ export const appModules: AppModule[] = [
   accessModule,
   scimModule,
   retentionModule,
+  backupsModule,
 ]

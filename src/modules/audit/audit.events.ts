@@ -31,7 +31,9 @@ const ACTIONS: Record<string, string> = {
 const TARGET_TYPES: Record<string, string> = { entityPermission: 'entity_permission', sharedItem: 'shared_item' }
 
 /** Whether an event is an administrative change: the nightly derivation of `active` is not. */
-const isAdministrative = (event: DomainEvent) => event.actorId !== null || currentRequestContext().requestId !== null
+// an erasure is always recorded, also the retention sweep's daily one (the proof a data-protection officer asks for)
+const isAdministrative = (event: DomainEvent) =>
+  event.actorId !== null || currentRequestContext().requestId !== null || event.type === 'user.blackedOut'
 
 /** The audit records of audited events: one each, and a password change its own. */
 function auditEntries(events: DomainEvent[]): AuditEntry[] {

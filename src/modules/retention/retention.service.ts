@@ -5,6 +5,7 @@ import { requirePermission } from '../../platform/auth/require-permission.js'
 import { insertedRows } from '../../platform/db/database.js'
 import { recordAudit } from '../../platform/audit/audit-log.js'
 import type { Config } from '../../config.js'
+import { createUserServices } from '../users/index.js'
 import type { Db } from '../../platform/db/schema.js'
 import { FieldErrorCollector } from '../../platform/http/errors.js'
 
@@ -18,6 +19,8 @@ interface DataClass {
   maximumDays?: (config: Config) => number | undefined
   /** Each table the class removes from, with its key and the "older than" condition. */
   parts: Array<{ table: string; key: string; older: (cutOff: RawBuilder<unknown>) => RawBuilder<boolean> }>
+  /** A class whose removal is more than deleting rows: the owning module's own sweep (count only on a dry run). */
+  remove?: (deps: AppDeps, tenantId: number, cutOff: Date, dryRun: boolean) => Promise<number>
 }
 
 /** Every class a tenant sets a period for, with its documented default (docs/data-protection.md). */
@@ -78,6 +81,22 @@ export const DATA_CLASSES = {
       },
     ],
   },
+  data_exports: {
+    description:
+      'records of data exports whose archive expired or failed (each archive itself is deleted 7 days after it was made)',
+    defaultDays: () => 30,
+    parts: [
+      { table: 'data_exports', key: 'id', older: (c) => sql`status in ('expired', 'failed') and created_at < ${c}` },
+    ],
+  },
+  deactivated_accounts: {
+    description:
+      'accounts deleted, or inactive past their leaving date, for this long are erased (as POST /api/users/{id}/erasure does)',
+    defaultDays: () => 365,
+    parts: [],
+    remove: (deps, tenantId, cutOff, dryRun) =>
+      createUserServices(deps).lifecycle.eraseDeactivatedBefore(tenantId, cutOff, dryRun),
+  },
 } satisfies Record<string, DataClass>
 
 export type DataClassKey = keyof typeof DATA_CLASSES
@@ -90,6 +109,8 @@ export const each = <T>(f: (key: DataClassKey) => T): Record<DataClassKey, T> =>
   webhook_deliveries: f('webhook_deliveries'),
   stored_emails: f('stored_emails'),
   sessions: f('sessions'),
+  data_exports: f('data_exports'),
+  deactivated_accounts: f('deactivated_accounts'),
 })
 export const DATA_CLASS_KEYS: readonly DataClassKey[] = Object.values(each((k) => k))
 const classOf = (key: DataClassKey): DataClass => DATA_CLASSES[key]
@@ -99,7 +120,8 @@ export const SWEEP_BATCH = 5000
 
 export type RetentionPeriods = Record<DataClassKey, number>
 
-export function createRetentionService({ db, config }: Pick<AppDeps, 'db' | 'config'>) {
+export function createRetentionService(deps: AppDeps) {
+  const { db, config } = deps
   const defaults = (): RetentionPeriods => each((k) => classOf(k).defaultDays(config))
   const maximums = (): Record<DataClassKey, number | null> => each((k) => classOf(k).maximumDays?.(config) ?? null)
 
@@ -182,8 +204,11 @@ export function createRetentionService({ db, config }: Pick<AppDeps, 'db' | 'con
     const own = await periods(db, tenantId)
     const removed: Record<DataClassKey, number> = each(() => 0)
     for (const key of DATA_CLASS_KEYS) {
-      const cutOff = sql`${new Date(now.getTime() - own[key] * 86_400_000).toISOString()}::timestamptz`
-      for (const part of classOf(key).parts) {
+      const cutOffTime = new Date(now.getTime() - own[key] * 86_400_000)
+      const cutOff = sql`${cutOffTime.toISOString()}::timestamptz`
+      const { parts, remove } = classOf(key)
+      if (remove) removed[key] += await remove(deps, tenantId, cutOffTime, dryRun)
+      for (const part of parts) {
         const table = sql.table(part.table)
         const keyColumn = sql.ref(part.key)
         if (dryRun) {

@@ -20,6 +20,9 @@ import { presentBasicUser } from './users.service.js'
 /** The first name of an erased account; its last name is a stable code unique in the tenant. */
 export const PSEUDONYM_FIRST_NAME = 'Former employee'
 
+/** Accounts per batch of the automatic erasure (each in its own transaction). */
+const ERASE_BATCH = 100
+
 export type UsersLifecycleService = ReturnType<typeof createUsersLifecycleService>
 
 /** Every personal column black-out clears (contract 10), besides username, names, password and picture. */
@@ -127,16 +130,22 @@ export function createUsersLifecycleService(deps: AppDeps, pictures: ProfilePict
   async function blackOutUser(actor: Actor, id: number) {
     requirePermission(actor, 'users.administrate')
     if (id === actor.userId) throw forbidden('You cannot black out your own account', 'cannot_black_out_self')
-    const { result, picture, archives } = await db.transaction().execute(async (trx) => {
-      const user = await queries.findUserState(trx, actor.tenantId, id, { forUpdate: true })
+    await eraseAccount(actor.tenantId, id, actingUserId(actor))
+    return presentBasicUser(deps, actor, id, db)
+  }
+
+  /** The erasure itself, by an administrator (`actorId`) or by the retention sweep (null). */
+  async function eraseAccount(tenantId: number, id: number, actorId: number | null): Promise<void> {
+    const { picture, archives } = await db.transaction().execute(async (trx) => {
+      const user = await queries.findUserState(trx, tenantId, id, { forUpdate: true })
       if (!user) throw notFound('User')
       if (user.blacked_out_at !== null)
         throw new AppError(422, 'already_blacked_out', 'This user is already blacked out')
       // every other table first: some steps read the person's rows (their email, their sessions' IPs)
-      const archives = await exports.eraseFor(trx, actor.tenantId, id)
-      await erasePersonalData(trx, { tenantId: actor.tenantId, userId: id, username: user.username, email: user.email })
+      const archives = await exports.eraseFor(trx, tenantId, id)
+      await erasePersonalData(trx, { tenantId, userId: id, username: user.username, email: user.email })
       const code = randomBytes(8).toString('hex')
-      await queries.updateUser(trx, actor.tenantId, id, {
+      await queries.updateUser(trx, tenantId, id, {
         ...Object.fromEntries(PERSONAL_COLUMNS.map((c) => [c, null])),
         username: `blackout-${code}`,
         // the pseudonym authored content and audit entries are shown under (stable, unique in the tenant)
@@ -153,14 +162,46 @@ export function createUsersLifecycleService(deps: AppDeps, pictures: ProfilePict
         deleted_at: user.deleted_at ?? sql<Date>`now()`,
         blacked_out_at: sql<Date>`now()`,
       })
-      await queries.deleteLoginFailures(trx, actor.tenantId, user.username)
-      await recordDomainEvent(trx, event(actor, 'user.blackedOut', id))
-      return { result: await presentBasicUser(deps, actor, id, trx), picture: user.profile_picture, archives }
+      await queries.deleteLoginFailures(trx, tenantId, user.username)
+      await recordDomainEvent(trx, {
+        type: 'user.blackedOut',
+        tenantId,
+        actorId,
+        subjectType: 'user',
+        subjectId: id,
+      })
+      return { picture: user.profile_picture, archives }
     })
-    await pictures.remove(actor.tenantId, picture)
-    await exports.removeFiles(actor.tenantId, archives)
-    return result
+    await pictures.remove(tenantId, picture)
+    await exports.removeFiles(tenantId, archives)
   }
 
-  return { logoutUser, deleteUser, restoreUser, blackOutUser }
+  /**
+   * The retention sweep's part (data class `deactivated_accounts`): erases the accounts deactivated
+   * before `cutOff` — deleted then, or inactive with a leaving date then (an account switched off by hand
+   * without a leaving date has no date to count from: decision erasure-and-personal-data.md). Bounded
+   * batches, one transaction per account; a dry run only counts.
+   */
+  async function eraseDeactivatedBefore(tenantId: number, cutOff: Date, dryRun: boolean): Promise<number> {
+    const due = queries.deactivatedBefore(db, tenantId, cutOff)
+    if (dryRun) return Number((await due.select((eb) => eb.fn.countAll<string>().as('n')).executeTakeFirst())?.n ?? 0)
+    let erased = 0
+    for (;;) {
+      const batch = await due.select('id').orderBy('id').limit(ERASE_BATCH).execute()
+      for (const { id } of batch) {
+        // another node's sweep may have erased it meanwhile: that is the same outcome
+        const done = await eraseAccount(tenantId, Number(id), null).then(
+          () => true,
+          (error: unknown) => {
+            if (error instanceof AppError && error.code === 'already_blacked_out') return false
+            throw error
+          },
+        )
+        if (done) erased++
+      }
+      if (batch.length < ERASE_BATCH) return erased
+    }
+  }
+
+  return { logoutUser, deleteUser, restoreUser, blackOutUser, eraseDeactivatedBefore }
 }

@@ -208,6 +208,16 @@ export async function rederiveActive(db: Db, tenantId: number): Promise<number[]
   return rows.map((r) => r.id)
 }
 
+/** Accounts deactivated before `cutOff` and not yet erased: deleted then, or inactive with a leaving date then. */
+export function deactivatedBefore(db: Db, tenantId: number, cutOff: Date) {
+  const at = cutOff.toISOString()
+  return db
+    .selectFrom('users')
+    .where('tenant_id', '=', tenantId)
+    .where('blacked_out_at', 'is', null)
+    .where((eb) => eb.or([eb('deleted_at', '<', at), eb.and([eb('active', '=', false), eb('leaving_date', '<', at)])]))
+}
+
 /** Whether a role of the tenant requires MFA of its users. */
 export async function roleRequiresMfa(db: Db, tenantId: number, roleId: number): Promise<boolean> {
   const row = await db
