@@ -300,3 +300,23 @@ test('a download link expires; a wrong or forged token answers 404; archives pas
     409,
   )
 })
+
+test('an upload whose bytes are gone from storage is named in files/MISSING.txt; the export still completes', async () => {
+  const app = await buildTestApp()
+  const tenant = await given.tenant(db)
+  const alice = await given.user(db, tenant)
+  await sql`insert into filemanager_files (tenant_id, user_id, name, size, media_type, storage_name)
+    values (${tenant.id}, ${alice.id}, 'lost.pdf', 10, 'application/pdf', 'no-such-stored-file')`.execute(db)
+  const requested = await call(app, alice.token, { method: 'POST', url: '/api/users/current/data-export' })
+  const id = requested.json().data.id as number
+  await runExportJob(id)
+
+  const shown = await call(app, alice.token, { method: 'GET', url: `/api/data-exports/${id}` })
+  assert.equal(shown.json().data.status, 'ready', shown.body)
+  const link = await call(app, alice.token, { method: 'POST', url: `/api/data-exports/${id}/download-link` })
+  const zip = await app.inject({ method: 'GET', url: linkPath(link.json().data.url) })
+  assert.equal(zip.statusCode, 200)
+  const entries = await unzip(zip.rawPayload)
+  assert.match(entries.get('files/MISSING.txt')?.toString('utf8') ?? '', /files\/uploads\/\d+-lost\.pdf/)
+  assert.ok(![...entries.keys()].some((name) => name.startsWith('files/uploads/')))
+})

@@ -200,7 +200,14 @@ export function createRetentionService(deps: AppDeps) {
    * a second run finds nothing). The cut-off is fixed once per run, so a dry run and a real run at the
    * same moment agree. A real run that removed something records `retention.sweep` in the audit log.
    */
-  async function sweepTenant(tenantId: number, { dryRun = false, now = new Date() } = {}) {
+  async function sweepTenant(
+    tenantId: number,
+    {
+      dryRun = false,
+      now = new Date(),
+      onBatch,
+    }: { dryRun?: boolean; now?: Date; onBatch?: (rows: number, ms: number) => void } = {},
+  ) {
     const own = await periods(db, tenantId)
     const removed: Record<DataClassKey, number> = each(() => 0)
     for (const key of DATA_CLASS_KEYS) {
@@ -218,11 +225,14 @@ export function createRetentionService(deps: AppDeps) {
           continue
         }
         for (;;) {
+          const started = performance.now()
           const result = await sql`
             delete from ${table} where tenant_id = ${tenantId} and ${keyColumn} in (
               select ${keyColumn} from ${table} where tenant_id = ${tenantId} and ${part.older(cutOff)}
               limit ${SWEEP_BATCH} for update skip locked)`.execute(db)
           const n = Number(result.numAffectedRows ?? 0)
+          // each batch is its own statement and transaction: its time is the longest any row lock is held
+          onBatch?.(n, performance.now() - started)
           removed[key] += n
           if (n < SWEEP_BATCH) break
         }

@@ -1,4 +1,5 @@
 import { createHash, randomBytes } from 'node:crypto'
+import fs from 'node:fs/promises'
 import { Readable } from 'node:stream'
 import { sql } from 'kysely'
 import yazl from 'yazl'
@@ -238,10 +239,12 @@ export function createDataExports(deps: AppDeps, storage: FileStorage) {
     const userId = Number(row.user_id)
     try {
       const zip = new yazl.ZipFile()
+      // an entry that cannot be read fails the export (status failed), never the process
+      const zipFailed = new Promise<never>((_resolve, reject) => zip.on('error', reject))
       const saving = storage.save(area(tenantId), Readable.from(zip.outputStream), 'zip')
       await addEntries(zip, tenantId, userId)
       zip.end()
-      const stored = await saving
+      const stored = await Promise.race([saving, zipFailed])
       await db.transaction().execute(async (trx) => {
         await trx
           .updateTable('data_exports')
@@ -391,17 +394,35 @@ export function createDataExports(deps: AppDeps, storage: FileStorage) {
     }
     zip.addBuffer(json(content), 'content.json')
 
-    if (user.profile_picture) {
-      const picture = storage.path(`profile-pictures/${tenantId}`, user.profile_picture)
-      zip.addFile(picture, `files/profile-picture/${user.profile_picture}`)
+    // a file whose bytes are gone from the storage directory is named in files/MISSING.txt, not a failed export
+    const missing: string[] = []
+    const addStored = async (full: string, name: string) => {
+      if (
+        await fs.stat(full).then(
+          (stat) => stat.isFile(),
+          () => false,
+        )
+      )
+        zip.addFile(full, name)
+      else missing.push(name)
     }
+    if (user.profile_picture)
+      await addStored(
+        storage.path(`profile-pictures/${tenantId}`, user.profile_picture),
+        `files/profile-picture/${user.profile_picture}`,
+      )
     const { rows: files } = await sql<{ id: string; name: string; storage_name: string }>`
       select id, name, storage_name from filemanager_files
       where tenant_id = ${tenantId} and user_id = ${userId} order by id`.execute(db)
     for (const file of files) {
       const safe = file.name.replace(/[^\p{L}\p{N}._ -]/gu, '_').slice(0, 120) || 'file'
-      zip.addFile(storage.path(`filemanager/${tenantId}`, file.storage_name), `files/uploads/${file.id}-${safe}`)
+      await addStored(storage.path(`filemanager/${tenantId}`, file.storage_name), `files/uploads/${file.id}-${safe}`)
     }
+    if (missing.length > 0)
+      zip.addBuffer(
+        Buffer.from(`Files on record whose contents were not found in storage:\n${missing.join('\n')}\n`, 'utf8'),
+        'files/MISSING.txt',
+      )
   }
 
   /** Deletes the archives past their 7 days (bounded batches, any tenant); returns how many. */
