@@ -6,7 +6,14 @@ import { sql } from 'kysely'
 import pino from 'pino'
 import { buildApp } from '../src/app.js'
 import { createWebhookDeliverer, type DeliverWebhookPayload } from '../src/modules/automations/index.js'
-import { PUBLISH_JOB, runPublishJob, type PublishPayload } from '../src/platform/content/content-reading.js'
+import {
+  PUBLISH_JOB,
+  REMIND_JOB,
+  runPublishJob,
+  runRemindJob,
+  type PublishPayload,
+  type RemindPayload,
+} from '../src/platform/content/content-reading.js'
 import type { FanOutPayload } from '../src/modules/notifications/sending/fan-out.js'
 import { runFanOut } from '../src/modules/notifications/notifications.jobs.js'
 import { call, instrumentTestApp, testConfig } from './helpers/build-test-app.js'
@@ -557,6 +564,90 @@ test('reminders reach only the pending, once per 24 hours, and record who was re
   })
   assert.equal(notAsked.statusCode, 422)
   assert.equal(notAsked.json().code, 'confirmation_not_required')
+})
+
+test('the automatic reminder at confirmation_due_at: scheduled with the post, moved and removed with its due time, reaches only the pending once', async () => {
+  const server = await app
+  const { tenant, channel, anna, ben } = await world()
+  const jobs = async (id: number) =>
+    (
+      await sql<{ payload: RemindPayload; run_at: Date }>`
+        select j.payload, j.run_at from graphile_worker._private_jobs j join graphile_worker._private_tasks t on t.id = j.task_id
+        where t.identifier = ${REMIND_JOB} and j.key = ${`${REMIND_JOB}:infoboardPost:${id}`}`.execute(db)
+    ).rows
+  // whole seconds: the due time is stored to the second
+  const wholeSeconds = (ms: number) => new Date(Math.ceil((Date.now() + ms) / 1000) * 1000).toISOString()
+  const due = wholeSeconds(3_600_000)
+  const p = await post(tenant, tenant.adminToken, {
+    channel_id: channel,
+    title: 'Cold room',
+    body: 'b',
+    requires_reading_confirmation: true,
+    confirmation_due_at: due,
+  })
+  const [job] = await jobs(p.id)
+  assert.ok(job, 'one reminder job, keyed by the post')
+  assert.equal(new Date(job.run_at).toISOString(), new Date(due).toISOString())
+
+  // the due time moves: the job moves with it; the old due time's payload no longer reminds anyone
+  const later = wholeSeconds(7_200_000)
+  const moved = await call(server, tenant.adminToken, {
+    method: 'PUT',
+    url: `/api/infoboard/posts/${p.id}`,
+    payload: { confirmation_due_at: later },
+  })
+  assert.equal(moved.statusCode, 200, moved.body)
+  const after = await jobs(p.id)
+  assert.equal(after.length, 1)
+  assert.equal(new Date(after[0]!.run_at).toISOString(), new Date(later).toISOString())
+  assert.equal(await runRemindJob(db, job.payload), null, 'a stale due time reminds nobody')
+
+  await call(server, anna.token, { method: 'POST', url: `/api/infoboard/posts/${p.id}/confirmation` })
+  // the job's run at its time: only the pending (ben; the admin who wrote it is in the audience too)
+  assert.equal(await runRemindJob(db, after[0]!.payload), 2)
+  assert.equal(await fanOutFor(`infoboardPostReadingConfirmationReminder:${p.id}:`), 1)
+  assert.deepEqual(
+    await notified(tenant, 'infoboardPostReadingConfirmationReminder', p.id),
+    [tenant.adminId, ben.id].sort((a, b) => a - b),
+  )
+  const recorded = await db
+    .selectFrom('content_reminders')
+    .select(['actor_id', 'recipients'])
+    .where('tenant_id', '=', tenant.id)
+    .where('target_id', '=', p.id)
+    .execute()
+  assert.deepEqual(recorded, [{ actor_id: null, recipients: 2 }])
+  assert.equal(await runRemindJob(db, after[0]!.payload), null, 'run twice: reminded once')
+  const manual = await call(server, tenant.adminToken, {
+    method: 'POST',
+    url: `/api/infoboard/posts/${p.id}/reminders`,
+  })
+  assert.equal(manual.statusCode, 429, 'the automatic reminder counts for the 24 hours')
+
+  // no longer asking for a confirmation: the pending job goes
+  const other = await post(tenant, tenant.adminToken, {
+    channel_id: channel,
+    title: 'Other',
+    body: 'b',
+    requires_reading_confirmation: true,
+    confirmation_due_at: due,
+  })
+  assert.equal((await jobs(other.id)).length, 1)
+  await call(server, tenant.adminToken, {
+    method: 'PUT',
+    url: `/api/infoboard/posts/${other.id}`,
+    payload: { requires_reading_confirmation: false },
+  })
+  assert.equal((await jobs(other.id)).length, 0)
+  // a due time already past schedules nothing; no due time schedules nothing
+  const past = await post(tenant, tenant.adminToken, {
+    channel_id: channel,
+    title: 'Past',
+    body: 'b',
+    requires_reading_confirmation: true,
+    confirmation_due_at: iso(-60_000),
+  })
+  assert.equal((await jobs(past.id)).length, 0)
 })
 
 test('reach_detail counts_only hides names and departments with fewer than 5 people in the audience', async () => {

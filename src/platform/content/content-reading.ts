@@ -27,6 +27,13 @@ export interface PublishPayload {
   id: number
 }
 
+/** The job that reminds the pending readers of a record at its `confirmation_due_at`. */
+export const REMIND_JOB = 'content:remind'
+/** `due`: the due time the job was scheduled for (a record whose due time changed since has a newer job). */
+export interface RemindPayload extends PublishPayload {
+  due: string
+}
+
 /** The reader's own state of a record (`my_state`). */
 export const MyStateSchema = Type.Object(
   { seen_at: Nullable(TimestampSchema), confirmed_at: Nullable(TimestampSchema) },
@@ -232,6 +239,7 @@ export function defineReading(decl: ReadingDeclaration, content: ContentResource
         and target_id = ${row.id}`.execute(trx)
       return
     }
+    await scheduleReminder(trx, change)
     if (row.published_notified_at === null) {
       if (await publishIfDue(trx, actor.tenantId, row.id, actor.userId)) return
       if (typeof row.published_at === 'string') {
@@ -247,6 +255,38 @@ export function defineReading(decl: ReadingDeclaration, content: ContentResource
     }
     const asked = decl.editsNotify === 'always' || change.values.notify === true
     if (change.kind === 'updated' && asked) await notices.published(trx, actor.tenantId, row, change.eventId, 'updated')
+  }
+
+  /**
+   * The automatic reminder at `confirmation_due_at` (issue 41): one pending job per record (job key),
+   * moved when the due time changes, removed when the record no longer asks for a confirmation or
+   * has no due time. A due time already past when written schedules nothing.
+   */
+  async function scheduleReminder(trx: Db, change: ContentChange): Promise<void> {
+    const { row, actor } = change
+    const touched = ['requires_reading_confirmation', 'confirmation_due_at'].some((k) => k in change.values)
+    if (change.kind !== 'created' && !touched) return
+    const key = `${REMIND_JOB}:${decl.alias}:${row.id}`
+    const due =
+      typeof row.confirmation_due_at === 'string' ? new Date(`${row.confirmation_due_at.replace(' ', 'T')}Z`) : null
+    if (row.requires_reading_confirmation === true && due !== null && due.getTime() > Date.now()) {
+      const payload: RemindPayload = { alias: decl.alias, tenantId: actor.tenantId, id: row.id, due: due.toISOString() }
+      await enqueue(trx, REMIND_JOB, payload, { key, runAt: due, maxAttempts: 10 })
+    } else if (change.kind === 'updated') await sql`select graphile_worker.remove_job(${key})`.execute(trx)
+  }
+
+  /**
+   * The reminder job's run: reminds the pending readers if the record still asks for a confirmation by
+   * that due time and is published; a manual reminder within the last 24 hours counts as this one.
+   */
+  async function remindIfDue(trx: Db, payload: RemindPayload): Promise<number | null> {
+    const row = await content.findStored(trx, payload.tenantId, payload.id)
+    if (!row || row.requires_reading_confirmation !== true || row.published_notified_at === null) return null
+    const due =
+      typeof row.confirmation_due_at === 'string' ? new Date(`${row.confirmation_due_at.replace(' ', 'T')}Z`) : null
+    if (due?.toISOString() !== payload.due) return null
+    const sent = await remindPending(trx, payload.tenantId, row, null)
+    return 'reminder' in sent ? sent.reminder.recipients : null
   }
 
   /** The visible record or 404 (same answer for "missing" and "outside the audience"). */
@@ -415,47 +455,55 @@ export function defineReading(decl: ReadingDeclaration, content: ContentResource
         'confirmation_not_required',
         `This ${content.label.toLowerCase()} asks for no confirmation`,
       )
-    const t = actor.tenantId
     return db.transaction().execute(async (trx) => {
-      const { rows: claimed } = await sql<{ retry_after: number | null; claimed: boolean }>`
-        with claim as (
-          update ${table} set reminded_at = now() where tenant_id = ${t} and id = ${id}
-            and (reminded_at is null or reminded_at <= now() - interval '24 hours') returning id)
-        select exists (select 1 from claim) as claimed,
-          (select ceil(extract(epoch from (p.reminded_at + interval '24 hours' - now())))::int
-            from ${table} p where p.tenant_id = ${t} and p.id = ${id}) as retry_after`.execute(trx)
-      if (!claimed[0].claimed) {
-        const retryAfter = Math.max(1, claimed[0].retry_after ?? 1)
-        throw new AppError(
-          429,
-          'reminder_too_soon',
-          'A reminder for this was sent within the last 24 hours',
-          undefined,
-          { 'retry-after': String(retryAfter) },
-        )
-      }
-      const { rows } = await sql<{ id: number; recipients: number; created_at: string }>`
-        with reminder as (
-          insert into content_reminders (tenant_id, target_type, target_id, actor_id)
-          values (${t}, ${decl.alias}, ${id}, ${actor.userId}) returning id, created_at),
-        reached as (
-          insert into content_reminder_recipients (tenant_id, reminder_id, user_id)
-          select ${t}, (select id from reminder), aud.id from (${audienceSql(t, id)}) aud
-          where not exists (select 1 from content_reads r where r.tenant_id = ${t} and r.target_type = ${decl.alias}
-            and r.target_id = ${id} and r.user_id = aud.id and r.confirmed_at is not null)
-            and aud.id <> ${actor.userId}
-          returning user_id)
-        select (select id from reminder) as id, (select created_at from reminder) as created_at,
-          (select count(*) from reached)::int as recipients`.execute(trx)
-      const reminder = rows[0]
-      await sql`update content_reminders set recipients = ${reminder.recipients}
-        where tenant_id = ${t} and id = ${reminder.id}`.execute(trx)
-      if (reminder.recipients > 0) await notices.reminded(trx, t, row, reminder.id)
-      return reminder
+      const sent = await remindPending(trx, actor.tenantId, row, actor.userId)
+      if ('reminder' in sent) return sent.reminder
+      throw new AppError(429, 'reminder_too_soon', 'A reminder for this was sent within the last 24 hours', undefined, {
+        'retry-after': String(sent.retryAfter),
+      })
     })
   }
 
-  return { publishIfDue, afterWrite, markSeen, confirm, reach, reachUsers, remind, audienceSql }
+  /**
+   * Claims the record's reminder (none within 24 hours: one conditional update decides) and records
+   * and notifies the pending audience; `actorId` null for the automatic reminder at the due time.
+   */
+  async function remindPending(
+    trx: Db,
+    t: number,
+    row: ContentRow,
+    actorId: number | null,
+  ): Promise<{ reminder: { id: number; recipients: number; created_at: string } } | { retryAfter: number }> {
+    const id = row.id
+    const { rows: claimed } = await sql<{ retry_after: number | null; claimed: boolean }>`
+      with claim as (
+        update ${table} set reminded_at = now() where tenant_id = ${t} and id = ${id}
+          and (reminded_at is null or reminded_at <= now() - interval '24 hours') returning id)
+      select exists (select 1 from claim) as claimed,
+        (select ceil(extract(epoch from (p.reminded_at + interval '24 hours' - now())))::int
+          from ${table} p where p.tenant_id = ${t} and p.id = ${id}) as retry_after`.execute(trx)
+    if (!claimed[0].claimed) return { retryAfter: Math.max(1, claimed[0].retry_after ?? 1) }
+    const { rows } = await sql<{ id: number; recipients: number; created_at: string }>`
+      with reminder as (
+        insert into content_reminders (tenant_id, target_type, target_id, actor_id)
+        values (${t}, ${decl.alias}, ${id}, ${actorId}) returning id, created_at),
+      reached as (
+        insert into content_reminder_recipients (tenant_id, reminder_id, user_id)
+        select ${t}, (select id from reminder), aud.id from (${audienceSql(t, id)}) aud
+        where not exists (select 1 from content_reads r where r.tenant_id = ${t} and r.target_type = ${decl.alias}
+          and r.target_id = ${id} and r.user_id = aud.id and r.confirmed_at is not null)
+          and aud.id is distinct from ${actorId}::bigint
+        returning user_id)
+      select (select id from reminder) as id, (select created_at from reminder) as created_at,
+        (select count(*) from reached)::int as recipients`.execute(trx)
+    const reminder = rows[0]
+    await sql`update content_reminders set recipients = ${reminder.recipients}
+      where tenant_id = ${t} and id = ${reminder.id}`.execute(trx)
+    if (reminder.recipients > 0) await notices.reminded(trx, t, row, reminder.id)
+    return { reminder }
+  }
+
+  return { publishIfDue, remindIfDue, afterWrite, markSeen, confirm, reach, reachUsers, remind, audienceSql }
 }
 
 export type Reading = ReturnType<typeof defineReading>
@@ -481,7 +529,17 @@ export function publishJobHandlers(db: Db): JobHandlers {
     [PUBLISH_JOB]: jobOf<PublishPayload>(async (payload) => {
       await runPublishJob(db, payload)
     }),
+    [REMIND_JOB]: jobOf<RemindPayload>(async (payload) => {
+      await runRemindJob(db, payload)
+    }),
   }
+}
+
+/** One run of the reminder job; the number of people reminded, or null when nothing was due. */
+export async function runRemindJob(db: Db, payload: RemindPayload): Promise<number | null> {
+  const reading = readings().get(payload.alias)
+  if (!reading) throw new Error(`no reading content "${payload.alias}"`)
+  return db.transaction().execute((trx) => reading.remindIfDue(trx, payload))
 }
 
 /** One run of the publish job; true when this run published the record. */
