@@ -11,6 +11,7 @@
  *    sends to more than one shard fails the test that sent it), then the routable-statements check,
  *    whose Citus side explains every captured statement on the coordinator (test/helpers/routed-on-citus.ts).
  *    The cluster's own checks are test/citus-cluster.test.ts; the demo start is test/readme.test.ts.
+ *    Then `--suite citus` (test/citus/*.citus.ts): a tenant moved, isolated and rebalanced under load.
  * 4. The cluster is stopped and its directories removed (also on failure or Ctrl-C).
  *
  * Arguments are test files, as for run-tests.ts (default: all).
@@ -71,17 +72,25 @@ async function main(): Promise<number> {
     console.log(`# citus: workplace migrate, workplace db distribute on ${new URL(url).host}`)
     await workplace(url, 'migrate')
     await workplace(url, 'db', 'distribute')
-    const { code } = await run(
-      process.execPath,
-      ['--import', 'tsx', path.join(root, 'test/run-tests.ts'), ...process.argv.slice(2)],
-      {
-        ...process.env,
-        TEST_PREPARED_DATABASE_URL: url,
-        TEST_CITUS: '1',
-        // the API's connections of servers the tests start (the test pool: test/helpers/citus.ts)
-        CITUS_MULTI_SHARD_LOG_LEVEL: 'error',
-      },
-    )
+    const env = {
+      ...process.env,
+      TEST_PREPARED_DATABASE_URL: url,
+      TEST_CITUS: '1',
+      // the API's connections of servers the tests start (the test pool: test/helpers/citus.ts)
+      CITUS_MULTI_SHARD_LOG_LEVEL: 'error',
+    }
+    const runTests = path.join(root, 'test/run-tests.ts')
+    const files = process.argv.slice(2)
+    const clusterFiles = files.filter((f) => f.endsWith('.citus.ts'))
+    const suiteFiles = files.filter((f) => !f.endsWith('.citus.ts'))
+    let code = 0
+    if (suiteFiles.length > 0 || files.length === 0)
+      code = (await run(process.execPath, ['--import', 'tsx', runTests, ...suiteFiles], env)).code
+    // then the cluster's own: tenants moved under load (after the suite: the moves must not race its tests)
+    if (code === 0 && (clusterFiles.length > 0 || files.length === 0)) {
+      console.log('# citus: tenants moved, isolated and rebalanced under load (test/citus/*.citus.ts)')
+      code = (await run(process.execPath, ['--import', 'tsx', runTests, '--suite', 'citus', ...clusterFiles], env)).code
+    }
     return code
   } finally {
     await stop()

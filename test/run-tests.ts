@@ -69,7 +69,13 @@ async function main(): Promise<number> {
   await handle.close()
 
   const pattern =
-    suite === 'reliability' ? /\.reliability\.ts$/ : suite === 'cluster' ? /\.cluster\.ts$/ : /\.test\.ts$/
+    suite === 'reliability'
+      ? /\.reliability\.ts$/
+      : suite === 'cluster'
+        ? /\.cluster\.ts$/
+        : suite === 'citus'
+          ? /\.citus\.ts$/
+          : /\.test\.ts$/
   const files =
     explicitFiles.length > 0
       ? explicitFiles
