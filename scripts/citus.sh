@@ -91,14 +91,15 @@ start_cluster() {
   local port="${CITUS_PORT:-}"
   if [ -z "$port" ]; then
     port=25432
-    while ! { port_free "$port" && port_free $((port + 1)) && port_free $((port + 2)); }; do port=$((port + 3)); done
+    while ! { port_free "$port" && port_free $((port + 1)) && port_free $((port + 2)) && port_free $((port + 3)); }; do port=$((port + 4)); done
   fi
   mkdir -p "$dir"
   chmod 755 "$dir"
   local user
   user="$(server_user)"
-  local names=(coordinator worker1 worker2)
-  for i in 0 1 2; do
+  # worker3 runs but is not part of the cluster: the tenant-moves test adds it, then rebalances
+  local names=(coordinator worker1 worker2 worker3)
+  for i in 0 1 2 3; do
     local node="$dir/${names[$i]}" p=$((port + i))
     mkdir -p "$node"
     chown "$user" "$node"
@@ -125,15 +126,16 @@ EOF
     as_server_user "$PG_BIN/pg_ctl" -D "$node/data" -l "$node/server.log" -w -t 60 start >/dev/null ||
       { cat "$node/server.log" >&2; exit 1; }
   done
-  for i in 0 1 2; do
+  for i in 0 1 2 3; do
     local p=$((port + i))
     psql_on "$p" postgres -c "create database $DATABASE" >/dev/null
     psql_on "$p" "$DATABASE" -c 'create extension citus; create extension if not exists pg_trgm; create extension if not exists pgcrypto' >/dev/null
   done
   psql_on "$port" "$DATABASE" -c "select citus_set_coordinator_host('127.0.0.1', $port)" >/dev/null
   psql_on "$port" "$DATABASE" -c "select citus_add_node('127.0.0.1', $((port + 1)))" -c "select citus_add_node('127.0.0.1', $((port + 2)))" >/dev/null
-  log "coordinator 127.0.0.1:$port, workers :$((port + 1)) :$((port + 2)) (data in $dir)"
+  log "coordinator 127.0.0.1:$port, workers :$((port + 1)) :$((port + 2)), a spare worker :$((port + 3)) not yet added (data in $dir)"
   echo "CITUS_URL=postgres://postgres@127.0.0.1:$port/$DATABASE"
+  echo "CITUS_SPARE_WORKER=127.0.0.1:$((port + 3))"
 }
 
 psql_on() {
@@ -145,7 +147,7 @@ psql_on() {
 stop_cluster() {
   local dir="$1"
   [ -d "$dir" ] || return 0
-  for name in worker2 worker1 coordinator; do
+  for name in worker3 worker2 worker1 coordinator; do
     if [ -f "$dir/$name/data/postmaster.pid" ]; then
       as_server_user "$PG_BIN/pg_ctl" -D "$dir/$name/data" -m immediate -w stop >/dev/null 2>&1 || true
     fi

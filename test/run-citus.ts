@@ -52,6 +52,8 @@ async function workplace(url: string, ...args: string[]): Promise<void> {
 
 async function main(): Promise<number> {
   let url = process.env.CITUS_URL
+  // a started but not yet added worker (scripts/citus.sh): the tenant-moves test adds it and rebalances
+  let spareWorker = process.env.CITUS_SPARE_WORKER
   let stop = async () => {}
   if (!url) {
     const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'workplace-citus-'))
@@ -63,6 +65,7 @@ async function main(): Promise<number> {
     process.once('SIGTERM', onSignal)
     const { code, stdout } = await run('bash', [script, 'start', dir], process.env, true)
     url = /CITUS_URL=(\S+)/.exec(stdout)?.[1]
+    spareWorker = /CITUS_SPARE_WORKER=(\S+)/.exec(stdout)?.[1]
     if (code !== 0 || !url) {
       await stop()
       throw new Error(`scripts/citus.sh start failed (${code})`)
@@ -78,6 +81,7 @@ async function main(): Promise<number> {
       TEST_CITUS: '1',
       // the API's connections of servers the tests start (the test pool: test/helpers/citus.ts)
       CITUS_MULTI_SHARD_LOG_LEVEL: 'error',
+      CITUS_SPARE_WORKER: spareWorker ?? '',
     }
     const runTests = path.join(root, 'test/run-tests.ts')
     const files = process.argv.slice(2)

@@ -1,6 +1,6 @@
 /**
  * Issue 44: a tenant's shard group moved to the other worker, the tenant isolated into shards of its
- * own, and the cluster rebalanced — each while the API serves that tenant reads and writes. No request
+ * own, a third worker added (the spare scripts/citus.sh starts) and the cluster rebalanced — each while the API serves that tenant reads and writes. No request
  * may fail and no acknowledged write may be lost. Runs in `npm run test:citus` after the suite, on its
  * cluster (`--suite citus`); skipped on a single PostgreSQL.
  *
@@ -120,9 +120,26 @@ test(
       steps.push(`isolated into shard ${isolated.shard}`)
       await settle()
 
-      // 3. the whole cluster rebalanced (moves whatever the rebalancer chooses)
+      // 3. a third worker added and the cluster rebalanced onto it (the rebalancer chooses what moves)
+      const [spareHost, sparePort] = (process.env.CITUS_SPARE_WORKER ?? '').split(':')
+      if (spareHost && sparePort) {
+        await sql`select citus_add_node(${spareHost}, ${Number(sparePort)}::int)`.execute(db)
+        steps.push(`added worker :${sparePort}`)
+      }
+      const rebalanceStarted = performance.now()
       await sql`select rebalance_table_shards(shard_transfer_mode => 'block_writes')`.execute(db)
-      steps.push(`rebalanced; the tenant now on :${(await placement(tenant.id)).port}`)
+      const { rows: spread } = await sql<{ port: number; groups: number }>`
+        select n.nodeport as port, count(*)::int as groups from pg_dist_shard s
+        join pg_dist_placement p on p.shardid = s.shardid join pg_dist_node n on n.groupid = p.groupid
+        where s.logicalrelid = 'users'::regclass group by n.nodeport order by n.nodeport`.execute(db)
+      if (spareHost && sparePort)
+        assert.ok(
+          spread.some((r) => r.port === Number(sparePort) && r.groups > 0),
+          `the new worker holds shard groups: ${JSON.stringify(spread)}`,
+        )
+      steps.push(
+        `rebalanced in ${Math.round(performance.now() - rebalanceStarted)} ms (users shards per worker ${spread.map((r) => `:${r.port} ${r.groups}`).join(', ')}); the tenant now on :${(await placement(tenant.id)).port}`,
+      )
       await settle()
     } finally {
       running = false
