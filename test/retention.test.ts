@@ -4,7 +4,8 @@ import { test } from 'node:test'
 import { sql } from 'kysely'
 import pino from 'pino'
 import { buildTestApp, call, testConfig } from './helpers/build-test-app.js'
-import { createRetentionService } from '../src/modules/retention/index.js'
+import { createRetentionService, DATA_CLASSES } from '../src/modules/retention/index.js'
+import { batchDeleteSql } from '../src/modules/retention/retention.service.js'
 import { given, type GivenTenant } from './helpers/given.js'
 import { testDb } from './helpers/test-database.js'
 
@@ -305,4 +306,35 @@ test('deactivated accounts are erased after their period: deleted or past their 
     .where('target_id', '=', String(deletedOnce.id))
     .executeTakeFirstOrThrow()
   assert.equal(byJob.actor_id, null)
+})
+
+test("a sweep batch takes the oldest rows from the time column's index, not a scan of the tenant's heap", async () => {
+  const tenant = await given.tenant(db)
+  const user = await given.user(db, tenant)
+  // the old rows last in the heap, as a real table has them only after years: a scan from the start
+  // would pass every young row on every batch
+  await sql`insert into notifications (tenant_id, notifiable_id, type, targetable_type, targetable_id, source_key, read_at, created_at)
+    select ${tenant.id}, ${user.id}, 't', 'x', 1, 'young-' || g, now() - interval '1 day', now() - interval '2 days'
+    from generate_series(1, 20000) g`.execute(db)
+  await sql`insert into notifications (tenant_id, notifiable_id, type, targetable_type, targetable_id, source_key, read_at, created_at)
+    select ${tenant.id}, ${user.id}, 't', 'x', 1, 'old-' || g, now() - interval '400 days', now() - interval '401 days'
+    from generate_series(1, 20000) g`.execute(db)
+  await sql`analyze notifications`.execute(db)
+  const plans: string[] = []
+  for (const key of ['notifications_read', 'notifications_unread', 'audit_log'] as const) {
+    const part = DATA_CLASSES[key].parts[0]!
+    const compiled = batchDeleteSql(part, tenant.id, sql`${ago(180)}::timestamptz`).compile(db)
+    const { rows } = await db
+      .transaction()
+      .execute(async (trx) =>
+        trx.executeQuery<{ 'QUERY PLAN': string }>({ ...compiled, sql: `explain ${compiled.sql}` }),
+      )
+    const plan = rows.map((r) => r['QUERY PLAN']).join('\n')
+    plans.push(plan)
+    assert.doesNotMatch(plan, new RegExp(`Seq Scan on ${part.table}`), `${key}:\n${plan}`)
+    assert.doesNotMatch(plan, /Sort/, `${key}: the index gives the order:\n${plan}`)
+  }
+  assert.match(plans[0]!, /notifications_tenant_read_idx/)
+  assert.match(plans[1]!, /notifications_tenant_unread_idx/)
+  await sql`delete from notifications where tenant_id = ${tenant.id}`.execute(db)
 })
