@@ -53,6 +53,8 @@ function unzip(bytes: Buffer): Promise<Map<string, Buffer>> {
 }
 
 const linkPath = (url: string) => new URL(url).pathname
+/** A `YYYY-MM-DD HH:MM:SS` time of the API (UTC) in milliseconds. */
+const utc = (time: string) => new Date(`${time.replace(' ', 'T')}Z`).getTime()
 
 test('a person exports their data: 202, job, ready, single-use link, a ZIP with every file', async () => {
   const app = await buildTestApp()
@@ -118,11 +120,20 @@ test('a person exports their data: 202, job, ready, single-use link, a ZIP with 
   const status = await call(app, token, { method: 'GET', url: `/api/data-exports/${id}` })
   assert.equal(status.statusCode, 200)
   assert.equal(status.json().data.status, 'ready')
-  const expiresIn = new Date(status.json().data.expires_at).getTime() - Date.now()
+  const expiresIn = utc(status.json().data.expires_at) - Date.now()
   assert.ok(expiresIn > 6.9 * 86400_000 && expiresIn <= 7 * 86400_000, 'kept 7 days')
+  // the list answers a ready export with the same times as the export itself (the API's timestamp format)
+  const listed = await call(app, token, { method: 'GET', url: '/api/data-exports' })
+  assert.equal(listed.statusCode, 200, listed.body)
+  const [item] = listed.json()
+  assert.equal(item.status, 'ready')
+  for (const key of ['created_at', 'ready_at', 'expires_at'] as const) {
+    assert.match(item[key], /^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}$/, key)
+    assert.equal(item[key], status.json().data[key], key)
+  }
   const link = await call(app, token, { method: 'POST', url: `/api/data-exports/${id}/download-link` })
   assert.equal(link.statusCode, 200, link.body)
-  const linkExpiresIn = new Date(link.json().data.expires_at).getTime() - Date.now()
+  const linkExpiresIn = utc(link.json().data.expires_at) - Date.now()
   assert.ok(linkExpiresIn > 9 * 60_000 && linkExpiresIn <= 10 * 60_000, 'a link works for 10 minutes')
 
   const download = await app.inject({ method: 'GET', url: linkPath(link.json().data.url) })

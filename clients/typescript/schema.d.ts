@@ -2741,7 +2741,7 @@ export interface components {
             user_id?: number | null;
         };
         DataExport: {
-            /** Format: date-time */
+            /** @example 2026-01-31 09:30:00 */
             created_at: string;
             /** @description when the archive is deleted (7 days after it was made) */
             expires_at: string | null;
@@ -6576,7 +6576,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        /** Format: date-time */
+                        /** @example 2026-01-31 09:30:00 */
                         created_at?: string;
                         /** @description when the archive is deleted (7 days after it was made) */
                         expires_at?: string | null;
@@ -6703,7 +6703,7 @@ export interface operations {
                 content: {
                     "application/json": {
                         data: {
-                            /** Format: date-time */
+                            /** @example 2026-01-31 09:30:00 */
                             expires_at: string;
                             /** @description works once, without a bearer token, until expires_at */
                             url: string;

@@ -1,7 +1,13 @@
 import type { Readable } from 'node:stream'
 import { Type } from 'typebox'
 import type { App } from '../../platform/app-module.js'
-import { envelope, errorResponses, IdParamsSchema } from '../../platform/http/schemas.js'
+import {
+  envelope,
+  errorResponses,
+  IdParamsSchema,
+  NullableTimestampSchema,
+  TimestampSchema,
+} from '../../platform/http/schemas.js'
 import { sendList } from '../../platform/http/list-response.js'
 import { listQuerySchema } from '../../platform/query/list-query-schema.js'
 import { dataExportResource, type DataExports } from './users-data-export.js'
@@ -17,9 +23,9 @@ const DataExportSchema = Type.Object(
       Type.Literal('expired'),
     ]),
     size: Type.Union([Type.Integer(), Type.Null()], { description: 'bytes of the ZIP, once ready' }),
-    created_at: Type.String({ format: 'date-time' }),
-    ready_at: Type.Union([Type.String({ format: 'date-time' }), Type.Null()]),
-    expires_at: Type.Union([Type.String({ format: 'date-time' }), Type.Null()], {
+    created_at: TimestampSchema,
+    ready_at: NullableTimestampSchema,
+    expires_at: Type.Union([TimestampSchema, Type.Null()], {
       description: 'when the archive is deleted (7 days after it was made)',
     }),
   },
@@ -33,7 +39,7 @@ const DataExportListItemSchema = Type.Object(
     requested_by: Opt(Type.Union([Type.Integer(), Type.Null()], { description: 'who asked for it' })),
     status: Opt(DataExportSchema.properties.status),
     size: Opt(DataExportSchema.properties.size),
-    created_at: Opt(Type.String({ format: 'date-time' })),
+    created_at: Opt(TimestampSchema),
     ready_at: Opt(DataExportSchema.properties.ready_at),
     expires_at: Opt(DataExportSchema.properties.expires_at),
   },
@@ -49,7 +55,7 @@ const DownloadLinkSchema = Type.Object(
     data: Type.Object(
       {
         url: Type.String({ description: 'works once, without a bearer token, until expires_at' }),
-        expires_at: Type.String({ format: 'date-time' }),
+        expires_at: TimestampSchema,
       },
       { additionalProperties: false },
     ),

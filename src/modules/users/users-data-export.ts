@@ -59,24 +59,24 @@ files/                   your profile picture and the files you uploaded
 All times are UTC (ISO 8601). The archive is deleted ${EXPORT_KEEP_DAYS} days after it was made.
 `
 
+/** Times as every answer of the API has them (`YYYY-MM-DD HH:MM:SS`, UTC: the driver's text of a timestamp). */
 function present(row: {
   id: number
   user_id: number
   status: PresentedDataExport['status']
   size: number | string | null
-  created_at: string | Date
-  ready_at: string | Date | null
-  expires_at: string | Date | null
+  created_at: string
+  ready_at: string | null
+  expires_at: string | null
 }): PresentedDataExport {
-  const iso = (v: string | Date | null) => (v === null ? null : new Date(v).toISOString())
   return {
     id: Number(row.id),
     user_id: Number(row.user_id),
     status: row.status,
     size: row.size === null ? null : Number(row.size),
-    created_at: new Date(row.created_at).toISOString(),
-    ready_at: iso(row.ready_at),
-    expires_at: iso(row.expires_at),
+    created_at: row.created_at,
+    ready_at: row.ready_at,
+    expires_at: row.expires_at,
   }
 }
 
@@ -209,7 +209,7 @@ export function createDataExports(deps: AppDeps, storage: FileStorage) {
     if (!updated?.link_expires_at) throw new AppError(409, 'not_ready', 'The data export is not ready')
     return {
       url: `${deps.config.baseUrl}/api/data-exports/download/${token}`,
-      expires_at: new Date(updated.link_expires_at).toISOString(),
+      expires_at: updated.link_expires_at,
     }
   }
 
