@@ -58,6 +58,7 @@ const SharedItems = lazy(() => import('./pages/admin/SharedItems.tsx'))
 const Automations = lazy(() => import('./pages/admin/Automations.tsx'))
 const Audit = lazy(() => import('./pages/admin/Audit.tsx'))
 const Send = lazy(() => import('./pages/admin/Send.tsx'))
+const Retention = lazy(() => import('./pages/admin/Retention.tsx'))
 const InfoboardFeed = lazy(() => import('./pages/infoboard/Feed.tsx'))
 const InfoboardPost = lazy(() => import('./pages/infoboard/Post.tsx'))
 const InfoboardWrite = lazy(() => import('./pages/infoboard/Write.tsx'))
@@ -116,6 +117,12 @@ const ROUTES: RouteDef[] = [
   { pattern: '/admin/automations/:id', page: Automations, needs: ['automations.manage'] },
   { pattern: '/admin/audit', page: Audit, needs: ['audit.view'], nav: { key: 'nav.audit', admin: true } },
   { pattern: '/admin/send', page: Send, needs: ['notifications.send'], nav: { key: 'nav.send', admin: true } },
+  {
+    pattern: '/admin/retention',
+    page: Retention,
+    needs: ['tenant.administrate'],
+    nav: { key: 'nav.retention', admin: true },
+  },
   // a notification's URL (`/infoboard/posts/63`) is a page of the app
   { pattern: '/:module/:kind/:id', page: ContentItem },
   { pattern: '/:module/:id', page: ContentItem },

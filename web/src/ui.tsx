@@ -84,27 +84,41 @@ type InputProps = {
   required?: boolean
   autocomplete?: string
   inputMode?: 'numeric' | 'text' | 'email'
+  min?: number
+  max?: number
+  /** Shown beside the input (a button that acts on this field). */
+  after?: ComponentChildren
   lang?: string
   hint?: string
 }
 
 /** A labelled input with the problem details of its field right below it (aria-describedby). */
-export function Field({ label, name, value, onValue, problem, field, hint, ...rest }: InputProps) {
+export function Field({ label, name, value, onValue, problem, field, hint, after, ...rest }: InputProps) {
   const id = useId('f')
   const errors = fieldErrors(problem, field ?? name)
   const described = [errors.length ? `${id}-err` : '', hint ? `${id}-hint` : ''].filter(Boolean).join(' ')
+  const input = (
+    <input
+      id={id}
+      name={name}
+      value={value}
+      onInput={(e) => onValue?.((e.currentTarget as HTMLInputElement).value)}
+      aria-invalid={errors.length > 0 ? 'true' : undefined}
+      aria-describedby={described || undefined}
+      {...(rest as Record<string, never>)}
+    />
+  )
   return (
     <div class="field">
       <label for={id}>{label}</label>
-      <input
-        id={id}
-        name={name}
-        value={value}
-        onInput={(e) => onValue?.((e.currentTarget as HTMLInputElement).value)}
-        aria-invalid={errors.length > 0 ? 'true' : undefined}
-        aria-describedby={described || undefined}
-        {...(rest as Record<string, never>)}
-      />
+      {after ? (
+        <div class="field-row">
+          {input}
+          {after}
+        </div>
+      ) : (
+        input
+      )}
       {hint && (
         <p class="hint" id={`${id}-hint`}>
           {hint}

@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict'
 import http from 'node:http'
 import { after, before, describe, test } from 'node:test'
-import type { Browser, BrowserContext, Page } from 'playwright-core'
+import type { Browser, BrowserContext, Locator, Page } from 'playwright-core'
 import { signInAt, startOidcProvider } from '../../test/helpers/oidc-provider.js'
 import { axeViolations, launchBrowser, newContext, signIn, startServer, type Server } from './harness.js'
 
@@ -651,6 +651,122 @@ describe('administrator, more', () => {
   })
 })
 
+describe('data protection in the admin console', () => {
+  /** The text of everything that describes a field (its hint and the problem next to it). */
+  const description = (field: Locator) =>
+    field.evaluate((el) =>
+      (el.getAttribute('aria-describedby') ?? '')
+        .split(' ')
+        .map((id) => document.getElementById(id)?.textContent ?? '')
+        .join(' '),
+    )
+
+  test('sets a retention period, sees a refused one at its field, puts it back to the default and previews the sweep', async () => {
+    const { context, page } = await session({ user: 'admin' })
+    // the client sends a Request with a streamed body, which the DevTools protocol does not show: the page keeps it
+    await page.addInitScript(() => {
+      const send = window.fetch.bind(window)
+      window.fetch = async (input, init) => {
+        if (input instanceof Request && input.method === 'PUT')
+          (window as unknown as { lastPut: string }).lastPut = await input.clone().text()
+        return send(input, init)
+      }
+    })
+    await page.reload()
+    await page.getByRole('navigation', { name: 'Administration' }).getByRole('link', { name: 'Retention' }).click()
+    await page.getByRole('heading', { level: 1, name: 'Retention' }).waitFor()
+    const read = page.getByRole('spinbutton', { name: 'Read notifications', exact: true })
+    const audit = page.getByRole('spinbutton', { name: 'Audit log entries', exact: true })
+    // the documented defaults (docs/data-protection.md), the operator's maximum in the hint
+    assert.equal(await read.inputValue(), '180')
+    assert.equal(await page.getByRole('spinbutton', { name: 'Unread notifications', exact: true }).inputValue(), '365')
+    assert.equal(await audit.inputValue(), '365')
+    assert.match(await description(audit), /At most 365 days/)
+    /** Clicks Save; the JSON body the page sent. */
+    const saveSends = async () => {
+      const put = page.waitForResponse(
+        (r) => r.request().method() === 'PUT' && r.url().endsWith('/api/administration/retention'),
+      )
+      await page.getByRole('button', { name: 'Save' }).click()
+      await put
+      return page.evaluate(() => JSON.parse((window as unknown as { lastPut: string }).lastPut) as unknown)
+    }
+    const retention = () =>
+      server.api<{ data: { periods: Record<string, number> } }>('admin', 'GET', '/api/administration/retention')
+    // every class of the answer has its input
+    for (const key of Object.keys((await retention()).data.periods))
+      assert.equal(
+        await page
+          .getByRole('spinbutton')
+          .and(page.locator(`[name="${key}"]`))
+          .count(),
+        1,
+        key,
+      )
+
+    await read.fill('30')
+    // only the changed class is sent
+    assert.deepEqual(await saveSends(), { notifications_read: 30 })
+    await page.getByRole('status').filter({ hasText: 'Saved.' }).waitFor()
+    await page.reload()
+    await read.waitFor()
+    assert.equal(await read.inputValue(), '30')
+    assert.equal((await retention()).data.periods.notifications_read, 30)
+
+    // beyond the operator's maximum: the problem is next to that field, nothing is stored
+    await audit.fill('400')
+    await page.getByRole('button', { name: 'Save' }).click()
+    await page.locator('[name="audit_log"][aria-invalid="true"]').waitFor()
+    assert.match(await description(audit), /must be at most 365 days/)
+    assert.equal(await read.getAttribute('aria-invalid'), null)
+    assert.equal((await retention()).data.periods.audit_log, 365)
+    // 0 days: the schema's minimum, next to its field
+    await audit.fill('365')
+    await read.fill('0')
+    await page.getByRole('button', { name: 'Save' }).click()
+    await page.locator('[name="notifications_read"][aria-invalid="true"]').waitFor()
+    assert.match(await description(read), /at least 1/)
+    assert.equal(await audit.getAttribute('aria-invalid'), null)
+    assert.equal((await retention()).data.periods.notifications_read, 30)
+    await expectNoSeriousViolations(page, '/admin/retention with a problem at a field')
+
+    // "Use default" sends null: the default again
+    await page.getByRole('button', { name: 'Use default: Read notifications' }).click()
+    assert.equal(await read.inputValue(), '180')
+    assert.deepEqual(await saveSends(), { notifications_read: null })
+    await page.getByRole('status').filter({ hasText: 'Saved.' }).waitFor()
+    assert.equal((await retention()).data.periods.notifications_read, 180)
+
+    // the preview is a dry run (never the real sweep): a count per class, the same the API gives
+    const sweep = page.waitForRequest((r) => r.url().includes('/api/administration/retention/sweep'))
+    await page.getByRole('button', { name: 'Preview sweep' }).click()
+    assert.match((await sweep).url(), /[?&]dry_run=true(&|$)/)
+    const preview = page.getByRole('table', { name: 'Would be deleted now' })
+    await preview.waitFor()
+    const dryRun = await server.api<{ data: { removed: Record<string, number> } }>(
+      'admin',
+      'POST',
+      '/api/administration/retention/sweep?dry_run=true',
+    )
+    const shown = await preview
+      .getByRole('row')
+      .evaluateAll((rows) =>
+        rows.slice(1).map((r) => [r.querySelector('th')!.textContent, r.querySelector('td')!.textContent]),
+      )
+    assert.equal(shown.length, Object.keys(dryRun.data.removed).length)
+    assert.deepEqual(
+      shown.find(([label]) => label === 'Read notifications'),
+      ['Read notifications', String(dryRun.data.removed.notifications_read)],
+    )
+    assert.deepEqual(
+      shown.find(([label]) => label === 'Audit log entries'),
+      ['Audit log entries', String(dryRun.data.removed.audit_log)],
+    )
+    await expectNoSeriousViolations(page, '/admin/retention with the sweep preview')
+    await context.close()
+  })
+})
+
 describe('content that must be read', () => {
   test('an editor schedules a confirmation-required post; it appears for the employee when due; she confirms; the reach page shows it; the reminder reaches only those still pending', async () => {
     const editor = await session({ user: 'admin' })
@@ -748,6 +864,7 @@ describe('accessibility', () => {
       `/admin/automations/${automations[0].id}`,
       '/admin/audit',
       '/admin/send',
+      '/admin/retention',
       '/infoboard',
       '/infoboard/write',
       `/infoboard/posts/${posts[0].id}/reach`,
