@@ -199,28 +199,33 @@ async function measureRetentionSweep(ctx: LifecycleBenchContext): Promise<Row> {
   }
 }
 
-export async function measureLifecycle(ctx: LifecycleBenchContext): Promise<Row[]> {
+/** The parts `--only` may name one by one (`lifecycle` runs them all). */
+export const LIFECYCLE_PARTS = ['export-user', 'tenant-archive', 'retention-sweep'] as const
+type LifecyclePart = (typeof LIFECYCLE_PARTS)[number]
+
+export async function measureLifecycle(
+  ctx: LifecycleBenchContext,
+  parts: readonly LifecyclePart[] = LIFECYCLE_PARTS,
+): Promise<Row[]> {
   const rows: Row[] = []
-  try {
+  const part = async (name: LifecyclePart, measure: () => Promise<Row[]>) => {
+    if (!parts.includes(name)) return
+    try {
+      rows.push(...(await measure()))
+    } catch (error) {
+      rows.push({ id: name, request: name, pass: false, error: errorMessage(error) })
+    }
+  }
+  await part('export-user', async () => {
     const worker = await startBenchWorker(ctx.db, ctx.databaseUrl)
     try {
-      rows.push(await measureExport(ctx, worker.process.pid!))
+      return [await measureExport(ctx, worker.process.pid!)]
     } finally {
       await worker.stop()
     }
-  } catch (error) {
-    rows.push({ id: 'export-user', request: 'personal-data export', pass: false, error: errorMessage(error) })
-  }
-  try {
-    rows.push(...(await measureTenantArchive(ctx)))
-  } catch (error) {
-    rows.push({ id: 'tenant-export', request: 'tenant export / import', pass: false, error: errorMessage(error) })
-  }
-  try {
-    rows.push(await measureRetentionSweep(ctx))
-  } catch (error) {
-    rows.push({ id: 'retention-sweep', request: 'retention sweep', pass: false, error: errorMessage(error) })
-  }
+  })
+  await part('tenant-archive', () => measureTenantArchive(ctx))
+  await part('retention-sweep', async () => [await measureRetentionSweep(ctx)])
   for (const row of rows)
     console.log(
       `${String(row.id).padEnd(16)} ${row.ms !== undefined ? `${seconds(Number(row.ms))} s` : ''} ${row.rate !== undefined ? `${row.rate} rows/s` : ''} ${row.rss_mb !== undefined ? `${row.rss_mb} MB` : ''}${row.error ? ` ERROR ${String(row.error)}` : ''}`,

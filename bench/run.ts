@@ -4,7 +4,7 @@
  * autocannon (another process) alternating each scenario with its baseline, ratios and pass/fail;
  * the large streamed read; notification fan-out and webhook delivery rate with a separate worker
  * process; results in bench/results/<timestamp>.{json,md}. `--only` runs just the listed parts
- * (scenario ids, `S13`, `stream`, `fanout`, `webhooks`, `push`, `scim`, `lifecycle`); what they do not need is not seeded or started.
+ * (scenario ids, `S13`, `stream`, `fanout`, `webhooks`, `push`, `scim`, `lifecycle` or one of its parts); what they do not need is not seeded or started.
  * `--citus` measures the same scenarios on a Citus coordinator too, seeded alike (bench/citus.ts).
  * `--fleet` adds S1–S4 on one node with unnamed statements and through HAProxy + PgBouncer (bench/fleet.ts).
  *
@@ -37,7 +37,7 @@ import { startBenchWorker, waitForIdleQueue, type BenchWorker } from './worker.j
 import { measureRealtime, measureRecordLatency } from './realtime.js'
 import { errorMessage } from './wait.js'
 import { measureScim } from './scim.js'
-import { measureLifecycle } from './lifecycle.js'
+import { LIFECYCLE_PARTS, measureLifecycle } from './lifecycle.js'
 import { citusTable, measureCitus, type CitusRow } from './citus.js'
 
 const root = path.resolve(import.meta.dirname, '..')
@@ -336,7 +336,7 @@ async function main(): Promise<void> {
   const startedAt = new Date()
   const unknown = (only ?? []).filter(
     (part) =>
-      !['stream', 'fanout', 'webhooks', 'push', 'S13', 'scim', 'lifecycle'].includes(part) &&
+      ![...['stream', 'fanout', 'webhooks', 'push', 'S13', 'scim', 'lifecycle'], ...LIFECYCLE_PARTS].includes(part) &&
       !scenarios.some((s) => s.id === part),
   )
   if (unknown.length > 0)
@@ -564,9 +564,13 @@ async function main(): Promise<void> {
   if (runs('fanout') || runs('webhooks') || runs('push'))
     rows.push(...(await measureWithWorker(handle.db, url, apiUrl, tenants.big)))
   // last: it adds 1,100,000 notifications to the big tenant (then sweeps 1,000,000 of them)
-  if (runs('lifecycle'))
+  const lifecycleParts = LIFECYCLE_PARTS.filter((part) => runs('lifecycle') || runs(part))
+  if (lifecycleParts.length > 0)
     rows.push(
-      ...(await measureLifecycle({ db: handle.db, databaseUrl: url, apiUrl, tenant: tenants.big, scale, rssMb })),
+      ...(await measureLifecycle(
+        { db: handle.db, databaseUrl: url, apiUrl, tenant: tenants.big, scale, rssMb },
+        lifecycleParts,
+      )),
     )
   const finalRss = await rssMb(api.pid!)
   rows.push({

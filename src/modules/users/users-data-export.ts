@@ -1,13 +1,14 @@
 import { createHash, randomBytes } from 'node:crypto'
 import fs from 'node:fs/promises'
 import { Readable } from 'node:stream'
-import { sql } from 'kysely'
+import { type CompiledQuery, sql } from 'kysely'
 import yazl from 'yazl'
 import { enqueueNotifications } from '../notifications/index.js'
 import type { AppDeps } from '../../platform/app-module.js'
 import type { Actor } from '../../platform/auth/actor.js'
 import { can } from '../../platform/auth/permissions.js'
 import type { Db } from '../../platform/db/schema.js'
+import { streamCompiled } from '../../platform/db/database.js'
 import { AppError, forbidden, notFound } from '../../platform/http/errors.js'
 import { enqueue } from '../../platform/jobs/jobs.js'
 import { defineResource } from '../../platform/query/resource.js'
@@ -80,21 +81,19 @@ function present(row: {
   }
 }
 
-/** A JSON array streamed page by page (keyset on `id`): `page(after)` gives the next rows after `after`. */
-function jsonArrayStream(page: (after: string | null) => Promise<Array<Record<string, unknown> & { id: unknown }>>) {
+/**
+ * A JSON array of one query's rows, read through a cursor PAGE rows at a time: flat memory, and one
+ * statement in the order of an index (keyset pages on a uuid each sorted the person's whole inbox).
+ */
+function jsonArrayStream(db: Db, query: CompiledQuery<Record<string, unknown>>) {
   async function* generate() {
     yield '[\n'
-    let after: string | null = null
     let first = true
-    for (;;) {
-      const rows = await page(after)
+    for await (const rows of streamCompiled(db, query, PAGE))
       for (const row of rows) {
         yield `${first ? '' : ',\n'}${JSON.stringify(row)}`
         first = false
       }
-      if (rows.length < PAGE) break
-      after = String(rows[rows.length - 1]!.id)
-    }
     yield '\n]\n'
   }
   return Readable.from(generate())
@@ -313,15 +312,15 @@ export function createDataExports(deps: AppDeps, storage: FileStorage) {
     zip.addBuffer(json({ role: role ?? null, departments }), 'memberships.json')
 
     zip.addReadStream(
-      jsonArrayStream(async (after) => {
-        const { rows } = await sql<Record<string, unknown> & { id: string }>`
+      jsonArrayStream(
+        db,
+        // newest first, in the order of the inbox's index
+        sql<Record<string, unknown>>`
           select id, type, targetable_type, targetable_id, data, seen_at, read_at, created_at
           from notifications
-          where tenant_id = ${tenantId} and notifiable_type = 'user' and notifiable_id = ${userId}
-            and (${after}::uuid is null or id > ${after}::uuid)
-          order by id limit ${PAGE}`.execute(db)
-        return rows
-      }),
+          where tenant_id = ${tenantId} and notifiable_id = ${userId} and notifiable_type = 'user'
+          order by created_at desc nulls last, id desc nulls last`.compile(db),
+      ),
       'notifications.json',
     )
 
@@ -371,16 +370,15 @@ export function createDataExports(deps: AppDeps, storage: FileStorage) {
     zip.addBuffer(json(subscriptions), 'push-subscriptions.json')
 
     zip.addReadStream(
-      jsonArrayStream(async (after) => {
-        const { rows } = await sql<Record<string, unknown> & { id: string }>`
+      jsonArrayStream(
+        db,
+        sql<Record<string, unknown>>`
           select id, created_at, action, target_type, target_id, changes, actor_id, ip, user_agent
           from audit_log
           where tenant_id = ${tenantId}
             and (actor_id = ${userId} or (target_type = 'user' and target_id = ${String(userId)}))
-            and (${after}::bigint is null or id > ${after}::bigint)
-          order by id limit ${PAGE}`.execute(db)
-        return rows
-      }),
+          order by id`.compile(db),
+      ),
       'audit.json',
     )
 
