@@ -60,7 +60,7 @@ const COMMANDS: Record<string, { usage: string; summary: string }> = {
   },
   limits: {
     usage:
-      'limits show|set --tenant <slug> [--token-read N] [--token-write N] [--token-expensive N] [--tenant-read N] [--tenant-write N] [--tenant-expensive N] [--max-in-flight N] [--quota-users N] [--quota-automations N] [--quota-push-subscriptions N] [--exempt|--no-exempt]',
+      'limits show|set --tenant <slug> [--token-read N] [--token-write N] [--token-expensive N] [--tenant-read N] [--tenant-write N] [--tenant-expensive N] [--max-in-flight N] [--quota-users N] [--quota-automations N] [--quota-push-subscriptions N] [--quota-file-bytes N] [--exempt|--no-exempt]',
     summary:
       "show or set a tenant's fair-use limits (set: replaces the overrides; an option not given = the default; docs/limits.md)",
   },
@@ -244,6 +244,7 @@ async function limitsCommand(config: Config, sub: string, args: string[]): Promi
     'quota-users',
     'quota-automations',
     'quota-push-subscriptions',
+    'quota-file-bytes',
   ] as const
   const { values } = parseArgs({
     args,
@@ -260,7 +261,7 @@ async function limitsCommand(config: Config, sub: string, args: string[]): Promi
     const raw = (values as Record<string, unknown>)[name]
     if (raw === undefined) return undefined
     const value = Number(raw)
-    if (!Number.isInteger(value) || value < (name === 'max-in-flight' ? 1 : 0))
+    if (!Number.isSafeInteger(value) || value < (name === 'max-in-flight' ? 1 : 0))
       throw new UsageError(`--${name} takes a non-negative integer`)
     return value
   }
@@ -272,6 +273,7 @@ async function limitsCommand(config: Config, sub: string, args: string[]): Promi
       users: count('quota-users'),
       automations: count('quota-automations'),
       push_subscriptions: count('quota-push-subscriptions'),
+      file_bytes: count('quota-file-bytes'),
     },
   }
   const exempt = values.exempt ? true : values['no-exempt'] ? false : undefined
@@ -292,7 +294,7 @@ async function limitsCommand(config: Config, sub: string, args: string[]): Promi
           `  per token:  read ${limits.token.read}  write ${limits.token.write}  expensive ${limits.token.expensive}`,
           `  per tenant: read ${limits.tenant.read}  write ${limits.tenant.write}  expensive ${limits.tenant.expensive}`,
           `  in flight per node: ${limits.max_in_flight}`,
-          `  quotas: users ${limits.quotas.users}  automations ${limits.quotas.automations}  push subscriptions ${limits.quotas.push_subscriptions}`,
+          `  quotas: users ${limits.quotas.users}  automations ${limits.quotas.automations}  push subscriptions ${limits.quotas.push_subscriptions}  file bytes ${limits.quotas.file_bytes}`,
           '',
         ].join('\n'),
   )

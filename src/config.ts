@@ -57,11 +57,15 @@ export interface BucketLimits {
   expensive: number
 }
 
-/** What one tenant may keep (docs/limits.md): QUOTA_USERS, QUOTA_AUTOMATIONS, QUOTA_PUSH_SUBSCRIPTIONS. */
+/**
+ * What one tenant may keep (docs/limits.md): QUOTA_USERS, QUOTA_AUTOMATIONS, QUOTA_PUSH_SUBSCRIPTIONS,
+ * QUOTA_FILE_BYTES (the file manager's stored bytes, default 50 GiB).
+ */
 export interface QuotaLimits {
   users: number
   automations: number
   push_subscriptions: number
+  file_bytes: number
 }
 
 export interface LimitsConfig {
@@ -194,6 +198,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
         users: integer(env, 'QUOTA_USERS', 100_000, problems),
         automations: integer(env, 'QUOTA_AUTOMATIONS', 100, problems),
         push_subscriptions: integer(env, 'QUOTA_PUSH_SUBSCRIPTIONS', 200_000, problems),
+        file_bytes: integer(env, 'QUOTA_FILE_BYTES', 50 * 1024 ** 3, problems),
       },
       windowSeconds: integer(env, 'RATE_LIMIT_WINDOW_SECONDS', 60, problems),
       token: {
@@ -221,6 +226,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     problems.push('SECRETS_KEY must be 32 bytes, base64-encoded')
   if (config.limits.windowSeconds < 1) problems.push('RATE_LIMIT_WINDOW_SECONDS must be at least 1')
   if (config.limits.maxInFlight < 1) problems.push('TENANT_MAX_IN_FLIGHT must be at least 1')
+  const fileBytes = config.limits.quotas.file_bytes
+  if (Number.isInteger(fileBytes) && !Number.isSafeInteger(fileBytes))
+    problems.push('QUOTA_FILE_BYTES must be at most 9007199254740991')
   if (problems.length > 0) throw new Error(`Invalid configuration:\n- ${problems.join('\n- ')}`)
   return Object.freeze(config)
 }

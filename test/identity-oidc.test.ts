@@ -2,7 +2,7 @@ import assert from 'node:assert/strict'
 import { after, before, test } from 'node:test'
 import type { FastifyInstance } from 'fastify'
 import { buildApp } from '../src/app.js'
-import { call, instrumentTestApp, testConfig } from './helpers/build-test-app.js'
+import { bearer, call, instrumentTestApp, testConfig } from './helpers/build-test-app.js'
 import { given, TEST_PASSWORD, type GivenTenant } from './helpers/given.js'
 import { signInAt, startOidcProvider, type TestProvider } from './helpers/oidc-provider.js'
 import { testDb } from './helpers/test-database.js'
@@ -10,12 +10,13 @@ import { testDb } from './helpers/test-database.js'
 const db = testDb()
 const CALLBACK = 'http://api.test/api/auth/oidc/callback'
 const APP_REDIRECT = 'http://app.test/sso/done'
+const OPERATOR = 'operator-test-token-0123456789'
 let app: FastifyInstance
 let provider: TestProvider
 
 before(async () => {
   provider = await startOidcProvider(CALLBACK)
-  const config = testConfig({ OIDC_ALLOW_PRIVATE_NETWORKS: 'true' })
+  const config = testConfig({ OIDC_ALLOW_PRIVATE_NETWORKS: 'true', OPERATOR_TOKEN: OPERATOR })
   app = await instrumentTestApp(await buildApp({ config, db }))
 })
 after(async () => {
@@ -202,6 +203,76 @@ test('provisioning creates an unknown user with the default role when the email 
   const { response } = await ssoCallback(tenant, 'sub-outsider')
   assert.equal(response.statusCode, 403)
   assert.equal(response.json().code, 'sso_user_unknown')
+})
+
+test('provisioning at the users quota: 403 quota_exceeded naming it, nothing created; after the operator raises it the sign-in creates the user', async () => {
+  const tenant = await given.tenant(db)
+  await configure(tenant, { provisioning: 'create', default_role_id: tenant.employeeRoleId })
+  provider.accounts.set('sub-quota', {
+    sub: 'sub-quota',
+    preferred_username: 'quota.hire',
+    email: 'quota.hire@corp.test',
+    given_name: 'Quota',
+    family_name: 'Hire',
+  })
+  const usersQuota = async () =>
+    (await call(app, tenant.adminToken, { method: 'GET', url: '/api/administration/usage' })).json().data.quotas.users
+  const setUsersQuota = async (users: number) => {
+    const res = await app.inject({
+      method: 'PUT',
+      url: `/api/operator/tenants/${tenant.slug}/limits`,
+      headers: bearer(OPERATOR),
+      payload: { quotas: { users } },
+    })
+    assert.equal(res.statusCode, 200, res.body)
+  }
+  const { used } = await usersQuota()
+  await setUsersQuota(used)
+  const written = async () => ({
+    users: (
+      await db
+        .selectFrom('users')
+        .select('id')
+        .where('tenant_id', '=', tenant.id)
+        .where('username', '=', 'quota.hire')
+        .execute()
+    ).length,
+    identities: (await db.selectFrom('oidc_identities').select('user_id').where('tenant_id', '=', tenant.id).execute())
+      .length,
+    audit: (
+      await db
+        .selectFrom('audit_log')
+        .select(['action', 'changes'])
+        .where('tenant_id', '=', tenant.id)
+        .where('action', 'in', ['user.provision', 'auth.login_failed'])
+        .orderBy('id')
+        .execute()
+    ).map((r) => `${r.action} ${(r.changes as { reason?: string } | null)?.reason ?? ''}`.trim()),
+  })
+
+  const { response } = await ssoCallback(tenant, 'sub-quota')
+  assert.equal(response.statusCode, 403, response.body)
+  assert.equal(response.headers['content-type'], 'application/problem+json')
+  const problem = response.json()
+  assert.equal(problem.code, 'quota_exceeded')
+  assert.deepEqual(problem.errors, { quota: ['users'] })
+  assert.deepEqual([problem.quota, problem.limit, problem.used], ['users', used, used])
+  assert.match(problem.detail, /^No account can be created for this identity: .*users quota/)
+  assert.deepEqual(
+    await written(),
+    { users: 0, identities: 0, audit: ['auth.login_failed quota_exceeded:users'] },
+    'no user, no linked identity, no provisioning record: only the refused sign-in',
+  )
+
+  await setUsersQuota(used + 1)
+  const signedIn = await ssoLogin(tenant, 'sub-quota')
+  assert.equal(signedIn.statusCode, 200, signedIn.body)
+  assert.deepEqual(await written(), {
+    users: 1,
+    identities: 1,
+    audit: ['auth.login_failed quota_exceeded:users', 'user.provision'],
+  })
+  assert.deepEqual(await usersQuota(), { used: used + 1, limit: used + 1 })
 })
 
 test('an unknown user is refused with sso_user_unknown; a disabled user with sso_user_disabled', async () => {

@@ -5,11 +5,18 @@ import { promisify } from 'node:util'
 import type { AddressInfo } from 'node:net'
 import { test } from 'node:test'
 import type { FastifyInstance } from 'fastify'
+import { parseCrontab } from 'graphile-worker'
+import { sql } from 'kysely'
+import pino from 'pino'
 import { buildApp } from '../src/app.js'
 import { createWorkplaceClient } from '../clients/typescript/index.js'
 import { registry } from '../src/platform/metrics/index.js'
+import { sweepRateLimitCounters } from '../src/platform/limits/rate-limiter.js'
+import { limitsModule, RATE_LIMIT_SWEEP_JOB } from '../src/modules/limits/index.js'
+import { collectJobs } from '../src/runtime.js'
 import { bearer, instrumentTestApp, testConfig } from './helpers/build-test-app.js'
 import { given } from './helpers/given.js'
+import { inRequest } from './helpers/routable-statements.js'
 import { testDatabaseUrl, testDb } from './helpers/test-database.js'
 
 const OPERATOR = 'operator-test-token-0123456789'
@@ -278,7 +285,12 @@ test('quotas: GET /api/administration/usage; a create past the users quota is a 
       payload: { quotas: { users: used + 2, automations: 0 } },
     })
     assert.equal(raised.statusCode, 200, raised.body)
-    assert.deepEqual(raised.json().quotas, { users: used + 2, automations: 0, push_subscriptions: 200_000 })
+    assert.deepEqual(raised.json().quotas, {
+      users: used + 2,
+      automations: 0,
+      push_subscriptions: 200_000,
+      file_bytes: 50 * 1024 ** 3,
+    })
     // five creations race for two places: exactly two are written
     const creations = await Promise.all(
       Array.from({ length: 5 }, (_, i) =>
@@ -345,17 +357,54 @@ test('CLI: workplace limits set raises a tenant limit and quota, limits show pri
       })
     ).stdout
   const set = JSON.parse(
-    await cli(['limits', 'set', '--tenant', tenant.slug, '--token-read', '7', '--quota-users', '9', '--json']),
+    await cli([
+      ...['limits', 'set', '--tenant', tenant.slug, '--token-read', '7', '--quota-users', '9'],
+      ...['--quota-file-bytes', String(5 * 1024 ** 4), '--json'],
+    ]),
   )
   assert.deepEqual(set.token, { read: 7, write: 300, expensive: 20 })
   assert.equal(set.quotas.users, 9)
+  assert.equal(set.quotas.file_bytes, 5 * 1024 ** 4, 'bytes past int4')
   assert.equal(set.exempt, false)
-  assert.match(await cli(['limits', 'show', '--tenant', tenant.slug]), /per token: {2}read 7 {2}write 300/)
+  const shown = await cli(['limits', 'show', '--tenant', tenant.slug])
+  assert.match(shown, /per token: {2}read 7 {2}write 300/)
+  assert.match(shown, /file bytes 5497558138880\n/)
   const app = await node({})
   try {
     const res = await current(app, tenant.adminToken)
     assert.match(String(res.headers['ratelimit-policy']), /^"token-read";q=7;w=60/)
   } finally {
     await app.close()
+  }
+})
+
+test('the sweep of the counters is an hourly job of the worker (valid graphile-worker crontab)', () => {
+  assert.deepEqual(
+    parseCrontab(limitsModule.cron!.join('\n')).map((item) => item.task),
+    [RATE_LIMIT_SWEEP_JOB],
+  )
+  assert.match(limitsModule.cron![0]!, /^\d+ \* \* \* \* /, 'every hour')
+  const { handlers } = collectJobs({ db: testDb(), config: testConfig(), log: pino({ level: 'silent' }) })
+  assert.equal(typeof handlers[RATE_LIMIT_SWEEP_JOB], 'function')
+})
+
+test('the hourly sweep deletes the counters of windows that ended over an hour ago, tenant by tenant', async () => {
+  const tenants = [await given.tenant(testDb()), await given.tenant(testDb())]
+  const now = Date.now()
+  const minutesAgo = [0, 30, 59, 61, 62, 90, 120]
+  for (const tenant of tenants)
+    for (const ago of minutesAgo)
+      await sql`insert into rate_limit_counters (tenant_id, key, window_start, used, granted, quota)
+        values (${tenant.id}, 'tenant:read', ${new Date(now - ago * 60_000)}, 1, 1, 10)`.execute(testDb())
+  // in a request's scope: its statements are checked like a request's (each routed to one tenant; on
+  // Citus under the guard that fails a statement sent to more than one shard)
+  const deleted = await inRequest(() => sweepRateLimitCounters(testDb(), { now, batch: 2 }))
+  assert.ok(deleted >= 8, `deleted ${deleted}`)
+  for (const tenant of tenants) {
+    const { rows } = await sql<{ window_start: string }>`
+      select window_start from rate_limit_counters where tenant_id = ${tenant.id} order by window_start desc`.execute(
+      testDb(),
+    )
+    assert.equal(rows.length, 3, 'the windows of the last hour stay')
   }
 })

@@ -894,8 +894,8 @@ export interface paths {
         get: operations["filemanager.files.list"];
         put?: never;
         /**
-         * Upload a file (multipart/form-data: file, optional poster, name, directory_id)
-         * @description Upload a file (multipart/form-data: file, optional poster, name, directory_id). Needs a bearer token; permissions are checked per record (see docs/permissions.md).
+         * Upload a file (multipart/form-data: file, optional poster, name, directory_id); past the organisation's file_bytes quota: 413 `quota_exceeded`
+         * @description Upload a file (multipart/form-data: file, optional poster, name, directory_id); past the organisation's file_bytes quota: 413 `quota_exceeded`. Needs a bearer token; permissions are checked per record (see docs/permissions.md).
          */
         post: operations["filemanager.files.create"];
         delete?: never;
@@ -1710,8 +1710,8 @@ export interface paths {
         get: operations["pushSubscriptions.list"];
         put?: never;
         /**
-         * Registers the browser's PushSubscription for the current user (the same endpoint again: 200, moved to this user)
-         * @description Registers the browser's PushSubscription for the current user (the same endpoint again: 200, moved to this user). Needs a bearer token; permissions are checked per record (see docs/permissions.md).
+         * Registers the browser's PushSubscription for the current user (the same endpoint again: 200, moved to this user); a new endpoint past the organisation's push_subscriptions quota: 403 `quota_exceeded`
+         * @description Registers the browser's PushSubscription for the current user (the same endpoint again: 200, moved to this user); a new endpoint past the organisation's push_subscriptions quota: 403 `quota_exceeded`. Needs a bearer token; permissions are checked per record (see docs/permissions.md).
          */
         post: operations["pushSubscriptions.create"];
         delete?: never;
@@ -2374,8 +2374,8 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * Restore a soft-deleted user
-         * @description Restore a soft-deleted user. Needs a bearer token; permissions are checked per record (see docs/permissions.md).
+         * Restore a soft-deleted user (the user counts again: past the organisation's users quota, 403 `quota_exceeded`)
+         * @description Restore a soft-deleted user (the user counts again: past the organisation's users quota, 403 `quota_exceeded`). Needs a bearer token; permissions are checked per record (see docs/permissions.md).
          */
         post: operations["users.restore.post"];
         delete?: never;
@@ -3129,6 +3129,11 @@ export interface components {
         Usage: {
             quotas: {
                 automations: {
+                    limit: number;
+                    used: number;
+                };
+                /** @description bytes of the file manager's files and their posters */
+                file_bytes: {
                     limit: number;
                     used: number;
                 };

@@ -5,6 +5,7 @@ import { requirePermission } from '../../platform/auth/require-permission.js'
 import type { Viewer } from '../../platform/content/content-routes.js'
 import { invalidField, notFound } from '../../platform/http/errors.js'
 import type { UploadedFile } from '../../platform/http/multipart.js'
+import { assertQuota } from '../../platform/limits/quotas.js'
 import { createFileStorage } from '../../platform/storage/file-storage.js'
 import { files, type UploadFileBody } from './filemanager.content.js'
 
@@ -19,7 +20,10 @@ export function createFilesService({ db, config }: Pick<AppDeps, 'db' | 'config'
   const area = (tenantId: number) => `filemanager/${tenantId}`
   const detect = async (upload: UploadedFile) => (await fileTypeFromFile(storage.path(upload.area, upload.name)))?.mime
 
-  /** Stores an uploaded file (and optional image poster) and creates its record; the client's type is ignored. */
+  /**
+   * Stores an uploaded file (and optional image poster) and creates its record; the client's type is
+   * ignored. An upload past the tenant's `file_bytes` quota (file and poster) is a 413, nothing kept.
+   */
   async function upload(actor: Actor, body: UploadFileBody, uploads: Record<string, UploadedFile> | null | undefined) {
     const file = uploads?.file
     if (!file) throw invalidField('file', 'is required (send it as multipart/form-data)')
@@ -30,6 +34,7 @@ export function createFilesService({ db, config }: Pick<AppDeps, 'db' | 'config'
     const mediaType = (await detect(file)) ?? 'application/octet-stream'
     const kept = [await storage.move(file, area(actor.tenantId))]
     if (poster) kept.push(await storage.move(poster, area(actor.tenantId)))
+    const posterSize = kept[1]?.size ?? 0
     try {
       const row = await files.create(
         db,
@@ -41,6 +46,11 @@ export function createFilesService({ db, config }: Pick<AppDeps, 'db' | 'config'
           has_poster: poster !== undefined,
           storage_name: kept[0].name,
           poster_storage_name: kept[1]?.name ?? null,
+          poster_size: posterSize,
+        },
+        {
+          beforeInsert: (trx) =>
+            assertQuota(trx, actor.tenantId, 'file_bytes', config.limits.quotas, kept[0].size + posterSize),
         },
       )
       return files.show(db, actor, row.id, {}, true)

@@ -29,7 +29,8 @@ export async function fileRoutes(app: App, { db, service, storageDir, grantToken
     {
       schema: {
         tags,
-        summary: 'Upload a file (multipart/form-data: file, optional poster, name, directory_id)',
+        summary:
+          "Upload a file (multipart/form-data: file, optional poster, name, directory_id); past the organisation's file_bytes quota: 413 `quota_exceeded`",
         consumes: ['multipart/form-data'],
         body: UploadFileBodySchema,
         response: { 201: contentRecordSchema(files), ...errorResponses },

@@ -2,7 +2,7 @@ import { createHash, randomBytes, timingSafeEqual } from 'node:crypto'
 import type { FastifyInstance } from 'fastify'
 import { sql } from 'kysely'
 import { Type, type Static } from 'typebox'
-import type { Config } from '../../config.js'
+import type { Config, QuotaLimits } from '../../config.js'
 import { currentRequestContext } from '../../platform/audit/request-context.js'
 import type { AppDeps } from '../../platform/app-module.js'
 import { diff, recordAudit } from '../../platform/audit/audit-log.js'
@@ -13,6 +13,7 @@ import { requirePermission } from '../../platform/auth/require-permission.js'
 import type { Db } from '../../platform/db/schema.js'
 import { AppError, conflict, FieldErrorCollector, invalid, notFound } from '../../platform/http/errors.js'
 import { errorResponses, IdSchema, Nullable, TimestampSchema } from '../../platform/http/schemas.js'
+import { assertQuota } from '../../platform/limits/quotas.js'
 import { isSealed, secretBoxFor, type SecretHolder } from '../../platform/secrets/secret-box.js'
 import { insertUser, USERNAME_PATTERN } from '../users/index.js'
 import { client, discoverProvider, isUnavailable } from './oidc-client.js'
@@ -547,7 +548,7 @@ export function createOidcService({ db, config }: AppDeps) {
         'session',
       )
       userId = ticket.userId
-    } else userId = await findOrProvisionUser(db, tenantId, provider, claims)
+    } else userId = await findOrProvisionUser(db, tenantId, provider, claims, config.limits.quotas)
     const code = await issueTicket(db, {
       tenantId,
       kind: 'login_code',
@@ -637,14 +638,15 @@ export async function linkIdentity(
  * only when the tenant allows it (`link_by_verified_email`) and the token says `email_verified: true`.
  * An identity whose name or email is an existing account's otherwise gets 403 `sso_link_required`
  * (the person links from a signed-in session, or an administrator links). Else, with provisioning on,
- * a new user is created under the rules of `POST /api/users`; else 403 `sso_user_unknown`.
- * Deleted, blacked-out and inactive users are refused.
+ * a new user is created under the rules of `POST /api/users` (and its users quota: 403 `quota_exceeded`,
+ * nothing created); else 403 `sso_user_unknown`. Deleted, blacked-out and inactive users are refused.
  */
 async function findOrProvisionUser(
   db: Db,
   tenantId: number,
   provider: ProviderRow,
   claims: Record<string, unknown>,
+  quotas: QuotaLimits,
 ): Promise<number> {
   const subject = String(claims.sub)
   const issuer = String(claims.iss)
@@ -736,7 +738,8 @@ async function findOrProvisionUser(
       `The identity cannot become an account of this tenant: its ${problems.join(', ')} would be refused by POST /api/users`,
     )
   const roleId = provider.default_role_id
-  return db.transaction().execute(async (trx) => {
+  const provision = db.transaction().execute(async (trx) => {
+    await assertQuota(trx, tenantId, 'users', quotas)
     const created = await insertUser(trx, {
       tenant_id: tenantId,
       username: newUsername,
@@ -767,6 +770,21 @@ async function findOrProvisionUser(
       changes: { username: [null, newUsername], role_id: [null, roleId], issuer, subject },
     })
     return created.id
+  })
+  return provision.catch(async (error: unknown) => {
+    if (!(error instanceof AppError) || error.code !== 'quota_exceeded') throw error
+    // rolled back: no user, no identity, no audit of a provisioning; the refused sign-in is recorded like any other
+    await recordFailedSignIn(db, tenantId, null, { method: 'sso', reason: 'quota_exceeded:users' })
+    const { used, limit } = error.extensions ?? {}
+    throw new AppError(
+      error.status,
+      error.code,
+      `No account can be created for this identity: your organisation has reached its users quota (${used} of ${limit}). ` +
+        'Ask an administrator of your organisation',
+      error.errors,
+      undefined,
+      error.extensions,
+    )
   })
 }
 

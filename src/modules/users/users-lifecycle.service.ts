@@ -10,6 +10,7 @@ import { diff } from '../../platform/audit/audit-log.js'
 import { erasePersonalData } from '../../platform/privacy/personal-data.js'
 import { recordDomainEvent } from '../../platform/events/domain-events.js'
 import { AppError, FieldErrorCollector, forbidden, notFound } from '../../platform/http/errors.js'
+import { assertQuota } from '../../platform/limits/quotas.js'
 import type { DataExports } from './users-data-export.js'
 import type { ProfilePictures } from './users-pictures.js'
 import * as queries from './users.queries.js'
@@ -92,7 +93,10 @@ export function createUsersLifecycleService(deps: AppDeps, pictures: ProfilePict
     return null
   }
 
-  /** Restores a soft-deleted user, optionally with a new (active) role; old tokens stay revoked. */
+  /**
+   * Restores a soft-deleted user, optionally with a new (active) role; old tokens stay revoked. The user
+   * counts again: refused (403 `quota_exceeded`) when the tenant's users quota is full.
+   */
   async function restoreUser(actor: Actor, id: number, body: RestoreUserBody) {
     requirePermission(actor, 'users.administrate')
     if (body.role_id !== undefined) {
@@ -109,6 +113,7 @@ export function createUsersLifecycleService(deps: AppDeps, pictures: ProfilePict
       if (!user) throw notFound('User')
       if (user.blacked_out_at !== null) throw new AppError(422, 'blacked_out', 'A blacked-out user cannot be restored')
       if (user.deleted_at === null) throw new AppError(422, 'not_deleted', 'This user is not deleted')
+      await assertQuota(trx, actor.tenantId, 'users', deps.config.limits.quotas)
       await queries.updateUser(trx, actor.tenantId, id, {
         deleted_at: null,
         ...(body.role_id !== undefined ? { role_id: body.role_id } : {}),

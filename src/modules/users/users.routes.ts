@@ -206,7 +206,8 @@ export async function usersRoutes(app: App, { users, lifecycle, imports, storage
     {
       schema: {
         tags,
-        summary: 'Restore a soft-deleted user',
+        summary:
+          "Restore a soft-deleted user (the user counts again: past the organisation's users quota, 403 `quota_exceeded`)",
         params: IdParamsSchema,
         body: Type.Union([RestoreUserBodySchema, Type.Null()], { description: 'optional' }),
         response: { 200: UserEnvelopeSchema, ...errorResponses },

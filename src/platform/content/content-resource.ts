@@ -78,6 +78,15 @@ export interface ContentDeclaration {
   defaultSort?: string[]
 }
 
+/** What a caller adds to one create. */
+export interface CreateOptions {
+  /**
+   * Runs in the create's transaction before the insert (e.g. a quota's check, which must see and lock
+   * what the tenant keeps in the same transaction); what it throws rolls the create back.
+   */
+  beforeInsert?: (trx: Db) => Promise<void>
+}
+
 /** What a content declaration yields: the rule, the service functions, and what other modules need. */
 export interface ContentResource {
   alias: string
@@ -112,7 +121,13 @@ export interface ContentResource {
     query?: RawListQuery,
     bypassVisibility?: boolean,
   ): Promise<Record<string, unknown>>
-  create(db: Db, actor: Actor, body: Record<string, unknown>, trusted?: Record<string, unknown>): Promise<ContentRow>
+  create(
+    db: Db,
+    actor: Actor,
+    body: Record<string, unknown>,
+    trusted?: Record<string, unknown>,
+    options?: CreateOptions,
+  ): Promise<ContentRow>
   update(db: Db, actor: Actor, id: number, body: Record<string, unknown>): Promise<ContentRow>
   remove(db: Db, actor: Actor, id: number): Promise<ContentRow>
   viewersSql(tenantId: number, id: number): RawBuilder<{ id: number }>
@@ -308,6 +323,7 @@ export function defineContent(decl: ContentDeclaration): ContentResource {
     actor: Actor,
     body: Record<string, unknown>,
     trusted: Record<string, unknown> = {},
+    options: CreateOptions = {},
   ): Promise<ContentRow> {
     await checkCreateRights(
       db,
@@ -320,6 +336,7 @@ export function defineContent(decl: ContentDeclaration): ContentResource {
     const values = decl.prepare ? decl.prepare(body, body, errors) : body
     errors.throwIfAny()
     return db.transaction().execute(async (trx) => {
+      await options.beforeInsert?.(trx)
       const row = contentRow(
         await tables(trx)
           .insertInto(decl.table)

@@ -1,5 +1,4 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
-import { sql } from 'kysely'
 import type { LimitsConfig } from '../../config.js'
 import type { Db } from '../db/schema.js'
 import { AppError } from '../http/errors.js'
@@ -170,7 +169,9 @@ export function createLimits(db: Db, config: LimitsConfig, log: (error: unknown)
 
 /**
  * Registers the limits on every route: a `preParsing` hook (after every authentication, the SCIM
- * scope's included; before a body is read), and the sweep of ended windows.
+ * scope's included; before a body is read), and the node's forgetting of ended windows. Their rows in
+ * `rate_limit_counters` are deleted by the hourly job `limits:sweep_counters` (modules/limits), tenant
+ * by tenant, on the job worker.
  */
 export function registerLimits(app: FastifyInstance, db: Db, config: LimitsConfig): LimitsHandle {
   const limits = createLimits(db, config, (error) => app.log.warn({ err: error }, 'rate-limit lease failed'))
@@ -188,13 +189,8 @@ export function registerLimits(app: FastifyInstance, db: Db, config: LimitsConfi
       (error: Error) => done(error),
     )
   })
-  // ended windows: forgotten in memory at once, deleted from the table an hour later (outside any request)
-  const sweep = setInterval(() => {
-    limits.sweep()
-    sql`delete from rate_limit_counters where window_start < now() - interval '1 hour'`
-      .execute(db)
-      .catch(() => undefined)
-  }, 60_000)
+  // ended windows are forgotten in memory every minute (their rows: sweepRateLimitCounters, a job)
+  const sweep = setInterval(() => limits.sweep(), 60_000)
   sweep.unref()
   app.addHook('onClose', async () => clearInterval(sweep))
   return limits

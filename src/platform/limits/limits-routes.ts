@@ -12,6 +12,8 @@ import type { LimitsHandle } from './index.js'
 import { loadTenantLimits, writeTenantLimits } from './tenant-limits.js'
 
 const Count = Type.Integer({ minimum: 0, maximum: 1_000_000_000 })
+/** Stored bytes (the file_bytes quota): past int4, up to what a JSON number holds exactly. */
+const Bytes = Type.Integer({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER })
 const BucketsSchema = Type.Object(
   { read: Type.Optional(Count), write: Type.Optional(Count), expensive: Type.Optional(Count) },
   { additionalProperties: false },
@@ -23,7 +25,12 @@ const LimitsBodySchema = Type.Object(
     max_in_flight: Type.Optional(Type.Integer({ minimum: 1, maximum: 100_000 })),
     quotas: Type.Optional(
       Type.Object(
-        { users: Type.Optional(Count), automations: Type.Optional(Count), push_subscriptions: Type.Optional(Count) },
+        {
+          users: Type.Optional(Count),
+          automations: Type.Optional(Count),
+          push_subscriptions: Type.Optional(Count),
+          file_bytes: Type.Optional(Bytes),
+        },
         { additionalProperties: false },
       ),
     ),
@@ -39,13 +46,21 @@ const EffectiveSchema = Type.Object({
   max_in_flight: Type.Integer(),
   exempt: Type.Boolean(),
   window_seconds: Type.Integer(),
-  quotas: Type.Object({ users: Count, automations: Count, push_subscriptions: Count }),
+  quotas: Type.Object({ users: Count, automations: Count, push_subscriptions: Count, file_bytes: Bytes }),
 })
 
 const QuotaSchema = Type.Object({ used: Type.Integer(), limit: Type.Integer() })
 const UsageSchema = Type.Object(
   {
-    quotas: Type.Object({ users: QuotaSchema, automations: QuotaSchema, push_subscriptions: QuotaSchema }),
+    quotas: Type.Object({
+      users: QuotaSchema,
+      automations: QuotaSchema,
+      push_subscriptions: QuotaSchema,
+      file_bytes: Type.Object(
+        { used: Type.Integer(), limit: Type.Integer() },
+        { description: "bytes of the file manager's files and their posters" },
+      ),
+    }),
     rate_limits: Type.Object({
       window_seconds: Type.Integer(),
       token: Buckets,
@@ -118,6 +133,7 @@ export async function limitsRoutes(
           users: quota('users'),
           automations: quota('automations'),
           push_subscriptions: quota('push_subscriptions'),
+          file_bytes: quota('file_bytes'),
         },
         rate_limits: { window_seconds: config.limits.windowSeconds, ...rates },
       })

@@ -203,3 +203,37 @@ export function createRateLimiter(db: Db, options: RateLimiterOptions) {
 }
 
 export type RateLimiter = ReturnType<typeof createRateLimiter>
+
+/** How long the counters of an ended window are kept (nothing reads them after the window). */
+export const COUNTER_RETENTION_MS = 60 * 60 * 1000
+/** Rows one statement of the sweep deletes at most (a short transaction, few row locks, little WAL at once). */
+const SWEEP_BATCH = 5_000
+
+/**
+ * Deletes the counters of windows that ended more than an hour ago (the hourly job
+ * `limits:sweep_counters`). Tenant by tenant, the tenants read from the reference table `tenants`,
+ * in batches: on Citus each statement is routed to one tenant's shard (docs/citus.md), where one
+ * cross-tenant DELETE would be a task on every shard and a distributed commit. A tenant without old
+ * windows costs one index probe.
+ */
+export async function sweepRateLimitCounters(
+  db: Db,
+  { now = Date.now(), batch = SWEEP_BATCH }: { now?: number; batch?: number } = {},
+): Promise<number> {
+  const before = new Date(now - COUNTER_RETENTION_MS)
+  const tenants = await db.selectFrom('tenants').select('id').orderBy('id').execute()
+  let deleted = 0
+  for (const { id } of tenants) {
+    for (;;) {
+      const result = await sql`
+        delete from rate_limit_counters
+        where tenant_id = ${id} and (key, window_start) in (
+          select key, window_start from rate_limit_counters
+          where tenant_id = ${id} and window_start < ${before} limit ${batch})`.execute(db)
+      const rows = Number(result.numAffectedRows ?? 0n)
+      deleted += rows
+      if (rows < batch) break
+    }
+  }
+  return deleted
+}

@@ -35,18 +35,16 @@ export async function pushRoutes(app: App, { db, config }: AppDeps): Promise<voi
       schema: {
         tags,
         summary:
-          "Registers the browser's PushSubscription for the current user (the same endpoint again: 200, moved to this user)",
+          "Registers the browser's PushSubscription for the current user (the same endpoint again: 200, moved to this user); a new endpoint past the organisation's push_subscriptions quota: 403 `quota_exceeded`",
         body: PushSubscriptionBodySchema,
         response: { 200: Envelope(PushSubscriptionSchema), 201: Envelope(PushSubscriptionSchema), ...errorResponses },
       },
     },
     async (request, reply) => {
-      const { subscription, created } = await subscribe(
-        db,
-        request.actor,
-        request.body,
-        config.push.allowPrivateNetworks,
-      )
+      const { subscription, created } = await subscribe(db, request.actor, request.body, {
+        allowPrivateNetworks: config.push.allowPrivateNetworks,
+        quotas: config.limits.quotas,
+      })
       return reply.code(created ? 201 : 200).send(envelope(subscription))
     },
   )

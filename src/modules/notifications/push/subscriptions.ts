@@ -1,8 +1,10 @@
 import { createPublicKey } from 'node:crypto'
 import { sql } from 'kysely'
+import type { QuotaLimits } from '../../../config.js'
 import type { Actor } from '../../../platform/auth/actor.js'
 import type { Db } from '../../../platform/db/schema.js'
 import { FieldErrorCollector, notFound } from '../../../platform/http/errors.js'
+import { assertQuota } from '../../../platform/limits/quotas.js'
 import type { PushSubscriptionBody } from './push.schemas.js'
 
 const COLUMNS = ['id', 'endpoint', 'expiration_time', 'user_agent', 'created_at', 'updated_at'] as const
@@ -47,36 +49,57 @@ function checkSubscription(body: PushSubscriptionBody, allowPrivateNetworks: boo
 /**
  * A browser's subscription, registered for the current user. The same endpoint again (the browser
  * re-subscribes, or another user logs in on that device) moves the record to the current user: 200.
+ * A new endpoint counts against the tenant's `push_subscriptions` quota (403 past it); a known one
+ * never does, so a browser re-subscribing at the limit keeps working.
  */
-export async function subscribe(db: Db, actor: Actor, body: PushSubscriptionBody, allowPrivateNetworks: boolean) {
-  checkSubscription(body, allowPrivateNetworks)
-  const row = await db
-    .insertInto('push_subscriptions')
-    .values({
-      tenant_id: actor.tenantId,
-      user_id: actor.userId,
-      endpoint: body.endpoint,
-      p256dh: body.keys.p256dh,
-      auth: body.keys.auth,
-      expiration_time: body.expirationTime ?? null,
-      user_agent: body.user_agent ?? null,
-      updated_at: sql`now()`,
-    })
-    .onConflict((oc) =>
-      oc.columns(['tenant_id', 'endpoint']).doUpdateSet({
-        // the time in VALUES, not in DO UPDATE SET: Citus refuses non-immutable functions there (docs/citus.md)
+export async function subscribe(
+  db: Db,
+  actor: Actor,
+  body: PushSubscriptionBody,
+  options: { allowPrivateNetworks: boolean; quotas: QuotaLimits },
+) {
+  checkSubscription(body, options.allowPrivateNetworks)
+  return db.transaction().execute(async (trx) => {
+    // whether the endpoint is new is read under the quota's lock: a concurrent first subscription of
+    // the same endpoint is then seen, and this one is an update that is not counted
+    await assertQuota(trx, actor.tenantId, 'push_subscriptions', options.quotas, async () =>
+      (await trx
+        .selectFrom('push_subscriptions')
+        .select('id')
+        .where('tenant_id', '=', actor.tenantId)
+        .where('endpoint', '=', body.endpoint)
+        .executeTakeFirst())
+        ? 0
+        : 1,
+    )
+    const row = await trx
+      .insertInto('push_subscriptions')
+      .values({
+        tenant_id: actor.tenantId,
         user_id: actor.userId,
+        endpoint: body.endpoint,
         p256dh: body.keys.p256dh,
         auth: body.keys.auth,
         expiration_time: body.expirationTime ?? null,
         user_agent: body.user_agent ?? null,
-        updated_at: sql`excluded.updated_at`,
-      }),
-    )
-    .returning([...COLUMNS, sql<boolean>`xmax = 0`.as('inserted')])
-    .executeTakeFirstOrThrow()
-  const { inserted, ...subscription } = row
-  return { subscription, created: inserted }
+        updated_at: sql`now()`,
+      })
+      .onConflict((oc) =>
+        oc.columns(['tenant_id', 'endpoint']).doUpdateSet({
+          // the time in VALUES, not in DO UPDATE SET: Citus refuses non-immutable functions there (docs/citus.md)
+          user_id: actor.userId,
+          p256dh: body.keys.p256dh,
+          auth: body.keys.auth,
+          expiration_time: body.expirationTime ?? null,
+          user_agent: body.user_agent ?? null,
+          updated_at: sql`excluded.updated_at`,
+        }),
+      )
+      .returning([...COLUMNS, sql<boolean>`xmax = 0`.as('inserted')])
+      .executeTakeFirstOrThrow()
+    const { inserted, ...subscription } = row
+    return { subscription, created: inserted }
+  })
 }
 
 export function listOwnSubscriptions(db: Db, actor: Actor) {

@@ -1,0 +1,19 @@
+import type { AppModule } from '../../platform/app-module.js'
+import { sweepRateLimitCounters } from '../../platform/limits/rate-limiter.js'
+
+export const RATE_LIMIT_SWEEP_JOB = 'limits:sweep_counters'
+
+/**
+ * Fair-use limits (docs/limits.md): the limiter, its routes and the quotas are platform code (app.ts);
+ * this module runs the sweep of ended rate-limit windows on the job worker, once an hour for the whole
+ * fleet (graphile-worker's cron), instead of on every node.
+ */
+export const limitsModule: AppModule = {
+  name: 'limits',
+  jobs: ({ db }) => ({
+    [RATE_LIMIT_SWEEP_JOB]: async () => {
+      await sweepRateLimitCounters(db)
+    },
+  }),
+  cron: [`17 * * * * ${RATE_LIMIT_SWEEP_JOB}`],
+}
