@@ -302,6 +302,8 @@ export const en = {
   'retention.class.webhook_deliveries': 'Webhook deliveries',
   'retention.class.stored_emails': 'Sent e-mails and push messages',
   'retention.class.sessions': 'Ended sessions',
+  'retention.class.data_exports': 'Data export records',
+  'retention.class.deactivated_accounts': 'Deactivated accounts',
   'retention.about.notifications_read': 'Counted from when they were read.',
   'retention.about.notifications_unread': 'Counted from when they were created.',
   'retention.about.audit_log': 'Changes recorded in the audit log.',
@@ -310,6 +312,10 @@ export const en = {
   'retention.about.stored_emails': 'E-mails and push messages the platform sent or stored.',
   'retention.about.sessions':
     'Expired or signed-out sessions with their device, address and browser, counted from their end.',
+  'retention.about.data_exports':
+    'Records of data exports whose archive expired or failed, counted from the request. The archive itself is deleted 7 days after it was made.',
+  'retention.about.deactivated_accounts':
+    'Accounts deleted, or inactive past their leaving date, for this long are erased automatically: their names and personal data are removed for good and their content stays under a pseudonym. This cannot be undone.',
   'retention.default': 'Default: {days} days.',
   'retention.maximum': 'At most {days} days (set by the operator).',
   'retention.useDefault': 'Use default',
@@ -629,6 +635,8 @@ export const de: Record<MessageKey, string> = {
   'retention.class.webhook_deliveries': 'Webhook-Zustellungen',
   'retention.class.stored_emails': 'Gesendete E-Mails und Push-Nachrichten',
   'retention.class.sessions': 'Beendete Sitzungen',
+  'retention.class.data_exports': 'Einträge zu Datenexporten',
+  'retention.class.deactivated_accounts': 'Deaktivierte Konten',
   'retention.about.notifications_read': 'Gezählt ab dem Lesen.',
   'retention.about.notifications_unread': 'Gezählt ab dem Erstellen.',
   'retention.about.audit_log': 'Im Protokoll festgehaltene Änderungen.',
@@ -638,6 +646,10 @@ export const de: Record<MessageKey, string> = {
   'retention.about.stored_emails': 'E-Mails und Push-Nachrichten, die die Plattform gesendet oder gespeichert hat.',
   'retention.about.sessions':
     'Abgelaufene oder abgemeldete Sitzungen mit Gerät, Adresse und Browser, gezählt ab ihrem Ende.',
+  'retention.about.data_exports':
+    'Einträge zu Datenexporten, deren Archiv abgelaufen oder fehlgeschlagen ist, gezählt ab der Anforderung. Das Archiv selbst wird 7 Tage nach seiner Erstellung gelöscht.',
+  'retention.about.deactivated_accounts':
+    'Konten, die so lange gelöscht oder nach ihrem Austrittsdatum inaktiv sind, werden automatisch gelöscht: Namen und personenbezogene Daten werden endgültig entfernt, Inhalte bleiben unter einem Pseudonym. Das lässt sich nicht rückgängig machen.',
   'retention.default': 'Standard: {days} Tage.',
   'retention.maximum': 'Höchstens {days} Tage (vom Betreiber festgelegt).',
   'retention.useDefault': 'Standard verwenden',

@@ -693,16 +693,19 @@ describe('data protection in the admin console', () => {
     }
     const retention = () =>
       server.api<{ data: { periods: Record<string, number> } }>('admin', 'GET', '/api/administration/retention')
-    // every class of the answer has its input
-    for (const key of Object.keys((await retention()).data.periods))
-      assert.equal(
-        await page
-          .getByRole('spinbutton')
-          .and(page.locator(`[name="${key}"]`))
-          .count(),
-        1,
-        key,
-      )
+    // every class of the answer has its input, labelled from the catalogue (a class without a label shows its key)
+    for (const key of Object.keys((await retention()).data.periods)) {
+      const input = page.getByRole('spinbutton').and(page.locator(`[name="${key}"]`))
+      assert.equal(await input.count(), 1, key)
+      const label = await input.evaluate((el) => document.querySelector(`label[for="${el.id}"]`)?.textContent)
+      assert.ok(label && label !== key, `${key} is labelled (${label})`)
+    }
+    const exportRecords = page.getByRole('spinbutton', { name: 'Data export records', exact: true })
+    assert.match(await description(exportRecords), /archive itself is deleted 7 days after it was made/)
+    // the sweep of this class erases people: the hint says so, and that it cannot be undone
+    const accounts = page.getByRole('spinbutton', { name: 'Deactivated accounts', exact: true })
+    assert.equal(await accounts.inputValue(), '365')
+    assert.match(await description(accounts), /erased automatically.*cannot be undone/)
 
     await read.fill('30')
     // only the changed class is sent
