@@ -63,6 +63,7 @@ export const api = createWorkplaceClient({
 export type Schemas = {
   Notification: NonNullable<paths['/api/notifications']['get']['responses'][200]['content']['application/json']>[number]
   CurrentUser: paths['/api/users/current']['get']['responses'][200]['content']['application/json']
+  DataExport: NonNullable<paths['/api/data-exports']['get']['responses'][200]['content']['application/json']>[number]
 }
 
 /** An RFC 9457 problem as the API sends it (`errors` keyed by dotted field path on 422). */

@@ -59,6 +59,7 @@ const Automations = lazy(() => import('./pages/admin/Automations.tsx'))
 const Audit = lazy(() => import('./pages/admin/Audit.tsx'))
 const Send = lazy(() => import('./pages/admin/Send.tsx'))
 const Retention = lazy(() => import('./pages/admin/Retention.tsx'))
+const DataExports = lazy(() => import('./pages/admin/DataExports.tsx'))
 const InfoboardFeed = lazy(() => import('./pages/infoboard/Feed.tsx'))
 const InfoboardPost = lazy(() => import('./pages/infoboard/Post.tsx'))
 const InfoboardWrite = lazy(() => import('./pages/infoboard/Write.tsx'))
@@ -122,6 +123,12 @@ const ROUTES: RouteDef[] = [
     page: Retention,
     needs: ['tenant.administrate'],
     nav: { key: 'nav.retention', admin: true },
+  },
+  {
+    pattern: '/admin/data-exports',
+    page: DataExports,
+    needs: ['users.export'],
+    nav: { key: 'nav.dataExports', admin: true },
   },
   // a notification's URL (`/infoboard/posts/63`) is a page of the app
   { pattern: '/:module/:kind/:id', page: ContentItem },

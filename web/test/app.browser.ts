@@ -693,16 +693,19 @@ describe('data protection in the admin console', () => {
     }
     const retention = () =>
       server.api<{ data: { periods: Record<string, number> } }>('admin', 'GET', '/api/administration/retention')
-    // every class of the answer has its input
-    for (const key of Object.keys((await retention()).data.periods))
-      assert.equal(
-        await page
-          .getByRole('spinbutton')
-          .and(page.locator(`[name="${key}"]`))
-          .count(),
-        1,
-        key,
-      )
+    // every class of the answer has its input, labelled from the catalogue (a class without a label shows its key)
+    for (const key of Object.keys((await retention()).data.periods)) {
+      const input = page.getByRole('spinbutton').and(page.locator(`[name="${key}"]`))
+      assert.equal(await input.count(), 1, key)
+      const label = await input.evaluate((el) => document.querySelector(`label[for="${el.id}"]`)?.textContent)
+      assert.ok(label && label !== key, `${key} is labelled (${label})`)
+    }
+    const exportRecords = page.getByRole('spinbutton', { name: 'Data export records', exact: true })
+    assert.match(await description(exportRecords), /archive itself is deleted 7 days after it was made/)
+    // the sweep of this class erases people: the hint says so, and that it cannot be undone
+    const accounts = page.getByRole('spinbutton', { name: 'Deactivated accounts', exact: true })
+    assert.equal(await accounts.inputValue(), '365')
+    assert.match(await description(accounts), /erased automatically.*cannot be undone/)
 
     await read.fill('30')
     // only the changed class is sent
@@ -763,6 +766,60 @@ describe('data protection in the admin console', () => {
       ['Audit log entries', String(dryRun.data.removed.audit_log)],
     )
     await expectNoSeriousViolations(page, '/admin/retention with the sweep preview')
+    await context.close()
+  })
+
+  test("exports a user's personal data from the edit page, follows it to Data exports until ready, downloads the ZIP through a single-use link", async () => {
+    const { context, page } = await session({ user: 'admin' })
+    const ben = await userId('ben')
+    await page.goto(`${server.base}/app/admin/users/${ben}`)
+    await page.getByRole('heading', { level: 1, name: 'Edit user ben' }).waitFor()
+    await page.getByRole('button', { name: 'Export personal data' }).click()
+    await page.getByRole('status').filter({ hasText: 'The export was requested' }).waitFor()
+    await page.getByRole('link', { name: 'Follow it under Data exports' }).click()
+    await page.waitForURL(new RegExp(`/app/admin/data-exports\\?user=${ben}$`))
+    await page.getByRole('heading', { level: 1, name: 'Data exports' }).waitFor()
+    const admin = page.getByRole('navigation', { name: 'Administration' })
+    assert.equal(await admin.getByRole('link', { name: 'Data exports' }).getAttribute('aria-current'), 'page')
+    await page.getByText('Only the exports of Ben Miller.').waitFor()
+
+    // newest first: the request just made, by the person's name; the worker in the server builds it
+    const row = page.getByRole('table', { name: 'Data exports' }).getByRole('row').nth(1)
+    assert.equal(await row.getByRole('rowheader').textContent(), 'Ben Miller')
+    const status = row.getByRole('cell').first()
+    const deadline = Date.now() + 30_000
+    for (;;) {
+      const shown = await status.textContent()
+      if (shown === 'Ready') break
+      assert.match(shown ?? '', /^Being prepared$/, 'the export is pending until it is ready')
+      assert.ok(Date.now() < deadline, 'the export became ready within 30 s')
+      await page.waitForTimeout(500)
+      await page.getByRole('button', { name: 'Refresh' }).click()
+      await settled(page)
+    }
+    assert.match((await row.getByRole('cell').nth(1).textContent()) ?? '', /^[\d.]+ (bytes|kB|MB)$/)
+    assert.notEqual(await row.getByRole('cell').nth(4).textContent(), '—', 'the day it is deleted is shown')
+    await expectNoSeriousViolations(page, '/admin/data-exports with a ready export')
+
+    // Download: a single-use link (no token needed), the browser saves the ZIP
+    const answer = page.waitForResponse((r) => r.url().includes('/api/data-exports/download/'))
+    const download = page.waitForEvent('download')
+    await row.getByRole('button', { name: /^Download: Ben Miller, requested / }).click()
+    const [response, file] = await Promise.all([answer, download])
+    assert.equal(response.status(), 200)
+    assert.equal(response.headers()['content-type'], 'application/zip')
+    assert.equal(file.suggestedFilename(), `personal-data-${ben}.zip`)
+    const zip = await new Response((await file.createReadStream()) as unknown as ReadableStream).arrayBuffer()
+    assert.equal(Buffer.from(zip).subarray(0, 4).toString('latin1'), 'PK\x03\x04', 'a ZIP archive')
+    assert.ok(file.url().startsWith(`${server.base}/api/data-exports/download/`), file.url())
+    // the same link a second time: gone
+    assert.equal((await fetch(file.url())).status, 404)
+
+    // another person's exports: none yet (the empty state), and the way back to all of them
+    await page.goto(`${server.base}/app/admin/data-exports?user=${await userId('anna')}`)
+    await page.getByText('No data exports of this person.').waitFor()
+    await page.getByRole('link', { name: 'Show all data exports' }).click()
+    await page.getByRole('table', { name: 'Data exports' }).getByRole('rowheader', { name: 'Ben Miller' }).waitFor()
     await context.close()
   })
 })
@@ -865,6 +922,7 @@ describe('accessibility', () => {
       '/admin/audit',
       '/admin/send',
       '/admin/retention',
+      '/admin/data-exports',
       '/infoboard',
       '/infoboard/write',
       `/infoboard/posts/${posts[0].id}/reach`,

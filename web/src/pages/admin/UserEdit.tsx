@@ -56,6 +56,7 @@ export default function UserEdit({ params }: { params: Record<string, string> })
     id?: number
     username?: string
     deleted_at?: string | null
+    blacked_out_at?: string | null
     profile_picture_url?: string | null
     profile_picture?: string | null
     active?: boolean
@@ -63,6 +64,7 @@ export default function UserEdit({ params }: { params: Record<string, string> })
   const [roles, setRoles] = useState<Array<[string, string]>>([])
   const [problem, setProblem] = useState<Problem>()
   const [status, setStatus] = useState<string>()
+  const [exportRequested, setExportRequested] = useState(false)
   const [loading, setLoading] = useState(!isNew)
 
   useEffect(() => {
@@ -128,6 +130,16 @@ export default function UserEdit({ params }: { params: Record<string, string> })
     if (action === 'delete') return navigate('/admin/users')
     setStatus(action === 'logout' ? t('users.loggedOut') : t('app.saved'))
     if (action === 'restore') setUser((u) => u && { ...u, deleted_at: null })
+  }
+
+  /** Asks for an archive of this person's data (users.export); it is built in the background. */
+  const exportData = async () => {
+    setStatus(undefined)
+    setExportRequested(false)
+    const { error } = await api.POST('/api/users/{id}/data-export', { params: { path: { id } } })
+    if (error) return setProblem(asProblem(error))
+    setProblem(undefined)
+    setExportRequested(true)
   }
 
   const upload = async (file: File | undefined) => {
@@ -263,7 +275,22 @@ export default function UserEdit({ params }: { params: Record<string, string> })
                     {t('app.delete')}
                   </button>
                 )}
+            {can('users.export') && !user.blacked_out_at && (
+              <button type="button" onClick={() => void exportData()}>
+                {t('users.exportData')}
+              </button>
+            )}
           </div>
+          {can('users.export') && (
+            <p class="status" role="status" aria-live="polite">
+              {exportRequested && (
+                <>
+                  {t('users.exportRequested')}{' '}
+                  <Link href={`/admin/data-exports?user=${id}`}>{t('users.exportOpen')}</Link>
+                </>
+              )}
+            </p>
+          )}
         </section>
       )}
     </>
