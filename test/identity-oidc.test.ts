@@ -125,7 +125,12 @@ test('settings: discovery is checked, the secret is write-only and sealed, tenan
   )
   assert.equal((await call(app, tenant.adminToken, { method: 'GET', url: '/api/administration/oidc' })).statusCode, 404)
   const actions = (
-    await db.selectFrom('audit_log').select(['action', 'changes']).where('tenant_id', '=', tenant.id).execute()
+    await db
+      .selectFrom('audit_log')
+      .select(['action', 'changes'])
+      .where('tenant_id', '=', tenant.id)
+      .orderBy('id')
+      .execute()
   ).filter((r) => r.action.startsWith('oidc.'))
   assert.deepEqual(
     actions.map((r) => r.action),
