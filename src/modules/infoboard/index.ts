@@ -5,7 +5,9 @@ import { requirePermission } from '../../platform/auth/require-permission.js'
 import {
   CONTENT_REMINDER_RECIPIENTS,
   publishJobHandlers,
+  readReachDetail,
   reminderRecipientsSql,
+  writeReachDetail,
 } from '../../platform/content/content-reading.js'
 import { readingRoutes } from '../../platform/content/content-reading-routes.js'
 import { contentRoutes } from '../../platform/content/content-routes.js'
@@ -63,10 +65,7 @@ export const infoboardModule: AppModule = {
     })
 
     // the tenant's works-council setting for reading data (docs/decisions/reach-detail.md)
-    const readSettings = async (tenantId: number) => {
-      const tenant = await db.selectFrom('tenants').select('settings').where('id', '=', tenantId).executeTakeFirst()
-      return { reach_detail: tenant?.settings.reach_detail ?? 'named' }
-    }
+    const readSettings = async (tenantId: number) => ({ reach_detail: await readReachDetail(db, tenantId) })
     app.get(
       '/api/administration/reading-settings',
       {
@@ -90,13 +89,7 @@ export const infoboardModule: AppModule = {
       },
       async (request) => {
         requirePermission(request.actor, 'tenant.administrate')
-        await db
-          .updateTable('tenants')
-          .set({
-            settings: sql<string>`settings || ${JSON.stringify({ reach_detail: request.body.reach_detail })}::jsonb`,
-          })
-          .where('id', '=', request.actor.tenantId)
-          .execute()
+        await writeReachDetail(db, request.actor.tenantId, request.body.reach_detail)
         return readSettings(request.actor.tenantId)
       },
     )

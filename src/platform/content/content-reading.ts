@@ -201,6 +201,30 @@ export const REACH_CSV_COLUMNS = [
   'reminded_at',
 ] as const
 
+/** The tenant's `reach_detail` (no row: `named`). */
+export async function readReachDetail(db: Db, tenantId: number): Promise<ReachDetail> {
+  const row = await db
+    .selectFrom('reading_settings')
+    .select('reach_detail')
+    .where('tenant_id', '=', tenantId)
+    .executeTakeFirst()
+  return row?.reach_detail ?? 'named'
+}
+
+/** Sets the tenant's `reach_detail` (one upsert, routed to the tenant's shard on Citus). */
+export async function writeReachDetail(db: Db, tenantId: number, detail: ReachDetail): Promise<void> {
+  await db
+    .insertInto('reading_settings')
+    .values({ tenant_id: tenantId, reach_detail: detail })
+    .onConflict((oc) =>
+      oc.column('tenant_id').doUpdateSet((eb) => ({
+        reach_detail: eb.ref('excluded.reach_detail'),
+        updated_at: eb.ref('excluded.updated_at'),
+      })),
+    )
+    .execute()
+}
+
 /** The reading service of one content resource. */
 export function defineReading(decl: ReadingDeclaration, content: ContentResource, notices: ReadingNotices) {
   const table = sql.table(decl.table)
@@ -297,6 +321,19 @@ export function defineReading(decl: ReadingDeclaration, content: ContentResource
     return row
   }
 
+  /** The record if the actor may view it (else 404), with the actor's own reading state, in one statement. */
+  async function visibleWithState(db: Db, actor: Actor, id: number) {
+    if (!can(actor, `${decl.module}.view`)) throw forbidden(`This requires the "${decl.module}.view" permission`)
+    const { rows } = await sql<Record<string, unknown> & { my_seen_at: string | null; my_confirmed_at: string | null }>`
+      select c.*, r.seen_at as my_seen_at, r.confirmed_at as my_confirmed_at from ${table} c
+        left join content_reads r on r.tenant_id = c.tenant_id and r.target_type = ${decl.alias}
+          and r.target_id = c.id and r.user_id = ${actor.userId}
+      where c.tenant_id = ${actor.tenantId} and c.id = ${id} and ${content.visibleToActor(actor, 'c')}`.execute(db)
+    if (!rows[0]) throw notFound(content.label)
+    const { my_seen_at, my_confirmed_at, ...row } = rows[0]
+    return { row: contentRow(row), state: { seen_at: my_seen_at, confirmed_at: my_confirmed_at } }
+  }
+
   /** Records that the actor opened the record; `created` on the first time. */
   async function markSeen(db: Db, actor: Actor, id: number) {
     await visible(db, actor, id)
@@ -310,13 +347,15 @@ export function defineReading(decl: ReadingDeclaration, content: ContentResource
 
   /** Confirms reading (records the time) and marks the user's notifications of the record read; `created` on the first time. */
   async function confirm(db: Db, actor: Actor, id: number) {
-    const row = await visible(db, actor, id)
+    const { row, state: before } = await visibleWithState(db, actor, id)
     if (row.requires_reading_confirmation !== true)
       throw new AppError(
         422,
         'confirmation_not_required',
         `This ${content.label.toLowerCase()} asks for no confirmation`,
       )
+    // confirmed before: nothing to write (a confirmation is never taken back), one read answers the repeat
+    if (before.confirmed_at !== null) return { created: false, state: before }
     // the confirmation, and the first time also the user's notifications of the record marked read, in
     // one transaction of two statements Citus routes whole (a write inside a CTE is not); the time is a
     // value, not now(): Citus refuses a non-immutable function in RETURNING and in ON CONFLICT's SET
@@ -348,11 +387,6 @@ export function defineReading(decl: ReadingDeclaration, content: ContentResource
       and au.active and au.deleted_at is null and au.blacked_out_at is null and not au.group_account
       and au.id in (${content.viewersSql(tenantId, id)})`
 
-  async function reachDetail(db: Db, tenantId: number): Promise<ReachDetail> {
-    const tenant = await db.selectFrom('tenants').select('settings').where('id', '=', tenantId).executeTakeFirst()
-    return tenant?.settings.reach_detail === 'counts_only' ? 'counts_only' : 'named'
-  }
-
   /** The record for someone who may edit it: visible (else 404) and `<module>.manage` (else 403). */
   async function editable(db: Db, actor: Actor, id: number): Promise<ContentRow> {
     const row = await visible(db, actor, id)
@@ -369,7 +403,7 @@ export function defineReading(decl: ReadingDeclaration, content: ContentResource
     const row = await editable(db, actor, id)
     const t = actor.tenantId
     const requires = row.requires_reading_confirmation === true
-    const detail = await reachDetail(db, t)
+    const detail = await readReachDetail(db, t)
     const pending = requires ? sql`count(*) - count(confirmed_at)` : sql`count(*) - count(seen_at)`
     const { rows } = await sql<Omit<Reach, 'requires_reading_confirmation' | 'reach_detail'>>`
       with aud as materialized (
@@ -410,7 +444,7 @@ export function defineReading(decl: ReadingDeclaration, content: ContentResource
   async function reachUsers(db: Db, actor: Actor, id: number) {
     const row = await visible(db, actor, id)
     if (!can(actor, `${decl.module}.reach`)) throw forbidden(`This requires the "${decl.module}.reach" permission`)
-    if ((await reachDetail(db, actor.tenantId)) === 'counts_only')
+    if ((await readReachDetail(db, actor.tenantId)) === 'counts_only')
       throw forbidden('This tenant shows reading counts only (reach_detail: counts_only)', 'reach_counts_only')
     const t = actor.tenantId
     const base = db
@@ -483,20 +517,19 @@ export function defineReading(decl: ReadingDeclaration, content: ContentResource
         (select ceil(extract(epoch from (p.reminded_at + interval '24 hours' - now())))::int
           from ${table} p where p.tenant_id = ${t} and p.id = ${id}) as retry_after`.execute(trx)
     if (!claimed[0].claimed) return { retryAfter: Math.max(1, claimed[0].retry_after ?? 1) }
-    const { rows } = await sql<{ id: number; recipients: number; created_at: string }>`
-      with reminder as (
-        insert into content_reminders (tenant_id, target_type, target_id, actor_id)
-        values (${t}, ${decl.alias}, ${id}, ${actorId}) returning id, created_at),
-      reached as (
-        insert into content_reminder_recipients (tenant_id, reminder_id, user_id)
-        select ${t}, (select id from reminder), aud.id from (${audienceSql(t, id)}) aud
-        where not exists (select 1 from content_reads r where r.tenant_id = ${t} and r.target_type = ${decl.alias}
-          and r.target_id = ${id} and r.user_id = aud.id and r.confirmed_at is not null)
-          and aud.id is distinct from ${actorId}::bigint
-        returning user_id)
-      select (select id from reminder) as id, (select created_at from reminder) as created_at,
-        (select count(*) from reached)::int as recipients`.execute(trx)
-    const reminder = rows[0]
+    // three plain statements, not one with writing CTEs: each is routed whole to the tenant's shard on
+    // Citus (the recipients' insert … select reads colocated tables and takes tenant_id from users)
+    const { rows: created } = await sql<{ id: number; created_at: string }>`
+      insert into content_reminders (tenant_id, target_type, target_id, actor_id)
+      values (${t}, ${decl.alias}, ${id}, ${actorId}) returning id, created_at`.execute(trx)
+    const reached = await sql`
+      insert into content_reminder_recipients (tenant_id, reminder_id, user_id)
+      select pu.tenant_id, ${created[0].id}::bigint, pu.id from users pu
+      where pu.tenant_id = ${t} and pu.id in (${audienceSql(t, id)})
+        and not exists (select 1 from content_reads r where r.tenant_id = ${t} and r.target_type = ${decl.alias}
+          and r.target_id = ${id} and r.user_id = pu.id and r.confirmed_at is not null)
+        and pu.id is distinct from ${actorId}::bigint`.execute(trx)
+    const reminder = { ...created[0], recipients: Number(reached.numAffectedRows ?? 0) }
     await sql`update content_reminders set recipients = ${reminder.recipients}
       where tenant_id = ${t} and id = ${reminder.id}`.execute(trx)
     if (reminder.recipients > 0) await notices.reminded(trx, t, row, reminder.id)

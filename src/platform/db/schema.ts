@@ -21,8 +21,6 @@ export interface TenantSettings {
   system_language?: string
   /** The demo tenant's state (`seeding` until it is complete; see modules/tenants/demo.ts). */
   demo?: 'seeding' | 'complete'
-  /** Who sees per-person reading data (issue 41): `named` (default) or `counts_only`. */
-  reach_detail?: 'named' | 'counts_only'
 }
 
 /** Who saw and confirmed a record that must be read (issue 41); `target_type` is the content alias. */
@@ -452,6 +450,7 @@ export interface Database {
   scim_tokens: ScimTokensTable
   data_exports: DataExportsTable
   retention_settings: RetentionSettingsTable
+  reading_settings: ReadingSettingsTable
   rate_limit_counters: RateLimitCountersTable
   tenant_limits: TenantLimitsTable
 }
@@ -507,6 +506,13 @@ export interface DataExportsTable {
   /** SHA-256 of the current download link's token (single use). */
   link_hash: Buffer | null
   link_expires_at: NullableTimestamp
+}
+
+/** A tenant's works-council setting for reading data (migration 0205); no row = `named`. */
+export interface ReadingSettingsTable {
+  tenant_id: number
+  reach_detail: 'named' | 'counts_only'
+  updated_at: Generated<Timestamp>
 }
 
 /** A tenant's retention period of one data class (migration 0170); no row = the default. */

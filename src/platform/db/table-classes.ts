@@ -71,6 +71,7 @@ export const TABLE_CLASSES: Readonly<Record<string, TableClass>> = {
   // personal-data exports (issue 45, migration 0170)
   data_exports: 'tenant',
   retention_settings: 'tenant',
+  reading_settings: 'tenant',
   // fair-use limits (issue 42, migration 0180)
   rate_limit_counters: 'tenant',
   tenant_limits: 'tenant',

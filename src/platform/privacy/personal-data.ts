@@ -207,6 +207,7 @@ export const PERSONAL_DATA: Readonly<Record<string, TableRule>> = {
     erase: deleteBy('user_id'),
   },
   retention_settings: { columns: { data_class: 'not-personal' }, erase: 'keep' },
+  reading_settings: { columns: { reach_detail: 'not-personal' }, erase: 'keep' },
   roles: { columns: { name: 'not-personal', permissions: 'not-personal' }, erase: 'keep' },
   scim_tokens: { columns: { name: 'not-personal', token_hash: 'secret' }, erase: 'keep' },
   // fair-use counters name tokens and buckets by id, the operator's overrides are numbers (issue 42)
