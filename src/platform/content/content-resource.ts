@@ -131,6 +131,8 @@ export interface ContentResource {
   update(db: Db, actor: Actor, id: number, body: Record<string, unknown>): Promise<ContentRow>
   remove(db: Db, actor: Actor, id: number): Promise<ContentRow>
   viewersSql(tenantId: number, id: number): RawBuilder<{ id: number }>
+  /** SQL: the user row `vu` (joined with its role as `vr`) can view record `id`: `viewersSql`'s rule for one row. */
+  viewedBySql(tenantId: number, id: number): RawBuilder<boolean>
   appUrl(appBase: string, row: ContentRow): string
   deleteGrantsUnder(trx: Db, tenantId: number, parentId: number): Promise<void>
   addChild(child: ContentResource): void
@@ -428,12 +430,16 @@ export function defineContent(decl: ContentDeclaration): ContentResource {
    * `visibleTo`, evaluated per user row): the recipients of content notifications.
    */
   function viewersSql(tenantId: number, id: number): RawBuilder<{ id: number }> {
-    const p = userSetPrincipal(tenantId, decl.folder?.module)
     return sql<{
       id: number
     }>`select vu.id from users vu join roles vr on vr.tenant_id = vu.tenant_id and vr.id = vu.role_id
-      where vu.tenant_id = ${tenantId} and exists (
-        select 1 from ${table} as v where v.tenant_id = ${tenantId} and v.id = ${id} and ${visibleTo(p, 'v')})`
+      where vu.tenant_id = ${tenantId} and ${viewedBySql(tenantId, id)}`
+  }
+
+  function viewedBySql(tenantId: number, id: number): RawBuilder<boolean> {
+    const p = userSetPrincipal(tenantId, decl.folder?.module)
+    return sql<boolean>`exists (
+      select 1 from ${table} as v where v.tenant_id = ${tenantId} and v.id = ${id} and ${visibleTo(p, 'v')})`
   }
 
   const appUrl = (appBase: string, row: ContentRow) => `${appBase.replace(/\/$/, '')}${decl.appPath(row)}`
@@ -521,6 +527,7 @@ export function defineContent(decl: ContentDeclaration): ContentResource {
     update,
     remove,
     viewersSql,
+    viewedBySql,
     appUrl,
     deleteGrantsUnder,
     addChild: (child) => {
