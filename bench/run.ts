@@ -139,9 +139,19 @@ async function load(
     headers?: Record<string, string>
     seconds: number
     idReplacement?: boolean
+    /** Concurrent connections (default 50). */
+    connections?: number
   },
 ): Promise<LoadResult> {
-  const args = ['-c', String(connections), '-d', String(options.seconds), '-j', '-m', options.method ?? 'GET']
+  const args = [
+    '-c',
+    String(options.connections ?? connections),
+    '-d',
+    String(options.seconds),
+    '-j',
+    '-m',
+    options.method ?? 'GET',
+  ]
   // `[<id>]` in the body becomes a new id on every request (SCIM creates need a new userName each)
   if (options.idReplacement) args.push('-I')
   for (const [k, v] of Object.entries(options.headers ?? {})) args.push('-H', `${k}=${v}`)
@@ -419,15 +429,16 @@ async function main(): Promise<void> {
     }
     const answerDiff = compareShapes(probe, await answerShape(baseUrl, baseRequest))
     if (answerDiff) console.warn(`# ${label}: the baseline's answer differs from the API's: ${answerDiff}`)
-    await load(apiUrl + request.path, { ...request, seconds: warmup })
-    await load(baseUrl + baseRequest.path, { ...baseRequest, seconds: warmup })
+    const at = { connections: scenario.connections }
+    await load(apiUrl + request.path, { ...request, ...at, seconds: warmup })
+    await load(baseUrl + baseRequest.path, { ...baseRequest, ...at, seconds: warmup })
     // alternate API and baseline twice so that machine noise hits both alike; keep the better run of each
     // (quick: once each, 1 s, to stay under 2 minutes with 14 scenarios)
     const apiRuns: LoadResult[] = []
     const baseRuns: LoadResult[] = []
     for (let i = 0; i < rounds; i++) {
-      apiRuns.push(await load(apiUrl + request.path, { ...request, seconds: duration / 2 }))
-      baseRuns.push(await load(baseUrl + baseRequest.path, { ...baseRequest, seconds: duration / 2 }))
+      apiRuns.push(await load(apiUrl + request.path, { ...request, ...at, seconds: duration / 2 }))
+      baseRuns.push(await load(baseUrl + baseRequest.path, { ...baseRequest, ...at, seconds: duration / 2 }))
     }
     const a = apiRuns.sort((x, y) => y.rps - x.rps)[0]
     const b = baseRuns.sort((x, y) => y.rps - x.rps)[0]
@@ -448,7 +459,11 @@ async function main(): Promise<void> {
       baseline_rps: Math.round(b.rps),
       ratio: Number(ratio.toFixed(2)),
       target: scenario.target,
-      pass: ratio >= scenario.target && errors === 0 && !answerDiff,
+      pass:
+        ratio >= scenario.target &&
+        errors === 0 &&
+        !answerDiff &&
+        (scenario.p50TargetMs === undefined || a.p50 <= scenario.p50TargetMs),
       tail_ratio: tail.ratio,
       tail_pass: tail.pass,
       ...(answerDiff ? { error: `baseline answer differs: ${answerDiff}` } : {}),

@@ -15,6 +15,10 @@ export interface Scenario {
   target: number
   /** Also run on the small data set: full-size p50 must stay within 1.5× (contract 90). */
   scaling?: boolean
+  /** Concurrent connections of the load (default 50): 1 for a report one person opens at a time. */
+  connections?: number
+  /** A p50 the scenario must also meet, in ms (the ratio target is judged as well). */
+  p50TargetMs?: number
   /** `worker`: measured against the API process that also runs the job worker (as `npm start` does). */
   server?: 'worker'
   request: (tenant: SeededTenant, db: Db) => Promise<BenchRequest> | BenchRequest
@@ -275,8 +279,11 @@ export const scenarios: Scenario[] = [
   },
   {
     id: 'S17',
-    title: 'GET /api/infoboard/posts/{id}/reach (audience: 100,000 users)',
+    title: 'GET /api/infoboard/posts/{id}/reach (audience: 100,000 users; 1 connection, p50 ≤ 200 ms)',
     target: 0.5,
+    // a report an editor opens: its latency is the figure (issue 41: p50 under 200 ms), not 50 at once
+    connections: 1,
+    p50TargetMs: 200,
     request: async (t, db) => ({
       path: `/api/infoboard/posts/${await benchPost(db, t, true)}/reach`,
       headers: auth(t.adminToken),

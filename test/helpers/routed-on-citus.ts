@@ -38,16 +38,6 @@ export const NOT_YET_ROUTED_WHOLE: ReadonlyArray<{ name: string; needs: string; 
     needs: 'the recipients read first, their records as insert … values (or a pushdown insert … select from users)',
     sql: /^insert into notifications \(.*\) select .* from \( select u\.id from users u where u\.tenant_id = /,
   },
-  {
-    name: 'a reminder and its recipients (the pending audience) in one statement (issue 41)',
-    needs: 'the pending audience read first, the reminder and its recipients as insert … values in one transaction',
-    sql: /^with reminder as \( insert into content_reminders /,
-  },
-  {
-    name: "the tenant's reading settings, kept in the tenants reference table (issue 41)",
-    needs: 'the setting in a table distributed by tenant (a reference table write commits in two phases)',
-    sql: /^update "tenants" set "settings" = settings \|\| /,
-  },
 ]
 
 const EXPLAINED = ['SelectStmt', 'InsertStmt', 'UpdateStmt', 'DeleteStmt']
