@@ -4,7 +4,7 @@
  * autocannon (another process) alternating each scenario with its baseline, ratios and pass/fail;
  * the large streamed read; notification fan-out and webhook delivery rate with a separate worker
  * process; results in bench/results/<timestamp>.{json,md}. `--only` runs just the listed parts
- * (scenario ids, `S13`, `stream`, `fanout`, `webhooks`, `push`, `scim`, `lifecycle` or one of its parts); what they do not need is not seeded or started.
+ * (scenario ids, `S13`, `stream`, `fanout`, `webhooks`, `push`, `scim`, `lifecycle` or one of its parts, `reach-csv`, `publish`); what they do not need is not seeded or started.
  * `--citus` measures the same scenarios on a Citus coordinator too, seeded alike (bench/citus.ts).
  * `--fleet` adds S1–S4 on one node with unnamed statements and through HAProxy + PgBouncer (bench/fleet.ts).
  *
@@ -38,6 +38,7 @@ import { measureRealtime, measureRecordLatency } from './realtime.js'
 import { errorMessage } from './wait.js'
 import { measureScim } from './scim.js'
 import { LIFECYCLE_PARTS, measureLifecycle } from './lifecycle.js'
+import { measurePublish, measureReachCsv } from './reading.js'
 import { citusTable, measureCitus, type CitusRow } from './citus.js'
 
 const root = path.resolve(import.meta.dirname, '..')
@@ -311,6 +312,7 @@ async function measureWithWorker(db: Db, databaseUrl: string, apiUrl: string, te
       ...(runs('fanout') ? ['fanout-5000', 'fanout-100000'] : []),
       ...(runs('webhooks') ? ['webhooks'] : []),
       ...(runs('push') ? ['push'] : []),
+      ...(runs('publish') ? ['publish'] : []),
     ]
     return ids.map((id) => ({ id, request: 'needs the job worker', pass: false, error: message }))
   }
@@ -319,6 +321,7 @@ async function measureWithWorker(db: Db, databaseUrl: string, apiUrl: string, te
     if (runs('fanout')) rows.push(...(await measureFanOut({ db, apiUrl, tenant, scale })))
     if (runs('webhooks')) rows.push(await measureWebhooks({ db, apiUrl, tenant, events: webhookEvents }))
     if (runs('push')) rows.push(...(await measurePush({ db, apiUrl, tenant })))
+    if (runs('publish')) rows.push(await measurePublish({ db, apiUrl, tenant, rssMb }))
     console.log(`worker         RSS ${Math.round(await rssMb(worker.process.pid!))} MB after the measurements`)
     return rows
   } finally {
@@ -346,8 +349,10 @@ async function main(): Promise<void> {
   const startedAt = new Date()
   const unknown = (only ?? []).filter(
     (part) =>
-      ![...['stream', 'fanout', 'webhooks', 'push', 'S13', 'scim', 'lifecycle'], ...LIFECYCLE_PARTS].includes(part) &&
-      !scenarios.some((s) => s.id === part),
+      ![
+        ...['stream', 'fanout', 'webhooks', 'push', 'S13', 'scim', 'lifecycle', 'reach-csv', 'publish'],
+        ...LIFECYCLE_PARTS,
+      ].includes(part) && !scenarios.some((s) => s.id === part),
   )
   if (unknown.length > 0)
     console.warn(`# --only: unknown part(s) ${unknown.join(', ')} (known: scenario ids, stream, fanout, webhooks)`)
@@ -574,9 +579,11 @@ async function main(): Promise<void> {
     }
   }
   if (runs('stream')) rows.push(await measureStream(api.pid!, apiUrl, tenants.big))
+  if (runs('reach-csv'))
+    rows.push(await measureReachCsv({ db: handle.db, apiUrl, tenant: tenants.big, rssMb }, api.pid!))
   if (runs('scim'))
     rows.push(...(await measureScim({ db: handle.db, apiUrl, tenant: tenants.big, scale, seconds: duration, load })))
-  if (runs('fanout') || runs('webhooks') || runs('push'))
+  if (runs('fanout') || runs('webhooks') || runs('push') || runs('publish'))
     rows.push(...(await measureWithWorker(handle.db, url, apiUrl, tenants.big)))
   // last: it adds 1,100,000 notifications to the big tenant (then sweeps 1,000,000 of them)
   const lifecycleParts = LIFECYCLE_PARTS.filter((part) => runs('lifecycle') || runs(part))
