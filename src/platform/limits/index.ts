@@ -94,11 +94,11 @@ export function createLimits(db: Db, config: LimitsConfig, log: (error: unknown)
    * keeps one for its whole life (no per-checkout gating, no request context: the common case costs
    * nothing); otherwise its checkouts wait for a permit (connection-gate.ts).
    */
-  function connectionPermit(state: TenantSlots, reply: FastifyReply): Admission {
+  function connectionPermit(state: TenantSlots, kept: () => void): Admission {
     const permits = state.permits
     if (!permits) return
     if (!permits.tryAcquire()) return permits
-    reply.raw.once('close', () => permits.release())
+    kept()
   }
 
   /** Takes a place among the tenant's requests in flight on this node (or waits for one, behind its own tenant). */
@@ -112,12 +112,16 @@ export function createLimits(db: Db, config: LimitsConfig, log: (error: unknown)
     }
     const state = tenant
     let admitted = false
+    let keepsPermit = false
+    const kept = () => (keepsPermit = true)
     let waiter: TenantSlots['queue'][number] | undefined
     reply.raw.once('close', () => {
       if (!admitted) {
         if (waiter) waiter.cancelled = true
         return
       }
+      // the permit first: the next request in line may keep it
+      if (keepsPermit) state.permits?.release()
       for (let next = state.queue.shift(); next; next = state.queue.shift()) {
         if (next.cancelled) continue
         return next.admit()
@@ -127,7 +131,7 @@ export function createLimits(db: Db, config: LimitsConfig, log: (error: unknown)
     if (state.active < max) {
       state.active++
       admitted = true
-      return connectionPermit(state, reply)
+      return connectionPermit(state, kept)
     }
     if (state.queue.length >= config.maxQueued) {
       rateLimitedRequests.inc({ tenant: String(tenantId), bucket, limit: 'concurrency' })
@@ -145,7 +149,7 @@ export function createLimits(db: Db, config: LimitsConfig, log: (error: unknown)
         cancelled: false,
         admit: () => {
           admitted = true
-          resolve(connectionPermit(state, reply))
+          resolve(connectionPermit(state, kept))
         },
       }
       state.queue.push(waiter)
