@@ -7,6 +7,9 @@
  * (scenario ids, `S13`, `stream`, `fanout`, `webhooks`, `push`, `scim`, `lifecycle` or one of its parts, `reach-csv`, `publish`); what they do not need is not seeded or started.
  * `--citus` measures the same scenarios on a Citus coordinator too, seeded alike (bench/citus.ts).
  * `--fleet` adds S1–S4 on one node with unnamed statements and through HAProxy + PgBouncer (bench/fleet.ts).
+ * `--limits=compare` measures each scenario's API side with the fair-use limits on (BENCH_LIMITS=raised: the whole
+ * limiter runs) and without them (the operator's exemption) in alternating rounds against the same baseline, and
+ * reports both ratios and their difference (issue 42: within 0.05); the tenant is switched through the operator's route.
  *
  * Issue 15: every scenario reports p99 and p99.9 and a tail check (at 50 connections p99 ≤ 5 × p50);
  * before measuring, one request to the API and one to the baseline must agree in status, content type,
@@ -27,7 +30,14 @@ import { openDatabase } from '../src/platform/db/database.js'
 import type { Db } from '../src/platform/db/schema.js'
 import { ensureDatabase, startEmbeddedPostgres } from '../src/platform/db/embedded-postgres.js'
 import { migrateToLatest } from '../src/platform/db/migrate.js'
-import { BULK_TABLES, deferSecondaryIndexes, seedTenant, type BenchLimits, type SeededTenant } from './seed.js'
+import {
+  BULK_TABLES,
+  deferSecondaryIndexes,
+  RAISED_LIMITS,
+  seedTenant,
+  type BenchLimits,
+  type SeededTenant,
+} from './seed.js'
 import { scenarios, type Scenario } from './scenarios.js'
 import { measureFanOut } from './fan-out.js'
 import { measureWebhooks } from './webhooks.js'
@@ -64,6 +74,14 @@ const fleetMode = process.argv.includes('--fleet')
 const benchLimits = (process.env.BENCH_LIMITS ?? 'exempt') as BenchLimits
 if (!['exempt', 'raised', 'defaults'].includes(benchLimits))
   throw new Error('BENCH_LIMITS must be exempt, raised or defaults')
+/** `--limits=compare`: each scenario with the limits on and off, alternating (docs/limits.md, "Tests and the bench"). */
+const limitsArg = process.argv.find((a) => a.startsWith('--limits='))?.slice(9)
+if (limitsArg !== undefined && limitsArg !== 'compare') throw new Error('--limits takes one value: compare')
+const compareLimits = limitsArg === 'compare'
+if (compareLimits && process.env.BENCH_LIMITS)
+  throw new Error('--limits=compare sets the limits itself: unset BENCH_LIMITS')
+/** The operator credential of the API process in `--limits=compare` (a fresh one per run, never logged). */
+const operatorToken = compareLimits ? randomBytes(24).toString('hex') : undefined
 /** `--citus`: the read and write scenarios also on a Citus coordinator, seeded alike (bench/citus.ts, docs/citus.md). */
 const citusMode = process.argv.includes('--citus')
 /** The graphile-worker schema of the baseline's S14 jobs: apart from the API's queue, so that neither side's jobs slow the other's fetches. */
@@ -260,6 +278,27 @@ function rssMb(pid: number): Promise<number> {
 
 type Row = Record<string, unknown>
 
+/**
+ * `--limits=compare`: puts a bench tenant's limits on (`raised`: every budget far above the load, so the
+ * whole limiter runs) or off (the operator's exemption), through the operator's route, which the node
+ * applies at once; then one request, so that the next measure starts with the tenant's limits read.
+ */
+async function switchLimits(apiUrl: string, tenant: SeededTenant, mode: 'raised' | 'exempt'): Promise<void> {
+  const body = mode === 'raised' ? { ...RAISED_LIMITS, exempt: false } : { exempt: true }
+  const res = await fetch(`${apiUrl}/api/operator/tenants/${tenant.slug}/limits`, {
+    method: 'PUT',
+    headers: { authorization: `Bearer ${operatorToken}`, 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  })
+  if (!res.ok) throw new Error(`switching ${tenant.slug}'s limits to ${mode}: ${res.status} ${await res.text()}`)
+  const probe = await fetch(`${apiUrl}/api/users/current`, {
+    headers: { authorization: `Bearer ${tenant.adminToken}` },
+  })
+  await probe.arrayBuffer()
+  const limited = probe.headers.has('ratelimit-policy')
+  if (limited !== (mode === 'raised')) throw new Error(`${tenant.slug}'s limits are not ${mode} after the switch`)
+}
+
 /** Large read: unlimited `GET /api/users` streams; peak RSS growth of the server. */
 async function measureStream(apiPid: number, apiUrl: string, tenant: SeededTenant): Promise<Row> {
   const before = await rssMb(apiPid)
@@ -398,6 +437,7 @@ async function main(): Promise<void> {
     LOG_LEVEL: 'warn',
     NODE_ENV: 'production',
     WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true',
+    ...(operatorToken ? { OPERATOR_TOKEN: operatorToken } : {}),
   }
   const api = start(process.execPath, ['bin/workplace.js', 'serve'], {
     ...apiEnv,
@@ -441,13 +481,28 @@ async function main(): Promise<void> {
     // (quick: once each, 1 s, to stay under 2 minutes with 14 scenarios)
     const apiRuns: LoadResult[] = []
     const baseRuns: LoadResult[] = []
+    const exemptRuns: LoadResult[] = []
     for (let i = 0; i < rounds; i++) {
+      if (compareLimits) await switchLimits(apiUrl, tenant, 'raised')
       apiRuns.push(await load(apiUrl + request.path, { ...request, ...at, seconds: duration / 2 }))
       baseRuns.push(await load(baseUrl + baseRequest.path, { ...baseRequest, ...at, seconds: duration / 2 }))
+      if (compareLimits) {
+        await switchLimits(apiUrl, tenant, 'exempt')
+        exemptRuns.push(await load(apiUrl + request.path, { ...request, ...at, seconds: duration / 2 }))
+      }
     }
     const a = apiRuns.sort((x, y) => y.rps - x.rps)[0]
     const b = baseRuns.sort((x, y) => y.rps - x.rps)[0]
     const ratio = a.rps / b.rps
+    const exempt = exemptRuns.sort((x, y) => y.rps - x.rps)[0]
+    const limitsCost = exempt
+      ? {
+          exempt_rps: Math.round(exempt.rps),
+          exempt_ratio: Number((exempt.rps / b.rps).toFixed(2)),
+          limits_ratio_drop: Number(((exempt.rps - a.rps) / b.rps).toFixed(3)),
+          limits_pass: (exempt.rps - a.rps) / b.rps <= 0.05,
+        }
+      : {}
     // autocannon counts 3xx as non-2xx: the 302 scenarios (S10, S11) expect them
     const expected3xx = probe.status >= 300 && probe.status < 400
     const errors = apiRuns.reduce((s, r) => s + r.errors + (expected3xx ? 0 : r.non2xx), 0)
@@ -472,9 +527,13 @@ async function main(): Promise<void> {
       tail_ratio: tail.ratio,
       tail_pass: tail.pass,
       ...(answerDiff ? { error: `baseline answer differs: ${answerDiff}` } : {}),
+      ...limitsCost,
     })
     console.log(
-      `${label.padEnd(10)} ${String(Math.round(a.rps)).padStart(7)} req/s  p50 ${a.p50} ms  p99 ${a.p99} ms  p99.9 ${a.p99_9} ms  errors ${errors}  baseline ${Math.round(b.rps)}  ratio ${ratio.toFixed(2)} (target ${scenario.target})  tail p99/p50 ${tail.ratio}${tail.pass ? '' : ' FAIL'}`,
+      `${label.padEnd(10)} ${String(Math.round(a.rps)).padStart(7)} req/s  p50 ${a.p50} ms  p99 ${a.p99} ms  p99.9 ${a.p99_9} ms  errors ${errors}  baseline ${Math.round(b.rps)}  ratio ${ratio.toFixed(2)} (target ${scenario.target})  tail p99/p50 ${tail.ratio}${tail.pass ? '' : ' FAIL'}` +
+        (exempt
+          ? `  | limits on ${ratio.toFixed(2)} vs exempt ${limitsCost.exempt_ratio} (${Math.round(exempt.rps)} req/s): drop ${limitsCost.limits_ratio_drop} (≤ 0.05)${limitsCost.limits_pass ? '' : ' FAIL'}`
+          : ''),
     )
   }
 
@@ -619,6 +678,7 @@ async function main(): Promise<void> {
     cpus: os.cpus().length,
     seed_seconds: seedSeconds,
     floor_rps: floorRps ?? null,
+    limits: compareLimits ? 'compare' : benchLimits,
     counts: tenants.big.counts,
     rows,
   }
@@ -634,14 +694,28 @@ async function main(): Promise<void> {
       `| ${r.id} | ${r.request} | ${r.rps ?? ''} | ${r.p50 ?? ''} | ${r.p99 ?? ''} | ${r.p99_9 ?? ''} | ${tailCell(r)} | ${r.errors ?? ''} | ${r.baseline_rps ?? ''} | ${figure(r)} | ${r.target ?? ''} | ${verdict(r)} |`,
   )
   const md = `# Benchmark ${summary.mode} — ${summary.started_at}\n\nNode ${process.version}, ${summary.cpus} cores, seed ${seedSeconds.toFixed(1)} s, floor ${floorRps === undefined ? 'n/a' : `${floorRps} req/s`}${only ? `, only ${only.join(', ')}` : ''}.\n\n${header}\n${lines.join('\n')}\n`
+  const limitsMd = compareLimits
+    ? `\n## Fair-use limits on (raised) against exempt, same baseline\n\n| id | ratio limits on | ratio exempt | exempt req/s | drop (≤ 0.05) | pass |\n|---|---|---|---|---|---|\n${rows
+        .filter((r) => r.limits_pass !== undefined)
+        .map(
+          (r) =>
+            `| ${r.id} | ${r.ratio} | ${r.exempt_ratio} | ${r.exempt_rps} | ${r.limits_ratio_drop} | ${r.limits_pass ? 'pass' : 'FAIL'} |`,
+        )
+        .join('\n')}\n`
+    : ''
   const citusMd = citusMode
     ? `\n## Citus (a coordinator and two workers) against the single PostgreSQL of this run\n\n${citusTable(citusRows)}`
     : ''
-  await fs.writeFile(path.join(dir, `${stamp}.md`), md + citusMd)
-  console.log('\n' + md + citusMd)
+  await fs.writeFile(path.join(dir, `${stamp}.md`), md + limitsMd + citusMd)
+  console.log('\n' + md + limitsMd + citusMd)
   for (const r of rows)
     if (r.pass !== undefined)
       console.log(`${r.pass ? 'PASS' : 'FAIL'} ${r.id} ${r.request}${r.error ? ` — ${r.error}` : ''}`)
+  for (const r of rows)
+    if (r.limits_pass !== undefined)
+      console.log(
+        `${r.limits_pass ? 'PASS' : 'FAIL'} ${r.id} limits: ratio ${r.ratio} on, ${r.exempt_ratio} exempt (drop ${r.limits_ratio_drop}, ≤ 0.05)`,
+      )
   for (const r of rows)
     if (r.tail_pass !== undefined)
       console.log(

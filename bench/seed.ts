@@ -14,6 +14,9 @@ import { writeTenantLimits } from '../src/platform/limits/tenant-limits.js'
 export type BenchLimits = 'exempt' | 'raised' | 'defaults'
 
 const RAISED = 1_000_000_000
+const RAISED_BUCKETS = { read: RAISED, write: RAISED, expensive: RAISED }
+/** `raised`: every rate budget far above the load and no in-flight line (the connection bound is the default). */
+export const RAISED_LIMITS = { token: RAISED_BUCKETS, tenant: RAISED_BUCKETS, max_in_flight: 100_000 }
 
 export interface SeededTenant {
   slug: string
@@ -45,10 +48,7 @@ export async function seedTenant(
   const created = await createTenant(db, { slug, adminPassword: 'bench-password', tokenTtlDays: 30 })
   const tenantId = created.tenant.id
   if (limits === 'exempt') await writeTenantLimits(db, tenantId, {}, true)
-  if (limits === 'raised') {
-    const all = { read: RAISED, write: RAISED, expensive: RAISED }
-    await writeTenantLimits(db, tenantId, { token: all, tenant: all, max_in_flight: 100_000 }, false)
-  }
+  if (limits === 'raised') await writeTenantLimits(db, tenantId, RAISED_LIMITS, false)
   const passwordHash = await hashPassword('bench-password')
   const users = n(100_000)
   const departments = Math.max(2, n(200))

@@ -81,6 +81,11 @@ export interface LimitsConfig {
   maxInFlight: number
   /** TENANT_MAX_QUEUED: requests of one tenant waiting on a node; more get 429 at once (default 256). */
   maxQueued: number
+  /**
+   * TENANT_MAX_DB_CONNECTIONS: the node's pool connections one tenant's requests hold at once; more wait
+   * for one (default 10, half the pool of 20).
+   */
+  maxDbConnections: number
 }
 
 function integer(env: NodeJS.ProcessEnv, name: string, fallback: number, problems: string[]): number {
@@ -213,6 +218,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       },
       maxInFlight: integer(env, 'TENANT_MAX_IN_FLIGHT', 32, problems),
       maxQueued: integer(env, 'TENANT_MAX_QUEUED', 256, problems),
+      maxDbConnections: integer(env, 'TENANT_MAX_DB_CONNECTIONS', 10, problems),
     },
     operatorToken: env.OPERATOR_TOKEN || undefined,
     logLevel: env.LOG_LEVEL || 'info',
@@ -226,6 +232,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     problems.push('SECRETS_KEY must be 32 bytes, base64-encoded')
   if (config.limits.windowSeconds < 1) problems.push('RATE_LIMIT_WINDOW_SECONDS must be at least 1')
   if (config.limits.maxInFlight < 1) problems.push('TENANT_MAX_IN_FLIGHT must be at least 1')
+  if (config.limits.maxDbConnections < 1) problems.push('TENANT_MAX_DB_CONNECTIONS must be at least 1')
   const fileBytes = config.limits.quotas.file_bytes
   if (Number.isInteger(fileBytes) && !Number.isSafeInteger(fileBytes))
     problems.push('QUOTA_FILE_BYTES must be at most 9007199254740991')

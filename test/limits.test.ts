@@ -7,6 +7,7 @@ import { test } from 'node:test'
 import type { FastifyInstance } from 'fastify'
 import { parseCrontab } from 'graphile-worker'
 import { sql } from 'kysely'
+import pg from 'pg'
 import pino from 'pino'
 import { buildApp } from '../src/app.js'
 import { createWorkplaceClient } from '../clients/typescript/index.js'
@@ -220,6 +221,65 @@ test('in flight per tenant and node: beyond TENANT_MAX_IN_FLIGHT requests wait b
     )
   } finally {
     await Promise.all([strict.close(), queued.close()])
+  }
+})
+
+test('database connections per tenant and node: at most TENANT_MAX_DB_CONNECTIONS of one tenant at once; another tenant is not held up', async () => {
+  const app = await node({ TENANT_MAX_DB_CONNECTIONS: '2', TENANT_MAX_IN_FLIGHT: '32' })
+  // a session of the test's own holds a lock on one of A's users: every request that updates that user
+  // waits on it in PostgreSQL, holding its database connection
+  const locker = new pg.Client({ connectionString: testDatabaseUrl() })
+  await locker.connect()
+  // another session reads pg_stat_activity: inside the locker's transaction it would read one snapshot
+  const observer = new pg.Client({ connectionString: testDatabaseUrl() })
+  await observer.connect()
+  const waitingOnLocks = async () =>
+    Number(
+      (
+        await observer.query<{ n: string }>(
+          `select count(*) as n from pg_stat_activity
+            where datname = current_database() and wait_event_type = 'Lock'`,
+        )
+      ).rows[0]!.n,
+    )
+  try {
+    await app.listen({ port: 0, host: '127.0.0.1' })
+    const base = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`
+    const a = await given.tenant(testDb())
+    const b = await given.tenant(testDb())
+    const target = await given.user(testDb(), a)
+    const rename = (token: string, userId: number, name: string) =>
+      fetch(`${base}/api/users/${userId}`, {
+        method: 'PUT',
+        headers: { ...bearer(token), 'content-type': 'application/json' },
+        body: JSON.stringify({ first_name: name }),
+      }).then((res) => res.status)
+    await locker.query('begin')
+    await locker.query('select id from users where tenant_id = $1 and id = $2 for update', [a.id, target.id])
+    const renames = Array.from({ length: 6 }, (_, i) => rename(a.adminToken, target.id, `Renamed ${i}`))
+    const deadline = Date.now() + 10_000
+    while ((await waitingOnLocks()) < 2 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50))
+    // time for the other four to reach the database, were they not held back
+    await new Promise((r) => setTimeout(r, 1_500))
+    const waiting = await waitingOnLocks()
+    const activity = await observer.query(
+      `select wait_event_type, wait_event, left(query, 40) as query from pg_stat_activity
+        where datname = current_database() and wait_event_type = 'Lock'`,
+    )
+    assert.equal(waiting, 2, `two of A's six requests hold a connection, not six: ${JSON.stringify(activity.rows)}`)
+    // B is not held up by A's requests waiting for connections: it reads and writes at once
+    const [current, renamed] = await Promise.all([
+      fetch(`${base}/api/users/current`, { headers: bearer(b.adminToken) }).then((res) => res.status),
+      rename(b.adminToken, b.adminId, 'Quick'),
+    ])
+    assert.deepEqual([current, renamed], [200, 200])
+    assert.equal(await waitingOnLocks(), 2, "A's four others still wait for a connection of their own tenant")
+    await locker.query('commit')
+    assert.deepEqual(await Promise.all(renames), [200, 200, 200, 200, 200, 200], "then A's requests are served in turn")
+  } finally {
+    await locker.query('rollback').catch(() => undefined)
+    await Promise.all([locker.end(), observer.end()])
+    await app.close()
   }
 })
 

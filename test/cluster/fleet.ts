@@ -202,7 +202,9 @@ export class Fleet {
         const response = await fetch(`http://127.0.0.1:${node.port}/health/ready`).catch(() => undefined)
         return response?.status === 200
       },
-      60_000,
+      // three nodes compiling the sources through tsx at once, on 2 cores shared with other runs (load
+      // average 10-20), took more than 60 s
+      180_000,
       100,
     ).catch((error) => {
       throw new Error(`${(error as Error).message}\n${node.proc.output().slice(-3000)}`)

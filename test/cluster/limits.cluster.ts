@@ -10,14 +10,29 @@ import { given } from '../helpers/given.js'
 import { testDatabaseUrl, testDb } from '../helpers/test-database.js'
 import { writeTenantLimits } from '../../src/platform/limits/tenant-limits.js'
 import { Fleet } from './fleet.js'
-import { runLoad, send, type Outcome } from './load.js'
+import { send, type Outcome } from './load.js'
+import { startLoadThread } from './load-thread.js'
 
 const db = testDb()
 let fleet: Fleet
 const WINDOW_SECONDS = 60
+/**
+ * The fleet's concurrency limits, as an operator of small nodes sets them (docs/limits.md): per node, one
+ * request of a tenant in progress, so at most one database connection of it (with more requests than
+ * connections in flight, the connection gate's request context costs every request of a Node 20 node a
+ * promise hook: 5.2× in a run with 2 in flight and 1 connection, decision 0023).
+ */
+const FAIRNESS_LIMITS = { TENANT_MAX_IN_FLIGHT: '1', TENANT_MAX_DB_CONNECTIONS: '1' }
+/** B's sample in each phase: a fixed number of requests (a p99 of 1,000 is the 10th slowest), time-bounded. */
+const B_SAMPLE = { maxRequests: 1_000, maxMs: 30_000 }
 
 before(async () => {
-  fleet = await Fleet.start({ directUrl: testDatabaseUrl(), apiNodes: 3, workers: 0, env: { LOG_LEVEL: 'warn' } })
+  fleet = await Fleet.start({
+    directUrl: testDatabaseUrl(),
+    apiNodes: 3,
+    workers: 0,
+    env: { LOG_LEVEL: 'warn', ...FAIRNESS_LIMITS },
+  })
 })
 
 after(async () => {
@@ -30,8 +45,8 @@ async function freshWindow(seconds: number): Promise<void> {
   if (WINDOW_SECONDS - into < seconds) await new Promise((r) => setTimeout(r, (WINDOW_SECONDS - into + 0.2) * 1000))
 }
 
-const p99 = (outcomes: Outcome[]) => {
-  const sorted = outcomes.map((o) => o.end - o.start).sort((a, b) => a - b)
+const p99 = (latencies: number[]) => {
+  const sorted = [...latencies].sort((a, b) => a - b)
   return sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * 0.99))]!
 }
 
@@ -90,43 +105,48 @@ test('a burst of 3 × the limit through HAProxy across 3 nodes admits the limit 
   }
 })
 
-// Runs and reports, but does not gate the suite yet: on this 2-core machine, with three API nodes,
-// PgBouncer, HAProxy and the load generator on the same cores, B's p99 rose 1.86× in one run and
-// 2.7-2.9× in two others: the in-flight line bounds A's concurrency, not its CPU (issue 42 is open).
+// Runs and reports, but does not gate the suite: not met on this 2-core machine shared with other runs
+// (load average 12-15). B measured from a thread of its own, 1,000 requests per phase: 4.17×, 4.48×, 2.34× and (2 in flight) 5.20×
+// (decision 0023, "Fairness on 2 shared cores"). A per-node bound caps A's concurrency, not its CPU: one
+// request in flight per node still keeps every node busy with A (268 answers/s). Issue 42 stays open.
 test(
   "fairness: tenant A floods, tenant B's p99 stays within 2 × its quiet p99",
-  { todo: 'not met reliably on 2 shared cores (1.86-2.9×): issue 42 stays open' },
+  { todo: 'not met on 2 shared cores (2.3-5.2× with per-node bounds): issue 42 stays open' },
   async () => {
     const a = await given.tenant(db)
     const b = await given.tenant(db)
     const huge = { read: 1_000_000_000, write: 1_000_000_000, expensive: 1_000_000_000 }
-    // A: no rate limit in the way (the in-flight bound does the work), one request in flight per node
-    await writeTenantLimits(db, a.id, { token: huge, tenant: huge, max_in_flight: 1 }, false)
+    // no rate limit in the way: the fleet's concurrency bounds (FAIRNESS_LIMITS) do the work
+    await writeTenantLimits(db, a.id, { token: huge, tenant: huge }, false)
     await writeTenantLimits(db, b.id, { token: huge, tenant: huge }, false)
-    const quietB = () =>
-      runLoad({
-        baseUrl: fleet.url,
-        connections: 2,
-        durationMs: 6_000,
-        next: () => ({ name: 'b', method: 'GET', path: '/api/users?limit=20', token: b.adminToken }),
-      })
-    await quietB() // warm-up
-    const quiet = await quietB()
-    const [, during] = await Promise.all([
-      runLoad({
-        baseUrl: fleet.url,
-        connections: 30,
-        durationMs: 8_000,
-        next: () => ({ name: 'a', method: 'GET', path: '/api/users?limit=20', token: a.adminToken }),
-      }),
-      new Promise((r) => setTimeout(r, 1_000)).then(quietB),
-    ])
-    const quietP99 = p99(quiet.outcomes)
-    const floodedP99 = p99(during.outcomes)
+    const path = '/api/users?limit=20'
+    // B's measure: the same fixed number of requests in both phases, from a thread of its own
+    const measureB = () =>
+      startLoadThread({ baseUrl: fleet.url, path, token: b.adminToken, connections: 2, ...B_SAMPLE }).report
+    await measureB() // warm-up (every node's caches, plans and connections)
+    const quiet = await measureB()
+    const flood = startLoadThread({
+      baseUrl: fleet.url,
+      path,
+      token: a.adminToken,
+      connections: 30,
+      maxRequests: Number.MAX_SAFE_INTEGER,
+      maxMs: 60_000,
+    })
+    await new Promise((r) => setTimeout(r, 1_000)) // A's lines fill on every node
+    const during = await measureB()
+    flood.stop()
+    const flooded = await flood.report
+    const quietP99 = p99(quiet.latencies)
+    const floodedP99 = p99(during.latencies)
     console.log(
-      `# B quiet: ${quiet.outcomes.length} requests, p99 ${quietP99.toFixed(1)} ms; while A floods: ${during.outcomes.length} requests, p99 ${floodedP99.toFixed(1)} ms`,
+      `# B quiet: ${quiet.latencies.length} requests in ${(quiet.elapsedMs / 1000).toFixed(1)} s, p99 ${quietP99.toFixed(1)} ms;` +
+        ` while A floods: ${during.latencies.length} requests in ${(during.elapsedMs / 1000).toFixed(1)} s, p99 ${floodedP99.toFixed(1)} ms` +
+        ` (${(floodedP99 / quietP99).toFixed(2)}×); A: ${JSON.stringify(flooded.byStatus)} in ${(flooded.elapsedMs / 1000).toFixed(1)} s`,
     )
     assert.deepEqual(Object.keys(during.byStatus), ['200'], `B's answers: ${JSON.stringify(during.byStatus)}`)
+    assert.equal(during.latencies.length, B_SAMPLE.maxRequests, 'B sent its whole sample while A flooded')
+    assert.ok((flooded.byStatus['200'] ?? 0) > 0, `A was served too: ${JSON.stringify(flooded.byStatus)}`)
     assert.ok(floodedP99 <= 2 * quietP99, `B's p99 ${floodedP99.toFixed(1)} ms ≤ 2 × ${quietP99.toFixed(1)} ms`)
   },
 )

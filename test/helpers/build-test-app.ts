@@ -26,6 +26,7 @@ export const LOAD_TEST_LIMITS: Readonly<Record<string, string>> = {
   RATE_LIMIT_TENANT_EXPENSIVE: '100000000',
   TENANT_MAX_IN_FLIGHT: '10000',
   TENANT_MAX_QUEUED: '100000',
+  TENANT_MAX_DB_CONNECTIONS: '10000',
 }
 
 export function testConfig(overrides: Record<string, string> = {}): Config {

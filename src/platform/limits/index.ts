@@ -1,5 +1,6 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import type { LimitsConfig } from '../../config.js'
+import { ConnectionPermits, runWithConnectionPermits } from '../db/connection-gate.js'
 import type { Db } from '../db/schema.js'
 import { AppError } from '../http/errors.js'
 import { rateLimitedRequests } from '../metrics/registry.js'
@@ -44,7 +45,15 @@ export function limitHeaders(states: BudgetState[], windowSeconds: number): Reco
 interface TenantSlots {
   active: number
   queue: Array<{ admit: () => void; cancelled: boolean }>
+  /** The tenant's database connections on this node (when fewer than its requests in flight). */
+  permits?: ConnectionPermits
 }
+
+/**
+ * What an admitted request still needs: nothing, or its pool checkouts gated by its tenant's connection
+ * permits (the hook runs the rest of the request in their scope).
+ */
+export type Admission = void | ConnectionPermits
 
 /**
  * The fair-use limits of one node (docs/limits.md, decision 0023): rate limits per token and per tenant
@@ -80,28 +89,49 @@ export function createLimits(db: Db, config: LimitsConfig, log: (error: unknown)
     )
   }
 
+  /**
+   * Once a request has its place in flight: while its tenant has a connection permit free, the request
+   * keeps one for its whole life (no per-checkout gating, no request context: the common case costs
+   * nothing); otherwise its checkouts wait for a permit (connection-gate.ts).
+   */
+  function connectionPermit(state: TenantSlots, kept: () => void): Admission {
+    const permits = state.permits
+    if (!permits) return
+    if (!permits.tryAcquire()) return permits
+    kept()
+  }
+
   /** Takes a place among the tenant's requests in flight on this node (or waits for one, behind its own tenant). */
-  function enter(tenantId: number, max: number, bucket: Bucket, reply: FastifyReply): void | Promise<void> {
+  function enter(tenantId: number, max: number, bucket: Bucket, reply: FastifyReply): Admission | Promise<Admission> {
     let tenant = slots.get(tenantId)
-    if (!tenant) slots.set(tenantId, (tenant = { active: 0, queue: [] }))
+    if (!tenant) {
+      tenant = { active: 0, queue: [] }
+      // with no more connections than requests in flight, the in-flight bound is the connection bound
+      if (config.maxDbConnections < max) tenant.permits = new ConnectionPermits(config.maxDbConnections)
+      slots.set(tenantId, tenant)
+    }
     const state = tenant
     let admitted = false
+    let keepsPermit = false
+    const kept = () => (keepsPermit = true)
     let waiter: TenantSlots['queue'][number] | undefined
     reply.raw.once('close', () => {
       if (!admitted) {
         if (waiter) waiter.cancelled = true
         return
       }
+      // the permit first: the next request in line may keep it
+      if (keepsPermit) state.permits?.release()
       for (let next = state.queue.shift(); next; next = state.queue.shift()) {
         if (next.cancelled) continue
         return next.admit()
       }
-      if (--state.active === 0 && state.queue.length === 0) slots.delete(tenantId)
+      if (--state.active === 0 && state.queue.length === 0 && (state.permits?.idle ?? true)) slots.delete(tenantId)
     })
     if (state.active < max) {
       state.active++
       admitted = true
-      return
+      return connectionPermit(state, kept)
     }
     if (state.queue.length >= config.maxQueued) {
       rateLimitedRequests.inc({ tenant: String(tenantId), bucket, limit: 'concurrency' })
@@ -114,12 +144,12 @@ export function createLimits(db: Db, config: LimitsConfig, log: (error: unknown)
         { limit: 'tenant-concurrency', retry_after: 1 },
       )
     }
-    return new Promise<void>((resolve) => {
+    return new Promise<Admission>((resolve) => {
       waiter = {
         cancelled: false,
         admit: () => {
           admitted = true
-          resolve()
+          resolve(connectionPermit(state, kept))
         },
       }
       state.queue.push(waiter)
@@ -131,7 +161,7 @@ export function createLimits(db: Db, config: LimitsConfig, log: (error: unknown)
    * the tenant's budget of its bucket, sets the headers, then a place among the tenant's requests in flight.
    * Synchronous while this node holds leased requests and knows the tenant's limits (the hot path).
    */
-  function admit(request: FastifyRequest, reply: FastifyReply): void | Promise<void> {
+  function admit(request: FastifyRequest, reply: FastifyReply): Admission | Promise<Admission> {
     const tenantId = request.actor.tenantId
     const limits = tenantLimits.get(tenantId)
     if (limits instanceof Promise) return limits.then((l) => withLimits(request, reply, tenantId, l))
@@ -143,7 +173,7 @@ export function createLimits(db: Db, config: LimitsConfig, log: (error: unknown)
     reply: FastifyReply,
     tenantId: number,
     limits: EffectiveLimits,
-  ): void | Promise<void> {
+  ): Admission | Promise<Admission> {
     if (limits.exempt) return
     const bucket = bucketOf(request)
     const decision = limiter.take(tenantId, budgets(request, limits, bucket))
@@ -157,7 +187,7 @@ export function createLimits(db: Db, config: LimitsConfig, log: (error: unknown)
     limits: EffectiveLimits,
     bucket: Bucket,
     decision: Decision,
-  ): void | Promise<void> {
+  ): Admission | Promise<Admission> {
     if (!decision.allowed) throw refuse(tenantId, bucket, decision)
     reply.headers(limitHeaders(decision.states, config.windowSeconds))
     if (reply.request.routeOptions.config.inFlightLimit === false) return
@@ -177,17 +207,20 @@ export function registerLimits(app: FastifyInstance, db: Db, config: LimitsConfi
   const limits = createLimits(db, config, (error) => app.log.warn({ err: error }, 'rate-limit lease failed'))
   app.addHook('preParsing', (request, reply, payload, done) => {
     if (!request.actor) return done(null, payload)
-    let pending: void | Promise<void>
+    let pending: Admission | Promise<Admission>
     try {
       pending = limits.admit(request, reply)
     } catch (error) {
       return done(error instanceof Error ? error : new Error(String(error)))
     }
-    if (!pending) return done(null, payload)
-    pending.then(
-      () => done(null, payload),
-      (error: Error) => done(error),
-    )
+    const proceed = (admission: Admission) => {
+      if (!admission) return done(null, payload)
+      // the rest of the request (parsing, handler) in the scope of its tenant's connection permits
+      const scope = runWithConnectionPermits(admission, () => done(null, payload))
+      reply.raw.once('close', scope.done)
+    }
+    if (!(pending instanceof Promise)) return proceed(pending)
+    pending.then(proceed, (error: Error) => done(error))
   })
   // ended windows are forgotten in memory every minute (their rows: sweepRateLimitCounters, a job)
   const sweep = setInterval(() => limits.sweep(), 60_000)

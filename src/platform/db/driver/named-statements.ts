@@ -1,5 +1,6 @@
 import type pg from 'pg'
 import { changeNotices } from '../change-notices.js'
+import { currentConnectionScope, type ConnectionScope } from '../connection-gate.js'
 import { notifyCommitted } from './committed-writes.js'
 import { SettlingCursor } from './cursor.js'
 import { statementInfo, type StatementInfo } from './statement-text.js'
@@ -13,12 +14,21 @@ import { statementInfo, type StatementInfo } from './statement-text.js'
 export function preparingPool(pool: pg.Pool, namedStatements = true): pg.Pool {
   // one wrapper per physical client, reused by every checkout: Kysely keys its connection objects
   // by the client it gets, so a fresh wrapper per checkout would rebuild them on every query
-  const wrappers = new WeakMap<pg.PoolClient, { client: pg.PoolClient; checkedOut: () => void }>()
+  const wrappers = new WeakMap<pg.PoolClient, ReturnType<typeof wrapClient>>()
   const connect = async () => {
-    const client = await pool.connect()
+    // a request of a tenant that holds all its connection permits waits here (connection-gate.ts)
+    const scope = currentConnectionScope()
+    if (scope) await scope.checkout()
+    let client: pg.PoolClient
+    try {
+      client = await pool.connect()
+    } catch (error) {
+      scope?.checkin()
+      throw error
+    }
     let wrapper = wrappers.get(client)
     if (!wrapper) wrappers.set(client, (wrapper = wrapClient(client, namedStatements)))
-    wrapper.checkedOut()
+    wrapper.checkedOut(scope)
     return wrapper.client
   }
   return new Proxy(pool, {
@@ -93,9 +103,23 @@ function wrapClient(client: pg.PoolClient, namedStatements: boolean) {
     if (namedStatements && args[0] instanceof SettlingCursor) args[0].name = statementInfo(args[0].text).name
     return submit(...args)
   }
+  // the checkout's request scope: its permit is given back with the connection
+  let scope: ConnectionScope | undefined
+  const release = (error?: Error | boolean) => {
+    const returning = scope
+    scope = undefined
+    try {
+      client.release(error)
+    } finally {
+      returning?.checkin()
+    }
+  }
   return {
-    client: new Proxy(client, { get: (c, p, r) => (p === 'query' ? preparedQuery : Reflect.get(c, p, r)) }),
-    checkedOut() {
+    client: new Proxy(client, {
+      get: (c, p, r) => (p === 'query' ? preparedQuery : p === 'release' ? release : Reflect.get(c, p, r)),
+    }),
+    checkedOut(by: ConnectionScope | undefined) {
+      scope = by
       inTransaction = false
       if (uncommitted.size > 0) uncommitted = new Set()
       if (unnoticed.size > 0) unnoticed = new Set()
