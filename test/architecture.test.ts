@@ -180,3 +180,14 @@ test(`${FLOORED_MODULES.join(', ')}: no file over ${MAX_LINES} lines, Kysely onl
     }
   assert.deepEqual(offenders, [])
 })
+
+test('one escalation guard: modules ask holdsEvery/assertHoldsEvery (platform/auth/permissions.ts), never restate it', async () => {
+  const offenders: string[] = []
+  for (const file of await sourceFiles(path.join(src, 'modules'))) {
+    const text = await fs.readFile(file, 'utf8')
+    // a message of the rule spelled out, or "every permission held" checked by hand with can()
+    if (/['"`][^'"`\n]*you do not hold|\.every\(\s*\(?\s*\w+\s*\)?\s*=>\s*can\(/.test(text))
+      offenders.push(path.relative(root, file))
+  }
+  assert.deepEqual(offenders, [])
+})

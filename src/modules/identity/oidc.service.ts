@@ -4,7 +4,7 @@ import type { AppDeps } from '../../platform/app-module.js'
 import { currentRequestContext } from '../../platform/audit/request-context.js'
 import type { Actor } from '../../platform/auth/actor.js'
 import { verifyPassword } from '../../platform/auth/passwords.js'
-import { assertHoldsEvery } from '../../platform/auth/permissions.js'
+import { assertHoldsEvery, HOLDER_BEYOND_ACTOR } from '../../platform/auth/permissions.js'
 import { requirePermission } from '../../platform/auth/require-permission.js'
 import type { Db } from '../../platform/db/schema.js'
 import { AppError, invalid, notFound } from '../../platform/http/errors.js'
@@ -99,7 +99,7 @@ export function createOidcService({ db, config }: AppDeps) {
     const user = await findUserPermissions(db, actor.tenantId, userId, { liveOnly: true })
     if (!user) throw notFound('User')
     // whoever links an identity can sign in as that user: only for users holding no more than the actor
-    assertHoldsEvery(actor, user.permissions, 'subject', 'belongs to a user holding permissions you do not hold')
+    assertHoldsEvery(actor, user.permissions, 'subject', HOLDER_BEYOND_ACTOR)
     const provider = await queries.findProvider(db, actor.tenantId)
     if (!provider) throw notFound('Single sign-on for this tenant')
     await linkIdentity(db, actor.tenantId, userId, { issuer: provider.issuer, subject: body.subject }, 'administrator')

@@ -2,7 +2,7 @@ import type { AppDeps } from '../../platform/app-module.js'
 import { recordAudit } from '../../platform/audit/audit-log.js'
 import type { Actor } from '../../platform/auth/actor.js'
 import { hasUsablePassword, verifyPassword } from '../../platform/auth/passwords.js'
-import { assertHoldsEvery } from '../../platform/auth/permissions.js'
+import { assertHoldsEvery, HOLDER_BEYOND_ACTOR } from '../../platform/auth/permissions.js'
 import { requirePermission } from '../../platform/auth/require-permission.js'
 import { conflict, forbidden, invalid, notFound } from '../../platform/http/errors.js'
 import { secretBoxFor } from '../../platform/secrets/secret-box.js'
@@ -98,7 +98,7 @@ export function createTotpService({ db, config }: AppDeps) {
     const user = await findUserPermissions(db, actor.tenantId, userId, { liveOnly: false })
     if (!user) throw notFound('User')
     // removing a factor, like changing a password, hands the account over: only for users holding no more
-    assertHoldsEvery(actor, user.permissions, 'id', 'belongs to a user holding permissions you do not hold')
+    assertHoldsEvery(actor, user.permissions, 'id', HOLDER_BEYOND_ACTOR)
     if (!(await remove(actor, userId, 'totp.reset'))) throw notFound('TOTP factor')
   }
 
