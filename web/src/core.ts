@@ -66,6 +66,16 @@ export type Schemas = {
   DataExport: NonNullable<paths['/api/data-exports']['get']['responses'][200]['content']['application/json']>[number]
 }
 
+/**
+ * The `filter` a list route of the generated client accepts (deepObject: `filter[field][op]=value`).
+ * Values are strings as they travel in the URL (`{ null: 'true' }`, ids as `String(id)`).
+ */
+export type FilterOf<P extends keyof paths> = paths[P] extends { get: { parameters: { query?: infer Q } } }
+  ? NonNullable<Q> extends { filter?: infer F }
+    ? NonNullable<F>
+    : never
+  : never
+
 /** An RFC 9457 problem as the API sends it (`errors` keyed by dotted field path on 422). */
 export interface Problem {
   status?: number

@@ -1,7 +1,7 @@
 import { useEffect, useState } from 'preact/hooks'
 import { api, asProblem, t, type Problem } from '../core.ts'
 import type { MessageKey } from '../messages.ts'
-import { Loading, PageTitle, ProblemMessage, Select, Status } from '../ui.tsx'
+import { Loading, PageTitle, ProblemMessage, Select, Status, useLoad } from '../ui.tsx'
 
 type Preferences = {
   email_digest?: string
@@ -138,15 +138,11 @@ function DataExport() {
 }
 
 export default function Settings() {
-  const [prefs, setPrefs] = useState<Preferences>()
-  const [problem, setProblem] = useState<Problem>()
+  const loaded = useLoad<Preferences>(() => api.GET('/api/users/current/notification-preferences'), [])
+  const { data: prefs, setData: setPrefs } = loaded
+  const [saveProblem, setProblem] = useState<Problem>()
+  const problem = saveProblem ?? loaded.problem
   const [saved, setSaved] = useState<string>()
-  useEffect(() => {
-    void api.GET('/api/users/current/notification-preferences').then(({ data, error }) => {
-      if (data) setPrefs(data as Preferences)
-      else setProblem(asProblem(error))
-    })
-  }, [])
 
   const save = async (next: Preferences) => {
     setPrefs(next)
@@ -163,7 +159,7 @@ export default function Settings() {
     })
     if (error) return setProblem(asProblem(error))
     setProblem(undefined)
-    if (data) setPrefs(data as Preferences)
+    if (data) setPrefs(data)
     setSaved(t('app.saved'))
   }
 

@@ -1,4 +1,4 @@
-import { useEffect, useState } from 'preact/hooks'
+import { useState } from 'preact/hooks'
 import { api, asProblem, formatTime, t, type Problem } from '../../core.ts'
 import { Field, Link, Loading, LoadState, PageTitle, ProblemMessage, Select, Status, useLoad } from '../../ui.tsx'
 
@@ -37,26 +37,25 @@ function Tree({ folders, parent, selected }: { folders: Folder[]; parent: number
   )
 }
 
-function useNames() {
-  const [names, setNames] = useState<{
-    user: Array<[string, string]>
-    role: Array<[string, string]>
-    department: Array<[string, string]>
-  }>({ user: [], role: [], department: [] })
-  useEffect(() => {
-    void Promise.all([
-      api.GET('/api/users', { params: { query: { sort: 'username', limit: 500 } } }),
-      api.GET('/api/roles', { params: { query: { sort: 'name' } } }),
-      api.GET('/api/departments', { params: { query: { sort: 'name' } } }),
-    ]).then(([users, roles, departments]) =>
-      setNames({
-        user: (users.data ?? []).map((u): [string, string] => [String(u.id), u.username ?? '']),
-        role: (roles.data ?? []).map((r): [string, string] => [String(r.id), r.name ?? '']),
-        department: (departments.data ?? []).map((d): [string, string] => [String(d.id), d.name ?? '']),
-      }),
-    )
-  }, [])
-  return names
+const NO_NAMES = { user: [], role: [], department: [] }
+
+function useNames(): Record<'user' | 'role' | 'department', Array<[string, string]>> {
+  const names = useLoad(
+    () =>
+      Promise.all([
+        api.GET('/api/users', { params: { query: { sort: 'username', limit: 500 } } }),
+        api.GET('/api/roles', { params: { query: { sort: 'name' } } }),
+        api.GET('/api/departments', { params: { query: { sort: 'name' } } }),
+      ]).then(([users, roles, departments]) => ({
+        data: {
+          user: (users.data ?? []).map((u): [string, string] => [String(u.id), u.username ?? '']),
+          role: (roles.data ?? []).map((r): [string, string] => [String(r.id), r.name ?? '']),
+          department: (departments.data ?? []).map((d): [string, string] => [String(d.id), d.name ?? '']),
+        },
+      })),
+    [],
+  )
+  return names.data ?? NO_NAMES
 }
 
 /** The folder's name in each language: one field per language, saved as `PUT {lang_id, name}`. */
@@ -169,7 +168,7 @@ function FolderDetail({ id, folders, onChanged }: { id: number; folders: Folder[
           target_entity: 'folder',
           target_entity_id: String(id),
           key: 'view',
-        } as never,
+        },
       },
     })
     if (!data) return setProblem(asProblem(error))

@@ -21,7 +21,7 @@ export default function SharedItems() {
           query: {
             sort: '-created_at',
             limit: 100,
-            filter: (showDeleted ? { deleted_at: { null: false } } : {}) as never,
+            filter: showDeleted ? { deleted_at: { null: 'false' } } : {},
           },
         },
       }),

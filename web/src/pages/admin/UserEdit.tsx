@@ -107,8 +107,9 @@ export default function UserEdit({ params }: { params: Record<string, string> })
       ...(form.password ? { password: form.password } : {}),
     }
     const result = isNew
-      ? await api.POST('/api/users', { body: body as never })
-      : await api.PUT('/api/users/{id}', { params: { path: { id } }, body: body as never })
+      ? // without a password the body is sent as typed in: the server names the missing field (422)
+        await api.POST('/api/users', { body: body as never })
+      : await api.PUT('/api/users/{id}', { params: { path: { id } }, body })
     if (result.error) return setProblem(asProblem(result.error))
     setProblem(undefined)
     setStatus(t('app.saved'))
@@ -146,7 +147,7 @@ export default function UserEdit({ params }: { params: Record<string, string> })
     if (!file) return
     const { error } = await api.PUT('/api/users/{id}', {
       params: { path: { id } },
-      body: { profile_picture: file } as never,
+      body: { profile_picture: file },
       bodySerializer: (body: Record<string, unknown>) => {
         const form = new FormData()
         for (const [k, v] of Object.entries(body)) form.append(k, v as Blob)
