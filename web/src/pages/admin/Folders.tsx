@@ -1,5 +1,6 @@
 import { useState } from 'preact/hooks'
-import { api, asProblem, formatTime, t, type Problem } from '../../core.ts'
+import { api, asProblem, formatTime, isOneOf, t, type Problem } from '../../core.ts'
+import { isMessageKey } from '../../messages.ts'
 import { Field, Link, Loading, LoadState, PageTitle, ProblemMessage, Select, Status, useLoad } from '../../ui.tsx'
 
 type Folder = {
@@ -38,6 +39,9 @@ function Tree({ folders, parent, selected }: { folders: Folder[]; parent: number
 }
 
 const NO_NAMES = { user: [], role: [], department: [] }
+const GRANTEE_TYPES = ['user', 'role', 'department'] as const
+/** A message whose key is built from an answer; nothing for a key the catalogue does not have. */
+const folderText = (key: string) => (isMessageKey(key) ? t(key) : undefined)
 
 function useNames(): Record<'user' | 'role' | 'department', Array<[string, string]>> {
   const names = useLoad(
@@ -137,7 +141,9 @@ function FolderDetail({ id, folders, onChanged }: { id: number; folders: Folder[
     }
   }, [id, folders.length])
   const nameOf = (type: string | undefined, granteeId: number | undefined) =>
-    (names[type as 'user'] ?? []).find(([value]) => value === String(granteeId))?.[1] ?? `${type} ${granteeId}`
+    (type !== undefined && isOneOf(GRANTEE_TYPES, type) ? names[type] : []).find(
+      ([value]) => value === String(granteeId),
+    )?.[1] ?? `${type} ${granteeId}`
 
   const addGrant = async (event: Event) => {
     event.preventDefault()
@@ -196,7 +202,7 @@ function FolderDetail({ id, folders, onChanged }: { id: number; folders: Folder[
           <ul class="grants">
             {list.map((g) => (
               <li key={g.id}>
-                <span class="tag">{t(`folders.${g.permission_entity}` as 'folders.user')}</span>{' '}
+                <span class="tag">{folderText(`folders.${g.permission_entity}`)}</span>{' '}
                 {nameOf(g.permission_entity, g.permission_entity_id)} —{' '}
                 {g.from.id === id ? t('folders.direct') : t('folders.inherited', { name: g.from.name ?? '' })}{' '}
                 <span class="meta">{formatTime(g.created_at)}</span>{' '}
@@ -217,7 +223,7 @@ function FolderDetail({ id, folders, onChanged }: { id: number; folders: Folder[
           name="permission_entity"
           value={grantType}
           onValue={(v) => {
-            setGrantType(v as 'user')
+            if (isOneOf(GRANTEE_TYPES, v)) setGrantType(v)
             setGrantee('')
           }}
           options={[

@@ -1,6 +1,6 @@
 import { useState } from 'preact/hooks'
 import { api, asProblem, t, type Problem } from '../../core.ts'
-import { en, type MessageKey } from '../../messages.ts'
+import { isMessageKey } from '../../messages.ts'
 import { Field, Loading, PageTitle, ProblemMessage, Status, useLoad } from '../../ui.tsx'
 
 /** The answer of GET/PUT /api/administration/retention, by class key (the server may add classes). */
@@ -15,7 +15,7 @@ type Edits = Record<string, string | null>
 /** A class's label or description from messages.ts; a class the app does not know yet is shown by its key. */
 function classText(kind: 'class' | 'about', key: string): string | undefined {
   const messageKey = `retention.${kind}.${key}`
-  return messageKey in en ? t(messageKey as MessageKey) : undefined
+  return isMessageKey(messageKey) ? t(messageKey) : undefined
 }
 const label = (key: string) => classText('class', key) ?? key
 

@@ -1,5 +1,5 @@
 import { useEffect, useState } from 'preact/hooks'
-import { api, asProblem, can, navigate, t, type Problem } from '../../core.ts'
+import { api, asProblem, can, isRecord, navigate, t, type Problem } from '../../core.ts'
 import { Checkbox, Field, Link, Loading, PageTitle, ProblemMessage, Select, Status } from '../../ui.tsx'
 
 type Form = {
@@ -113,8 +113,9 @@ export default function UserEdit({ params }: { params: Record<string, string> })
     if (result.error) return setProblem(asProblem(result.error))
     setProblem(undefined)
     setStatus(t('app.saved'))
-    const saved = result.data as { id?: number } | undefined
-    if (isNew && saved?.id) navigate(`/admin/users/${saved.id}`, { replace: true })
+    const saved: unknown = result.data
+    if (isNew && isRecord(saved) && typeof saved.id === 'number' && saved.id)
+      navigate(`/admin/users/${saved.id}`, { replace: true })
   }
 
   const act = async (action: 'logout' | 'delete' | 'restore') => {
@@ -148,9 +149,9 @@ export default function UserEdit({ params }: { params: Record<string, string> })
     const { error } = await api.PUT('/api/users/{id}', {
       params: { path: { id } },
       body: { profile_picture: file },
-      bodySerializer: (body: Record<string, unknown>) => {
+      bodySerializer: () => {
         const form = new FormData()
-        for (const [k, v] of Object.entries(body)) form.append(k, v as Blob)
+        form.append('profile_picture', file)
         return form
       },
     })
