@@ -46,8 +46,8 @@ export default tseslint.config(
     // the web app (web/src) runs in the browser; its service worker in a worker scope
     files: ['web/src/**'],
     languageOptions: { globals: { ...globals.browser } },
-    // assertions narrow DOM event targets and pass values the generated client types loosely
-    // (deepObject `filter` unions, multipart bodies typed as strings); the browser tests check them
+    // assertions narrow DOM event targets, parsed JSON (stored session, live events) and message keys;
+    // filters and bodies use the generated client's types (FilterOf in core.ts). The browser tests check them
     rules: { '@typescript-eslint/no-unsafe-type-assertion': 'off' },
   },
   {

@@ -160,3 +160,34 @@ test('one validator factory: only platform/validation makes an ajv or compiles a
   }
   assert.deepEqual(offenders, [])
 })
+
+/** Modules laid out one flow a file set (issue 40): SQL only in `*.queries.ts`, no file past the soft limit. */
+const FLOORED_MODULES = ['identity']
+const MAX_LINES = 300
+/** A Kysely statement or raw SQL: a builder entry point, the `sql` tag, or a value import from kysely. */
+const KYSELY_CALL =
+  /\.(selectFrom|insertInto|updateTable|deleteFrom|replaceInto|mergeInto|selectNoFrom)\(|\bsql[`<.]|^import (?!type\b)[^'"]*from 'kysely'/m
+
+test(`${FLOORED_MODULES.join(', ')}: no file over ${MAX_LINES} lines, Kysely only in *.queries.ts`, async () => {
+  const offenders: string[] = []
+  for (const module of FLOORED_MODULES)
+    for (const file of await sourceFiles(path.join(src, 'modules', module))) {
+      const text = await fs.readFile(file, 'utf8')
+      const lines = text.split('\n').length - (text.endsWith('\n') ? 1 : 0)
+      if (lines > MAX_LINES) offenders.push(`${path.relative(root, file)}: ${lines} lines`)
+      if (!file.endsWith('.queries.ts') && KYSELY_CALL.test(text))
+        offenders.push(`${path.relative(root, file)}: ${KYSELY_CALL.exec(text)![0]}`)
+    }
+  assert.deepEqual(offenders, [])
+})
+
+test('one escalation guard: modules ask holdsEvery/assertHoldsEvery (platform/auth/permissions.ts), never restate it', async () => {
+  const offenders: string[] = []
+  for (const file of await sourceFiles(path.join(src, 'modules'))) {
+    const text = await fs.readFile(file, 'utf8')
+    // a message of the rule spelled out, or "every permission held" checked by hand with can()
+    if (/['"`][^'"`\n]*you do not hold|\.every\(\s*\(?\s*\w+\s*\)?\s*=>\s*can\(/.test(text))
+      offenders.push(path.relative(root, file))
+  }
+  assert.deepEqual(offenders, [])
+})

@@ -1,5 +1,4 @@
 import type { AppModule } from '../platform/app-module.js'
-import { authModule } from './auth/index.js'
 import { identityModule } from './identity/index.js'
 import { auditModule } from './audit/index.js'
 import { accessModule } from './access/index.js'
@@ -25,7 +24,6 @@ import { limitsModule } from './limits/index.js'
 
 /** Every domain module, in registration order. The composition root (app.ts, worker) reads this list. */
 export const appModules: AppModule[] = [
-  authModule,
   identityModule,
   usersModule,
   rolesModule,

@@ -66,6 +66,26 @@ export type Schemas = {
   DataExport: NonNullable<paths['/api/data-exports']['get']['responses'][200]['content']['application/json']>[number]
 }
 
+/**
+ * The `filter` a list route of the generated client accepts (deepObject: `filter[field][op]=value`).
+ * Values are strings as they travel in the URL (`{ null: 'true' }`, ids as `String(id)`).
+ */
+export type FilterOf<P extends keyof paths> = paths[P] extends { get: { parameters: { query?: infer Q } } }
+  ? NonNullable<Q> extends { filter?: infer F }
+    ? NonNullable<F>
+    : never
+  : never
+
+/** Whether a form value is one of the literal options a typed field takes. */
+export function isOneOf<T extends string>(options: readonly T[], value: string): value is T {
+  const known: readonly string[] = options
+  return known.includes(value)
+}
+
+/** A parsed JSON value that is an object, its keys readable. */
+export const isRecord = (value: unknown): value is Record<string, unknown> =>
+  typeof value === 'object' && value !== null && !Array.isArray(value)
+
 /** An RFC 9457 problem as the API sends it (`errors` keyed by dotted field path on 422). */
 export interface Problem {
   status?: number
@@ -115,7 +135,10 @@ export interface Session {
 function readSession(): Pick<Session, 'token' | 'tenant'> | undefined {
   try {
     const raw = localStorage.getItem(SESSION_KEY)
-    return raw ? (JSON.parse(raw) as Pick<Session, 'token' | 'tenant'>) : undefined
+    const saved: unknown = raw ? JSON.parse(raw) : undefined
+    return isRecord(saved) && typeof saved.token === 'string' && typeof saved.tenant === 'string'
+      ? { token: saved.token, tenant: saved.tenant }
+      : undefined
   } catch {
     return undefined
   }
@@ -137,8 +160,13 @@ export async function loadSession(token: string, tenant: string): Promise<Sessio
     api.useToken(undefined)
     return undefined
   }
-  const role = (data as { role?: { permissions?: string[] } }).role
-  const next: Session = { token, tenant, user: data, permissions: role?.permissions ?? [] }
+  // relations=role adds the role, which the generated type of the answer does not name
+  const role: unknown = 'role' in data ? data.role : undefined
+  const permissions =
+    isRecord(role) && Array.isArray(role.permissions)
+      ? role.permissions.filter((p): p is string => typeof p === 'string')
+      : []
+  const next: Session = { token, tenant, user: data, permissions }
   localStorage.setItem(SESSION_KEY, JSON.stringify({ token, tenant }))
   if (!localStorage.getItem(LANG_KEY)) lang.set(langOf(data.lang_id))
   session.set(next)

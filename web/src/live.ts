@@ -5,7 +5,7 @@
  * server replays what was missed. `unread` follows the `count` events; `notification` events go to
  * whoever listens (the inbox).
  */
-import { api, store, type Schemas } from './core.ts'
+import { api, isRecord, store, type Schemas } from './core.ts'
 
 export type Notification = Schemas['Notification']
 
@@ -29,12 +29,17 @@ export function streamPosition(): string | undefined {
   return lastEventId
 }
 
+/** A `notification` event's record: an object, the server's presented notification (every field optional). */
+const isNotification = (value: unknown): value is Notification => isRecord(value)
+
 function dispatch(event: string, data: string) {
   try {
-    if (event === 'count') unread.set((JSON.parse(data) as { unread: number }).unread)
-    else if (event === 'notification') {
-      const record = JSON.parse(data) as Notification
-      for (const listener of [...listeners]) listener(record)
+    if (event === 'count') {
+      const count: unknown = JSON.parse(data)
+      if (isRecord(count) && typeof count.unread === 'number') unread.set(count.unread)
+    } else if (event === 'notification') {
+      const record: unknown = JSON.parse(data)
+      if (isNotification(record)) for (const listener of [...listeners]) listener(record)
     }
   } catch {
     // a malformed event is skipped

@@ -15,9 +15,12 @@ import {
   signOut,
   t,
   useStore,
+  isOneOf,
   type Lang,
 } from './core.ts'
 import { startLive, stopLive, unread } from './live.ts'
+
+const LANGS: readonly Lang[] = ['en', 'de']
 import type { MessageKey } from './messages.ts'
 import { Link, Loading, PageTitle } from './ui.tsx'
 import { ResetPassword } from './pages/ResetPassword.tsx'
@@ -212,7 +215,10 @@ export function LanguageSwitch() {
       <select
         id="lang-select"
         value={current}
-        onChange={(e) => void chooseLang((e.currentTarget as HTMLSelectElement).value as Lang)}
+        onChange={(e) => {
+          const value = (e.currentTarget as HTMLSelectElement).value
+          if (isOneOf(LANGS, value)) void chooseLang(value)
+        }}
       >
         <option value="en" lang="en">
           English

@@ -362,6 +362,9 @@ export const en = {
 
 export type MessageKey = keyof typeof en
 
+/** Whether a key built at run time (`settings.category.${key}`) is one the catalogue has. */
+export const isMessageKey = (key: string): key is MessageKey => key in en
+
 export const de: Record<MessageKey, string> = {
   'app.name': 'Workplace',
   'app.skip': 'Zum Inhalt springen',

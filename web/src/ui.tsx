@@ -205,9 +205,14 @@ export interface Loaded<T> {
   problem?: Problem
   loading: boolean
   reload: () => void
+  /** Replaces the data with a newer answer the page already has (what a save returned). */
+  setData: (data: T) => void
 }
 
-/** Loads data for a page: loading → data or problem; `reload()` loads again. */
+/**
+ * The app's one way to load what a page shows: loading → data or problem; `reload()` loads again,
+ * `setData()` takes a save's answer. An answer that arrives after the page moved on is dropped.
+ */
 export function useLoad<T>(load: () => Promise<{ data?: T; error?: unknown }>, deps: unknown[]): Loaded<T> {
   const [state, setState] = useState<{ data?: T; problem?: Problem; loading: boolean }>({ loading: true })
   const [tick, setTick] = useState(0)
@@ -225,7 +230,8 @@ export function useLoad<T>(load: () => Promise<{ data?: T; error?: unknown }>, d
     }
   }, [...deps, tick])
   const reload = useCallback(() => setTick((n) => n + 1), [])
-  return { ...state, reload }
+  const setData = useCallback((data: T) => setState({ data, loading: false }), [])
+  return { ...state, reload, setData }
 }
 
 /** Loading, error or empty states around a list, the list itself otherwise. */

@@ -1,7 +1,7 @@
 import { sql } from 'kysely'
 import { grantAllows, hasGrantAccess } from '../../platform/access/access-rule.js'
 import type { Actor } from '../../platform/auth/actor.js'
-import { can } from '../../platform/auth/permissions.js'
+import { holdsEvery } from '../../platform/auth/permissions.js'
 import type { Db } from '../../platform/db/schema.js'
 import { invalidField, notFound } from '../../platform/http/errors.js'
 import { lookupTarget, parseTargetId } from '../entity-permissions/index.js'
@@ -234,7 +234,7 @@ export async function explainAccess(
     ...chain.records.flatMap((r) => (r.permission ? [r.permission] : [])),
     ...(folder ? [`${FOLDER_TYPE_MODULE[folder.type as FolderType]}.view`] : []),
   ]
-  if (!permissions.every((permission) => can(principal, permission)))
+  if (!holdsEvery(principal, permissions))
     return { ...base, reason: 'module_permission_missing', folder_id: null, decided_by: null }
   if (chain.deleted) return { ...base, reason: 'target_deleted', folder_id: null, decided_by: null }
   if (principal.isAdmin) return { ...base, reason: 'admin_bypass', folder_id: null, decided_by: null }

@@ -1,66 +1,39 @@
-import { sql } from 'kysely'
 import type { AppModule } from '../../platform/app-module.js'
-import { createMailer } from '../notifications/index.js'
-import { createOidcService, oidcRoutes, oidcSecrets } from './oidc.js'
-import {
-  createPasswordResetService,
-  PASSWORD_RESET_JOB,
-  passwordResetJob,
-  passwordResetRoutes,
-  type PasswordResetPayload,
-} from './password-reset.js'
-import { createSessionsService, sessionsRoutes } from './sessions.js'
-import { createTotpService, totpRoutes, totpSecrets } from './totp.js'
+import { IDENTITY_CRON, identityJobs } from './identity.jobs.js'
+import { oidcSecrets, totpSecrets } from './identity.secrets.js'
+import { loginRoutes } from './login.routes.js'
+import { createLoginService } from './login.service.js'
+import { oidcRoutes } from './oidc.routes.js'
+import { createOidcSettingsService } from './oidc-settings.service.js'
+import { createOidcService } from './oidc.service.js'
+import { passwordResetRoutes } from './password-reset.routes.js'
+import { createPasswordResetService } from './password-reset.service.js'
+import { sessionsRoutes } from './sessions.routes.js'
+import { createSessionsService } from './sessions.service.js'
+import { totpRoutes } from './totp.routes.js'
+import { createTotpService } from './totp.service.js'
 
-export { completeSignIn, recordFailedSignIn, secondFactorGate, signInEligibleUser } from './sign-in.js'
-export { completeMfaSignIn } from './totp.js'
-export { exchangeLoginCode, passwordLoginAllowed } from './oidc.js'
-export { PASSWORD_RESET_JOB, passwordResetJob, type PasswordResetPayload } from './password-reset.js'
-
-const isResetPayload = (payload: unknown): payload is PasswordResetPayload =>
-  typeof payload === 'object' &&
-  payload !== null &&
-  'tenantId' in payload &&
-  typeof payload.tenantId === 'number' &&
-  'login' in payload &&
-  typeof payload.login === 'string'
+export { passwordResetJob } from './identity.jobs.js'
+export { PASSWORD_RESET_JOB } from './password-reset.service.js'
+export type { PasswordResetPayload } from './password-reset.schemas.js'
 
 /**
- * Enterprise sign-in (issue 34): sessions, password reset by email, TOTP two-factor, OpenID Connect
- * single sign-on per tenant. The login endpoint itself stays in the auth module and calls in here.
+ * Signing in (issues 34, 39, 40): the login endpoint (password with its throttle, the SSO login code,
+ * the second factor), sessions, password reset by email, TOTP two-factor, OpenID Connect single
+ * sign-on per tenant. One folder a flow: `<flow>.{routes,service,queries,schemas}.ts`
+ * (login, sessions, password-reset, totp, oidc); the steps they share in `sign-in.service.ts` and
+ * `tickets.service.ts`; every job in `identity.jobs.ts`.
  */
 export const identityModule: AppModule = {
   name: 'identity',
   routes: async (app, deps) => {
+    await loginRoutes(app, { auth: createLoginService(deps) })
     await sessionsRoutes(app, { sessions: createSessionsService(deps) })
     await passwordResetRoutes(app, { resets: createPasswordResetService(deps) })
     await totpRoutes(app, { totp: createTotpService(deps) })
-    await oidcRoutes(app, { oidc: createOidcService(deps) })
+    await oidcRoutes(app, { oidc: createOidcService(deps), settings: createOidcSettingsService(deps) })
   },
-  jobs: ({ db, config, log }) => {
-    const mailer = createMailer({ smtpUrl: config.smtpUrl, appUrl: config.appUrl, log })
-    const reset = passwordResetJob({ db, appUrl: config.appUrl, mailer, log })
-    return {
-      [PASSWORD_RESET_JOB]: async (payload) => {
-        if (!isResetPayload(payload)) throw new Error(`${PASSWORD_RESET_JOB}: malformed payload`)
-        await reset(payload)
-      },
-      // used and expired tickets, old reset requests, activity rows of ended tokens
-      'identity:prune': async () => {
-        await db
-          .deleteFrom('auth_tickets')
-          .where(sql<boolean>`expires_at < now() - interval '1 day'`)
-          .execute()
-        await db
-          .deleteFrom('password_reset_requests')
-          .where(sql<boolean>`created_at < now() - interval '1 day'`)
-          .execute()
-        await sql`delete from session_activity s where not exists (
-            select 1 from access_tokens t where t.tenant_id = s.tenant_id and t.id = s.token_id
-              and t.revoked_at is null and t.expires_at > now())`.execute(db)
-      },
-    }
-  },
-  cron: ['23 3 * * * identity:prune'],
+  jobs: identityJobs,
+  cron: IDENTITY_CRON,
   secretHolders: [oidcSecrets, totpSecrets],
 }

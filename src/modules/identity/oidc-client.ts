@@ -1,5 +1,6 @@
 import * as client from 'openid-client'
 import type { Config } from '../../config.js'
+import { AppError } from '../../platform/http/errors.js'
 import { SafeHttpClient } from '../../platform/outbound-http/safe-fetch.js'
 
 /** The identity provider could not be reached (or answered garbage): a 502 for the caller. */
@@ -61,6 +62,22 @@ export function isUnavailable(error: unknown): boolean {
     e = e instanceof Error ? e.cause : undefined
   }
   return false
+}
+
+/** 502 `oidc_provider_unavailable`: the provider could not be reached. */
+export const unavailable = (error: unknown) =>
+  new AppError(
+    502,
+    'oidc_provider_unavailable',
+    `The identity provider cannot be reached: ${error instanceof Error ? error.message : String(error)}`,
+  )
+
+/** An openid-client error in a line (its code and message), for a 401/422 or the audit log. */
+export const describe = (error: unknown): string => {
+  if (!(error instanceof Error)) return String(error).slice(0, 300)
+  const code =
+    'error' in error && typeof error.error === 'string' ? error.error : 'code' in error ? error.code : undefined
+  return `${typeof code === 'string' ? `${code}: ` : ''}${error.message}`.slice(0, 300)
 }
 
 export interface ProviderSettings {

@@ -1,7 +1,12 @@
 import type { AppDeps } from '../../platform/app-module.js'
 import { diff, recordAudit } from '../../platform/audit/audit-log.js'
 import type { Actor } from '../../platform/auth/actor.js'
-import { exceedsOwnPermissions, holdsEvery, isKnownPermission } from '../../platform/auth/permissions.js'
+import {
+  exceedsOwnPermissions,
+  holdsEvery,
+  isKnownPermission,
+  PERMISSION_BEYOND_ACTOR,
+} from '../../platform/auth/permissions.js'
 import { requirePermission } from '../../platform/auth/require-permission.js'
 import { downgradeToMfaEnrollment } from '../../platform/auth/tokens.js'
 import { conflict, FieldErrorCollector, invalidField, notFound } from '../../platform/http/errors.js'
@@ -24,7 +29,7 @@ function checkPermissions(actor: Actor, permissions: string[] | undefined): void
   problems.throwIfAny()
   const beyond: Record<string, string> = {}
   permissions?.forEach((p, i) => {
-    if (!holdsEvery(actor, [p])) beyond[`permissions.${i}`] = 'is a permission you do not hold'
+    if (!holdsEvery(actor, [p])) beyond[`permissions.${i}`] = PERMISSION_BEYOND_ACTOR
   })
   if (Object.keys(beyond).length > 0) throw exceedsOwnPermissions(beyond)
 }

@@ -41,7 +41,11 @@ export function roleWithinActor(actor: Pick<Actor, 'permissions'>, rules: RuleCo
   return permissions === undefined || holdsEvery(actor, permissions)
 }
 
-export { BEYOND_ACTOR as ROLE_BEYOND_ACTOR, exceedsOwnPermissions } from '../../platform/auth/permissions.js'
+export {
+  BEYOND_ACTOR as ROLE_BEYOND_ACTOR,
+  exceedsOwnPermissions,
+  HOLDER_BEYOND_ACTOR,
+} from '../../platform/auth/permissions.js'
 
 /** Credentials whose change hands over the account: only by an actor holding the account's permissions. */
 export const CREDENTIAL_KEYS = ['password', 'email', 'username'] as const

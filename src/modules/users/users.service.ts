@@ -30,6 +30,7 @@ import {
   CREDENTIAL_KEYS,
   deriveActive,
   exceedsOwnPermissions,
+  HOLDER_BEYOND_ACTOR,
   loadRuleContext,
   normalizeDate,
   ROLE_BEYOND_ACTOR,
@@ -298,7 +299,7 @@ export function createUsersService(deps: AppDeps, pictures: ProfilePictures) {
     if (!self && !roleWithinActor(actor, rules, current.role_id))
       for (const key of CREDENTIAL_KEYS)
         if (input[key] !== undefined && (key === 'password' || !sameValue(key, input[key], current[key])))
-          refused[key] = 'belongs to a user holding permissions you do not hold'
+          refused[key] = HOLDER_BEYOND_ACTOR
     if (Object.keys(refused).length > 0) throw exceedsOwnPermissions(refused)
 
     const values: Updateable<UsersTable> = columnsOf(input)

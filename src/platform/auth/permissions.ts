@@ -125,6 +125,10 @@ export function exceedsOwnPermissions(fields: Record<string, string>): AppError 
 }
 
 export const BEYOND_ACTOR = 'holds permissions you do not hold'
+/** The field message when the account concerned (not a role handed out) holds more than the actor. */
+export const HOLDER_BEYOND_ACTOR = 'belongs to a user holding permissions you do not hold'
+/** The field message for one permission of a list handed out that the actor does not hold. */
+export const PERMISSION_BEYOND_ACTOR = 'is a permission you do not hold'
 
 /** Throws `exceedsOwnPermissions({[field]: …})` unless the actor holds every one of `permissions`. */
 export function assertHoldsEvery(

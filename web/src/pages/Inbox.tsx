@@ -1,5 +1,5 @@
 import { useEffect, useState } from 'preact/hooks'
-import { api, appPathOf, asProblem, formatTime, navigate, t, useStore, type Problem } from '../core.ts'
+import { api, appPathOf, asProblem, formatTime, navigate, t, useStore, type FilterOf, type Problem } from '../core.ts'
 import { connection, onNotification, unread, type Notification } from '../live.ts'
 import { Checkbox, Empty, PageTitle, ProblemMessage, Select } from '../ui.tsx'
 
@@ -23,11 +23,11 @@ export function Inbox() {
   const live = useStore(connection)
 
   const load = async () => {
-    const filter: Record<string, unknown> = {}
+    const filter: FilterOf<'/api/notifications'> = {}
     if (type) filter.type = type
-    if (onlyUnread) filter.read_at = { null: true }
+    if (onlyUnread) filter.read_at = { null: 'true' }
     const { data, error } = await api.GET('/api/notifications', {
-      params: { query: { sort: '-created_at', limit: 50, filter: filter as never } },
+      params: { query: { sort: '-created_at', limit: 50, filter } },
     })
     if (!data) return setProblem(asProblem(error))
     setProblem(undefined)
@@ -59,7 +59,7 @@ export function Inbox() {
 
   const refreshCount = async () => {
     const { data } = await api.GET('/api/notifications/count', {
-      params: { query: { filter: { read_at: { null: true } } as never } },
+      params: { query: { filter: { read_at: { null: 'true' } } } },
     })
     if (typeof data === 'number') unread.set(data)
   }

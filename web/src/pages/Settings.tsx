@@ -1,7 +1,9 @@
 import { useEffect, useState } from 'preact/hooks'
-import { api, asProblem, t, type Problem } from '../core.ts'
-import type { MessageKey } from '../messages.ts'
-import { Loading, PageTitle, ProblemMessage, Select, Status } from '../ui.tsx'
+import { api, asProblem, isOneOf, t, type Problem } from '../core.ts'
+import { isMessageKey } from '../messages.ts'
+import { Loading, PageTitle, ProblemMessage, Select, Status, useLoad } from '../ui.tsx'
+
+const DIGESTS = ['immediate', 'daily', 'weekly'] as const
 
 type Preferences = {
   email_digest?: string
@@ -40,16 +42,13 @@ function PushOptIn() {
         userVisibleOnly: true,
         applicationServerKey: base64UrlToBytes(key.data.public_key!),
       })
-      const json = subscription.toJSON() as {
-        endpoint: string
-        expirationTime?: number | null
-        keys: { p256dh: string; auth: string }
-      }
+      const { endpoint, expirationTime, keys } = subscription.toJSON()
+      if (!endpoint || !keys?.p256dh || !keys.auth) throw new Error('the push subscription has no endpoint or keys')
       const { error } = await api.POST('/api/push-subscriptions', {
         body: {
-          endpoint: json.endpoint,
-          expirationTime: json.expirationTime ?? null,
-          keys: json.keys,
+          endpoint,
+          expirationTime: expirationTime ?? null,
+          keys: { p256dh: keys.p256dh, auth: keys.auth },
           user_agent: navigator.userAgent.slice(0, 512),
         },
       })
@@ -138,22 +137,19 @@ function DataExport() {
 }
 
 export default function Settings() {
-  const [prefs, setPrefs] = useState<Preferences>()
-  const [problem, setProblem] = useState<Problem>()
+  const loaded = useLoad<Preferences>(() => api.GET('/api/users/current/notification-preferences'), [])
+  const { data: prefs, setData: setPrefs } = loaded
+  const [saveProblem, setProblem] = useState<Problem>()
+  const problem = saveProblem ?? loaded.problem
   const [saved, setSaved] = useState<string>()
-  useEffect(() => {
-    void api.GET('/api/users/current/notification-preferences').then(({ data, error }) => {
-      if (data) setPrefs(data as Preferences)
-      else setProblem(asProblem(error))
-    })
-  }, [])
 
   const save = async (next: Preferences) => {
     setPrefs(next)
     setSaved(undefined)
     const { data, error } = await api.PUT('/api/users/current/notification-preferences', {
       body: {
-        email_digest: next.email_digest as 'immediate',
+        email_digest:
+          next.email_digest !== undefined && isOneOf(DIGESTS, next.email_digest) ? next.email_digest : 'immediate',
         preferences: (next.preferences ?? []).map((p) => ({
           notification_setting_id: p.notification_setting_id!,
           push: p.push,
@@ -163,13 +159,13 @@ export default function Settings() {
     })
     if (error) return setProblem(asProblem(error))
     setProblem(undefined)
-    if (data) setPrefs(data as Preferences)
+    if (data) setPrefs(data)
     setSaved(t('app.saved'))
   }
 
   const category = (key: string | undefined) => {
-    const messageKey = `settings.category.${key}` as MessageKey
-    const text = t(messageKey)
+    const messageKey = `settings.category.${key}`
+    const text = isMessageKey(messageKey) ? t(messageKey) : undefined
     return text === messageKey || !text ? (key ?? '') : text
   }
 

@@ -1,24 +1,24 @@
 import { useState } from 'preact/hooks'
-import { api, asProblem, formatTime, t, type Problem } from '../../core.ts'
+import { api, asProblem, formatTime, t, type FilterOf, type Problem } from '../../core.ts'
 import { Field, LoadState, PageTitle, ProblemMessage, useLoad } from '../../ui.tsx'
 
 export default function Audit() {
   const [action, setAction] = useState('')
   const [actor, setActor] = useState('')
   const [since, setSince] = useState('')
-  const [filter, setFilter] = useState<Record<string, unknown>>({})
+  const [filter, setFilter] = useState<FilterOf<'/api/administration/audit-log'>>({})
   const [problem, setProblem] = useState<Problem>()
   const log = useLoad(
     () =>
       api.GET('/api/administration/audit-log', {
-        params: { query: { sort: '-id', limit: 100, filter: filter as never } },
+        params: { query: { sort: '-id', limit: 100, filter } },
       }),
     [filter],
   )
 
   const apply = (e: Event) => {
     e.preventDefault()
-    const next: Record<string, unknown> = {}
+    const next: FilterOf<'/api/administration/audit-log'> = {}
     if (action) next.action = { like: action }
     if (actor) next.actor_id = actor
     if (since) next.created_at = { gte: since }
@@ -26,7 +26,7 @@ export default function Audit() {
   }
   const exportCsv = async () => {
     const { data, error } = await api.GET('/api/administration/audit-log', {
-      params: { query: { sort: '-id', filter: filter as never } },
+      params: { query: { sort: '-id', filter } },
       headers: { accept: 'text/csv' },
       parseAs: 'blob',
     })

@@ -1,5 +1,5 @@
 import { useState } from 'preact/hooks'
-import { api, asProblem, formatTime, navigate, t, type Problem } from '../../core.ts'
+import { api, asProblem, formatTime, isRecord, navigate, t, type Problem } from '../../core.ts'
 import { Checkbox, Field, Link, LoadState, PageTitle, ProblemMessage, Status, useLoad } from '../../ui.tsx'
 
 type Delivery = {
@@ -131,7 +131,8 @@ export default function Automations({ params }: { params: Record<string, string>
     if (error) return setProblem(normalise(asProblem(error), 'actions.0.'))
     setProblem(undefined)
     automations.reload()
-    if (data && (data as { id?: number }).id) navigate(`/admin/automations/${(data as { id: number }).id}`)
+    const created: unknown = data
+    if (isRecord(created) && typeof created.id === 'number' && created.id) navigate(`/admin/automations/${created.id}`)
   }
 
   return (

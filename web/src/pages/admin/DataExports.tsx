@@ -39,7 +39,7 @@ function formatSize(bytes: number | null | undefined): string {
 async function namesOf(ids: number[]): Promise<Map<number, string>> {
   const names = new Map<number, string>()
   if (ids.length === 0) return names
-  const query = { filter: { id: { in: ids } } as never, selects: 'id,first_name,last_name,username' }
+  const query = { filter: { id: { in: ids.map(String) } }, selects: 'id,first_name,last_name,username' }
   const lists = [api.GET('/api/users', { params: { query } })]
   if (can('users.administrate')) lists.push(api.GET('/api/users/deleted', { params: { query } }))
   for (const { data } of await Promise.all(lists))
@@ -52,7 +52,7 @@ async function namesOf(ids: number[]): Promise<Map<number, string>> {
 async function loadExports(userId: number | undefined): Promise<{ data?: Row[]; error?: unknown }> {
   const { data, error } = await api.GET('/api/data-exports', {
     params: {
-      query: { limit: LIMIT, ...(userId !== undefined ? { filter: { user_id: userId } as never } : {}) },
+      query: { limit: LIMIT, ...(userId !== undefined ? { filter: { user_id: String(userId) } } : {}) },
     },
   })
   if (!data) return { error }

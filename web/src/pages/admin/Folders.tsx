@@ -1,5 +1,6 @@
-import { useEffect, useState } from 'preact/hooks'
-import { api, asProblem, formatTime, t, type Problem } from '../../core.ts'
+import { useState } from 'preact/hooks'
+import { api, asProblem, formatTime, isOneOf, t, type Problem } from '../../core.ts'
+import { isMessageKey } from '../../messages.ts'
 import { Field, Link, Loading, LoadState, PageTitle, ProblemMessage, Select, Status, useLoad } from '../../ui.tsx'
 
 type Folder = {
@@ -37,26 +38,28 @@ function Tree({ folders, parent, selected }: { folders: Folder[]; parent: number
   )
 }
 
-function useNames() {
-  const [names, setNames] = useState<{
-    user: Array<[string, string]>
-    role: Array<[string, string]>
-    department: Array<[string, string]>
-  }>({ user: [], role: [], department: [] })
-  useEffect(() => {
-    void Promise.all([
-      api.GET('/api/users', { params: { query: { sort: 'username', limit: 500 } } }),
-      api.GET('/api/roles', { params: { query: { sort: 'name' } } }),
-      api.GET('/api/departments', { params: { query: { sort: 'name' } } }),
-    ]).then(([users, roles, departments]) =>
-      setNames({
-        user: (users.data ?? []).map((u): [string, string] => [String(u.id), u.username ?? '']),
-        role: (roles.data ?? []).map((r): [string, string] => [String(r.id), r.name ?? '']),
-        department: (departments.data ?? []).map((d): [string, string] => [String(d.id), d.name ?? '']),
-      }),
-    )
-  }, [])
-  return names
+const NO_NAMES = { user: [], role: [], department: [] }
+const GRANTEE_TYPES = ['user', 'role', 'department'] as const
+/** A message whose key is built from an answer; nothing for a key the catalogue does not have. */
+const folderText = (key: string) => (isMessageKey(key) ? t(key) : undefined)
+
+function useNames(): Record<'user' | 'role' | 'department', Array<[string, string]>> {
+  const names = useLoad(
+    () =>
+      Promise.all([
+        api.GET('/api/users', { params: { query: { sort: 'username', limit: 500 } } }),
+        api.GET('/api/roles', { params: { query: { sort: 'name' } } }),
+        api.GET('/api/departments', { params: { query: { sort: 'name' } } }),
+      ]).then(([users, roles, departments]) => ({
+        data: {
+          user: (users.data ?? []).map((u): [string, string] => [String(u.id), u.username ?? '']),
+          role: (roles.data ?? []).map((r): [string, string] => [String(r.id), r.name ?? '']),
+          department: (departments.data ?? []).map((d): [string, string] => [String(d.id), d.name ?? '']),
+        },
+      })),
+    [],
+  )
+  return names.data ?? NO_NAMES
 }
 
 /** The folder's name in each language: one field per language, saved as `PUT {lang_id, name}`. */
@@ -138,7 +141,9 @@ function FolderDetail({ id, folders, onChanged }: { id: number; folders: Folder[
     }
   }, [id, folders.length])
   const nameOf = (type: string | undefined, granteeId: number | undefined) =>
-    (names[type as 'user'] ?? []).find(([value]) => value === String(granteeId))?.[1] ?? `${type} ${granteeId}`
+    (type !== undefined && isOneOf(GRANTEE_TYPES, type) ? names[type] : []).find(
+      ([value]) => value === String(granteeId),
+    )?.[1] ?? `${type} ${granteeId}`
 
   const addGrant = async (event: Event) => {
     event.preventDefault()
@@ -169,7 +174,7 @@ function FolderDetail({ id, folders, onChanged }: { id: number; folders: Folder[
           target_entity: 'folder',
           target_entity_id: String(id),
           key: 'view',
-        } as never,
+        },
       },
     })
     if (!data) return setProblem(asProblem(error))
@@ -197,7 +202,7 @@ function FolderDetail({ id, folders, onChanged }: { id: number; folders: Folder[
           <ul class="grants">
             {list.map((g) => (
               <li key={g.id}>
-                <span class="tag">{t(`folders.${g.permission_entity}` as 'folders.user')}</span>{' '}
+                <span class="tag">{folderText(`folders.${g.permission_entity}`)}</span>{' '}
                 {nameOf(g.permission_entity, g.permission_entity_id)} —{' '}
                 {g.from.id === id ? t('folders.direct') : t('folders.inherited', { name: g.from.name ?? '' })}{' '}
                 <span class="meta">{formatTime(g.created_at)}</span>{' '}
@@ -218,7 +223,7 @@ function FolderDetail({ id, folders, onChanged }: { id: number; folders: Folder[
           name="permission_entity"
           value={grantType}
           onValue={(v) => {
-            setGrantType(v as 'user')
+            if (isOneOf(GRANTEE_TYPES, v)) setGrantType(v)
             setGrantee('')
           }}
           options={[

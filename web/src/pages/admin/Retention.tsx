@@ -1,7 +1,7 @@
-import { useEffect, useState } from 'preact/hooks'
+import { useState } from 'preact/hooks'
 import { api, asProblem, t, type Problem } from '../../core.ts'
-import { en, type MessageKey } from '../../messages.ts'
-import { Field, Loading, PageTitle, ProblemMessage, Status } from '../../ui.tsx'
+import { isMessageKey } from '../../messages.ts'
+import { Field, Loading, PageTitle, ProblemMessage, Status, useLoad } from '../../ui.tsx'
 
 /** The answer of GET/PUT /api/administration/retention, by class key (the server may add classes). */
 type Settings = {
@@ -15,7 +15,7 @@ type Edits = Record<string, string | null>
 /** A class's label or description from messages.ts; a class the app does not know yet is shown by its key. */
 function classText(kind: 'class' | 'about', key: string): string | undefined {
   const messageKey = `retention.${kind}.${key}`
-  return messageKey in en ? t(messageKey as MessageKey) : undefined
+  return isMessageKey(messageKey) ? t(messageKey) : undefined
 }
 const label = (key: string) => classText('class', key) ?? key
 
@@ -65,16 +65,15 @@ function SweepPreview() {
 
 /** Retention periods per data class (tenant.administrate): set, back to the default, and a dry run of the sweep. */
 export default function Retention() {
-  const [settings, setSettings] = useState<Settings>()
+  const loaded = useLoad<Settings>(
+    () => api.GET('/api/administration/retention').then(({ data, error }) => ({ data: data?.data, error })),
+    [],
+  )
+  const settings = loaded.data
   const [edits, setEdits] = useState<Edits>({})
-  const [problem, setProblem] = useState<Problem>()
+  const [saveProblem, setProblem] = useState<Problem>()
+  const problem = saveProblem ?? loaded.problem
   const [status, setStatus] = useState<string>()
-  useEffect(() => {
-    void api.GET('/api/administration/retention').then(({ data, error }) => {
-      if (data) setSettings(data.data)
-      else setProblem(asProblem(error))
-    })
-  }, [])
 
   const save = async (event: Event) => {
     event.preventDefault()
@@ -93,10 +92,10 @@ export default function Retention() {
       setProblem(undefined)
       return setStatus(t('retention.noChanges'))
     }
-    const { data, error } = await api.PUT('/api/administration/retention', { body: body as never })
+    const { data, error } = await api.PUT('/api/administration/retention', { body })
     if (!data) return setProblem(asProblem(error))
     setProblem(undefined)
-    setSettings(data.data)
+    loaded.setData(data.data)
     setEdits({})
     setStatus(t('app.saved'))
   }

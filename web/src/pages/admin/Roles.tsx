@@ -17,7 +17,7 @@ export default function Roles() {
       .split(',')
       .map((p) => p.trim())
       .filter(Boolean)
-    const { error } = await api.POST('/api/roles', { body: { name: roleName, permissions: list } as never })
+    const { error } = await api.POST('/api/roles', { body: { name: roleName, permissions: list } })
     if (error) return setRoleProblem(asProblem(error))
     setRoleProblem(undefined)
     setRoleName('')
@@ -26,7 +26,7 @@ export default function Roles() {
   }
   const createDepartment = async (event: Event) => {
     event.preventDefault()
-    const { error } = await api.POST('/api/departments', { body: { name: departmentName } as never })
+    const { error } = await api.POST('/api/departments', { body: { name: departmentName } })
     if (error) return setDepartmentProblem(asProblem(error))
     setDepartmentProblem(undefined)
     setDepartmentName('')

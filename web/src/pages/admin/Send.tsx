@@ -1,6 +1,6 @@
-import { useEffect, useState } from 'preact/hooks'
+import { useState } from 'preact/hooks'
 import { api, asProblem, t, type Problem } from '../../core.ts'
-import { Field, PageTitle, ProblemMessage, Status } from '../../ui.tsx'
+import { Field, PageTitle, ProblemMessage, Status, useLoad } from '../../ui.tsx'
 
 function MultiSelect(props: {
   label: string
@@ -47,18 +47,12 @@ export default function Send() {
   const [url, setUrl] = useState('/inbox')
   const [userIds, setUserIds] = useState<number[]>([])
   const [departmentIds, setDepartmentIds] = useState<number[]>([])
-  const [users, setUsers] = useState<Array<[number, string]>>([])
-  const [departments, setDepartments] = useState<Array<[number, string]>>([])
+  const userList = useLoad(() => api.GET('/api/users', { params: { query: { sort: 'username', limit: 500 } } }), [])
+  const departmentList = useLoad(() => api.GET('/api/departments', { params: { query: { sort: 'name' } } }), [])
+  const users = (userList.data ?? []).map((u): [number, string] => [u.id!, `${u.username} (${u.full_name ?? ''})`])
+  const departments = (departmentList.data ?? []).map((d): [number, string] => [d.id!, d.name ?? ''])
   const [problem, setProblem] = useState<Problem>()
   const [status, setStatus] = useState<string>()
-  useEffect(() => {
-    void api
-      .GET('/api/users', { params: { query: { sort: 'username', limit: 500 } } })
-      .then(({ data }) => setUsers((data ?? []).map((u) => [u.id!, `${u.username} (${u.full_name ?? ''})`])))
-    void api
-      .GET('/api/departments', { params: { query: { sort: 'name' } } })
-      .then(({ data }) => setDepartments((data ?? []).map((d) => [d.id!, d.name ?? ''])))
-  }, [])
   const send = async (e: Event) => {
     e.preventDefault()
     setStatus(undefined)

@@ -1,5 +1,7 @@
 import { useState } from 'preact/hooks'
-import { api, asProblem, formatTime, t, type Problem } from '../../core.ts'
+import { api, asProblem, formatTime, isOneOf, t, type Problem } from '../../core.ts'
+
+const REDIRECT_TYPES = ['redirect', 'redirectWithGrantToken', 'none'] as const
 import { Field, LoadState, PageTitle, ProblemMessage, Select, Status, useLoad } from '../../ui.tsx'
 
 const TYPES = [
@@ -21,7 +23,7 @@ export default function SharedItems() {
           query: {
             sort: '-created_at',
             limit: 100,
-            filter: (showDeleted ? { deleted_at: { null: false } } : {}) as never,
+            filter: showDeleted ? { deleted_at: { null: 'false' } } : {},
           },
         },
       }),
@@ -40,7 +42,7 @@ export default function SharedItems() {
         type,
         targetable_type: type,
         targetable_id: /^\d+$/.test(targetId) ? Number(targetId) : targetId,
-        redirect_type: redirect as 'redirect',
+        redirect_type: isOneOf(REDIRECT_TYPES, redirect) ? redirect : 'redirect',
       },
     })
     if (error) return setProblem(asProblem(error))

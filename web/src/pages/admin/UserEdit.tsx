@@ -1,5 +1,5 @@
 import { useEffect, useState } from 'preact/hooks'
-import { api, asProblem, can, navigate, t, type Problem } from '../../core.ts'
+import { api, asProblem, can, isRecord, navigate, t, type Problem } from '../../core.ts'
 import { Checkbox, Field, Link, Loading, PageTitle, ProblemMessage, Select, Status } from '../../ui.tsx'
 
 type Form = {
@@ -107,13 +107,15 @@ export default function UserEdit({ params }: { params: Record<string, string> })
       ...(form.password ? { password: form.password } : {}),
     }
     const result = isNew
-      ? await api.POST('/api/users', { body: body as never })
-      : await api.PUT('/api/users/{id}', { params: { path: { id } }, body: body as never })
+      ? // without a password the body is sent as typed in: the server names the missing field (422)
+        await api.POST('/api/users', { body: body as never })
+      : await api.PUT('/api/users/{id}', { params: { path: { id } }, body })
     if (result.error) return setProblem(asProblem(result.error))
     setProblem(undefined)
     setStatus(t('app.saved'))
-    const saved = result.data as { id?: number } | undefined
-    if (isNew && saved?.id) navigate(`/admin/users/${saved.id}`, { replace: true })
+    const saved: unknown = result.data
+    if (isNew && isRecord(saved) && typeof saved.id === 'number' && saved.id)
+      navigate(`/admin/users/${saved.id}`, { replace: true })
   }
 
   const act = async (action: 'logout' | 'delete' | 'restore') => {
@@ -146,10 +148,10 @@ export default function UserEdit({ params }: { params: Record<string, string> })
     if (!file) return
     const { error } = await api.PUT('/api/users/{id}', {
       params: { path: { id } },
-      body: { profile_picture: file } as never,
-      bodySerializer: (body: Record<string, unknown>) => {
+      body: { profile_picture: file },
+      bodySerializer: () => {
         const form = new FormData()
-        for (const [k, v] of Object.entries(body)) form.append(k, v as Blob)
+        form.append('profile_picture', file)
         return form
       },
     })

@@ -11,7 +11,7 @@ export default function Users() {
       deleted
         ? api.GET('/api/users/deleted', { params: { query: { sort: 'username' } } })
         : api.GET('/api/users', {
-            params: { query: { sort: 'username', limit: 100, filter: (query ? { text: query } : {}) as never } },
+            params: { query: { sort: 'username', limit: 100, filter: query ? { text: query } : {} } },
           }),
     [query, deleted],
   )

@@ -3,6 +3,11 @@ import { api, asProblem, t, type Problem } from '../../core.ts'
 import { Checkbox, Link, PageTitle, ProblemMessage, Status } from '../../ui.tsx'
 
 type Preview = { new_users: Array<Record<string, unknown>>; update_users: Array<Record<string, unknown>> }
+type NewUserRow = Record<string, unknown> & { username: string; password: string; role_id: number }
+
+/** A dry run's new user as POST /api/users takes it: the server fills username, password and role of every row. */
+const isNewUserRow = (row: Record<string, unknown>): row is NewUserRow =>
+  typeof row.username === 'string' && typeof row.password === 'string' && typeof row.role_id === 'number'
 
 /** `rows.<line>.<key>` errors of the dry run, by line. */
 function rowErrors(problem: Problem | undefined) {
@@ -31,7 +36,8 @@ export default function UsersImport() {
       body: { user_data_csv: file!, update_users: update },
       bodySerializer: (body) => {
         const form = new FormData()
-        if (body.user_data_csv) form.append('user_data_csv', body.user_data_csv as unknown as Blob)
+        // the file itself (the generated type says string, format binary)
+        if (file) form.append('user_data_csv', file)
         form.append('update_users', String(body.update_users === true))
         return form
       },
@@ -46,8 +52,8 @@ export default function UsersImport() {
     if (!preview) return
     setBusy(true)
     let done = 0
-    for (const user of preview.new_users) {
-      const { error } = await api.POST('/api/users', { body: user as never })
+    for (const user of preview.new_users.filter(isNewUserRow)) {
+      const { error } = await api.POST('/api/users', { body: user })
       if (error) {
         setBusy(false)
         return setProblem(asProblem(error))
@@ -57,7 +63,7 @@ export default function UsersImport() {
     for (const { id, ...changes } of preview.update_users) {
       const { error } = await api.PUT('/api/users/{id}', {
         params: { path: { id: Number(id) } },
-        body: changes as never,
+        body: changes,
       })
       if (error) {
         setBusy(false)

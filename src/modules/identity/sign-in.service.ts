@@ -6,8 +6,11 @@ import type { Db } from '../../platform/db/schema.js'
 import { AppError } from '../../platform/http/errors.js'
 import { parseShowQuery } from '../../platform/query/parse-query.js'
 import { BASIC_USER_FIELDS, findPresentedUser, userResource } from '../users/index.js'
-import { issueTicket } from './tickets.js'
+import * as queries from './sign-in.queries.js'
+import { issueTicket } from './tickets.service.js'
+import { hasEnabledTotp } from './totp.queries.js'
 
+/** The steps every way of signing in shares (password, single sign-on, second factor). */
 export type SignInMethod = 'password' | 'sso' | 'mfa'
 
 /** How long an `mfa_token` (the step between password and second factor) lives. */
@@ -23,17 +26,8 @@ export interface SignInTarget {
 }
 
 /** A user who may sign in: exists in the tenant, active, neither deleted nor blacked out. */
-export async function signInEligibleUser(db: Db, tenantId: number, userId: number) {
-  return db
-    .selectFrom('users as u')
-    .innerJoin('roles as r', (join) => join.onRef('r.id', '=', 'u.role_id').onRef('r.tenant_id', '=', 'u.tenant_id'))
-    .select(['u.id', 'u.role_id', 'r.permissions', 'r.requires_mfa'])
-    .where('u.tenant_id', '=', tenantId)
-    .where('u.id', '=', userId)
-    .where('u.active', '=', true)
-    .where('u.deleted_at', 'is', null)
-    .where('u.blacked_out_at', 'is', null)
-    .executeTakeFirst()
+export function signInEligibleUser(db: Db, tenantId: number, userId: number) {
+  return queries.findSignInEligibleUser(db, tenantId, userId)
 }
 
 /** Records a sign-in attempt that failed (no secret, no code: the reason and what was named). */
@@ -58,14 +52,7 @@ export async function secondFactorGate(
   requiresMfa: boolean,
   deviceName: string | null | undefined,
 ): Promise<{ mfaEnrollmentOnly: boolean }> {
-  const totp = await db
-    .selectFrom('user_totp')
-    .select('enabled_at')
-    .where('tenant_id', '=', tenantId)
-    .where('user_id', '=', userId)
-    .where('enabled_at', 'is not', null)
-    .executeTakeFirst()
-  if (totp) {
+  if (await hasEnabledTotp(db, tenantId, userId)) {
     const mfaToken = await issueTicket(db, {
       tenantId,
       kind: 'mfa',
@@ -92,29 +79,20 @@ export async function secondFactorGate(
  */
 export async function completeSignIn(db: Db, config: Config, target: SignInTarget) {
   const { tenantId, userId } = target
-  const tenant = await db.selectFrom('tenants').select('settings').where('id', '=', tenantId).executeTakeFirstOrThrow()
+  const tenant = await queries.findTenantSettings(db, tenantId)
   const client = currentRequestContext()
   return db.transaction().execute(async (trx) => {
-    const user = await trx
-      .selectFrom('users')
-      .select(['prevent_logout', 'password_change_required'])
-      .where('tenant_id', '=', tenantId)
-      .where('id', '=', userId)
-      .executeTakeFirstOrThrow()
+    const user = await queries.findSessionFlags(trx, tenantId, userId)
     if (tenant.settings?.single_session && !user.prevent_logout) await revokeUserTokens(trx, tenantId, userId)
     const issued = await issueAccessToken(trx, tenantId, userId, config.auth.tokenTtlDays, target.deviceName, {
       mfaEnrollmentOnly: target.mfaEnrollmentOnly,
     })
-    await trx
-      .insertInto('session_activity')
-      .values({
-        tenant_id: tenantId,
-        token_id: issued.id,
-        user_id: userId,
-        user_agent: client.userAgent,
-        ip: client.ip,
-      })
-      .execute()
+    await queries.insertSessionActivity(trx, tenantId, {
+      tokenId: issued.id,
+      userId,
+      userAgent: client.userAgent,
+      ip: client.ip,
+    })
     await recordAudit(trx, {
       tenantId,
       action: 'auth.login',

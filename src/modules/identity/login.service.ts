@@ -1,4 +1,3 @@
-import { sql } from 'kysely'
 import type { AppDeps } from '../../platform/app-module.js'
 import type { Actor } from '../../platform/auth/actor.js'
 import { recordAudit } from '../../platform/audit/audit-log.js'
@@ -6,21 +5,19 @@ import { burnPasswordCheck, verifyPassword } from '../../platform/auth/passwords
 import { revokeAccessToken } from '../../platform/auth/tokens.js'
 import type { Db } from '../../platform/db/schema.js'
 import { AppError } from '../../platform/http/errors.js'
-import {
-  completeMfaSignIn,
-  completeSignIn,
-  exchangeLoginCode,
-  passwordLoginAllowed,
-  recordFailedSignIn,
-  secondFactorGate,
-} from '../identity/index.js'
-import type { LoginBody, PasswordLoginBody } from './auth.schemas.js'
+import type { LoginBody, PasswordLoginBody } from './login.schemas.js'
+import * as queries from './login.queries.js'
+import { findPasswordLogin } from './oidc.queries.js'
+import { exchangeLoginCode } from './oidc.service.js'
+import { completeMfaSignIn } from './second-factor.service.js'
+import { findTenantBySlug } from './sign-in.queries.js'
+import { completeSignIn, recordFailedSignIn, secondFactorGate } from './sign-in.service.js'
 
 const invalidCredentials = () => new AppError(401, 'invalid_credentials', 'The tenant, username or password is wrong')
 
-export type AuthService = ReturnType<typeof createAuthService>
+export type LoginService = ReturnType<typeof createLoginService>
 
-export function createAuthService({ db, config }: AppDeps) {
+export function createLoginService({ db, config }: AppDeps) {
   const { loginMaxFailures, loginWindowSeconds } = config.auth
 
   /**
@@ -32,9 +29,9 @@ export function createAuthService({ db, config }: AppDeps) {
    */
   async function reserveAttempt(slug: string, username: string): Promise<void> {
     const wait = await db.transaction().execute(async (trx) => {
-      await sql`select pg_advisory_xact_lock(hashtextextended(${`login:${slug}/${username}`}, 0))`.execute(trx)
+      await queries.lockLoginAttempts(trx, slug, username)
       const seconds = await throttleSeconds(trx, slug, username)
-      if (seconds === 0) await trx.insertInto('login_failures').values({ tenant_slug: slug, username }).execute()
+      if (seconds === 0) await queries.insertLoginFailure(trx, slug, username)
       return seconds
     })
     if (wait > 0)
@@ -45,36 +42,15 @@ export function createAuthService({ db, config }: AppDeps) {
 
   /** Seconds until a throttled tenant+username may try again; 0 when not throttled. */
   async function throttleSeconds(db: Db, slug: string, username: string): Promise<number> {
-    const row = await db
-      .selectFrom('login_failures')
-      .select([
-        sql<number>`count(*)::int`.as('failures'),
-        sql<number>`ceil(extract(epoch from min(attempted_at) + make_interval(secs => ${loginWindowSeconds}) - now()))::int`.as(
-          'retry',
-        ),
-      ])
-      .where('tenant_slug', '=', slug)
-      .where('username', '=', username)
-      .where(sql<boolean>`attempted_at > now() - make_interval(secs => ${loginWindowSeconds})`)
-      .executeTakeFirstOrThrow()
+    const row = await queries.countLoginFailures(db, slug, username, loginWindowSeconds)
     if (row.failures < loginMaxFailures) return 0
     // the window slides: retry when the oldest failure that still counts has aged out
-    const oldestCounted = await db
-      .selectFrom('login_failures')
-      .select(
-        sql<number>`ceil(extract(epoch from attempted_at + make_interval(secs => ${loginWindowSeconds}) - now()))::int`.as(
-          'retry',
-        ),
-      )
-      .where('tenant_slug', '=', slug)
-      .where('username', '=', username)
-      .where(sql<boolean>`attempted_at > now() - make_interval(secs => ${loginWindowSeconds})`)
-      .orderBy('attempted_at', 'desc')
-      .offset(loginMaxFailures - 1)
-      .limit(1)
-      .executeTakeFirst()
+    const oldestCounted = await queries.findFailureRetry(db, slug, username, loginWindowSeconds, loginMaxFailures)
     return Math.max(1, oldestCounted?.retry ?? row.retry)
   }
+
+  /** Whether the tenant allows password sign-in (no provider, or one with `password_login`). */
+  const passwordLoginAllowed = async (tenantId: number) => (await findPasswordLogin(db, tenantId)) ?? true
 
   /** Signs in with a password, an SSO login code, or an MFA token and its second factor. */
   async function login(body: LoginBody) {
@@ -90,27 +66,8 @@ export function createAuthService({ db, config }: AppDeps) {
     await reserveAttempt(slug, username)
 
     // the tenant first, so that the user lookup names its tenant (routed to one shard on Citus, docs/citus.md)
-    const tenant = await db.selectFrom('tenants').select(['id']).where('slug', '=', slug).executeTakeFirst()
-    const user =
-      tenant &&
-      (await db
-        .selectFrom('users as u')
-        .innerJoin('roles as r', (join) =>
-          join.onRef('r.id', '=', 'u.role_id').onRef('r.tenant_id', '=', 'u.tenant_id'),
-        )
-        .select([
-          'u.id',
-          'u.tenant_id',
-          'u.password_hash',
-          'u.active',
-          'u.deleted_at',
-          'r.permissions',
-          'r.requires_mfa',
-        ])
-        .where('u.tenant_id', '=', tenant.id)
-        .where(sql<boolean>`lower(u.username) = ${username}`)
-        .where('u.blacked_out_at', 'is', null)
-        .executeTakeFirst())
+    const tenant = await findTenantBySlug(db, slug)
+    const user = tenant && (await queries.findPasswordUser(db, tenant.id, username))
     const passwordOk = user
       ? await verifyPassword(user.password_hash, body.password)
       : (await burnPasswordCheck(body.password), false)
@@ -124,9 +81,9 @@ export function createAuthService({ db, config }: AppDeps) {
         })
       throw invalidCredentials()
     }
-    await db.deleteFrom('login_failures').where('tenant_slug', '=', slug).where('username', '=', username).execute()
+    await queries.deleteLoginFailures(db, slug, username)
     // a tenant signing in through its identity provider keeps password sign-in for `*` holders only (break-glass)
-    if (!user.permissions.includes('*') && !(await passwordLoginAllowed(db, user.tenant_id))) {
+    if (!user.permissions.includes('*') && !(await passwordLoginAllowed(user.tenant_id))) {
       await recordFailedSignIn(db, user.tenant_id, user.id, { method: 'password', reason: 'password_login_disabled' })
       throw new AppError(
         403,

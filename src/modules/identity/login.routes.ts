@@ -1,9 +1,9 @@
 import type { App } from '../../platform/app-module.js'
 import { errorResponses, NoContentSchema } from '../../platform/http/schemas.js'
-import { LoginBodySchema, LoginResponseSchema, MfaRequiredProblemSchema } from './auth.schemas.js'
-import type { AuthService } from './auth.service.js'
+import { LoginBodySchema, LoginResponseSchema, MfaRequiredProblemSchema } from './login.schemas.js'
+import type { LoginService } from './login.service.js'
 
-export async function authRoutes(app: App, { auth }: { auth: AuthService }): Promise<void> {
+export async function loginRoutes(app: App, { auth }: { auth: LoginService }): Promise<void> {
   app.post(
     '/api/auth/login',
     {
