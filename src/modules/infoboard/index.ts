@@ -1,4 +1,3 @@
-import { sql } from 'kysely'
 import { Type } from 'typebox'
 import type { AppModule } from '../../platform/app-module.js'
 import { requirePermission } from '../../platform/auth/require-permission.js'
@@ -98,7 +97,8 @@ export const infoboardModule: AppModule = {
   shareTargets: [contentShareTarget(infoboardPosts), contentShareTarget(infoboardComments)],
   folderReferences: [folderReference('infoboard_posts', 'channel_id')],
   recipientsQueries: {
-    [INFOBOARD_POST_VIEWERS]: (tenantId, id) => infoboardPosts.viewersSql(tenantId, id),
+    // the audience by profile: the same users as the content rule over every user, evaluated per profile
+    [INFOBOARD_POST_VIEWERS]: (tenantId, id) => infoboardReading.audienceSql(tenantId, id),
     [CONTENT_REMINDER_RECIPIENTS]: reminderRecipientsSql,
   },
   contentReadings: { infoboardPost: infoboardReading },

@@ -61,7 +61,7 @@ export const manualsModule: AppModule = {
   ),
   shareTargets: [manualChapters, manualEntries].map((content) => contentShareTarget(content)),
   recipientsQueries: {
-    [MANUAL_ENTRY_VIEWERS]: (tenantId, id) => manualEntries.viewersSql(tenantId, id),
+    [MANUAL_ENTRY_VIEWERS]: (tenantId, id) => manualReading.audienceSql(tenantId, id),
     [CONTENT_REMINDER_RECIPIENTS]: reminderRecipientsSql,
   },
   contentReadings: { manualEntry: manualReading },

@@ -130,8 +130,10 @@ export interface ContentResource {
   ): Promise<ContentRow>
   update(db: Db, actor: Actor, id: number, body: Record<string, unknown>): Promise<ContentRow>
   remove(db: Db, actor: Actor, id: number): Promise<ContentRow>
-  viewersSql(tenantId: number, id: number): RawBuilder<{ id: number }>
-  /** SQL: the user row `vu` (joined with its role as `vr`) can view record `id`: `viewersSql`'s rule for one row. */
+  /**
+   * SQL: the user row `vu` (joined with its role as `vr`) can view record `id` — the content rule with the
+   * grantee taken from the row (`userSetPrincipal`); the reading audience evaluates it once per profile.
+   */
   viewedBySql(tenantId: number, id: number): RawBuilder<boolean>
   appUrl(appBase: string, row: ContentRow): string
   deleteGrantsUnder(trx: Db, tenantId: number, parentId: number): Promise<void>
@@ -425,17 +427,7 @@ export function defineContent(decl: ContentDeclaration): ContentResource {
     )
   }
 
-  /**
-   * SQL selecting the ids of every user of the tenant who can view record `id` (the same rule as
-   * `visibleTo`, evaluated per user row): the recipients of content notifications.
-   */
-  function viewersSql(tenantId: number, id: number): RawBuilder<{ id: number }> {
-    return sql<{
-      id: number
-    }>`select vu.id from users vu join roles vr on vr.tenant_id = vu.tenant_id and vr.id = vu.role_id
-      where vu.tenant_id = ${tenantId} and ${viewedBySql(tenantId, id)}`
-  }
-
+  /** SQL: the scanned user row `vu` (role `vr`) can view record `id`: `visibleTo` with the user-set principal. */
   function viewedBySql(tenantId: number, id: number): RawBuilder<boolean> {
     const p = userSetPrincipal(tenantId, decl.folder?.module)
     return sql<boolean>`exists (
@@ -526,7 +518,6 @@ export function defineContent(decl: ContentDeclaration): ContentResource {
     create,
     update,
     remove,
-    viewersSql,
     viewedBySql,
     appUrl,
     deleteGrantsUnder,
