@@ -22,6 +22,7 @@ import { scimModule } from './scim/index.js'
 import { retentionModule } from './retention/index.js'
 import { backupsModule } from './backups/index.js'
 import { limitsModule } from './limits/index.js'
+import { syncModule } from './sync/index.js'
 
 /** Every domain module, in registration order. The composition root (app.ts, worker) reads this list. */
 export const appModules: AppModule[] = [
@@ -48,4 +49,5 @@ export const appModules: AppModule[] = [
   retentionModule,
   backupsModule,
   limitsModule,
+  syncModule,
 ]
