@@ -2,6 +2,7 @@ import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import { buildApp } from '../src/app.js'
 import { sealCursor } from '../src/modules/sync/sync-cursor.js'
+import { purgeTenantChanges } from '../src/modules/sync/sync.queries.js'
 import { issueAccessToken } from '../src/platform/auth/tokens.js'
 import { buildTestApp, call, testConfig, testSecrets } from './helpers/build-test-app.js'
 import { fixture, multipart } from './fixtures/users/forms.js'
@@ -351,4 +352,29 @@ test('bad query values answer 422 naming the field', async () => {
   assert.equal(res.statusCode, 422)
   assert.match(res.body, /device/)
   assert.match(res.body, /wait/)
+})
+
+test('the purge of old tombstones raises the horizon: a cursor from before it answers 410, a new snapshot goes on', async () => {
+  const { tenant, admin, alice } = await world()
+  const news = await channel(admin)
+  const doomed = await postIn(admin, news)
+  const client = await phone(alice)
+  const before = client.cursor()
+  await del(admin, `/api/infoboard/posts/${doomed}`)
+  await client.next()
+
+  const purged = await purgeTenantChanges(db, tenant.id, new Date(Date.now() + 1000))
+
+  assert.ok(purged >= 1)
+  const tombstones = await db
+    .selectFrom('sync_changes')
+    .select('entity_id')
+    .where('tenant_id', '=', tenant.id)
+    .where('deleted', '=', true)
+    .execute()
+  assert.deepEqual(tombstones, [])
+  assert.equal((await syncRequest(app, alice.token, { cursor: before, device: 'phone' })).statusCode, 410)
+  const fresh = await phone(alice, 'tablet')
+  const later = await postIn(admin, news)
+  assert.deepEqual(ops(await fresh.next()), [`upsert infoboardPost:${later}`])
 })

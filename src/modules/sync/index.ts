@@ -2,6 +2,7 @@ import type { AppModule } from '../../platform/app-module.js'
 import { resolveDatabaseUrl } from '../../platform/db/database.js'
 import { createPgPubSub } from '../../platform/realtime/pg-pubsub.js'
 import { syncEventSubscriber } from './sync.events.js'
+import { SYNC_PURGE_CRON, syncJobs } from './sync.jobs.js'
 import { syncRoutes } from './sync.routes.js'
 import { createSyncService } from './sync.service.js'
 
@@ -20,4 +21,8 @@ export const syncModule: AppModule = {
     await syncRoutes(app, { sync: createSyncService({ ...deps, pubsub }) })
   },
   eventSubscribers: [syncEventSubscriber],
+  jobs: syncJobs,
+  cron: [SYNC_PURGE_CRON],
 }
+
+export { purgeSyncChanges } from './sync.jobs.js'

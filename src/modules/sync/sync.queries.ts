@@ -130,3 +130,33 @@ export async function insertView(
       order by v.id desc offset ${keep - 1} limit 1)`.execute(trx)
   return Number(row.id)
 }
+
+/**
+ * Purges one tenant's change records older than `before` (tombstones of deleted records and access
+ * changes; the latest versions of live records stay, they are the records' versions) and the client
+ * views they made unusable. The clock's horizon rises to the newest purged version first, so a
+ * cursor from before it answers 410 sync_reset instead of missing a deletion. One transaction.
+ */
+export async function purgeTenantChanges(db: Db, tenantId: number, before: Date): Promise<number> {
+  return db.transaction().execute(async (trx) => {
+    const { rows } = await sql<{ version: string | null }>`select max(version) as version from (
+      select version from sync_changes where tenant_id = ${tenantId} and deleted and changed_at < ${before}
+      union all
+      select version from sync_access_changes where tenant_id = ${tenantId} and created_at < ${before}) old`.execute(
+      trx,
+    )
+    const horizon = Number(rows[0]?.version ?? 0)
+    if (horizon === 0) return 0
+    await sql`update sync_clocks set horizon = greatest(horizon, ${horizon}::bigint) where tenant_id = ${tenantId}`.execute(
+      trx,
+    )
+    const changes =
+      await sql`delete from sync_changes where tenant_id = ${tenantId} and deleted and version <= ${horizon}`.execute(
+        trx,
+      )
+    const access =
+      await sql`delete from sync_access_changes where tenant_id = ${tenantId} and version <= ${horizon}`.execute(trx)
+    await sql`delete from sync_views where tenant_id = ${tenantId} and version < ${horizon}`.execute(trx)
+    return Number(changes.numAffectedRows ?? 0n) + Number(access.numAffectedRows ?? 0n)
+  })
+}
