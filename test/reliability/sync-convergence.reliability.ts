@@ -1,7 +1,7 @@
 /**
  * Convergence of the offline feed (issue 43, docs/sync.md), a randomized model-based test: random
- * sequences of writes and access changes by an administrator — posts and manual entries created,
- * edited, deleted; channels created, renamed, moved; view grants to users, a role and a department
+ * sequences of writes and access changes by an administrator — posts, manual entries and files
+ * created, edited, deleted; directories created; channels created, renamed, moved; view grants to users, a role and a department
  * added and removed; the role's permissions, the department's members and users' roles changed;
  * users deactivated and reactivated — interleaved with syncs of several clients (users × devices)
  * from their latest cursor, an older one they kept, or none. After every sync the state the client
@@ -17,6 +17,7 @@ import type { FastifyInstance } from 'fastify'
 import fc from 'fast-check'
 import { issueAccessToken } from '../../src/platform/auth/tokens.js'
 import { call } from '../helpers/build-test-app.js'
+import { fixture, multipart } from '../fixtures/users/forms.js'
 import { given, type GivenUser } from '../helpers/given.js'
 import {
   applyFeed,
@@ -62,11 +63,14 @@ const step = fc.oneof(
   },
   { weight: 1, arbitrary: fc.record({ do: fc.constant('createEntry' as const), chapter: small }) },
   { weight: 1, arbitrary: fc.record({ do: fc.constant('deleteEntry' as const), entry: small }) },
+  { weight: 1, arbitrary: fc.record({ do: fc.constant('createDirectory' as const), parent: fc.option(small) }) },
+  { weight: 1, arbitrary: fc.record({ do: fc.constant('createFile' as const), directory: small }) },
+  { weight: 1, arbitrary: fc.record({ do: fc.constant('deleteFile' as const), file: small }) },
   {
     weight: 3,
     arbitrary: fc.record({
       do: fc.constant('grant' as const),
-      on: fc.constantFrom('folder', 'infoboardPost', 'manualChapter'),
+      on: fc.constantFrom('folder', 'infoboardPost', 'manualChapter', 'filemanagerDirectory'),
       target: small,
       to: grantee,
     }),
@@ -117,6 +121,8 @@ async function runSequence(sequence: Step[]): Promise<void> {
   const posts: number[] = []
   const chapters: number[] = []
   const entries: number[] = []
+  const directories: number[] = []
+  const files: number[] = []
   const grants: number[] = []
   const clients = new Map<string, Client>()
   const pick = <T>(list: T[], i: number) => (list.length === 0 ? undefined : list[i % list.length])
@@ -129,6 +135,7 @@ async function runSequence(sequence: Step[]): Promise<void> {
 
   channels.push((await write('POST', '/api/folders', { type: 'infoboardChannel', name: 'c0', parent_id: null }))!.id)
   chapters.push((await write('POST', '/api/manuals/chapters', { title: 'm0' }))!.id)
+  directories.push((await write('POST', '/api/filemanager/directories', { name: 'd0' }))!.id)
 
   for (const s of sequence) {
     switch (s.do) {
@@ -173,8 +180,41 @@ async function runSequence(sequence: Step[]): Promise<void> {
         if (entry) await write('DELETE', `/api/manuals/entries/${entry}`)
         break
       }
+      case 'createDirectory': {
+        const parent = s.parent === null ? null : pick(directories, s.parent)!
+        const created = await write('POST', '/api/filemanager/directories', { name: 'd', parent_id: parent })
+        if (created) directories.push(created.id)
+        break
+      }
+      case 'createFile': {
+        const directory = pick(directories, s.directory)!
+        const body = multipart(
+          { directory_id: String(directory) },
+          { file: { bytes: fixture('pixel.png'), filename: 'f.png', contentType: 'image/png' } },
+        )
+        const res = await call(app, admin, {
+          method: 'POST',
+          url: '/api/filemanager/files',
+          payload: body.payload,
+          headers: body.headers,
+        })
+        assert.ok(res.statusCode < 500, res.body)
+        if (res.statusCode === 201) files.push(res.json<{ id: number }>().id)
+        break
+      }
+      case 'deleteFile': {
+        const file = pick(files, s.file)
+        if (file) await write('DELETE', `/api/filemanager/files/${file}`)
+        break
+      }
       case 'grant': {
-        const list = s.on === 'folder' ? channels : s.on === 'infoboardPost' ? posts : chapters
+        const lists = {
+          folder: channels,
+          infoboardPost: posts,
+          manualChapter: chapters,
+          filemanagerDirectory: directories,
+        }
+        const list = lists[s.on]
         const target = pick(list, s.target)
         if (target === undefined) break
         const to = s.to.kind === 'user' ? users[s.to.index]!.id : s.to.kind === 'role' ? reader : department

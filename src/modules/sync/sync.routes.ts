@@ -9,6 +9,9 @@ export async function syncRoutes(app: App, { sync }: { sync: SyncService }): Pro
   app.get(
     '/api/sync',
     {
+      // long polls hold their request up to `wait` seconds: not among the tenant's requests in flight
+      // (docs/limits.md), as the notifications stream is not
+      config: { inFlightLimit: false },
       schema: {
         tags: ['sync'],
         description:
