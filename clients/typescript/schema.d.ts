@@ -1872,6 +1872,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/sync": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Sync
+         * @description The calling user’s change feed for offline clients (docs/sync.md): without `cursor` a full snapshot (streamed), with it the changes since; 410 `sync_reset` when the cursor cannot be continued.
+         */
+        get: operations["sync"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/tasks/executions": {
         parameters: {
             query?: never;
@@ -13223,6 +13243,89 @@ export interface operations {
                             type: string;
                             url: string;
                         } | null;
+                    };
+                };
+            };
+            /** @description Too many requests: a rate or concurrency limit (docs/limits.md); retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    sync: {
+        parameters: {
+            query?: {
+                /** @description The `cursor` of the previous answer; omit for a full snapshot */
+                cursor?: string;
+                /** @description A stable id the client chose for this installation; a cursor is bound to it (default `default`) */
+                device?: string;
+                /** @description Seconds to hold an answer without changes until something changes (long poll) */
+                wait?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Client error (problem details, RFC 9457) */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Server error (problem details, RFC 9457) */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Default Response */
+            200: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        changes: ({
+                            /** @description The record as its own GET returns it */
+                            data: {
+                                [key: string]: unknown;
+                            };
+                            /** @description e.g. `folder`, `infoboardPost`, `manualEntry`, `filemanagerFile` */
+                            entity: string;
+                            id: number | string;
+                            /** @enum {string} */
+                            op: "upsert";
+                            /** @description The record’s change version (0: unchanged since the feed began) */
+                            version: number;
+                        } | {
+                            entity: string;
+                            id: number | string;
+                            /** @enum {string} */
+                            op: "remove";
+                            reason: "deleted" | "access_lost";
+                        })[];
+                        /** @description Opaque; send it as `cursor` next time */
+                        cursor: string;
+                        /** @description More changes are ready: sync again at once with the new cursor */
+                        has_more: boolean;
                     };
                 };
             };

@@ -21,6 +21,7 @@ import { scimModule } from './scim/index.js'
 import { retentionModule } from './retention/index.js'
 import { backupsModule } from './backups/index.js'
 import { limitsModule } from './limits/index.js'
+import { syncModule } from './sync/index.js'
 
 /** Every domain module, in registration order. The composition root (app.ts, worker) reads this list. */
 export const appModules: AppModule[] = [
@@ -46,4 +47,5 @@ export const appModules: AppModule[] = [
   retentionModule,
   backupsModule,
   limitsModule,
+  syncModule,
 ]

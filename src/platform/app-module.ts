@@ -7,6 +7,7 @@ import type { Db } from './db/schema.js'
 import type { DomainEventSubscriber } from './events/domain-events.js'
 import type { JobHandlers } from './jobs/jobs.js'
 import type { SecretHolder } from './secrets/secret-box.js'
+import type { SyncSource } from './sync/sync-source.js'
 
 /**
  * The app as modules see it: Fastify with TypeBox's type provider, so a route's `params`, `querystring`
@@ -45,4 +46,6 @@ export interface AppModule {
   secretHolders?: SecretHolder[]
   /** Subscribers of every recorded domain event, run in module order (platform/events/domain-events.ts). */
   eventSubscribers?: DomainEventSubscriber[]
+  /** Entities offered to offline clients by `GET /api/sync` (issue 43, docs/sync.md). */
+  syncSources?: SyncSource[]
 }

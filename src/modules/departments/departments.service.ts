@@ -6,6 +6,7 @@ import { FieldErrorCollector, notFound } from '../../platform/http/errors.js'
 import type { RawListQuery } from '../../platform/query/parse-query.js'
 import { listResource, showResource } from '../../platform/query/run-query.js'
 import type { Db } from '../../platform/db/schema.js'
+import { recordSyncWrites } from '../../platform/sync/change-log.js'
 import { isUsableFolder } from '../folders/index.js'
 import { notificationSettingExists } from '../notifications/index.js'
 import * as queries from './departments.queries.js'
@@ -37,6 +38,11 @@ export function createDepartmentsService({ db }: AppDeps) {
     problems.throwIfAny()
   }
 
+  /** Users who joined or left a department see what its grants give them appear or go (issue 43). */
+  async function recordMembershipChanges(trx: Db, tenantId: number, userIds: number[]) {
+    await recordSyncWrites(trx, tenantId, { access: userIds.map((id) => ({ scope: 'user' as const, id })) })
+  }
+
   /** Lists the tenant's departments with their member ids. */
   async function listDepartments(actor: Actor, query: RawListQuery) {
     requirePermission(actor, 'departments.view')
@@ -62,6 +68,7 @@ export function createDepartmentsService({ db }: AppDeps) {
       await checkReferences(trx, actor, body)
       const { id } = await queries.insertDepartment(trx, actor.tenantId, { ...body, ...extras })
       if (body.user_ids) await queries.replaceMembers(trx, actor.tenantId, id, body.user_ids)
+      await recordMembershipChanges(trx, actor.tenantId, body.user_ids ?? [])
       await recordAudit(trx, {
         tenantId: actor.tenantId,
         action: 'department.create',
@@ -101,7 +108,15 @@ export function createDepartmentsService({ db }: AppDeps) {
       const updated = await queries.updateDepartment(trx, actor.tenantId, id, fields)
       if (!updated) throw notFound('Department')
       await checkReferences(trx, actor, body)
-      if (userIds) await queries.replaceMembers(trx, actor.tenantId, id, userIds)
+      if (userIds) {
+        await queries.replaceMembers(trx, actor.tenantId, id, userIds)
+        const after = new Set(userIds)
+        const moved = [
+          ...membersBefore.filter((u) => !after.has(u)),
+          ...[...after].filter((u) => !membersBefore.includes(u)),
+        ]
+        await recordMembershipChanges(trx, actor.tenantId, moved)
+      }
       await recordAudit(trx, {
         tenantId: actor.tenantId,
         action: 'department.update',
@@ -125,8 +140,19 @@ export function createDepartmentsService({ db }: AppDeps) {
   async function deleteDepartment(actor: Actor, id: number) {
     requirePermission(actor, 'departments.manage')
     await db.transaction().execute(async (trx) => {
+      const members = await trx
+        .selectFrom('department_users')
+        .select('user_id')
+        .where('tenant_id', '=', actor.tenantId)
+        .where('department_id', '=', id)
+        .execute()
       const deleted = await queries.deleteDepartment(trx, actor.tenantId, id)
       if (!deleted) throw notFound('Department')
+      await recordMembershipChanges(
+        trx,
+        actor.tenantId,
+        members.map((m) => Number(m.user_id)),
+      )
       await recordAudit(trx, {
         tenantId: actor.tenantId,
         action: 'department.delete',

@@ -3,6 +3,7 @@ import { reserveIds } from '../../platform/db/database.js'
 import type { Db } from '../../platform/db/schema.js'
 import { recordDomainEvents, type DomainEvent } from '../../platform/events/domain-events.js'
 import { FieldErrorCollector, notFound } from '../../platform/http/errors.js'
+import { recordGrantAccessChanges } from '../../platform/sync/grant-access.js'
 import * as queries from './entity-permissions.queries.js'
 import { presentGrant } from './entity-permissions.resource.js'
 import {
@@ -42,7 +43,10 @@ function grantEvents(
   })
 }
 
-/** Records `entityPermission.created|deleted` for each grant, in the caller's transaction (one statement). */
+/**
+ * Records `entityPermission.created|deleted` for each grant, in the caller's transaction (one
+ * statement), and the access changes they make for offline clients' feeds (issue 43).
+ */
 export async function recordGrantEvents(
   trx: Db,
   actor: Pick<Actor, 'tenantId' | 'userId'>,
@@ -50,6 +54,7 @@ export async function recordGrantEvents(
   grants: queries.GrantRow[],
 ) {
   await recordDomainEvents(trx, grantEvents(actor, type, grants))
+  await recordGrantAccessChanges(trx, actor.tenantId, type, grants)
 }
 
 /** Where a problem of element `index`'s `name` is reported, e.g. `entity_permissions.3.key`. */

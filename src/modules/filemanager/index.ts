@@ -1,6 +1,7 @@
 import type { AppModule } from '../../platform/app-module.js'
 import { contentRoutes } from '../../platform/content/content-routes.js'
 import { contentShareTarget } from '../../platform/content/content-share-target.js'
+import { contentSyncSource } from '../../platform/content/content-sync.js'
 import { contentTarget } from '../entity-permissions/index.js'
 import { grantTokenActorFor } from '../shared-items/index.js'
 import { createFilesService } from './filemanager-files.service.js'
@@ -38,6 +39,7 @@ export const filemanagerModule: AppModule = {
     })
   },
   grantTargets: [directories, files].map((content) => contentTarget({ ...content, keys: ['view', 'write'] })),
+  syncSources: [contentSyncSource(files, { containers: ['filemanagerDirectory'] })],
   shareTargets: [
     contentShareTarget(directories),
     contentShareTarget(files, (row, base) => ({

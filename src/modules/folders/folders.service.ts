@@ -18,7 +18,7 @@ import { folderVisibleSql } from './folders.visibility.js'
 
 export type FoldersService = ReturnType<typeof createFoldersService>
 
-export function createFoldersService({ db }: AppDeps) {
+export function createFoldersService({ db }: Pick<AppDeps, 'db'>) {
   const ctx = (actor: Actor, trx: Db = db) => ({ db: trx, tenantId: actor.tenantId, actor })
 
   async function findVisibleFolder(

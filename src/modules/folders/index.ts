@@ -3,6 +3,7 @@ import { folderGrantTarget } from './folders.access.js'
 import { folderReference } from './folder-references.js'
 import { foldersRoutes } from './folders.routes.js'
 import { createFoldersService } from './folders.service.js'
+import { folderSyncSource } from './folders.sync.js'
 
 // Public surface for content modules: folder references to detach, folder visibility for their lists.
 export { folderReference, type FolderReference } from './folder-references.js'
@@ -16,4 +17,5 @@ export const foldersModule: AppModule = {
   grantTargets: [folderGrantTarget],
   // departments and roles hold folder ids too; their modules do not depend on folders
   folderReferences: [folderReference('departments'), folderReference('roles')],
+  syncSources: [folderSyncSource],
 }

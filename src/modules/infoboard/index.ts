@@ -11,6 +11,7 @@ import {
 import { readingRoutes } from '../../platform/content/content-reading-routes.js'
 import { contentRoutes } from '../../platform/content/content-routes.js'
 import { contentShareTarget } from '../../platform/content/content-share-target.js'
+import { contentSyncSource } from '../../platform/content/content-sync.js'
 import { errorResponses } from '../../platform/http/schemas.js'
 import { contentTarget } from '../entity-permissions/index.js'
 import { folderReference } from '../folders/index.js'
@@ -102,6 +103,7 @@ export const infoboardModule: AppModule = {
     [CONTENT_REMINDER_RECIPIENTS]: reminderRecipientsSql,
   },
   contentReadings: { infoboardPost: infoboardReading },
+  syncSources: [contentSyncSource(infoboardPosts, { events: ['infoboard.post.published'] })],
 
   jobs: ({ db }) => publishJobHandlers(db),
 }

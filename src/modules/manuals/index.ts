@@ -1,6 +1,7 @@
 import type { AppModule } from '../../platform/app-module.js'
 import { contentRoutes } from '../../platform/content/content-routes.js'
 import { contentShareTarget } from '../../platform/content/content-share-target.js'
+import { contentSyncSource } from '../../platform/content/content-sync.js'
 import { contentTarget } from '../entity-permissions/index.js'
 import { grantTokenActorFor } from '../shared-items/index.js'
 import {
@@ -65,6 +66,9 @@ export const manualsModule: AppModule = {
     [CONTENT_REMINDER_RECIPIENTS]: reminderRecipientsSql,
   },
   contentReadings: { manualEntry: manualReading },
+  syncSources: [
+    contentSyncSource(manualEntries, { events: ['manuals.entry.published'], containers: ['manualChapter'] }),
+  ],
 
   jobs: ({ db }) => publishJobHandlers(db),
 }

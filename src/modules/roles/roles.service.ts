@@ -13,6 +13,7 @@ import { conflict, FieldErrorCollector, invalidField, notFound } from '../../pla
 import type { RawListQuery } from '../../platform/query/parse-query.js'
 import { listResource, showResource } from '../../platform/query/run-query.js'
 import type { Db } from '../../platform/db/schema.js'
+import { recordSyncWrites } from '../../platform/sync/change-log.js'
 import { isUsableFolder } from '../folders/index.js'
 import * as queries from './roles.queries.js'
 import { roleResource } from './roles.resource.js'
@@ -98,6 +99,8 @@ export function createRolesService({ db }: AppDeps) {
       // sessions from before the role required MFA may only enroll now (issue 39)
       if (body.requires_mfa === true && before && !before.requires_mfa)
         await downgradeToMfaEnrollment(trx, actor.tenantId, { roleId: id })
+      // the role's members may see more or less now (offline clients recompute their view, issue 43)
+      await recordSyncWrites(trx, actor.tenantId, { access: [{ scope: 'role', id }] })
       await recordAudit(trx, {
         tenantId: actor.tenantId,
         action: 'role.update',

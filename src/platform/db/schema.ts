@@ -453,6 +453,51 @@ export interface Database {
   reading_settings: ReadingSettingsTable
   rate_limit_counters: RateLimitCountersTable
   tenant_limits: TenantLimitsTable
+  sync_clocks: SyncClocksTable
+  sync_changes: SyncChangesTable
+  sync_access_changes: SyncAccessChangesTable
+  sync_views: SyncViewsTable
+}
+
+/** A tenant's change clock (issue 43): bumped under its row lock, so versions are seen in commit order. */
+export interface SyncClocksTable {
+  tenant_id: number
+  version: ColumnType<number, number | undefined, number>
+  /** Change records at or below this version were purged: older cursors answer 410 sync_reset. */
+  horizon: ColumnType<number, number | undefined, number>
+}
+
+/** The latest change of one synced entity (one row per entity, upserted). */
+export interface SyncChangesTable {
+  tenant_id: number
+  entity: string
+  entity_id: string
+  version: number
+  deleted: boolean
+  /** The one user who may see the entity (own records such as notifications), else null. */
+  user_id: number | null
+  changed_at: ColumnType<string, Date | string | undefined, Date | string>
+}
+
+/** A change of the access of some users at a version: one user, a role's or a department's members, or all. */
+export interface SyncAccessChangesTable {
+  id: Id
+  tenant_id: number
+  version: number
+  scope: 'tenant' | 'user' | 'role' | 'department'
+  scope_id: number | null
+  created_at: ColumnType<string, Date | string | undefined, Date | string>
+}
+
+/** What one client holds at a cursor: entity → ids (the client-view record). */
+export interface SyncViewsTable {
+  id: Id
+  tenant_id: number
+  user_id: number
+  device: string
+  version: number
+  items: ColumnType<Record<string, string[]>, string, string>
+  created_at: ColumnType<string, Date | string | undefined, Date | string>
 }
 
 /** Bearer tokens of SCIM clients (identity providers); only the SHA-256 of a token is stored. */

@@ -75,6 +75,11 @@ export const TABLE_CLASSES: Readonly<Record<string, TableClass>> = {
   // fair-use limits (issue 42, migration 0180)
   rate_limit_counters: 'tenant',
   tenant_limits: 'tenant',
+  // offline clients' change feed (issue 43, migration 0210)
+  sync_clocks: 'tenant',
+  sync_changes: 'tenant',
+  sync_access_changes: 'tenant',
+  sync_views: 'tenant',
 }
 
 /** Schemas whose tables are all `local` (the job queue keeps its own schema on the coordinator). */

@@ -317,6 +317,9 @@ export const ROUTE_CLASSES: Record<string, RouteClass> = {
     path: (f) => `${auto(f)}/deliveries/${f.deliveryId}/redeliver`,
   },
 
+  // offline clients' change feed (issue 43): the caller's own view, filtered by each entity's rule
+  'GET /api/sync': { kind: 'self', path: fixed('/api/sync') },
+
   // notifications
   'GET /api/notifications': { kind: 'self', path: fixed('/api/notifications') },
   'GET /api/notifications/count': { kind: 'self', path: fixed('/api/notifications/count') },

@@ -1,0 +1,162 @@
+import { sql } from 'kysely'
+import type { Db } from '../../platform/db/schema.js'
+
+/** A client view: entity → the ids the client holds. */
+export type ViewItems = Record<string, string[]>
+
+/** The tenant's current version and purge horizon (0 and 0 before its first change). */
+export async function findClock(db: Db, tenantId: number): Promise<{ version: number; horizon: number }> {
+  const row = await db
+    .selectFrom('sync_clocks')
+    .select(['version', 'horizon'])
+    .where('tenant_id', '=', tenantId)
+    .executeTakeFirst()
+  return { version: Number(row?.version ?? 0), horizon: Number(row?.horizon ?? 0) }
+}
+
+export interface ChangeRow {
+  entity: string
+  entity_id: string
+  version: number
+  deleted: boolean
+}
+
+/** The changes after `since` up to `until` the user may be concerned by (own records of others excluded), in version order. */
+export async function selectChanges(
+  db: Db,
+  tenantId: number,
+  userId: number,
+  since: number,
+  until: number,
+  limit: number,
+): Promise<ChangeRow[]> {
+  const rows = await db
+    .selectFrom('sync_changes')
+    .select(['entity', 'entity_id', 'version', 'deleted'])
+    .where('tenant_id', '=', tenantId)
+    .where('version', '>', since)
+    .where('version', '<=', until)
+    .where((eb) => eb.or([eb('user_id', 'is', null), eb('user_id', '=', userId)]))
+    .orderBy('version')
+    .limit(limit)
+    .execute()
+  return rows.map((row) => ({ ...row, version: Number(row.version) }))
+}
+
+/** The latest versions of some records of one entity (0 for a record never changed since the feed began). */
+export async function selectVersions(
+  db: Db,
+  tenantId: number,
+  entity: string,
+  ids: string[],
+): Promise<Map<string, number>> {
+  if (ids.length === 0) return new Map()
+  const rows = await db
+    .selectFrom('sync_changes')
+    .select(['entity_id', 'version'])
+    .where('tenant_id', '=', tenantId)
+    .where('entity', '=', entity)
+    .where('entity_id', '=', sql<string>`any(${ids}::text[])`)
+    .execute()
+  return new Map(rows.map((row) => [row.entity_id, Number(row.version)]))
+}
+
+/**
+ * Whether the user's view may have changed after `since` (up to `until`): an access change about the
+ * user, their role, one of their departments or the whole tenant. One indexed read.
+ */
+export async function accessChangedSince(
+  db: Db,
+  tenantId: number,
+  who: { userId: number; roleId: number; departmentIds: number[] },
+  since: number,
+  until: number,
+): Promise<boolean> {
+  const row = await db
+    .selectFrom('sync_access_changes')
+    .select(sql`1`.as('one'))
+    .where('tenant_id', '=', tenantId)
+    .where('version', '>', since)
+    .where('version', '<=', until)
+    .where((eb) =>
+      eb.or([
+        eb('scope', '=', 'tenant'),
+        eb.and([eb('scope', '=', 'user'), eb('scope_id', '=', who.userId)]),
+        eb.and([eb('scope', '=', 'role'), eb('scope_id', '=', who.roleId)]),
+        eb.and([eb('scope', '=', 'department'), eb('scope_id', '=', sql<number>`any(${who.departmentIds}::bigint[])`)]),
+      ]),
+    )
+    .limit(1)
+    .executeTakeFirst()
+  return row !== undefined
+}
+
+/** The client view a cursor stands for, if it is still kept and belongs to this user and device. */
+export async function findView(
+  db: Db,
+  tenantId: number,
+  userId: number,
+  device: string,
+  id: number,
+): Promise<ViewItems | undefined> {
+  const row = await db
+    .selectFrom('sync_views')
+    .select('items')
+    .where('tenant_id', '=', tenantId)
+    .where('id', '=', id)
+    .where('user_id', '=', userId)
+    .where('device', '=', device)
+    .executeTakeFirst()
+  return row?.items
+}
+
+/** Stores a client view; keeps the device's newest `keep` views (older cursors answer 410). */
+export async function insertView(
+  trx: Db,
+  tenantId: number,
+  userId: number,
+  device: string,
+  version: number,
+  items: ViewItems,
+  keep: number,
+): Promise<number> {
+  const row = await trx
+    .insertInto('sync_views')
+    .values({ tenant_id: tenantId, user_id: userId, device, version, items: JSON.stringify(items) })
+    .returning('id')
+    .executeTakeFirstOrThrow()
+  await sql`delete from sync_views where tenant_id = ${tenantId} and user_id = ${userId} and device = ${device}
+    and id < (select v.id from sync_views v where v.tenant_id = ${tenantId} and v.user_id = ${userId} and v.device = ${device}
+      order by v.id desc offset ${keep - 1} limit 1)`.execute(trx)
+  return Number(row.id)
+}
+
+/**
+ * Purges one tenant's change records older than `before` (tombstones of deleted records and access
+ * changes; the latest versions of live records stay, they are the records' versions) and the client
+ * views they made unusable. The clock's horizon rises to the newest purged version first, so a
+ * cursor from before it answers 410 sync_reset instead of missing a deletion. One transaction.
+ */
+export async function purgeTenantChanges(db: Db, tenantId: number, before: Date): Promise<number> {
+  return db.transaction().execute(async (trx) => {
+    const { rows } = await sql<{ version: string | null }>`select max(version) as version from (
+      select version from sync_changes where tenant_id = ${tenantId} and deleted and changed_at < ${before}
+      union all
+      select version from sync_access_changes where tenant_id = ${tenantId} and created_at < ${before}) old`.execute(
+      trx,
+    )
+    const horizon = Number(rows[0]?.version ?? 0)
+    if (horizon === 0) return 0
+    await sql`update sync_clocks set horizon = greatest(horizon, ${horizon}::bigint) where tenant_id = ${tenantId}`.execute(
+      trx,
+    )
+    const changes =
+      await sql`delete from sync_changes where tenant_id = ${tenantId} and deleted and version <= ${horizon}`.execute(
+        trx,
+      )
+    const access =
+      await sql`delete from sync_access_changes where tenant_id = ${tenantId} and version <= ${horizon}`.execute(trx)
+    await sql`delete from sync_views where tenant_id = ${tenantId} and version < ${horizon}`.execute(trx)
+    return Number(changes.numAffectedRows ?? 0n) + Number(access.numAffectedRows ?? 0n)
+  })
+}

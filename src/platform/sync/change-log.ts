@@ -1,0 +1,89 @@
+import type { Db } from '../db/schema.js'
+import { publish } from '../realtime/pg-pubsub.js'
+
+/**
+ * The write side of the change feed (issue 43, docs/decisions/0024-sync-feed.md): what a transaction
+ * changed for offline clients, recorded in that transaction. Every recording takes the next version of
+ * the tenant's clock (`sync_clocks`) and holds that row's lock until commit, so a reader that sees
+ * version V has also seen every change at or below V: versions become visible in commit order.
+ */
+
+/** The channel that wakes long-polling syncs (on every node: the NOTIFY is delivered with the commit). */
+export const SYNC_CHANNEL = 'sync_changed'
+export interface SyncChannelMessage {
+  tenant: number
+}
+
+/** One synced entity changed (created, updated, deleted). `userId`: the one user who may see it (own records). */
+export interface SyncChange {
+  entity: string
+  id: string | number
+  deleted?: boolean
+  userId?: number | null
+}
+
+/** Whose view may have changed: one user, a role's or a department's members, or every user of the tenant. */
+export type AccessScope = { scope: 'tenant' } | { scope: 'user' | 'role' | 'department'; id: number }
+
+export interface SyncWrites {
+  changes?: SyncChange[]
+  access?: AccessScope[]
+}
+
+/** Takes the tenant's next version; the row stays locked until the caller's transaction ends. */
+async function nextVersion(trx: Db, tenantId: number): Promise<number> {
+  const row = await trx
+    .insertInto('sync_clocks')
+    .values({ tenant_id: tenantId, version: 1 })
+    .onConflict((oc) => oc.column('tenant_id').doUpdateSet((eb) => ({ version: eb('sync_clocks.version', '+', 1) })))
+    .returning('version')
+    .executeTakeFirstOrThrow()
+  return Number(row.version)
+}
+
+/** Records entity changes and access changes of one tenant in the caller's transaction (opens one if `db` is none). */
+export async function recordSyncWrites(db: Db, tenantId: number, writes: SyncWrites): Promise<void> {
+  const changes = [...new Map((writes.changes ?? []).map((c) => [`${c.entity}:${c.id}`, c])).values()]
+  const access = writes.access ?? []
+  if (changes.length === 0 && access.length === 0) return
+  if (!db.isTransaction) return db.transaction().execute((trx) => recordSyncWrites(trx, tenantId, writes))
+  const version = await nextVersion(db, tenantId)
+  if (changes.length > 0) {
+    await db
+      .insertInto('sync_changes')
+      .values(
+        changes.map((c) => ({
+          tenant_id: tenantId,
+          entity: c.entity,
+          entity_id: String(c.id),
+          version,
+          deleted: c.deleted ?? false,
+          user_id: c.userId ?? null,
+        })),
+      )
+      .onConflict((oc) =>
+        oc.columns(['tenant_id', 'entity', 'entity_id']).doUpdateSet((eb) => ({
+          version: eb.ref('excluded.version'),
+          deleted: eb.ref('excluded.deleted'),
+          user_id: eb.ref('excluded.user_id'),
+          changed_at: eb.ref('excluded.changed_at'),
+        })),
+      )
+      .execute()
+  }
+  if (access.length > 0) {
+    await db
+      .insertInto('sync_access_changes')
+      .values(
+        access.map((a) => ({
+          tenant_id: tenantId,
+          version,
+          scope: a.scope,
+          scope_id: a.scope === 'tenant' ? null : a.id,
+        })),
+      )
+      .execute()
+  }
+  const message: SyncChannelMessage = { tenant: tenantId }
+  await publish(db, SYNC_CHANNEL, message)
+}

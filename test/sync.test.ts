@@ -1,0 +1,380 @@
+import assert from 'node:assert/strict'
+import { test } from 'node:test'
+import { buildApp } from '../src/app.js'
+import { sealCursor } from '../src/modules/sync/sync-cursor.js'
+import { purgeTenantChanges } from '../src/modules/sync/sync.queries.js'
+import { issueAccessToken } from '../src/platform/auth/tokens.js'
+import { buildTestApp, call, testConfig, testSecrets } from './helpers/build-test-app.js'
+import { fixture, multipart } from './fixtures/users/forms.js'
+import { given, type GivenUser } from './helpers/given.js'
+import { testDb } from './helpers/test-database.js'
+import { applyFeed, type FeedAnswer, key, plain, snapshotState, syncAll, syncRequest } from './helpers/sync-client.js'
+
+const db = testDb()
+const app = await buildTestApp()
+
+const READER = ['infoboard.view', 'manuals.view', 'filemanager.view']
+
+async function world() {
+  const tenant = await given.tenant(db)
+  const roleId = await given.role(db, tenant, READER)
+  const alice = await given.user(db, tenant, { roleId })
+  const bob = await given.user(db, tenant, { roleId })
+  return { tenant, roleId, alice, bob, admin: tenant.adminToken }
+}
+
+async function ok<T = Record<string, unknown>>(
+  res: Promise<{ statusCode: number; body: string; json: <J>() => J }>,
+): Promise<T> {
+  const r = await res
+  assert.ok(r.statusCode >= 200 && r.statusCode < 300, `${r.statusCode} ${r.body}`)
+  return r.statusCode === 204 ? ({} as T) : r.json<T>()
+}
+
+const post = (token: string, url: string, payload: object) => ok(call(app, token, { method: 'POST', url, payload }))
+const put = (token: string, url: string, payload: object) => ok(call(app, token, { method: 'PUT', url, payload }))
+const del = (token: string, url: string) => ok(call(app, token, { method: 'DELETE', url }))
+
+async function channel(admin: string, name = 'News', parentId: number | null = null) {
+  const f = await post(admin, '/api/folders', { type: 'infoboardChannel', name, parent_id: parentId })
+  return Number(f.id)
+}
+async function postIn(admin: string, channelId: number, title = 'Hello') {
+  const p = await post(admin, '/api/infoboard/posts', { channel_id: channelId, title, body: '<p>x</p>' })
+  return Number(p.id)
+}
+const grant = (admin: string, to: ['user' | 'role' | 'department', number], on: [string, number]) =>
+  post(admin, '/api/entity-permissions', {
+    key: 'view',
+    permission_entity: to[0],
+    permission_entity_id: to[1],
+    target_entity: on[0],
+    target_entity_id: on[1],
+  })
+
+/** Syncs the user from `cursor` and checks the result equals a fresh snapshot. */
+async function converges(user: GivenUser, state: Map<string, unknown>, cursor: string, device = 'phone') {
+  const next = await syncAll(app, user.token, state, { cursor, device })
+  assert.deepEqual(plain(next.state), plain(await snapshotState(app, user.token)))
+  return next
+}
+
+test('a snapshot holds exactly what the user may see, each record as its own GET returns it', async () => {
+  const { admin, alice, bob } = await world()
+  const open = await channel(admin, 'Open')
+  const hidden = await channel(admin, 'Hidden')
+  const postId = await postIn(admin, open)
+  await postIn(admin, hidden, 'Secret')
+  await grant(admin, ['user', bob.id], ['folder', hidden])
+
+  const { state, answers } = await syncAll(app, alice.token, new Map(), { device: 'phone' })
+
+  assert.equal(answers.length, 1)
+  assert.equal(answers[0]!.has_more, false)
+  assert.deepEqual([...state.keys()].sort(), [`folder:${open}`, `infoboardPost:${postId}`].sort())
+  const own = await ok(call(app, alice.token, { method: 'GET', url: `/api/infoboard/posts/${postId}` }))
+  assert.deepEqual(state.get(`infoboardPost:${postId}`), own)
+  const folder = await ok(call(app, alice.token, { method: 'GET', url: `/api/folders/${open}` }))
+  assert.deepEqual(state.get(`folder:${open}`), folder)
+})
+
+test('an incremental sync returns created, updated and deleted records, and nothing when nothing changed', async () => {
+  const { admin, alice } = await world()
+  const news = await channel(admin)
+  const first = await postIn(admin, news, 'One')
+  const start = await syncAll(app, alice.token, new Map(), { device: 'phone' })
+
+  const idle = (await syncRequest(app, alice.token, { cursor: start.cursor, device: 'phone' })).json<FeedAnswer>()
+  assert.deepEqual(idle.changes, [])
+
+  const second = await postIn(admin, news, 'Two')
+  await put(admin, `/api/infoboard/posts/${first}`, { title: 'One, edited' })
+  const next = (await syncRequest(app, alice.token, { cursor: start.cursor, device: 'phone' })).json<FeedAnswer>()
+  assert.deepEqual(next.changes.map((c) => [c.op, key(c)]).sort(), [
+    ['upsert', `infoboardPost:${first}`],
+    ['upsert', `infoboardPost:${second}`],
+  ])
+  const edited = next.changes.find((c) => c.id === first)
+  assert.ok(edited?.op === 'upsert' && edited.data.title === 'One, edited' && edited.version > 0)
+
+  await del(admin, `/api/infoboard/posts/${second}`)
+  const gone = (await syncRequest(app, alice.token, { cursor: next.cursor, device: 'phone' })).json<FeedAnswer>()
+  assert.deepEqual(gone.changes, [{ op: 'remove', entity: 'infoboardPost', id: second, reason: 'deleted' }])
+  await converges(alice, applyFeed(applyFeed(start.state, next), gone), gone.cursor)
+})
+
+/** Alice's phone synced once; `next()` syncs on from the last cursor and checks it converged. */
+async function phone(user: GivenUser, device = 'phone') {
+  let { state, cursor } = await syncAll(app, user.token, new Map(), { device })
+  return {
+    held: () => state,
+    async next(): Promise<FeedAnswer[]> {
+      const synced = await converges(user, state, cursor, device)
+      state = synced.state
+      cursor = synced.cursor
+      return synced.answers
+    },
+    cursor: () => cursor,
+  }
+}
+const ops = (answers: FeedAnswer[]) =>
+  answers.flatMap((a) =>
+    a.changes.map((c) => (c.op === 'upsert' ? `upsert ${key(c)}` : `remove ${key(c)} ${c.reason}`)),
+  )
+
+test('access_lost, then back: a first view grant to someone else, and its removal', async () => {
+  const { admin, alice, bob } = await world()
+  const news = await channel(admin)
+  const postId = await postIn(admin, news)
+  const client = await phone(alice)
+
+  const granted = await grant(admin, ['user', bob.id], ['folder', news])
+  assert.deepEqual(ops(await client.next()).sort(), [
+    `remove folder:${news} access_lost`,
+    `remove infoboardPost:${postId} access_lost`,
+  ])
+
+  await del(admin, `/api/entity-permissions/${String(granted.id)}`)
+  assert.deepEqual(ops(await client.next()).sort(), [`upsert folder:${news}`, `upsert infoboardPost:${postId}`])
+})
+
+test('a grant added to an already restricted record concerns only its grantee: others get an empty answer', async () => {
+  const { tenant, admin, alice, bob, roleId } = await world()
+  const carol = await given.user(db, tenant, { roleId })
+  const news = await channel(admin)
+  const postId = await postIn(admin, news)
+  await grant(admin, ['user', bob.id], ['infoboardPost', postId])
+  const alicePhone = await phone(alice)
+  const carolPhone = await phone(carol)
+
+  await grant(admin, ['user', alice.id], ['infoboardPost', postId])
+
+  assert.deepEqual(ops(await alicePhone.next()), [`upsert infoboardPost:${postId}`])
+  assert.deepEqual(ops(await carolPhone.next()), [])
+  const accessChanges = await db
+    .selectFrom('sync_access_changes')
+    .select(['scope', 'scope_id'])
+    .where('tenant_id', '=', tenant.id)
+    .orderBy('id', 'desc')
+    .executeTakeFirstOrThrow()
+  assert.deepEqual(accessChanges, { scope: 'user', scope_id: alice.id })
+})
+
+test("access_lost: the role's permissions change", async () => {
+  const { admin, alice, roleId } = await world()
+  const news = await channel(admin)
+  const postId = await postIn(admin, news)
+  const client = await phone(alice)
+
+  await put(admin, `/api/roles/${roleId}`, { permissions: ['manuals.view'] })
+  assert.deepEqual(ops(await client.next()).sort(), [
+    `remove folder:${news} access_lost`,
+    `remove infoboardPost:${postId} access_lost`,
+  ])
+  await put(admin, `/api/roles/${roleId}`, { permissions: READER })
+  assert.deepEqual(ops(await client.next()).sort(), [`upsert folder:${news}`, `upsert infoboardPost:${postId}`])
+})
+
+test('a user moved into and out of a department sees its records appear and go (access_lost)', async () => {
+  const { tenant, admin, alice } = await world()
+  const team = await given.department(db, tenant, [])
+  const news = await channel(admin)
+  const postId = await postIn(admin, news)
+  await grant(admin, ['department', team], ['folder', news])
+  const client = await phone(alice)
+  assert.deepEqual([...client.held().keys()], [])
+
+  await put(admin, `/api/departments/${team}`, { user_ids: [alice.id] })
+  assert.deepEqual(ops(await client.next()).sort(), [`upsert folder:${news}`, `upsert infoboardPost:${postId}`])
+  await put(admin, `/api/departments/${team}`, { user_ids: [] })
+  assert.deepEqual(ops(await client.next()).sort(), [
+    `remove folder:${news} access_lost`,
+    `remove infoboardPost:${postId} access_lost`,
+  ])
+})
+
+test('access_lost: a folder moved under a restricted parent', async () => {
+  const { admin, alice, bob } = await world()
+  const restricted = await channel(admin, 'Board')
+  await grant(admin, ['user', bob.id], ['folder', restricted])
+  const news = await channel(admin, 'News')
+  const postId = await postIn(admin, news)
+  const client = await phone(alice)
+
+  await put(admin, `/api/folders/${news}`, { parent_id: restricted })
+  assert.deepEqual(ops(await client.next()).sort(), [
+    `remove folder:${news} access_lost`,
+    `remove infoboardPost:${postId} access_lost`,
+  ])
+})
+
+test('a deactivated user cannot sync; reactivated, the old cursor continues', async () => {
+  const { tenant, admin, alice } = await world()
+  const news = await channel(admin)
+  const client = await phone(alice)
+
+  await put(admin, `/api/users/${alice.id}`, { active: false })
+  assert.equal((await syncRequest(app, alice.token, { cursor: client.cursor(), device: 'phone' })).statusCode, 401)
+  await put(admin, `/api/users/${alice.id}`, { active: true })
+  alice.token = (await issueAccessToken(db, tenant.id, alice.id, 1)).token // deactivation revoked the old one
+  const postId = await postIn(admin, news)
+  assert.deepEqual(ops(await client.next()), [`upsert infoboardPost:${postId}`])
+})
+
+test('a record never visible to the user never appears, not even as a remove', async () => {
+  const { admin, alice, bob } = await world()
+  const hidden = await channel(admin, 'Hidden')
+  await grant(admin, ['user', bob.id], ['folder', hidden])
+  const client = await phone(alice)
+
+  const postId = await postIn(admin, hidden)
+  await put(admin, `/api/infoboard/posts/${postId}`, { title: 'Still secret' })
+  await del(admin, `/api/infoboard/posts/${postId}`)
+  await put(admin, `/api/folders/${hidden}`, { name: 'Renamed' })
+  assert.deepEqual(ops(await client.next()), [])
+})
+
+test('manual entries and file metadata follow their chapter and directory', async () => {
+  const { admin, alice, bob } = await world()
+  const chapter = await post(admin, '/api/manuals/chapters', { title: 'Safety' })
+  const entry = await post(admin, `/api/manuals/chapters/${String(chapter.id)}/entries`, { title: 'Gloves', body: 'x' })
+  const client = await phone(alice)
+  assert.ok(client.held().has(`manualEntry:${String(entry.id)}`))
+
+  await grant(admin, ['user', bob.id], ['manualChapter', Number(chapter.id)])
+  assert.deepEqual(ops(await client.next()), [`remove manualEntry:${String(entry.id)} access_lost`])
+  await del(admin, `/api/manuals/chapters/${String(chapter.id)}`)
+  assert.deepEqual(ops(await client.next()), [])
+})
+
+test('file metadata: an upload appears, a grant on its directory to someone else takes it away', async () => {
+  const { admin, alice, bob } = await world()
+  const dir = await post(admin, '/api/filemanager/directories', { name: 'Plans' })
+  const client = await phone(alice)
+  const body = multipart(
+    { directory_id: String(dir.id) },
+    { file: { bytes: fixture('pixel.png'), filename: 'a.png', contentType: 'image/png' } },
+  )
+  const file = await ok(
+    call(app, admin, { method: 'POST', url: '/api/filemanager/files', payload: body.payload, headers: body.headers }),
+  )
+
+  assert.deepEqual(ops(await client.next()), [`upsert filemanagerFile:${String(file.id)}`])
+  await grant(admin, ['user', bob.id], ['filemanagerDirectory', Number(dir.id)])
+  assert.deepEqual(ops(await client.next()), [`remove filemanagerFile:${String(file.id)} access_lost`])
+})
+
+test('410 sync_reset (problem+json naming the cursor): tampered, another user, another device, too old, another feed shape', async () => {
+  const { tenant, admin, alice, bob } = await world()
+  const client = await phone(alice)
+  const cursor = client.cursor()
+  const reset = async (token: string, options: Parameters<typeof syncRequest>[2], why: RegExp) => {
+    const res = await syncRequest(app, token, options)
+    assert.equal(res.statusCode, 410, res.body)
+    assert.match(String(res.headers['content-type']), /^application\/problem\+json/)
+    const problem = res.json<{ code: string; errors: { cursor: string[] } }>()
+    assert.equal(problem.code, 'sync_reset')
+    assert.match(problem.errors.cursor[0]!, why)
+  }
+
+  const flipped = cursor.slice(0, 20) + (cursor[20] === 'A' ? 'B' : 'A') + cursor.slice(21)
+  await reset(alice.token, { cursor: flipped, device: 'phone' }, /not a cursor/)
+  await reset(alice.token, { cursor: Buffer.from('["forged"]').toString('base64url'), device: 'phone' }, /not a cursor/)
+  await reset(bob.token, { cursor, device: 'phone' }, /another user/)
+  await reset(alice.token, { cursor, device: 'tablet' }, /another device/)
+  const otherShape = sealCursor(testSecrets(), {
+    tenant: tenant.id,
+    user: alice.id,
+    device: 'phone',
+    view: 1,
+    version: 0,
+    schema: 'before',
+  })
+  await reset(alice.token, { cursor: otherShape, device: 'phone' }, /changed shape/)
+  await postIn(admin, await channel(admin))
+  await db.updateTable('sync_clocks').set({ horizon: 1_000_000_000 }).where('tenant_id', '=', tenant.id).execute()
+  await reset(alice.token, { cursor, device: 'phone' }, /older than/)
+})
+
+test('a device keeps its last 16 cursors: an older one answers 410', async () => {
+  const { admin, alice } = await world()
+  const news = await channel(admin)
+  const client = await phone(alice)
+  const first = client.cursor()
+  for (let i = 0; i < 16; i++) {
+    await postIn(admin, news, `Post ${i}`)
+    await client.next()
+  }
+  const res = await syncRequest(app, alice.token, { cursor: first, device: 'phone' })
+  assert.equal(res.statusCode, 410)
+})
+
+test('wait long-polls: a change made through another app instance (another node) answers at once', async (t) => {
+  const { admin, alice } = await world()
+  const news = await channel(admin)
+  const client = await phone(alice)
+  const otherNode = await buildApp({ config: testConfig(), db })
+  t.after(() => otherNode.close())
+
+  const started = Date.now()
+  const waiting = syncRequest(app, alice.token, { cursor: client.cursor(), device: 'phone', wait: 20 })
+  await new Promise((resolve) => setTimeout(resolve, 300))
+  const created = await otherNode.inject({
+    method: 'POST',
+    url: '/api/infoboard/posts',
+    headers: { authorization: `Bearer ${admin}` },
+    payload: { channel_id: news, title: 'Live', body: 'x' },
+  })
+  assert.equal(created.statusCode, 201, created.body)
+  const answer = (await waiting).json<FeedAnswer>()
+
+  assert.deepEqual(ops([answer]), [`upsert infoboardPost:${String(created.json<{ id: number }>().id)}`])
+  assert.ok(Date.now() - started < 10_000, 'answered on the change, not at the timeout')
+})
+
+test('wait without a change answers empty after the seconds asked, with a cursor that continues', async () => {
+  const { admin, alice } = await world()
+  const news = await channel(admin)
+  const client = await phone(alice)
+  const started = Date.now()
+  const res = await syncRequest(app, alice.token, { cursor: client.cursor(), device: 'phone', wait: 1 })
+  assert.equal(res.statusCode, 200)
+  assert.deepEqual(res.json<FeedAnswer>().changes, [])
+  assert.ok(Date.now() - started >= 900)
+  const postId = await postIn(admin, news)
+  const next = await syncRequest(app, alice.token, { cursor: res.json<FeedAnswer>().cursor, device: 'phone' })
+  assert.deepEqual(ops([next.json<FeedAnswer>()]), [`upsert infoboardPost:${postId}`])
+})
+
+test('bad query values answer 422 naming the field', async () => {
+  const { alice } = await world()
+  const res = await call(app, alice.token, { method: 'GET', url: '/api/sync?device=a%20b&wait=99' })
+  assert.equal(res.statusCode, 422)
+  assert.match(res.body, /device/)
+  assert.match(res.body, /wait/)
+})
+
+test('the purge of old tombstones raises the horizon: a cursor from before it answers 410, a new snapshot goes on', async () => {
+  const { tenant, admin, alice } = await world()
+  const news = await channel(admin)
+  const doomed = await postIn(admin, news)
+  const client = await phone(alice)
+  const before = client.cursor()
+  await del(admin, `/api/infoboard/posts/${doomed}`)
+  await client.next()
+
+  const purged = await purgeTenantChanges(db, tenant.id, new Date(Date.now() + 1000))
+
+  assert.ok(purged >= 1)
+  const tombstones = await db
+    .selectFrom('sync_changes')
+    .select('entity_id')
+    .where('tenant_id', '=', tenant.id)
+    .where('deleted', '=', true)
+    .execute()
+  assert.deepEqual(tombstones, [])
+  assert.equal((await syncRequest(app, alice.token, { cursor: before, device: 'phone' })).statusCode, 410)
+  const fresh = await phone(alice, 'tablet')
+  const later = await postIn(admin, news)
+  assert.deepEqual(ops(await fresh.next()), [`upsert infoboardPost:${later}`])
+})
