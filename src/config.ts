@@ -83,7 +83,8 @@ export interface LimitsConfig {
   maxQueued: number
   /**
    * TENANT_MAX_DB_CONNECTIONS: the node's pool connections one tenant's requests hold at once; more wait
-   * for one (default 10, half the pool of 20).
+   * for one (default: TENANT_MAX_IN_FLIGHT, so the in-flight bound is the connection bound and the gate,
+   * which costs every request of the node on Node 20 while it makes one wait, stays off until lowered).
    */
   maxDbConnections: number
 }
@@ -139,6 +140,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const dataDir = path.resolve(env.DATA_DIR || './data')
   const localBase = `http://${host.includes(':') ? `[${host}]` : host}:${port}`
   const retention = env.NOTIFICATION_RETENTION_DAYS
+  const maxInFlight = integer(env, 'TENANT_MAX_IN_FLIGHT', 32, problems)
   const config: Config = {
     http: {
       host,
@@ -216,9 +218,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
         write: integer(env, 'RATE_LIMIT_TENANT_WRITE', 3000, problems),
         expensive: integer(env, 'RATE_LIMIT_TENANT_EXPENSIVE', 100, problems),
       },
-      maxInFlight: integer(env, 'TENANT_MAX_IN_FLIGHT', 32, problems),
+      maxInFlight,
       maxQueued: integer(env, 'TENANT_MAX_QUEUED', 256, problems),
-      maxDbConnections: integer(env, 'TENANT_MAX_DB_CONNECTIONS', 10, problems),
+      maxDbConnections: integer(env, 'TENANT_MAX_DB_CONNECTIONS', maxInFlight, problems),
     },
     operatorToken: env.OPERATOR_TOKEN || undefined,
     logLevel: env.LOG_LEVEL || 'info',
