@@ -64,6 +64,7 @@ export type Schemas = {
   Notification: NonNullable<paths['/api/notifications']['get']['responses'][200]['content']['application/json']>[number]
   CurrentUser: paths['/api/users/current']['get']['responses'][200]['content']['application/json']
   DataExport: NonNullable<paths['/api/data-exports']['get']['responses'][200]['content']['application/json']>[number]
+  UserCreate: paths['/api/users']['post']['requestBody']['content']['application/json']
 }
 
 /**
@@ -86,6 +87,9 @@ export function isOneOf<T extends string>(options: readonly T[], value: string):
 export const isRecord = (value: unknown): value is Record<string, unknown> =>
   typeof value === 'object' && value !== null && !Array.isArray(value)
 
+/** A parsed JSON value's field when it is a string. */
+export const textOf = (value: unknown): string | undefined => (typeof value === 'string' ? value : undefined)
+
 /** An RFC 9457 problem as the API sends it (`errors` keyed by dotted field path on 422). */
 export interface Problem {
   status?: number
@@ -97,12 +101,29 @@ export interface Problem {
 
 /** Turns whatever the client returned as `error` (a problem, or a failed fetch) into a Problem. */
 export function asProblem(error: unknown): Problem {
-  if (error && typeof error === 'object') {
-    const p = error as Problem & { message?: string }
-    if (p.detail || p.title || p.errors) return p
-    if (p.message) return { detail: p.message }
+  if (isRecord(error)) {
+    const problem: Problem = {
+      status: typeof error.status === 'number' ? error.status : undefined,
+      title: textOf(error.title),
+      detail: textOf(error.detail),
+      code: textOf(error.code),
+      errors: isRecord(error.errors) ? fieldMessages(error.errors) : undefined,
+    }
+    if (problem.detail || problem.title || problem.errors) return problem
+    const message = textOf(error.message)
+    if (message) return { detail: message }
   }
   return { detail: String(error) }
+}
+
+/** A problem's `errors`, each field's messages as strings. */
+function fieldMessages(errors: Record<string, unknown>): Record<string, string[]> {
+  return Object.fromEntries(
+    Object.entries(errors).map(([field, messages]) => [
+      field,
+      Array.isArray(messages) ? messages.filter((m): m is string => typeof m === 'string') : [],
+    ]),
+  )
 }
 
 /** Errors for one field (exact key or nested keys below it), for the message next to that field. */

@@ -216,7 +216,7 @@ export function LanguageSwitch() {
         id="lang-select"
         value={current}
         onChange={(e) => {
-          const value = (e.currentTarget as HTMLSelectElement).value
+          const value = e.currentTarget.value
           if (isOneOf(LANGS, value)) void chooseLang(value)
         }}
       >

@@ -1,4 +1,4 @@
-import type { ComponentChildren } from 'preact'
+import type { ComponentChildren, InputHTMLAttributes } from 'preact'
 import { useEffect, useRef, useState, useCallback } from 'preact/hooks'
 import { asProblem, BASE, fieldErrors, lang, navigate, t, useStore, type Problem } from './core.ts'
 
@@ -72,6 +72,20 @@ function useId(prefix: string): string {
   return ref.current
 }
 
+/**
+ * The input types this app uses, each as an `<input>`'s typed attribute: preact types an input's
+ * attributes as a union keyed by the `type` literal, which a `type` held in a variable cannot satisfy.
+ */
+const inputTypes = {
+  text: { type: 'text' },
+  password: { type: 'password' },
+  email: { type: 'email' },
+  url: { type: 'url' },
+  date: { type: 'date' },
+  'datetime-local': { type: 'datetime-local' },
+  number: { type: 'number' },
+} satisfies Record<string, InputHTMLAttributes<HTMLInputElement>>
+
 type InputProps = {
   label: string
   name: string
@@ -80,7 +94,7 @@ type InputProps = {
   problem?: Problem
   /** The problem's field path when it differs from `name`. */
   field?: string
-  type?: string
+  type?: keyof typeof inputTypes
   required?: boolean
   autocomplete?: string
   inputMode?: 'numeric' | 'text' | 'email'
@@ -93,7 +107,7 @@ type InputProps = {
 }
 
 /** A labelled input with the problem details of its field right below it (aria-describedby). */
-export function Field({ label, name, value, onValue, problem, field, hint, after, ...rest }: InputProps) {
+export function Field({ label, name, value, onValue, problem, field, hint, after, type, ...rest }: InputProps) {
   const id = useId('f')
   const errors = fieldErrors(problem, field ?? name)
   const described = [errors.length ? `${id}-err` : '', hint ? `${id}-hint` : ''].filter(Boolean).join(' ')
@@ -102,10 +116,11 @@ export function Field({ label, name, value, onValue, problem, field, hint, after
       id={id}
       name={name}
       value={value}
-      onInput={(e) => onValue?.((e.currentTarget as HTMLInputElement).value)}
+      onInput={(e) => onValue?.(e.currentTarget.value)}
       aria-invalid={errors.length > 0 ? 'true' : undefined}
       aria-describedby={described || undefined}
-      {...(rest as Record<string, never>)}
+      {...(type ? inputTypes[type] : {})}
+      {...rest}
     />
   )
   return (
@@ -151,7 +166,7 @@ export function Select(props: {
         id={id}
         name={props.name}
         value={props.value}
-        onChange={(e) => props.onValue((e.currentTarget as HTMLSelectElement).value)}
+        onChange={(e) => props.onValue(e.currentTarget.value)}
         aria-invalid={errors.length > 0 ? 'true' : undefined}
         aria-describedby={errors.length ? `${id}-err` : undefined}
       >
@@ -184,7 +199,7 @@ export function Checkbox(props: {
         type="checkbox"
         name={props.name}
         checked={props.checked}
-        onChange={(e) => props.onChange((e.currentTarget as HTMLInputElement).checked)}
+        onChange={(e) => props.onChange(e.currentTarget.checked)}
       />
       <label for={id}>{props.label}</label>
     </div>

@@ -1,10 +1,28 @@
 import { useEffect, useState } from 'preact/hooks'
-import { api, appPathOf, asProblem, formatTime, navigate, t, useStore, type FilterOf, type Problem } from '../core.ts'
+import {
+  api,
+  appPathOf,
+  asProblem,
+  formatTime,
+  isRecord,
+  navigate,
+  t,
+  textOf,
+  useStore,
+  type FilterOf,
+  type Problem,
+} from '../core.ts'
 import { connection, onNotification, unread, type Notification } from '../live.ts'
 import { Checkbox, Empty, PageTitle, ProblemMessage, Select } from '../ui.tsx'
 
 /** The first render of the inbox with data, for the browser tests' measurement (performance mark). */
 let measured = false
+
+/** The fields of a notification's `data` the inbox shows (those that are strings). */
+function shown(data: unknown): { title?: string; body?: string; url?: string } {
+  if (!isRecord(data)) return {}
+  return { title: textOf(data.title), body: textOf(data.body), url: textOf(data.url) }
+}
 
 function plainText(html: string | undefined): string {
   if (!html) return ''
@@ -91,7 +109,7 @@ export function Inbox() {
 
   const open = async (n: Notification) => {
     if (!n.read_at) await markRead(n)
-    const url = (n.data as { url?: string } | undefined)?.url
+    const { url } = shown(n.data)
     const path = appPathOf(url)
     if (path) navigate(path)
     else if (url) location.assign(url)
@@ -133,7 +151,7 @@ export function Inbox() {
       ) : (
         <ul class="notifications" aria-label={t('inbox.title')}>
           {items.map((n) => {
-            const data = (n.data ?? {}) as { title?: string; body?: string; url?: string }
+            const data = shown(n.data)
             const title = data.title ?? n.type ?? ''
             return (
               <li key={n.id} class={`notification ${n.read_at ? 'read' : 'unread'}`}>

@@ -213,7 +213,7 @@ export default function Settings() {
                         type="checkbox"
                         checked={p.push}
                         aria-label={`${t('settings.push')}: ${category(p.key)}`}
-                        onChange={(e) => toggle('push', (e.currentTarget as HTMLInputElement).checked)}
+                        onChange={(e) => toggle('push', e.currentTarget.checked)}
                       />
                     </td>
                     <td>
@@ -221,7 +221,7 @@ export default function Settings() {
                         type="checkbox"
                         checked={p.email}
                         aria-label={`${t('settings.email')}: ${category(p.key)}`}
-                        onChange={(e) => toggle('email', (e.currentTarget as HTMLInputElement).checked)}
+                        onChange={(e) => toggle('email', e.currentTarget.checked)}
                       />
                     </td>
                   </tr>

@@ -1,6 +1,6 @@
 import { useEffect, useState } from 'preact/hooks'
 import type { paths } from '../../../clients/typescript/index.ts'
-import { api, asProblem, BASE, loadSession, navigate, queryParam, t, type Problem } from '../core.ts'
+import { api, asProblem, BASE, isRecord, loadSession, navigate, queryParam, t, textOf, type Problem } from '../core.ts'
 import { Field, Loading, PageTitle, ProblemMessage } from '../ui.tsx'
 
 type LoginBody = paths['/api/auth/login']['post']['requestBody']['content']['application/json']
@@ -53,9 +53,12 @@ export function SignIn() {
     try {
       const { data, error } = await api.POST('/api/auth/login', { body })
       if (data) return await finish(data.access_token, tenantSlug)
-      const p = asProblem(error) as Problem & { mfa_token?: string }
-      if (p.code === 'mfa_required' && p.mfa_token) {
-        setMfaToken(p.mfa_token)
+      const p = asProblem(error)
+      // the problem's mfa_token (mfa_required) is not in the documented error body: read from the parsed answer
+      const answer: unknown = error
+      const mfaToken = isRecord(answer) ? textOf(answer.mfa_token) : undefined
+      if (p.code === 'mfa_required' && mfaToken) {
+        setMfaToken(mfaToken)
         return
       }
       setProblem(p)

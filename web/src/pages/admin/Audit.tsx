@@ -98,7 +98,7 @@ export default function Audit() {
                     {r.target_type} {r.target_id}
                   </td>
                   <td>
-                    <code class="changes">{Object.keys((r.changes ?? {}) as object).join(', ')}</code>
+                    <code class="changes">{Object.keys(r.changes ?? {}).join(', ')}</code>
                   </td>
                 </tr>
               ))}

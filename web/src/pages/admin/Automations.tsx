@@ -2,19 +2,6 @@ import { useState } from 'preact/hooks'
 import { api, asProblem, formatTime, isRecord, navigate, t, type Problem } from '../../core.ts'
 import { Checkbox, Field, Link, LoadState, PageTitle, ProblemMessage, Status, useLoad } from '../../ui.tsx'
 
-type Delivery = {
-  id?: number
-  status?: string
-  attempts?: number
-  url?: string
-  method?: string
-  event_type?: string
-  response_status?: number | null
-  response_body?: string | null
-  error?: string | null
-  created_at?: string
-}
-
 function Deliveries({ id }: { id: number }) {
   const deliveries = useLoad(
     () =>
@@ -55,7 +42,7 @@ function Deliveries({ id }: { id: number }) {
       <LoadState loaded={deliveries} empty={t('auto.noDeliveries')}>
         {(list) => (
           <ul class="deliveries">
-            {(list as Delivery[]).map((d) => (
+            {list.map((d) => (
               <li key={d.id} class={`delivery ${d.status}`}>
                 <p>
                   <strong class="delivery-status">{d.status}</strong> · {d.event_type} · {t('auto.attempts')}:{' '}

@@ -10,14 +10,6 @@ type Folder = {
   parent_id?: number | null
   translations?: Array<{ lang_id?: string; name?: string | null }>
 }
-type Grant = {
-  id?: number
-  key?: string
-  permission_entity?: string
-  permission_entity_id?: number
-  target_entity_id?: string | number
-  created_at?: string
-}
 type Explain = { allowed: boolean; reason: string | null }
 
 function Tree({ folders, parent, selected }: { folders: Folder[]; parent: number | null; selected?: number }) {
@@ -135,7 +127,7 @@ function FolderDetail({ id, folders, onChanged }: { id: number; folders: Folder[
     const error = results.find((r) => r.error)?.error
     return {
       data: results.flatMap((r, i) =>
-        ((r.data ?? []) as Grant[]).filter((g) => (g.key ?? 'view') === 'view').map((g) => ({ ...g, from: chain[i] })),
+        (r.data ?? []).filter((g) => (g.key ?? 'view') === 'view').map((g) => ({ ...g, from: chain[i] })),
       ),
       error,
     }
@@ -178,11 +170,11 @@ function FolderDetail({ id, folders, onChanged }: { id: number; folders: Folder[
       },
     })
     if (!data) return setProblem(asProblem(error))
-    setExplain(data as Explain)
+    setExplain(data)
   }
 
   if (folder.loading && !folder.data) return <Loading />
-  const f = folder.data as Folder | undefined
+  const f = folder.data
   if (!f) return <ProblemMessage problem={folder.problem} />
   const options = names[grantType]
   return (

@@ -22,9 +22,7 @@ function MultiSelect(props: {
         size={Math.min(6, Math.max(2, props.options.length))}
         aria-invalid={errors.length ? 'true' : undefined}
         aria-describedby={errors.length ? `ms-${props.name}-err` : undefined}
-        onChange={(e) =>
-          props.onValue([...(e.currentTarget as HTMLSelectElement).selectedOptions].map((o) => Number(o.value)))
-        }
+        onChange={(e) => props.onValue([...e.currentTarget.selectedOptions].map((o) => Number(o.value)))}
       >
         {props.options.map(([value, text]) => (
           <option key={value} value={value} selected={props.value.includes(value)}>

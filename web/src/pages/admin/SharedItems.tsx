@@ -108,11 +108,7 @@ export default function SharedItems() {
       </form>
       <Status text={status} />
       <label class="check">
-        <input
-          type="checkbox"
-          checked={showDeleted}
-          onChange={(e) => setShowDeleted((e.currentTarget as HTMLInputElement).checked)}
-        />
+        <input type="checkbox" checked={showDeleted} onChange={(e) => setShowDeleted(e.currentTarget.checked)} />
         {t('shared.onlyDeleted')}
       </label>
       <LoadState loaded={items}>

@@ -1,5 +1,5 @@
 import { useEffect, useState } from 'preact/hooks'
-import { api, asProblem, can, isRecord, navigate, t, type Problem } from '../../core.ts'
+import { api, asProblem, can, isRecord, navigate, t, type Problem, type Schemas } from '../../core.ts'
 import { Checkbox, Field, Link, Loading, PageTitle, ProblemMessage, Select, Status } from '../../ui.tsx'
 
 type Form = {
@@ -12,6 +12,9 @@ type Form = {
   lang_id: string
   active: boolean
 }
+/** A new user as the form holds it: POST /api/users requires a password and a role the form may not have yet. */
+type UserDraft = Pick<Schemas['UserCreate'], 'username' | 'first_name' | 'last_name' | 'email' | 'lang_id' | 'active'> &
+  Partial<Pick<Schemas['UserCreate'], 'password' | 'role_id'>>
 const FIELDS = [
   'username',
   'first_name',
@@ -96,7 +99,7 @@ export default function UserEdit({ params }: { params: Record<string, string> })
   const save = async (event: Event) => {
     event.preventDefault()
     setStatus(undefined)
-    const body = {
+    const body: UserDraft = {
       username: form.username,
       first_name: form.first_name,
       last_name: form.last_name,
@@ -107,8 +110,12 @@ export default function UserEdit({ params }: { params: Record<string, string> })
       ...(form.password ? { password: form.password } : {}),
     }
     const result = isNew
-      ? // without a password the body is sent as typed in: the server names the missing field (422)
-        await api.POST('/api/users', { body: body as never })
+      ? await api.POST('/api/users', {
+          // what is sent is the draft as typed in, so a missing password or role is named by the server's 422
+          // (sending password: '' would not be); the typed body fills them only to satisfy the client's type
+          body: { ...body, password: body.password ?? '', role_id: body.role_id ?? 0 },
+          bodySerializer: () => JSON.stringify(body),
+        })
       : await api.PUT('/api/users/{id}', { params: { path: { id } }, body })
     if (result.error) return setProblem(asProblem(result.error))
     setProblem(undefined)
@@ -250,7 +257,7 @@ export default function UserEdit({ params }: { params: Record<string, string> })
                 id="picture"
                 type="file"
                 accept="image/*"
-                onChange={(e) => void upload((e.currentTarget as HTMLInputElement).files?.[0])}
+                onChange={(e) => void upload(e.currentTarget.files?.[0])}
               />
             </div>
           )}

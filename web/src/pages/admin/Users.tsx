@@ -39,20 +39,11 @@ export default function Users() {
         }}
       >
         <label for="user-search">{t('users.search')}</label>
-        <input
-          id="user-search"
-          type="search"
-          value={text}
-          onInput={(e) => setText((e.currentTarget as HTMLInputElement).value)}
-        />
+        <input id="user-search" type="search" value={text} onInput={(e) => setText(e.currentTarget.value)} />
         <button type="submit">{t('app.search')}</button>
         {can('users.administrate') && (
           <label class="check">
-            <input
-              type="checkbox"
-              checked={deleted}
-              onChange={(e) => setDeleted((e.currentTarget as HTMLInputElement).checked)}
-            />
+            <input type="checkbox" checked={deleted} onChange={(e) => setDeleted(e.currentTarget.checked)} />
             {t('users.deleted')}
           </label>
         )}

@@ -45,7 +45,7 @@ export default function UsersImport() {
     setBusy(false)
     if (!data) return setProblem(asProblem(error))
     setProblem(undefined)
-    setPreview(data.data as Preview)
+    setPreview(data.data)
   }
 
   const commit = async () => {
@@ -94,7 +94,7 @@ export default function UsersImport() {
             required
             aria-invalid={problem?.errors?.user_data_csv ? 'true' : undefined}
             aria-describedby={problem?.errors?.user_data_csv ? 'csv-file-err' : undefined}
-            onChange={(e) => setFile((e.currentTarget as HTMLInputElement).files?.[0])}
+            onChange={(e) => setFile(e.currentTarget.files?.[0])}
           />
           {problem?.errors?.user_data_csv && (
             <p class="field-error" id="csv-file-err">

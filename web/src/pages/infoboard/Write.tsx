@@ -116,7 +116,7 @@ export default function Write({ params }: { params: Record<string, string> }) {
             rows={8}
             value={body}
             aria-describedby="post-body-hint"
-            onInput={(e) => setBody((e.currentTarget as HTMLTextAreaElement).value)}
+            onInput={(e) => setBody(e.currentTarget.value)}
           />
           <p class="hint" id="post-body-hint">
             {t('infoboard.textHint')}
