@@ -182,3 +182,30 @@ export interface SecretHolder {
   /** Platform-wide holders (signing keys) skip a tenant-scoped pass. */
   global?: boolean
 }
+
+/**
+ * The holder of one sealed column: each row whose value is plain or sealed under an old key is
+ * re-sealed under the current key and written back with `write`.
+ */
+export function columnSecretHolder<Row>(
+  name: string,
+  column: {
+    rows: (db: Db, tenantId: number | undefined) => Promise<Row[]>
+    secretOf: (row: Row) => string
+    write: (db: Db, row: Row, sealed: string) => Promise<unknown>
+  },
+): SecretHolder {
+  return {
+    name,
+    async reseal(db, box, scope = {}) {
+      let changed = 0
+      for (const row of await column.rows(db, scope.tenantId)) {
+        const secret = column.secretOf(row)
+        if (isSealed(secret) && !box.needsResealing(secret)) continue
+        await column.write(db, row, box.seal(box.open(secret)))
+        changed++
+      }
+      return changed
+    },
+  }
+}
