@@ -248,6 +248,11 @@ test('rotation re-encrypts plain and old-key values under a new key file key, re
     .values({ tenant_id: tenant.id, name: 'legacy', event: '*', actions: JSON.stringify(stored) })
     .returning('id')
     .executeTakeFirstOrThrow()
+  // the sign-in secrets: an OpenID client secret stored before encryption, a TOTP secret under the old key
+  await sql`insert into oidc_providers (tenant_id, issuer, client_id, client_secret, scopes, username_claim, provisioning)
+    values (${tenant.id}, 'https://idp.example', 'client', ${SECRETS.password}, 'openid', 'sub', 'off')`.execute(db)
+  await sql`insert into user_totp (tenant_id, user_id, secret, created_at)
+    values (${tenant.id}, ${tenant.adminId}, ${sealedOld}, now())`.execute(db)
   const oldKeyId = running.currentKeyId()
 
   const cli = new SecretBox(fileConfig)
@@ -260,6 +265,15 @@ test('rotation re-encrypts plain and old-key values under a new key file key, re
   assert.equal(result.generated, true)
   assert.notEqual(result.keyId, oldKeyId)
   assert.ok(result.resealed.automations! >= 1)
+  assert.equal(result.resealed.oidc_providers, 1)
+  assert.equal(result.resealed.user_totp, 1)
+  const { rows: signIn } = await sql<{ client_secret: string; secret: string }>`
+    select p.client_secret, t.secret from oidc_providers p join user_totp t on t.tenant_id = p.tenant_id
+    where p.tenant_id = ${tenant.id}`.execute(db)
+  for (const value of [signIn[0].client_secret, signIn[0].secret])
+    assert.ok(value.startsWith(`enc:v1.${result.keyId}.`), 'the sign-in secrets are under the new key')
+  assert.equal(running.open(signIn[0].client_secret), SECRETS.password)
+  assert.equal(running.open(signIn[0].secret), SECRETS.signing)
   assert.equal(fs.statSync(fileConfig.keyFile).mode & 0o777, 0o600)
   assert.equal(
     fs.readFileSync(fileConfig.keyFile, 'utf8').trim().split('\n').length,
