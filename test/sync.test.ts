@@ -160,6 +160,38 @@ test('a grant added to an already restricted record concerns only its grantee: o
   assert.deepEqual(accessChanges, { scope: 'user', scope_id: alice.id })
 })
 
+test('a view grant on what no synced entity shows (a calendar event, a shared item) records no access change', async () => {
+  const { tenant, admin, alice } = await world()
+  const event = await post(admin, '/api/calendar/events', {
+    title: 'Inventory',
+    starts_at: '2026-12-01 08:00:00',
+    ends_at: '2026-12-01 12:00:00',
+  })
+  const changesBefore = await accessChangeCount(tenant.id)
+  await grant(admin, ['user', alice.id], ['calendarEvent', Number(event.id)])
+  await post(admin, '/api/administration/shared-items', {
+    type: 'calendarEvent',
+    redirect_type: 'redirect',
+    targetable_type: 'calendarEvent',
+    targetable_id: Number(event.id),
+    entity_permissions: [{ key: 'view', permission_entity: 'user', permission_entity_id: alice.id }],
+  })
+  assert.equal(await accessChangeCount(tenant.id), changesBefore)
+  // a grant on a synced entity still does
+  const news = await channel(admin)
+  await grant(admin, ['user', alice.id], ['folder', news])
+  assert.equal(await accessChangeCount(tenant.id), changesBefore + 1)
+})
+
+async function accessChangeCount(tenantId: number): Promise<number> {
+  const row = await db
+    .selectFrom('sync_access_changes')
+    .select((eb) => eb.fn.countAll<string>().as('n'))
+    .where('tenant_id', '=', tenantId)
+    .executeTakeFirstOrThrow()
+  return Number(row.n)
+}
+
 test("access_lost: the role's permissions change", async () => {
   const { admin, alice, roleId } = await world()
   const news = await channel(admin)

@@ -13,6 +13,7 @@ import {
 } from './entity-permissions.schemas.js'
 import { registeredTarget, type TargetId } from './targets.js'
 import { groupBy } from '../../platform/group-by.js'
+import { syncedGrantTargets } from '../sync/index.js'
 
 const grantKey = (g: { key: string; permission_entity: string; permission_entity_id: number }) =>
   `${g.key}|${g.permission_entity}|${g.permission_entity_id}`
@@ -54,7 +55,13 @@ export async function recordGrantEvents(
   grants: queries.GrantRow[],
 ) {
   await recordDomainEvents(trx, grantEvents(actor, type, grants))
-  await recordGrantAccessChanges(trx, actor.tenantId, type, grants)
+  const synced = syncedGrantTargets()
+  await recordGrantAccessChanges(
+    trx,
+    actor.tenantId,
+    type,
+    grants.filter((grant) => synced.has(grant.target_entity)),
+  )
 }
 
 /** Where a problem of element `index`'s `name` is reported, e.g. `entity_permissions.3.key`. */

@@ -26,3 +26,4 @@ export const syncModule: AppModule = {
 }
 
 export { purgeSyncChanges } from './sync.jobs.js'
+export { syncedGrantTargets } from './sync-sources.js'

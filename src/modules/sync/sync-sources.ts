@@ -10,3 +10,17 @@ export const syncSources = composedTable((modules): ReadonlyMap<string, SyncSour
   }
   return byEntity
 })
+
+/**
+ * The grant targets whose `view` grants can change what a synced entity shows: the entities and the
+ * containers they inherit visibility from. A grant on anything else (a shared item, a form) changes
+ * no offline client's view, so it records no access change.
+ */
+export const syncedGrantTargets = composedTable(
+  (modules): ReadonlySet<string> =>
+    new Set(
+      modules
+        .flatMap((module) => module.syncSources ?? [])
+        .flatMap((source) => [source.entity, ...(source.containers ?? [])]),
+    ),
+)
