@@ -233,15 +233,13 @@ test('database connections per tenant and node: at most TENANT_MAX_DB_CONNECTION
   // another session reads pg_stat_activity: inside the locker's transaction it would read one snapshot
   const observer = new pg.Client({ connectionString: testDatabaseUrl() })
   await observer.connect()
+  // the API's sessions running A's update, stopped at its `select … for update` of the user: waiting on
+  // the lock (on Citus the coordinator's session waits for the worker that holds the shard's lock),
+  // each holding its connection
+  const RUNNING_UPDATES = `from pg_stat_activity where datname = current_database() and pid <> pg_backend_pid()
+    and state = 'active' and query ilike 'select % from "users" %for update%'`
   const waitingOnLocks = async () =>
-    Number(
-      (
-        await observer.query<{ n: string }>(
-          `select count(*) as n from pg_stat_activity
-            where datname = current_database() and wait_event_type = 'Lock'`,
-        )
-      ).rows[0]!.n,
-    )
+    Number((await observer.query<{ n: string }>(`select count(*) as n ${RUNNING_UPDATES}`)).rows[0]!.n)
   try {
     await app.listen({ port: 0, host: '127.0.0.1' })
     const base = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`
@@ -263,8 +261,7 @@ test('database connections per tenant and node: at most TENANT_MAX_DB_CONNECTION
     await new Promise((r) => setTimeout(r, 1_500))
     const waiting = await waitingOnLocks()
     const activity = await observer.query(
-      `select wait_event_type, wait_event, left(query, 40) as query from pg_stat_activity
-        where datname = current_database() and wait_event_type = 'Lock'`,
+      `select wait_event_type, wait_event, left(query, 40) as query ${RUNNING_UPDATES}`,
     )
     assert.equal(waiting, 2, `two of A's six requests hold a connection, not six: ${JSON.stringify(activity.rows)}`)
     // B is not held up by A's requests waiting for connections: it reads and writes at once
