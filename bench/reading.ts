@@ -10,6 +10,7 @@ import type { Db } from '../src/platform/db/schema.js'
 import type { SeededTenant } from './seed.js'
 import { errorMessage, pollUntil } from './wait.js'
 import { waitForIdleQueue } from './worker.js'
+import { benchPostRow } from './scenarios.js'
 
 type Row = Record<string, unknown>
 
@@ -26,18 +27,17 @@ export interface ReadingContext {
 const auth = (tenant: SeededTenant) => ({ authorization: `Bearer ${tenant.adminToken}` })
 
 /** The seeded post every active user may read (bench/seed.ts) and its channel. */
-async function reachPost(db: Db, tenantId: number): Promise<{ id: number; channel_id: number }> {
-  const { rows } = await sql<{ id: string; channel_id: string }>`select id, channel_id from infoboard_posts
-    where tenant_id = ${tenantId} and title = 'Bench reach post'`.execute(db)
-  if (!rows[0]) throw new Error('the seed has no reach post')
-  return { id: Number(rows[0].id), channel_id: Number(rows[0].channel_id) }
+async function reachPost(db: Db, tenant: SeededTenant): Promise<{ id: number; channel_id: number }> {
+  const post = await benchPostRow(db, tenant, true)
+  if (!post) throw new Error('the seed has no reach post')
+  return post
 }
 
 /** `GET …/reach/users` as CSV, read to the end while the API's RSS is sampled every 50 ms. */
 export async function measureReachCsv(ctx: ReadingContext, apiPid: number): Promise<Row> {
   const base = { id: 'reach-csv', request: 'GET /api/infoboard/posts/{id}/reach/users (Accept: text/csv)' }
   try {
-    const post = await reachPost(ctx.db, ctx.tenant.tenantId)
+    const post = await reachPost(ctx.db, ctx.tenant)
     const before = await ctx.rssMb(apiPid)
     let peak = before
     const sampler = setInterval(() => void ctx.rssMb(apiPid).then((mb) => (peak = Math.max(peak, mb))), 50)
@@ -88,7 +88,7 @@ export async function measurePublish(ctx: ReadingContext): Promise<Row> {
   }
   try {
     await waitForIdleQueue(db)
-    const post = await reachPost(db, tenant.tenantId)
+    const post = await reachPost(db, tenant)
     const title = `Bench publish ${randomBytes(4).toString('hex')}`
     const t0 = performance.now()
     const response = await fetch(`${ctx.apiUrl}/api/infoboard/posts`, {

@@ -86,11 +86,21 @@ async function sharedItemBody(db: Db, tenant: SeededTenant): Promise<string> {
 }
 
 /** A seeded infoboard post of the bench channel: the reach post (audience: everyone) or one asking for a confirmation. */
-async function benchPost(db: Db, tenant: SeededTenant, reach: boolean): Promise<number> {
-  const { rows } = await sql<{ id: number }>`select id from infoboard_posts where tenant_id = ${tenant.tenantId}
+export async function benchPost(db: Db, tenant: SeededTenant, reach: boolean): Promise<number> {
+  return (await benchPostRow(db, tenant, reach))?.id ?? 1
+}
+
+/** The seeded post and its channel (undefined when the seed has none). */
+export async function benchPostRow(
+  db: Db,
+  tenant: SeededTenant,
+  reach: boolean,
+): Promise<{ id: number; channel_id: number } | undefined> {
+  const { rows } = await sql<{ id: string; channel_id: string }>`select id, channel_id from infoboard_posts
+    where tenant_id = ${tenant.tenantId}
     and ${reach ? sql`title = 'Bench reach post'` : sql`requires_reading_confirmation and title <> 'Bench reach post'`}
     order by id limit 1`.execute(db)
-  return Number(rows[0]?.id ?? 1)
+  return rows[0] && { id: Number(rows[0].id), channel_id: Number(rows[0].channel_id) }
 }
 
 const notificationBody = (t: SeededTenant) =>

@@ -315,10 +315,7 @@ export function defineReading(decl: ReadingDeclaration, content: ContentResource
 
   /** The visible record or 404 (same answer for "missing" and "outside the audience"). */
   async function visible(db: Db, actor: Actor, id: number): Promise<ContentRow> {
-    if (!can(actor, `${decl.module}.view`)) throw forbidden(`This requires the "${decl.module}.view" permission`)
-    const row = await content.findVisible(db, actor, id)
-    if (!row) throw notFound(content.label)
-    return row
+    return (await visibleWithState(db, actor, id)).row
   }
 
   /** The record if the actor may view it (else 404), with the actor's own reading state, in one statement. */
