@@ -650,6 +650,35 @@ test('the automatic reminder at confirmation_due_at: scheduled with the post, mo
   assert.equal((await jobs(past.id)).length, 0)
 })
 
+test('reach: a user in two departments counts once in the totals and once in each department', async () => {
+  const server = await app
+  const w = await reachWorld()
+  const base = `/api/infoboard/posts/${w.p.id}`
+  assert.equal((await call(server, w.d2.token, { method: 'POST', url: `${base}/confirmation` })).statusCode, 201)
+  // d2 is in Store 12 and now in Office too; a grant elsewhere makes Office a department some grant names,
+  // so d2's profile holds both departments
+  await db
+    .insertInto('department_users')
+    .values({ tenant_id: w.tenant.id, department_id: w.small, user_id: w.d2.id })
+    .execute()
+  const elsewhere = await given.folder(db, w.tenant, { type: 'infoboardChannel' })
+  await given.grant(db, w.tenant, { key: 'view', to: ['department', w.small], on: ['folder', elsewhere] })
+  const reach = await call(server, w.editor.token, { method: 'GET', url: `${base}/reach` })
+  assert.equal(reach.statusCode, 200, reach.body)
+  assert.deepEqual(reach.json(), {
+    audience: 10,
+    seen: 1,
+    confirmed: 1,
+    pending: 9,
+    requires_reading_confirmation: true,
+    reach_detail: 'named',
+    by_department: [
+      { id: w.small, name: 'Office', audience: 3, seen: 1, confirmed: 1, pending: 2 },
+      { id: w.store, name: 'Store 12', audience: 4, seen: 1, confirmed: 1, pending: 3 },
+    ],
+  })
+})
+
 test('reach_detail counts_only hides names and departments with fewer than 5 people in the audience', async () => {
   const server = await app
   const w = await reachWorld()

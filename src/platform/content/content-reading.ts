@@ -414,36 +414,73 @@ export function defineReading(decl: ReadingDeclaration, content: ContentResource
   }
 
   /**
-   * The counts of a record's reach in ONE set-based statement: the audience (the content rule over
-   * every user, the expensive part) is evaluated once, with each member's read, then counted in total
-   * and by department.
+   * SQL: every audience candidate (active, personal, not blacked out) with the parts of their profile
+   * (`role_id`, `dkey`: the departments some grant names, `nkey`: their id when a grant names them, else
+   * 0) and their read of record `id`: what the reach counts are summed from.
+   */
+  const profiledReadersSql = (tenantId: number, id: number) =>
+    sql`select au.id, au.role_id, coalesce(ad.departments, '') as dkey, coalesce(an.id, 0) as nkey,
+        r.seen_at, r.confirmed_at
+      from users au
+      left join (select du.user_id, string_agg(du.department_id::text, ',' order by du.department_id) as departments
+        from department_users du where du.tenant_id = ${tenantId} and du.department_id in (${granteesSql(tenantId, 'department')})
+        group by du.user_id) ad on ad.user_id = au.id
+      left join (${granteesSql(tenantId, 'user')}) an on an.id = au.id
+      left join content_reads r on r.tenant_id = ${tenantId} and r.target_type = ${decl.alias}
+        and r.target_id = ${id} and r.user_id = au.id
+      where au.tenant_id = ${tenantId}
+        and au.active and au.deleted_at is null and au.blacked_out_at is null and not au.group_account`
+
+  /**
+   * The counts of a record's reach in ONE set-based statement that never holds the audience: the
+   * candidates are counted per profile (and per profile and department) in two aggregating passes
+   * PostgreSQL may run in parallel; the content rule is evaluated on one member of each profile, and the
+   * counts of the profiles that may view are summed. A user in two departments counts once in the
+   * totals and once in each department.
    */
   async function reach(db: Db, actor: Actor, id: number): Promise<Reach> {
     const row = await editable(db, actor, id)
     const t = actor.tenantId
     const requires = row.requires_reading_confirmation === true
     const detail = await readReachDetail(db, t)
-    const pending = requires ? sql`count(*) - count(confirmed_at)` : sql`count(*) - count(seen_at)`
+    const pending = (audience: RawBuilder<unknown>, seen: RawBuilder<unknown>, confirmed: RawBuilder<unknown>) =>
+      requires ? sql`${audience} - ${confirmed}` : sql`${audience} - ${seen}`
+    const sums = (alias: string) =>
+      [`${alias}.audience`, `${alias}.seen`, `${alias}.confirmed`].map((column) => sql`sum(${sql.ref(column)})`)
+    const [depAudience, depSeen, depConfirmed] = sums('pd')
+    const [audience, seen, confirmed] = sums('v')
     const { rows } = await sql<Omit<Reach, 'requires_reading_confirmation' | 'reach_detail'>>`
-      with aud as materialized (
-        select a.id, r.seen_at, r.confirmed_at from (${audienceSql(t, id)}) a
-        left join content_reads r on r.tenant_id = ${t} and r.target_type = ${decl.alias}
-          and r.target_id = ${id} and r.user_id = a.id
+      with readers as not materialized (${profiledReadersSql(t, id)}
+      ), profiles as (
+        select role_id, dkey, nkey, min(id) as id, count(*) as audience, count(seen_at) as seen,
+          count(confirmed_at) as confirmed
+        from readers group by role_id, dkey, nkey
+      ), profile_departments as (
+        select pr.role_id, pr.dkey, pr.nkey, du.department_id, count(*) as audience, count(pr.seen_at) as seen,
+          count(pr.confirmed_at) as confirmed
+        from readers pr join department_users du on du.tenant_id = ${t} and du.user_id = pr.id
+        group by pr.role_id, pr.dkey, pr.nkey, du.department_id
+      ), viewing as materialized (
+        select p.role_id, p.dkey, p.nkey, p.audience, p.seen, p.confirmed from profiles p
+          join users vu on vu.tenant_id = ${t} and vu.id = p.id
+          join roles vr on vr.tenant_id = ${t} and vr.id = vu.role_id
+        where ${content.viewedBySql(t, id)}
       ), dep as (
-        select d.id, d.name, count(*)::int as audience, count(seen_at)::int as seen,
-          count(confirmed_at)::int as confirmed, (${pending})::int as pending
-        from aud
-        join department_users du on du.tenant_id = ${t} and du.user_id = aud.id
-        join departments d on d.tenant_id = ${t} and d.id = du.department_id
+        select d.id, d.name, ${depAudience}::int as audience, ${depSeen}::int as seen,
+          ${depConfirmed}::int as confirmed, (${pending(depAudience, depSeen, depConfirmed)})::int as pending
+        from profile_departments pd
+        join viewing v on v.role_id = pd.role_id and v.dkey = pd.dkey and v.nkey = pd.nkey
+        join departments d on d.tenant_id = ${t} and d.id = pd.department_id
         group by d.id, d.name
-        ${detail === 'counts_only' ? sql`having count(*) >= ${SMALL_GROUP}` : sql``}
+        ${detail === 'counts_only' ? sql`having ${depAudience} >= ${SMALL_GROUP}` : sql``}
       )
-      select count(*)::int as audience, count(seen_at)::int as seen, count(confirmed_at)::int as confirmed,
-        (${pending})::int as pending,
+      select coalesce(${audience}, 0)::int as audience, coalesce(${seen}, 0)::int as seen,
+        coalesce(${confirmed}, 0)::int as confirmed,
+        coalesce(${pending(audience, seen, confirmed)}, 0)::int as pending,
         (select coalesce(json_agg(json_build_object('id', dep.id, 'name', dep.name, 'audience', dep.audience,
             'seen', dep.seen, 'confirmed', dep.confirmed, 'pending', dep.pending) order by dep.name, dep.id), '[]'::json)
           from dep) as by_department
-      from aud`.execute(db)
+      from viewing v`.execute(db)
     const totals = rows[0]
     return {
       audience: totals.audience,
