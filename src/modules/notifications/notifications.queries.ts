@@ -134,19 +134,12 @@ export const findMissingUserIds = (db: Db, tenantId: number, ids: number[]) =>
 export const findMissingDepartmentIds = (db: Db, tenantId: number, ids: number[]) =>
   missingIds(db, missingDepartmentsSql(tenantId, ids), ids)
 
-/**
- * Stores a send. With `onlyIfRecipientsExist`, only when every listed user (not deleted) and
- * department exists in the tenant, checked in the insert itself: undefined (nothing written) otherwise.
- */
+/** Stores a send (its listed recipients checked before: `findMissingUserIds`, `findMissingDepartmentIds`). */
 export async function insertGenericNotification(
   db: Db,
   tenantId: number,
   values: { title: string; body: string; url: string; userId: number; userIds: number[]; departmentIds: number[] },
-  options: { onlyIfRecipientsExist?: boolean } = {},
 ) {
-  const condition = options.onlyIfRecipientsExist
-    ? sql<boolean>`not exists (${missingUsersSql(tenantId, values.userIds)}) and not exists (${missingDepartmentsSql(tenantId, values.departmentIds)})`
-    : undefined
   const { rows } = await sql<{
     id: number
     title: string
@@ -155,7 +148,7 @@ export async function insertGenericNotification(
     user_ids: number[]
     department_ids: number[]
   }>`
-    ${genericNotificationInsert(tenantId, values, condition)}
+    ${genericNotificationInsert(tenantId, values)}
     returning id, title, body, url, user_ids, department_ids`.execute(db)
   return rows[0]
 }
@@ -174,10 +167,12 @@ export function genericNotificationInsert(
   },
   onlyIf?: RawBuilder<boolean>,
 ) {
+  const row = sql`coalesce(${values.id ?? null}::bigint, nextval('global_id_seq')), ${tenantId}::bigint, ${values.title}::text,
+    ${values.body}::text, ${values.url}::text, ${values.userId}::bigint, ${values.userIds}::bigint[], ${values.departmentIds}::bigint[]`
+  // without a condition a values list: Citus sends it whole to the tenant's worker (an insert … select it
+  // evaluates on the coordinator); the condition only rides on the one-statement send of one PostgreSQL
   return sql`insert into generic_notifications (id, tenant_id, title, body, url, user_id, user_ids, department_ids)
-    select coalesce(${values.id ?? null}::bigint, nextval('global_id_seq')), ${tenantId}, ${values.title}, ${values.body}, ${values.url},
-      ${values.userId}, ${values.userIds}::bigint[], ${values.departmentIds}::bigint[]
-    ${onlyIf ? sql`where ${onlyIf}` : sql``}`
+    ${onlyIf ? sql`select ${row} where ${onlyIf}` : sql`values (${row})`}`
 }
 
 export function findGenericNotification(db: Db, tenantId: number, id: number) {

@@ -81,7 +81,10 @@ function chunks<T>(items: T[], size: number): T[][] {
  * plans), and for unknown arrays it guessed a department branch of hundreds of members and a join
  * worth hashing every user of the tenant, on each send to one user.
  */
-export function recipientsSql(spec: NotificationSpec, custom: RecipientsQuery | undefined): RawBuilder<{ id: number }> {
+/** A recipient row: the user, and the tenant id taken from the users table (Citus pushes an insert … select of it down). */
+type Recipient = { id: number; tenant_id: number }
+
+export function recipientsSql(spec: NotificationSpec, custom: RecipientsQuery | undefined): RawBuilder<Recipient> {
   const t = spec.tenantId
   const userIds = [...new Set(spec.recipients.userIds ?? [])]
   const departmentIds = [...new Set(spec.recipients.departmentIds ?? [])]
@@ -101,8 +104,8 @@ export function recipientsSql(spec: NotificationSpec, custom: RecipientsQuery | 
           ],
           sql` union `,
         )})`
-  return sql<{ id: number }>`
-    select u.id from users u
+  return sql<Recipient>`
+    select u.id, u.tenant_id from users u
     where u.tenant_id = ${t} and ${member}${exceptUserIds.length > 0 ? sql` and not (u.id = any(${exceptUserIds}::bigint[]))` : sql``}
       and u.active and u.deleted_at is null and u.blacked_out_at is null and not u.group_account`
 }
@@ -138,7 +141,11 @@ export async function fanOutNotifications(db: Db, spec: NotificationSpec, signal
     if (index > 0 && signal?.aborted)
       throw new Error(`fan-out ${spec.sourceKey} interrupted by shutdown after ${created} records; it resumes on retry`)
     await db.transaction().execute(async (trx) => {
-      created += await insertRecords(trx, spec, sql<{ id: number }>`select unnest(${recipients}::bigint[]) as id`)
+      created += await insertRecords(
+        trx,
+        spec,
+        sql<Recipient>`select unnest(${recipients}::bigint[]) as id, ${spec.tenantId}::bigint as tenant_id`,
+      )
     })
   }
   return created
@@ -158,7 +165,7 @@ export async function fanOutInTransaction(trx: Db, spec: NotificationSpec): Prom
  * Inserts the records of one chunk of recipients (idempotent), then, in one more statement, its
  * realtime NOTIFY and its delivery job, all in `trx`.
  */
-async function insertRecords(trx: Db, spec: NotificationSpec, recipients: RawBuilder<{ id: number }>): Promise<number> {
+async function insertRecords(trx: Db, spec: NotificationSpec, recipients: RawBuilder<Recipient>): Promise<number> {
   const { rows } = await sql<{
     notifiable_id: number
   }>`${recordsInsert(spec, recipients)} returning notifiable_id`.execute(trx)
@@ -168,10 +175,13 @@ async function insertRecords(trx: Db, spec: NotificationSpec, recipients: RawBui
   return insertedIds.length
 }
 
-/** The insert of one record per recipient (idempotent), only when `onlyIf` holds. */
-function recordsInsert(spec: NotificationSpec, recipients: RawBuilder<{ id: number }>, onlyIf?: RawBuilder<boolean>) {
+/**
+ * The insert of one record per recipient (idempotent), only when `onlyIf` holds. The tenant id is the
+ * recipients' own column: read from `users`, Citus pushes the insert … select down to the tenant's worker.
+ */
+function recordsInsert(spec: NotificationSpec, recipients: RawBuilder<Recipient>, onlyIf?: RawBuilder<boolean>) {
   return sql`insert into notifications (tenant_id, type, notifiable_type, notifiable_id, targetable_type, targetable_id, source_key, data)
-    select ${spec.tenantId}, ${spec.type}, 'user', r.id, ${spec.targetableType}, ${spec.targetableId}, ${spec.sourceKey}, ${JSON.stringify(spec.data)}::jsonb
+    select r.tenant_id, ${spec.type}, 'user', r.id, ${spec.targetableType}, ${spec.targetableId}, ${spec.sourceKey}, ${JSON.stringify(spec.data)}::jsonb
     from (${recipients}) r
     ${onlyIf ? sql`where ${onlyIf}` : sql``}
     on conflict (tenant_id, source_key, notifiable_id) do nothing`

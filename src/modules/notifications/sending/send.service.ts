@@ -66,17 +66,14 @@ export function createNotificationsSendService({ db }: Pick<AppDeps, 'db'>) {
       userIds,
       departmentIds,
     }
-    /** The send, stored only if every listed recipient exists (one statement); else 422 naming the missing IDs. */
+    /** The send, stored if every listed recipient exists; else 422 naming the missing IDs. */
     const store = async (trx: Db) => {
-      const sent = await queries.insertGenericNotification(trx, actor.tenantId, values, { onlyIfRecipientsExist: true })
-      if (sent) return sent
       const missingUsers = await queries.findMissingUserIds(trx, actor.tenantId, userIds)
       const missingDepartments = await queries.findMissingDepartmentIds(trx, actor.tenantId, departmentIds)
       if (missingUsers.length > 0) problems.add('user_ids', `unknown user IDs: ${missingUsers.join(', ')}`)
       if (missingDepartments.length > 0)
         problems.add('department_ids', `unknown department IDs: ${missingDepartments.join(', ')}`)
       problems.throwIfAny()
-      // a recipient came back between the two statements: the check above is the later one
       const stored = await queries.insertGenericNotification(trx, actor.tenantId, values)
       if (!stored) throw new Error('the generic notification insert returned no row')
       return stored
