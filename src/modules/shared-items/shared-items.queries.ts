@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto'
 import { type RawBuilder, sql } from 'kysely'
 import type { CommonTableExpression } from '../../platform/db/database.js'
 import type { Db } from '../../platform/db/schema.js'
@@ -88,6 +89,14 @@ export function insertSharedItem(
     inserted,
   )
   return withAlongside.selectFrom('inserted as si')
+}
+
+/** Inserts a shared item (a plain insert … values: routed whole to the tenant's worker on Citus). */
+export async function insertSharedItemRow(db: Db, tenantId: number, values: SharedItemInsert): Promise<void> {
+  await db
+    .insertInto('shared_items')
+    .values({ ...values, id: values.id ?? randomUUID(), tenant_id: tenantId })
+    .execute()
 }
 
 export async function updateSharedItem(

@@ -319,23 +319,19 @@ export function createSharedItemsService({ db, config }: AppDeps) {
       }
       const { def, id: targetId } = target!
       const values = valuesFor(target!)
-      // inserted only if the actor may share the target, and presented, in one statement (what a read
-      // after the commit would show: no default relations); when nothing was inserted, the checks say why
-      const onlyIfShareable = def.viewableSql?.(trx, actor, targetId)
-      const insertPresented = (insert: ReturnType<typeof queries.insertSharedItem>) =>
-        findResource(ctx(actor, trx), sharedItemResource, insert, {})
-      let item =
-        onlyIfShareable &&
-        (await insertPresented(
-          queries.insertSharedItem(trx, actor.tenantId, queries.sharedItemInsert(values), onlyIfShareable),
-        ))
-      if (!item) {
-        await requireShareable(trx, actor, target!, problems)
-        item = await insertPresented(
-          queries.insertSharedItem(trx, actor.tenantId, queries.sharedItemInsert(values), sql<boolean>`true`),
-        )
-        if (!item) throw new Error('a shared item insert returned no row')
-      }
+      // the share rule read first, then a plain insert … values and a read of the new row (what a read after
+      // the commit shows: no default relations); each is routed whole to the tenant's worker on Citus,
+      // where an insert inside a WITH is evaluated from the coordinator
+      await requireShareable(trx, actor, target!, problems)
+      const newId = randomUUID()
+      await queries.insertSharedItemRow(trx, actor.tenantId, queries.sharedItemInsert(values, newId))
+      const item = await findResource(
+        ctx(actor, trx),
+        sharedItemResource,
+        queries.selectSharedItems(trx, actor.tenantId).where('si.id', '=', newId),
+        {},
+      )
+      if (!item) throw new Error('a shared item insert returned no row')
       const itemId = String(item.id)
       // the item is new: no reads of it nor of its (no) grants; its grants' events and its own in one insert
       const events: DomainEvent[] = []
