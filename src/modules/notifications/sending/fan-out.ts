@@ -1,3 +1,4 @@
+import { insertedRows } from '../../../platform/db/database.js'
 import { type RawBuilder, sql } from 'kysely'
 import { composedTable } from '../../../platform/composition.js'
 import type { Db } from '../../../platform/db/schema.js'
@@ -81,10 +82,7 @@ function chunks<T>(items: T[], size: number): T[][] {
  * plans), and for unknown arrays it guessed a department branch of hundreds of members and a join
  * worth hashing every user of the tenant, on each send to one user.
  */
-/** A recipient row: the user, and the tenant id taken from the users table (Citus pushes an insert … select of it down). */
-type Recipient = { id: number; tenant_id: number }
-
-export function recipientsSql(spec: NotificationSpec, custom: RecipientsQuery | undefined): RawBuilder<Recipient> {
+export function recipientsSql(spec: NotificationSpec, custom: RecipientsQuery | undefined): RawBuilder<{ id: number }> {
   const t = spec.tenantId
   const userIds = [...new Set(spec.recipients.userIds ?? [])]
   const departmentIds = [...new Set(spec.recipients.departmentIds ?? [])]
@@ -104,8 +102,8 @@ export function recipientsSql(spec: NotificationSpec, custom: RecipientsQuery | 
           ],
           sql` union `,
         )})`
-  return sql<Recipient>`
-    select u.id, u.tenant_id from users u
+  return sql<{ id: number }>`
+    select u.id from users u
     where u.tenant_id = ${t} and ${member}${exceptUserIds.length > 0 ? sql` and not (u.id = any(${exceptUserIds}::bigint[]))` : sql``}
       and u.active and u.deleted_at is null and u.blacked_out_at is null and not u.group_account`
 }
@@ -141,11 +139,7 @@ export async function fanOutNotifications(db: Db, spec: NotificationSpec, signal
     if (index > 0 && signal?.aborted)
       throw new Error(`fan-out ${spec.sourceKey} interrupted by shutdown after ${created} records; it resumes on retry`)
     await db.transaction().execute(async (trx) => {
-      created += await insertRecords(
-        trx,
-        spec,
-        sql<Recipient>`select unnest(${recipients}::bigint[]) as id, ${spec.tenantId}::bigint as tenant_id`,
-      )
+      created += await insertRecords(trx, spec, recipients)
     })
   }
   return created
@@ -157,31 +151,43 @@ export async function fanOutNotifications(db: Db, spec: NotificationSpec, signal
  * department-wide sends go through the `notifications:fan_out` job (chunked, resumable).
  */
 export async function fanOutInTransaction(trx: Db, spec: NotificationSpec): Promise<number> {
-  // the recipients are resolved inside the insert: one statement
-  return insertRecords(trx, spec, recipientsSql(spec, undefined))
+  // the recipients read first, then their records inserted: two statements Citus routes whole (an
+  // insert … select filling the id's default, a volatile function, it evaluates on the coordinator)
+  const recipients = await resolveRecipients(trx, spec, undefined)
+  return recipients.length === 0 ? 0 : insertRecords(trx, spec, recipients)
 }
 
 /**
  * Inserts the records of one chunk of recipients (idempotent), then, in one more statement, its
  * realtime NOTIFY and its delivery job, all in `trx`.
  */
-async function insertRecords(trx: Db, spec: NotificationSpec, recipients: RawBuilder<Recipient>): Promise<number> {
-  const { rows } = await sql<{
-    notifiable_id: number
-  }>`${recordsInsert(spec, recipients)} returning notifiable_id`.execute(trx)
+async function insertRecords(trx: Db, spec: NotificationSpec, recipients: number[]): Promise<number> {
+  const { rows } = await sql<{ notifiable_id: number }>`
+    insert into notifications (tenant_id, type, notifiable_type, targetable_type, targetable_id, source_key, data, notifiable_id)
+    ${insertedRows({
+      alias: 'r',
+      leading: [
+        sql`${spec.tenantId}::bigint`,
+        sql`${spec.type}::text`,
+        sql`'user'`,
+        sql`${spec.targetableType}::text`,
+        sql`${spec.targetableId}::bigint`,
+        sql`${spec.sourceKey}::text`,
+        sql`${JSON.stringify(spec.data)}::jsonb`,
+      ],
+      columns: [{ name: 'id', type: 'bigint', values: recipients }],
+    })}
+    on conflict (tenant_id, source_key, notifiable_id) do nothing returning notifiable_id`.execute(trx)
   if (rows.length === 0) return 0
   const insertedIds = rows.map((row) => Number(row.notifiable_id)).sort((a, b) => a - b)
   await sql`select ${recordSignals(spec, insertedIds)}`.execute(trx)
   return insertedIds.length
 }
 
-/**
- * The insert of one record per recipient (idempotent), only when `onlyIf` holds. The tenant id is the
- * recipients' own column: read from `users`, Citus pushes the insert … select down to the tenant's worker.
- */
-function recordsInsert(spec: NotificationSpec, recipients: RawBuilder<Recipient>, onlyIf?: RawBuilder<boolean>) {
+/** The insert of one record per recipient (idempotent), only when `onlyIf` holds (the one-statement send). */
+function recordsInsert(spec: NotificationSpec, recipients: RawBuilder<{ id: number }>, onlyIf?: RawBuilder<boolean>) {
   return sql`insert into notifications (tenant_id, type, notifiable_type, notifiable_id, targetable_type, targetable_id, source_key, data)
-    select r.tenant_id, ${spec.type}, 'user', r.id, ${spec.targetableType}, ${spec.targetableId}, ${spec.sourceKey}, ${JSON.stringify(spec.data)}::jsonb
+    select ${spec.tenantId}, ${spec.type}, 'user', r.id, ${spec.targetableType}, ${spec.targetableId}, ${spec.sourceKey}, ${JSON.stringify(spec.data)}::jsonb
     from (${recipients}) r
     ${onlyIf ? sql`where ${onlyIf}` : sql``}
     on conflict (tenant_id, source_key, notifiable_id) do nothing`
