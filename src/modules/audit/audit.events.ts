@@ -13,7 +13,7 @@ import type { DomainEvent, DomainEventSubscriber } from '../../platform/events/d
 /**
  * Events that are audited whoever caused them (a job, the CLI, a sign-in without an actor yet), by
  * their audit action name: each is the record of one change. Which of them automations may deliver is
- * `AUTOMATION_EVENTS` (modules/automations): sign-in and second-factor events are audited only.
+ * `AUTOMATION_EVENTS` (modules/automations): sign-in, second-factor and automation events are audited only.
  */
 const RECORDED_ACTIONS: Record<string, string> = {
   'role.created': 'role.create',
@@ -30,13 +30,13 @@ const RECORDED_ACTIONS: Record<string, string> = {
   'oidcProvider.deleted': 'oidc.delete',
   'scimToken.created': 'scim_token.create',
   'scimToken.revoked': 'scim_token.revoke',
-  'automation.created': 'automation.create',
-  'automation.updated': 'automation.update',
-  'automation.deleted': 'automation.delete',
   'retention.updated': 'retention.update',
   'retention.swept': 'retention.sweep',
   'notifications.reset': 'notification.reset',
-  // security events: audited, never delivered to automations
+  // audited, never delivered to automations: the automations' own changes and the security events
+  'automation.created': 'automation.create',
+  'automation.updated': 'automation.update',
+  'automation.deleted': 'automation.delete',
   'auth.signedIn': 'auth.login',
   'auth.signInFailed': 'auth.login_failed',
   'auth.signedOut': 'auth.logout',

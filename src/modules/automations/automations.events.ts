@@ -20,7 +20,8 @@ const CONTENT_ALIASES = [
 /**
  * Domain event types an automation may listen to (contract 00 §9 and contract 30), or `*` (all of
  * these). Other events never reach an automation: the security events of signing in (`auth.*`,
- * `session.revoked`, `totp.*`) are for the audit log only.
+ * `session.revoked`, `totp.*`) and the changes of automations themselves (`automation.*`: a `*`
+ * automation would be told of its own creation) are for the audit log only.
  */
 export const AUTOMATION_EVENTS: readonly string[] = [
   'user.created',
@@ -53,9 +54,6 @@ export const AUTOMATION_EVENTS: readonly string[] = [
   'oidcProvider.deleted',
   'scimToken.created',
   'scimToken.revoked',
-  'automation.created',
-  'automation.updated',
-  'automation.deleted',
   'retention.updated',
   'retention.swept',
   'notifications.reset',
@@ -105,8 +103,8 @@ export async function createDeliveries(
  * no lookup of their own.
  */
 export const enqueueDeliveriesForEvents: DomainEventSubscriber = {
-  probe: (tenantId, type) => sql<boolean>`(${type} = any(${AUTOMATION_EVENTS}::text[]) and exists (select 1 from automations a
-    where a.tenant_id = ${tenantId} and a.active and a.event in (${type}, '*')))`,
+  probe: (tenantId, type) => sql<boolean>`(${type} = any(${AUTOMATION_EVENTS}::text[])
+    and exists (select 1 from automations a where a.tenant_id = ${tenantId} and a.active and a.event in (${type}, '*')))`,
   async handle(db, events) {
     for (const event of events) await enqueueDeliveriesForEvent(db, event)
   },

@@ -129,7 +129,11 @@ export function createDepartmentsService({ db }: AppDeps) {
       const changes = diff(before, fields)
       const members = [...new Set(userIds ?? [])].sort((a, b) => a - b)
       await recordDomainEvents(trx, [
-        { ...departmentEvent(actor, 'department.updated', id), data: { changed: Object.keys(changes) }, audit: changes },
+        {
+          ...departmentEvent(actor, 'department.updated', id),
+          data: { changed: Object.keys(changes) },
+          audit: changes,
+        },
         ...(userIds
           ? [
               {
