@@ -1,11 +1,16 @@
 import assert from 'node:assert/strict'
+import fs from 'node:fs'
 import http from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { after, test } from 'node:test'
 import { sql } from 'kysely'
 import pino from 'pino'
 import { buildApp } from '../src/app.js'
-import { createWebhookDeliverer, type DeliverWebhookPayload } from '../src/modules/automations/index.js'
+import {
+  AUTOMATION_EVENTS,
+  createWebhookDeliverer,
+  type DeliverWebhookPayload,
+} from '../src/modules/automations/index.js'
 import { call, testConfig } from './helpers/build-test-app.js'
 import { given, TEST_PASSWORD, type GivenTenant } from './helpers/given.js'
 import { testDb } from './helpers/test-database.js'
@@ -180,18 +185,47 @@ test('security events are audited only: no automation may listen to them, and `*
     payload: { tenant: tenant.slug, username: user.username, password: `not-${TEST_PASSWORD}` },
   })
   assert.equal(failed.statusCode, 401, failed.body)
+  const unknown = await (
+    await app
+  ).inject({
+    method: 'POST',
+    url: '/api/auth/login',
+    payload: { tenant: tenant.slug, username: 'no-such-user', password: TEST_PASSWORD },
+  })
+  assert.equal(unknown.statusCode, 401, unknown.body)
   await request(tenant, 'POST', '/api/roles', { name: 'Night shift', permissions: [] })
 
   assert.deepEqual(await deliver([everything.id]), ['role.created'])
-  const [record] = (await auditRecords(tenant, 'user')).filter((r) => r.action === 'auth.login_failed')
-  assert.equal(record?.target_id, String(user.id))
-  assert.deepEqual(record?.changes, { method: 'password', reason: 'wrong_password', login: user.username })
+  const records = (await auditRecords(tenant, 'user')).filter((r) => r.action === 'auth.login_failed')
+  assert.deepEqual(
+    records.map((r) => [r.target_id, r.changes]),
+    [
+      [String(user.id), { method: 'password', reason: 'wrong_password', login: user.username }],
+      [null, { method: 'password', reason: 'unknown_user', login: 'no-such-user' }],
+    ],
+  )
   // the event itself keeps no login name (domain events are kept after an erasure)
-  const event = await db
+  const events = await db
     .selectFrom('domain_events')
     .select(['subject_type', 'subject_id', 'data'])
     .where('tenant_id', '=', tenant.id)
     .where('type', '=', 'auth.signInFailed')
-    .executeTakeFirstOrThrow()
-  assert.deepEqual(event, { subject_type: 'user', subject_id: String(user.id), data: { method: 'password' } })
+    .orderBy('occurred_at')
+    .execute()
+  assert.deepEqual(events, [
+    { subject_type: 'user', subject_id: String(user.id), data: { method: 'password' } },
+    { subject_type: 'tenant', subject_id: String(tenant.id), data: { method: 'password' } },
+  ])
+})
+
+test('the automation docs list every event type an automation may listen to', () => {
+  const doc = fs.readFileSync(new URL('../docs/decisions/automations-webhooks.md', import.meta.url), 'utf8')
+  const missing = AUTOMATION_EVENTS.filter((type) => {
+    const dot = type.lastIndexOf('.')
+    const [subject, verb] = [type.slice(0, dot), type.slice(dot + 1)]
+    // `role.created|updated|deleted`, or a content alias listed once for its `.created|updated|deleted`
+    const listed = new RegExp(`\`${subject.replaceAll('.', '\\.')}\\.(\\w+\\|)*${verb}(\\|\\w+)*\``)
+    return !listed.test(doc) && !(doc.includes(`\`${subject}\``) && doc.includes('`.created|updated|deleted`'))
+  })
+  assert.deepEqual(missing, [])
 })

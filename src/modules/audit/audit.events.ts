@@ -32,7 +32,7 @@ const RECORDED_ACTIONS: Record<string, string> = {
   'scimToken.revoked': 'scim_token.revoke',
   'retention.updated': 'retention.update',
   'retention.swept': 'retention.sweep',
-  'notifications.reset': 'notification.reset',
+  'notifications.cleared': 'notification.reset',
   // audited, never delivered to automations: the automations' own changes and the security events
   'automation.created': 'automation.create',
   'automation.updated': 'automation.update',

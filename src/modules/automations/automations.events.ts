@@ -56,7 +56,7 @@ export const AUTOMATION_EVENTS: readonly string[] = [
   'scimToken.revoked',
   'retention.updated',
   'retention.swept',
-  'notifications.reset',
+  'notifications.cleared',
   ...CONTENT_ALIASES.flatMap((alias) => [`${alias}.created`, `${alias}.updated`, `${alias}.deleted`]),
   // publishing (issue 41): when a post or entry reaches its readers, at once or at its scheduled time
   'infoboard.post.published',

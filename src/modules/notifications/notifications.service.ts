@@ -122,7 +122,7 @@ export function createNotificationsService({ db, config }: Pick<AppDeps, 'db' | 
       deleted += batch
     // the reset runs in short batches (no one transaction to join): recorded once it is complete
     await recordDomainEvent(db, {
-      type: 'notifications.reset',
+      type: 'notifications.cleared',
       tenantId: actor.tenantId,
       actorId: actingUserId(actor),
       subjectType: 'tenant',
