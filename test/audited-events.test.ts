@@ -218,6 +218,23 @@ test('security events are audited only: no automation may listen to them, and `*
   ])
 })
 
+test('an event without a transaction to join (the notification reset) reaches its automation with its audit record', async (t) => {
+  const receiver = await startReceiver()
+  t.after(receiver.close)
+  const tenant = await given.tenant(db)
+  const automation = await subscribe(tenant, 'notifications.cleared', `${receiver.url}/cleared`)
+  await given.notification(db, tenant, tenant.adminId)
+
+  const res = await request(tenant, 'DELETE', '/api/administration/notifications/reset')
+  assert.equal(res.statusCode, 200, res.body)
+
+  // an automation listens: the event, its audit record and the delivery are written in one transaction
+  assert.deepEqual(await deliver([automation.id]), ['notifications.cleared'])
+  assert.equal(receiver.received[0]?.body.data.deleted, 1)
+  const [record] = (await auditRecords(tenant, 'tenant')).filter((r) => r.action === 'notification.reset')
+  assert.deepEqual([record?.target_id, record?.changes], [String(tenant.id), { deleted: 1 }])
+})
+
 test('the automation docs list every event type an automation may listen to', () => {
   const doc = fs.readFileSync(new URL('../docs/decisions/automations-webhooks.md', import.meta.url), 'utf8')
   const missing = AUTOMATION_EVENTS.filter((type) => {
