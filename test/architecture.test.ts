@@ -191,3 +191,20 @@ test('one escalation guard: modules ask holdsEvery/assertHoldsEvery (platform/au
   }
   assert.deepEqual(offenders, [])
 })
+
+// the audit log's writers: platform/audit defines them, the audit module's event subscriber calls them
+const AUDIT_WRITERS = ['platform/audit/audit-log.ts', 'modules/audit/audit.events.ts']
+
+test('one audit path: an audited change is a domain event; only the audit subscriber writes audit records', async () => {
+  const offenders: string[] = []
+  for (const file of await sourceFiles(src)) {
+    if (AUDIT_WRITERS.includes(path.relative(src, file).split(path.sep).join('/'))) continue
+    const text = await fs.readFile(file, 'utf8')
+    // the writers by name (a call or an import), or an insert of audit records written by hand
+    if (
+      /\b(recordAudits?|auditInsert|auditColumns)\b|insert\s+into\s+audit_log|insertInto\(\s*['"]audit_log/i.test(text)
+    )
+      offenders.push(path.relative(root, file))
+  }
+  assert.deepEqual(offenders, [], "record a domain event (recordDomainEvent) in the change's transaction instead")
+})

@@ -17,7 +17,12 @@ const CONTENT_ALIASES = [
   'taskExecution',
 ]
 
-/** Domain event types an automation may listen to (contract 00 §9 and contract 30), or `*`. */
+/**
+ * Domain event types an automation may listen to (contract 00 §9 and contract 30), or `*` (all of
+ * these). Other events never reach an automation: the security events of signing in (`auth.*`,
+ * `session.revoked`, `totp.*`) and the changes of automations themselves (`automation.*`: a `*`
+ * automation would be told of its own creation) are for the audit log only.
+ */
 export const AUTOMATION_EVENTS: readonly string[] = [
   'user.created',
   'user.updated',
@@ -34,6 +39,24 @@ export const AUTOMATION_EVENTS: readonly string[] = [
   'entityPermission.created',
   'entityPermission.deleted',
   'notification.sent',
+  // administrative changes that were audited only until issue 40 (the audit log subscribes to them too)
+  'role.created',
+  'role.updated',
+  'role.deleted',
+  'department.created',
+  'department.updated',
+  'department.membersReplaced',
+  'department.deleted',
+  'user.provisioned',
+  'user.identityLinked',
+  'oidcProvider.created',
+  'oidcProvider.updated',
+  'oidcProvider.deleted',
+  'scimToken.created',
+  'scimToken.revoked',
+  'retention.updated',
+  'retention.swept',
+  'notifications.cleared',
   ...CONTENT_ALIASES.flatMap((alias) => [`${alias}.created`, `${alias}.updated`, `${alias}.deleted`]),
   // publishing (issue 41): when a post or entry reaches its readers, at once or at its scheduled time
   'infoboard.post.published',
@@ -80,8 +103,8 @@ export async function createDeliveries(
  * no lookup of their own.
  */
 export const enqueueDeliveriesForEvents: DomainEventSubscriber = {
-  probe: (tenantId, type) => sql<boolean>`exists (select 1 from automations a
-    where a.tenant_id = ${tenantId} and a.active and a.event in (${type}, '*'))`,
+  probe: (tenantId, type) => sql<boolean>`(${type} = any(${AUTOMATION_EVENTS}::text[])
+    and exists (select 1 from automations a where a.tenant_id = ${tenantId} and a.active and a.event in (${type}, '*')))`,
   async handle(db, events) {
     for (const event of events) await enqueueDeliveriesForEvent(db, event)
   },

@@ -1,8 +1,9 @@
 import { randomUUID } from 'node:crypto'
 import { assertQuota } from '../../platform/limits/quotas.js'
-import { diff, recordAudit } from '../../platform/audit/audit-log.js'
+import { diff } from '../../platform/audit/audit-log.js'
 import type { AppDeps } from '../../platform/app-module.js'
-import type { Actor } from '../../platform/auth/actor.js'
+import { actingUserId, type Actor } from '../../platform/auth/actor.js'
+import { recordDomainEvent } from '../../platform/events/domain-events.js'
 import { requirePermission } from '../../platform/auth/require-permission.js'
 import { FieldErrorCollector, notFound } from '../../platform/http/errors.js'
 import type { ResolveHost } from '../../platform/outbound-http/safe-fetch.js'
@@ -18,6 +19,15 @@ import { enqueueDeliveryAttempt } from './webhook-delivery.job.js'
 
 export const ACTION_TYPES = ['webhook'] as const
 const PERMISSION = 'automations.manage'
+
+/** An automation's event (audited, and delivered to the automations listening): `data` names the changed fields only. */
+const automationEvent = (actor: Actor, type: string, id: number) => ({
+  type,
+  tenantId: actor.tenantId,
+  actorId: actingUserId(actor),
+  subjectType: 'automation',
+  subjectId: id,
+})
 
 export type AutomationsService = ReturnType<typeof createAutomationsService>
 
@@ -88,17 +98,16 @@ export function createAutomationsService({ db, config }: AppDeps, options: { res
         actions,
         userId: actor.userId,
       })
-      await recordAudit(trx, {
-        tenantId: actor.tenantId,
-        action: 'automation.create',
-        targetType: 'automation',
-        targetId: row.id,
-        changes: diff(undefined, {
-          name: body.name,
-          event: body.event,
-          active: body.active ?? true,
-          actions: presentActions(actions),
-        }),
+      const changes = diff(undefined, {
+        name: body.name,
+        event: body.event,
+        active: body.active ?? true,
+        actions: presentActions(actions),
+      })
+      await recordDomainEvent(trx, {
+        ...automationEvent(actor, 'automation.created', row.id),
+        data: { changed: Object.keys(changes) },
+        audit: changes,
       })
       return row
     })
@@ -132,17 +141,16 @@ export function createAutomationsService({ db, config }: AppDeps, options: { res
         actions,
       })
       const before = { ...stored, actions: presentActions(stored.actions as queries.StoredAction[]) }
-      await recordAudit(trx, {
-        tenantId: actor.tenantId,
-        action: 'automation.update',
-        targetType: 'automation',
-        targetId: id,
-        changes: diff(before, {
-          name: body.name,
-          event: body.event,
-          active: body.active,
-          actions: actions && presentActions(actions),
-        }),
+      const changes = diff(before, {
+        name: body.name,
+        event: body.event,
+        active: body.active,
+        actions: actions && presentActions(actions),
+      })
+      await recordDomainEvent(trx, {
+        ...automationEvent(actor, 'automation.updated', id),
+        data: { changed: Object.keys(changes) },
+        audit: changes,
       })
     })
     return getAutomation(actor, id)
@@ -154,12 +162,7 @@ export function createAutomationsService({ db, config }: AppDeps, options: { res
     await db.transaction().execute(async (trx) => {
       const deleted = await queries.deleteAutomation(trx, actor.tenantId, id)
       if (!deleted) throw notFound('Automation')
-      await recordAudit(trx, {
-        tenantId: actor.tenantId,
-        action: 'automation.delete',
-        targetType: 'automation',
-        targetId: id,
-      })
+      await recordDomainEvent(trx, automationEvent(actor, 'automation.deleted', id))
     })
   }
 

@@ -1,11 +1,12 @@
 import type { AppDeps } from '../../platform/app-module.js'
-import { diff, recordAudit } from '../../platform/audit/audit-log.js'
-import type { Actor } from '../../platform/auth/actor.js'
+import { diff } from '../../platform/audit/audit-log.js'
+import { actingUserId, type Actor } from '../../platform/auth/actor.js'
 import { requirePermission } from '../../platform/auth/require-permission.js'
 import { FieldErrorCollector, notFound } from '../../platform/http/errors.js'
 import type { RawListQuery } from '../../platform/query/parse-query.js'
 import { listResource, showResource } from '../../platform/query/run-query.js'
 import type { Db } from '../../platform/db/schema.js'
+import { recordDomainEvent, recordDomainEvents } from '../../platform/events/domain-events.js'
 import { recordSyncWrites } from '../../platform/sync/change-log.js'
 import { isUsableFolder } from '../folders/index.js'
 import { notificationSettingExists } from '../notifications/index.js'
@@ -18,6 +19,15 @@ export type DepartmentsService = ReturnType<typeof createDepartmentsService>
 export interface DepartmentExtras {
   external_id?: string | null
 }
+
+/** A department's event (audited, and delivered to the automations listening): `data` names the changed fields only. */
+const departmentEvent = (actor: Actor, type: string, id: number) => ({
+  type,
+  tenantId: actor.tenantId,
+  actorId: actingUserId(actor),
+  subjectType: 'department',
+  subjectId: id,
+})
 
 export function createDepartmentsService({ db }: AppDeps) {
   const ctx = (actor: Actor) => ({ db, tenantId: actor.tenantId, actor })
@@ -69,12 +79,11 @@ export function createDepartmentsService({ db }: AppDeps) {
       const { id } = await queries.insertDepartment(trx, actor.tenantId, { ...body, ...extras })
       if (body.user_ids) await queries.replaceMembers(trx, actor.tenantId, id, body.user_ids)
       await recordMembershipChanges(trx, actor.tenantId, body.user_ids ?? [])
-      await recordAudit(trx, {
-        tenantId: actor.tenantId,
-        action: 'department.create',
-        targetType: 'department',
-        targetId: id,
-        changes: diff(undefined, { ...body, ...extras }),
+      const changes = diff(undefined, { ...body, ...extras })
+      await recordDomainEvent(trx, {
+        ...departmentEvent(actor, 'department.created', id),
+        data: { changed: Object.keys(changes) },
+        audit: changes,
       })
       return getDepartment({ ...actor, permissions: new Set(['*']) }, id, {}, trx)
     })
@@ -117,21 +126,24 @@ export function createDepartmentsService({ db }: AppDeps) {
         ]
         await recordMembershipChanges(trx, actor.tenantId, moved)
       }
-      await recordAudit(trx, {
-        tenantId: actor.tenantId,
-        action: 'department.update',
-        targetType: 'department',
-        targetId: id,
-        changes: diff(before, fields),
-      })
-      if (userIds)
-        await recordAudit(trx, {
-          tenantId: actor.tenantId,
-          action: 'department.members_replace',
-          targetType: 'department',
-          targetId: id,
-          changes: diff({ user_ids: membersBefore }, { user_ids: [...new Set(userIds)].sort((a, b) => a - b) }),
-        })
+      const changes = diff(before, fields)
+      const members = [...new Set(userIds ?? [])].sort((a, b) => a - b)
+      await recordDomainEvents(trx, [
+        {
+          ...departmentEvent(actor, 'department.updated', id),
+          data: { changed: Object.keys(changes) },
+          audit: changes,
+        },
+        ...(userIds
+          ? [
+              {
+                ...departmentEvent(actor, 'department.membersReplaced', id),
+                data: { user_ids: members },
+                audit: diff({ user_ids: membersBefore }, { user_ids: members }),
+              },
+            ]
+          : []),
+      ])
       return getDepartment({ ...actor, permissions: new Set(['*']) }, id, {}, trx)
     })
   }
@@ -153,12 +165,7 @@ export function createDepartmentsService({ db }: AppDeps) {
         actor.tenantId,
         members.map((m) => Number(m.user_id)),
       )
-      await recordAudit(trx, {
-        tenantId: actor.tenantId,
-        action: 'department.delete',
-        targetType: 'department',
-        targetId: id,
-      })
+      await recordDomainEvent(trx, departmentEvent(actor, 'department.deleted', id))
     })
   }
 

@@ -1,7 +1,7 @@
 import type { Logger } from 'pino'
 import type { AppDeps } from '../../platform/app-module.js'
-import { recordAudit } from '../../platform/audit/audit-log.js'
 import type { Db } from '../../platform/db/schema.js'
+import { recordDomainEvent } from '../../platform/events/domain-events.js'
 import type { JobHandlers } from '../../platform/jobs/jobs.js'
 import { escapeHtml } from '../../platform/text/escape-html.js'
 import { createMailer, type Mailer } from '../notifications/index.js'
@@ -66,11 +66,12 @@ export function passwordResetJob(deps: { db: Db; appUrl: string; mailer: Mailer;
       await consumeTicket(db, 'password_reset', token)
       throw error
     }
-    await recordAudit(db, {
+    await recordDomainEvent(db, {
+      type: 'auth.passwordResetRequested',
       tenantId: payload.tenantId,
-      action: 'auth.password_reset_requested',
-      targetType: 'user',
-      targetId: user.id,
+      actorId: null,
+      subjectType: 'user',
+      subjectId: user.id,
     })
   }
 }

@@ -1,9 +1,9 @@
 import type { AppDeps } from '../../platform/app-module.js'
 import type { Actor } from '../../platform/auth/actor.js'
-import { recordAudit } from '../../platform/audit/audit-log.js'
 import { burnPasswordCheck, verifyPassword } from '../../platform/auth/passwords.js'
 import { revokeAccessToken } from '../../platform/auth/tokens.js'
 import type { Db } from '../../platform/db/schema.js'
+import { recordDomainEvent } from '../../platform/events/domain-events.js'
 import { AppError } from '../../platform/http/errors.js'
 import type { LoginBody, PasswordLoginBody } from './login.schemas.js'
 import * as queries from './login.queries.js'
@@ -105,11 +105,12 @@ export function createLoginService({ db, config }: AppDeps) {
   async function logout(actor: Actor): Promise<void> {
     await db.transaction().execute(async (trx) => {
       await revokeAccessToken(trx, actor.tenantId, actor.tokenId)
-      await recordAudit(trx, {
+      await recordDomainEvent(trx, {
+        type: 'auth.signedOut',
         tenantId: actor.tenantId,
-        action: 'auth.logout',
-        targetType: 'session',
-        targetId: actor.tokenId,
+        actorId: actor.userId,
+        subjectType: 'session',
+        subjectId: actor.tokenId,
       })
     })
   }

@@ -1,7 +1,8 @@
 import type { QuotaLimits } from '../../config.js'
-import { recordAudit } from '../../platform/audit/audit-log.js'
+import { currentRequestContext } from '../../platform/audit/request-context.js'
 import { UNUSABLE_PASSWORD_HASH } from '../../platform/auth/passwords.js'
 import type { Db } from '../../platform/db/schema.js'
+import { recordDomainEvent } from '../../platform/events/domain-events.js'
 import { AppError, conflict } from '../../platform/http/errors.js'
 import { assertQuota } from '../../platform/limits/quotas.js'
 import { insertUser, USERNAME_PATTERN } from '../users/index.js'
@@ -46,12 +47,15 @@ export async function linkIdentity(
       if (owner?.user_id === userId) return
       throw conflict('oidc_identity_taken', 'This identity of the provider is linked to another account')
     }
-    await recordAudit(trx, {
+    // the provider's subject id stays in the audit log: the event (kept, delivered) names the issuer and how
+    await recordDomainEvent(trx, {
+      type: 'user.identityLinked',
       tenantId,
-      action: 'oidc.link',
-      targetType: 'user',
-      targetId: userId,
-      changes: { issuer: identity.issuer, subject: identity.subject, how },
+      actorId: currentRequestContext().actorId,
+      subjectType: 'user',
+      subjectId: userId,
+      data: { issuer: identity.issuer, how },
+      audit: { issuer: identity.issuer, subject: identity.subject, how },
     })
   })
 }
@@ -158,12 +162,14 @@ export async function findOrProvisionUser(
       default_route: null,
     })
     await queries.insertIdentity(trx, tenantId, created.id, { issuer, subject })
-    await recordAudit(trx, {
+    await recordDomainEvent(trx, {
+      type: 'user.provisioned',
       tenantId,
-      action: 'user.provision',
-      targetType: 'user',
-      targetId: created.id,
-      changes: { username: [null, newUsername], role_id: [null, roleId], issuer, subject },
+      actorId: null,
+      subjectType: 'user',
+      subjectId: created.id,
+      data: { role_id: roleId, issuer },
+      audit: { username: [null, newUsername], role_id: [null, roleId], issuer, subject },
     })
     return created.id
   })

@@ -1,8 +1,9 @@
 import type { AppDeps } from '../../platform/app-module.js'
-import { diff, recordAudit } from '../../platform/audit/audit-log.js'
-import type { Actor } from '../../platform/auth/actor.js'
+import { diff } from '../../platform/audit/audit-log.js'
+import { actingUserId, type Actor } from '../../platform/auth/actor.js'
 import { assertHoldsEvery } from '../../platform/auth/permissions.js'
 import { requirePermission } from '../../platform/auth/require-permission.js'
+import { recordDomainEvent } from '../../platform/events/domain-events.js'
 import { FieldErrorCollector, invalid, notFound } from '../../platform/http/errors.js'
 import { secretBoxFor } from '../../platform/secrets/secret-box.js'
 import { CALLBACK_PATH } from './oidc-browser.js'
@@ -99,15 +100,17 @@ export function createOidcSettingsService({ db, config }: AppDeps) {
       await queries.upsertProvider(trx, actor.tenantId, values)
       const { client_secret: _secret, ...recorded } = values
       const { client_secret: _old, ...previous } = before ?? {}
-      await recordAudit(trx, {
+      const changes = diff(before ? previous : undefined, recorded)
+      const secretChanged = body.client_secret !== undefined ? { client_secret_changed: true } : {}
+      // the event names the changed fields (never the secret, nor its sealed value)
+      await recordDomainEvent(trx, {
+        type: before ? 'oidcProvider.updated' : 'oidcProvider.created',
         tenantId: actor.tenantId,
-        action: before ? 'oidc.update' : 'oidc.create',
-        targetType: 'oidc_provider',
-        targetId: actor.tenantId,
-        changes: {
-          ...diff(before ? previous : undefined, recorded),
-          ...(body.client_secret !== undefined ? { client_secret_changed: true } : {}),
-        },
+        actorId: actingUserId(actor),
+        subjectType: 'oidcProvider',
+        subjectId: actor.tenantId,
+        data: { changed: Object.keys(changes), ...secretChanged },
+        audit: { ...changes, ...secretChanged },
       })
     })
     return getSettings(actor)
@@ -118,11 +121,12 @@ export function createOidcSettingsService({ db, config }: AppDeps) {
     requirePermission(actor, 'tenant.administrate')
     await db.transaction().execute(async (trx) => {
       if (!(await queries.deleteProvider(trx, actor.tenantId))) throw notFound('OIDC provider')
-      await recordAudit(trx, {
+      await recordDomainEvent(trx, {
+        type: 'oidcProvider.deleted',
         tenantId: actor.tenantId,
-        action: 'oidc.delete',
-        targetType: 'oidc_provider',
-        targetId: actor.tenantId,
+        actorId: actingUserId(actor),
+        subjectType: 'oidcProvider',
+        subjectId: actor.tenantId,
       })
     })
   }

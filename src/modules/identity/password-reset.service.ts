@@ -1,8 +1,8 @@
 import type { AppDeps } from '../../platform/app-module.js'
-import { recordAudit } from '../../platform/audit/audit-log.js'
 import { currentRequestContext } from '../../platform/audit/request-context.js'
 import { hashPassword } from '../../platform/auth/passwords.js'
 import { revokeUserTokens } from '../../platform/auth/tokens.js'
+import { recordDomainEvent } from '../../platform/events/domain-events.js'
 import { AppError, invalid } from '../../platform/http/errors.js'
 import { enqueue } from '../../platform/jobs/jobs.js'
 import * as queries from './password-reset.queries.js'
@@ -81,7 +81,13 @@ export function createPasswordResetService({ db }: AppDeps) {
       await revokeUserTokens(trx, tenantId, userId)
       // other reset links of the user end too
       await useUpAllTickets(trx, tenantId, userId, 'password_reset')
-      await recordAudit(trx, { tenantId, action: 'auth.password_reset', targetType: 'user', targetId: userId })
+      await recordDomainEvent(trx, {
+        type: 'auth.passwordReset',
+        tenantId,
+        actorId: null,
+        subjectType: 'user',
+        subjectId: userId,
+      })
     })
   }
 

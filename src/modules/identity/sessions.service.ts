@@ -1,8 +1,8 @@
 import type { AppDeps } from '../../platform/app-module.js'
-import { recordAudit } from '../../platform/audit/audit-log.js'
-import type { Actor } from '../../platform/auth/actor.js'
+import { actingUserId, type Actor } from '../../platform/auth/actor.js'
 import { requirePermission } from '../../platform/auth/require-permission.js'
 import { revokeAccessToken } from '../../platform/auth/tokens.js'
+import { recordDomainEvent } from '../../platform/events/domain-events.js'
 import { notFound } from '../../platform/http/errors.js'
 import * as queries from './sessions.queries.js'
 import type { Session } from './sessions.schemas.js'
@@ -28,12 +28,14 @@ export function createSessionsService({ db }: AppDeps) {
     await db.transaction().execute(async (trx) => {
       if (!(await queries.findLiveToken(trx, actor.tenantId, userId, tokenId))) throw notFound('Session')
       await revokeAccessToken(trx, actor.tenantId, tokenId)
-      await recordAudit(trx, {
+      await recordDomainEvent(trx, {
+        type: 'session.revoked',
         tenantId: actor.tenantId,
-        action: 'session.revoke',
-        targetType: 'session',
-        targetId: tokenId,
-        changes: { user_id: userId },
+        actorId: actingUserId(actor),
+        subjectType: 'session',
+        subjectId: tokenId,
+        data: { user_id: userId },
+        audit: { user_id: userId },
       })
     })
   }

@@ -1,8 +1,8 @@
-import { recordAudit } from '../../platform/audit/audit-log.js'
 import { currentRequestContext } from '../../platform/audit/request-context.js'
 import { issueAccessToken, revokeUserTokens } from '../../platform/auth/tokens.js'
 import type { Config } from '../../config.js'
 import type { Db } from '../../platform/db/schema.js'
+import { recordDomainEvent } from '../../platform/events/domain-events.js'
 import { AppError } from '../../platform/http/errors.js'
 import { parseShowQuery } from '../../platform/query/parse-query.js'
 import { BASIC_USER_FIELDS, findPresentedUser, userResource } from '../users/index.js'
@@ -30,14 +30,25 @@ export function signInEligibleUser(db: Db, tenantId: number, userId: number) {
   return queries.findSignInEligibleUser(db, tenantId, userId)
 }
 
-/** Records a sign-in attempt that failed (no secret, no code: the reason and what was named). */
+/**
+ * Records a sign-in attempt that failed (no secret, no code: the reason and what was named), an event
+ * of its own (no transaction to join): the audit log keeps what was named; the event itself (kept,
+ * and never delivered to automations) only the method.
+ */
 export async function recordFailedSignIn(
   db: Db,
   tenantId: number,
   userId: number | null,
   changes: { method: SignInMethod; reason: string; login?: string },
 ): Promise<void> {
-  await recordAudit(db, { tenantId, action: 'auth.login_failed', targetType: 'user', targetId: userId, changes })
+  await recordDomainEvent(db, {
+    type: 'auth.signInFailed',
+    tenantId,
+    actorId: null,
+    ...(userId === null ? { subjectType: 'tenant', subjectId: tenantId } : { subjectType: 'user', subjectId: userId }),
+    data: { method: changes.method },
+    audit: changes,
+  })
 }
 
 /**
@@ -93,12 +104,15 @@ export async function completeSignIn(db: Db, config: Config, target: SignInTarge
       userAgent: client.userAgent,
       ip: client.ip,
     })
-    await recordAudit(trx, {
+    const method = { method: target.method, ...(target.mfaEnrollmentOnly ? { mfa_enrollment_only: true } : {}) }
+    await recordDomainEvent(trx, {
+      type: 'auth.signedIn',
       tenantId,
-      action: 'auth.login',
-      targetType: 'user',
-      targetId: userId,
-      changes: { method: target.method, ...(target.mfaEnrollmentOnly ? { mfa_enrollment_only: true } : {}) },
+      actorId: userId,
+      subjectType: 'user',
+      subjectId: userId,
+      data: method,
+      audit: method,
     })
     const ctx = { db: trx, tenantId, baseUrl: config.baseUrl, appUrl: config.appUrl }
     const presented = await findPresentedUser(

@@ -1,9 +1,9 @@
 import type { AppDeps } from '../../platform/app-module.js'
-import { recordAudit } from '../../platform/audit/audit-log.js'
 import type { Actor } from '../../platform/auth/actor.js'
 import { hasUsablePassword, verifyPassword } from '../../platform/auth/passwords.js'
 import { assertHoldsEvery, HOLDER_BEYOND_ACTOR } from '../../platform/auth/permissions.js'
 import { requirePermission } from '../../platform/auth/require-permission.js'
+import { recordDomainEvent } from '../../platform/events/domain-events.js'
 import { conflict, forbidden, invalid, notFound } from '../../platform/http/errors.js'
 import { secretBoxFor } from '../../platform/secrets/secret-box.js'
 import { checkSecondFactor, reserveAttempt } from './second-factor.service.js'
@@ -17,6 +17,15 @@ const RECOVERY_CODES = 10
 const RECENT_SIGN_IN_SECONDS = 10 * 60
 
 export type TotpService = ReturnType<typeof createTotpService>
+
+/** A second factor's event: audited only (a security event, never delivered to automations). */
+const totpEvent = (tenantId: number, actorId: number, type: string, userId: number) => ({
+  type,
+  tenantId,
+  actorId,
+  subjectType: 'user',
+  subjectId: userId,
+})
 
 export function createTotpService({ db, config }: AppDeps) {
   const box = secretBoxFor(config.secrets)
@@ -39,7 +48,7 @@ export function createTotpService({ db, config }: AppDeps) {
     const secret = newTotpSecret()
     await db.transaction().execute(async (trx) => {
       await queries.upsertPendingTotp(trx, tenantId, userId, box.seal(secret))
-      await recordAudit(trx, { tenantId, action: 'totp.enroll', targetType: 'user', targetId: userId })
+      await recordDomainEvent(trx, totpEvent(tenantId, userId, 'totp.enrolled', userId))
     })
     const label = await queries.findTotpLabel(db, tenantId, userId)
     return { secret, otpauth_url: totpOf(secret, label.username, `Workplace ${label.name}`.trim()).toString() }
@@ -65,7 +74,7 @@ export function createTotpService({ db, config }: AppDeps) {
       if (!enabled) throw conflict('totp_already_enabled', 'TOTP is already enabled')
       // an enrollment-only token becomes a full one
       if (actor.mfaEnrollmentOnly) await queries.clearEnrollmentOnly(trx, tenantId, actor.tokenId)
-      await recordAudit(trx, { tenantId, action: 'totp.enable', targetType: 'user', targetId: userId })
+      await recordDomainEvent(trx, totpEvent(tenantId, userId, 'totp.enabled', userId))
     })
     return { recovery_codes: codes }
   }
@@ -81,13 +90,13 @@ export function createTotpService({ db, config }: AppDeps) {
       recoveryCode: body.recovery_code,
     })
     if (!ok) throw invalid({ code: ['is wrong or was already used'] }, 'The code is not valid', 'invalid_totp_code')
-    await remove(actor, actor.userId, 'totp.disable')
+    await remove(actor, actor.userId, 'totp.disabled')
   }
 
-  async function remove(actor: Actor, userId: number, action: string): Promise<boolean> {
+  async function remove(actor: Actor, userId: number, type: 'totp.disabled' | 'totp.reset'): Promise<boolean> {
     return db.transaction().execute(async (trx) => {
       if (!(await queries.deleteTotp(trx, actor.tenantId, userId))) return false
-      await recordAudit(trx, { tenantId: actor.tenantId, action, targetType: 'user', targetId: userId })
+      await recordDomainEvent(trx, totpEvent(actor.tenantId, actor.userId, type, userId))
       return true
     })
   }

@@ -1,8 +1,8 @@
 import type { AppDeps } from '../../platform/app-module.js'
-import { recordAudit } from '../../platform/audit/audit-log.js'
-import type { Actor } from '../../platform/auth/actor.js'
+import { actingUserId, type Actor } from '../../platform/auth/actor.js'
 import { requirePermission } from '../../platform/auth/require-permission.js'
 import { notFound } from '../../platform/http/errors.js'
+import { recordDomainEvent } from '../../platform/events/domain-events.js'
 import { shapedStatement, executeCompiled } from '../../platform/db/database.js'
 import { applyFilters } from '../../platform/query/apply-query.js'
 import { parseFilterOnly, type ParsedQuery, type RawListQuery } from '../../platform/query/parse-query.js'
@@ -121,12 +121,14 @@ export function createNotificationsService({ db, config }: Pick<AppDeps, 'db' | 
     for (let batch; (batch = await queries.deleteTenantNotificationsBatch(db, actor.tenantId, RESET_BATCH_SIZE)) > 0;)
       deleted += batch
     // the reset runs in short batches (no one transaction to join): recorded once it is complete
-    await recordAudit(db, {
+    await recordDomainEvent(db, {
+      type: 'notifications.cleared',
       tenantId: actor.tenantId,
-      action: 'notification.reset',
-      targetType: 'tenant',
-      targetId: actor.tenantId,
-      changes: { deleted },
+      actorId: actingUserId(actor),
+      subjectType: 'tenant',
+      subjectId: actor.tenantId,
+      data: { deleted },
+      audit: { deleted },
     })
     const message: NotificationsChannelMessage = { tenantId: actor.tenantId, userIds: null }
     await publish(db, NOTIFICATIONS_CHANNEL, message)

@@ -1,9 +1,10 @@
 import { type RawBuilder, sql } from 'kysely'
 import type { AppDeps } from '../../platform/app-module.js'
-import type { Actor } from '../../platform/auth/actor.js'
+import { actingUserId, type Actor } from '../../platform/auth/actor.js'
 import { requirePermission } from '../../platform/auth/require-permission.js'
 import { insertedRows } from '../../platform/db/database.js'
-import { recordAudit } from '../../platform/audit/audit-log.js'
+import { currentRequestContext } from '../../platform/audit/request-context.js'
+import { recordDomainEvent } from '../../platform/events/domain-events.js'
 import type { Config } from '../../config.js'
 import { createUserServices } from '../users/index.js'
 import type { Db } from '../../platform/db/schema.js'
@@ -223,12 +224,14 @@ export function createRetentionService(deps: AppDeps) {
         DATA_CLASS_KEYS.filter((k) => before[k] !== after[k]).map((k) => [k, [before[k], after[k]]]),
       )
       if (Object.keys(changes).length > 0)
-        await recordAudit(trx, {
+        await recordDomainEvent(trx, {
+          type: 'retention.updated',
           tenantId: actor.tenantId,
-          action: 'retention.update',
-          targetType: 'tenant',
-          targetId: actor.tenantId,
-          changes,
+          actorId: actingUserId(actor),
+          subjectType: 'tenant',
+          subjectId: actor.tenantId,
+          data: { changes },
+          audit: changes,
         })
     })
     return show(actor)
@@ -276,12 +279,15 @@ export function createRetentionService(deps: AppDeps) {
     }
     const total = Object.values(removed).reduce((a, b) => a + b, 0)
     if (!dryRun && total > 0)
-      await recordAudit(db, {
+      // each batch committed on its own: the record (and its event) once the sweep is complete
+      await recordDomainEvent(db, {
+        type: 'retention.swept',
         tenantId,
-        action: 'retention.sweep',
-        targetType: 'tenant',
-        targetId: tenantId,
-        changes: { removed },
+        actorId: currentRequestContext().actorId,
+        subjectType: 'tenant',
+        subjectId: tenantId,
+        data: { removed },
+        audit: { removed },
       })
     return { dry_run: dryRun, removed }
   }

@@ -1,6 +1,6 @@
 import type { AppDeps } from '../../platform/app-module.js'
-import { diff, recordAudit } from '../../platform/audit/audit-log.js'
-import type { Actor } from '../../platform/auth/actor.js'
+import { diff } from '../../platform/audit/audit-log.js'
+import { actingUserId, type Actor } from '../../platform/auth/actor.js'
 import {
   exceedsOwnPermissions,
   holdsEvery,
@@ -13,6 +13,7 @@ import { conflict, FieldErrorCollector, invalidField, notFound } from '../../pla
 import type { RawListQuery } from '../../platform/query/parse-query.js'
 import { listResource, showResource } from '../../platform/query/run-query.js'
 import type { Db } from '../../platform/db/schema.js'
+import { recordDomainEvent } from '../../platform/events/domain-events.js'
 import { recordSyncWrites } from '../../platform/sync/change-log.js'
 import { isUsableFolder } from '../folders/index.js'
 import * as queries from './roles.queries.js'
@@ -40,6 +41,15 @@ async function checkFolder(db: Db, actor: Actor, folderId: number | null | undef
   if (typeof folderId === 'number' && !(await isUsableFolder(db, actor, 'role', folderId)))
     throw invalidField('folder_id', 'no such role folder')
 }
+
+/** A role's event (audited, and delivered to the automations listening): `data` names the changed fields only. */
+const roleEvent = (actor: Actor, type: string, id: number) => ({
+  type,
+  tenantId: actor.tenantId,
+  actorId: actingUserId(actor),
+  subjectType: 'role',
+  subjectId: id,
+})
 
 export function createRolesService({ db }: AppDeps) {
   const ctx = (actor: Actor) => ({ db, tenantId: actor.tenantId, actor })
@@ -69,12 +79,10 @@ export function createRolesService({ db }: AppDeps) {
     await checkFolder(db, actor, body.folder_id)
     const { id } = await db.transaction().execute(async (trx) => {
       const row = await queries.insertRole(trx, actor.tenantId, body)
-      await recordAudit(trx, {
-        tenantId: actor.tenantId,
-        action: 'role.create',
-        targetType: 'role',
-        targetId: row.id,
-        changes: diff(undefined, body),
+      await recordDomainEvent(trx, {
+        ...roleEvent(actor, 'role.created', row.id),
+        data: { changed: Object.keys(diff(undefined, body)) },
+        audit: diff(undefined, body),
       })
       return row
     })
@@ -101,12 +109,11 @@ export function createRolesService({ db }: AppDeps) {
         await downgradeToMfaEnrollment(trx, actor.tenantId, { roleId: id })
       // the role's members may see more or less now (offline clients recompute their view, issue 43)
       await recordSyncWrites(trx, actor.tenantId, { access: [{ scope: 'role', id }] })
-      await recordAudit(trx, {
-        tenantId: actor.tenantId,
-        action: 'role.update',
-        targetType: 'role',
-        targetId: id,
-        changes: diff(before, body),
+      const changes = diff(before, body)
+      await recordDomainEvent(trx, {
+        ...roleEvent(actor, 'role.updated', id),
+        data: { changed: Object.keys(changes) },
+        audit: changes,
       })
     })
     return getRole(actor, id)
@@ -120,7 +127,7 @@ export function createRolesService({ db }: AppDeps) {
         throw conflict('role_in_use', 'Users still hold this role')
       const deleted = await queries.deleteRole(trx, actor.tenantId, id)
       if (!deleted) throw notFound('Role')
-      await recordAudit(trx, { tenantId: actor.tenantId, action: 'role.delete', targetType: 'role', targetId: id })
+      await recordDomainEvent(trx, roleEvent(actor, 'role.deleted', id))
     })
   }
 

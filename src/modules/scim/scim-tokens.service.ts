@@ -1,9 +1,9 @@
 import { hash, randomBytes } from 'node:crypto'
 import { sql } from 'kysely'
-import type { Actor } from '../../platform/auth/actor.js'
+import { actingUserId, type Actor } from '../../platform/auth/actor.js'
 import { requirePermission } from '../../platform/auth/require-permission.js'
-import { recordAudit } from '../../platform/audit/audit-log.js'
 import type { Db } from '../../platform/db/schema.js'
+import { recordDomainEvent } from '../../platform/events/domain-events.js'
 import { assertHoldsEvery } from '../../platform/auth/permissions.js'
 import { invalidField, notFound } from '../../platform/http/errors.js'
 import type { CreateScimTokenBody } from './scim.schemas.js'
@@ -75,12 +75,15 @@ export async function createScimToken(db: Db, tenantId: number, creator: Actor |
       })
       .returning(listed)
       .executeTakeFirstOrThrow()
-    await recordAudit(trx, {
+    // the token itself never: only its name and default role
+    await recordDomainEvent(trx, {
+      type: 'scimToken.created',
       tenantId,
-      action: 'scim_token.create',
-      targetType: 'scim_token',
-      targetId: row.id,
-      changes: { name: [null, body.name], default_role_id: [null, roleId] },
+      actorId: creator ? actingUserId(creator) : null,
+      subjectType: 'scimToken',
+      subjectId: row.id,
+      data: { name: body.name, default_role_id: roleId },
+      audit: { name: [null, body.name], default_role_id: [null, roleId] },
     })
     return { ...row, token }
   })
@@ -124,11 +127,12 @@ export function createScimTokensService(db: Db) {
         .where('tenant_id', '=', actor.tenantId)
         .where('id', '=', id)
         .execute()
-      await recordAudit(trx, {
+      await recordDomainEvent(trx, {
+        type: 'scimToken.revoked',
         tenantId: actor.tenantId,
-        action: 'scim_token.revoke',
-        targetType: 'scim_token',
-        targetId: id,
+        actorId: actingUserId(actor),
+        subjectType: 'scimToken',
+        subjectId: id,
       })
     })
   }

@@ -51,7 +51,11 @@ export type RiderValues = object
 /** The composed modules' `eventSubscribers`, in module order (each once). */
 const subscribers = composedTable((modules) => [...new Set(modules.flatMap((module) => module.eventSubscribers ?? []))])
 
-/** Writes a domain event through `db` — pass the transaction of the change it describes. */
+/**
+ * Writes a domain event through `db` — pass the transaction of the change it describes; an event that is
+ * itself the whole change (a failed sign-in) may pass the pool: it is then written in one statement or
+ * a transaction of its own, with its subscribers' writes.
+ */
 export async function recordDomainEvent(db: Db, event: DomainEvent): Promise<string> {
   const [id] = await recordDomainEvents(db, [event])
   return id!
@@ -69,6 +73,12 @@ export async function recordDomainEvents(db: Db, events: DomainEvent[]): Promise
   if (events.some((event) => event.tenantId !== tenantId))
     throw new Error('recordDomainEvents: the events of one call belong to one tenant')
   const riders = riderValues(events)
+  // outside a transaction (a failed sign-in, a job's record): never half-written, see `recordUnheeded`
+  if (!db.isTransaction)
+    return (
+      (await recordUnheeded(db, tenantId, events, riders)) ??
+      db.transaction().execute((trx) => recordDomainEvents(trx, events))
+    )
   const along = ridingInserts(tenantId, riders)
   const handlers = handlersBesides(riders)
   if (onCitus()) return recordRoutedWhole(db, events, along, handlers)
@@ -91,6 +101,33 @@ export async function recordDomainEvents(db: Db, events: DomainEvent[]): Promise
 }
 
 /**
+ * Events recorded without a transaction: the events and their riders (the audit records) in one
+ * statement that writes only when no other subscriber has work for them (their probes), so that both
+ * commit together in one round trip. Undefined, with nothing written, when a subscriber has work (or
+ * has no probe, or on a Citus coordinator): the caller then records them in a transaction of their own,
+ * where those subscribers run too.
+ */
+async function recordUnheeded(
+  db: Db,
+  tenantId: number,
+  events: DomainEvent[],
+  riders: Record<string, RiderValues>,
+): Promise<string[] | undefined> {
+  const handlers = handlersBesides(riders)
+  if (onCitus() || handlers.some((handler) => !handler.probe)) return undefined
+  const columns = eventColumns(events)
+  const heeded = handlers.map((handler) => handler.probe!(tenantId, sql.ref('e.type')))
+  const unheeded =
+    heeded.length === 0
+      ? undefined
+      : sql<boolean>`not exists (select from unnest(${columns.type}::text[]) as e(type) where ${sql.join(heeded, sql` or `)})`
+  const { rows } = await sql<{ id: string }>`${withClause(ridingInserts(tenantId, riders, unheeded))}
+    ${eventsInsert(tenantId, columns, unheeded)}
+    returning id`.execute(db)
+  return rows.length === events.length ? rows.map((row) => row.id) : undefined
+}
+
+/**
  * `recordDomainEvents` on a Citus coordinator: the riders, the events and the probes as statements of
  * their own in the caller's transaction, each routed whole to the tenant's worker. Citus plans every
  * data-modifying CTE as a subplan evaluated from the coordinator (an intermediate result per CTE), and
@@ -102,9 +139,6 @@ async function recordRoutedWhole(
   along: CommonTableExpression[],
   handlers: DomainEventSubscriber[],
 ): Promise<string[]> {
-  // the riders and the events commit together, as the single node's one statement does
-  if (along.length > 0 && !db.isTransaction)
-    return db.transaction().execute((trx) => recordRoutedWhole(trx, events, along, handlers))
   const tenantId = events[0]!.tenantId
   for (const [, rider] of along) await rider.execute(db)
   const columns = eventColumns(events)
