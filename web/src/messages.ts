@@ -127,8 +127,8 @@ export const en = {
   'app.busy': 'Lots going on right now: trying again in {seconds} s…',
   'offline.note':
     'You are offline: you see what was saved on this device. What you mark as read or confirm is sent when the connection is back.',
-  'offline.waiting': '{count} changes waiting to be sent.',
-  'offline.sending': 'Back online: sending {count} saved changes…',
+  'offline.waiting': 'Changes waiting to be sent: {count}.',
+  'offline.sending': 'Back online: sending the saved changes ({count})…',
   'offline.notSaved': 'You are offline, and this page was not saved on this device.',
   'offline.queued': 'Saved on this device: it is sent when you are back online.',
   'infoboard.confirmPending': 'You confirmed that you read this: waiting to be sent (offline).',
@@ -497,8 +497,8 @@ export const de: Record<MessageKey, string> = {
   'app.busy': 'Gerade ist viel los: neuer Versuch in {seconds} s…',
   'offline.note':
     'Sie sind offline: Sie sehen, was auf diesem Gerät gespeichert ist. Was Sie als gelesen markieren oder bestätigen, wird gesendet, sobald die Verbindung wieder da ist.',
-  'offline.waiting': '{count} Änderungen warten auf das Senden.',
-  'offline.sending': 'Wieder online: {count} gespeicherte Änderungen werden gesendet…',
+  'offline.waiting': 'Änderungen, die auf das Senden warten: {count}.',
+  'offline.sending': 'Wieder online: die gespeicherten Änderungen ({count}) werden gesendet…',
   'offline.notSaved': 'Sie sind offline, und diese Seite ist auf diesem Gerät nicht gespeichert.',
   'offline.queued': 'Auf diesem Gerät gespeichert: wird gesendet, sobald Sie wieder online sind.',
   'infoboard.confirmPending': 'Sie haben bestätigt, dass Sie dies gelesen haben: wartet auf das Senden (offline).',
