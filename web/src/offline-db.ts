@@ -61,13 +61,18 @@ async function inTransaction<T>(
   })
 }
 
-/** Deletes, in one transaction, the records of `name` whose owner matches (`keep`: all but that owner's). */
-function deleteOwned(store: IDBObjectStore, owner: string, keep: boolean): void {
+/**
+ * Deletes, in one transaction, the owner's records (`keep`: every record but the owner's saved after
+ * `since`).
+ */
+function deleteOwned(store: IDBObjectStore, owner: string, keep?: { since: number }): void {
   const cursor = keep ? store.openCursor() : store.index('owner').openCursor(IDBKeyRange.only(owner))
   cursor.onsuccess = () => {
     const at = cursor.result
     if (!at) return
-    if (!keep || !isRecord(at.value) || at.value.owner !== owner) at.delete()
+    const value: unknown = at.value
+    const kept = !!keep && isRecord(value) && value.owner === owner && num(value.savedAt) >= keep.since
+    if (!kept) at.delete()
     at.continue()
   }
 }
@@ -145,19 +150,22 @@ export function deleteWrite(write: Pick<QueuedWrite, 'owner' | 'method' | 'url'>
 /** Sign-out: everything of this owner goes, saved answers and writes not yet sent. */
 export async function forgetOwner(owner: string): Promise<void> {
   await soft(
-    inTransaction(ANSWERS, 'readwrite', (s) => deleteOwned(s, owner, false)),
+    inTransaction(ANSWERS, 'readwrite', (s) => deleteOwned(s, owner)),
     undefined,
   )
   await soft(
-    inTransaction(OUTBOX, 'readwrite', (s) => deleteOwned(s, owner, false)),
+    inTransaction(OUTBOX, 'readwrite', (s) => deleteOwned(s, owner)),
     undefined,
   )
 }
 
-/** A sign-in on a shared device: other users' saved answers go (their queued writes wait for them). */
-export async function forgetOtherAnswers(owner: string): Promise<void> {
+/**
+ * A sign-in: other users' saved answers go (on a shared device; their queued writes wait for them), and
+ * the owner's saved before `since`.
+ */
+export async function forgetOtherAnswers(owner: string, since: number): Promise<void> {
   await soft(
-    inTransaction(ANSWERS, 'readwrite', (s) => deleteOwned(s, owner, true)),
+    inTransaction(ANSWERS, 'readwrite', (s) => deleteOwned(s, owner, { since })),
     undefined,
   )
 }

@@ -61,10 +61,13 @@ export function setOwner(next: { owner: string; token: string } | undefined): vo
   void refreshPending()
 }
 
-/** A signed-in user on a shared device: other users' saved answers are removed, her queue is sent. */
+/**
+ * A signed-in user: on a shared device other users' saved answers are removed, and hers older than
+ * 30 days; her queue is sent.
+ */
 export function signedIn(): void {
   if (!owner) return
-  void forgetOtherAnswers(owner)
+  void forgetOtherAnswers(owner, Date.now() - 30 * 24 * 3600_000)
   void replay()
 }
 
@@ -75,7 +78,7 @@ export function keepAnswer(url: string, data: unknown): void {
   if (parsed.origin === location.origin)
     void saveAnswer({
       owner,
-      url: parsed.pathname + parsed.search,
+      url: answerKey(parsed.pathname + parsed.search),
       body: JSON.stringify(data),
       type: 'application/json',
       savedAt: Date.now(),
@@ -103,6 +106,13 @@ export function isPending(
 ): boolean {
   return writes.some((w) => w.method === method && w.url.split('?')[0] === url)
 }
+
+/**
+ * The key an answer is saved under: path and query, a timestamp in the query made `*` — "published
+ * before now" asks the same question at every load, and its latest answer is what to show offline.
+ */
+const answerKey = (url: string) =>
+  url.replace(/=\d{4}-\d{2}-\d{2}(?:%20|\+|T| )\d{2}(?:%3A|:)\d{2}(?:(?:%3A|:)\d{2})?(?:\.\d+)?Z?/gi, '=*')
 
 const localUrl = (request: Request) => {
   const url = new URL(request.url)
@@ -138,7 +148,7 @@ export function offlineFetch(notSaved: () => string): (request: Request) => Prom
       if (request.signal.aborted) throw error
       network.set('offline')
       if (!url || !who) throw error
-      if (readable) return savedAnswer(who, url, notSaved)
+      if (readable) return savedAnswer(who, answerKey(url), notSaved)
       if (queueable) return queued(request, who, url, body)
       throw error
     }
@@ -147,7 +157,7 @@ export function offlineFetch(notSaved: () => string): (request: Request) => Prom
       const type = response.headers.get('content-type') ?? ''
       if (type.includes('json')) {
         const text = await response.clone().text()
-        void saveAnswer({ owner: who, url, body: text, type, savedAt: Date.now() })
+        void saveAnswer({ owner: who, url: answerKey(url), body: text, type, savedAt: Date.now() })
       }
     }
     return response

@@ -936,10 +936,16 @@ describe('offline', () => {
     const { context, page } = await session({ user: 'deniz' })
     await page.getByRole('link', { name: /Offline reading check/ }).waitFor()
     await page.waitForFunction(() => navigator.serviceWorker.controller !== null, undefined, { timeout: 10_000 })
-    await page.getByRole('link', { name: 'Ordner und Inhalte' }).click()
+    const menu = page.getByRole('navigation', { name: 'Hauptmenü' })
+    await menu.getByRole('link', { name: 'Ordner und Inhalte' }).click()
     await page.getByRole('link', { name: 'Fire exit drill' }).waitFor()
     await settled(page)
-    await page.getByRole('link', { name: 'Fire exit drill' }).click()
+    await menu.getByRole('link', { name: /^Infoboard/ }).click()
+    await page.getByRole('heading', { level: 2, name: 'Beiträge' }).waitFor()
+    await settled(page)
+    // in "to confirm" and in the feed
+    assert.equal(await page.getByRole('link', { name: 'Fire exit drill' }).count(), 2)
+    await page.getByRole('link', { name: 'Fire exit drill' }).first().click()
     await page.getByRole('heading', { level: 1, name: 'Fire exit drill' }).waitFor()
     await page.getByRole('button', { name: 'Ich bestätige, dass ich dies gelesen habe' }).waitFor()
     const offlineNote = page.getByRole('status').filter({ hasText: 'Sie sind offline' })
@@ -952,9 +958,9 @@ describe('offline', () => {
     await page.getByText('Meet at the car park when the alarm sounds.').waitFor()
     await offlineNote.waitFor()
     // the inbox and the content page, from what was saved
-    await page.getByRole('link', { name: /^Posteingang/ }).click()
+    await menu.getByRole('link', { name: /^Posteingang/ }).click()
     await page.getByRole('link', { name: /Offline reading check/ }).waitFor()
-    await page.getByRole('link', { name: 'Ordner und Inhalte' }).click()
+    await menu.getByRole('link', { name: 'Ordner und Inhalte' }).click()
     await page.getByRole('link', { name: 'Fire exit drill' }).click()
     await page.getByRole('heading', { level: 1, name: 'Fire exit drill' }).waitFor()
 
@@ -963,6 +969,14 @@ describe('offline', () => {
     await page.getByText(/wartet auf das Senden/).waitFor()
     await offlineNote.filter({ hasText: /Änderungen, die auf das Senden warten: \d+/ }).waitFor()
     assert.equal(await confirmedAt(), null, 'nothing reached the server while offline')
+    // the infoboard (its feed asks for "published before now": the saved answer of that question) no
+    // longer lists the post as to confirm
+    await menu.getByRole('link', { name: /^Infoboard/ }).click()
+    await page.getByRole('heading', { level: 2, name: 'Beiträge' }).waitFor()
+    await settled(page)
+    assert.equal(await page.getByRole('link', { name: 'Fire exit drill' }).count(), 1)
+    await page.getByRole('link', { name: 'Fire exit drill' }).click()
+    await page.getByText(/wartet auf das Senden/).waitFor()
 
     // back online: the queue is sent; the page shows the server's answer
     await context.setOffline(false)

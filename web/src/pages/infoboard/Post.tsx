@@ -30,7 +30,8 @@ export default function Post({ params }: { params: Record<string, string> }) {
     })
     if (wasQueued(response)) {
       setProblem(undefined)
-      return setStatus(t('offline.queued'))
+      setStatus(t('offline.queued'))
+      return refreshToConfirm()
     }
     if (!data) return setProblem(asProblem(error))
     setProblem(undefined)
