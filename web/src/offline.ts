@@ -44,7 +44,7 @@ const READABLE = [
 const QUEUEABLE: Array<[method: string, path: RegExp]> = [
   ['POST', /^\/api\/(infoboard\/posts|manuals\/entries)\/\d+\/(seen|confirmation)$/],
   // one notification's mark; "mark all" is not queued (sent later, it would mark what arrived meanwhile)
-  ['PUT', /^\/api\/notifications\/\d+$/],
+  ['PUT', /^\/api\/notifications\/[0-9a-f-]+$/i],
 ]
 
 let owner: string | undefined

@@ -932,8 +932,18 @@ describe('offline', () => {
         )
       ).my_state?.confirmed_at ?? null
 
+    const readAt = async () =>
+      (
+        await server.api<Array<{ read_at: string | null; data?: { title?: string } }>>(
+          'deniz',
+          'GET',
+          '/api/notifications?sort=-created_at&limit=50',
+        )
+      ).find((n) => n.data?.title === 'Offline reading check')?.read_at ?? null
+
     // online: the inbox, the content page and the post are read once (and so saved on this device)
     const { context, page } = await session({ user: 'deniz' })
+
     await page.getByRole('link', { name: /Offline reading check/ }).waitFor()
     await page.waitForFunction(() => navigator.serviceWorker.controller !== null, undefined, { timeout: 10_000 })
     const menu = page.getByRole('navigation', { name: 'Hauptmenü' })
@@ -957,9 +967,14 @@ describe('offline', () => {
     await page.getByRole('heading', { level: 1, name: 'Fire exit drill' }).waitFor()
     await page.getByText('Meet at the car park when the alarm sounds.').waitFor()
     await offlineNote.waitFor()
-    // the inbox and the content page, from what was saved
+    // the inbox and the content page, from what was saved; a notification marked read offline waits
     await menu.getByRole('link', { name: /^Posteingang/ }).click()
     await page.getByRole('link', { name: /Offline reading check/ }).waitFor()
+    await page.getByRole('button', { name: 'Als gelesen markieren: Offline reading check' }).click()
+    await page
+      .getByRole('button', { name: 'Als gelesen markieren: Offline reading check' })
+      .waitFor({ state: 'detached' })
+    assert.equal(await readAt(), null, 'the mark did not reach the server while offline')
     await menu.getByRole('link', { name: 'Ordner und Inhalte' }).click()
     await page.getByRole('link', { name: 'Fire exit drill' }).click()
     await page.getByRole('heading', { level: 1, name: 'Fire exit drill' }).waitFor()
@@ -982,6 +997,7 @@ describe('offline', () => {
     await context.setOffline(false)
     await page.getByText(/Du hast am .* bestätigt/).waitFor({ timeout: 10_000 })
     assert.ok(await confirmedAt(), 'the confirmation made offline reached the server')
+    assert.ok(await readAt(), 'the mark as read made offline reached the server')
     assert.equal(await offlineNote.count(), 0)
     await expectNoSeriousViolations(page, 'post after an offline confirmation')
 
