@@ -153,7 +153,8 @@ export function offlineFetch(notSaved: () => string): (request: Request) => Prom
       throw error
     }
     reached()
-    if (readable && url && who && response.status === 200) {
+    // not saved when the user signed out (or another signed in) while it was under way
+    if (readable && url && who && who === owner && response.status === 200) {
       const type = response.headers.get('content-type') ?? ''
       if (type.includes('json')) {
         const text = await response.clone().text()
