@@ -3,45 +3,12 @@
  * layer), the session, the language and the router. Each is a tiny observable: components subscribe
  * through `useStore`.
  */
-import { useEffect, useState } from 'preact/hooks'
 import { createWorkplaceClient, type paths } from '../../clients/typescript/index.ts'
 import { de, en, type MessageKey } from './messages.ts'
+import { store } from './observable.ts'
+import { forget, keepAnswer, offlineFetch, setOwner, signedIn } from './offline.ts'
 
-// --- a minimal observable -----------------------------------------------------------------------
-export interface Store<T> {
-  get(): T
-  set(value: T): void
-  subscribe(listener: () => void): () => void
-}
-
-export function store<T>(initial: T): Store<T> {
-  let value = initial
-  const listeners = new Set<() => void>()
-  return {
-    get: () => value,
-    set(next) {
-      if (Object.is(next, value)) return
-      value = next
-      for (const listener of [...listeners]) listener()
-    },
-    subscribe(listener) {
-      listeners.add(listener)
-      return () => listeners.delete(listener)
-    },
-  }
-}
-
-export function useStore<T>(s: Store<T>): T {
-  const [, force] = useState(0)
-  const value = s.get()
-  useEffect(() => {
-    const unsubscribe = s.subscribe(() => force((n) => n + 1))
-    // a change between this render and the subscription (a redirect in a microtask) is not lost
-    if (!Object.is(s.get(), value)) force((n) => n + 1)
-    return unsubscribe
-  }, [s])
-  return value
-}
+export { store, useStore, type Store } from './observable.ts'
 
 // --- API ------------------------------------------------------------------------------------------
 /**
@@ -53,6 +20,8 @@ let retryClear: ReturnType<typeof setTimeout> | undefined
 
 export const api = createWorkplaceClient({
   baseUrl: location.origin,
+  // offline: saved answers to read, marks and confirmations queued (offline.ts)
+  fetch: offlineFetch(() => t('offline.notSaved')),
   onRetry: ({ waitSeconds }) => {
     retrying.set(waitSeconds)
     clearTimeout(retryClear)
@@ -153,12 +122,12 @@ export interface Session {
   permissions: string[]
 }
 
-function readSession(): Pick<Session, 'token' | 'tenant'> | undefined {
+function readSession(): { token: string; tenant: string; owner?: string } | undefined {
   try {
     const raw = localStorage.getItem(SESSION_KEY)
     const saved: unknown = raw ? JSON.parse(raw) : undefined
     return isRecord(saved) && typeof saved.token === 'string' && typeof saved.tenant === 'string'
-      ? { token: saved.token, tenant: saved.tenant }
+      ? { token: saved.token, tenant: saved.tenant, owner: textOf(saved.owner) }
       : undefined
   } catch {
     return undefined
@@ -176,9 +145,10 @@ export function can(permission: string): boolean {
 
 export async function loadSession(token: string, tenant: string): Promise<Session | undefined> {
   api.useToken(token)
-  const { data } = await api.GET('/api/users/current', { params: { query: { relations: 'role' } } })
+  const { data, response } = await api.GET('/api/users/current', { params: { query: { relations: 'role' } } })
   if (!data) {
     api.useToken(undefined)
+    setOwner(undefined)
     return undefined
   }
   // relations=role adds the role, which the generated type of the answer does not name
@@ -188,7 +158,12 @@ export async function loadSession(token: string, tenant: string): Promise<Sessio
       ? role.permissions.filter((p): p is string => typeof p === 'string')
       : []
   const next: Session = { token, tenant, user: data, permissions }
-  localStorage.setItem(SESSION_KEY, JSON.stringify({ token, tenant }))
+  // what is saved for offline reading belongs to this user of this tenant (offline.ts)
+  const owner = `${tenant}/${data.id}`
+  setOwner({ owner, token })
+  keepAnswer(response.url, data)
+  signedIn()
+  localStorage.setItem(SESSION_KEY, JSON.stringify({ token, tenant, owner }))
   if (!localStorage.getItem(LANG_KEY)) lang.set(langOf(data.lang_id))
   session.set(next)
   return next
@@ -196,6 +171,8 @@ export async function loadSession(token: string, tenant: string): Promise<Sessio
 
 export async function restoreSession(): Promise<void> {
   const saved = readSession()
+  // without a network, the user's saved answer of /api/users/current restores the session
+  if (saved?.owner) setOwner({ owner: saved.owner, token: saved.token })
   if (saved) await loadSession(saved.token, saved.tenant).catch(() => undefined)
   sessionState.set('ready')
 }
@@ -204,6 +181,7 @@ export async function signOut(): Promise<void> {
   await api.POST('/api/auth/logout').catch(() => undefined)
   api.useToken(undefined)
   localStorage.removeItem(SESSION_KEY)
+  await forget()
   session.set(undefined)
   navigate('/sign-in')
 }

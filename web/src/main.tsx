@@ -19,6 +19,7 @@ import {
   type Lang,
 } from './core.ts'
 import { startLive, stopLive, unread } from './live.ts'
+import { network, pendingWrites } from './offline.ts'
 
 const LANGS: readonly Lang[] = ['en', 'de']
 import type { MessageKey } from './messages.ts'
@@ -183,6 +184,26 @@ function BusyNote() {
   )
 }
 
+/**
+ * The offline state, for everyone (a polite live region, empty while online with nothing to send):
+ * saved content is shown, marks and confirmations wait in the queue (offline.ts).
+ */
+function OfflineNote() {
+  const state = useStore(network)
+  const waiting = useStore(pendingWrites).length
+  const text =
+    state === 'offline'
+      ? [t('offline.note'), waiting ? t('offline.waiting', { count: waiting }) : ''].filter(Boolean).join(' ')
+      : waiting
+        ? t('offline.sending', { count: waiting })
+        : ''
+  return (
+    <p class={`offline-note${state === 'offline' ? ' is-offline' : ''}`} role="status" aria-live="polite">
+      {text}
+    </p>
+  )
+}
+
 export function UnreadBadge() {
   const count = useStore(unread)
   // the badge keeps its place while the count is unknown: no layout shift when it arrives
@@ -306,6 +327,7 @@ function App() {
           <Nav path={path} />
         </aside>
         <main id="main" key={lang.get()}>
+          <OfflineNote />
           <BusyNote />
           {page}
         </main>
@@ -330,7 +352,8 @@ function Forbidden() {
 }
 
 if ('serviceWorker' in navigator) {
-  // the service worker shows pushes and opens their URL on click (public/sw.js)
+  // the service worker shows pushes and opens their URL on click, and keeps the app's files for
+  // offline use (public/sw.js)
   void navigator.serviceWorker.register('/app/sw.js', { scope: '/app/' }).catch(() => undefined)
 }
 

@@ -892,6 +892,124 @@ describe('content that must be read', () => {
   })
 })
 
+describe('offline', () => {
+  /** The records the app saved in IndexedDB (`answers`) for offline reading. */
+  const savedAnswers = (page: Page) =>
+    page.evaluate(
+      () =>
+        new Promise<number>((resolve, reject) => {
+          const open = indexedDB.open('workplace-offline')
+          open.onerror = () => reject(open.error)
+          open.onsuccess = () => {
+            const count = open.result.transaction('answers').objectStore('answers').count()
+            count.onsuccess = () => resolve(count.result)
+            count.onerror = () => reject(count.error)
+          }
+        }),
+    )
+
+  test('without a network the inbox, content and a post stay readable; a confirmation made offline is sent when the network is back; sign-out removes what was saved', async () => {
+    // a post that asks for a reading confirmation, published now, in the News channel
+    const channels = await server.api<Array<{ id: number; name: string }>>(
+      'admin',
+      'GET',
+      '/api/folders?filter[type]=infoboardChannel',
+    )
+    const news = channels.find((c) => c.name === 'News') ?? channels[0]
+    const post = await server.api<{ id: number }>('admin', 'POST', '/api/infoboard/posts', {
+      channel_id: news.id,
+      title: 'Fire exit drill',
+      body: '<p>Meet at the car park when the alarm sounds.</p>',
+      requires_reading_confirmation: true,
+    })
+    await sendTo('deniz', 'Offline reading check')
+    const confirmedAt = async () =>
+      (
+        await server.api<{ my_state?: { confirmed_at: string | null } }>(
+          'deniz',
+          'GET',
+          `/api/infoboard/posts/${post.id}`,
+        )
+      ).my_state?.confirmed_at ?? null
+
+    const readAt = async () =>
+      (
+        await server.api<Array<{ read_at: string | null; data?: { title?: string } }>>(
+          'deniz',
+          'GET',
+          '/api/notifications?sort=-created_at&limit=50',
+        )
+      ).find((n) => n.data?.title === 'Offline reading check')?.read_at ?? null
+
+    // online: the inbox, the content page and the post are read once (and so saved on this device)
+    const { context, page } = await session({ user: 'deniz' })
+
+    await page.getByRole('link', { name: /Offline reading check/ }).waitFor()
+    await page.waitForFunction(() => navigator.serviceWorker.controller !== null, undefined, { timeout: 10_000 })
+    const menu = page.getByRole('navigation', { name: 'Hauptmenü' })
+    await menu.getByRole('link', { name: 'Ordner und Inhalte' }).click()
+    await page.getByRole('link', { name: 'Fire exit drill' }).waitFor()
+    await settled(page)
+    await menu.getByRole('link', { name: /^Infoboard/ }).click()
+    await page.getByRole('heading', { level: 2, name: 'Beiträge' }).waitFor()
+    await settled(page)
+    // in "to confirm" and in the feed
+    assert.equal(await page.getByRole('link', { name: 'Fire exit drill' }).count(), 2)
+    await page.getByRole('link', { name: 'Fire exit drill' }).first().click()
+    await page.getByRole('heading', { level: 1, name: 'Fire exit drill' }).waitFor()
+    await page.getByRole('button', { name: 'Ich bestätige, dass ich dies gelesen habe' }).waitFor()
+    const offlineNote = page.getByRole('status').filter({ hasText: 'Sie sind offline' })
+    assert.equal(await offlineNote.count(), 0, 'no offline note while online')
+
+    // offline: a reload starts the app from the service worker's cache and shows the saved post
+    await context.setOffline(true)
+    await page.reload()
+    await page.getByRole('heading', { level: 1, name: 'Fire exit drill' }).waitFor()
+    await page.getByText('Meet at the car park when the alarm sounds.').waitFor()
+    await offlineNote.waitFor()
+    // the inbox and the content page, from what was saved; a notification marked read offline waits
+    await menu.getByRole('link', { name: /^Posteingang/ }).click()
+    await page.getByRole('link', { name: /Offline reading check/ }).waitFor()
+    await page.getByRole('button', { name: 'Als gelesen markieren: Offline reading check' }).click()
+    await page
+      .getByRole('button', { name: 'Als gelesen markieren: Offline reading check' })
+      .waitFor({ state: 'detached' })
+    assert.equal(await readAt(), null, 'the mark did not reach the server while offline')
+    await menu.getByRole('link', { name: 'Ordner und Inhalte' }).click()
+    await page.getByRole('link', { name: 'Fire exit drill' }).click()
+    await page.getByRole('heading', { level: 1, name: 'Fire exit drill' }).waitFor()
+
+    // confirmed offline: shown as waiting, queued, not on the server yet
+    await page.getByRole('button', { name: 'Ich bestätige, dass ich dies gelesen habe' }).click()
+    await page.getByText(/wartet auf das Senden/).waitFor()
+    await offlineNote.filter({ hasText: /Änderungen, die auf das Senden warten: \d+/ }).waitFor()
+    assert.equal(await confirmedAt(), null, 'nothing reached the server while offline')
+    // the infoboard (its feed asks for "published before now": the saved answer of that question) no
+    // longer lists the post as to confirm
+    await menu.getByRole('link', { name: /^Infoboard/ }).click()
+    await page.getByRole('heading', { level: 2, name: 'Beiträge' }).waitFor()
+    await settled(page)
+    assert.equal(await page.getByRole('link', { name: 'Fire exit drill' }).count(), 1)
+    await page.getByRole('link', { name: 'Fire exit drill' }).click()
+    await page.getByText(/wartet auf das Senden/).waitFor()
+
+    // back online: the queue is sent; the page shows the server's answer
+    await context.setOffline(false)
+    await page.getByText(/Du hast am .* bestätigt/).waitFor({ timeout: 10_000 })
+    assert.ok(await confirmedAt(), 'the confirmation made offline reached the server')
+    assert.ok(await readAt(), 'the mark as read made offline reached the server')
+    assert.equal(await offlineNote.count(), 0)
+    await expectNoSeriousViolations(page, 'post after an offline confirmation')
+
+    // sign-out removes this user's saved answers
+    assert.ok((await savedAnswers(page)) > 0, 'answers were saved for offline reading')
+    await page.getByRole('button', { name: 'Abmelden' }).click()
+    await page.waitForURL(/\/app\/sign-in/)
+    assert.equal(await savedAnswers(page), 0, 'sign-out removed the saved answers')
+    await context.close()
+  })
+})
+
 describe('accessibility', () => {
   test('axe-core reports no serious or critical violation on any page (desktop)', async () => {
     const context = await newContext(browser)

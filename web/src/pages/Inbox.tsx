@@ -13,6 +13,7 @@ import {
   type Problem,
 } from '../core.ts'
 import { connection, onNotification, unread, type Notification } from '../live.ts'
+import { isPending, network, pendingWrites, replayed, wasQueued } from '../offline.ts'
 import { Checkbox, Empty, PageTitle, ProblemMessage, Select } from '../ui.tsx'
 
 /** The first render of the inbox with data, for the browser tests' measurement (performance mark). */
@@ -39,6 +40,11 @@ export function Inbox() {
   const [problem, setProblem] = useState<Problem>()
   const count = useStore(unread)
   const live = useStore(connection)
+  // marks made offline wait in the queue: shown as read until the server's answer is loaded
+  const pending = useStore(pendingWrites)
+  const isRead = (n: Notification) => !!n.read_at || isPending(pending, 'PUT', `/api/notifications/${n.id}`)
+  // "mark all" is not queued: sent later it would also mark what arrived meanwhile, unseen
+  const offline = useStore(network) === 'offline'
 
   const load = async () => {
     const filter: FilterOf<'/api/notifications'> = {}
@@ -56,6 +62,16 @@ export function Inbox() {
   useEffect(() => {
     void load()
   }, [type, onlyUnread])
+
+  // queued marks were sent: the server's answer replaces what was shown
+  useEffect(
+    () =>
+      replayed.subscribe(() => {
+        void load()
+        void refreshCount()
+      }),
+    [type, onlyUnread],
+  )
 
   useEffect(() => {
     if (items && !measured) {
@@ -84,7 +100,7 @@ export function Inbox() {
 
   const markRead = async (n: Notification) => {
     const readAt = now()
-    const { error } = await api.PUT('/api/notifications/{id}', {
+    const { error, response } = await api.PUT('/api/notifications/{id}', {
       params: { path: { id: n.id! } },
       body: { read_at: readAt },
     })
@@ -94,7 +110,9 @@ export function Inbox() {
         ? list?.filter((x) => x.id !== n.id)
         : list?.map((x) => (x.id === n.id ? { ...x, read_at: readAt } : x)),
     )
-    await refreshCount()
+    // queued offline: the count follows locally until the mark is sent
+    if (wasQueued(response)) unread.set(Math.max(0, (unread.get() ?? 1) - 1))
+    else await refreshCount()
   }
 
   const markAll = async () => {
@@ -108,7 +126,7 @@ export function Inbox() {
   }
 
   const open = async (n: Notification) => {
-    if (!n.read_at) await markRead(n)
+    if (!isRead(n)) await markRead(n)
     const { url } = shown(n.data)
     const path = appPathOf(url)
     if (path) navigate(path)
@@ -134,7 +152,7 @@ export function Inbox() {
           options={[['', t('inbox.allTypes')], ...types.map((x): [string, string] => [x, x])]}
         />
         <Checkbox label={t('inbox.onlyUnread')} checked={onlyUnread} onChange={setOnlyUnread} />
-        <button type="button" onClick={() => void markAll()} disabled={!count}>
+        <button type="button" onClick={() => void markAll()} disabled={!count || offline}>
           {t('inbox.markAllRead')}
         </button>
         <span class={`live live-${live}`}>{live === 'open' ? t('inbox.live') : t('inbox.offline')}</span>
@@ -154,7 +172,7 @@ export function Inbox() {
             const data = shown(n.data)
             const title = data.title ?? n.type ?? ''
             return (
-              <li key={n.id} class={`notification ${n.read_at ? 'read' : 'unread'}`}>
+              <li key={n.id} class={`notification ${isRead(n) ? 'read' : 'unread'}`}>
                 <div class="n-main">
                   <h2 class="n-title">
                     <a
@@ -164,7 +182,7 @@ export function Inbox() {
                         void open(n)
                       }}
                     >
-                      {!n.read_at && <span class="visually-hidden">{t('inbox.new')}: </span>}
+                      {!isRead(n) && <span class="visually-hidden">{t('inbox.new')}: </span>}
                       {title}
                     </a>
                   </h2>
@@ -173,7 +191,7 @@ export function Inbox() {
                     <span>{n.type}</span> · <time dateTime={n.created_at}>{formatTime(n.created_at)}</time>
                   </p>
                 </div>
-                {!n.read_at && (
+                {!isRead(n) && (
                   <button
                     type="button"
                     class="small"

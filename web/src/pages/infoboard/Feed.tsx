@@ -1,6 +1,8 @@
 import { useState } from 'preact/hooks'
-import { api, can, formatTime, t } from '../../core.ts'
+import { api, can, formatTime, t, useStore } from '../../core.ts'
+import { pendingWrites } from '../../offline.ts'
 import { Link, LoadState, PageTitle, Select, useLoad } from '../../ui.tsx'
+import { confirmationPending } from './to-confirm.ts'
 
 /** The employee's channel feed (pinned first), the "to confirm" list, and for editors the drafts and scheduled posts. */
 export default function Feed() {
@@ -53,6 +55,8 @@ export default function Feed() {
         : Promise.resolve({ data: [] }),
     [],
   )
+  // a confirmation made offline waits in the queue: the post is not listed as still to confirm
+  useStore(pendingWrites)
   const channelName = (id: number | null | undefined) => channels.data?.find((c) => c.id === id)?.name ?? ''
 
   return (
@@ -70,14 +74,16 @@ export default function Feed() {
         <LoadState loaded={toConfirm} empty={t('infoboard.nothingToConfirm')}>
           {(list) => (
             <ul class="items" aria-label={t('infoboard.toConfirm')}>
-              {list.map((p) => (
-                <li key={p.id}>
-                  <Link href={`/infoboard/posts/${p.id}`}>{p.title}</Link>{' '}
-                  {p.confirmation_due_at && (
-                    <span class="meta">{t('infoboard.dueAt', { time: formatTime(p.confirmation_due_at) })}</span>
-                  )}
-                </li>
-              ))}
+              {list
+                .filter((p) => !confirmationPending(p.id))
+                .map((p) => (
+                  <li key={p.id}>
+                    <Link href={`/infoboard/posts/${p.id}`}>{p.title}</Link>{' '}
+                    {p.confirmation_due_at && (
+                      <span class="meta">{t('infoboard.dueAt', { time: formatTime(p.confirmation_due_at) })}</span>
+                    )}
+                  </li>
+                ))}
             </ul>
           )}
         </LoadState>

@@ -1,5 +1,6 @@
 import { useEffect, useState } from 'preact/hooks'
-import { api, asProblem, can, formatTime, t, type Problem } from '../../core.ts'
+import { api, asProblem, can, formatTime, t, useStore, type Problem } from '../../core.ts'
+import { isPending, pendingWrites, replayed, wasQueued } from '../../offline.ts'
 import { Link, Loading, PageTitle, ProblemMessage, Status, useLoad } from '../../ui.tsx'
 import { refreshToConfirm } from './to-confirm.ts'
 
@@ -15,13 +16,23 @@ export default function Post({ params }: { params: Record<string, string> }) {
   const [confirmedAt, setConfirmedAt] = useState<string | null>()
   const [problem, setProblem] = useState<Problem>()
   const [status, setStatus] = useState<string>()
+  // a confirmation made offline waits in the queue; once sent, the server's answer is loaded
+  const confirmPending = isPending(useStore(pendingWrites), 'POST', `/api/infoboard/posts/${id}/confirmation`)
+  useEffect(() => replayed.subscribe(post.reload), [])
 
   useEffect(() => {
     if (post.data) void api.POST('/api/infoboard/posts/{id}/seen', { params: { path: { id } } })
   }, [post.data?.id])
 
   const confirm = async () => {
-    const { data, error } = await api.POST('/api/infoboard/posts/{id}/confirmation', { params: { path: { id } } })
+    const { data, error, response } = await api.POST('/api/infoboard/posts/{id}/confirmation', {
+      params: { path: { id } },
+    })
+    if (wasQueued(response)) {
+      setProblem(undefined)
+      setStatus(t('offline.queued'))
+      return refreshToConfirm()
+    }
     if (!data) return setProblem(asProblem(error))
     setProblem(undefined)
     setConfirmedAt(data.confirmed_at)
@@ -56,6 +67,8 @@ export default function Post({ params }: { params: Record<string, string> }) {
           {p.confirmation_due_at && <p>{t('infoboard.dueAt', { time: formatTime(p.confirmation_due_at) })}</p>}
           {confirmed ? (
             <p class="confirmed">{t('infoboard.youConfirmed', { time: formatTime(confirmed) })}</p>
+          ) : confirmPending ? (
+            <p class="confirmed pending">{t('infoboard.confirmPending')}</p>
           ) : (
             <button type="button" class="primary" onClick={() => void confirm()}>
               {t('infoboard.confirm')}
