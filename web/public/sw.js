@@ -1,7 +1,7 @@
 /*
  * The web app's service worker (scope /app/): keeps the app's own files for offline use, shows a Web
  * Push message and opens its URL on click. API answers are never cached here: the app keeps what it
- * read per signed-in user in IndexedDB (src/offline.ts; docs/decisions/0025-web-app-offline.md).
+ * read per signed-in user in IndexedDB (src/offline.ts; docs/decisions/0026-web-app-offline.md).
  */
 const SHELL = 'workplace-shell-v1'
 const INDEX = '/app/index.html'

@@ -1,5 +1,5 @@
 /**
- * Offline (issue 43; docs/decisions/0025-web-app-offline.md). The `fetch` below the typed client:
+ * Offline (issue 43; docs/decisions/0026-web-app-offline.md). The `fetch` below the typed client:
  *
  * - a GET of what the inbox, the infoboard and the content pages read is answered by the network and
  *   saved in IndexedDB for the signed-in user; without a network, the saved answer is returned;
