@@ -1,8 +1,12 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
+import { sql } from 'kysely'
+import pino from 'pino'
 import { buildApp } from '../src/app.js'
 import { sealCursor } from '../src/modules/sync/sync-cursor.js'
 import { purgeTenantChanges } from '../src/modules/sync/sync.queries.js'
+import { purgeReadNotifications, runFanOut } from '../src/modules/notifications/notifications.jobs.js'
+import { createRetentionService } from '../src/modules/retention/retention.service.js'
 import { issueAccessToken } from '../src/platform/auth/tokens.js'
 import { buildTestApp, call, testConfig, testSecrets } from './helpers/build-test-app.js'
 import { fixture, multipart } from './fixtures/users/forms.js'
@@ -409,4 +413,114 @@ test('the purge of old tombstones raises the horizon: a cursor from before it an
   const fresh = await phone(alice, 'tablet')
   const later = await postIn(admin, news)
   assert.deepEqual(ops(await fresh.next()), [`upsert infoboardPost:${later}`])
+})
+
+// ---- the user's own notifications (entity `notification`) ----
+
+/** Sends a notification through the API to listed users (the one-statement way); the ids of `user`'s records of it. */
+async function sendTo(admin: string, users: GivenUser[], title = 'Shift change') {
+  await ok(
+    call(app, admin, {
+      method: 'POST',
+      url: '/api/notifications',
+      payload: { title, body: '<p>x</p>', url: '/shifts', user_ids: users.map((u) => u.id) },
+    }),
+  )
+}
+const notificationIdsOf = async (user: GivenUser, title: string) =>
+  (
+    await db
+      .selectFrom('notifications')
+      .select('id')
+      .where('notifiable_id', '=', user.id)
+      .where(sql<boolean>`data->>'title' = ${title}`)
+      .execute()
+  ).map((row) => row.id)
+
+test('notifications: a send appears for its recipient only, as its own GET returns it; marks and a mark back come through', async () => {
+  const { tenant, admin, alice, bob } = await world()
+  const carol = await given.user(db, tenant)
+  const aliceClient = await phone(alice)
+  const bobClient = await phone(bob)
+
+  await sendTo(admin, [alice, carol])
+  const [id] = await notificationIdsOf(alice, 'Shift change')
+  const sent = await aliceClient.next()
+  assert.deepEqual(ops(sent), [`upsert notification:${id}`])
+  const own = await ok(call(app, alice.token, { method: 'GET', url: `/api/notifications/${id}` }))
+  assert.deepEqual(aliceClient.held().get(`notification:${id}`), own)
+  assert.deepEqual(ops(await bobClient.next()), [])
+
+  await put(alice.token, '/api/notifications', { read_at: new Date().toISOString() })
+  assert.deepEqual(ops(await aliceClient.next()), [`upsert notification:${id}`])
+  assert.notEqual((aliceClient.held().get(`notification:${id}`) as { read_at: unknown }).read_at, null)
+  await put(alice.token, `/api/notifications/${id}`, { read_at: null })
+  assert.deepEqual(ops(await aliceClient.next()), [`upsert notification:${id}`])
+  assert.equal((aliceClient.held().get(`notification:${id}`) as { read_at: unknown }).read_at, null)
+  await put(alice.token, '/api/notifications/type/genericNotification', { seen_at: new Date().toISOString() })
+  assert.deepEqual(ops(await aliceClient.next()), [`upsert notification:${id}`])
+  // carol's marks are carol's: alice's feed does not carry them
+  await put(carol.token, '/api/notifications', { read_at: new Date().toISOString() })
+  assert.deepEqual(ops(await aliceClient.next()), [])
+  assert.deepEqual(ops(await bobClient.next()), [])
+})
+
+test('notifications: a fan-out job, a confirmation marking them read, and a snapshot carry them', async () => {
+  const { tenant, admin, alice, bob } = await world()
+  const news = await channel(admin)
+  const { id: postId } = await post(admin, '/api/infoboard/posts', {
+    channel_id: news,
+    title: 'Read me',
+    body: '<p>x</p>',
+    requires_reading_confirmation: true,
+  })
+  const client = await phone(alice)
+  const created = await runFanOut(db, {
+    spec: {
+      tenantId: tenant.id,
+      type: 'infoboardPostCreated',
+      targetableType: 'infoboardPost',
+      targetableId: Number(postId),
+      sourceKey: `test:${String(postId)}`,
+      data: { title: 'New post', body: 'x', url: '/x' },
+      recipients: { userIds: [alice.id, bob.id] },
+    },
+  })
+  assert.equal(created, 2)
+  const [id] = await notificationIdsOf(alice, 'New post')
+  assert.deepEqual(ops(await client.next()), [`upsert notification:${id}`])
+
+  // (not through `client.next()`: the post's `my_state` changes too, which the feed does not re-send yet)
+  await ok(call(app, alice.token, { method: 'POST', url: `/api/infoboard/posts/${String(postId)}/confirmation` }))
+  const confirmed = (await syncRequest(app, alice.token, { cursor: client.cursor(), device: 'phone' })).json<FeedAnswer>()
+  assert.deepEqual(ops([confirmed]), [`upsert notification:${id}`])
+  const marked = confirmed.changes[0]!
+  assert.ok(marked.op === 'upsert' && marked.data.read_at !== null)
+  const snapshot = await snapshotState(app, alice.token)
+  assert.ok(snapshot.has(`notification:${id}`))
+})
+
+test('notifications: a reset, the retention job and the retention sweep remove them as deleted', async () => {
+  const { tenant, admin, alice, bob } = await world()
+  const client = await phone(alice)
+  const bobClient = await phone(bob)
+  await sendTo(admin, [alice], 'One')
+  await sendTo(admin, [alice], 'Two')
+  await sendTo(admin, [alice], 'Three')
+  const [one] = await notificationIdsOf(alice, 'One')
+  const [two] = await notificationIdsOf(alice, 'Two')
+  const [three] = await notificationIdsOf(alice, 'Three')
+  assert.equal((await client.next()).flatMap((a) => a.changes).length, 3)
+
+  // read long ago: the daily job (every tenant) and the tenant's sweep delete them
+  await db.updateTable('notifications').set({ read_at: new Date('2020-01-01') }).where('id', '=', one!).execute()
+  assert.ok((await purgeReadNotifications(db, 30)) >= 1)
+  assert.deepEqual(ops(await client.next()), [`remove notification:${one} deleted`])
+  await db.updateTable('notifications').set({ read_at: new Date('2020-01-01') }).where('id', '=', two!).execute()
+  await createRetentionService({ db, config: testConfig(), log: pino({ level: 'silent' }) }).sweepTenant(tenant.id)
+  assert.deepEqual(ops(await client.next()), [`remove notification:${two} deleted`])
+
+  await del(admin, '/api/administration/notifications/reset')
+  assert.deepEqual(ops(await client.next()), [`remove notification:${three} deleted`])
+  assert.deepEqual(ops(await bobClient.next()), [])
 })
