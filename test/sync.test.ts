@@ -75,7 +75,10 @@ test('a snapshot holds exactly what the user may see, each record as its own GET
 
   assert.equal(answers.length, 1)
   assert.equal(answers[0]!.has_more, false)
-  assert.deepEqual([...state.keys()].sort(), [`folder:${open}`, `infoboardPost:${postId}`].sort())
+  assert.deepEqual(
+    [...state.keys()].sort(),
+    [`folder:${open}`, `infoboardPost:${postId}`, `notificationPreferences:${alice.id}`].sort(),
+  )
   const own = await ok(call(app, alice.token, { method: 'GET', url: `/api/infoboard/posts/${postId}` }))
   assert.deepEqual(state.get(`infoboardPost:${postId}`), own)
   const folder = await ok(call(app, alice.token, { method: 'GET', url: `/api/folders/${open}` }))
@@ -218,7 +221,7 @@ test('a user moved into and out of a department sees its records appear and go (
   const postId = await postIn(admin, news)
   await grant(admin, ['department', team], ['folder', news])
   const client = await phone(alice)
-  assert.deepEqual([...client.held().keys()], [])
+  assert.deepEqual([...client.held().keys()], [`notificationPreferences:${alice.id}`])
 
   await put(admin, `/api/departments/${team}`, { user_ids: [alice.id] })
   assert.deepEqual(ops(await client.next()).sort(), [`upsert folder:${news}`, `upsert infoboardPost:${postId}`])
@@ -492,7 +495,9 @@ test('notifications: a fan-out job, a confirmation marking them read, and a snap
 
   // (not through `client.next()`: the post's `my_state` changes too, which the feed does not re-send yet)
   await ok(call(app, alice.token, { method: 'POST', url: `/api/infoboard/posts/${String(postId)}/confirmation` }))
-  const confirmed = (await syncRequest(app, alice.token, { cursor: client.cursor(), device: 'phone' })).json<FeedAnswer>()
+  const confirmed = (
+    await syncRequest(app, alice.token, { cursor: client.cursor(), device: 'phone' })
+  ).json<FeedAnswer>()
   assert.deepEqual(ops([confirmed]), [`upsert notification:${id}`])
   const marked = confirmed.changes[0]!
   assert.ok(marked.op === 'upsert' && marked.data.read_at !== null)
@@ -513,14 +518,53 @@ test('notifications: a reset, the retention job and the retention sweep remove t
   assert.equal((await client.next()).flatMap((a) => a.changes).length, 3)
 
   // read long ago: the daily job (every tenant) and the tenant's sweep delete them
-  await db.updateTable('notifications').set({ read_at: new Date('2020-01-01') }).where('id', '=', one!).execute()
+  await db
+    .updateTable('notifications')
+    .set({ read_at: new Date('2020-01-01') })
+    .where('id', '=', one!)
+    .execute()
   assert.ok((await purgeReadNotifications(db, 30)) >= 1)
   assert.deepEqual(ops(await client.next()), [`remove notification:${one} deleted`])
-  await db.updateTable('notifications').set({ read_at: new Date('2020-01-01') }).where('id', '=', two!).execute()
+  await db
+    .updateTable('notifications')
+    .set({ read_at: new Date('2020-01-01') })
+    .where('id', '=', two!)
+    .execute()
   await createRetentionService({ db, config: testConfig(), log: pino({ level: 'silent' }) }).sweepTenant(tenant.id)
   assert.deepEqual(ops(await client.next()), [`remove notification:${two} deleted`])
 
   await del(admin, '/api/administration/notifications/reset')
   assert.deepEqual(ops(await client.next()), [`remove notification:${three} deleted`])
+  assert.deepEqual(ops(await bobClient.next()), [])
+})
+
+// ---- the user's own notification preferences (entity `notificationPreferences`, id: the user's) ----
+
+test("notification preferences: the user's one record, as its GET returns it; a change reaches that user only", async () => {
+  const { alice, bob } = await world()
+  const aliceClient = await phone(alice)
+  const bobClient = await phone(bob)
+  const url = '/api/users/current/notification-preferences'
+  const own = await ok<{ preferences: { notification_setting_id: number }[] }>(
+    call(app, alice.token, { method: 'GET', url }),
+  )
+  assert.deepEqual(aliceClient.held().get(`notificationPreferences:${alice.id}`), own)
+  assert.deepEqual(
+    [...bobClient.held().keys()].filter((k) => k.startsWith('notificationPreferences:')),
+    [`notificationPreferences:${bob.id}`],
+  )
+
+  const settingId = own.preferences[0]!.notification_setting_id
+  await put(alice.token, url, {
+    email_digest: 'daily',
+    preferences: [{ notification_setting_id: settingId, push: false }],
+  })
+  assert.deepEqual(ops(await aliceClient.next()), [`upsert notificationPreferences:${alice.id}`])
+  const held = aliceClient.held().get(`notificationPreferences:${alice.id}`) as {
+    email_digest: string
+    preferences: { notification_setting_id: number; push: boolean }[]
+  }
+  assert.equal(held.email_digest, 'daily')
+  assert.equal(held.preferences.find((p) => p.notification_setting_id === settingId)?.push, false)
   assert.deepEqual(ops(await bobClient.next()), [])
 })

@@ -367,7 +367,9 @@ export function defineReading(decl: ReadingDeclaration, content: ContentResource
           do update set confirmed_at = coalesce(cr.confirmed_at, excluded.confirmed_at)
         returning seen_at, confirmed_at, (confirmed_at = ${at}::timestamptz) as created`.execute(trx)
       if (result.rows[0].created) {
-        const marked = await sql<{ id: string }>`update notifications set read_at = now() where tenant_id = ${actor.tenantId}
+        const marked = await sql<{
+          id: string
+        }>`update notifications set read_at = now() where tenant_id = ${actor.tenantId}
           and notifiable_type = 'user' and notifiable_id = ${actor.userId}
           and targetable_type = ${decl.alias} and targetable_id = ${id} and read_at is null returning id`.execute(trx)
         // the marks reach the user's offline clients (issue 43; the entity is the notifications module's)

@@ -19,6 +19,8 @@ export interface SyncSource {
   entity: string
   /** How its ids look on the wire. */
   idType: 'integer' | 'uuid'
+  /** The id of a record whose GET carries none (a user's own settings: the user's id); else its `id`. */
+  idOf?: (record: SyncRecord, actor: Actor) => string | number
   /** Raise when the shape of the data changes: cursors from before answer 410 sync_reset. */
   schemaVersion?: number
   /** Event types whose subject is a record of this entity, besides `<entity>.created|updated|deleted`. */
