@@ -568,3 +568,45 @@ test("notification preferences: the user's one record, as its GET returns it; a 
   assert.equal(held.preferences.find((p) => p.notification_setting_id === settingId)?.push, false)
   assert.deepEqual(ops(await bobClient.next()), [])
 })
+
+// ---- infoboard comments (entity `infoboardComment`): visible iff their post is ----
+
+test('infoboard comments follow their post: upsert on create, access_lost with the post, deleted with it; a plain post edit is no access change', async () => {
+  const { tenant, admin, alice, bob } = await world()
+  const news = await channel(admin)
+  const other = await channel(admin, 'Other')
+  const postId = await postIn(admin, news)
+  const aliceClient = await phone(alice)
+  const bobClient = await phone(bob)
+
+  const comment = await post(admin, `/api/infoboard/posts/${postId}/comments`, { body: 'First!' })
+  const commentKey = `infoboardComment:${String(comment.id)}`
+  assert.deepEqual(ops(await aliceClient.next()), [`upsert ${commentKey}`])
+  const listed = await ok<Record<string, unknown>[]>(
+    call(app, alice.token, { method: 'GET', url: `/api/infoboard/posts/${postId}/comments` }),
+  )
+  assert.deepEqual(aliceClient.held().get(commentKey), listed[0])
+  assert.deepEqual(ops(await bobClient.next()), [`upsert ${commentKey}`])
+
+  const before = await accessChangeCount(tenant.id)
+  await put(admin, `/api/infoboard/posts/${postId}`, { title: 'Edited' })
+  assert.equal(await accessChangeCount(tenant.id), before)
+  assert.deepEqual(ops(await aliceClient.next()), [`upsert infoboardPost:${postId}`])
+
+  // the other channel is bob's only: the post moved there takes the comment from alice, not from bob
+  await grant(admin, ['user', bob.id], ['folder', other])
+  await aliceClient.next()
+  await put(admin, `/api/infoboard/posts/${postId}`, { channel_id: other })
+  assert.deepEqual(ops(await aliceClient.next()).sort(), [
+    `remove ${commentKey} access_lost`,
+    `remove infoboardPost:${postId} access_lost`,
+  ])
+  assert.deepEqual(ops(await bobClient.next()).sort(), [`upsert infoboardPost:${postId}`])
+
+  await del(admin, `/api/infoboard/posts/${postId}`)
+  assert.deepEqual(ops(await bobClient.next()).sort(), [
+    `remove ${commentKey} deleted`,
+    `remove infoboardPost:${postId} deleted`,
+  ])
+  assert.deepEqual(ops(await aliceClient.next()), [])
+})

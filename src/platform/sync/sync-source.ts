@@ -31,6 +31,11 @@ export interface SyncSource {
    */
   containers?: string[]
   /**
+   * Which events of its containers may change who sees this entity's records, when not every update or
+   * delete does (a comment follows its post: the post moved, deleted, published or rescheduled).
+   */
+  containerEvents?: (event: RecordedEvent) => boolean
+  /**
    * Events of this entity that may change who sees OTHER records (a folder moved or deleted changes
    * its subtree's visibility): each is an access change for the tenant.
    */
