@@ -281,7 +281,10 @@ test('manual entries and file metadata follow their chapter and directory', asyn
   assert.ok(client.held().has(`manualEntry:${String(entry.id)}`))
 
   await grant(admin, ['user', bob.id], ['manualChapter', Number(chapter.id)])
-  assert.deepEqual(ops(await client.next()), [`remove manualEntry:${String(entry.id)} access_lost`])
+  assert.deepEqual(ops(await client.next()).sort(), [
+    `remove manualChapter:${String(chapter.id)} access_lost`,
+    `remove manualEntry:${String(entry.id)} access_lost`,
+  ])
   await del(admin, `/api/manuals/chapters/${String(chapter.id)}`)
   assert.deepEqual(ops(await client.next()), [])
 })
@@ -608,5 +611,35 @@ test('infoboard comments follow their post: upsert on create, access_lost with t
     `remove ${commentKey} deleted`,
     `remove infoboardPost:${postId} deleted`,
   ])
+  assert.deepEqual(ops(await aliceClient.next()), [])
+})
+
+// ---- manual chapters (entity `manualChapter`) ----
+
+test('manual chapters: upsert on create and rename as their GET returns them, access_lost by a grant to another user, deleted with their entries', async () => {
+  const { admin, alice, bob } = await world()
+  const aliceClient = await phone(alice)
+  const bobClient = await phone(bob)
+  const chapter = await post(admin, '/api/manuals/chapters', { title: 'Safety' })
+  const chapterKey = `manualChapter:${String(chapter.id)}`
+  assert.deepEqual(ops(await aliceClient.next()), [`upsert ${chapterKey}`])
+  const own = await ok(call(app, alice.token, { method: 'GET', url: `/api/manuals/chapters/${String(chapter.id)}` }))
+  assert.deepEqual(aliceClient.held().get(chapterKey), own)
+
+  await put(admin, `/api/manuals/chapters/${String(chapter.id)}`, { title: 'Safety first' })
+  assert.deepEqual(ops(await aliceClient.next()), [`upsert ${chapterKey}`])
+  const entry = await post(admin, `/api/manuals/chapters/${String(chapter.id)}/entries`, { title: 'Gloves', body: 'x' })
+  const entryKey = `manualEntry:${String(entry.id)}`
+  assert.deepEqual(ops(await aliceClient.next()), [`upsert ${entryKey}`])
+
+  await grant(admin, ['user', bob.id], ['manualChapter', Number(chapter.id)])
+  assert.deepEqual(ops(await aliceClient.next()).sort(), [
+    `remove ${chapterKey} access_lost`,
+    `remove ${entryKey} access_lost`,
+  ])
+  assert.deepEqual(ops(await bobClient.next()).sort(), [`upsert ${chapterKey}`, `upsert ${entryKey}`])
+
+  await del(admin, `/api/manuals/chapters/${String(chapter.id)}`)
+  assert.deepEqual(ops(await bobClient.next()).sort(), [`remove ${chapterKey} deleted`, `remove ${entryKey} deleted`])
   assert.deepEqual(ops(await aliceClient.next()), [])
 })
