@@ -1,8 +1,12 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
+import { sql } from 'kysely'
+import pino from 'pino'
 import { buildApp } from '../src/app.js'
 import { sealCursor } from '../src/modules/sync/sync-cursor.js'
 import { purgeTenantChanges } from '../src/modules/sync/sync.queries.js'
+import { purgeReadNotifications, runFanOut } from '../src/modules/notifications/notifications.jobs.js'
+import { createRetentionService } from '../src/modules/retention/retention.service.js'
 import { issueAccessToken } from '../src/platform/auth/tokens.js'
 import { buildTestApp, call, testConfig, testSecrets } from './helpers/build-test-app.js'
 import { fixture, multipart } from './fixtures/users/forms.js'
@@ -71,7 +75,10 @@ test('a snapshot holds exactly what the user may see, each record as its own GET
 
   assert.equal(answers.length, 1)
   assert.equal(answers[0]!.has_more, false)
-  assert.deepEqual([...state.keys()].sort(), [`folder:${open}`, `infoboardPost:${postId}`].sort())
+  assert.deepEqual(
+    [...state.keys()].sort(),
+    [`folder:${open}`, `infoboardPost:${postId}`, `notificationPreferences:${alice.id}`].sort(),
+  )
   const own = await ok(call(app, alice.token, { method: 'GET', url: `/api/infoboard/posts/${postId}` }))
   assert.deepEqual(state.get(`infoboardPost:${postId}`), own)
   const folder = await ok(call(app, alice.token, { method: 'GET', url: `/api/folders/${open}` }))
@@ -214,7 +221,7 @@ test('a user moved into and out of a department sees its records appear and go (
   const postId = await postIn(admin, news)
   await grant(admin, ['department', team], ['folder', news])
   const client = await phone(alice)
-  assert.deepEqual([...client.held().keys()], [])
+  assert.deepEqual([...client.held().keys()], [`notificationPreferences:${alice.id}`])
 
   await put(admin, `/api/departments/${team}`, { user_ids: [alice.id] })
   assert.deepEqual(ops(await client.next()).sort(), [`upsert folder:${news}`, `upsert infoboardPost:${postId}`])
@@ -274,7 +281,10 @@ test('manual entries and file metadata follow their chapter and directory', asyn
   assert.ok(client.held().has(`manualEntry:${String(entry.id)}`))
 
   await grant(admin, ['user', bob.id], ['manualChapter', Number(chapter.id)])
-  assert.deepEqual(ops(await client.next()), [`remove manualEntry:${String(entry.id)} access_lost`])
+  assert.deepEqual(ops(await client.next()).sort(), [
+    `remove manualChapter:${String(chapter.id)} access_lost`,
+    `remove manualEntry:${String(entry.id)} access_lost`,
+  ])
   await del(admin, `/api/manuals/chapters/${String(chapter.id)}`)
   assert.deepEqual(ops(await client.next()), [])
 })
@@ -409,4 +419,227 @@ test('the purge of old tombstones raises the horizon: a cursor from before it an
   const fresh = await phone(alice, 'tablet')
   const later = await postIn(admin, news)
   assert.deepEqual(ops(await fresh.next()), [`upsert infoboardPost:${later}`])
+})
+
+// ---- the user's own notifications (entity `notification`) ----
+
+/** Sends a notification through the API to listed users (the one-statement way); the ids of `user`'s records of it. */
+async function sendTo(admin: string, users: GivenUser[], title = 'Shift change') {
+  await ok(
+    call(app, admin, {
+      method: 'POST',
+      url: '/api/notifications',
+      payload: { title, body: '<p>x</p>', url: '/shifts', user_ids: users.map((u) => u.id) },
+    }),
+  )
+}
+const notificationIdsOf = async (user: GivenUser, title: string) =>
+  (
+    await db
+      .selectFrom('notifications')
+      .select('id')
+      .where('notifiable_id', '=', user.id)
+      .where(sql<boolean>`data->>'title' = ${title}`)
+      .execute()
+  ).map((row) => row.id)
+
+test('notifications: a send appears for its recipient only, as its own GET returns it; marks and a mark back come through', async () => {
+  const { tenant, admin, alice, bob } = await world()
+  const carol = await given.user(db, tenant)
+  const aliceClient = await phone(alice)
+  const bobClient = await phone(bob)
+
+  await sendTo(admin, [alice, carol])
+  const [id] = await notificationIdsOf(alice, 'Shift change')
+  const sent = await aliceClient.next()
+  assert.deepEqual(ops(sent), [`upsert notification:${id}`])
+  const own = await ok(call(app, alice.token, { method: 'GET', url: `/api/notifications/${id}` }))
+  assert.deepEqual(aliceClient.held().get(`notification:${id}`), own)
+  assert.deepEqual(ops(await bobClient.next()), [])
+
+  await put(alice.token, '/api/notifications', { read_at: new Date().toISOString() })
+  assert.deepEqual(ops(await aliceClient.next()), [`upsert notification:${id}`])
+  assert.notEqual((aliceClient.held().get(`notification:${id}`) as { read_at: unknown }).read_at, null)
+  await put(alice.token, `/api/notifications/${id}`, { read_at: null })
+  assert.deepEqual(ops(await aliceClient.next()), [`upsert notification:${id}`])
+  assert.equal((aliceClient.held().get(`notification:${id}`) as { read_at: unknown }).read_at, null)
+  await put(alice.token, '/api/notifications/type/genericNotification', { seen_at: new Date().toISOString() })
+  assert.deepEqual(ops(await aliceClient.next()), [`upsert notification:${id}`])
+  // carol's marks are carol's: alice's feed does not carry them
+  await put(carol.token, '/api/notifications', { read_at: new Date().toISOString() })
+  assert.deepEqual(ops(await aliceClient.next()), [])
+  assert.deepEqual(ops(await bobClient.next()), [])
+})
+
+test('notifications: a fan-out job, a confirmation marking them read, and a snapshot carry them', async () => {
+  const { tenant, admin, alice, bob } = await world()
+  const news = await channel(admin)
+  const { id: postId } = await post(admin, '/api/infoboard/posts', {
+    channel_id: news,
+    title: 'Read me',
+    body: '<p>x</p>',
+    requires_reading_confirmation: true,
+  })
+  const client = await phone(alice)
+  const created = await runFanOut(db, {
+    spec: {
+      tenantId: tenant.id,
+      type: 'infoboardPostCreated',
+      targetableType: 'infoboardPost',
+      targetableId: Number(postId),
+      sourceKey: `test:${String(postId)}`,
+      data: { title: 'New post', body: 'x', url: '/x' },
+      recipients: { userIds: [alice.id, bob.id] },
+    },
+  })
+  assert.equal(created, 2)
+  const [id] = await notificationIdsOf(alice, 'New post')
+  assert.deepEqual(ops(await client.next()), [`upsert notification:${id}`])
+
+  // (not through `client.next()`: the post's `my_state` changes too, which the feed does not re-send yet)
+  await ok(call(app, alice.token, { method: 'POST', url: `/api/infoboard/posts/${String(postId)}/confirmation` }))
+  const confirmed = (
+    await syncRequest(app, alice.token, { cursor: client.cursor(), device: 'phone' })
+  ).json<FeedAnswer>()
+  assert.deepEqual(ops([confirmed]), [`upsert notification:${id}`])
+  const marked = confirmed.changes[0]!
+  assert.ok(marked.op === 'upsert' && marked.data.read_at !== null)
+  const snapshot = await snapshotState(app, alice.token)
+  assert.ok(snapshot.has(`notification:${id}`))
+})
+
+test('notifications: a reset, the retention job and the retention sweep remove them as deleted', async () => {
+  const { tenant, admin, alice, bob } = await world()
+  const client = await phone(alice)
+  const bobClient = await phone(bob)
+  await sendTo(admin, [alice], 'One')
+  await sendTo(admin, [alice], 'Two')
+  await sendTo(admin, [alice], 'Three')
+  const [one] = await notificationIdsOf(alice, 'One')
+  const [two] = await notificationIdsOf(alice, 'Two')
+  const [three] = await notificationIdsOf(alice, 'Three')
+  assert.equal((await client.next()).flatMap((a) => a.changes).length, 3)
+
+  // read long ago: the daily job (every tenant) and the tenant's sweep delete them
+  await db
+    .updateTable('notifications')
+    .set({ read_at: new Date('2020-01-01') })
+    .where('id', '=', one!)
+    .execute()
+  assert.ok((await purgeReadNotifications(db, 30)) >= 1)
+  assert.deepEqual(ops(await client.next()), [`remove notification:${one} deleted`])
+  await db
+    .updateTable('notifications')
+    .set({ read_at: new Date('2020-01-01') })
+    .where('id', '=', two!)
+    .execute()
+  await createRetentionService({ db, config: testConfig(), log: pino({ level: 'silent' }) }).sweepTenant(tenant.id)
+  assert.deepEqual(ops(await client.next()), [`remove notification:${two} deleted`])
+
+  await del(admin, '/api/administration/notifications/reset')
+  assert.deepEqual(ops(await client.next()), [`remove notification:${three} deleted`])
+  assert.deepEqual(ops(await bobClient.next()), [])
+})
+
+// ---- the user's own notification preferences (entity `notificationPreferences`, id: the user's) ----
+
+test("notification preferences: the user's one record, as its GET returns it; a change reaches that user only", async () => {
+  const { alice, bob } = await world()
+  const aliceClient = await phone(alice)
+  const bobClient = await phone(bob)
+  const url = '/api/users/current/notification-preferences'
+  const own = await ok<{ preferences: { notification_setting_id: number }[] }>(
+    call(app, alice.token, { method: 'GET', url }),
+  )
+  assert.deepEqual(aliceClient.held().get(`notificationPreferences:${alice.id}`), own)
+  assert.deepEqual(
+    [...bobClient.held().keys()].filter((k) => k.startsWith('notificationPreferences:')),
+    [`notificationPreferences:${bob.id}`],
+  )
+
+  const settingId = own.preferences[0]!.notification_setting_id
+  await put(alice.token, url, {
+    email_digest: 'daily',
+    preferences: [{ notification_setting_id: settingId, push: false }],
+  })
+  assert.deepEqual(ops(await aliceClient.next()), [`upsert notificationPreferences:${alice.id}`])
+  const held = aliceClient.held().get(`notificationPreferences:${alice.id}`) as {
+    email_digest: string
+    preferences: { notification_setting_id: number; push: boolean }[]
+  }
+  assert.equal(held.email_digest, 'daily')
+  assert.equal(held.preferences.find((p) => p.notification_setting_id === settingId)?.push, false)
+  assert.deepEqual(ops(await bobClient.next()), [])
+})
+
+// ---- infoboard comments (entity `infoboardComment`): visible iff their post is ----
+
+test('infoboard comments follow their post: upsert on create, access_lost with the post, deleted with it; a plain post edit is no access change', async () => {
+  const { tenant, admin, alice, bob } = await world()
+  const news = await channel(admin)
+  const other = await channel(admin, 'Other')
+  const postId = await postIn(admin, news)
+  const aliceClient = await phone(alice)
+  const bobClient = await phone(bob)
+
+  const comment = await post(admin, `/api/infoboard/posts/${postId}/comments`, { body: 'First!' })
+  const commentKey = `infoboardComment:${String(comment.id)}`
+  assert.deepEqual(ops(await aliceClient.next()), [`upsert ${commentKey}`])
+  const listed = await ok<Record<string, unknown>[]>(
+    call(app, alice.token, { method: 'GET', url: `/api/infoboard/posts/${postId}/comments` }),
+  )
+  assert.deepEqual(aliceClient.held().get(commentKey), listed[0])
+  assert.deepEqual(ops(await bobClient.next()), [`upsert ${commentKey}`])
+
+  const before = await accessChangeCount(tenant.id)
+  await put(admin, `/api/infoboard/posts/${postId}`, { title: 'Edited' })
+  assert.equal(await accessChangeCount(tenant.id), before)
+  assert.deepEqual(ops(await aliceClient.next()), [`upsert infoboardPost:${postId}`])
+
+  // the other channel is bob's only: the post moved there takes the comment from alice, not from bob
+  await grant(admin, ['user', bob.id], ['folder', other])
+  await aliceClient.next()
+  await put(admin, `/api/infoboard/posts/${postId}`, { channel_id: other })
+  assert.deepEqual(ops(await aliceClient.next()).sort(), [
+    `remove ${commentKey} access_lost`,
+    `remove infoboardPost:${postId} access_lost`,
+  ])
+  assert.deepEqual(ops(await bobClient.next()).sort(), [`upsert infoboardPost:${postId}`])
+
+  await del(admin, `/api/infoboard/posts/${postId}`)
+  assert.deepEqual(ops(await bobClient.next()).sort(), [
+    `remove ${commentKey} deleted`,
+    `remove infoboardPost:${postId} deleted`,
+  ])
+  assert.deepEqual(ops(await aliceClient.next()), [])
+})
+
+// ---- manual chapters (entity `manualChapter`) ----
+
+test('manual chapters: upsert on create and rename as their GET returns them, access_lost by a grant to another user, deleted with their entries', async () => {
+  const { admin, alice, bob } = await world()
+  const aliceClient = await phone(alice)
+  const bobClient = await phone(bob)
+  const chapter = await post(admin, '/api/manuals/chapters', { title: 'Safety' })
+  const chapterKey = `manualChapter:${String(chapter.id)}`
+  assert.deepEqual(ops(await aliceClient.next()), [`upsert ${chapterKey}`])
+  const own = await ok(call(app, alice.token, { method: 'GET', url: `/api/manuals/chapters/${String(chapter.id)}` }))
+  assert.deepEqual(aliceClient.held().get(chapterKey), own)
+
+  await put(admin, `/api/manuals/chapters/${String(chapter.id)}`, { title: 'Safety first' })
+  assert.deepEqual(ops(await aliceClient.next()), [`upsert ${chapterKey}`])
+  const entry = await post(admin, `/api/manuals/chapters/${String(chapter.id)}/entries`, { title: 'Gloves', body: 'x' })
+  const entryKey = `manualEntry:${String(entry.id)}`
+  assert.deepEqual(ops(await aliceClient.next()), [`upsert ${entryKey}`])
+
+  await grant(admin, ['user', bob.id], ['manualChapter', Number(chapter.id)])
+  assert.deepEqual(ops(await aliceClient.next()).sort(), [
+    `remove ${chapterKey} access_lost`,
+    `remove ${entryKey} access_lost`,
+  ])
+  assert.deepEqual(ops(await bobClient.next()).sort(), [`upsert ${chapterKey}`, `upsert ${entryKey}`])
+
+  await del(admin, `/api/manuals/chapters/${String(chapter.id)}`)
+  assert.deepEqual(ops(await bobClient.next()).sort(), [`remove ${chapterKey} deleted`, `remove ${entryKey} deleted`])
+  assert.deepEqual(ops(await aliceClient.next()), [])
 })

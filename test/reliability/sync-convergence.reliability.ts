@@ -1,7 +1,8 @@
 /**
  * Convergence of the offline feed (issue 43, docs/sync.md), a randomized model-based test: random
  * sequences of writes and access changes by an administrator — posts, manual entries and files
- * created, edited, deleted; directories created; channels created, renamed, moved; view grants to users, a role and a department
+ * created, edited, deleted; posts moved to another channel; comments and chapters created;
+ * notifications sent to a user, and marked read by that user; directories created; channels created, renamed, moved; view grants to users, a role and a department
  * added and removed; the role's permissions, the department's members and users' roles changed;
  * users deactivated and reactivated — interleaved with syncs of several clients (users × devices)
  * from their latest cursor, an older one they kept, or none. After every sync the state the client
@@ -61,6 +62,11 @@ const step = fc.oneof(
     weight: 1,
     arbitrary: fc.record({ do: fc.constant('moveChannel' as const), channel: small, parent: fc.option(small) }),
   },
+  { weight: 1, arbitrary: fc.record({ do: fc.constant('movePost' as const), post: small, channel: small }) },
+  { weight: 2, arbitrary: fc.record({ do: fc.constant('createComment' as const), post: small }) },
+  { weight: 1, arbitrary: fc.record({ do: fc.constant('createChapter' as const) }) },
+  { weight: 2, arbitrary: fc.record({ do: fc.constant('notify' as const), user: userIndex }) },
+  { weight: 1, arbitrary: fc.record({ do: fc.constant('markRead' as const), user: userIndex }) },
   { weight: 1, arbitrary: fc.record({ do: fc.constant('createEntry' as const), chapter: small }) },
   { weight: 1, arbitrary: fc.record({ do: fc.constant('deleteEntry' as const), entry: small }) },
   { weight: 1, arbitrary: fc.record({ do: fc.constant('createDirectory' as const), parent: fc.option(small) }) },
@@ -194,6 +200,34 @@ async function runSequence(sequence: Step[]): Promise<void> {
       case 'deletePost': {
         const post = pick(posts, s.post)
         if (post) await write('DELETE', `/api/infoboard/posts/${post}`)
+        break
+      }
+      case 'movePost': {
+        const post = pick(posts, s.post)
+        if (post) await write('PUT', `/api/infoboard/posts/${post}`, { channel_id: pick(channels, s.channel)! })
+        break
+      }
+      case 'createComment': {
+        const post = pick(posts, s.post)
+        if (post) await write('POST', `/api/infoboard/posts/${post}/comments`, { body: 'c' })
+        break
+      }
+      case 'createChapter': {
+        const created = await write('POST', '/api/manuals/chapters', { title: 'm' })
+        if (created) chapters.push(created.id)
+        break
+      }
+      case 'notify':
+        await write('POST', '/api/notifications', { title: 'n', body: 'x', url: '/x', user_ids: [users[s.user]!.id] })
+        break
+      case 'markRead': {
+        if (!active[s.user]) break
+        const res = await call(app, users[s.user]!.token, {
+          method: 'PUT',
+          url: '/api/notifications',
+          payload: { read_at: new Date().toISOString() },
+        })
+        assert.ok(res.statusCode < 500, res.body)
         break
       }
       case 'createChannel': {

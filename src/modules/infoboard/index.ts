@@ -103,7 +103,18 @@ export const infoboardModule: AppModule = {
     [CONTENT_REMINDER_RECIPIENTS]: reminderRecipientsSql,
   },
   contentReadings: { infoboardPost: infoboardReading },
-  syncSources: [contentSyncSource(infoboardPosts, { events: ['infoboard.post.published'] })],
+  syncSources: [
+    contentSyncSource(infoboardPosts, { events: ['infoboard.post.published'] }),
+    // a comment is visible iff its post is: the post's move, deletion (comments cascade), publication or
+    // rescheduling changes who sees its comments; a plain edit does not
+    contentSyncSource(infoboardComments, {
+      containers: ['infoboardPost'],
+      containerEvents: (event) =>
+        event.type === 'infoboardPost.deleted' ||
+        event.type === 'infoboard.post.published' ||
+        (event.type === 'infoboardPost.updated' && ['channel_id', 'published_at'].some((f) => f in (event.data ?? {}))),
+    }),
+  ],
 
   jobs: ({ db }) => publishJobHandlers(db),
 }

@@ -67,6 +67,7 @@ export const manualsModule: AppModule = {
   },
   contentReadings: { manualEntry: manualReading },
   syncSources: [
+    contentSyncSource(manualChapters),
     contentSyncSource(manualEntries, { events: ['manuals.entry.published'], containers: ['manualChapter'] }),
   ],
 

@@ -10,6 +10,8 @@ import { createNotificationStreams } from './stream/stream.js'
 import { GENERIC_NOTIFICATION, NOTIFICATION_CRON, notificationJobs } from './notifications.jobs.js'
 export { runFanOut } from './notifications.jobs.js'
 import { selectGenericNotifications } from './notifications.queries.js'
+import { notificationSyncSource } from './notifications.sync.js'
+import { preferencesSyncSource } from './preferences/preferences.sync.js'
 
 export { insertDefaultNotificationSettings, notificationSettingExists } from './preferences/settings.queries.js'
 /** For content modules: queue notifications in the transaction of the change, or fan out directly. */
@@ -46,6 +48,7 @@ export const notificationsModule: AppModule = {
   jobs: notificationJobs,
   secretHolders: [vapidKeySecrets],
   cron: NOTIFICATION_CRON,
+  syncSources: [notificationSyncSource, preferencesSyncSource],
   notificationTargetables: {
     [GENERIC_NOTIFICATION]: async (ctx, ids) => {
       const rows = await selectGenericNotifications(ctx.db, ctx.tenantId, ids)

@@ -2,6 +2,7 @@ import type { AppDeps } from '../../platform/app-module.js'
 import type { Db } from '../../platform/db/schema.js'
 import { jobOf, type JobHandlers } from '../../platform/jobs/jobs.js'
 import * as queries from './notifications.queries.js'
+import { recordSyncWrites } from '../../platform/sync/change-log.js'
 import { deliverNotifications, pushMessageOf, type DeliveryDeps } from './delivery/delivery.js'
 import { sendDueDigests } from './delivery/digest.js'
 import {
@@ -51,7 +52,14 @@ export async function purgeReadNotifications(
   const cutOff = new Date(now.getTime() - retentionDays * 24 * 60 * 60 * 1000)
   let deleted = 0
   for (;;) {
-    const batch = await queries.deleteReadNotificationsBatch(db, cutOff, RETENTION_BATCH_SIZE)
+    // with an access change for each tenant concerned (one statement each, tenants in order): offline
+    // clients' views are recomputed and the records gone removed (issue 43)
+    const batch = await db.transaction().execute(async (trx) => {
+      const tenants = await queries.deleteReadNotificationsBatch(trx, cutOff, RETENTION_BATCH_SIZE)
+      for (const tenantId of [...new Set(tenants)].sort((a, b) => a - b))
+        await recordSyncWrites(trx, tenantId, { access: [{ scope: 'tenant' }] })
+      return tenants.length
+    })
     deleted += batch
     if (batch < RETENTION_BATCH_SIZE) return deleted
   }

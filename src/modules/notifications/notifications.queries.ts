@@ -52,7 +52,7 @@ function changeSet({ seenAt, readAt }: SeenReadChange): UpdateObject<Database, '
 }
 
 /**
- * Updates the user's UNREAD records that `matching` (a filtered select of `n.id`) returns; the number
+ * Updates the user's UNREAD records that `matching` (a filtered select of `n.id`) returns; the records
  * changed. The subquery carries the same filters as the list, so a filter means the same everywhere.
  */
 export async function markUnreadNotifications(
@@ -61,16 +61,16 @@ export async function markUnreadNotifications(
   userId: number,
   change: SeenReadChange,
   matching: NotificationQuery,
-): Promise<number> {
-  const result = await db
+): Promise<{ id: string; notifiable_id: number }[]> {
+  return db
     .updateTable('notifications')
     .set(changeSet(change))
     .where('tenant_id', '=', tenantId)
     .where('notifiable_id', '=', userId)
     .where('read_at', 'is', null)
     .where('id', 'in', matching.where('n.read_at', 'is', null).select('n.id'))
-    .executeTakeFirst()
-  return Number(result.numUpdatedRows)
+    .returning(['id', 'notifiable_id'])
+    .execute()
 }
 
 export async function markNotification(
@@ -79,19 +79,18 @@ export async function markNotification(
   userId: number,
   id: string,
   change: SeenReadChange,
-): Promise<boolean> {
-  const row = await db
+): Promise<{ id: string; notifiable_id: number } | undefined> {
+  return db
     .updateTable('notifications')
     .set(changeSet(change))
     .where('tenant_id', '=', tenantId)
     .where('notifiable_id', '=', userId)
     .where('id', '=', id)
-    .returning('id')
+    .returning(['id', 'notifiable_id'])
     .executeTakeFirst()
-  return row !== undefined
 }
 
-/** Deletes up to `batchSize` notifications of a tenant; the number deleted (0 = done). */
+/** Deletes up to `batchSize` notifications of a tenant; the number deleted (0 = done). Run it in a transaction with its access change. */
 export async function deleteTenantNotificationsBatch(db: Db, tenantId: number, batchSize: number): Promise<number> {
   const result = await sql`
     delete from notifications where tenant_id = ${tenantId} and id in (
@@ -100,13 +99,13 @@ export async function deleteTenantNotificationsBatch(db: Db, tenantId: number, b
   return Number(result.numAffectedRows ?? 0)
 }
 
-/** Deletes up to `batchSize` read notifications (all tenants) read before the cut-off. */
-export async function deleteReadNotificationsBatch(db: Db, readBefore: Date, batchSize: number): Promise<number> {
-  const result = await sql`
+/** Deletes up to `batchSize` read notifications (all tenants) read before the cut-off; the tenant of each one deleted. */
+export async function deleteReadNotificationsBatch(db: Db, readBefore: Date, batchSize: number): Promise<number[]> {
+  const { rows } = await sql<{ tenant_id: number }>`
     delete from notifications where (tenant_id, id) in (
       select tenant_id, id from notifications where read_at is not null and read_at < ${readBefore} limit ${batchSize}
-    )`.execute(db)
-  return Number(result.numAffectedRows ?? 0)
+    ) returning tenant_id`.execute(db)
+  return rows.map((row) => Number(row.tenant_id))
 }
 
 export const selectNotificationSettings = (db: Db, tenantId: number) =>

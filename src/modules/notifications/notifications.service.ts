@@ -9,6 +9,9 @@ import { parseFilterOnly, type ParsedQuery, type RawListQuery } from '../../plat
 import type { QueryContext } from '../../platform/query/resource.js'
 import { listResource, showResource } from '../../platform/query/run-query.js'
 import { publish } from '../../platform/realtime/pg-pubsub.js'
+import type { Db } from '../../platform/db/schema.js'
+import { recordSyncWrites } from '../../platform/sync/change-log.js'
+import { notificationChanges } from './notifications.feed.js'
 import * as queries from './notifications.queries.js'
 import { NOTIFICATIONS_CHANNEL, type NotificationsChannelMessage } from './sending/fan-out.js'
 import { notificationResource, notificationSettingResource } from './notifications.resource.js'
@@ -20,13 +23,14 @@ export type NotificationsService = ReturnType<typeof createNotificationsService>
 /** Records deleted per statement by the reset: short locks even for a tenant with millions. */
 const RESET_BATCH_SIZE = 5000
 
-export function createNotificationsService({ db, config }: Pick<AppDeps, 'db' | 'config'>) {
+/** `config` only gives links to relations; the change feed reads lists without it (notifications.sync.ts). */
+export function createNotificationsService({ db, config }: Pick<AppDeps, 'db'> & Partial<Pick<AppDeps, 'config'>>) {
   const ctx = (actor: Actor): QueryContext => ({
     db,
     tenantId: actor.tenantId,
     actor,
-    baseUrl: config.baseUrl,
-    appUrl: config.appUrl,
+    baseUrl: config?.baseUrl,
+    appUrl: config?.appUrl,
   })
   const own = (actor: Actor) => queries.selectOwnNotifications(db, actor.tenantId, actor.userId)
   const ownOfTarget = (actor: Actor, target: TargetParams) => {
@@ -38,6 +42,14 @@ export function createNotificationsService({ db, config }: Pick<AppDeps, 'db' | 
     const message: NotificationsChannelMessage = { tenantId: actor.tenantId, userIds: [actor.userId] }
     return publish(db, NOTIFICATIONS_CHANNEL, message)
   }
+
+  /** A mark and its change records for offline clients (issue 43), in one transaction; the records changed. */
+  const marked = (actor: Actor, write: (trx: Db) => Promise<{ id: string; notifiable_id: number }[]>) =>
+    db.transaction().execute(async (trx) => {
+      const rows = await write(trx)
+      await recordSyncWrites(trx, actor.tenantId, { changes: notificationChanges(rows) })
+      return rows.length
+    })
 
   const ownOf = ({ tenantId, userId }: { tenantId: number; userId: number }) =>
     queries.selectOwnNotifications(db, tenantId, userId)
@@ -82,7 +94,9 @@ export function createNotificationsService({ db, config }: Pick<AppDeps, 'db' | 
     const change = parseSeenRead(body)
     const parsed = parseFilterOnly(notificationResource, body.filter, ctx(actor))
     const matching = applyFilters(own(actor), notificationResource, parsed, ctx(actor))
-    const changed = await queries.markUnreadNotifications(db, actor.tenantId, actor.userId, change, matching)
+    const changed = await marked(actor, (trx) =>
+      queries.markUnreadNotifications(trx, actor.tenantId, actor.userId, change, matching),
+    )
     if (changed > 0) await announceCount(actor)
     return changed
   }
@@ -94,12 +108,8 @@ export function createNotificationsService({ db, config }: Pick<AppDeps, 'db' | 
     body: { seen_at?: string; read_at?: string },
   ) {
     const change = parseSeenRead(body)
-    const changed = await queries.markUnreadNotifications(
-      db,
-      actor.tenantId,
-      actor.userId,
-      change,
-      ownOfTarget(actor, target),
+    const changed = await marked(actor, (trx) =>
+      queries.markUnreadNotifications(trx, actor.tenantId, actor.userId, change, ownOfTarget(actor, target)),
     )
     if (changed > 0) await announceCount(actor)
     return changed
@@ -108,7 +118,10 @@ export function createNotificationsService({ db, config }: Pick<AppDeps, 'db' | 
   /** Sets seen_at/read_at of one own notification; null marks it unseen/unread again. */
   async function markNotification(actor: Actor, id: string, body: MarkNotificationBody) {
     const change = parseSeenRead(body)
-    const updated = await queries.markNotification(db, actor.tenantId, actor.userId, id, change)
+    const updated = await marked(actor, async (trx) => {
+      const row = await queries.markNotification(trx, actor.tenantId, actor.userId, id, change)
+      return row ? [row] : []
+    })
     if (!updated) throw notFound('Notification')
     await announceCount(actor)
     return getNotification(actor, id)
@@ -118,8 +131,14 @@ export function createNotificationsService({ db, config }: Pick<AppDeps, 'db' | 
   async function resetNotifications(actor: Actor) {
     requirePermission(actor, 'notifications.reset')
     let deleted = 0
-    for (let batch; (batch = await queries.deleteTenantNotificationsBatch(db, actor.tenantId, RESET_BATCH_SIZE)) > 0;)
-      deleted += batch
+    // each batch with an access change for everyone: offline clients' views are recomputed, the records gone removed
+    const deleteBatch = () =>
+      db.transaction().execute(async (trx) => {
+        const batch = await queries.deleteTenantNotificationsBatch(trx, actor.tenantId, RESET_BATCH_SIZE)
+        if (batch > 0) await recordSyncWrites(trx, actor.tenantId, { access: [{ scope: 'tenant' }] })
+        return batch
+      })
+    for (let batch; (batch = await deleteBatch()) > 0;) deleted += batch
     // the reset runs in short batches (no one transaction to join): recorded once it is complete
     await recordDomainEvent(db, {
       type: 'notifications.cleared',

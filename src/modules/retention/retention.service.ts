@@ -9,6 +9,7 @@ import type { Config } from '../../config.js'
 import { createUserServices } from '../users/index.js'
 import type { Db } from '../../platform/db/schema.js'
 import { FieldErrorCollector } from '../../platform/http/errors.js'
+import { recordSyncWrites } from '../../platform/sync/change-log.js'
 
 /**
  * One data class of the retention settings: the rows of `table` (key `key`) for which `older(cutOff)`
@@ -33,6 +34,11 @@ interface SweptPart {
    * reads them from the index instead of scanning the tenant's heap past younger rows on every batch.
    */
   oldestFirst?: string
+  /**
+   * Rows offline clients hold (issue 43): each batch records an access change for the tenant in its
+   * transaction, so the clients' views are recomputed and the rows gone removed.
+   */
+  synced?: boolean
 }
 
 /** Every class a tenant sets a period for, with its documented default (docs/data-protection.md). */
@@ -47,6 +53,7 @@ export const DATA_CLASSES = {
         key: 'id',
         older: (c) => sql`read_at is not null and read_at < ${c}`,
         oldestFirst: 'read_at',
+        synced: true,
       },
     ],
   },
@@ -59,6 +66,7 @@ export const DATA_CLASSES = {
         key: 'id',
         older: (c) => sql`read_at is null and created_at < ${c}`,
         oldestFirst: 'created_at',
+        synced: true,
       },
     ],
   },
@@ -268,7 +276,14 @@ export function createRetentionService(deps: AppDeps) {
         }
         for (;;) {
           const started = performance.now()
-          const result = await batchDeleteSql(part, tenantId, cutOff).execute(db)
+          const result = part.synced
+            ? await db.transaction().execute(async (trx) => {
+                const deleted = await batchDeleteSql(part, tenantId, cutOff).execute(trx)
+                if (Number(deleted.numAffectedRows ?? 0) > 0)
+                  await recordSyncWrites(trx, tenantId, { access: [{ scope: 'tenant' }] })
+                return deleted
+              })
+            : await batchDeleteSql(part, tenantId, cutOff).execute(db)
           const n = Number(result.numAffectedRows ?? 0)
           // each batch is its own statement and transaction: its time is the longest any row lock is held
           onBatch?.(n, performance.now() - started)

@@ -1,6 +1,7 @@
 import { sql } from 'kysely'
 import type { DomainEventSubscriber } from '../../platform/events/domain-events.js'
 import { type AccessScope, recordSyncWrites, type SyncChange } from '../../platform/sync/change-log.js'
+import type { SyncSource } from '../../platform/sync/sync-source.js'
 import { syncSources } from './sync-sources.js'
 
 /** User events that may change what the user sees (role, activity, restore): the user's view is recomputed. */
@@ -32,7 +33,7 @@ export const syncEventSubscriber: DomainEventSubscriber = {
   probe: (_tenantId, type) => sql<boolean>`(${type} = any(${watchedTypes()}::text[]))`,
   async handle(db, events) {
     const sources = syncSources()
-    const containers = new Set([...sources.values()].flatMap((source) => source.containers ?? []))
+    const inheriting = [...sources.values()].filter((source) => source.containers?.length)
     const changes: SyncChange[] = []
     const access: AccessScope[] = []
     for (const event of events) {
@@ -43,8 +44,10 @@ export const syncEventSubscriber: DomainEventSubscriber = {
         changes.push({ entity: source.entity, id: event.subjectId, deleted: event.type === `${source.entity}.deleted` })
         if (source.accessEvents?.(event)) access.push({ scope: 'tenant' })
       }
-      if (containers.has(event.subjectType) && (kind === 'updated' || kind === 'deleted'))
-        access.push({ scope: 'tenant' })
+      const containerChanged = (inherits: SyncSource) =>
+        inherits.containers!.includes(event.subjectType) &&
+        (inherits.containerEvents ? inherits.containerEvents(event) : kind === 'updated' || kind === 'deleted')
+      if (inheriting.some(containerChanged)) access.push({ scope: 'tenant' })
       if (USER_EVENTS.includes(event.type)) access.push({ scope: 'user', id: Number(event.subjectId) })
     }
     await recordSyncWrites(db, events[0]!.tenantId, { changes, access: dedupeScopes(access) })

@@ -23,6 +23,7 @@ const DEFAULT_DEVICE = 'default'
 export type SyncService = ReturnType<typeof createSyncService>
 
 const wireId = (source: SyncSource, id: string): number | string => (source.idType === 'integer' ? Number(id) : id)
+const idOf = (source: SyncSource, actor: Actor, row: SyncRecord): string => String(source.idOf?.(row, actor) ?? row.id)
 const batches = <T>(items: T[], size: number): T[][] =>
   Array.from({ length: Math.ceil(items.length / size) }, (_, i) => items.slice(i * size, (i + 1) * size))
 
@@ -35,7 +36,7 @@ export function createSyncService({ db, config, pubsub }: Pick<AppDeps, 'db' | '
 
   /** The upserts of records read for the actor, with their versions. */
   async function upserts(trx: Db, actor: Actor, source: SyncSource, rows: SyncRecord[]): Promise<SyncChange[]> {
-    const ids = rows.map((row) => String(row.id))
+    const ids = rows.map((row) => idOf(source, actor, row))
     const versions = await queries.selectVersions(trx, actor.tenantId, source.entity, ids)
     return rows.map((row, i) => ({
       op: 'upsert' as const,
@@ -71,7 +72,7 @@ export function createSyncService({ db, config, pubsub }: Pick<AppDeps, 'db' | '
           }
           yield chunk
           if (rows.length < READ_BATCH) break
-          after = String(rows.at(-1)!.id)
+          after = idOf(source, actor, rows.at(-1)!)
         }
         items[source.entity] = held
       }

@@ -9,6 +9,7 @@ import { AppError, forbidden, invalidField, notFound } from '../http/errors.js'
 import { Nullable, TimestampSchema } from '../http/schemas.js'
 import { enqueue, jobOf, type JobHandlers } from '../jobs/jobs.js'
 import { defineResource, type CustomFilter, type QueryContext, type RelationDef } from '../query/resource.js'
+import { recordSyncWrites } from '../sync/change-log.js'
 import type { Principal } from './content-access.js'
 import { type ContentChange, type ContentResource, type ContentRow, contentRow } from './content-resource.js'
 
@@ -354,7 +355,8 @@ export function defineReading(decl: ReadingDeclaration, content: ContentResource
     // confirmed before: nothing to write (a confirmation is never taken back), one read answers the repeat
     if (before.confirmed_at !== null) return { created: false, state: before }
     // the confirmation, and the first time also the user's notifications of the record marked read, in
-    // one transaction of two statements Citus routes whole (a write inside a CTE is not); the time is a
+    // one transaction of two statements Citus routes whole (a write inside a CTE is not), with the marks'
+    // change records for offline clients; the time is a
     // value, not now(): Citus refuses a non-immutable function in RETURNING and in ON CONFLICT's SET
     const at = new Date().toISOString()
     const write = async (trx: Db) => {
@@ -364,10 +366,17 @@ export function defineReading(decl: ReadingDeclaration, content: ContentResource
         on conflict (tenant_id, target_type, target_id, user_id)
           do update set confirmed_at = coalesce(cr.confirmed_at, excluded.confirmed_at)
         returning seen_at, confirmed_at, (confirmed_at = ${at}::timestamptz) as created`.execute(trx)
-      if (result.rows[0].created)
-        await sql`update notifications set read_at = now() where tenant_id = ${actor.tenantId}
+      if (result.rows[0].created) {
+        const marked = await sql<{
+          id: string
+        }>`update notifications set read_at = now() where tenant_id = ${actor.tenantId}
           and notifiable_type = 'user' and notifiable_id = ${actor.userId}
-          and targetable_type = ${decl.alias} and targetable_id = ${id} and read_at is null`.execute(trx)
+          and targetable_type = ${decl.alias} and targetable_id = ${id} and read_at is null returning id`.execute(trx)
+        // the marks reach the user's offline clients (issue 43; the entity is the notifications module's)
+        await recordSyncWrites(trx, actor.tenantId, {
+          changes: marked.rows.map((row) => ({ entity: 'notification', id: row.id, userId: actor.userId })),
+        })
+      }
       return result
     }
     const { rows } = db.isTransaction ? await write(db) : await db.transaction().execute(write)

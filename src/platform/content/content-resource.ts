@@ -98,6 +98,8 @@ export interface ContentResource {
   columns: string[]
   /** Response schemas of the declaration's relations (`outputs`). */
   outputs: Record<string, TSchema>
+  /** The folder the records live in: their own, else their parent's (a comment's post's channel). */
+  folderOfRecords?: ContentFolder
   visibleTo(p: Principal, alias: string): RawBuilder<boolean>
   canView(db: Db, actor: Actor, id: number): Promise<boolean>
   exists(db: Db, tenantId: number, id: number): Promise<boolean>
@@ -228,7 +230,9 @@ export function defineContent(decl: ContentDeclaration): ContentResource {
         and not ${p.grant('view', decl.alias, sql.ref(`${above}.id`))})`
   }
 
-  const principal = (actor: Actor) => actorPrincipal(actor, decl.folder?.visibleSql ?? (() => sql<boolean>`true`))
+  // a nested record's principal checks its parent's folder with the folder rule too (not `true`)
+  const folderOfRecords = decl.folder ?? decl.parent?.resource.folderOfRecords
+  const principal = (actor: Actor) => actorPrincipal(actor, folderOfRecords?.visibleSql ?? (() => sql<boolean>`true`))
   const ctx = (db: Db, actor: Actor) => ({ db, tenantId: actor.tenantId, actor })
 
   /** Records of the tenant visible to the actor, as a query builder under alias `c`. */
@@ -429,7 +433,7 @@ export function defineContent(decl: ContentDeclaration): ContentResource {
 
   /** SQL: the scanned user row `vu` (role `vr`) can view record `id`: `visibleTo` with the user-set principal. */
   function viewedBySql(tenantId: number, id: number): RawBuilder<boolean> {
-    const p = userSetPrincipal(tenantId, decl.folder?.module)
+    const p = userSetPrincipal(tenantId, folderOfRecords?.module)
     return sql<boolean>`exists (
       select 1 from ${table} as v where v.tenant_id = ${tenantId} and v.id = ${id} and ${visibleTo(p, 'v')})`
   }
@@ -505,6 +509,7 @@ export function defineContent(decl: ContentDeclaration): ContentResource {
     resource,
     columns,
     outputs: decl.outputs ?? {},
+    folderOfRecords,
     visibleTo,
     canView,
     exists,

@@ -10,7 +10,7 @@ import type { ContentResource } from './content-resource.js'
  */
 export function contentSyncSource(
   content: ContentResource,
-  options: Pick<SyncSource, 'events' | 'containers' | 'schemaVersion'> = {},
+  options: Pick<SyncSource, 'events' | 'containers' | 'containerEvents' | 'schemaVersion'> = {},
 ): SyncSource {
   const viewPermission = `${content.module}.view`
   return {

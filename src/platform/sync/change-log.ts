@@ -1,5 +1,7 @@
+import { sql } from 'kysely'
+import type { CommonTableExpression } from '../db/database.js'
 import type { Db } from '../db/schema.js'
-import { publish } from '../realtime/pg-pubsub.js'
+import { publish, publishSql } from '../realtime/pg-pubsub.js'
 
 /**
  * The write side of the change feed (issue 43, docs/decisions/0024-sync-feed.md): what a transaction
@@ -86,4 +88,31 @@ export async function recordSyncWrites(db: Db, tenantId: number, writes: SyncWri
   }
   const message: SyncChannelMessage = { tenant: tenantId }
   await publish(db, SYNC_CHANNEL, message)
+}
+
+/**
+ * `recordSyncWrites` of records a caller's single statement writes (no transaction of its own, decision
+ * 0005): common table expressions that take the tenant's next version (its row lock held to the
+ * statement's commit) and record a change of each row of the CTE `rows` (columns `id` and `user_id`),
+ * only when it has rows; `notify` is the select-list item waking the long polls.
+ */
+export function syncChangesSql(tenantId: number, entity: string, rows: string) {
+  const written = sql.table(rows)
+  return {
+    ctes: [
+      [
+        'sync_clock',
+        sql`insert into sync_clocks (tenant_id, version) select ${tenantId}::bigint, 1 where exists (select from ${written})
+          on conflict (tenant_id) do update set version = sync_clocks.version + 1 returning version`,
+      ],
+      [
+        'sync_recorded',
+        sql`insert into sync_changes (tenant_id, entity, entity_id, version, deleted, user_id)
+          select ${tenantId}::bigint, ${entity}, r.id::text, c.version, false, r.user_id from ${written} r cross join sync_clock c
+          on conflict (tenant_id, entity, entity_id) do update set version = excluded.version,
+            deleted = excluded.deleted, user_id = excluded.user_id, changed_at = excluded.changed_at`,
+      ],
+    ] satisfies CommonTableExpression[],
+    notify: publishSql(SYNC_CHANNEL, { tenant: tenantId } satisfies SyncChannelMessage),
+  }
 }

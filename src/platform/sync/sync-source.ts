@@ -19,6 +19,8 @@ export interface SyncSource {
   entity: string
   /** How its ids look on the wire. */
   idType: 'integer' | 'uuid'
+  /** The id of a record whose GET carries none (a user's own settings: the user's id); else its `id`. */
+  idOf?: (record: SyncRecord, actor: Actor) => string | number
   /** Raise when the shape of the data changes: cursors from before answer 410 sync_reset. */
   schemaVersion?: number
   /** Event types whose subject is a record of this entity, besides `<entity>.created|updated|deleted`. */
@@ -28,6 +30,11 @@ export interface SyncSource {
    * or delete may change who sees this entity's records, so it is an access change for the tenant.
    */
   containers?: string[]
+  /**
+   * Which events of its containers may change who sees this entity's records, when not every update or
+   * delete does (a comment follows its post: the post moved, deleted, published or rescheduled).
+   */
+  containerEvents?: (event: RecordedEvent) => boolean
   /**
    * Events of this entity that may change who sees OTHER records (a folder moved or deleted changes
    * its subtree's visibility): each is an access change for the tenant.

@@ -2,6 +2,8 @@ import { sql } from 'kysely'
 import type { Actor } from '../../../platform/auth/actor.js'
 import type { Db } from '../../../platform/db/schema.js'
 import { FieldErrorCollector } from '../../../platform/http/errors.js'
+import { recordSyncWrites } from '../../../platform/sync/change-log.js'
+import { preferencesChange } from '../notifications.feed.js'
 import { categoryOf } from './categories.js'
 import type { NotificationPreferencesBody, PreferenceChange } from '../push/push.schemas.js'
 
@@ -85,6 +87,8 @@ export async function changePreferences(db: Db, actor: Actor, body: Notification
         .where('tenant_id', '=', actor.tenantId)
         .where('id', '=', actor.userId)
         .execute()
+    // the user's offline clients get them again (issue 43)
+    await recordSyncWrites(trx, actor.tenantId, { changes: [preferencesChange(actor.userId)] })
   })
   return readPreferences(db, actor)
 }

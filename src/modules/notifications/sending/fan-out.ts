@@ -4,6 +4,8 @@ import { composedTable } from '../../../platform/composition.js'
 import type { Db } from '../../../platform/db/schema.js'
 import { enqueue, enqueueSql } from '../../../platform/jobs/jobs.js'
 import { publishSql } from '../../../platform/realtime/pg-pubsub.js'
+import { recordSyncWrites, syncChangesSql } from '../../../platform/sync/change-log.js'
+import { NOTIFICATION_ENTITY, notificationChanges } from '../notifications.feed.js'
 import { sanitizeNotificationBody } from './body-html.js'
 
 /** Realtime channel: `{tenantId, userIds (null = everyone of the tenant), sourceKey?}`. */
@@ -158,11 +160,11 @@ export async function fanOutInTransaction(trx: Db, spec: NotificationSpec): Prom
 }
 
 /**
- * Inserts the records of one chunk of recipients (idempotent), then, in one more statement, its
- * realtime NOTIFY and its delivery job, all in `trx`.
+ * Inserts the records of one chunk of recipients (idempotent), then their change records for offline
+ * clients and, in one more statement, its realtime NOTIFY and its delivery job, all in `trx`.
  */
 async function insertRecords(trx: Db, spec: NotificationSpec, recipients: number[]): Promise<number> {
-  const { rows } = await sql<{ notifiable_id: number }>`
+  const { rows } = await sql<{ id: string; notifiable_id: number }>`
     insert into notifications (tenant_id, type, notifiable_type, targetable_type, targetable_id, source_key, data, notifiable_id)
     ${insertedRows({
       alias: 'r',
@@ -177,8 +179,9 @@ async function insertRecords(trx: Db, spec: NotificationSpec, recipients: number
       ],
       columns: [{ name: 'id', type: 'bigint', values: recipients }],
     })}
-    on conflict (tenant_id, source_key, notifiable_id) do nothing returning notifiable_id`.execute(trx)
+    on conflict (tenant_id, source_key, notifiable_id) do nothing returning id, notifiable_id`.execute(trx)
   if (rows.length === 0) return 0
+  await recordSyncWrites(trx, spec.tenantId, { changes: notificationChanges(rows) })
   const insertedIds = rows.map((row) => Number(row.notifiable_id)).sort((a, b) => a - b)
   await sql`select ${recordSignals(spec, insertedIds)}`.execute(trx)
   return insertedIds.length
@@ -220,7 +223,10 @@ export function listedRecordsWrite(spec: NotificationSpec) {
   const recipients = recipientsSql(spec, undefined)
   return {
     allRecipients: sql<boolean>`(select count(*) from (${recipients}) r) = ${userIds.length}`,
-    insert: (onlyIf: RawBuilder<boolean>) => recordsInsert(spec, recipients, onlyIf),
+    insert: (onlyIf: RawBuilder<boolean>) =>
+      sql`${recordsInsert(spec, recipients, onlyIf)} returning id, notifiable_id as user_id`,
+    /** The records' change records for offline clients (issue 43), `insert` being the CTE `records`. */
+    feed: syncChangesSql(spec.tenantId, NOTIFICATION_ENTITY, 'records'),
     signals: recordSignals(spec, userIds),
   }
 }

@@ -129,8 +129,8 @@ export function createNotificationsSendService({ db }: Pick<AppDeps, 'db'>) {
     const records = listedRecordsWrite(spec)
     const sent = sql`${queries.genericNotificationInsert(actor.tenantId, { ...values, id }, sql`${records.allRecipients} and ${eventWrites.unheeded}`)} returning id`
     const { rows } =
-      await sql`${withClause([['sent', sent], ['records', records.insert(written)], ...eventWrites.ctes])}
-      select ${records.signals} from sent`.execute(db)
+      await sql`${withClause([['sent', sent], ['records', records.insert(written)], ...records.feed.ctes, ...eventWrites.ctes])}
+      select ${records.signals}, ${records.feed.notify} from sent`.execute(db)
     return rows.length > 0
   }
 
