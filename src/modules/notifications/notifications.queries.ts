@@ -73,6 +73,16 @@ export async function markUnreadNotifications(
     .execute()
 }
 
+/** SQL: the mark of one own notification, returning `id` and `user_id` (a statement `writeWithSyncChanges` takes). */
+export const markNotificationSql = (db: Db, tenantId: number, userId: number, id: string, change: SeenReadChange) =>
+  sql`${db
+    .updateTable('notifications')
+    .set(changeSet(change))
+    .where('tenant_id', '=', tenantId)
+    .where('notifiable_id', '=', userId)
+    .where('id', '=', id)
+    .returning(['id', 'notifiable_id as user_id'])}`
+
 export async function markNotification(
   db: Db,
   tenantId: number,

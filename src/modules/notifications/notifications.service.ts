@@ -10,8 +10,8 @@ import type { QueryContext } from '../../platform/query/resource.js'
 import { listResource, showResource } from '../../platform/query/run-query.js'
 import { publish } from '../../platform/realtime/pg-pubsub.js'
 import type { Db } from '../../platform/db/schema.js'
-import { recordSyncWrites } from '../../platform/sync/change-log.js'
-import { notificationChanges } from './notifications.feed.js'
+import { recordSyncWrites, writeWithSyncChanges } from '../../platform/sync/change-log.js'
+import { NOTIFICATION_ENTITY, notificationChanges } from './notifications.feed.js'
 import * as queries from './notifications.queries.js'
 import { NOTIFICATIONS_CHANNEL, type NotificationsChannelMessage } from './sending/fan-out.js'
 import { notificationResource, notificationSettingResource } from './notifications.resource.js'
@@ -118,10 +118,20 @@ export function createNotificationsService({ db, config }: Pick<AppDeps, 'db'> &
   /** Sets seen_at/read_at of one own notification; null marks it unseen/unread again. */
   async function markNotification(actor: Actor, id: string, body: MarkNotificationBody) {
     const change = parseSeenRead(body)
-    const updated = await marked(actor, async (trx) => {
-      const row = await queries.markNotification(trx, actor.tenantId, actor.userId, id, change)
-      return row ? [row] : []
-    })
+    // one statement with its change record where the platform can (a transaction of several holds the
+    // tenant's sync clock row longer: S7 0.96 → 0.36 of the baseline)
+    const inOne = await writeWithSyncChanges(
+      db,
+      actor.tenantId,
+      NOTIFICATION_ENTITY,
+      queries.markNotificationSql(db, actor.tenantId, actor.userId, id, change),
+    )
+    const updated =
+      inOne?.length ??
+      (await marked(actor, async (trx) => {
+        const row = await queries.markNotification(trx, actor.tenantId, actor.userId, id, change)
+        return row ? [row] : []
+      }))
     if (!updated) throw notFound('Notification')
     await announceCount(actor)
     return getNotification(actor, id)

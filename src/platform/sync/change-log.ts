@@ -1,5 +1,6 @@
-import { sql } from 'kysely'
-import type { CommonTableExpression } from '../db/database.js'
+import { type RawBuilder, sql } from 'kysely'
+import { onCitus } from '../db/citus.js'
+import { withClause, type CommonTableExpression } from '../db/database.js'
 import type { Db } from '../db/schema.js'
 import { publish, publishSql } from '../realtime/pg-pubsub.js'
 
@@ -115,4 +116,27 @@ export function syncChangesSql(tenantId: number, entity: string, rows: string) {
     ] satisfies CommonTableExpression[],
     notify: publishSql(SYNC_CHANNEL, { tenant: tenantId } satisfies SyncChannelMessage),
   }
+}
+
+/**
+ * A write of one statement with its change records riding along (`syncChangesSql`): `write` is the
+ * statement (returning `id` and `user_id` of each record changed), the tenant's clock row is locked only
+ * from the ride to the commit (a transaction of `recordSyncWrites` holds it for several round trips, and
+ * every write of the tenant waits behind it). The records changed; undefined on a Citus coordinator,
+ * where a writing common table expression is evaluated from the coordinator: the caller writes in a
+ * transaction with `recordSyncWrites` there.
+ */
+export async function writeWithSyncChanges(
+  db: Db,
+  tenantId: number,
+  entity: string,
+  write: RawBuilder<unknown>,
+): Promise<Array<{ id: string; user_id: number }> | undefined> {
+  if (onCitus() || db.isTransaction) return undefined
+  const feed = syncChangesSql(tenantId, entity, 'written')
+  const { rows } = await sql<{ written: Array<{ id: string; user_id: number }>; notified: unknown }>`
+    ${withClause([['written', write], ...feed.ctes])}
+    select coalesce((select json_agg(json_build_object('id', w.id, 'user_id', w.user_id)) from written w), '[]') as written,
+      ${feed.notify} as notified`.execute(db)
+  return rows[0].written
 }
