@@ -125,10 +125,6 @@ export function deleteFolders(db: Db, tenantId: number, ids: number[]) {
   return db.deleteFrom('folders').where('tenant_id', '=', tenantId).where('id', 'in', ids).execute()
 }
 
-export async function languageExists(db: Db, langId: string): Promise<boolean> {
-  return (await db.selectFrom('languages').select('id').where('id', '=', langId).executeTakeFirst()) !== undefined
-}
-
 export async function tenantSystemLanguage(db: Db, tenantId: number): Promise<string> {
   const row = await db.selectFrom('tenants').select('settings').where('id', '=', tenantId).executeTakeFirst()
   return row?.settings?.system_language ?? 'en-US'
