@@ -135,7 +135,11 @@ export const findRoleName = (db: Db, tenantId: number, roleId: number) =>
     .executeTakeFirst()
 
 /** The person's notifications, newest first, in the order of the inbox's index (streamed by the caller). */
-export const notificationsOfQuery = (db: Db, tenantId: number, userId: number): CompiledQuery<Record<string, unknown>> =>
+export const notificationsOfQuery = (
+  db: Db,
+  tenantId: number,
+  userId: number,
+): CompiledQuery<Record<string, unknown>> =>
   sql<Record<string, unknown>>`
     select id, type, targetable_type, targetable_id, data, seen_at, read_at, created_at
     from notifications
@@ -158,8 +162,19 @@ export const notificationPreferencesOf = (db: Db, tenantId: number, userId: numb
 export const sessionsOf = (db: Db, tenantId: number, userId: number) =>
   db
     .selectFrom('access_tokens as t')
-    .leftJoin('session_activity as a', (j) => j.onRef('a.tenant_id', '=', 't.tenant_id').onRef('a.token_id', '=', 't.id'))
-    .select(['t.id', 't.device_name', 't.created_at', 't.expires_at', 't.revoked_at', 'a.last_used_at', 'a.ip', 'a.user_agent'])
+    .leftJoin('session_activity as a', (j) =>
+      j.onRef('a.tenant_id', '=', 't.tenant_id').onRef('a.token_id', '=', 't.id'),
+    )
+    .select([
+      't.id',
+      't.device_name',
+      't.created_at',
+      't.expires_at',
+      't.revoked_at',
+      'a.last_used_at',
+      'a.ip',
+      'a.user_agent',
+    ])
     .where('t.tenant_id', '=', tenantId)
     .where('t.user_id', '=', userId)
     .orderBy('t.id')
@@ -184,12 +199,7 @@ export const auditOfQuery = (db: Db, tenantId: number, userId: number): Compiled
     order by id`.compile(db)
 
 /** The person's rows of one content table, whole. */
-export const contentRowsOf = async (
-  db: Db,
-  table: (typeof CONTENT_TABLES)[number],
-  tenantId: number,
-  userId: number,
-) =>
+export const contentRowsOf = async (db: Db, table: (typeof CONTENT_TABLES)[number], tenantId: number, userId: number) =>
   (
     await sql<Record<string, unknown>>`
       select * from ${sql.table(table)} where tenant_id = ${tenantId} and user_id = ${userId} order by id`.execute(db)

@@ -150,7 +150,11 @@ export function createDataExports(deps: AppDeps, storage: FileStorage) {
 
   /** Every export of the tenant with `users.export`; else those of the actor and those they asked for. */
   async function list(actor: Actor, raw: RawListQuery) {
-    const base = queries.selectDataExports(db, actor.tenantId, can(actor, 'users.export') ? undefined : (actor.userId ?? -1))
+    const base = queries.selectDataExports(
+      db,
+      actor.tenantId,
+      can(actor, 'users.export') ? undefined : (actor.userId ?? -1),
+    )
     return listResource({ db, tenantId: actor.tenantId, actor }, dataExportResource, base, raw)
   }
 
@@ -229,13 +233,7 @@ export function createDataExports(deps: AppDeps, storage: FileStorage) {
     const departments = (await departmentsOfUsers(db, tenantId, [userId])).map(({ user_id: _, ...d }) => d)
     zip.addBuffer(json({ role: role ?? null, departments }), 'memberships.json')
 
-    zip.addReadStream(
-      jsonArrayStream(
-        db,
-        queries.notificationsOfQuery(db, tenantId, userId),
-      ),
-      'notifications.json',
-    )
+    zip.addReadStream(jsonArrayStream(db, queries.notificationsOfQuery(db, tenantId, userId)), 'notifications.json')
 
     const preferences = await queries.notificationPreferencesOf(db, tenantId, userId)
     zip.addBuffer(
@@ -249,13 +247,7 @@ export function createDataExports(deps: AppDeps, storage: FileStorage) {
     const subscriptions = await queries.pushSubscriptionsOf(db, tenantId, userId)
     zip.addBuffer(json(subscriptions), 'push-subscriptions.json')
 
-    zip.addReadStream(
-      jsonArrayStream(
-        db,
-        queries.auditOfQuery(db, tenantId, userId),
-      ),
-      'audit.json',
-    )
+    zip.addReadStream(jsonArrayStream(db, queries.auditOfQuery(db, tenantId, userId)), 'audit.json')
 
     const content: Record<string, unknown[]> = {}
     for (const table of queries.CONTENT_TABLES) {

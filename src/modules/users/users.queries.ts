@@ -257,7 +257,9 @@ export function findStoredUser(db: Db, tenantId: number, id: number, { forUpdate
 export function departmentsOfUsers(db: Db, tenantId: number, userIds: number[], { full = false } = {}) {
   return db
     .selectFrom('department_users as du')
-    .innerJoin('departments as d', (j) => j.onRef('d.id', '=', 'du.department_id').onRef('d.tenant_id', '=', 'du.tenant_id'))
+    .innerJoin('departments as d', (j) =>
+      j.onRef('d.id', '=', 'du.department_id').onRef('d.tenant_id', '=', 'du.tenant_id'),
+    )
     .select(
       full
         ? ['du.user_id', 'd.id', 'd.name', 'd.folder_id', 'd.notification_setting_id', 'd.created_at', 'd.updated_at']

@@ -122,7 +122,9 @@ export const userResource = defineResource<UserResourceRow>({
       key: 'id',
       many: true,
       load: async (ctx, ids) => {
-        const rows = await departmentsOfUsers(ctx.db, ctx.tenantId, ids, { full: mayReadRelated(ctx, 'departments.view') })
+        const rows = await departmentsOfUsers(ctx.db, ctx.tenantId, ids, {
+          full: mayReadRelated(ctx, 'departments.view'),
+        })
         return groupBy(
           rows,
           (row) => row.user_id,
