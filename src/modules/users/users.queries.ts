@@ -283,5 +283,5 @@ export async function markLogoutRequested(db: Db, tenantId: number, id: number) 
   const {
     rows: [mark],
   } = await sql<{ now: string }>`select clock_timestamp()::text as now`.execute(db)
-  return updateUser(db, tenantId, id, { logout_requested_at: sql<Date>`${mark!.now}::timestamptz` })
+  return updateUser(db, tenantId, id, { logout_requested_at: sql<Date>`${mark.now}::timestamptz` })
 }
