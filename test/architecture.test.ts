@@ -185,9 +185,23 @@ test(`${FLOORED_MODULES.join(', ')}: no file over ${MAX_LINES} lines, Kysely onl
  * Modules whose SQL is in queries files (issue 40): Kysely statements and `sql` only in `*.queries.ts`,
  * and in `*.resource.ts` for a resource's field SQL and relation loaders (docs/CONTRIBUTING-modules.md).
  */
-const SQL_IN_QUERIES_MODULES = [...FLOORED_MODULES, 'languages', 'scim', 'tenants', 'users']
+const SQL_IN_QUERIES_MODULES = [
+  ...FLOORED_MODULES,
+  'access',
+  'automations',
+  'entity-permissions',
+  'filemanager',
+  'folders',
+  'languages',
+  'scim',
+  'tenants',
+  'users',
+]
 /** Files of those modules still holding statements, being rewritten by others: this list only shrinks. */
-const SQL_OUTSIDE_QUERIES: readonly string[] = ['src/modules/scim/scim-tokens.service.ts']
+const SQL_OUTSIDE_QUERIES: readonly string[] = [
+  'src/modules/automations/automations.service.ts',
+  'src/modules/scim/scim-tokens.service.ts',
+]
 
 test(`${SQL_IN_QUERIES_MODULES.join(', ')}: Kysely only in *.queries.ts and *.resource.ts, but the listed files`, async () => {
   const offenders: string[] = []

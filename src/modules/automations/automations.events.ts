@@ -1,5 +1,4 @@
 import type { Db } from '../../platform/db/schema.js'
-import { sql } from 'kysely'
 import type { DomainEventSubscriber, RecordedEvent } from '../../platform/events/domain-events.js'
 import * as queries from './automations.queries.js'
 import { enqueueDeliveryAttempt } from './webhook-delivery.job.js'
@@ -80,8 +79,7 @@ export async function createDeliveries(
  * no lookup of their own.
  */
 export const enqueueDeliveriesForEvents: DomainEventSubscriber = {
-  probe: (tenantId, type) => sql<boolean>`exists (select 1 from automations a
-    where a.tenant_id = ${tenantId} and a.active and a.event in (${type}, '*'))`,
+  probe: queries.activeAutomationListens,
   async handle(db, events) {
     for (const event of events) await enqueueDeliveriesForEvent(db, event)
   },

@@ -154,3 +154,15 @@ export function selectBasicFolders(db: Db, tenantId: number, ids: number[]) {
     .where('f.id', 'in', ids)
     .execute()
 }
+
+/** Sets one folder-referencing column to null where it names one of `folderIds`; returns how many rows. */
+export async function detachFolderReference(
+  db: Db,
+  tenantId: number,
+  { table, column }: { table: string; column: string },
+  folderIds: number[],
+): Promise<number> {
+  const result = await sql`update ${sql.table(table)} set ${sql.ref(column)} = null
+    where tenant_id = ${tenantId} and ${sql.ref(column)} = any(${folderIds}::bigint[])`.execute(db)
+  return Number(result.numAffectedRows ?? 0)
+}

@@ -15,7 +15,7 @@ import { canAdministrateFolder } from './folders.access.js'
 import * as queries from './folders.queries.js'
 import { folderResource } from './folders.resource.js'
 import type { CreateFolderBody, UpdateFolderBody } from './folders.schemas.js'
-import { folderVisibleSql } from './folders.visibility.js'
+import { folderVisibleSql } from './folders-visibility.queries.js'
 
 export type FoldersService = ReturnType<typeof createFoldersService>
 
