@@ -5,7 +5,7 @@ import { buildTestApp, call } from './helpers/build-test-app.js'
 import { given, type GivenTenant } from './helpers/given.js'
 import { testDb } from './helpers/test-database.js'
 import { genericPlanOf } from './helpers/generic-plan.js'
-import { folderVisibleSql } from '../src/modules/folders/folders.visibility.js'
+import { folderVisibleSql } from '../src/modules/folders/folders-visibility.queries.js'
 import { skipOnCitus } from './helpers/citus.js'
 
 const db = testDb()

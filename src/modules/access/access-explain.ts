@@ -1,5 +1,4 @@
-import { sql } from 'kysely'
-import { grantAllows, hasGrantAccess } from '../../platform/access/access-rule.js'
+import { hasGrantAccess } from '../../platform/access/access-rule.js'
 import type { Actor } from '../../platform/auth/actor.js'
 import { holdsEvery } from '../../platform/auth/permissions.js'
 import type { Db } from '../../platform/db/schema.js'
@@ -7,6 +6,7 @@ import { invalidField, notFound } from '../../platform/http/errors.js'
 import { lookupTarget, parseTargetId } from '../entity-permissions/index.js'
 import { FOLDER_TYPE_MODULE } from '../folders/index.js'
 import type { FolderType } from '../../platform/db/schema.js'
+import * as queries from './access.queries.js'
 
 export type ExplainReason =
   | 'admin_bypass'
@@ -59,21 +59,7 @@ export interface Explanation {
 
 /** The user as the access rule sees them (the same fields authentication builds). */
 async function principalOf(db: Db, tenantId: number, userId: number): Promise<Actor> {
-  const user = await db
-    .selectFrom('users as u')
-    .innerJoin('roles as r', (j) => j.onRef('r.tenant_id', '=', 'u.tenant_id').onRef('r.id', '=', 'u.role_id'))
-    .select(['u.id', 'u.role_id', 'r.permissions', 'u.lang_id'])
-    .select(
-      sql<
-        Array<number | string>
-      >`array(select du.department_id from department_users du where du.tenant_id = ${tenantId} and du.user_id = u.id)`.as(
-        'department_ids',
-      ),
-    )
-    .where('u.tenant_id', '=', tenantId)
-    .where('u.id', '=', userId)
-    .where('u.deleted_at', 'is', null)
-    .executeTakeFirst()
+  const user = await queries.findPrincipalRow(db, tenantId, userId)
   if (!user) throw notFound('User')
   const permissions = new Set(user.permissions as string[])
   return {
@@ -96,22 +82,7 @@ async function grantsOf(
   ids: string[],
 ): Promise<ExplainedGrant[]> {
   if (ids.length === 0) return []
-  const rows = await db
-    .selectFrom('entity_permissions as ep')
-    .select([
-      'ep.id',
-      'ep.target_entity',
-      'ep.target_entity_id',
-      'ep.key',
-      'ep.permission_entity',
-      'ep.permission_entity_id',
-    ])
-    .where('ep.tenant_id', '=', principal.tenantId)
-    .where('ep.target_entity', '=', target)
-    .where('ep.target_entity_id', 'in', ids)
-    .where('ep.key', '=', key)
-    .orderBy('ep.id')
-    .execute()
+  const rows = await queries.grantsOn(db, principal.tenantId, key, target, ids)
   return rows.map((g) => {
     const id = Number(g.permission_entity_id)
     const matches =
@@ -129,18 +100,6 @@ async function grantsOf(
           : 'the user is not in this department'
     return { ...g, permission_entity_id: id, matches, why }
   })
-}
-
-/** The access rule (`grantAllows`) on each link's own view grants, in one statement. */
-async function linksAllow(db: Db, principal: Actor, links: TargetRef[]): Promise<boolean[]> {
-  if (links.length === 0) return []
-  const { rows } = await sql<Record<string, boolean>>`select ${sql.join(
-    links.map(
-      (link, i) =>
-        sql`${grantAllows(principal, 'view', link.target_entity, sql`${link.target_entity_id}`)} as ${sql.id(`l${i}`)}`,
-    ),
-  )}`.execute(db)
-  return links.map((_link, i) => rows[0]![`l${i}`] === true)
 }
 
 const ref = (target_entity: string, target_entity_id: string | number): TargetRef => ({
@@ -202,15 +161,7 @@ export async function explainAccess(
 
   const [allowed, chain] = await Promise.all([target.isVisible(db, principal, id), target.viewChain(db, tenantId, id)])
   if (!chain) throw notFound('Target')
-  const folder =
-    chain.folderId === null
-      ? undefined
-      : await db
-          .selectFrom('folders')
-          .select(['type', 'path'])
-          .where('tenant_id', '=', tenantId)
-          .where('id', '=', chain.folderId)
-          .executeTakeFirst()
+  const folder = chain.folderId === null ? undefined : await queries.findFolderPath(db, tenantId, chain.folderId)
   const path = folder ? folder.path.map(Number) : []
   const records = chain.records.map((r) => ref(r.target_entity, r.target_entity_id))
   const links = [...records, ...path.map((folderId) => ref('folder', folderId))]
@@ -226,7 +177,7 @@ export async function explainAccess(
         ),
       ),
     ),
-    linksAllow(db, principal, links),
+    queries.linksAllow(db, principal, links),
   ])
   const grants = grantLists.flat()
   const base = { allowed, grants, path, records }

@@ -1,5 +1,4 @@
 import type { Db } from '../../platform/db/schema.js'
-import { sql } from 'kysely'
 import type { DomainEventSubscriber, RecordedEvent } from '../../platform/events/domain-events.js'
 import * as queries from './automations.queries.js'
 import { enqueueDeliveryAttempt } from './webhook-delivery.job.js'
@@ -103,8 +102,7 @@ export async function createDeliveries(
  * no lookup of their own.
  */
 export const enqueueDeliveriesForEvents: DomainEventSubscriber = {
-  probe: (tenantId, type) => sql<boolean>`(${type} = any(${AUTOMATION_EVENTS}::text[])
-    and exists (select 1 from automations a where a.tenant_id = ${tenantId} and a.active and a.event in (${type}, '*')))`,
+  probe: (tenantId, type) => queries.activeAutomationListens(tenantId, type, AUTOMATION_EVENTS),
   async handle(db, events) {
     for (const event of events) await enqueueDeliveriesForEvent(db, event)
   },

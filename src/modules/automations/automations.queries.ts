@@ -1,4 +1,4 @@
-import { sql } from 'kysely'
+import { type RawBuilder, sql } from 'kysely'
 import type { Db } from '../../platform/db/schema.js'
 
 export interface StoredAction {
@@ -202,4 +202,37 @@ export function restartDelivery(db: Db, tenantId: number, automationId: number, 
     .where('id', '=', id)
     .returning(['id', 'series'])
     .executeTakeFirst()
+}
+
+/** In a domain event's insert: whether an active automation of the tenant listens to events of `type`. */
+export const activeAutomationListens = (tenantId: number, type: RawBuilder<unknown>, automatable: readonly string[]) =>
+  sql<boolean>`(${type} = any(${automatable}::text[]) and exists (select 1 from automations a
+    where a.tenant_id = ${tenantId} and a.active and a.event in (${type}, '*')))`
+
+/** Automations' actions in (tenant_id, id) order after `after`, of one tenant when given (the secrets re-seal's pages). */
+export const automationActionsAfter = (db: Db, after: [number, number], tenantId: number | undefined, limit: number) =>
+  db
+    .selectFrom('automations')
+    .select(['tenant_id', 'id', 'actions'])
+    .where(sql<boolean>`(tenant_id, id) > (${after[0]}, ${after[1]})`)
+    .$if(tenantId !== undefined, (q) => q.where('tenant_id', '=', tenantId!))
+    .orderBy('tenant_id')
+    .orderBy('id')
+    .limit(limit)
+    .execute()
+
+/** Writes an automation's actions unless they changed since `row` was read; returns the rows written (0 or 1). */
+export async function replaceAutomationActions(
+  db: Db,
+  row: { tenant_id: number; id: number; actions: unknown },
+  actions: unknown,
+): Promise<number> {
+  const updated = await db
+    .updateTable('automations')
+    .set({ actions: JSON.stringify(actions) })
+    .where('tenant_id', '=', row.tenant_id)
+    .where('id', '=', row.id)
+    .where(sql<boolean>`actions = ${JSON.stringify(row.actions)}::jsonb`)
+    .executeTakeFirst()
+  return Number(updated.numUpdatedRows)
 }

@@ -1,6 +1,6 @@
-import { sql } from 'kysely'
 import type { SecretHolder } from '../../platform/secrets/secret-box.js'
 import { mapWebhookSecrets } from './webhook-config.js'
+import { automationActionsAfter, replaceAutomationActions } from './automations.queries.js'
 
 const BATCH = 500
 
@@ -14,15 +14,7 @@ export const automationSecrets: SecretHolder = {
     let changed = 0
     let after: [number, number] = [0, 0]
     for (;;) {
-      const rows = await db
-        .selectFrom('automations')
-        .select(['tenant_id', 'id', 'actions'])
-        .where(sql<boolean>`(tenant_id, id) > (${after[0]}, ${after[1]})`)
-        .$if(scope.tenantId !== undefined, (q) => q.where('tenant_id', '=', scope.tenantId!))
-        .orderBy('tenant_id')
-        .orderBy('id')
-        .limit(BATCH)
-        .execute()
+      const rows = await automationActionsAfter(db, after, scope.tenantId, BATCH)
       if (rows.length === 0) return changed
       after = [rows.at(-1)!.tenant_id, rows.at(-1)!.id]
       for (const row of rows) {
@@ -40,14 +32,7 @@ export const automationSecrets: SecretHolder = {
               },
         )
         if (!stale) continue
-        const updated = await db
-          .updateTable('automations')
-          .set({ actions: JSON.stringify(actions) })
-          .where('tenant_id', '=', row.tenant_id)
-          .where('id', '=', row.id)
-          .where(sql<boolean>`actions = ${JSON.stringify(row.actions)}::jsonb`)
-          .executeTakeFirst()
-        changed += Number(updated.numUpdatedRows)
+        changed += await replaceAutomationActions(db, row, actions)
       }
     }
   },

@@ -1,5 +1,4 @@
 import fs from 'node:fs'
-import { sql } from 'kysely'
 import type { AppDeps } from '../../platform/app-module.js'
 import { enqueue } from '../../platform/jobs/jobs.js'
 import { currentSigningKey } from '../../platform/keys/signing-keys.js'
@@ -224,5 +223,3 @@ export function enqueueDeliveryAttempt(db: AppDeps['db'], payload: DeliverWebhoo
     key: `webhook:${payload.deliveryId}:${payload.series}:${payload.attempt}`,
   })
 }
-
-export const nowUtcIso = sql<string>`to_char(now() at time zone 'utc', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`

@@ -241,3 +241,31 @@ export function selectBasicDepartments(db: Db, tenantId: number, ids: number[]) 
     .where('id', 'in', ids)
     .execute()
 }
+
+/** Whether a content table of a grant target (`tenant_id`, `id`) holds the record. */
+export async function contentRecordExists(
+  db: Db,
+  table: string,
+  tenantId: number,
+  id: string | number,
+): Promise<boolean> {
+  const { rows } = await sql`select 1 from ${sql.table(table)} where tenant_id = ${tenantId} and id = ${id}`.execute(db)
+  return rows.length > 0
+}
+
+/** Some columns of a content table's records, by id (ids are uuids or bigints). */
+export async function contentRecordColumns(
+  db: Db,
+  table: string,
+  columns: readonly string[],
+  idType: 'integer' | 'uuid',
+  tenantId: number,
+  ids: ReadonlyArray<string | number>,
+): Promise<Record<string, unknown>[]> {
+  const { rows } = await sql<Record<string, unknown>>`
+    select ${sql.join(columns.map((c) => sql.ref(c)))} from ${sql.table(table)}
+    where tenant_id = ${tenantId} and id = any(${ids.map(String)}::${sql.raw(idType === 'uuid' ? 'uuid' : 'bigint')}[])`.execute(
+    db,
+  )
+  return rows
+}

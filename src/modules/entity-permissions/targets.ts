@@ -1,9 +1,9 @@
-import { sql } from 'kysely'
 import type { ViewChain } from '../../platform/access/view-chain.js'
 import { composedTable } from '../../platform/composition.js'
 import type { Actor } from '../../platform/auth/actor.js'
 import { can } from '../../platform/auth/permissions.js'
 import type { Db } from '../../platform/db/schema.js'
+import { contentRecordColumns, contentRecordExists } from './entity-permissions.queries.js'
 
 /**
  * Grant-capable target aliases (contract 20). Each module that owns a target kind lists it in its
@@ -97,14 +97,12 @@ export interface ContentTargetOptions {
  */
 export function contentTarget(options: ContentTargetOptions): GrantTarget {
   const columns = options.basicColumns ?? ['id', 'user_id', 'created_at', 'updated_at']
-  const table = sql.table(options.table)
   return {
     alias: options.alias,
     table: options.table,
     idType: options.idType ?? 'integer',
     async allowedKeys(db, tenantId, id) {
-      const { rows } = await sql`select 1 from ${table} where tenant_id = ${tenantId} and id = ${id}`.execute(db)
-      return rows.length > 0 ? options.keys : undefined
+      return (await contentRecordExists(db, options.table, tenantId, id)) ? options.keys : undefined
     },
     async canAdministrate(_db, actor) {
       return can(actor, `${options.module}.manage`)
@@ -112,11 +110,7 @@ export function contentTarget(options: ContentTargetOptions): GrantTarget {
     isVisible: (db, actor, id) => options.canView(db, actor, Number(id)),
     viewChain: (db, tenantId, id) => options.viewChain(db, tenantId, Number(id)),
     async loadBasic(db, tenantId, ids) {
-      const { rows } = await sql<Record<string, unknown>>`
-        select ${sql.join(columns.map((c) => sql.ref(c)))} from ${table}
-        where tenant_id = ${tenantId} and id = any(${ids.map(String)}::${sql.raw(options.idType === 'uuid' ? 'uuid' : 'bigint')}[])`.execute(
-        db,
-      )
+      const rows = await contentRecordColumns(db, options.table, columns, options.idType ?? 'integer', tenantId, ids)
       return new Map(rows.map((row) => [String(row.id), row]))
     },
   }

@@ -1,9 +1,9 @@
-import { sql } from 'kysely'
 import { Type } from 'typebox'
 import { defineContent } from '../../platform/content/content-resource.js'
 import { contentBodies } from '../../platform/content/content-routes.js'
 import { conflict } from '../../platform/http/errors.js'
 import { IdSchema, Nullable } from '../../platform/http/schemas.js'
+import { directoryHoldsAnything } from './filemanager.queries.js'
 
 /** Directories: a tree by `parent_id`; a directory's grants restrict everything below it (files inherit their directory's). */
 export const directories = defineContent({
@@ -17,12 +17,8 @@ export const directories = defineContent({
   tree: { column: 'parent_id' },
   appPath: (row) => `/filemanager/directories/${row.id}`,
   async beforeDelete(trx, actor, row) {
-    const { rows } =
-      await sql`select 1 from filemanager_directories where tenant_id = ${actor.tenantId} and parent_id = ${row.id}
-      union all select 1 from filemanager_files where tenant_id = ${actor.tenantId} and directory_id = ${row.id} limit 1`.execute(
-        trx,
-      )
-    if (rows.length > 0) throw conflict('directory_not_empty', 'The directory still holds files or directories')
+    if (await directoryHoldsAnything(trx, actor.tenantId, row.id))
+      throw conflict('directory_not_empty', 'The directory still holds files or directories')
   },
 })
 

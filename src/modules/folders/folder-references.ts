@@ -1,6 +1,6 @@
-import { sql } from 'kysely'
 import { composedTable } from '../../platform/composition.js'
 import type { Db } from '../../platform/db/schema.js'
+import { detachFolderReference } from './folders.queries.js'
 
 /**
  * A `table.column` whose rows point at folders. Deleting a folder tree sets these columns to null
@@ -38,9 +38,7 @@ export async function detachFolderReferences(
   const detached: Record<string, number> = {}
   if (folderIds.length === 0) return detached
   for (const { table, column } of references()) {
-    const result = await sql`update ${sql.table(table)} set ${sql.ref(column)} = null
-      where tenant_id = ${tenantId} and ${sql.ref(column)} = any(${folderIds}::bigint[])`.execute(trx)
-    detached[`${table}.${column}`] = Number(result.numAffectedRows ?? 0)
+    detached[`${table}.${column}`] = await detachFolderReference(trx, tenantId, { table, column }, folderIds)
   }
   return detached
 }

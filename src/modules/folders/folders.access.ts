@@ -5,7 +5,7 @@ import type { Db } from '../../platform/db/schema.js'
 import type { GrantTarget } from '../entity-permissions/index.js'
 import { folderGrantKeys, managePermission } from './folder-types.js'
 import * as queries from './folders.queries.js'
-import { folderVisibleSql } from './folders.visibility.js'
+import { folderVisibleSql } from './folders-visibility.queries.js'
 
 /**
  * "Administrate access" on a folder (contract 20): the type's `<module>.manage`, and — when the

@@ -125,10 +125,6 @@ export function deleteFolders(db: Db, tenantId: number, ids: number[]) {
   return db.deleteFrom('folders').where('tenant_id', '=', tenantId).where('id', 'in', ids).execute()
 }
 
-export async function languageExists(db: Db, langId: string): Promise<boolean> {
-  return (await db.selectFrom('languages').select('id').where('id', '=', langId).executeTakeFirst()) !== undefined
-}
-
 export async function tenantSystemLanguage(db: Db, tenantId: number): Promise<string> {
   const row = await db.selectFrom('tenants').select('settings').where('id', '=', tenantId).executeTakeFirst()
   return row?.settings?.system_language ?? 'en-US'
@@ -157,4 +153,16 @@ export function selectBasicFolders(db: Db, tenantId: number, ids: number[]) {
     .where('f.tenant_id', '=', tenantId)
     .where('f.id', 'in', ids)
     .execute()
+}
+
+/** Sets one folder-referencing column to null where it names one of `folderIds`; returns how many rows. */
+export async function detachFolderReference(
+  db: Db,
+  tenantId: number,
+  { table, column }: { table: string; column: string },
+  folderIds: number[],
+): Promise<number> {
+  const result = await sql`update ${sql.table(table)} set ${sql.ref(column)} = null
+    where tenant_id = ${tenantId} and ${sql.ref(column)} = any(${folderIds}::bigint[])`.execute(db)
+  return Number(result.numAffectedRows ?? 0)
 }

@@ -5,7 +5,7 @@ import type { ParsedQuery } from '../../platform/query/parse-query.js'
 import { defineResource, type QueryContext, type ResourceDef } from '../../platform/query/resource.js'
 import { loadBasicUsers, loadEntityPermissionsOfTargets } from '../entity-permissions/index.js'
 import * as queries from './folders.queries.js'
-import { folderVisibleSql } from './folders.visibility.js'
+import { folderVisibleSql } from './folders-visibility.queries.js'
 import { groupBy } from '../../platform/group-by.js'
 
 const FOLDER_FIELDS = [

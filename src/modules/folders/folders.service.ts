@@ -8,13 +8,14 @@ import { FieldErrorCollector, forbidden, invalidField, notFound } from '../../pl
 import type { RawListQuery } from '../../platform/query/parse-query.js'
 import { listResource, showResource } from '../../platform/query/run-query.js'
 import { deleteEntityPermissionsOnTargets, syncEntityPermissions } from '../entity-permissions/index.js'
+import { languageExists } from '../languages/index.js'
 import { managePermission } from './folder-types.js'
 import { detachFolderReferences } from './folder-references.js'
 import { canAdministrateFolder } from './folders.access.js'
 import * as queries from './folders.queries.js'
 import { folderResource } from './folders.resource.js'
 import type { CreateFolderBody, UpdateFolderBody } from './folders.schemas.js'
-import { folderVisibleSql } from './folders.visibility.js'
+import { folderVisibleSql } from './folders-visibility.queries.js'
 
 export type FoldersService = ReturnType<typeof createFoldersService>
 
@@ -53,7 +54,7 @@ export function createFoldersService({ db }: Pick<AppDeps, 'db'>) {
   }
 
   async function checkLanguage(trx: Db, langId: string | undefined): Promise<void> {
-    if (langId !== undefined && !(await queries.languageExists(trx, langId)))
+    if (langId !== undefined && !(await languageExists(trx, langId)))
       throw invalidField('lang_id', `unknown language "${langId}"`)
   }
 

@@ -1,8 +1,7 @@
-import { sql } from 'kysely'
 import { existingIdsIn, pageQuery, pageRows } from '../../platform/sync/read-pages.js'
 import type { SyncSource } from '../../platform/sync/sync-source.js'
 import { createFoldersService } from './folders.service.js'
-import { folderVisibleSql } from './folders.visibility.js'
+import { visibleFolderIds } from './folders-visibility.queries.js'
 
 /**
  * Folders for offline clients (issue 43): the folders the user may see (`folderVisibleSql`, view
@@ -16,10 +15,7 @@ export const folderSyncSource: SyncSource = {
     event.type === 'folder.deleted' || (event.type === 'folder.updated' && 'parent_id' in (event.audit ?? {})),
   async visibleIds(db, actor, ids) {
     if (ids?.length === 0) return []
-    const only = ids ? sql`and f.id = any(${ids.map(Number)}::bigint[])` : sql``
-    const { rows } = await sql<{ id: number }>`select f.id from folders f
-      where f.tenant_id = ${actor.tenantId} ${only} and ${folderVisibleSql(actor, 'f')}`.execute(db)
-    return rows.map((row) => String(row.id))
+    return (await visibleFolderIds(db, actor, ids)).map(String)
   },
   existingIds: (db, tenantId, ids) => existingIdsIn(db, 'folders', tenantId, ids),
   async read(db, actor, page) {

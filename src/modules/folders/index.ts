@@ -7,7 +7,12 @@ import { folderSyncSource } from './folders.sync.js'
 
 // Public surface for content modules: folder references to detach, folder visibility for their lists.
 export { folderReference, type FolderReference } from './folder-references.js'
-export { folderVisibleSql, folderIdVisibleSql, viewableFolderTypes, isUsableFolder } from './folders.visibility.js'
+export {
+  folderVisibleSql,
+  folderIdVisibleSql,
+  viewableFolderTypes,
+  isUsableFolder,
+} from './folders-visibility.queries.js'
 export { canAdministrateFolder } from './folders.access.js'
 export { FOLDER_TYPES, FOLDER_TYPE_MODULE, folderGrantKeys } from './folder-types.js'
 

@@ -1,12 +1,10 @@
-import { sql } from 'kysely'
 import type { AppDeps } from '../../platform/app-module.js'
 import type { Actor } from '../../platform/auth/actor.js'
 import { createDepartmentsService } from '../departments/index.js'
 import { project, projects } from './scim.attributes.js'
 import { ScimError } from './scim.errors.js'
-import { filterToSql, scalar, type AttributeMap } from './scim.filter.js'
 import { applyPatch, standardOperations, type PatchRules } from './scim.patch.js'
-import { checkIfMatch, listResponse, meta, page, parseId, sortOf, versionColumn, type Meta } from './scim.resources.js'
+import { checkIfMatch, listResponse, meta, page, parseId, sortOf, type Meta } from './scim.resources.js'
 import {
   CORE_GROUP,
   type PatchOpBody,
@@ -14,25 +12,7 @@ import {
   type ScimListQuery,
   type ScimShowQuery,
 } from './scim.schemas.js'
-
-const GROUP_COLUMNS = ['d.id', 'd.name', 'd.external_id', 'd.created_at', 'd.updated_at'] as const
-
-function groupAttributes(tenantId: number): AttributeMap {
-  return {
-    id: scalar('id', sql`d.id`),
-    externalid: scalar('string', sql`d.external_id`, true),
-    displayname: scalar('string', sql`d.name`),
-    'meta.created': scalar('datetime', sql`d.created_at`),
-    'meta.lastmodified': scalar('datetime', sql`d.updated_at`),
-    members: {
-      kind: 'multi',
-      main: 'value',
-      sub: { value: scalar('id', sql`du.user_id`), type: scalar('string', sql`'User'::text`) },
-      exists: (condition) =>
-        sql<boolean>`exists (select 1 from department_users du where du.tenant_id = ${tenantId} and du.department_id = d.id and ${condition})`,
-    },
-  }
-}
+import * as queries from './scim-groups.queries.js'
 
 const SORTABLE: Record<string, string> = {
   id: 'd.id',
@@ -112,22 +92,11 @@ export function createScimGroupsService(deps: AppDeps) {
   const departments = createDepartmentsService(deps)
   const base = `${deps.config.baseUrl}/scim/v2`
 
-  const selectGroups = (tenantId: number) => db.selectFrom('departments as d').where('d.tenant_id', '=', tenantId)
-
   /** The members of some departments (display: the user's name), in one statement. */
   async function membersOf(tenantId: number, ids: number[], withDisplay: boolean): Promise<Map<number, Member[]>> {
     const byGroup = new Map<number, Member[]>()
     if (ids.length === 0) return byGroup
-    const rows = await db
-      .selectFrom('department_users as du')
-      .innerJoin('users as u', (join) =>
-        join.onRef('u.tenant_id', '=', 'du.tenant_id').onRef('u.id', '=', 'du.user_id'),
-      )
-      .select(['du.department_id', 'du.user_id', 'u.first_name', 'u.last_name', 'u.username'])
-      .where('du.tenant_id', '=', tenantId)
-      .where('du.department_id', 'in', ids)
-      .orderBy('du.user_id')
-      .execute()
+    const rows = await queries.membersOfGroups(db, tenantId, ids)
     for (const row of rows) {
       const list = byGroup.get(row.department_id) ?? []
       const member: Member = { value: String(row.user_id) }
@@ -155,10 +124,7 @@ export function createScimGroupsService(deps: AppDeps) {
   }
 
   async function load(actor: Actor, id: number, members: 'none' | 'ids' | 'full'): Promise<ScimGroup> {
-    const row = await selectGroups(actor.tenantId)
-      .select([...GROUP_COLUMNS, versionColumn('d')])
-      .where('d.id', '=', id)
-      .executeTakeFirst()
+    const row: GroupRow | undefined = await queries.findGroup(db, actor.tenantId, id)
     if (!row) throw new ScimError(404, `Group ${id} not found`)
     if (members === 'none') return present(row)
     return present(row, (await membersOf(actor.tenantId, [id], members === 'full')).get(id) ?? [])
@@ -166,25 +132,15 @@ export function createScimGroupsService(deps: AppDeps) {
 
   /** GET /Groups (Entra ID asks with excludedAttributes=members: then no member is read). */
   async function listGroups(actor: Actor, query: ScimListQuery) {
-    let where = selectGroups(actor.tenantId)
-    if (query.filter)
-      where = where.where(
-        filterToSql(query.filter, { attributes: groupAttributes(actor.tenantId), coreSchema: CORE_GROUP }),
-      )
+    const filter = query.filter ? queries.groupsFilter(actor.tenantId, query.filter) : undefined
     const { offset, limit, startIndex } = page(query)
     const { sortColumn, direction } = sortOf(query, SORTABLE, CORE_GROUP)
-    const [total, rows] = await Promise.all([
-      where.select((eb) => eb.fn.countAll<number>().as('total')).executeTakeFirstOrThrow(),
-      limit === 0
-        ? Promise.resolve([])
-        : where
-            .select([...GROUP_COLUMNS, versionColumn('d')])
-            .orderBy(sql.ref(sortColumn), direction)
-            .orderBy('d.id', direction)
-            .limit(limit)
-            .offset(offset)
-            .execute(),
-    ])
+    const { total, rows } = await queries.scimGroupsPage(db, actor.tenantId, filter, {
+      offset,
+      limit,
+      sortColumn,
+      direction,
+    })
     const members = projects(query, 'members', CORE_GROUP)
       ? await membersOf(
           actor.tenantId,
@@ -195,7 +151,7 @@ export function createScimGroupsService(deps: AppDeps) {
     const resources = rows.map((row) =>
       project({ ...present(row, members ? (members.get(row.id) ?? []) : undefined) }, query, CORE_GROUP),
     )
-    return listResponse(resources, Number(total.total), startIndex)
+    return listResponse(resources, total, startIndex)
   }
 
   /** GET /Groups/{id}. */

@@ -1,14 +1,12 @@
-import { sql } from 'kysely'
 import { compileValidator } from '../../platform/validation/validator.js'
 import type { AppDeps } from '../../platform/app-module.js'
 import type { Actor } from '../../platform/auth/actor.js'
 import { revokeUserTokens } from '../../platform/auth/tokens.js'
-import type { Db } from '../../platform/db/schema.js'
 import { AppError } from '../../platform/http/errors.js'
-import { createUserServices, USERNAME_PATTERN, type ProvisionedUserUpdate } from '../users/index.js'
+import { languageIds as storedLanguageIds } from '../languages/index.js'
+import { createUserServices, departmentsOfUsers, USERNAME_PATTERN, type ProvisionedUserUpdate } from '../users/index.js'
 import { project, projects } from './scim.attributes.js'
 import { ScimError } from './scim.errors.js'
-import { constant, filterToSql, scalar, type AttributeMap } from './scim.filter.js'
 import { applyPatch, standardOperations, type PatchRules } from './scim.patch.js'
 import {
   booleanOf,
@@ -20,7 +18,6 @@ import {
   page,
   parseId,
   sortOf,
-  versionColumn,
   type Meta,
 } from './scim.resources.js'
 import {
@@ -32,62 +29,9 @@ import {
   ScimUserInputSchema,
   type ScimUserInput,
 } from './scim.schemas.js'
-
-const USER_COLUMNS = [
-  'u.id',
-  'u.username',
-  'u.first_name',
-  'u.last_name',
-  'u.email',
-  'u.phone',
-  'u.active',
-  'u.lang_id',
-  'u.staff_number',
-  'u.external_id',
-  'u.created_at',
-  'u.updated_at',
-] as const
+import * as queries from './scim-users.queries.js'
 
 const ENTERPRISE = ENTERPRISE_USER.toLowerCase()
-const fullName = sql`trim(u.first_name || ' ' || u.last_name)`
-
-/** The filterable attributes of a User and their columns (docs/scim.md lists which are indexed). */
-export function userAttributes(tenantId: number): AttributeMap {
-  return {
-    id: scalar('id', sql`u.id`),
-    externalid: scalar('string', sql`u.external_id`, true),
-    username: scalar('string', sql`u.username`),
-    'name.givenname': scalar('string', sql`u.first_name`),
-    'name.familyname': scalar('string', sql`u.last_name`),
-    'name.formatted': scalar('string', fullName),
-    displayname: scalar('string', fullName),
-    active: scalar('boolean', sql`u.active`),
-    preferredlanguage: scalar('string', sql`u.lang_id`),
-    [`${ENTERPRISE}:employeenumber`]: scalar('string', sql`u.staff_number`, true),
-    'meta.created': scalar('datetime', sql`u.created_at`),
-    'meta.lastmodified': scalar('datetime', sql`u.updated_at`),
-    emails: {
-      kind: 'multi',
-      main: 'value',
-      present: sql<boolean>`u.email is not null`,
-      sub: { value: scalar('string', sql`u.email`), type: constant('work'), primary: constant(true) },
-    },
-    phonenumbers: {
-      kind: 'multi',
-      main: 'value',
-      present: sql<boolean>`u.phone is not null`,
-      sub: { value: scalar('string', sql`u.phone`), type: constant('work'), primary: constant(true) },
-    },
-    groups: {
-      kind: 'multi',
-      main: 'value',
-      sub: { value: scalar('id', sql`du.department_id`) },
-      // the tenant named in the subquery itself, so that Citus routes it (docs/citus.md)
-      exists: (condition) =>
-        sql<boolean>`exists (select 1 from department_users du where du.tenant_id = ${tenantId} and du.user_id = u.id and ${condition})`,
-    },
-  }
-}
 
 const SORTABLE: Record<string, string> = {
   id: 'u.id',
@@ -230,12 +174,7 @@ export function createScimUsersService(deps: AppDeps) {
   const { users, lifecycle } = createUserServices(deps)
   const base = `${deps.config.baseUrl}/scim/v2`
   let languages: Promise<string[]> | undefined
-  const languageIds = () =>
-    (languages ??= db
-      .selectFrom('languages')
-      .select('id')
-      .execute()
-      .then((rows) => rows.map((r) => r.id)))
+  const languageIds = () => (languages ??= storedLanguageIds(db))
 
   /** `preferredLanguage` (RFC 7231 language tag) → a language of the platform, or null when it has none such. */
   async function languageOf(tag: unknown): Promise<string | null> {
@@ -248,13 +187,6 @@ export function createScimUsersService(deps: AppDeps) {
       null
     )
   }
-
-  const selectUsers = (trx: Db, tenantId: number) =>
-    trx
-      .selectFrom('users as u')
-      .where('u.tenant_id', '=', tenantId)
-      .where('u.deleted_at', 'is', null)
-      .where('u.blacked_out_at', 'is', null)
 
   function present(row: UserRow, groups?: ScimUser['groups']): ScimUser {
     const formatted = `${row.first_name} ${row.last_name}`.trim()
@@ -280,16 +212,7 @@ export function createScimUsersService(deps: AppDeps) {
   async function groupsOf(tenantId: number, ids: number[]): Promise<Map<number, NonNullable<ScimUser['groups']>>> {
     const byUser = new Map<number, NonNullable<ScimUser['groups']>>()
     if (ids.length === 0) return byUser
-    const rows = await db
-      .selectFrom('department_users as du')
-      .innerJoin('departments as d', (join) =>
-        join.onRef('d.tenant_id', '=', 'du.tenant_id').onRef('d.id', '=', 'du.department_id'),
-      )
-      .select(['du.user_id', 'd.id', 'd.name'])
-      .where('du.tenant_id', '=', tenantId)
-      .where('du.user_id', 'in', ids)
-      .orderBy('d.id')
-      .execute()
+    const rows = await departmentsOfUsers(db, tenantId, ids)
     for (const row of rows) {
       const list = byUser.get(row.user_id) ?? []
       list.push({ value: String(row.id), display: row.name, $ref: `${base}/Groups/${row.id}` })
@@ -298,15 +221,8 @@ export function createScimUsersService(deps: AppDeps) {
     return byUser
   }
 
-  async function findRow(trx: Db, tenantId: number, id: number): Promise<UserRow | undefined> {
-    return selectUsers(trx, tenantId)
-      .select([...USER_COLUMNS, versionColumn('u')])
-      .where('u.id', '=', id)
-      .executeTakeFirst()
-  }
-
   async function load(actor: Actor, id: number, withGroups = true): Promise<ScimUser> {
-    const row = await findRow(db, actor.tenantId, id)
+    const row: UserRow | undefined = await queries.findScimUser(db, actor.tenantId, id)
     if (!row) throw new ScimError(404, `User ${id} not found`)
     const groups = withGroups ? ((await groupsOf(actor.tenantId, [id])).get(id) ?? []) : undefined
     return present(row, groups)
@@ -314,25 +230,15 @@ export function createScimUsersService(deps: AppDeps) {
 
   /** GET /Users: the filter runs as SQL; one page and its total. */
   async function listUsers(actor: Actor, query: ScimListQuery) {
-    let where = selectUsers(db, actor.tenantId)
-    if (query.filter)
-      where = where.where(
-        filterToSql(query.filter, { attributes: userAttributes(actor.tenantId), coreSchema: CORE_USER }),
-      )
+    const filter = query.filter ? queries.usersFilter(actor.tenantId, query.filter) : undefined
     const { offset, limit, startIndex } = page(query)
     const { sortColumn, direction } = sortOf(query, SORTABLE, CORE_USER)
-    const [total, rows] = await Promise.all([
-      where.select((eb) => eb.fn.countAll<number>().as('total')).executeTakeFirstOrThrow(),
-      limit === 0
-        ? Promise.resolve([])
-        : where
-            .select([...USER_COLUMNS, versionColumn('u')])
-            .orderBy(sql.ref(sortColumn), direction)
-            .orderBy('u.id', direction)
-            .limit(limit)
-            .offset(offset)
-            .execute(),
-    ])
+    const { total, rows } = await queries.scimUsersPage(db, actor.tenantId, filter, {
+      offset,
+      limit,
+      sortColumn,
+      direction,
+    })
     const groups = projects(query, 'groups', CORE_USER)
       ? await groupsOf(
           actor.tenantId,
@@ -344,7 +250,7 @@ export function createScimUsersService(deps: AppDeps) {
         ENTERPRISE_USER,
       ]),
     )
-    return listResponse(resources, Number(total.total), startIndex)
+    return listResponse(resources, total, startIndex)
   }
 
   /** GET /Users/{id}. */

@@ -1,8 +1,7 @@
-import { sql } from 'kysely'
 import type { Actor } from '../../platform/auth/actor.js'
 import { ScimError } from './scim.errors.js'
 import { DEFAULT_COUNT, MAX_RESULTS } from './scim.discovery.js'
-import { normalizePath } from './scim.filter.js'
+import { normalizePath } from './scim-filter.queries.js'
 import { LIST_RESPONSE, type ScimListQuery } from './scim.schemas.js'
 
 /** What every SCIM resource service shares: ids, meta, versions, pages. */
@@ -47,9 +46,6 @@ export function parseId(id: string, what: string): number {
 /** `YYYY-MM-DD HH:MM:SS` (UTC, as the pool returns timestamps) → xsd:dateTime. */
 export const isoTime = (timestamp: string) => `${timestamp.replace(' ', 'T')}Z`
 
-/** The row's version: `updated_at` to the microsecond, as a weak ETag. */
-export const versionColumn = (alias: string) =>
-  sql<string>`(extract(epoch from ${sql.ref(`${alias}.updated_at`)}) * 1000000)::bigint::text`.as('version')
 export const etag = (version: string) => `W/"${version}"`
 
 /** `If-Match` on a change: 412 when the client's version (weak or strong form) is not the stored ETag. */

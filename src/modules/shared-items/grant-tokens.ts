@@ -1,12 +1,11 @@
 import { errors as joseErrors, importJWK, jwtVerify, SignJWT, type JWTPayload } from 'jose'
-import { sql } from 'kysely'
 import type { Actor } from '../../platform/auth/actor.js'
-import { grantAllows } from '../../platform/access/access-rule.js'
 import type { Db } from '../../platform/db/schema.js'
 import { AppError } from '../../platform/http/errors.js'
 import type { SecretBox } from '../../platform/secrets/secret-box.js'
 import { currentSigningKey, publicJwks, SIGNING_ALG } from '../../platform/keys/signing-keys.js'
 import { targetClaim, type ShareTargetId } from './share-targets.js'
+import { findTenantIdBySlug, findTokenHolder, sharedItemAdmitsToken } from './shared-items.queries.js'
 
 /**
  * Grant tokens (contract 30): a compact ES256 JWS signed with the platform key (contract 50) that lets
@@ -105,30 +104,9 @@ async function verifySignature(db: Db, token: string, issuer: string | undefined
 /** The token's user as a principal, when they still may act (active, not deleted, not logged out since `iat`). */
 async function loadHolder(db: Db, tenantSlug: string, userId: number, issuedAt: number): Promise<Actor | undefined> {
   // the tenant first, so that the user lookup names its tenant (routed to one shard on Citus, docs/citus.md)
-  const tenant = await db.selectFrom('tenants').select('id').where('slug', '=', tenantSlug).executeTakeFirst()
+  const tenant = await findTenantIdBySlug(db, tenantSlug)
   if (!tenant) return undefined
-  const row = await db
-    .selectFrom('users as u')
-    .innerJoin('roles as r', (join) => join.onRef('r.id', '=', 'u.role_id').onRef('r.tenant_id', '=', 'u.tenant_id'))
-    .select([
-      'u.id as user_id',
-      'u.tenant_id',
-      'u.role_id',
-      'u.lang_id',
-      'r.permissions',
-      sql<
-        number[]
-      >`array(select du.department_id from department_users du where du.tenant_id = ${tenant.id} and du.user_id = u.id)`.as(
-        'department_ids',
-      ),
-    ])
-    .where('u.tenant_id', '=', tenant.id)
-    .where('u.id', '=', userId)
-    .where('u.deleted_at', 'is', null)
-    .where('u.blacked_out_at', 'is', null)
-    .where('u.active', '=', true)
-    .where(sql<boolean>`(u.logout_requested_at is null or u.logout_requested_at < to_timestamp(${issuedAt}))`)
-    .executeTakeFirst()
+  const row = await findTokenHolder(db, tenant.id, userId, issuedAt)
   if (!row) return undefined
   const permissions = new Set(row.permissions)
   return {
@@ -152,18 +130,7 @@ async function sharedItemStillAdmits(
   storedId: string,
 ): Promise<boolean> {
   if (!/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/.test(sharedItemId)) return false
-  const row = await db
-    .selectFrom('shared_items as si')
-    .select('si.id')
-    .where('si.tenant_id', '=', holder.tenantId)
-    .where('si.id', '=', sharedItemId)
-    .where('si.deleted_at', 'is', null)
-    .where('si.redirect_type', '=', REDIRECT_WITH_GRANT_TOKEN)
-    .where('si.targetable_type', '=', alias)
-    .where('si.targetable_id', '=', storedId)
-    .where(grantAllows(holder, 'view', 'sharedItem', sql.ref('si.id')))
-    .executeTakeFirst()
-  return row !== undefined
+  return sharedItemAdmitsToken(db, holder, sharedItemId, REDIRECT_WITH_GRANT_TOKEN, alias, storedId)
 }
 
 export interface VerifyGrantTokenOptions {

@@ -1,9 +1,7 @@
-import { sql } from 'kysely'
 import type { Db } from '../../platform/db/schema.js'
-import { insertedRows } from '../../platform/db/database.js'
 import { defineResource } from '../../platform/query/resource.js'
 import { createWriteBehind } from '../../platform/write-behind.js'
-import { sharedItemResource } from './shared-items.resource.js'
+import { insertAccesses } from './shared-items.queries.js'
 import { groupBy } from '../../platform/group-by.js'
 
 export const ACCESS_OUTCOMES = [
@@ -33,21 +31,8 @@ const MAX_BUFFERED = 500
  */
 export function createAccessRecorder(db: Db, onError: (error: unknown) => void = () => undefined) {
   async function write(batch: SharedItemAccess[]): Promise<void> {
-    // insertedRows: on one PostgreSQL one statement text whatever the batch size (prepared once per
-    // connection); on Citus a VALUES list, which it routes whole
-    for (const [tenantId, accesses] of groupBy(batch, (access) => access.tenantId)) {
-      await sql`insert into shared_item_accesses (tenant_id, shared_item_id, user_id, outcome, url_type)
-        ${insertedRows({
-          alias: 'a',
-          leading: [sql`${tenantId}`],
-          columns: [
-            { name: 'shared_item_id', type: 'text', values: accesses.map((a) => a.sharedItemId) },
-            { name: 'user_id', type: 'bigint', values: accesses.map((a) => a.userId) },
-            { name: 'outcome', type: 'text', values: accesses.map((a) => a.outcome) },
-            { name: 'url_type', type: 'text', values: accesses.map((a) => a.urlType) },
-          ],
-        })}`.execute(db)
-    }
+    for (const [tenantId, accesses] of groupBy(batch, (access) => access.tenantId))
+      await insertAccesses(db, tenantId, accesses)
   }
 
   const buffer = createWriteBehind({ delayMs: FLUSH_MS, maxBuffered: MAX_BUFFERED, write, onError })
@@ -71,27 +56,5 @@ export const accessResource = defineResource({
     outcome: { type: 'string' },
     url_type: { type: 'string' },
     created_at: { type: 'timestamp' },
-  },
-})
-
-/** The administration's view of a shared item: its fields plus how often and when it was last opened. */
-export const administeredSharedItemResource = defineResource({
-  ...sharedItemResource,
-  fields: {
-    ...sharedItemResource.fields,
-    access_count: {
-      type: 'integer',
-      filterable: false,
-      sortable: false,
-      sql: (tenantId: number) =>
-        sql`(select count(*)::int from shared_item_accesses sa where sa.tenant_id = ${tenantId} and sa.shared_item_id = si.id::text)`,
-    },
-    last_accessed_at: {
-      type: 'timestamp',
-      filterable: false,
-      sortable: false,
-      sql: (tenantId: number) =>
-        sql`(select max(sa.created_at) from shared_item_accesses sa where sa.tenant_id = ${tenantId} and sa.shared_item_id = si.id::text)`,
-    },
   },
 })

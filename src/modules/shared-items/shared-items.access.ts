@@ -1,5 +1,5 @@
-import { type Expression, sql, type SqlBool } from 'kysely'
-import { grantAllows, hasGrantAccess } from '../../platform/access/access-rule.js'
+import type { Expression, SqlBool } from 'kysely'
+import { hasGrantAccess } from '../../platform/access/access-rule.js'
 import type { Actor } from '../../platform/auth/actor.js'
 import { can } from '../../platform/auth/permissions.js'
 import type { Db } from '../../platform/db/schema.js'
@@ -17,10 +17,7 @@ export function requireAdministrationArea(actor: Actor): void {
   }
 }
 
-/** SQL: the actor may view the shared item `si` (contract 30: not soft-deleted, `view` grants admit them). */
-export function viewableSql(actor: Actor): Expression<SqlBool> {
-  return sql<boolean>`(si.deleted_at is null and ${grantAllows(actor, 'view', 'sharedItem', sql.ref('si.id'))})` as Expression<SqlBool>
-}
+export { viewableSql } from './shared-items.queries.js'
 
 /**
  * SQL: the actor administrates `si` (contract 30): `administrateAll` → every item; otherwise
@@ -28,9 +25,10 @@ export function viewableSql(actor: Actor): Expression<SqlBool> {
  * Soft-deleted items included.
  */
 export function administrableSql(actor: Actor): Expression<SqlBool> {
-  if (can(actor, ADMINISTRATE_ALL)) return sql<boolean>`true` as Expression<SqlBool>
-  if (!can(actor, ADMINISTRATE)) return sql<boolean>`false` as Expression<SqlBool>
-  return grantAllows(actor, 'administrate', 'sharedItem', sql.ref('si.id')) as Expression<SqlBool>
+  return queries.administrableSql(
+    actor,
+    can(actor, ADMINISTRATE_ALL) ? 'all' : can(actor, ADMINISTRATE) ? 'granted' : 'none',
+  )
 }
 
 /** Whether the actor administrates one shared item. */
@@ -53,10 +51,7 @@ export const sharedItemGrantTarget: GrantTarget = {
   },
   canAdministrate: (db, actor, id) => canAdministrateSharedItem(db, actor, String(id)),
   async isVisible(db, actor, id) {
-    const { rows } =
-      await sql`select 1 from shared_items si where si.tenant_id = ${actor.tenantId} and si.id = ${String(id)}::uuid
-      and ${viewableSql(actor)}`.execute(db)
-    return rows.length > 0
+    return queries.isViewableSharedItem(db, actor, String(id))
   },
   async viewChain(db, tenantId, id) {
     // viewableSql: not soft-deleted and the item's own view grants; shared items live in no folder

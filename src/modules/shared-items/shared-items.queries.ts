@@ -1,6 +1,10 @@
 import { randomUUID } from 'node:crypto'
-import { type RawBuilder, sql } from 'kysely'
-import type { CommonTableExpression } from '../../platform/db/database.js'
+import { type Expression, type RawBuilder, sql, type SqlBool } from 'kysely'
+import { grantAllows } from '../../platform/access/access-rule.js'
+import type { Actor } from '../../platform/auth/actor.js'
+import { type CommonTableExpression, insertedRows } from '../../platform/db/database.js'
+import { eventWritesSql } from '../../platform/events/domain-events.js'
+import { freshGrantsWrite } from '../entity-permissions/index.js'
 import type { Db } from '../../platform/db/schema.js'
 
 export interface SharedItemRow {
@@ -152,4 +156,140 @@ export async function selectBasicSharedItems(db: Db, tenantId: number, ids: stri
     ])
     .where('si.id', 'in', ids)
     .execute()
+}
+
+/** A condition that always holds (an insert with nothing to check). */
+export const always = () => sql<boolean>`true`
+
+/** SQL: the actor may view the shared item `si` (contract 30: not soft-deleted, `view` grants admit them). */
+export function viewableSql(actor: Actor): Expression<SqlBool> {
+  return sql<boolean>`(si.deleted_at is null and ${grantAllows(actor, 'view', 'sharedItem', sql.ref('si.id'))})` as Expression<SqlBool>
+}
+
+/**
+ * SQL: the actor administrates `si`: `all` → every item, `none` → none, `granted` → the items whose
+ * `administrate` grants admit the actor (unrestricted items included). shared-items.access.ts decides which.
+ */
+export function administrableSql(actor: Actor, scope: 'all' | 'granted' | 'none'): Expression<SqlBool> {
+  if (scope === 'all') return sql<boolean>`true` as Expression<SqlBool>
+  if (scope === 'none') return sql<boolean>`false` as Expression<SqlBool>
+  return grantAllows(actor, 'administrate', 'sharedItem', sql.ref('si.id')) as Expression<SqlBool>
+}
+
+/** Whether the actor may view one shared item. */
+export async function isViewableSharedItem(db: Db, actor: Actor, id: string): Promise<boolean> {
+  const { rows } =
+    await sql`select 1 from shared_items si where si.tenant_id = ${actor.tenantId} and si.id = ${id}::uuid
+      and ${viewableSql(actor)}`.execute(db)
+  return rows.length > 0
+}
+
+/** The stored target id of `si`, as the target's join reads it. */
+export const targetableIdRef = () => sql.ref('si.targetable_id')
+
+/**
+ * The create of a shared item as one statement: the item, its fresh grants and its events' writes,
+ * written only if `viewable` (the actor may share the target), every grantee exists and no event
+ * subscriber has to run in a transaction.
+ */
+export function insertSharedItemWithRiders(
+  db: Db,
+  tenantId: number,
+  item: SharedItemInsert,
+  viewable: RawBuilder<boolean>,
+  grants: Parameters<typeof freshGrantsWrite>[1] | undefined,
+  events: Parameters<typeof eventWritesSql>[1],
+) {
+  const written = sql<boolean>`exists (select from inserted)`
+  const grantsWrite = grants && freshGrantsWrite(tenantId, grants)
+  const eventWrites = eventWritesSql(tenantId, events, written)
+  const onlyIf = sql<boolean>`${viewable} and ${grantsWrite?.granteesExist ?? sql`true`} and ${eventWrites.unheeded}`
+  const alongside: CommonTableExpression[] = [
+    ...(grantsWrite ? [['granted', grantsWrite.insert(written)] as CommonTableExpression] : []),
+    ...eventWrites.ctes,
+  ]
+  return insertSharedItem(db, tenantId, item, onlyIf, alongside)
+}
+
+/** The access log of one shared item (alias `sa`). */
+export const selectAccessesOf = (db: Db, tenantId: number, sharedItemId: string) =>
+  db
+    .selectFrom('shared_item_accesses as sa')
+    .where('sa.tenant_id', '=', tenantId)
+    .where('sa.shared_item_id', '=', sharedItemId)
+
+/**
+ * Inserts one tenant's access-log entries. insertedRows: on one PostgreSQL one statement text whatever
+ * the batch size (prepared once per connection); on Citus a VALUES list, which it routes whole.
+ */
+export async function insertAccesses(
+  db: Db,
+  tenantId: number,
+  accesses: Array<{ sharedItemId: string; userId: number | null; outcome: string; urlType: string | null }>,
+): Promise<void> {
+  await sql`insert into shared_item_accesses (tenant_id, shared_item_id, user_id, outcome, url_type)
+    ${insertedRows({
+      alias: 'a',
+      leading: [sql`${tenantId}`],
+      columns: [
+        { name: 'shared_item_id', type: 'text', values: accesses.map((a) => a.sharedItemId) },
+        { name: 'user_id', type: 'bigint', values: accesses.map((a) => a.userId) },
+        { name: 'outcome', type: 'text', values: accesses.map((a) => a.outcome) },
+        { name: 'url_type', type: 'text', values: accesses.map((a) => a.urlType) },
+      ],
+    })}`.execute(db)
+}
+
+export const findTenantIdBySlug = (db: Db, slug: string) =>
+  db.selectFrom('tenants').select('id').where('slug', '=', slug).executeTakeFirst()
+
+/**
+ * A grant token's holder with their role's permissions and departments, when they still may act:
+ * active, neither deleted nor blacked out, not logged out since `issuedAt` (seconds).
+ */
+export const findTokenHolder = (db: Db, tenantId: number, userId: number, issuedAt: number) =>
+  db
+    .selectFrom('users as u')
+    .innerJoin('roles as r', (join) => join.onRef('r.id', '=', 'u.role_id').onRef('r.tenant_id', '=', 'u.tenant_id'))
+    .select([
+      'u.id as user_id',
+      'u.tenant_id',
+      'u.role_id',
+      'u.lang_id',
+      'r.permissions',
+      sql<
+        number[]
+      >`array(select du.department_id from department_users du where du.tenant_id = ${tenantId} and du.user_id = u.id)`.as(
+        'department_ids',
+      ),
+    ])
+    .where('u.tenant_id', '=', tenantId)
+    .where('u.id', '=', userId)
+    .where('u.deleted_at', 'is', null)
+    .where('u.blacked_out_at', 'is', null)
+    .where('u.active', '=', true)
+    .where(sql<boolean>`(u.logout_requested_at is null or u.logout_requested_at < to_timestamp(${issuedAt}))`)
+    .executeTakeFirst()
+
+/** Whether a shared item still hands out grant tokens for that target and `holder` may view it. */
+export async function sharedItemAdmitsToken(
+  db: Db,
+  holder: Actor,
+  sharedItemId: string,
+  redirectType: string,
+  alias: string,
+  storedId: string,
+): Promise<boolean> {
+  const row = await db
+    .selectFrom('shared_items as si')
+    .select('si.id')
+    .where('si.tenant_id', '=', holder.tenantId)
+    .where('si.id', '=', sharedItemId)
+    .where('si.deleted_at', 'is', null)
+    .where('si.redirect_type', '=', redirectType)
+    .where('si.targetable_type', '=', alias)
+    .where('si.targetable_id', '=', storedId)
+    .where(grantAllows(holder, 'view', 'sharedItem', sql.ref('si.id')))
+    .executeTakeFirst()
+  return row !== undefined
 }

@@ -1,4 +1,3 @@
-import { sql } from 'kysely'
 import { secretBoxFor } from '../../platform/secrets/secret-box.js'
 import type { AppDeps } from '../../platform/app-module.js'
 import type { Actor } from '../../platform/auth/actor.js'
@@ -92,7 +91,7 @@ export function createSharedItemResolver({ db, config }: AppDeps) {
         'si.targetable_id as shared_item_targetable_id',
         'tn.slug as shared_item_tenant_slug',
       ])
-    return def.joinTarget!(query, actor, sql.ref('si.targetable_id'))
+    return def.joinTarget!(query, actor, queries.targetableIdRef())
   })
 
   /** One statement: the item (when its kind is still `def.alias`) and its target; undefined when no row. */

@@ -98,3 +98,25 @@ export const sharedItemResource = defineResource<SharedItemResourceRow>({
     },
   },
 })
+
+/** The administration's view of a shared item: its fields plus how often and when it was last opened. */
+export const administeredSharedItemResource = defineResource({
+  ...sharedItemResource,
+  fields: {
+    ...sharedItemResource.fields,
+    access_count: {
+      type: 'integer',
+      filterable: false,
+      sortable: false,
+      sql: (tenantId: number) =>
+        sql`(select count(*)::int from shared_item_accesses sa where sa.tenant_id = ${tenantId} and sa.shared_item_id = si.id::text)`,
+    },
+    last_accessed_at: {
+      type: 'timestamp',
+      filterable: false,
+      sortable: false,
+      sql: (tenantId: number) =>
+        sql`(select max(sa.created_at) from shared_item_accesses sa where sa.tenant_id = ${tenantId} and sa.shared_item_id = si.id::text)`,
+    },
+  },
+})

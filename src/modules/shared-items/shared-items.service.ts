@@ -1,13 +1,11 @@
 import { randomUUID } from 'node:crypto'
-import { sql } from 'kysely'
 import type { AppDeps } from '../../platform/app-module.js'
 import type { Actor } from '../../platform/auth/actor.js'
-import { type CommonTableExpression, timestampText } from '../../platform/db/database.js'
+import { timestampText } from '../../platform/db/database.js'
 import type { Db } from '../../platform/db/schema.js'
 import { diff } from '../../platform/audit/audit-log.js'
 import {
   domainEventWrites,
-  eventWritesSql,
   recordDomainEvent,
   recordDomainEvents,
   type DomainEvent,
@@ -16,12 +14,7 @@ import {
 import { FieldErrorCollector, forbidden, notFound } from '../../platform/http/errors.js'
 import type { RawListQuery } from '../../platform/query/parse-query.js'
 import { findResource, listResource, showResource, type ShapedBase } from '../../platform/query/run-query.js'
-import {
-  freshGrantsWrite,
-  planFreshGrants,
-  syncEntityPermissions,
-  type GrantColumns,
-} from '../entity-permissions/index.js'
+import { planFreshGrants, syncEntityPermissions, type GrantColumns } from '../entity-permissions/index.js'
 import { lookupShareTarget, parseShareTargetId, type ShareTargetDef, type ShareTargetId } from './share-targets.js'
 import { completeConfig, sharedItemType, SHARED_ITEM_TYPE_NAMES } from './shared-item-types.js'
 import {
@@ -32,8 +25,8 @@ import {
   viewableSql,
 } from './shared-items.access.js'
 import * as queries from './shared-items.queries.js'
-import { sharedItemResource } from './shared-items.resource.js'
-import { accessResource, administeredSharedItemResource } from './shared-items.access-log.js'
+import { administeredSharedItemResource, sharedItemResource } from './shared-items.resource.js'
+import { accessResource } from './shared-items.access-log.js'
 import type { CreateSharedItemBody, UpdateSharedItemBody } from './shared-items.schemas.js'
 
 export type SharedItemsService = ReturnType<typeof createSharedItemsService>
@@ -202,10 +195,7 @@ export function createSharedItemsService({ db, config }: AppDeps) {
       .where(administrableSql(actor))
       .executeTakeFirst()
     if (!item) throw notFound('Shared item')
-    const base = db
-      .selectFrom('shared_item_accesses as sa')
-      .where('sa.tenant_id', '=', actor.tenantId)
-      .where('sa.shared_item_id', '=', id)
+    const base = queries.selectAccessesOf(db, actor.tenantId, id)
     return listResource(ctx(actor), accessResource, base, query)
   }
 
@@ -232,15 +222,14 @@ export function createSharedItemsService({ db, config }: AppDeps) {
     let build = createBuilds.get(def)
     if (!build) {
       build = ({ tenantId, actor, targetId, item, grants, events }) => {
-        const written = sql<boolean>`exists (select from inserted)`
-        const grantsWrite = grants && freshGrantsWrite(tenantId, grants)
-        const eventWrites = eventWritesSql(tenantId, events, written)
-        const onlyIf = sql<boolean>`${def.viewableSql!(db, actor, targetId)} and ${grantsWrite?.granteesExist ?? sql`true`} and ${eventWrites.unheeded}`
-        const alongside: CommonTableExpression[] = [
-          ...(grantsWrite ? [['granted', grantsWrite.insert(written)] as CommonTableExpression] : []),
-          ...eventWrites.ctes,
-        ]
-        return queries.insertSharedItem(db, tenantId, item, onlyIf, alongside)
+        return queries.insertSharedItemWithRiders(
+          db,
+          tenantId,
+          item,
+          def.viewableSql!(db, actor, targetId),
+          grants,
+          events,
+        )
       }
       createBuilds.set(def, build)
     }
@@ -317,7 +306,7 @@ export function createSharedItemsService({ db, config }: AppDeps) {
         if (target) await requireShareable(trx, actor, target, problems)
         problems.throwIfAny()
       }
-      const { def, id: targetId } = target!
+      const { id: targetId } = target!
       const values = valuesFor(target!)
       // the share rule read first, then a plain insert … values and a read of the new row (what a read after
       // the commit shows: no default relations); each is routed whole to the tenant's worker on Citus,

@@ -1,8 +1,8 @@
-import { sql } from 'kysely'
 import type { Db } from '../../platform/db/schema.js'
 import { insertAutomation } from '../automations/index.js'
 import { runFanOut } from '../notifications/index.js'
 import { gradientPng, textPdf } from './demo-files.js'
+import { completeJob, queuedFanOuts } from './tenants.queries.js'
 
 /** One HTTP call into the app (in-process): the demo is created through the API, access rules and side effects included. */
 export type DemoRequest = (request: {
@@ -240,18 +240,9 @@ export async function createDemoContent(db: Db, api: DemoRequest, people: DemoPe
 
 /** Runs the notification fan-outs the posts queued (idempotent: the worker finds nothing left to do). */
 async function fanOutQueuedNotifications(db: Db, tenantId: number): Promise<void> {
-  // the public jobs view has no payload column
-  const { rows } = await sql<{
-    id: string
-    payload: Parameters<typeof runFanOut>[1]
-  }>`select j.id, j.payload from graphile_worker._private_jobs j
-    join graphile_worker._private_tasks t on t.id = j.task_id
-    where t.identifier = 'notifications:fan_out' and (j.payload->'spec'->>'tenantId')::bigint = ${tenantId} order by j.id`.execute(
-    db,
-  )
-  for (const job of rows) {
+  for (const job of await queuedFanOuts<Parameters<typeof runFanOut>[1]>(db, tenantId)) {
     await runFanOut(db, job.payload)
-    await sql`select graphile_worker.complete_jobs(array[${job.id}]::bigint[])`.execute(db)
+    await completeJob(db, job.id)
   }
 }
 

@@ -1,8 +1,14 @@
-import { sql } from 'kysely'
 import type { Db } from '../../platform/db/schema.js'
 import { hashPassword } from '../../platform/auth/passwords.js'
 import { insertUser } from '../users/index.js'
-import { createTenant, findTenantBySlug } from './tenants.service.js'
+import { createTenant } from './tenants.service.js'
+import {
+  deleteTenant,
+  findTenantBySlug,
+  insertDepartmentMembers,
+  insertDepartments,
+  markDemo,
+} from './tenants.queries.js'
 import { createDemoContent, type DemoRequest } from './demo-content.js'
 
 export type { DemoRequest } from './demo-content.js'
@@ -35,8 +41,7 @@ export async function ensureDemoTenant(db: Db, options: DemoOptions): Promise<De
   if (existing) {
     const seeded = (existing.settings as { demo?: string }).demo
     if (!options.reset && seeded !== 'seeding') return { created: false }
-    // every tenant-owned table cascades from tenants
-    await db.deleteFrom('tenants').where('id', '=', existing.id).execute()
+    await deleteTenant(db, existing.id)
   }
   const created = await createTenant(db, {
     slug: DEMO_SLUG,
@@ -68,23 +73,13 @@ export async function ensureDemoTenant(db: Db, options: DemoOptions): Promise<De
         })
       ).id
     }
-    const [store, warehouse] = await trx
-      .insertInto('departments')
-      .values([
-        { tenant_id: tenantId, name: 'Store Berlin' },
-        { tenant_id: tenantId, name: 'Warehouse' },
-      ])
-      .returning('id')
-      .execute()
-    await trx
-      .insertInto('department_users')
-      .values([
-        { tenant_id: tenantId, department_id: store.id, user_id: users.anna },
-        { tenant_id: tenantId, department_id: store.id, user_id: users.ben },
-        { tenant_id: tenantId, department_id: warehouse.id, user_id: users.chloe },
-        { tenant_id: tenantId, department_id: warehouse.id, user_id: users.deniz },
-      ])
-      .execute()
+    const [store, warehouse] = await insertDepartments(trx, tenantId, ['Store Berlin', 'Warehouse'])
+    await insertDepartmentMembers(trx, tenantId, [
+      { departmentId: store.id, userId: users.anna },
+      { departmentId: store.id, userId: users.ben },
+      { departmentId: warehouse.id, userId: users.chloe },
+      { departmentId: warehouse.id, userId: users.deniz },
+    ])
     return {
       users: users as Record<'anna' | 'ben' | 'chloe' | 'deniz', number>,
       departments: { store: store.id, warehouse: warehouse.id },
@@ -101,14 +96,6 @@ export async function ensureDemoTenant(db: Db, options: DemoOptions): Promise<De
   return { created: true, password: created.password, openSharedItemId: content.openSharedItemId }
 }
 
-async function markDemo(db: Db, tenantId: number, state: 'seeding' | 'complete'): Promise<void> {
-  await db
-    .updateTable('tenants')
-    .set({ settings: sql<string>`settings || ${JSON.stringify({ demo: state })}::jsonb` })
-    .where('id', '=', tenantId)
-    .execute()
-}
-
 /** The ready-to-paste requests printed after the demo is created. */
 export function demoInstructions(baseUrl: string, demo: DemoResult): string[] {
   if (!demo.password) return []
@@ -123,7 +110,4 @@ export function demoInstructions(baseUrl: string, demo: DemoResult): string[] {
   ]
 }
 
-export async function isDatabaseEmpty(db: Db): Promise<boolean> {
-  const row = await db.selectFrom('tenants').select('id').limit(1).executeTakeFirst()
-  return row === undefined
-}
+export { isDatabaseEmpty } from './tenants.queries.js'

@@ -1,12 +1,12 @@
 import { randomBytes } from 'node:crypto'
 import type { Db } from '../../platform/db/schema.js'
-import { DEFAULT_ROLES } from '../../platform/auth/permissions.js'
 import { hashPassword } from '../../platform/auth/passwords.js'
 import { issueAccessToken } from '../../platform/auth/tokens.js'
 import { AppError, invalidField } from '../../platform/http/errors.js'
 import { isUniqueViolation } from '../../platform/db/pg-errors.js'
 import { insertDefaultNotificationSettings } from '../notifications/index.js'
 import { insertUser } from '../users/index.js'
+import * as queries from './tenants.queries.js'
 
 export const TENANT_SLUG = /^[a-z0-9][a-z0-9-]{1,62}$/
 
@@ -34,16 +34,8 @@ export async function createTenant(db: Db, input: CreateTenantInput): Promise<Cr
   const passwordHash = await hashPassword(password)
   try {
     return await db.transaction().execute(async (trx) => {
-      const tenant = await trx
-        .insertInto('tenants')
-        .values({ slug: input.slug, name: input.name ?? input.slug })
-        .returning(['id', 'slug'])
-        .executeTakeFirstOrThrow()
-      const roles = await trx
-        .insertInto('roles')
-        .values(DEFAULT_ROLES.map((r) => ({ tenant_id: tenant.id, name: r.name, permissions: [...r.permissions] })))
-        .returning(['id', 'name'])
-        .execute()
+      const tenant = await queries.insertTenant(trx, input.slug, input.name ?? input.slug)
+      const roles = await queries.insertDefaultRoles(trx, tenant.id)
       const administratorId = roles.find((r) => r.name === 'Administrator')!.id
       const employeeId = roles.find((r) => r.name === 'Employee')!.id
       await insertDefaultNotificationSettings(trx, tenant.id)
@@ -66,6 +58,4 @@ export async function createTenant(db: Db, input: CreateTenantInput): Promise<Cr
   }
 }
 
-export async function findTenantBySlug(db: Db, slug: string) {
-  return db.selectFrom('tenants').select(['id', 'slug', 'name', 'settings']).where('slug', '=', slug).executeTakeFirst()
-}
+export { findTenantBySlug } from './tenants.queries.js'

@@ -9,7 +9,7 @@ import { dataExportRoutes } from './users-data-export.routes.js'
 import { usersRoutes } from './users.routes.js'
 import { createUsersService } from './users.service.js'
 
-export { insertUser, findPresentedUser } from './users.queries.js'
+export { insertUser, findPresentedUser, departmentsOfUsers } from './users.queries.js'
 export { userResource } from './users.resource.js'
 export { UserSchema, BASIC_USER_FIELDS } from './users.schemas.js'
 export { deriveActiveForAllTenants } from './users.jobs.js'

@@ -1,7 +1,7 @@
 import { createHash, randomBytes } from 'node:crypto'
 import fs from 'node:fs/promises'
 import { Readable } from 'node:stream'
-import { type CompiledQuery, sql } from 'kysely'
+import type { CompiledQuery } from 'kysely'
 import yazl from 'yazl'
 import { enqueueNotifications } from '../notifications/index.js'
 import type { AppDeps } from '../../platform/app-module.js'
@@ -15,6 +15,8 @@ import { defineResource } from '../../platform/query/resource.js'
 import type { RawListQuery } from '../../platform/query/parse-query.js'
 import { listResource } from '../../platform/query/run-query.js'
 import type { FileStorage } from '../../platform/storage/file-storage.js'
+import * as queries from './users-data-export.queries.js'
+import { departmentsOfUsers, findStoredUser } from './users.queries.js'
 
 export const DATA_EXPORT_JOB = 'users:data_export'
 export const DATA_EXPORT_SWEEP_JOB = 'users:data_export_sweep'
@@ -101,20 +103,6 @@ function jsonArrayStream(db: Db, query: CompiledQuery<Record<string, unknown>>) 
 
 const json = (value: unknown) => Buffer.from(`${JSON.stringify(value, null, 2)}\n`, 'utf8')
 
-/** Tables of content a person writes (`user_id` = the author), as content.json names them. */
-const CONTENT_TABLES = [
-  'infoboard_posts',
-  'infoboard_comments',
-  'form_messages',
-  'manual_chapters',
-  'manual_entries',
-  'calendar_events',
-  'task_executions',
-  'forms',
-  'filemanager_directories',
-  'filemanager_files',
-] as const
-
 /** The list of data exports (`GET /api/data-exports`), newest first, with the query conventions. */
 export const dataExportResource = defineResource({
   name: 'data export',
@@ -136,31 +124,16 @@ export const dataExportResource = defineResource({
 export function createDataExports(deps: AppDeps, storage: FileStorage) {
   const { db } = deps
 
-  const findRow = (database: Db, tenantId: number, id: number) =>
-    database
-      .selectFrom('data_exports')
-      .select(['id', 'user_id', 'requested_by', 'status', 'size', 'file_name', 'created_at', 'ready_at', 'expires_at'])
-      .where('tenant_id', '=', tenantId)
-      .where('id', '=', id)
-      .executeTakeFirst()
+  const findRow = queries.findDataExport
 
   /** Asks for an archive of `userId`'s data: self, or another user with `users.export`. */
   async function request(actor: Actor, userId: number): Promise<PresentedDataExport> {
     if (userId !== actor.userId && !can(actor, 'users.export'))
       throw forbidden("Exporting another user's data needs the users.export permission")
     return db.transaction().execute(async (trx) => {
-      const user = await trx
-        .selectFrom('users')
-        .select(['id', 'blacked_out_at'])
-        .where('tenant_id', '=', actor.tenantId)
-        .where('id', '=', userId)
-        .executeTakeFirst()
+      const user = await queries.findExportedUser(trx, actor.tenantId, userId)
       if (!user || user.blacked_out_at !== null) throw notFound('User')
-      const row = await trx
-        .insertInto('data_exports')
-        .values({ tenant_id: actor.tenantId, user_id: userId, requested_by: actor.userId ?? null })
-        .returning(['id', 'user_id', 'status', 'size', 'created_at', 'ready_at', 'expires_at'])
-        .executeTakeFirstOrThrow()
+      const row = await queries.insertDataExport(trx, actor.tenantId, userId, actor.userId ?? null)
       const payload: DataExportJobPayload = { tenantId: actor.tenantId, exportId: Number(row.id) }
       await enqueue(trx, DATA_EXPORT_JOB, payload, { key: `${DATA_EXPORT_JOB}:${row.id}`, maxAttempts: 3 })
       return present(row)
@@ -177,11 +150,11 @@ export function createDataExports(deps: AppDeps, storage: FileStorage) {
 
   /** Every export of the tenant with `users.export`; else those of the actor and those they asked for. */
   async function list(actor: Actor, raw: RawListQuery) {
-    let base = db.selectFrom('data_exports as e').where('e.tenant_id', '=', actor.tenantId)
-    if (!can(actor, 'users.export')) {
-      const self = actor.userId ?? -1
-      base = base.where((eb) => eb.or([eb('e.user_id', '=', self), eb('e.requested_by', '=', self)]))
-    }
+    const base = queries.selectDataExports(
+      db,
+      actor.tenantId,
+      can(actor, 'users.export') ? undefined : (actor.userId ?? -1),
+    )
     return listResource({ db, tenantId: actor.tenantId, actor }, dataExportResource, base, raw)
   }
 
@@ -194,17 +167,7 @@ export function createDataExports(deps: AppDeps, storage: FileStorage) {
     const row = await visible(actor, id)
     if (row.status !== 'ready') throw new AppError(409, 'not_ready', `The data export is ${row.status}, not ready`)
     const token = `${actor.tenantId}.${id}.${randomBytes(32).toString('base64url')}`
-    const updated = await db
-      .updateTable('data_exports')
-      .set({
-        link_hash: sha256(token),
-        link_expires_at: sql<string>`now() + make_interval(mins => ${LINK_MINUTES})`,
-      })
-      .where('tenant_id', '=', actor.tenantId)
-      .where('id', '=', id)
-      .where('status', '=', 'ready')
-      .returning('link_expires_at')
-      .executeTakeFirst()
+    const updated = await queries.setDownloadLink(db, actor.tenantId, id, sha256(token), LINK_MINUTES)
     if (!updated?.link_expires_at) throw new AppError(409, 'not_ready', 'The data export is not ready')
     return {
       url: `${deps.config.baseUrl}/api/data-exports/download/${token}`,
@@ -216,16 +179,7 @@ export function createDataExports(deps: AppDeps, storage: FileStorage) {
   async function download(token: string) {
     const [tenant, id] = token.split('.', 2).map(Number)
     if (!Number.isSafeInteger(tenant) || !Number.isSafeInteger(id)) throw notFound('Download')
-    const row = await db
-      .updateTable('data_exports')
-      .set({ link_hash: null, link_expires_at: null })
-      .where('tenant_id', '=', tenant!)
-      .where('id', '=', id!)
-      .where('status', '=', 'ready')
-      .where('link_hash', '=', sha256(token))
-      .where('link_expires_at', '>', sql<string>`now()`)
-      .returning(['file_name', 'user_id'])
-      .executeTakeFirst()
+    const row = await queries.consumeDownloadLink(db, tenant!, id!, sha256(token))
     const file = row?.file_name ? await storage.open(area(tenant!), row.file_name) : undefined
     if (!row || !file) throw notFound('Download')
     return { ...file, fileName: `personal-data-${Number(row.user_id)}.zip` }
@@ -245,18 +199,7 @@ export function createDataExports(deps: AppDeps, storage: FileStorage) {
       zip.end()
       const stored = await Promise.race([saving, zipFailed])
       await db.transaction().execute(async (trx) => {
-        await trx
-          .updateTable('data_exports')
-          .set({
-            status: 'ready',
-            file_name: stored.name,
-            size: stored.size,
-            ready_at: sql<string>`now()`,
-            expires_at: sql<string>`now() + make_interval(days => ${EXPORT_KEEP_DAYS})`,
-          })
-          .where('tenant_id', '=', tenantId)
-          .where('id', '=', exportId)
-          .execute()
+        await queries.markExportReady(trx, tenantId, exportId, stored, EXPORT_KEEP_DAYS)
         await enqueueNotifications(trx, {
           tenantId,
           type: 'dataExportReady',
@@ -272,120 +215,43 @@ export function createDataExports(deps: AppDeps, storage: FileStorage) {
         })
       })
     } catch (error) {
-      await db
-        .updateTable('data_exports')
-        .set({ status: 'failed', error: String(error instanceof Error ? error.message : error).slice(0, 500) })
-        .where('tenant_id', '=', tenantId)
-        .where('id', '=', exportId)
-        .execute()
+      const message = String(error instanceof Error ? error.message : error).slice(0, 500)
+      await queries.markExportFailed(db, tenantId, exportId, message)
       throw error
     }
   }
 
   async function addEntries(zip: yazl.ZipFile, tenantId: number, userId: number) {
-    const user = await db
-      .selectFrom('users')
-      .selectAll()
-      .where('tenant_id', '=', tenantId)
-      .where('id', '=', userId)
-      .executeTakeFirstOrThrow()
+    const user = await findStoredUser(db, tenantId, userId)
+    // as executeTakeFirstOrThrow failed the export before (its message is the stored error)
+    if (!user) throw new Error('no result')
     const { password_hash: _secret, ...profile } = user
     zip.addBuffer(Buffer.from(README, 'utf8'), 'README.txt')
     zip.addBuffer(json(profile), 'profile.json')
 
-    const role = await db
-      .selectFrom('roles')
-      .select(['id', 'name'])
-      .where('tenant_id', '=', tenantId)
-      .where('id', '=', user.role_id)
-      .executeTakeFirst()
-    const departments = await db
-      .selectFrom('department_users as du')
-      .innerJoin('departments as d', (j) =>
-        j.onRef('d.tenant_id', '=', 'du.tenant_id').onRef('d.id', '=', 'du.department_id'),
-      )
-      .select(['d.id', 'd.name'])
-      .where('du.tenant_id', '=', tenantId)
-      .where('du.user_id', '=', userId)
-      .orderBy('d.id')
-      .execute()
+    const role = await queries.findRoleName(db, tenantId, user.role_id)
+    const departments = (await departmentsOfUsers(db, tenantId, [userId])).map(({ user_id: _, ...d }) => d)
     zip.addBuffer(json({ role: role ?? null, departments }), 'memberships.json')
 
-    zip.addReadStream(
-      jsonArrayStream(
-        db,
-        // newest first, in the order of the inbox's index
-        sql<Record<string, unknown>>`
-          select id, type, targetable_type, targetable_id, data, seen_at, read_at, created_at
-          from notifications
-          where tenant_id = ${tenantId} and notifiable_id = ${userId} and notifiable_type = 'user'
-          order by created_at desc nulls last, id desc nulls last`.compile(db),
-      ),
-      'notifications.json',
-    )
+    zip.addReadStream(jsonArrayStream(db, queries.notificationsOfQuery(db, tenantId, userId)), 'notifications.json')
 
-    const preferences = await db
-      .selectFrom('notification_preferences as p')
-      .innerJoin('notification_settings as s', (j) =>
-        j.onRef('s.tenant_id', '=', 'p.tenant_id').onRef('s.id', '=', 'p.notification_setting_id'),
-      )
-      .select(['s.key', 'p.push', 'p.email'])
-      .where('p.tenant_id', '=', tenantId)
-      .where('p.user_id', '=', userId)
-      .orderBy('s.key')
-      .execute()
+    const preferences = await queries.notificationPreferencesOf(db, tenantId, userId)
     zip.addBuffer(
       json({ wants_email_notifications: user.wants_email_notifications, email_digest: user.email_digest, preferences }),
       'preferences.json',
     )
 
-    const sessions = await db
-      .selectFrom('access_tokens as t')
-      .leftJoin('session_activity as a', (j) =>
-        j.onRef('a.tenant_id', '=', 't.tenant_id').onRef('a.token_id', '=', 't.id'),
-      )
-      .select([
-        't.id',
-        't.device_name',
-        't.created_at',
-        't.expires_at',
-        't.revoked_at',
-        'a.last_used_at',
-        'a.ip',
-        'a.user_agent',
-      ])
-      .where('t.tenant_id', '=', tenantId)
-      .where('t.user_id', '=', userId)
-      .orderBy('t.id')
-      .execute()
+    const sessions = await queries.sessionsOf(db, tenantId, userId)
     zip.addBuffer(json(sessions), 'sessions.json')
 
-    const subscriptions = await db
-      .selectFrom('push_subscriptions')
-      .select(['id', 'endpoint', 'user_agent', 'created_at'])
-      .where('tenant_id', '=', tenantId)
-      .where('user_id', '=', userId)
-      .orderBy('id')
-      .execute()
+    const subscriptions = await queries.pushSubscriptionsOf(db, tenantId, userId)
     zip.addBuffer(json(subscriptions), 'push-subscriptions.json')
 
-    zip.addReadStream(
-      jsonArrayStream(
-        db,
-        sql<Record<string, unknown>>`
-          select id, created_at, action, target_type, target_id, changes, actor_id, ip, user_agent
-          from audit_log
-          where tenant_id = ${tenantId}
-            and (actor_id = ${userId} or (target_type = 'user' and target_id = ${String(userId)}))
-          order by id`.compile(db),
-      ),
-      'audit.json',
-    )
+    zip.addReadStream(jsonArrayStream(db, queries.auditOfQuery(db, tenantId, userId)), 'audit.json')
 
     const content: Record<string, unknown[]> = {}
-    for (const table of CONTENT_TABLES) {
-      const { rows } = await sql<Record<string, unknown>>`
-        select * from ${sql.table(table)} where tenant_id = ${tenantId} and user_id = ${userId} order by id`.execute(db)
+    for (const table of queries.CONTENT_TABLES) {
+      const rows = await queries.contentRowsOf(db, table, tenantId, userId)
       content[table] = rows.map(
         ({ tenant_id: _tenant, storage_name: _name, poster_storage_name: _poster, ...rest }) => rest,
       )
@@ -409,9 +275,7 @@ export function createDataExports(deps: AppDeps, storage: FileStorage) {
         storage.path(`profile-pictures/${tenantId}`, user.profile_picture),
         `files/profile-picture/${user.profile_picture}`,
       )
-    const { rows: files } = await sql<{ id: string; name: string; storage_name: string }>`
-      select id, name, storage_name from filemanager_files
-      where tenant_id = ${tenantId} and user_id = ${userId} order by id`.execute(db)
+    const files = await queries.uploadedFilesOf(db, tenantId, userId)
     for (const file of files) {
       const safe = file.name.replace(/[^\p{L}\p{N}._ -]/gu, '_').slice(0, 120) || 'file'
       await addStored(storage.path(`filemanager/${tenantId}`, file.storage_name), `files/uploads/${file.id}-${safe}`)
@@ -427,22 +291,11 @@ export function createDataExports(deps: AppDeps, storage: FileStorage) {
   async function sweep(batch = 500): Promise<number> {
     let total = 0
     for (;;) {
-      const expired = await db
-        .selectFrom('data_exports')
-        .select(['tenant_id', 'id', 'file_name'])
-        .where('status', '=', 'ready')
-        .where('expires_at', '<', sql<string>`now()`)
-        .limit(batch)
-        .execute()
+      const expired = await queries.selectExpiredExports(db, batch)
       if (expired.length === 0) return total
       for (const row of expired) {
         if (row.file_name) await storage.remove(area(row.tenant_id), row.file_name)
-        await db
-          .updateTable('data_exports')
-          .set({ status: 'expired', file_name: null, link_hash: null, link_expires_at: null })
-          .where('tenant_id', '=', row.tenant_id)
-          .where('id', '=', row.id)
-          .execute()
+        await queries.markExportExpired(db, row.tenant_id, row.id)
       }
       total += expired.length
     }
@@ -450,12 +303,7 @@ export function createDataExports(deps: AppDeps, storage: FileStorage) {
 
   /** The erasure's part: the person's export rows go in the transaction; the files after it (returned). */
   async function eraseFor(trx: Db, tenantId: number, userId: number): Promise<string[]> {
-    const rows = await trx
-      .deleteFrom('data_exports')
-      .where('tenant_id', '=', tenantId)
-      .where('user_id', '=', userId)
-      .returning('file_name')
-      .execute()
+    const rows = await queries.deleteExportsOf(trx, tenantId, userId)
     return rows.flatMap((r) => (r.file_name ? [r.file_name] : []))
   }
   const removeFiles = async (tenantId: number, names: string[]) => {

@@ -1,6 +1,5 @@
 import { randomBytes } from 'node:crypto'
 import { deleteUserSubscriptions } from '../notifications/index.js'
-import { sql } from 'kysely'
 import type { AppDeps } from '../../platform/app-module.js'
 import { actingUserId, type Actor } from '../../platform/auth/actor.js'
 import { UNUSABLE_PASSWORD_HASH } from '../../platform/auth/passwords.js'
@@ -61,13 +60,7 @@ export function createUsersLifecycleService(deps: AppDeps, pictures: ProfilePict
       if (!user || user.deleted_at !== null) throw notFound('User')
       if (self && user.prevent_logout)
         throw forbidden('This account is protected from logging itself out', 'logout_prevented')
-      // clock_timestamp(): tokens issued later in this same transaction must stay valid. Read first and
-      // passed as a value: Citus refuses volatile functions in an UPDATE, and evaluates the
-      // clock_timestamp() of a token INSERT on the coordinator, as this select is
-      const {
-        rows: [mark],
-      } = await sql<{ now: string }>`select clock_timestamp()::text as now`.execute(trx)
-      await queries.updateUser(trx, actor.tenantId, id, { logout_requested_at: sql<Date>`${mark.now}::timestamptz` })
+      await queries.markLogoutRequested(trx, actor.tenantId, id)
       await deleteUserSubscriptions(trx, actor.tenantId, id)
       await recordDomainEvent(trx, event(actor, 'user.loggedOut', id))
       return presentBasicUser(deps, actor, id, trx)
@@ -81,7 +74,7 @@ export function createUsersLifecycleService(deps: AppDeps, pictures: ProfilePict
     await db.transaction().execute(async (trx) => {
       const user = await queries.findUserState(trx, actor.tenantId, id, { forUpdate: true })
       if (!user || user.deleted_at !== null) throw notFound('User')
-      await queries.updateUser(trx, actor.tenantId, id, { deleted_at: sql<Date>`now()` })
+      await queries.updateUser(trx, actor.tenantId, id, { deleted_at: queries.statementTime() })
       await revokeUserTokens(trx, actor.tenantId, id)
       await deleteUserSubscriptions(trx, actor.tenantId, id)
       const deleted = await queries.findUserState(trx, actor.tenantId, id)
@@ -163,9 +156,9 @@ export function createUsersLifecycleService(deps: AppDeps, pictures: ProfilePict
         prevent_logout: false,
         active: false,
         active_derived: false,
-        logout_requested_at: sql<Date>`now()`,
-        deleted_at: user.deleted_at ?? sql<Date>`now()`,
-        blacked_out_at: sql<Date>`now()`,
+        logout_requested_at: queries.statementTime(),
+        deleted_at: user.deleted_at ?? queries.statementTime(),
+        blacked_out_at: queries.statementTime(),
       })
       await queries.deleteLoginFailures(trx, tenantId, user.username)
       await recordDomainEvent(trx, {

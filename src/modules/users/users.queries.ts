@@ -1,6 +1,7 @@
 import { type Insertable, type UpdateObject, sql } from 'kysely'
 import type { Database, Db, UsersTable } from '../../platform/db/schema.js'
 import { userResource } from './users.resource.js'
+import { languageIds } from '../languages/index.js'
 import { applySelects, presentRows } from '../../platform/query/apply-query.js'
 import type { ParsedQuery } from '../../platform/query/parse-query.js'
 import type { QueryContext } from '../../platform/query/resource.js'
@@ -117,8 +118,7 @@ export async function findRoleStates(
 }
 
 export async function findLanguageIds(db: Db): Promise<Set<string>> {
-  const rows = await db.selectFrom('languages').select('id').execute()
-  return new Set(rows.map((r) => r.id))
+  return new Set(await languageIds(db))
 }
 
 /** The tenant setting `password_min_length` (default 8). */
@@ -240,4 +240,48 @@ export async function inactiveAmong(db: Db, tenantId: number, ids: number[]): Pr
     .where('active', '=', false)
     .execute()
   return rows.map((r) => r.id)
+}
+
+/** A user's whole stored row (deleted ones included); `forUpdate` locks it. */
+export function findStoredUser(db: Db, tenantId: number, id: number, { forUpdate = false } = {}) {
+  let query = db.selectFrom('users').selectAll().where('tenant_id', '=', tenantId).where('id', '=', id)
+  if (forUpdate) query = query.forUpdate()
+  return query.executeTakeFirst()
+}
+
+/**
+ * The departments of the given users (`user_id`, `id`, `name`, by department id), in one statement;
+ * `full` adds the department's other columns. Serves the users resource's `departments` relation,
+ * SCIM's `groups` of a user and the data export's memberships.
+ */
+export function departmentsOfUsers(db: Db, tenantId: number, userIds: number[], { full = false } = {}) {
+  return db
+    .selectFrom('department_users as du')
+    .innerJoin('departments as d', (j) =>
+      j.onRef('d.id', '=', 'du.department_id').onRef('d.tenant_id', '=', 'du.tenant_id'),
+    )
+    .select(
+      full
+        ? ['du.user_id', 'd.id', 'd.name', 'd.folder_id', 'd.notification_setting_id', 'd.created_at', 'd.updated_at']
+        : ['du.user_id', 'd.id', 'd.name'],
+    )
+    .where('du.tenant_id', '=', tenantId)
+    .where('du.user_id', 'in', userIds)
+    .orderBy('d.id')
+    .execute()
+}
+
+/** The statement's time, as a value of a write (`deleted_at: statementTime()`). */
+export const statementTime = () => sql<Date>`now()`
+
+/**
+ * Marks a user for logout at clock_timestamp(): tokens issued later in this same transaction stay
+ * valid. Read first and passed as a value: Citus refuses volatile functions in an UPDATE, and
+ * evaluates the clock_timestamp() of a token INSERT on the coordinator, as this select is.
+ */
+export async function markLogoutRequested(db: Db, tenantId: number, id: number) {
+  const {
+    rows: [mark],
+  } = await sql<{ now: string }>`select clock_timestamp()::text as now`.execute(db)
+  return updateUser(db, tenantId, id, { logout_requested_at: sql<Date>`${mark.now}::timestamptz` })
 }

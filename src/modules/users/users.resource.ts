@@ -3,6 +3,8 @@ import type { UsersTable } from '../../platform/db/schema.js'
 import { can } from '../../platform/auth/permissions.js'
 import { defineResource, type QueryContext } from '../../platform/query/resource.js'
 import { groupBy } from '../../platform/group-by.js'
+// a cycle (users.queries presents users through this resource), read only when a relation loads
+import { departmentsOfUsers } from './users.queries.js'
 
 /** The related resource's whole record only for a caller who may read that resource (else its id and name). */
 const mayReadRelated = (ctx: QueryContext, permission: string) => ctx.actor !== undefined && can(ctx.actor, permission)
@@ -120,28 +122,9 @@ export const userResource = defineResource<UserResourceRow>({
       key: 'id',
       many: true,
       load: async (ctx, ids) => {
-        const rows = await ctx.db
-          .selectFrom('department_users as du')
-          .innerJoin('departments as d', (j) =>
-            j.onRef('d.id', '=', 'du.department_id').onRef('d.tenant_id', '=', 'du.tenant_id'),
-          )
-          .select(
-            mayReadRelated(ctx, 'departments.view')
-              ? [
-                  'du.user_id',
-                  'd.id',
-                  'd.name',
-                  'd.folder_id',
-                  'd.notification_setting_id',
-                  'd.created_at',
-                  'd.updated_at',
-                ]
-              : ['du.user_id', 'd.id', 'd.name'],
-          )
-          .where('du.tenant_id', '=', ctx.tenantId)
-          .where('du.user_id', 'in', ids)
-          .orderBy('d.id')
-          .execute()
+        const rows = await departmentsOfUsers(ctx.db, ctx.tenantId, ids, {
+          full: mayReadRelated(ctx, 'departments.view'),
+        })
         return groupBy(
           rows,
           (row) => row.user_id,

@@ -329,13 +329,7 @@ export function createUsersService(deps: AppDeps, pictures: ProfilePictures) {
         db.transaction().execute(async (trx) => {
           if (profilePicture) values.profile_picture = profilePicture
           // the stored row, locked: the audit record's "before" (the password hash is never recorded)
-          const before = await trx
-            .selectFrom('users')
-            .selectAll()
-            .where('tenant_id', '=', actor.tenantId)
-            .where('id', '=', id)
-            .forUpdate()
-            .executeTakeFirst()
+          const before = await queries.findStoredUser(trx, actor.tenantId, id, { forUpdate: true })
           const written = await queries.updateUser(trx, actor.tenantId, id, values, options.ifVersion)
           if (!written)
             throw new AppError(412, 'precondition_failed', 'The user was changed since the version named in If-Match')

@@ -3,6 +3,9 @@ import { parse, type Filter } from 'scim2-parse-filter'
 import { ScimError } from './scim.errors.js'
 
 /**
+ * No statement here: the SQL fragments a SCIM filter becomes, kept among the queries files because
+ * they are SQL (issue 40; docs/CONTRIBUTING-modules.md).
+ *
  * SCIM filters (RFC 7644 §3.4.2.2) as SQL: `scim2-parse-filter` parses the text, each attribute path
  * becomes a column expression of the resource's table, values become parameters. The result is one
  * WHERE condition run by PostgreSQL (indexes on `lower(username)`, `external_id`, …), never a scan

@@ -10,6 +10,8 @@ export function viewableFolderTypes(actor: Pick<Actor, 'permissions'>): FolderTy
   return FOLDER_TYPES.filter((type) => can(actor, viewPermission(type)))
 }
 
+/** The SQL of folder visibility (predicates other modules' statements use) and the statements asking it. */
+
 /**
  * SQL: no folder on the row's path (its ancestors and itself) carries `view` grants that exclude the
  * actor — view grants are effective down the tree. One index scan per row: the view grants whose
@@ -60,4 +62,12 @@ export async function isUsableFolder(db: Db, actor: Actor, type: FolderType, fol
   const { rows } = await sql`select 1 from folders f where f.tenant_id = ${actor.tenantId} and f.id = ${folderId}
     and f.type = ${type} and ${folderVisibleSql(actor, 'f')}`.execute(db)
   return rows.length > 0
+}
+
+/** The folders among `ids` (all of the tenant's when not given) that the actor may see. */
+export async function visibleFolderIds(db: Db, actor: Actor, ids?: readonly (string | number)[]): Promise<number[]> {
+  const only = ids ? sql`and f.id = any(${ids.map(Number)}::bigint[])` : sql``
+  const { rows } = await sql<{ id: number }>`select f.id from folders f
+    where f.tenant_id = ${actor.tenantId} ${only} and ${folderVisibleSql(actor, 'f')}`.execute(db)
+  return rows.map((row) => row.id)
 }

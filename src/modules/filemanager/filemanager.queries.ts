@@ -1,0 +1,12 @@
+import { sql } from 'kysely'
+import type { Db } from '../../platform/db/schema.js'
+
+/** Whether a directory still holds a directory or a file. */
+export async function directoryHoldsAnything(db: Db, tenantId: number, directoryId: number): Promise<boolean> {
+  const { rows } =
+    await sql`select 1 from filemanager_directories where tenant_id = ${tenantId} and parent_id = ${directoryId}
+      union all select 1 from filemanager_files where tenant_id = ${tenantId} and directory_id = ${directoryId} limit 1`.execute(
+      db,
+    )
+  return rows.length > 0
+}

@@ -1,0 +1,13 @@
+import { sql } from 'kysely'
+
+/** The row's version: `updated_at` to the microsecond, as a weak ETag. */
+export const versionColumn = (alias: string) =>
+  sql<string>`(extract(epoch from ${sql.ref(`${alias}.updated_at`)}) * 1000000)::bigint::text`.as('version')
+
+/** A list's page: where it starts, how many, and the ORDER BY column and direction (scim.resources' page and sortOf). */
+export interface ListPage {
+  offset: number
+  limit: number
+  sortColumn: string
+  direction: 'asc' | 'desc'
+}
