@@ -116,14 +116,21 @@ export async function startServer(env: Record<string, string> = {}): Promise<Ser
     password: password!,
     process: child,
     async api<T>(user: string, method: string, url: string, body?: unknown): Promise<T> {
-      const r = await fetch(base + url, {
-        method,
-        headers: {
-          authorization: `Bearer ${await token(user)}`,
-          ...(body ? { 'content-type': 'application/json' } : {}),
-        },
-        body: body ? JSON.stringify(body) : undefined,
-      })
+      const send = async () =>
+        fetch(base + url, {
+          method,
+          headers: {
+            authorization: `Bearer ${await token(user)}`,
+            ...(body ? { 'content-type': 'application/json' } : {}),
+          },
+          body: body ? JSON.stringify(body) : undefined,
+        })
+      let r = await send()
+      // an earlier test may have ended the user's sessions ("Log out everywhere"): sign in anew, once
+      if (r.status === 401 && tokens.has(user)) {
+        tokens.delete(user)
+        r = await send()
+      }
       const text = await r.text()
       if (!r.ok) throw new Error(`${method} ${url}: ${r.status} ${text}`)
       return (text ? JSON.parse(text) : undefined) as T
