@@ -70,10 +70,14 @@ async function subscribe(tenant: GivenTenant, event: string, url: string) {
 
 /** Runs the queued deliveries of these automations (the worker's job, by hand); returns their event types. */
 async function deliver(automationIds: number[]): Promise<string[]> {
+  // the deliveries first, then their jobs: on Citus the job queue (a local table) joins no distributed table
+  const ids = (
+    await db.selectFrom('webhook_deliveries').select('id').where('automation_id', 'in', automationIds).execute()
+  ).map((d) => Number(d.id))
   const { rows } = await sql<{ payload: DeliverWebhookPayload }>`
-    delete from graphile_worker._private_jobs j using graphile_worker._private_tasks t, webhook_deliveries d
+    delete from graphile_worker._private_jobs j using graphile_worker._private_tasks t
     where t.id = j.task_id and t.identifier = 'automations:deliver_webhook'
-      and d.id = (j.payload->>'deliveryId')::bigint and d.automation_id = any(${automationIds})
+      and (j.payload->>'deliveryId')::bigint = any(${ids})
     returning j.payload`.execute(db)
   for (const row of rows) assert.equal(await deliverer.deliver(row.payload), 'succeeded')
   const deliveries = await db
