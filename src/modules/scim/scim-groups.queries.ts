@@ -1,7 +1,7 @@
 import { type RawBuilder, sql } from 'kysely'
 import type { Db } from '../../platform/db/schema.js'
 import { filterToSql, scalar, type AttributeMap } from './scim-filter.queries.js'
-import { versionColumn, type ListPage } from './scim.queries.js'
+import { totalAndPage, versionColumn, type ListPage } from './scim.queries.js'
 import { CORE_GROUP } from './scim.schemas.js'
 
 const GROUP_COLUMNS = ['d.id', 'd.name', 'd.external_id', 'd.created_at', 'd.updated_at'] as const
@@ -56,17 +56,16 @@ export async function scimGroupsPage(
 ) {
   let where = selectGroups(db, tenantId)
   if (filter) where = where.where(filter)
-  const [total, rows] = await Promise.all([
-    where.select((eb) => eb.fn.countAll<number>().as('total')).executeTakeFirstOrThrow(),
-    page.limit === 0
-      ? Promise.resolve([])
-      : where
-          .select([...GROUP_COLUMNS, versionColumn('d')])
-          .orderBy(sql.ref(page.sortColumn), page.direction)
-          .orderBy('d.id', page.direction)
-          .limit(page.limit)
-          .offset(page.offset)
-          .execute(),
-  ])
-  return { total: Number(total.total), rows }
+  return totalAndPage(
+    () => where.select((eb) => eb.fn.countAll<number>().as('total')).executeTakeFirstOrThrow(),
+    () =>
+      where
+        .select([...GROUP_COLUMNS, versionColumn('d')])
+        .orderBy(sql.ref(page.sortColumn), page.direction)
+        .orderBy('d.id', page.direction)
+        .limit(page.limit)
+        .offset(page.offset)
+        .execute(),
+    page,
+  )
 }

@@ -11,3 +11,13 @@ export interface ListPage {
   sortColumn: string
   direction: 'asc' | 'desc'
 }
+
+/** A list's total and its page, read side by side; no rows read for a page of none (`count=0`). */
+export async function totalAndPage<R>(
+  total: () => Promise<{ total: unknown }>,
+  rows: () => Promise<R[]>,
+  page: ListPage,
+): Promise<{ total: number; rows: R[] }> {
+  const [counted, read] = await Promise.all([total(), page.limit === 0 ? Promise.resolve([]) : rows()])
+  return { total: Number(counted.total), rows: read }
+}
