@@ -19,6 +19,7 @@ import { bearer, instrumentTestApp, testConfig } from './helpers/build-test-app.
 import { given } from './helpers/given.js'
 import { inRequest } from './helpers/routable-statements.js'
 import { testDatabaseUrl, testDb } from './helpers/test-database.js'
+import { freshWindow } from './helpers/rate-limit-window.js'
 
 const OPERATOR = 'operator-test-token-0123456789'
 const run = promisify(execFile)
@@ -74,6 +75,7 @@ test('every authenticated answer carries RateLimit-Policy and RateLimit (the dra
 })
 
 test('per token: the limit+1st read is a 429 problem with Retry-After; other tokens, writes and tenants go on', async () => {
+  await freshWindow(15)
   const app = await node({ RATE_LIMIT_TOKEN_READ: '5' })
   try {
     const tenant = await given.tenant(testDb())
@@ -107,6 +109,7 @@ test('per token: the limit+1st read is a 429 problem with Retry-After; other tok
 })
 
 test('per tenant: all its tokens together; another tenant is not affected', async () => {
+  await freshWindow(15)
   const app = await node({ RATE_LIMIT_TENANT_READ: '8' })
   try {
     const tenant = await given.tenant(testDb())
@@ -124,6 +127,7 @@ test('per tenant: all its tokens together; another tenant is not affected', asyn
 })
 
 test('the limit holds for the sum of the nodes (two apps on one database, requests alternating)', async () => {
+  await freshWindow(15)
   const env = { RATE_LIMIT_TOKEN_READ: '100' }
   const nodes = [await node(env), await node(env), await node(env)]
   try {
@@ -144,6 +148,7 @@ test('the limit holds for the sum of the nodes (two apps on one database, reques
 })
 
 test('operator route: only OPERATOR_TOKEN raises a tenant limit, at once on the node; exempt lifts every limit', async () => {
+  await freshWindow(15)
   const without = await node({})
   const app = await node({ RATE_LIMIT_TOKEN_READ: '3', OPERATOR_TOKEN: OPERATOR })
   try {

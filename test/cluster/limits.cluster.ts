@@ -9,6 +9,7 @@ import { Agent } from 'undici'
 import { given } from '../helpers/given.js'
 import { testDatabaseUrl, testDb } from '../helpers/test-database.js'
 import { writeTenantLimits } from '../../src/platform/limits/tenant-limits.js'
+import { freshWindow } from '../helpers/rate-limit-window.js'
 import { Fleet } from './fleet.js'
 import { send, type Outcome } from './load.js'
 import { startLoadThread } from './load-thread.js'
@@ -39,12 +40,6 @@ after(async () => {
   await fleet?.stop()
 })
 
-/** Waits until a window has at least `seconds` left, so a burst does not straddle two windows. */
-async function freshWindow(seconds: number): Promise<void> {
-  const into = (Date.now() / 1000) % WINDOW_SECONDS
-  if (WINDOW_SECONDS - into < seconds) await new Promise((r) => setTimeout(r, (WINDOW_SECONDS - into + 0.2) * 1000))
-}
-
 const p99 = (latencies: number[]) => {
   const sorted = [...latencies].sort((a, b) => a - b)
   return sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * 0.99))]!
@@ -54,7 +49,7 @@ test('a burst of 3 × the limit through HAProxy across 3 nodes admits the limit 
   const limit = 300
   const tenant = await given.tenant(db)
   await writeTenantLimits(db, tenant.id, { token: { read: limit } }, false)
-  await freshWindow(40)
+  await freshWindow(40, WINDOW_SECONDS)
   const agent = new Agent({ connections: 30 })
   try {
     const burst = await Promise.all(
