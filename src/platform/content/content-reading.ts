@@ -4,6 +4,7 @@ import { Type } from 'typebox'
 import type { Actor } from '../auth/actor.js'
 import { can } from '../auth/permissions.js'
 import type { Db } from '../db/schema.js'
+import { withWorkMem } from '../db/work-mem.js'
 import { recordDomainEvent } from '../events/domain-events.js'
 import { AppError, forbidden, invalidField, notFound } from '../http/errors.js'
 import { Nullable, TimestampSchema } from '../http/schemas.js'
@@ -51,6 +52,8 @@ export const reminderRecipientsSql = (tenantId: number, reminderId: number) =>
 export type ReachDetail = 'named' | 'counts_only'
 /** Departments with fewer people in the audience are left out of `by_department` under `counts_only`. */
 export const SMALL_GROUP = 5
+/** Memory of each hash of the reach counts: the candidates of a 100,000-user tenant are hashed, not sorted on disk. */
+const REPORT_WORK_MEM_MB = 64
 
 /** What each reading module decides itself: its notifications (a module, not the platform, sends them). */
 export interface ReadingNotices {
@@ -458,7 +461,8 @@ export function defineReading(decl: ReadingDeclaration, content: ContentResource
       [`${alias}.audience`, `${alias}.seen`, `${alias}.confirmed`].map((column) => sql`sum(${sql.ref(column)})`)
     const [depAudience, depSeen, depConfirmed] = sums('pd')
     const [audience, seen, confirmed] = sums('v')
-    const { rows } = await sql<Omit<Reach, 'requires_reading_confirmation' | 'reach_detail'>>`
+    const { rows } = await withWorkMem(db, REPORT_WORK_MEM_MB, (trx) =>
+      sql<Omit<Reach, 'requires_reading_confirmation' | 'reach_detail'>>`
       with readers as not materialized (${profiledReadersSql(t, id)}
       ), profiles as (
         select role_id, dkey, nkey, min(id) as id, count(*) as audience, count(seen_at) as seen,
@@ -471,7 +475,8 @@ export function defineReading(decl: ReadingDeclaration, content: ContentResource
         group by pr.role_id, pr.dkey, pr.nkey, du.department_id
       ), viewing as materialized (
         select p.role_id, p.dkey, p.nkey, p.audience, p.seen, p.confirmed from profiles p
-          join users vu on vu.tenant_id = ${t} and vu.id = p.id
+          -- one probe per profile (expecting a profile per candidate, the planner would hash every user)
+          cross join lateral (select u.id, u.role_id from users u where u.tenant_id = ${t} and u.id = p.id limit 1) vu
           join roles vr on vr.tenant_id = ${t} and vr.id = vu.role_id
         where ${content.viewedBySql(t, id)}
       ), dep as (
@@ -489,7 +494,8 @@ export function defineReading(decl: ReadingDeclaration, content: ContentResource
         (select coalesce(json_agg(json_build_object('id', dep.id, 'name', dep.name, 'audience', dep.audience,
             'seen', dep.seen, 'confirmed', dep.confirmed, 'pending', dep.pending) order by dep.name, dep.id), '[]'::json)
           from dep) as by_department
-      from viewing v`.execute(db)
+      from viewing v`.execute(trx),
+    )
     const totals = rows[0]
     return {
       audience: totals.audience,
