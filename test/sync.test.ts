@@ -19,9 +19,9 @@ const app = await buildTestApp()
 
 const READER = ['infoboard.view', 'manuals.view', 'filemanager.view']
 
-async function world() {
+async function world(permissions = READER) {
   const tenant = await given.tenant(db)
-  const roleId = await given.role(db, tenant, READER)
+  const roleId = await given.role(db, tenant, permissions)
   const alice = await given.user(db, tenant, { roleId })
   const bob = await given.user(db, tenant, { roleId })
   return { tenant, roleId, alice, bob, admin: tenant.adminToken }
@@ -167,27 +167,31 @@ test('a grant added to an already restricted record concerns only its grantee: o
   assert.deepEqual(accessChanges, { scope: 'user', scope_id: alice.id })
 })
 
-test('a view grant on what no synced entity shows (a calendar event, a shared item) records no access change', async () => {
+test("a view grant on what no synced entity shows (a shared item) and a form's viewFormMessages grant record no access change", async () => {
   const { tenant, admin, alice } = await world()
-  const event = await post(admin, '/api/calendar/events', {
-    title: 'Inventory',
-    starts_at: '2026-12-01 08:00:00',
-    ends_at: '2026-12-01 12:00:00',
-  })
+  const form = await post(admin, '/api/forms', { name: 'Damage report' })
   const changesBefore = await accessChangeCount(tenant.id)
-  await grant(admin, ['user', alice.id], ['calendarEvent', Number(event.id)])
   await post(admin, '/api/administration/shared-items', {
-    type: 'calendarEvent',
+    type: 'form',
     redirect_type: 'redirect',
-    targetable_type: 'calendarEvent',
-    targetable_id: Number(event.id),
+    targetable_type: 'form',
+    targetable_id: Number(form.id),
     entity_permissions: [{ key: 'view', permission_entity: 'user', permission_entity_id: alice.id }],
   })
+  // who may read the form's messages (not synced: they are submissions), not who sees the form
+  await post(admin, '/api/entity-permissions', {
+    key: 'viewFormMessages',
+    permission_entity: 'user',
+    permission_entity_id: alice.id,
+    target_entity: 'form',
+    target_entity_id: Number(form.id),
+  })
   assert.equal(await accessChangeCount(tenant.id), changesBefore)
-  // a grant on a synced entity still does
+  // a view grant on a synced entity still does
   const news = await channel(admin)
   await grant(admin, ['user', alice.id], ['folder', news])
-  assert.equal(await accessChangeCount(tenant.id), changesBefore + 1)
+  await grant(admin, ['user', alice.id], ['form', Number(form.id)])
+  assert.equal(await accessChangeCount(tenant.id), changesBefore + 2)
 })
 
 async function accessChangeCount(tenantId: number): Promise<number> {
@@ -642,4 +646,93 @@ test('manual chapters: upsert on create and rename as their GET returns them, ac
   await del(admin, `/api/manuals/chapters/${String(chapter.id)}`)
   assert.deepEqual(ops(await bobClient.next()).sort(), [`remove ${chapterKey} deleted`, `remove ${entryKey} deleted`])
   assert.deepEqual(ops(await aliceClient.next()), [])
+})
+
+// ---- calendar events, forms and task executions (entities `calendarEvent`, `form`, `taskExecution`) ----
+
+const CONTENT_READER = [...READER, 'calendar.view', 'forms.view', 'tasks.view', 'taskTemplates.view']
+
+const plainContent = [
+  {
+    entity: 'calendarEvent',
+    url: '/api/calendar/events',
+    permission: 'calendar.view',
+    body: { title: 'Inventory', starts_at: '2026-12-01 08:00:00', ends_at: '2026-12-01 12:00:00' },
+    edit: { title: 'Inventory, longer', ends_at: '2026-12-01 14:00:00' },
+  },
+  {
+    entity: 'form',
+    url: '/api/forms',
+    permission: 'forms.view',
+    body: { name: 'Damage report' },
+    edit: { name: 'Damage' },
+  },
+  {
+    entity: 'taskExecution',
+    url: '/api/tasks/executions',
+    permission: 'tasks.view',
+    body: { title: 'Count stock', due_at: '2026-12-01 18:00:00' },
+    edit: { done_at: '2026-12-01 17:30:00' },
+  },
+]
+
+for (const content of plainContent) {
+  test(`${content.entity}: upsert as its GET returns it, an edit, access_lost by a grant to another user, deleted; never seen without ${content.permission}`, async () => {
+    const { tenant, admin, alice, bob } = await world(CONTENT_READER)
+    const without = CONTENT_READER.filter((permission) => permission !== content.permission)
+    const carol = await given.user(db, tenant, { roleId: await given.role(db, tenant, without) })
+    const aliceClient = await phone(alice)
+    const bobClient = await phone(bob)
+    const carolClient = await phone(carol)
+
+    const created = await post(admin, content.url, content.body)
+    const recordKey = `${content.entity}:${String(created.id)}`
+    const item = `${content.url}/${String(created.id)}`
+    assert.deepEqual(ops(await aliceClient.next()), [`upsert ${recordKey}`])
+    assert.deepEqual(aliceClient.held().get(recordKey), await ok(call(app, alice.token, { method: 'GET', url: item })))
+
+    await put(admin, item, content.edit)
+    assert.deepEqual(ops(await aliceClient.next()), [`upsert ${recordKey}`])
+    assert.deepEqual(aliceClient.held().get(recordKey), await ok(call(app, alice.token, { method: 'GET', url: item })))
+
+    await grant(admin, ['user', bob.id], [content.entity, Number(created.id)])
+    assert.deepEqual(ops(await aliceClient.next()), [`remove ${recordKey} access_lost`])
+    assert.deepEqual(ops(await bobClient.next()), [`upsert ${recordKey}`])
+
+    await del(admin, item)
+    assert.deepEqual(ops(await bobClient.next()), [`remove ${recordKey} deleted`])
+    assert.deepEqual(ops(await aliceClient.next()), [])
+    assert.deepEqual(ops(await carolClient.next()), [])
+    assert.ok(![...carolClient.held().keys()].some((held) => held.startsWith(`${content.entity}:`)))
+  })
+}
+
+test('forms and task executions follow their folder: access_lost by a grant on it to another user, and when moved into a restricted one', async () => {
+  const { admin, alice, bob } = await world(CONTENT_READER)
+  const formFolder = Number((await post(admin, '/api/folders', { type: 'form', name: 'Reports' })).id)
+  const taskFolder = Number((await post(admin, '/api/folders', { type: 'taskTemplate', name: 'Daily' })).id)
+  const restricted = Number((await post(admin, '/api/folders', { type: 'taskTemplate', name: 'Board' })).id)
+  await grant(admin, ['user', bob.id], ['folder', restricted])
+  const form = await post(admin, '/api/forms', { name: 'Damage report', folder_id: formFolder })
+  const task = await post(admin, '/api/tasks/executions', { title: 'Count stock', folder_id: taskFolder })
+  const other = await post(admin, '/api/tasks/executions', { title: 'Open up' })
+  const client = await phone(alice)
+  for (const held of [
+    `form:${String(form.id)}`,
+    `taskExecution:${String(task.id)}`,
+    `taskExecution:${String(other.id)}`,
+  ])
+    assert.ok(client.held().has(held), held)
+
+  await grant(admin, ['user', bob.id], ['folder', formFolder])
+  await grant(admin, ['user', bob.id], ['folder', taskFolder])
+  assert.deepEqual(ops(await client.next()).sort(), [
+    `remove folder:${formFolder} access_lost`,
+    `remove folder:${taskFolder} access_lost`,
+    `remove form:${String(form.id)} access_lost`,
+    `remove taskExecution:${String(task.id)} access_lost`,
+  ])
+
+  await put(admin, `/api/tasks/executions/${String(other.id)}`, { folder_id: restricted })
+  assert.deepEqual(ops(await client.next()), [`remove taskExecution:${String(other.id)} access_lost`])
 })

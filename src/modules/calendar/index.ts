@@ -1,6 +1,7 @@
 import type { AppModule } from '../../platform/app-module.js'
 import { contentRoutes } from '../../platform/content/content-routes.js'
 import { contentShareTarget } from '../../platform/content/content-share-target.js'
+import { contentSyncSource } from '../../platform/content/content-sync.js'
 import { contentTarget } from '../entity-permissions/index.js'
 import { actorFromGrantToken } from '../shared-items/index.js'
 import { calendarEventBodies, calendarEvents } from './calendar.content.js'
@@ -21,4 +22,5 @@ export const calendarModule: AppModule = {
     }),
   grantTargets: [contentTarget({ ...calendarEvents, keys: ['view'] })],
   shareTargets: [contentShareTarget(calendarEvents)],
+  syncSources: [contentSyncSource(calendarEvents)],
 }

@@ -1,6 +1,7 @@
 import type { AppModule } from '../../platform/app-module.js'
 import { contentRoutes } from '../../platform/content/content-routes.js'
 import { contentShareTarget } from '../../platform/content/content-share-target.js'
+import { contentSyncSource } from '../../platform/content/content-sync.js'
 import { contentTarget } from '../entity-permissions/index.js'
 import { folderReference } from '../folders/index.js'
 import { actorFromGrantToken } from '../shared-items/index.js'
@@ -32,4 +33,6 @@ export const formsModule: AppModule = {
   grantTargets: [contentTarget({ ...forms, keys: ['view', 'viewFormMessages', 'administrate'] })],
   shareTargets: [contentShareTarget(forms), contentShareTarget(formMessages)],
   folderReferences: [folderReference('forms')],
+  // a form's folder is itself synced (its grants and moves are access changes); its messages are submissions, not offered
+  syncSources: [contentSyncSource(forms)],
 }

@@ -1,6 +1,7 @@
 import type { AppModule } from '../../platform/app-module.js'
 import { contentRoutes } from '../../platform/content/content-routes.js'
 import { contentShareTarget } from '../../platform/content/content-share-target.js'
+import { contentSyncSource } from '../../platform/content/content-sync.js'
 import { contentTarget } from '../entity-permissions/index.js'
 import { folderReference } from '../folders/index.js'
 import { grantTokenActorFor } from '../shared-items/index.js'
@@ -23,4 +24,6 @@ export const tasksModule: AppModule = {
   grantTargets: [contentTarget({ ...taskExecutions, keys: ['view'] })],
   shareTargets: [contentShareTarget(taskExecutions)],
   folderReferences: [folderReference('task_executions')],
+  // its folder is itself synced: the folder's grants and moves are access changes already
+  syncSources: [contentSyncSource(taskExecutions)],
 }
