@@ -736,3 +736,29 @@ test('forms and task executions follow their folder: access_lost by a grant on i
   await put(admin, `/api/tasks/executions/${String(other.id)}`, { folder_id: restricted })
   assert.deepEqual(ops(await client.next()), [`remove taskExecution:${String(other.id)} access_lost`])
 })
+
+test('a deleted folder detaches its forms, task executions and posts: each comes again with the reference gone', async () => {
+  const { admin, alice } = await world(CONTENT_READER)
+  const formFolder = Number((await post(admin, '/api/folders', { type: 'form', name: 'Reports' })).id)
+  const taskFolder = Number((await post(admin, '/api/folders', { type: 'taskTemplate', name: 'Daily' })).id)
+  const news = await channel(admin)
+  const form = await post(admin, '/api/forms', { name: 'Damage report', folder_id: formFolder })
+  const task = await post(admin, '/api/tasks/executions', { title: 'Count stock', folder_id: taskFolder })
+  const postId = await postIn(admin, news)
+  const client = await phone(alice)
+
+  for (const folder of [formFolder, taskFolder, news]) await del(admin, `/api/folders/${String(folder)}`)
+  // `next` compares the client's state with a fresh snapshot: a kept folder id would differ
+  assert.deepEqual(
+    ops(await client.next()).sort(),
+    [
+      `remove folder:${formFolder} deleted`,
+      `remove folder:${news} deleted`,
+      `remove folder:${taskFolder} deleted`,
+      `upsert form:${String(form.id)}`,
+      `upsert infoboardPost:${postId}`,
+      `upsert taskExecution:${String(task.id)}`,
+    ].sort(),
+  )
+  assert.equal((client.held().get(`form:${String(form.id)}`) as { folder_id: unknown }).folder_id, null)
+})

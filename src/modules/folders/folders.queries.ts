@@ -155,14 +155,16 @@ export function selectBasicFolders(db: Db, tenantId: number, ids: number[]) {
     .execute()
 }
 
-/** Sets one folder-referencing column to null where it names one of `folderIds`; returns how many rows. */
+/** Sets one folder-referencing column to null where it names one of `folderIds`; returns the ids of the rows. */
 export async function detachFolderReference(
   db: Db,
   tenantId: number,
   { table, column }: { table: string; column: string },
   folderIds: number[],
-): Promise<number> {
-  const result = await sql`update ${sql.table(table)} set ${sql.ref(column)} = null
-    where tenant_id = ${tenantId} and ${sql.ref(column)} = any(${folderIds}::bigint[])`.execute(db)
-  return Number(result.numAffectedRows ?? 0)
+): Promise<string[]> {
+  const { rows } = await sql<{ id: string }>`update ${sql.table(table)} set ${sql.ref(column)} = null
+    where tenant_id = ${tenantId} and ${sql.ref(column)} = any(${folderIds}::bigint[]) returning id::text as id`.execute(
+    db,
+  )
+  return rows.map((row) => row.id)
 }

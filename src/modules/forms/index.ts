@@ -32,7 +32,7 @@ export const formsModule: AppModule = {
   },
   grantTargets: [contentTarget({ ...forms, keys: ['view', 'viewFormMessages', 'administrate'] })],
   shareTargets: [contentShareTarget(forms), contentShareTarget(formMessages)],
-  folderReferences: [folderReference('forms')],
+  folderReferences: [folderReference('forms', 'folder_id', 'form')],
   // a form's folder is itself synced (its grants and moves are access changes); its messages are submissions, not offered
   syncSources: [contentSyncSource(forms)],
 }

@@ -96,7 +96,7 @@ export const infoboardModule: AppModule = {
   },
   grantTargets: [contentTarget({ ...infoboardPosts, keys: ['view', 'comment'] })],
   shareTargets: [contentShareTarget(infoboardPosts), contentShareTarget(infoboardComments)],
-  folderReferences: [folderReference('infoboard_posts', 'channel_id')],
+  folderReferences: [folderReference('infoboard_posts', 'channel_id', 'infoboardPost')],
   recipientsQueries: {
     // the audience by profile: the same users as the content rule over every user, evaluated per profile
     [INFOBOARD_POST_VIEWERS]: (tenantId, id) => infoboardReading.audienceSql(tenantId, id),

@@ -23,7 +23,7 @@ export const tasksModule: AppModule = {
     }),
   grantTargets: [contentTarget({ ...taskExecutions, keys: ['view'] })],
   shareTargets: [contentShareTarget(taskExecutions)],
-  folderReferences: [folderReference('task_executions')],
+  folderReferences: [folderReference('task_executions', 'folder_id', 'taskExecution')],
   // its folder is itself synced: the folder's grants and moves are access changes already
   syncSources: [contentSyncSource(taskExecutions)],
 }
