@@ -5,9 +5,11 @@ let tenantTables: Promise<string[]> | undefined
 
 /**
  * Bookkeeping that every request changes by design, refused ones included: the fair-use limiter counts
- * each request against its budgets (decision 0023). It holds no data of the tenant's.
+ * each request against its budgets (decision 0023), and a session's last use (`session_activity`, for
+ * "your sessions") is written behind by a timer, so its flush may land inside any request's check.
+ * Neither holds data of the tenant's that a request could have changed.
  */
-const REQUEST_BOOKKEEPING = new Set(['rate_limit_counters'])
+const REQUEST_BOOKKEEPING = new Set(['rate_limit_counters', 'session_activity'])
 
 /** Every table of the public schema with a tenant_id column. */
 export function listTenantTables(db: Db): Promise<string[]> {
