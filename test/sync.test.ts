@@ -167,17 +167,10 @@ test('a grant added to an already restricted record concerns only its grantee: o
   assert.deepEqual(accessChanges, { scope: 'user', scope_id: alice.id })
 })
 
-test("a view grant on what no synced entity shows (a shared item) and a form's viewFormMessages grant record no access change", async () => {
+test("a grant that changes no synced entity's visibility (a form's viewFormMessages) records no access change", async () => {
   const { tenant, admin, alice } = await world()
   const form = await post(admin, '/api/forms', { name: 'Damage report' })
   const changesBefore = await accessChangeCount(tenant.id)
-  await post(admin, '/api/administration/shared-items', {
-    type: 'form',
-    redirect_type: 'redirect',
-    targetable_type: 'form',
-    targetable_id: Number(form.id),
-    entity_permissions: [{ key: 'view', permission_entity: 'user', permission_entity_id: alice.id }],
-  })
   // who may read the form's messages (not synced: they are submissions), not who sees the form
   await post(admin, '/api/entity-permissions', {
     key: 'viewFormMessages',
@@ -761,4 +754,176 @@ test('a deleted folder detaches its forms, task executions and posts: each comes
     ].sort(),
   )
   assert.equal((client.held().get(`form:${String(form.id)}`) as { folder_id: unknown }).folder_id, null)
+})
+
+const get = (token: string, url: string) => ok(call(app, token, { method: 'GET', url }))
+const dataOf = (answers: FeedAnswer[], entity: string, id: number | string) =>
+  answers
+    .flatMap((a) => a.changes)
+    .reverse()
+    .find((c) => c.op === 'upsert' && c.entity === entity && c.id === id)?.data as Record<string, unknown> | undefined
+const heldOf = (state: Map<string, unknown>, entity: string) =>
+  [...state.keys()].filter((k) => k.startsWith(`${entity}:`)).sort()
+
+test('user directory: with users.view every listed user as its GET returns it; creates, updates, deactivation, deletion and restore come through', async () => {
+  const { tenant, admin, alice } = await world()
+  const viewer = await given.role(db, tenant, ['users.view'])
+  const carol = await given.user(db, tenant, { roleId: viewer })
+  const carolPhone = await phone(carol)
+  const alicePhone = await phone(alice)
+  const listed = await get(carol.token, '/api/users?limit=100')
+  const listedIds = (listed as unknown as Array<{ id: number }>).map((u) => `user:${u.id}`).sort()
+  assert.deepEqual(heldOf(carolPhone.held(), 'user'), listedIds)
+  assert.deepEqual(carolPhone.held().get(`user:${alice.id}`), await get(carol.token, `/api/users/${alice.id}`))
+  assert.deepEqual(heldOf(alicePhone.held(), 'user'), [], 'no users.view, no directory')
+
+  const created = await post(admin, '/api/users', {
+    username: `dave${carol.id}`,
+    password: 'secret-secret',
+    first_name: 'Dave',
+    last_name: 'Doe',
+    role_id: viewer,
+  })
+  const dave = Number((created.data as { id: number }).id)
+  const afterCreate = await carolPhone.next()
+  assert.deepEqual(ops(afterCreate), [`upsert user:${dave}`])
+  assert.deepEqual(dataOf(afterCreate, 'user', dave), await get(carol.token, `/api/users/${dave}`))
+
+  await put(admin, `/api/users/${dave}`, { first_name: 'David' })
+  const renamed = await carolPhone.next()
+  assert.deepEqual(ops(renamed), [`upsert user:${dave}`])
+  assert.equal(dataOf(renamed, 'user', dave)?.first_name, 'David')
+
+  // deactivated: still listed (the list shows inactive users), as inactive
+  await put(admin, `/api/users/${dave}`, { active: false })
+  const deactivated = await carolPhone.next()
+  assert.deepEqual(ops(deactivated), [`upsert user:${dave}`])
+  assert.equal(dataOf(deactivated, 'user', dave)?.active, false)
+
+  // deleted: no longer listed; the row and its own GET remain, so access_lost
+  await del(admin, `/api/users/${dave}`)
+  assert.deepEqual(ops(await carolPhone.next()), [`remove user:${dave} access_lost`])
+  await post(admin, `/api/users/restore/${dave}`, {})
+  assert.deepEqual(ops(await carolPhone.next()), [`upsert user:${dave}`])
+
+  // alice, without users.view, never got any of it, not even as a remove
+  assert.deepEqual(ops(await alicePhone.next()), [])
+})
+
+test('user directory: extended fields only for oneself and with users.viewDetails; a role losing it re-sends the directory without them', async () => {
+  const { tenant, alice } = await world()
+  await db.updateTable('users').set({ email: 'alice@example.com' }).where('id', '=', alice.id).execute()
+  const viewer = await given.role(db, tenant, ['users.view'])
+  const details = await given.role(db, tenant, ['users.view', 'users.viewDetails'])
+  const carol = await given.user(db, tenant, { roleId: viewer, email: 'carol@example.com' })
+  const erin = await given.user(db, tenant, { roleId: details })
+  const carolPhone = await phone(carol)
+  const erinPhone = await phone(erin)
+
+  const carolSeesAlice = carolPhone.held().get(`user:${alice.id}`) as Record<string, unknown>
+  assert.ok(!('email' in carolSeesAlice), 'a field hidden by permission is not in data')
+  assert.deepEqual(carolSeesAlice, await get(carol.token, `/api/users/${alice.id}`))
+  const carolSelf = carolPhone.held().get(`user:${carol.id}`) as Record<string, unknown>
+  assert.equal(carolSelf.email, 'carol@example.com', "one's own record as its GET shows it")
+  assert.deepEqual(carolSelf, await get(carol.token, `/api/users/${carol.id}`))
+  const erinSeesAlice = erinPhone.held().get(`user:${alice.id}`) as Record<string, unknown>
+  assert.equal(erinSeesAlice.email, 'alice@example.com')
+  assert.deepEqual(erinSeesAlice, await get(erin.token, `/api/users/${alice.id}`))
+
+  await put(tenant.adminToken, `/api/roles/${details}`, { permissions: ['users.view'] })
+  const answers = await erinPhone.next()
+  assert.ok(ops(answers).includes(`upsert user:${alice.id}`), ops(answers).join(', '))
+  assert.ok(!('email' in (dataOf(answers, 'user', alice.id) ?? { email: 'missing' })))
+  assert.deepEqual(ops(await carolPhone.next()), [], 'another role: nothing to re-send')
+})
+
+async function sharedItem(admin: string, grantees: number[] = []) {
+  const event = await post(admin, '/api/calendar/events', {
+    title: 'Inventory',
+    starts_at: '2026-12-01 08:00:00',
+    ends_at: '2026-12-01 12:00:00',
+  })
+  const item = await post(admin, '/api/administration/shared-items', {
+    type: 'calendarEvent',
+    redirect_type: 'redirect',
+    targetable_type: 'calendarEvent',
+    targetable_id: Number(event.id),
+    ...(grantees.length > 0
+      ? {
+          entity_permissions: grantees.map((id) => ({
+            key: 'view',
+            permission_entity: 'user',
+            permission_entity_id: id,
+          })),
+        }
+      : {}),
+  })
+  return String(item.id)
+}
+
+test('shared items: the ones the user may open, as their GET returns them; grants, updates, deletion and restore come through', async () => {
+  const { tenant, admin, alice, bob } = await world()
+  const alicePhone = await phone(alice)
+  const bobPhone = await phone(bob)
+
+  const open = await sharedItem(admin)
+  const mine = await sharedItem(admin, [alice.id])
+  const created = await alicePhone.next()
+  assert.deepEqual(ops(created).sort(), [`upsert sharedItem:${mine}`, `upsert sharedItem:${open}`].sort())
+  assert.deepEqual(dataOf(created, 'sharedItem', mine), await get(alice.token, `/api/shared-items/${mine}`))
+  assert.deepEqual(ops(await bobPhone.next()), [`upsert sharedItem:${open}`], 'bob never gets the one for alice')
+
+  await put(admin, `/api/administration/shared-items/${open}`, {
+    entity_permissions: [{ key: 'view', permission_entity: 'user', permission_entity_id: bob.id }],
+  })
+  assert.deepEqual(ops(await alicePhone.next()), [`remove sharedItem:${open} access_lost`])
+  assert.deepEqual(ops(await bobPhone.next()), [`upsert sharedItem:${open}`])
+
+  await put(admin, `/api/administration/shared-items/${mine}`, { redirect_type: 'none' })
+  const updated = await alicePhone.next()
+  assert.equal(dataOf(updated, 'sharedItem', mine)?.redirect_type, 'none')
+
+  // a grant through the entity-permissions API: an access change for its grantee only
+  const before = await accessChangeCount(tenant.id)
+  const granted = await post(admin, '/api/entity-permissions', {
+    key: 'view',
+    permission_entity: 'user',
+    permission_entity_id: bob.id,
+    target_entity: 'sharedItem',
+    target_entity_id: mine,
+  })
+  assert.equal(await accessChangeCount(tenant.id), before + 1)
+  assert.deepEqual(ops(await bobPhone.next()), [`upsert sharedItem:${mine}`])
+  await del(admin, `/api/entity-permissions/${String(granted.id)}`)
+  assert.deepEqual(ops(await bobPhone.next()), [`remove sharedItem:${mine} access_lost`])
+
+  await del(admin, `/api/administration/shared-items/${mine}`)
+  assert.deepEqual(ops(await alicePhone.next()), [`remove sharedItem:${mine} deleted`])
+  await post(admin, `/api/administration/shared-items/${mine}/restore`, {})
+  assert.deepEqual(ops(await alicePhone.next()), [`upsert sharedItem:${mine}`])
+  assert.deepEqual(ops(await bobPhone.next()), [], 'bob: never shown the restored item, not even as a remove')
+})
+
+test('shared items: the one-statement create wakes a long poll; a create on the transactional way (an automation listens) is recorded too', async () => {
+  const { tenant, admin, alice } = await world()
+  const alicePhone = await phone(alice)
+
+  const started = Date.now()
+  const waiting = syncRequest(app, alice.token, { cursor: alicePhone.cursor(), device: 'phone', wait: 20 })
+  await new Promise((resolve) => setTimeout(resolve, 300))
+  const first = await sharedItem(admin)
+  const woken = (await waiting).json<FeedAnswer>()
+  assert.deepEqual(ops([woken]), [`upsert sharedItem:${first}`])
+  assert.ok(Date.now() - started < 10_000, 'answered on the create, not at the timeout')
+
+  const actions = [{ type: 'webhook', config: { url: 'http://127.0.0.1:9/hook', method: 'POST', headers: {} } }]
+  await db
+    .insertInto('automations')
+    .values({ tenant_id: tenant.id, name: 'listens', event: 'sharedItem.created', actions: JSON.stringify(actions) })
+    .execute()
+  const second = await sharedItem(admin, [alice.id])
+  assert.deepEqual(
+    ops(await alicePhone.next()).sort(),
+    [`upsert sharedItem:${first}`, `upsert sharedItem:${second}`].sort(),
+  )
 })

@@ -4,6 +4,7 @@ import { createSharedItemResolver } from './shared-items.resolve.js'
 import { createAccessRecorder } from './shared-items.access-log.js'
 import { sharedItemsRoutes } from './shared-items.routes.js'
 import { createSharedItemsService } from './shared-items.service.js'
+import { sharedItemSyncSource } from './shared-items.sync.js'
 
 // Public surface for content modules: share target contract, grant tokens.
 export {
@@ -44,4 +45,5 @@ export const sharedItemsModule: AppModule = {
     })
   },
   grantTargets: [sharedItemGrantTarget],
+  syncSources: [sharedItemSyncSource],
 }

@@ -4,6 +4,7 @@ import { grantAllows } from '../../platform/access/access-rule.js'
 import type { Actor } from '../../platform/auth/actor.js'
 import { type CommonTableExpression, insertedRows } from '../../platform/db/database.js'
 import { eventWritesSql } from '../../platform/events/domain-events.js'
+import { syncChangeCtes, syncNotifySql } from '../../platform/sync/change-log.js'
 import { freshGrantsWrite } from '../entity-permissions/index.js'
 import type { Db } from '../../platform/db/schema.js'
 
@@ -176,6 +177,22 @@ export function administrableSql(actor: Actor, scope: 'all' | 'granted' | 'none'
   return grantAllows(actor, 'administrate', 'sharedItem', sql.ref('si.id')) as Expression<SqlBool>
 }
 
+/** The ids of the shared items the actor may view, of `ids` only when given. */
+export async function selectViewableIds(db: Db, actor: Actor, ids?: string[]): Promise<string[]> {
+  const only = ids ? sql`and si.id = any(${ids}::uuid[])` : sql``
+  const { rows } = await sql<{ id: string }>`select si.id from shared_items si
+    where si.tenant_id = ${actor.tenantId} ${only} and ${viewableSql(actor)}`.execute(db)
+  return rows.map((row) => row.id)
+}
+
+/** Which of these ids name shared items that are not soft-deleted. */
+export async function selectLiveIds(db: Db, tenantId: number, ids: string[]): Promise<Set<string>> {
+  if (ids.length === 0) return new Set()
+  const { rows } = await sql<{ id: string }>`select id from shared_items
+    where tenant_id = ${tenantId} and id = any(${ids}::uuid[]) and deleted_at is null`.execute(db)
+  return new Set(rows.map((row) => row.id))
+}
+
 /** Whether the actor may view one shared item. */
 export async function isViewableSharedItem(db: Db, actor: Actor, id: string): Promise<boolean> {
   const { rows } =
@@ -188,9 +205,9 @@ export async function isViewableSharedItem(db: Db, actor: Actor, id: string): Pr
 export const targetableIdRef = () => sql.ref('si.targetable_id')
 
 /**
- * The create of a shared item as one statement: the item, its fresh grants and its events' writes,
- * written only if `viewable` (the actor may share the target), every grantee exists and no event
- * subscriber has to run in a transaction.
+ * The create of a shared item as one statement: the item, its fresh grants, its events' writes and its
+ * change record for offline clients (issue 43; the long polls woken), written only if `viewable` (the
+ * actor may share the target), every grantee exists and no event subscriber has to run in a transaction.
  */
 export function insertSharedItemWithRiders(
   db: Db,
@@ -207,6 +224,9 @@ export function insertSharedItemWithRiders(
   const alongside: CommonTableExpression[] = [
     ...(grantsWrite ? [['granted', grantsWrite.insert(written)] as CommonTableExpression] : []),
     ...eventWrites.ctes,
+    // the item's change record, read by everyone (null user); pg_notify is volatile: called once per item
+    ['sync_items', sql`select i.id, null::bigint as user_id, ${syncNotifySql(tenantId)} as notified from inserted i`],
+    ...syncChangeCtes(tenantId, 'sharedItem', 'sync_items'),
   ]
   return insertSharedItem(db, tenantId, item, onlyIf, alongside)
 }

@@ -12,6 +12,7 @@ import {
   type EventWrites,
 } from '../../platform/events/domain-events.js'
 import { FieldErrorCollector, forbidden, notFound } from '../../platform/http/errors.js'
+import { recordSyncWrites } from '../../platform/sync/change-log.js'
 import type { RawListQuery } from '../../platform/query/parse-query.js'
 import { findResource, listResource, showResource, type ShapedBase } from '../../platform/query/run-query.js'
 import { planFreshGrants, syncEntityPermissions, type GrantColumns } from '../entity-permissions/index.js'
@@ -62,7 +63,10 @@ const ADMIN_DEFAULT_SELECTS = [
   'last_accessed_at',
 ].join(',')
 
-export function createSharedItemsService({ db, config }: AppDeps) {
+export function createSharedItemsService({
+  db,
+  config,
+}: Pick<AppDeps, 'db'> & { config: Pick<AppDeps['config'], 'baseUrl' | 'appUrl'> }) {
   const ctx = (actor: Actor, trx: Db = db) => ({
     db: trx,
     tenantId: actor.tenantId,
@@ -331,6 +335,8 @@ export function createSharedItemsService({ db, config }: AppDeps) {
         })
       }
       await recordDomainEvents(trx, [...events, createdEvent(actor, itemId, values, targetId, body)])
+      // offline clients' change feed: the one-statement create records it there (`sharedItem.created` is not watched)
+      await recordSyncWrites(trx, actor.tenantId, { changes: [{ entity: 'sharedItem', id: itemId }] })
       return item
     })
   }

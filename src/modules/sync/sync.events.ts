@@ -12,7 +12,7 @@ const KINDS = ['created', 'updated', 'deleted']
 function watchedTypes(): string[] {
   const types = new Set(USER_EVENTS)
   for (const source of syncSources().values()) {
-    for (const kind of KINDS) types.add(`${source.entity}.${kind}`)
+    for (const kind of KINDS) if (kind !== 'created' || !source.createsRecorded) types.add(`${source.entity}.${kind}`)
     for (const type of source.events ?? []) types.add(type)
     for (const container of source.containers ?? []) {
       types.add(`${container}.updated`)

@@ -26,9 +26,12 @@ const wireId = (source: SyncSource, id: string): number | string => (source.idTy
 const idOf = (source: SyncSource, actor: Actor, row: SyncRecord): string => String(source.idOf?.(row, actor) ?? row.id)
 const batches = <T>(items: T[], size: number): T[][] =>
   Array.from({ length: Math.ceil(items.length / size) }, (_, i) => items.slice(i * size, (i + 1) * size))
+/** Where a client view keeps how a source's records were presented to it (`SyncSource.presentation`). */
+const presentationKey = (source: SyncSource) => `${source.entity}#presentation`
 
 export function createSyncService({ db, config, pubsub }: Pick<AppDeps, 'db' | 'config'> & { pubsub: PubSub }) {
   const box = secretBoxFor(config.secrets)
+  const urls = { baseUrl: config.baseUrl, appUrl: config.appUrl }
   const sources = () => [...syncSources().values()]
   const tag = () => schemaTag(sources())
   const seal = (actor: Actor, device: string, view: number, version: number) =>
@@ -61,7 +64,7 @@ export function createSyncService({ db, config, pubsub }: Pick<AppDeps, 'db' | '
       for (const source of sources()) {
         const held: string[] = []
         for (let after: string | null = null; ;) {
-          const rows = await source.read(db, actor, { after, limit: READ_BATCH })
+          const rows = await source.read(db, actor, { after, limit: READ_BATCH }, urls)
           if (rows.length === 0) break
           const ops = await upserts(db, actor, source, rows)
           held.push(...ops.map((op) => String(op.id)))
@@ -75,6 +78,7 @@ export function createSyncService({ db, config, pubsub }: Pick<AppDeps, 'db' | '
           after = idOf(source, actor, rows.at(-1)!)
         }
         items[source.entity] = held
+        if (source.presentation) items[presentationKey(source)] = [source.presentation(actor)]
       }
       const view = await db
         .transaction()
@@ -118,15 +122,19 @@ export function createSyncService({ db, config, pubsub }: Pick<AppDeps, 'db' | '
     for (const source of sources()) {
       const held = new Set(view[source.entity] ?? [])
       const changed = rows.filter((row) => row.entity === source.entity).map((row) => row.entity_id)
-      const visible = new Set(await source.visibleIds(db, actor, accessChanged ? undefined : changed))
+      // presented otherwise now (the actor's permissions changed): every visible record again
+      const presentation = source.presentation?.(actor)
+      const represent = presentation !== undefined && view[presentationKey(source)]?.[0] !== presentation
+      const recompute = accessChanged || represent
+      const visible = new Set(await source.visibleIds(db, actor, recompute ? undefined : changed))
       const wanted = new Set(changed.filter((id) => visible.has(id)))
-      if (accessChanged) for (const id of visible) if (!held.has(id)) wanted.add(id)
+      if (recompute) for (const id of visible) if (represent || !held.has(id)) wanted.add(id)
       const lost = new Set(
-        [...(accessChanged ? held : changed.filter((id) => held.has(id)))].filter((id) => !visible.has(id)),
+        [...(recompute ? held : changed.filter((id) => held.has(id)))].filter((id) => !visible.has(id)),
       )
       const got = new Set<string>()
       for (const ids of batches([...wanted], READ_BATCH)) {
-        const ops = await upserts(db, actor, source, await source.read(db, actor, { ids }))
+        const ops = await upserts(db, actor, source, await source.read(db, actor, { ids }, urls))
         for (const op of ops) got.add(String(op.id))
         changes.push(...ops)
       }
@@ -143,8 +151,9 @@ export function createSyncService({ db, config, pubsub }: Pick<AppDeps, 'db' | '
       }
       const kept = [...held].filter((id) => !lost.has(id))
       const added = [...got].filter((id) => !held.has(id))
-      if (lost.size > 0 || added.length > 0) viewChanged = true
+      if (lost.size > 0 || added.length > 0 || represent) viewChanged = true
       next[source.entity] = [...kept, ...added]
+      if (presentation !== undefined) next[presentationKey(source)] = [presentation]
     }
     const viewId = viewChanged
       ? await db

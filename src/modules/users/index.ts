@@ -8,6 +8,7 @@ import { createDataExports, DATA_EXPORT_SWEEP_CRON } from './users-data-export.j
 import { dataExportRoutes } from './users-data-export.routes.js'
 import { usersRoutes } from './users.routes.js'
 import { createUsersService } from './users.service.js'
+import { userSyncSource } from './users.sync.js'
 
 export { insertUser, findPresentedUser, departmentsOfUsers } from './users.queries.js'
 export { userResource } from './users.resource.js'
@@ -44,4 +45,5 @@ export const usersModule: AppModule = {
   },
   jobs: usersJobs,
   cron: [DERIVE_ACTIVE_CRON, DATA_EXPORT_SWEEP_CRON],
+  syncSources: [userSyncSource],
 }

@@ -24,6 +24,14 @@ export async function findPresentedUser(ctx: QueryContext, userId: number, parse
   return item
 }
 
+/** The ids of the directory's users (not deleted), of `ids` only when given. */
+export async function selectDirectoryIds(db: Db, tenantId: number, ids?: string[]): Promise<string[]> {
+  const only = ids ? sql`and u.id = any(${ids.map(Number)}::bigint[])` : sql``
+  const { rows } = await sql<{ id: number }>`select u.id from users u
+    where u.tenant_id = ${tenantId} and u.deleted_at is null ${only}`.execute(db)
+  return rows.map((row) => String(row.id))
+}
+
 /** The tenant's users as the base of list and show queries (alias `u`). */
 export const selectUsers = (db: Db, tenantId: number) => db.selectFrom('users as u').where('u.tenant_id', '=', tenantId)
 

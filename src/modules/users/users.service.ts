@@ -76,9 +76,12 @@ export async function guardUsername<T>(work: () => Promise<T>): Promise<T> {
   }
 }
 
+/** Reads other users' extended fields on a single show (`users.viewDetails`, `users.administrate`). */
+export const readsOthersDetails = (actor: Actor) => can(actor, 'users.viewDetails') || can(actor, 'users.administrate')
+
 /** The request context of the resource queries; `extendedFields` unlocks the personal fields. */
 export function userQueryContext(
-  { db, config }: AppDeps,
+  { db, config }: Pick<AppDeps, 'db'> & { config: Pick<AppDeps['config'], 'baseUrl' | 'appUrl'> },
   actor: Actor,
   extendedFields: boolean,
   trx: Db = db,
@@ -90,7 +93,7 @@ export function userQueryContext(
     baseUrl: config.baseUrl,
     appUrl: config.appUrl,
     // extended fields are output by single shows only, but searched, filtered and sorted by whoever may read them
-    flags: { extendedFields, readsDetails: can(actor, 'users.viewDetails') || can(actor, 'users.administrate') },
+    flags: { extendedFields, readsDetails: readsOthersDetails(actor) },
   }
 }
 
@@ -118,8 +121,7 @@ const sameValue = (key: string, sent: unknown, stored: unknown) => {
 
 export function createUsersService(deps: AppDeps, pictures: ProfilePictures) {
   const { db } = deps
-  const mayViewDetails = (actor: Actor, id: number) =>
-    id === actor.userId || can(actor, 'users.viewDetails') || can(actor, 'users.administrate')
+  const mayViewDetails = (actor: Actor, id: number) => id === actor.userId || readsOthersDetails(actor)
 
   /** Lists non-deleted users (basic fields); `filter[text]` searches names, email and staff number. */
   async function listUsers(actor: Actor, query: RawListQuery) {

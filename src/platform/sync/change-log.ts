@@ -98,25 +98,37 @@ export async function recordSyncWrites(db: Db, tenantId: number, writes: SyncWri
  * only when it has rows; `notify` is the select-list item waking the long polls.
  */
 export function syncChangesSql(tenantId: number, entity: string, rows: string) {
-  const written = sql.table(rows)
   return {
-    ctes: [
-      [
-        'sync_clock',
-        sql`insert into sync_clocks (tenant_id, version) select ${tenantId}::bigint, 1 where exists (select from ${written})
-          on conflict (tenant_id) do update set version = sync_clocks.version + 1 returning version`,
-      ],
-      [
-        'sync_recorded',
-        sql`insert into sync_changes (tenant_id, entity, entity_id, version, deleted, user_id)
-          select ${tenantId}::bigint, ${entity}, r.id::text, c.version, false, r.user_id from ${written} r cross join sync_clock c
-          on conflict (tenant_id, entity, entity_id) do update set version = excluded.version,
-            deleted = excluded.deleted, user_id = excluded.user_id, changed_at = excluded.changed_at`,
-      ],
-    ] satisfies CommonTableExpression[],
+    ctes: syncChangeCtes(tenantId, entity, rows),
     notify: publishSql(SYNC_CHANNEL, { tenant: tenantId } satisfies SyncChannelMessage),
   }
 }
+
+/**
+ * The common table expressions of `syncChangesSql` alone. `tenantId` may be a shaped statement's
+ * stand-in (it is only passed on as a parameter); wake the long polls with `syncNotifySql`.
+ */
+export function syncChangeCtes(tenantId: number, entity: string, rows: string): CommonTableExpression[] {
+  const written = sql.table(rows)
+  return [
+    [
+      'sync_clock',
+      sql`insert into sync_clocks (tenant_id, version) select ${tenantId}::bigint, 1 where exists (select from ${written})
+          on conflict (tenant_id) do update set version = sync_clocks.version + 1 returning version`,
+    ],
+    [
+      'sync_recorded',
+      sql`insert into sync_changes (tenant_id, entity, entity_id, version, deleted, user_id)
+          select ${tenantId}::bigint, ${entity}, r.id::text, c.version, false, r.user_id from ${written} r cross join sync_clock c
+          on conflict (tenant_id, entity, entity_id) do update set version = excluded.version,
+            deleted = excluded.deleted, user_id = excluded.user_id, changed_at = excluded.changed_at`,
+    ],
+  ]
+}
+
+/** The long polls' wake-up (`SyncChannelMessage`) as SQL whose tenant id is a parameter (may be a stand-in). */
+export const syncNotifySql = (tenantId: number): RawBuilder<unknown> =>
+  sql`pg_notify(${SYNC_CHANNEL}, json_build_object('tenant', ${tenantId}::bigint)::text)`
 
 /**
  * A write of one statement with its change records riding along (`syncChangesSql`): `write` is the

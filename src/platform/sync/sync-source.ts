@@ -1,9 +1,13 @@
+import type { Config } from '../../config.js'
 import type { Actor } from '../auth/actor.js'
 import type { Db } from '../db/schema.js'
 import type { RecordedEvent } from '../events/domain-events.js'
 
 /** A record as an entity's own GET returns it to the actor. */
 export type SyncRecord = Record<string, unknown>
+
+/** The public URLs a presenter's computed fields are built from (a shared item's `url`). */
+export type SyncUrls = Pick<Config, 'baseUrl' | 'appUrl'>
 
 /** Which records one read of a source returns: named ones, or a page in id order after `after`. */
 export type SyncReadPage = { ids: string[] } | { after: string | null; limit: number }
@@ -26,6 +30,18 @@ export interface SyncSource {
   /** Event types whose subject is a record of this entity, besides `<entity>.created|updated|deleted`. */
   events?: string[]
   /**
+   * Its creates record their change records themselves, in their own statement (a shared item's
+   * one-statement create, decision 0005): `<entity>.created` is not watched, since a watched event
+   * would take that create off its one statement.
+   */
+  createsRecorded?: boolean
+  /**
+   * How the records are presented to this actor, when that depends on the actor's permissions (a
+   * user's extended fields): when it differs from what the client view was given, every visible
+   * record of the entity is sent again.
+   */
+  presentation?: (actor: Actor) => string
+  /**
    * Aliases of records whose visibility this entity inherits (a manual entry's chapter): their update
    * or delete may change who sees this entity's records, so it is an access change for the tenant.
    */
@@ -45,5 +61,5 @@ export interface SyncSource {
   /** Which of these ids still exist (whoever may see them): a record gone is `deleted`, else `access_lost`. */
   existingIds(db: Db, tenantId: number, ids: string[]): Promise<Set<string>>
   /** The records of a page as the entity's GET presents them to the actor (only visible ones come back). */
-  read(db: Db, actor: Actor, page: SyncReadPage): Promise<SyncRecord[]>
+  read(db: Db, actor: Actor, page: SyncReadPage, urls: SyncUrls): Promise<SyncRecord[]>
 }
