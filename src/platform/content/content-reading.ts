@@ -75,6 +75,10 @@ export interface ReadingDeclaration {
 }
 
 const timestampOrNull = (value: unknown) => (typeof value === 'string' ? value : null)
+const stateOf = (read: { seen_at?: unknown; confirmed_at?: unknown } | undefined) => ({
+  seen_at: timestampOrNull(read?.seen_at),
+  confirmed_at: timestampOrNull(read?.confirmed_at),
+})
 
 /** The declaration parts a reading content adds to `defineContent` (view rule, `my_state`, filters, pinned first). */
 export function readingContentParts(r: ReadingDeclaration) {
@@ -88,12 +92,19 @@ export function readingContentParts(r: ReadingDeclaration) {
         where tenant_id = ${ctx.tenantId} and target_type = ${r.alias} and user_id = ${userId}
           and target_id = any(${keys.map(Number)}::bigint[])`.execute(ctx.db)
       const found = new Map(rows.map((row) => [Number(row.target_id), row]))
-      return new Map(
-        keys.map((key) => {
-          const row = found.get(Number(key))
-          return [key, { seen_at: timestampOrNull(row?.seen_at), confirmed_at: timestampOrNull(row?.confirmed_at) }]
-        }),
-      )
+      return new Map(keys.map((key) => [key, stateOf(found.get(Number(key)))]))
+    },
+    // read with the page (a primary-key probe per row and column): a list is one statement, not two
+    inline: {
+      columns(ctx) {
+        const userId = ctx.actor?.userId
+        if (userId === undefined) return undefined
+        const read = (column: 'seen_at' | 'confirmed_at') =>
+          sql`(select cr.${sql.ref(column)} from content_reads cr where cr.tenant_id = ${ctx.tenantId}
+            and cr.target_type = ${r.alias} and cr.target_id = c.id and cr.user_id = ${userId})`
+        return { seen_at: read('seen_at'), confirmed_at: read('confirmed_at') }
+      },
+      assemble: stateOf,
     },
   }
   /** `filter[confirmation]=pending|confirmed`: published records asking for a confirmation, by the reader's own state. */

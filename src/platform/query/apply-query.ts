@@ -148,7 +148,7 @@ export function applyListQuery<DB, TB extends keyof DB, O>(
   parsed: ParsedQuery,
   ctx: QueryContext,
 ): SelectQueryBuilder<DB, TB, O & ResourceRow> {
-  let query = applySelects(applyFilters(qb, resource, parsed, ctx), resource, parsed, ctx.tenantId)
+  let query = applySelects(applyFilters(qb, resource, parsed, ctx), resource, parsed, ctx.tenantId, ctx)
   const sort = [...parsed.sort]
   if (!sort.some((s) => s.field === resource.uniqueKey))
     sort.push({ field: resource.uniqueKey, desc: sort[0]?.desc ?? false })
@@ -190,17 +190,37 @@ function selection(resource: ResourceDef, fields: string[], tenantId: number): R
 }
 const compiler = new PostgresQueryCompiler()
 
-/** Selects just the stored fields needed (`selects`, relation keys, the unique key). */
+/** The select-list name of a column of an inline relation (`RelationDef.inline`). */
+const inlineColumn = (relation: string, column: string) => `__${relation}__${column}`
+
+/** The inline relations' columns this request reads with the rows (none without a context that has them). */
+function inlineSelection(resource: ResourceDef, parsed: ParsedQuery, ctx?: QueryContext): RawBuilder<unknown>[] {
+  if (!ctx || parsed.relations.length === 0) return []
+  return parsed.relations.flatMap((name) => {
+    const columns = resource.relations![name].inline?.columns(ctx)
+    return Object.entries(columns ?? {}).map(
+      ([column, value]) => sql`${value} as ${sql.id(inlineColumn(name, column))}`,
+    )
+  })
+}
+
+/**
+ * Selects just the stored fields needed (`selects`, relation keys, the unique key), and the columns of
+ * the requested relations read inline when the request's context `ctx` is given.
+ */
 export function applySelects<DB, TB extends keyof DB, O>(
   qb: SelectQueryBuilder<DB, TB, O>,
   resource: ResourceDef,
   parsed: ParsedQuery,
   tenantId: number,
+  ctx?: QueryContext,
 ): SelectQueryBuilder<DB, TB, O & ResourceRow> {
+  const inline = inlineSelection(resource, parsed, ctx)
+  const stored = selection(resource, storedFieldsFor(resource, parsed), tenantId)
   // A raw list of `expression as name` columns: Kysely types a select item as one aliased expression,
   // and the builder's rows by the names it selects; this one's rows are the resource's stored fields.
   // eslint-disable-next-line @typescript-eslint/no-unsafe-type-assertion -- a select list typed as one aliased item
-  const columns = selection(resource, storedFieldsFor(resource, parsed), tenantId) as unknown as AliasedExpression<
+  const columns = (inline.length > 0 ? sql.join([stored, ...inline]) : stored) as unknown as AliasedExpression<
     unknown,
     string
   >
@@ -261,6 +281,17 @@ export async function presentRows(
   const output = rows.map((row) => present(row, ctx))
   for (const name of parsed.relations) {
     const relation = resource.relations![name]
+    const inline = relation.inline
+    const prefix = inlineColumn(name, '')
+    const inlineRead = inline && rows.length > 0 && Object.keys(rows[0]!).some((key) => key.startsWith(prefix))
+    if (inlineRead) {
+      rows.forEach((row, index) => {
+        const values: Record<string, unknown> = {}
+        for (const key in row) if (key.startsWith(prefix)) values[key.slice(prefix.length)] = row[key]
+        output[index][name] = inline.assemble(values)
+      })
+      continue
+    }
     const keys = [...new Set(rows.map((r) => r[relation.key]).filter((k) => k !== null && k !== undefined))]
     const loaded = keys.length > 0 ? await relation.load(ctx, keys) : new Map()
     rows.forEach((row, index) => {

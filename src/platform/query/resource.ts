@@ -60,6 +60,16 @@ export interface RelationDef {
   load(ctx: QueryContext, keys: unknown[]): Promise<ReadonlyMap<unknown, unknown>>
   /** Gate on who may load it: without the right it is an unknown relation (422), like a field. */
   visible?: (ctx: QueryContext) => boolean
+  /**
+   * The relation read with the rows themselves instead of by a second statement: `columns` are
+   * select-list expressions (scalar subqueries naming the tenant) for this request, undefined where the
+   * context lacks what they read (a shaped read knows the tenant only: `load` serves it then);
+   * `assemble` makes a row's value of the relation from them.
+   */
+  inline?: {
+    columns(ctx: QueryContext): Record<string, RawBuilder<unknown>> | undefined
+    assemble(values: Record<string, unknown>): unknown
+  }
 }
 
 /**

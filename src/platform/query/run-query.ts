@@ -32,7 +32,7 @@ type ReadStatement<V> = (
 ) => CompiledQuery<ResourceRow>
 
 const applyPage: ApplyRead = applyListQuery
-const applyShow: ApplyRead = (query, resource, parsed, ctx) => applySelects(query, resource, parsed, ctx.tenantId)
+const applyShow: ApplyRead = (query, resource, parsed, ctx) => applySelects(query, resource, parsed, ctx.tenantId, ctx)
 // per kind of read, base builder and resource (all three are decisions of the statement)
 const readStatements = new Map<ApplyRead, WeakMap<object, WeakMap<ResourceDef, ReadStatement<never>>>>([
   [applyShow, new WeakMap()],

@@ -1,0 +1,65 @@
+import assert from 'node:assert/strict'
+import { test } from 'node:test'
+import { call } from './helpers/build-test-app.js'
+import { given } from './helpers/given.js'
+import { testDb } from './helpers/test-database.js'
+import { watchedApp } from './helpers/watched-app.js'
+
+// A reader's own state of a post (`my_state`) is read with the page, not by a second statement
+// (RelationDef.inline): the employee's "to confirm" list is one round trip (issue 41, S16).
+const db = testDb()
+const { app, watch } = await watchedApp()
+test.after(() => app.close())
+
+const readsOf = (statements: string[]) => statements.filter((text) => /\bfrom\s+"?infoboard_posts"?/i.test(text))
+const readsOfStates = (statements: string[]) => statements.filter((text) => /\bcontent_reads\b/.test(text))
+
+test("a list and a show read each post with the reader's own state in one statement", async () => {
+  const tenant = await given.tenant(db)
+  const channel = await given.folder(db, tenant, { type: 'infoboardChannel' })
+  const anna = await given.user(db, tenant)
+  const ids: number[] = []
+  for (const title of ['Cold room', 'Opening hours', 'Safety']) {
+    const res = await call(app, tenant.adminToken, {
+      method: 'POST',
+      url: '/api/infoboard/posts',
+      payload: { channel_id: channel, title, body: '<p>x</p>', requires_reading_confirmation: true },
+    })
+    assert.equal(res.statusCode, 201, res.body)
+    ids.push(Number(res.json().id))
+  }
+  const [confirmed, seen] = ids
+  const done = await call(app, anna.token, { method: 'POST', url: `/api/infoboard/posts/${confirmed}/confirmation` })
+  assert.equal(done.statusCode, 201, done.body)
+  const opened = await call(app, anna.token, { method: 'POST', url: `/api/infoboard/posts/${seen}/seen` })
+  assert.ok([200, 201].includes(opened.statusCode), opened.body)
+
+  for (const url of ['/api/infoboard/posts?filter[confirmation]=pending', '/api/infoboard/posts']) {
+    await call(app, anna.token, { method: 'GET', url }) // the actor's first read may look the token up
+    const { result, statements } = await watch(() => call(app, anna.token, { method: 'GET', url }))
+    assert.equal(result.statusCode, 200, result.body)
+    const sent = `${url} sent:\n${statements.join('\n---\n')}`
+    assert.equal(readsOf(statements).length, 1, sent)
+    assert.equal(readsOfStates(statements).length, 1, `the states are read by the posts' statement: ${sent}`)
+    const states = new Map(
+      (result.json() as Array<{ id: number; my_state: { seen_at: string | null; confirmed_at: string | null } }>).map(
+        (post) => [Number(post.id), post.my_state],
+      ),
+    )
+    if (url.includes('pending')) assert.deepEqual([...states.keys()].sort(), ids.slice(1).sort())
+    else {
+      assert.match(String(states.get(confirmed!)?.confirmed_at), /^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d$/)
+      assert.equal(states.get(ids[2]!)?.seen_at, null)
+    }
+    assert.match(String(states.get(seen!)?.seen_at), /^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d$/)
+    assert.equal(states.get(seen!)?.confirmed_at, null)
+  }
+
+  const { result, statements } = await watch(() =>
+    call(app, anna.token, { method: 'GET', url: `/api/infoboard/posts/${confirmed}` }),
+  )
+  assert.equal(result.statusCode, 200, result.body)
+  assert.equal(readsOfStates(statements).length, 1, statements.join('\n---\n'))
+  assert.equal(readsOf(statements).length, 1, statements.join('\n---\n'))
+  assert.equal(result.json().my_state.confirmed_at, result.json().my_state.seen_at)
+})
