@@ -455,11 +455,22 @@ export function defineReading(decl: ReadingDeclaration, content: ContentResource
         and au.active and au.deleted_at is null and au.blacked_out_at is null and not au.group_account`
 
   /**
-   * The counts of a record's reach in ONE set-based statement that never holds the audience: the
-   * candidates are counted per profile (and per profile and department) in two aggregating passes
-   * PostgreSQL may run in parallel; the content rule is evaluated on one member of each profile, and the
-   * counts of the profiles that may view are summed. A user in two departments counts once in the
-   * totals and once in each department.
+   * The profiles of `profiles` (columns role_id, dkey, nkey and a member's `id`) whose member may view
+   * record `id`: the content rule is evaluated on one member of each profile.
+   */
+  const viewingSql = (t: number, id: number, profiles: string, columns: string) =>
+    sql`select ${sql.raw(columns)} from ${sql.table(profiles)} p
+      -- one probe per profile (expecting a profile per candidate, the planner would hash every user)
+      cross join lateral (select u.id, u.role_id from users u where u.tenant_id = ${t} and u.id = p.id limit 1) vu
+      join roles vr on vr.tenant_id = ${t} and vr.id = vu.role_id
+    where ${content.viewedBySql(t, id)}`
+
+  /**
+   * The counts of a record's reach, set-based, never holding the audience: the candidates are counted
+   * per profile, the content rule is evaluated on one member of each profile, and the counts of the
+   * profiles that may view are summed. Two statements side by side (each a pass over the tenant's
+   * candidates, so the report takes the time of one): the totals, and the counts per department (a
+   * user in two departments counts once in the totals and once in each department).
    */
   async function reach(db: Db, actor: Actor, id: number): Promise<Reach> {
     const row = await editable(db, actor, id)
@@ -472,24 +483,30 @@ export function defineReading(decl: ReadingDeclaration, content: ContentResource
       [`${alias}.audience`, `${alias}.seen`, `${alias}.confirmed`].map((column) => sql`sum(${sql.ref(column)})`)
     const [depAudience, depSeen, depConfirmed] = sums('pd')
     const [audience, seen, confirmed] = sums('v')
-    const { rows } = await withWorkMem(db, REPORT_WORK_MEM_MB, (trx) =>
-      sql<Omit<Reach, 'requires_reading_confirmation' | 'reach_detail'>>`
-      with readers as not materialized (${profiledReadersSql(t, id)}
+    const totals = withWorkMem(db, REPORT_WORK_MEM_MB, (trx) =>
+      sql<Omit<Reach, 'requires_reading_confirmation' | 'reach_detail' | 'by_department'>>`
+      with readers as (${profiledReadersSql(t, id)}
       ), profiles as (
         select role_id, dkey, nkey, min(id) as id, count(*) as audience, count(seen_at) as seen,
           count(confirmed_at) as confirmed
         from readers group by role_id, dkey, nkey
+      ), viewing as materialized (${viewingSql(t, id, 'profiles', 'p.audience, p.seen, p.confirmed')})
+      select coalesce(${audience}, 0)::int as audience, coalesce(${seen}, 0)::int as seen,
+        coalesce(${confirmed}, 0)::int as confirmed,
+        coalesce(${pending(audience, seen, confirmed)}, 0)::int as pending
+      from viewing v`.execute(trx),
+    )
+    const departments = withWorkMem(db, REPORT_WORK_MEM_MB, (trx) =>
+      sql<Pick<Reach, 'by_department'>>`
+      with readers as (${profiledReadersSql(t, id)}
       ), profile_departments as (
-        select pr.role_id, pr.dkey, pr.nkey, du.department_id, count(*) as audience, count(pr.seen_at) as seen,
-          count(pr.confirmed_at) as confirmed
+        select pr.role_id, pr.dkey, pr.nkey, du.department_id, min(pr.id) as id, count(*) as audience,
+          count(pr.seen_at) as seen, count(pr.confirmed_at) as confirmed
         from readers pr join department_users du on du.tenant_id = ${t} and du.user_id = pr.id
         group by pr.role_id, pr.dkey, pr.nkey, du.department_id
-      ), viewing as materialized (
-        select p.role_id, p.dkey, p.nkey, p.audience, p.seen, p.confirmed from profiles p
-          -- one probe per profile (expecting a profile per candidate, the planner would hash every user)
-          cross join lateral (select u.id, u.role_id from users u where u.tenant_id = ${t} and u.id = p.id limit 1) vu
-          join roles vr on vr.tenant_id = ${t} and vr.id = vu.role_id
-        where ${content.viewedBySql(t, id)}
+      ), profiles as (
+        select role_id, dkey, nkey, min(id) as id from profile_departments group by role_id, dkey, nkey
+      ), viewing as materialized (${viewingSql(t, id, 'profiles', 'p.role_id, p.dkey, p.nkey')}
       ), dep as (
         select d.id, d.name, ${depAudience}::int as audience, ${depSeen}::int as seen,
           ${depConfirmed}::int as confirmed, (${pending(depAudience, depSeen, depConfirmed)})::int as pending
@@ -499,23 +516,17 @@ export function defineReading(decl: ReadingDeclaration, content: ContentResource
         group by d.id, d.name
         ${detail === 'counts_only' ? sql`having ${depAudience} >= ${SMALL_GROUP}` : sql``}
       )
-      select coalesce(${audience}, 0)::int as audience, coalesce(${seen}, 0)::int as seen,
-        coalesce(${confirmed}, 0)::int as confirmed,
-        coalesce(${pending(audience, seen, confirmed)}, 0)::int as pending,
-        (select coalesce(json_agg(json_build_object('id', dep.id, 'name', dep.name, 'audience', dep.audience,
-            'seen', dep.seen, 'confirmed', dep.confirmed, 'pending', dep.pending) order by dep.name, dep.id), '[]'::json)
-          from dep) as by_department
-      from viewing v`.execute(trx),
+      select coalesce(json_agg(json_build_object('id', dep.id, 'name', dep.name, 'audience', dep.audience,
+          'seen', dep.seen, 'confirmed', dep.confirmed, 'pending', dep.pending) order by dep.name, dep.id), '[]'::json)
+        as by_department
+      from dep`.execute(trx),
     )
-    const totals = rows[0]
+    const [{ rows: sum }, { rows: byDepartment }] = await Promise.all([totals, departments])
     return {
-      audience: totals.audience,
-      seen: totals.seen,
-      confirmed: totals.confirmed,
-      pending: totals.pending,
+      ...sum[0],
       requires_reading_confirmation: requires,
       reach_detail: detail,
-      by_department: totals.by_department,
+      by_department: byDepartment[0].by_department,
     }
   }
 
