@@ -86,6 +86,13 @@ app.get('/notifications/count', async (request) => {
   )
   return rows[0].n
 })
+// S18: an idle sync, the equivalent indexed read: the tenant's change clock (nothing newer than the cursor)
+app.get('/sync/idle', async (request) => {
+  const { rows } = await pool.query('select version, horizon from sync_clocks where tenant_id = $1', [
+    q(request).tenant,
+  ])
+  return { changes: [], cursor: String(rows[0]?.version ?? 0), has_more: false }
+})
 // S3: first page of notifications
 app.get('/notifications', async (request) => {
   const { rows } = await pool.query(

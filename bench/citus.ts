@@ -131,8 +131,8 @@ export async function measureCitus(options: CitusBenchOptions): Promise<CitusRow
     const citusUrl = `http://127.0.0.1:${port}`
     await options.waitFor(`${citusUrl}/health/ready`)
     for (const scenario of options.scenarios) {
-      const single = await scenario.request(options.single.tenant, options.single.db)
-      const citus = await scenario.request(tenant, opened.db)
+      const single = await scenario.request(options.single.tenant, options.single.db, options.single.apiUrl)
+      const citus = await scenario.request(tenant, opened.db, citusUrl)
       // one request to each first: both answer alike, else the row is an error, not a figure
       const [singleStatus, citusStatus] = await Promise.all([
         probe(options.single.apiUrl, single),

@@ -46,7 +46,7 @@ const root = path.resolve(import.meta.dirname, '..')
 async function measureOn(ctx: FleetContext, baseUrl: string, suffix: string, label: string): Promise<Row[]> {
   const rows: Row[] = []
   for (const scenario of ctx.scenarios.filter((s) => FLEET_SCENARIOS.includes(s.id))) {
-    const request = await scenario.request(ctx.tenant, ctx.db)
+    const request = await scenario.request(ctx.tenant, ctx.db, baseUrl)
     await ctx.load(baseUrl + request.path, { ...request, seconds: ctx.warmup })
     const result = await ctx.load(baseUrl + request.path, { ...request, seconds: ctx.seconds })
     const single = ctx.single.find((r) => r.id === scenario.id)

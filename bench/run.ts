@@ -49,6 +49,7 @@ import { errorMessage } from './wait.js'
 import { measureScim } from './scim.js'
 import { LIFECYCLE_PARTS, measureLifecycle } from './lifecycle.js'
 import { measurePublish, measureReachCsv } from './reading.js'
+import { measureFirstSync, measureSyncAfterChange } from './sync.js'
 import { citusTable, measureCitus, type CitusRow } from './citus.js'
 
 const root = path.resolve(import.meta.dirname, '..')
@@ -390,6 +391,7 @@ async function main(): Promise<void> {
     (part) =>
       ![
         ...['stream', 'fanout', 'webhooks', 'push', 'S13', 'scim', 'lifecycle', 'reach-csv', 'publish'],
+        ...['sync-first', 'sync-change'],
         ...LIFECYCLE_PARTS,
       ].includes(part) && !scenarios.some((s) => s.id === part),
   )
@@ -464,7 +466,7 @@ async function main(): Promise<void> {
 
   const rows: Row[] = []
   const measure = async (scenario: Scenario, tenant: SeededTenant, label: string, apiUrl: string) => {
-    const request = await scenario.request(tenant, handle.db)
+    const request = await scenario.request(tenant, handle.db, apiUrl)
     const baseRequest = await scenario.baseline(tenant, handle.db)
     // one request to each first: the route exists, and the baseline answers with the same status, headers and body shape
     const probe = await answerShape(apiUrl, request)
@@ -640,6 +642,10 @@ async function main(): Promise<void> {
   if (runs('stream')) rows.push(await measureStream(api.pid!, apiUrl, tenants.big))
   if (runs('reach-csv'))
     rows.push(await measureReachCsv({ db: handle.db, apiUrl, tenant: tenants.big, rssMb }, api.pid!))
+  if (runs('sync-first'))
+    rows.push(...(await measureFirstSync({ db: handle.db, apiUrl, tenant: tenants.big, rssMb }, api.pid!)))
+  if (runs('sync-change'))
+    rows.push(await measureSyncAfterChange({ db: handle.db, apiUrl, tenant: tenants.big, rssMb }))
   if (runs('scim'))
     rows.push(...(await measureScim({ db: handle.db, apiUrl, tenant: tenants.big, scale, seconds: duration, load })))
   if (runs('fanout') || runs('webhooks') || runs('push') || runs('publish'))

@@ -21,7 +21,8 @@ export interface Scenario {
   p50TargetMs?: number
   /** `worker`: measured against the API process that also runs the job worker (as `npm start` does). */
   server?: 'worker'
-  request: (tenant: SeededTenant, db: Db) => Promise<BenchRequest> | BenchRequest
+  /** `apiUrl`: the API this request will be sent to (for a request that needs an answer of it first, a sync cursor). */
+  request: (tenant: SeededTenant, db: Db, apiUrl: string) => Promise<BenchRequest> | BenchRequest
   baseline: (tenant: SeededTenant, db: Db) => Promise<BenchRequest> | BenchRequest
 }
 
@@ -302,4 +303,40 @@ export const scenarios: Scenario[] = [
       path: `/infoboard/posts/${await benchPost(db, t, true)}/reach?tenant=${t.tenantId}`,
     }),
   },
+  {
+    id: 'S18',
+    title: 'GET /api/sync?cursor=… (nothing changed since: an idle offline client)',
+    target: 0.7,
+    request: async (t, _db, apiUrl) => ({
+      path: `/api/sync?device=bench-idle&cursor=${encodeURIComponent((await syncSnapshot(apiUrl, t.userToken, 'bench-idle')).cursor)}`,
+      headers: auth(t.userToken),
+    }),
+    baseline: (t) => ({ path: `/sync/idle?tenant=${t.tenantId}` }),
+  },
 ]
+
+/** A full snapshot of `GET /api/sync` (read to its end): its cursor, records, time and first byte. */
+export async function syncSnapshot(apiUrl: string, token: string, device: string) {
+  const started = performance.now()
+  const response = await fetch(`${apiUrl}/api/sync?device=${device}`, { headers: auth(token) })
+  let firstByteMs = 0
+  const chunks: Uint8Array[] = []
+  for await (const chunk of response.body as unknown as AsyncIterable<Uint8Array>) {
+    firstByteMs ||= performance.now() - started
+    chunks.push(chunk)
+  }
+  const text = Buffer.concat(chunks).toString('utf8')
+  if (response.status !== 200) throw new Error(`GET /api/sync answered ${response.status}: ${text.slice(0, 200)}`)
+  const answer = JSON.parse(text) as { changes: Array<{ entity: string }>; cursor: string }
+  return {
+    cursor: answer.cursor,
+    records: answer.changes.length,
+    entities: answer.changes.reduce<Record<string, number>>(
+      (n, c) => ({ ...n, [c.entity]: (n[c.entity] ?? 0) + 1 }),
+      {},
+    ),
+    bytes: text.length,
+    ms: Math.round(performance.now() - started),
+    firstByteMs: Math.round(firstByteMs),
+  }
+}

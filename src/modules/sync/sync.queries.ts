@@ -14,6 +14,27 @@ export async function findClock(db: Db, tenantId: number): Promise<{ version: nu
   return { version: Number(row?.version ?? 0), horizon: Number(row?.horizon ?? 0) }
 }
 
+/**
+ * What an incremental sync needs to know before anything else, in one statement: the tenant's clock
+ * and whether the device still keeps the cursor's client view (its ids are read only when something
+ * changed: an idle sync does not read a view of thousands of ids).
+ */
+export async function findCursorState(
+  db: Db,
+  tenantId: number,
+  userId: number,
+  device: string,
+  viewId: number,
+): Promise<{ version: number; horizon: number; kept: boolean }> {
+  const { rows } = await sql<{ version: string | null; horizon: string | null; kept: boolean }>`
+    select (select c.version from sync_clocks c where c.tenant_id = ${tenantId}) as version,
+      (select c.horizon from sync_clocks c where c.tenant_id = ${tenantId}) as horizon,
+      exists (select 1 from sync_views v where v.tenant_id = ${tenantId} and v.id = ${viewId}
+        and v.user_id = ${userId} and v.device = ${device}) as kept`.execute(db)
+  const row = rows[0]!
+  return { version: Number(row.version ?? 0), horizon: Number(row.horizon ?? 0), kept: row.kept }
+}
+
 export interface ChangeRow {
   entity: string
   entity_id: string

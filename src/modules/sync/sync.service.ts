@@ -94,12 +94,14 @@ export function createSyncService({ db, config, pubsub }: Pick<AppDeps, 'db' | '
    * visible ids are recomputed, set-based, and diffed against the client view the cursor stands for.
    */
   async function changesSince(actor: Actor, device: string, cursor: SyncCursor): Promise<SyncResponse> {
-    const view = await queries.findView(db, actor.tenantId, actor.userId, device, cursor.view)
-    if (!view) throw syncReset('older than the cursors kept for this device')
-    const clock = await queries.findClock(db, actor.tenantId)
+    const clock = await queries.findCursorState(db, actor.tenantId, actor.userId, device, cursor.view)
+    if (!clock.kept) throw syncReset('older than the cursors kept for this device')
     if (cursor.version < clock.horizon) throw syncReset('older than the change records kept')
     const unchanged = { changes: [], cursor: seal(actor, device, cursor.view, cursor.version), has_more: false }
     if (clock.version <= cursor.version) return unchanged
+    const view = await queries.findView(db, actor.tenantId, actor.userId, device, cursor.view)
+    // purged since the first read (a newer cursor of the device, or the retention)
+    if (!view) throw syncReset('older than the cursors kept for this device')
     const accessChanged = await queries.accessChangedSince(db, actor.tenantId, actor, cursor.version, clock.version)
     let until = clock.version
     let rows = await queries.selectChanges(
