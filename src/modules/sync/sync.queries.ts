@@ -1,3 +1,4 @@
+import type { Actor } from '../../platform/auth/actor.js'
 import { sql } from 'kysely'
 import type { Db } from '../../platform/db/schema.js'
 
@@ -129,6 +130,34 @@ export async function findView(
     .where('device', '=', device)
     .executeTakeFirst()
   return row?.items
+}
+
+/**
+ * Of a client view, only what an incremental sync without an access change needs: which of the changed
+ * records it holds, and how each presented entity was presented (`<entity>#presentation`); undefined
+ * when the view is gone. The view's ids are searched in the database, not sent.
+ */
+export async function findViewAmong(
+  db: Db,
+  actor: Pick<Actor, 'tenantId' | 'userId'>,
+  device: string,
+  viewId: number,
+  changed: Array<Pick<ChangeRow, 'entity' | 'entity_id'>>,
+): Promise<ViewItems | undefined> {
+  const { rows } = await sql<{ held: Array<[string, string]>; presentations: Record<string, string[]> }>`
+    select (select coalesce(json_agg(json_build_array(c.entity, c.id)), '[]') from unnest(
+          ${changed.map((row) => row.entity)}::text[], ${changed.map((row) => row.entity_id)}::text[]) as c(entity, id)
+        where (v.items -> c.entity) ? c.id) as held,
+      (select coalesce(jsonb_object_agg(e.key, e.value), '{}') from jsonb_each(v.items) e
+        where e.key like '%#presentation') as presentations
+    from sync_views v
+    where v.tenant_id = ${actor.tenantId} and v.id = ${viewId} and v.user_id = ${actor.userId} and v.device = ${device}`.execute(
+    db,
+  )
+  if (!rows[0]) return undefined
+  const items: ViewItems = { ...rows[0].presentations }
+  for (const [entity, id] of rows[0].held) (items[entity] ??= []).push(id)
+  return items
 }
 
 /** Stores a client view; keeps the device's newest `keep` views (older cursors answer 410). */
