@@ -254,14 +254,20 @@ export async function importTenant(
   }
 }
 
-/** `global_id_seq` past every id of a table whose default draws from it. */
+/**
+ * `global_id_seq` past every id of a table whose default draws from it, never back: the sequence is
+ * set only when the largest id is not below a value it hands out after the maxima were read. (Setting
+ * it to the larger of its `last_value` and the maxima, read before scanning every table, moved it back
+ * below the ids other sessions drew meanwhile: their next rows collided, 409 in a parallel test run.)
+ */
 export async function bumpSequence(client: pg.ClientBase): Promise<void> {
   const { rows } = await client.query<{ table: string; column: string }>(`
     select table_name as table, column_name as column from information_schema.columns
     where table_schema = 'public' and column_default like 'nextval(''global_id_seq''%'`)
   if (rows.length === 0) return
   const maxima = rows.map((r) => `(select max(${ident(r.column)}) from ${ident(r.table)})`).join(', ')
-  await client.query(`select setval('global_id_seq', greatest((select last_value from global_id_seq), ${maxima}))`)
+  await client.query(`select setval('global_id_seq', x.m) from (select greatest(${maxima}) as m offset 0) x
+    where x.m >= nextval('global_id_seq')`)
 }
 
 /**
