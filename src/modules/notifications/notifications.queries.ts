@@ -54,6 +54,9 @@ function changeSet({ seenAt, readAt }: SeenReadChange): UpdateObject<Database, '
 /**
  * Updates the user's UNREAD records that `matching` (a filtered select of `n.id`) returns; the records
  * changed. The subquery carries the same filters as the list, so a filter means the same everywhere.
+ * It locks the records in id order: two marks of the same records at once (a user's "mark all read" on
+ * two devices, or a retry) otherwise locked them in plan order and deadlocked (40P01, the fleet's
+ * mixed load), each waiting a second for the deadlock check while holding its rows.
  */
 export async function markUnreadNotifications(
   db: Db,
@@ -68,7 +71,7 @@ export async function markUnreadNotifications(
     .where('tenant_id', '=', tenantId)
     .where('notifiable_id', '=', userId)
     .where('read_at', 'is', null)
-    .where('id', 'in', matching.where('n.read_at', 'is', null).select('n.id'))
+    .where('id', 'in', matching.where('n.read_at', 'is', null).select('n.id').orderBy('n.id').forUpdate('n'))
     .returning(['id', 'notifiable_id'])
     .execute()
 }
