@@ -9,7 +9,7 @@ import { recordDomainEvent } from '../events/domain-events.js'
 import { AppError, forbidden, invalidField, notFound } from '../http/errors.js'
 import { Nullable, TimestampSchema } from '../http/schemas.js'
 import { enqueue, jobOf, type JobHandlers } from '../jobs/jobs.js'
-import { defineResource, type CustomFilter, type QueryContext, type RelationDef } from '../query/resource.js'
+import { defineResource, type WordFilter, type QueryContext, type RelationDef } from '../query/resource.js'
 import { recordSyncWrites } from '../sync/change-log.js'
 import type { Principal } from './content-access.js'
 import { type ContentChange, type ContentResource, type ContentRow, contentRow } from './content-resource.js'
@@ -108,14 +108,15 @@ export function readingContentParts(r: ReadingDeclaration) {
     },
   }
   /** `filter[confirmation]=pending|confirmed`: published records asking for a confirmation, by the reader's own state. */
-  const confirmation: CustomFilter = (value, ctx) => {
-    if (value !== 'pending' && value !== 'confirmed')
-      throw invalidField('filter.confirmation', 'must be one of: pending, confirmed')
-    const confirmed = sql<boolean>`exists (select 1 from content_reads cr where cr.tenant_id = ${ctx.tenantId}
-      and cr.target_type = ${r.alias} and cr.target_id = c.id and cr.user_id = ${ctx.actor?.userId ?? 0}
-      and cr.confirmed_at is not null)`
-    return sql<boolean>`(c.requires_reading_confirmation and c.published_at <= now()
-      and ${value === 'pending' ? sql`not ${confirmed}` : confirmed})`
+  const confirmation: WordFilter = {
+    words: ['pending', 'confirmed'],
+    sql(word, ctx) {
+      const confirmed = sql<boolean>`exists (select 1 from content_reads cr where cr.tenant_id = ${ctx.tenantId}
+        and cr.target_type = ${r.alias} and cr.target_id = c.id and cr.user_id = ${ctx.actor?.userId ?? 0}
+        and cr.confirmed_at is not null)`
+      return sql<boolean>`(c.requires_reading_confirmation and c.published_at <= now()
+        and ${word === 'pending' ? sql`not ${confirmed}` : confirmed})`
+    },
   }
   return {
     /** Drafts (no `published_at`) and scheduled records are visible only to editors (`<module>.manage`). */

@@ -78,6 +78,12 @@ export interface ContentDeclaration {
   defaultSort?: string[]
 }
 
+/** What a list's base is built from (`scope`: parent columns pinned to a value). */
+interface ListValues {
+  actor: Actor
+  scope: Record<string, unknown>
+}
+
 /** What a caller adds to one create. */
 export interface CreateOptions {
   /**
@@ -262,9 +268,23 @@ export function defineContent(decl: ContentDeclaration): ContentResource {
     const parent = decl.parent
     if (parent && scope && !(await parent.resource.canView(db, actor, Number(scope[parent.column]))))
       throw notFound(parent.resource.label)
-    let base = visibleQuery(db, actor)
-    for (const [column, value] of Object.entries(scope ?? {})) base = base.where(`c.${column}`, '=', value)
-    return listResource(ctx(db, actor), resource, base, query)
+    return listResource(ctx(db, actor), resource, { build: listBase(db), values: { actor, scope: scope ?? {} } }, query)
+  }
+
+  // the list's base, built once per shape (shapedStatement): one builder per database handle, for its life
+  const listBases = new WeakMap<Db, (values: ListValues) => ReturnType<typeof visibleQuery>>()
+  function listBase(db: Db) {
+    let build = listBases.get(db)
+    if (!build)
+      listBases.set(
+        db,
+        (build = ({ actor, scope }) => {
+          let base = visibleQuery(db, actor)
+          for (const [column, value] of Object.entries(scope)) base = base.where(`c.${column}`, '=', value)
+          return base
+        }),
+      )
+    return build
   }
 
   /** Shows one record; `bypassVisibility` only for a verified grant token naming exactly this record. */

@@ -9,7 +9,7 @@ import {
 } from 'kysely'
 import { invalidField } from '../http/errors.js'
 import type { QueryContext, ResourceDef, ResourceRow, TextSearchDef } from './resource.js'
-import { mayRead, type FilterClause, type ParsedQuery } from './parse-query.js'
+import { mayRead, type CustomFilterClause, type FilterClause, type ParsedQuery } from './parse-query.js'
 
 function fieldSql(resource: ResourceDef, name: string, tenantId: number): RawBuilder<unknown> {
   const field = resource.fields[name]
@@ -107,14 +107,23 @@ export function applyFilters<DB, TB extends keyof DB, O>(
 ): SelectQueryBuilder<DB, TB, O> {
   let query = qb
   for (const clause of parsed.filters) query = query.where(filterSql(resource, clause, ctx.tenantId))
-  for (const custom of parsed.customFilters)
-    query = query.where(
-      custom.name === 'text' && resource.textSearch
-        ? textSearchSql(resource, resource.textSearch, custom.value, ctx)
-        : resource.customFilters![custom.name](custom.value, ctx),
-    )
+  for (const custom of parsed.customFilters) query = query.where(customFilterSql(resource, custom, ctx))
   return query
 }
+
+function customFilterSql(resource: ResourceDef, custom: CustomFilterClause, ctx: QueryContext) {
+  if (custom.name === 'text' && resource.textSearch)
+    return textSearchSql(resource, resource.textSearch, custom.value, ctx)
+  const filter = resource.customFilters![custom.name]
+  // a word filter's value was checked against its words by the parse
+  return typeof filter === 'function' ? filter(custom.value, ctx) : filter.sql(String(custom.value), ctx)
+}
+
+/** A read with these filters may be compiled once per shape: its custom filters (if any) are word filters only. */
+export const shapeableFilters = (resource: ResourceDef, parsed: ParsedQuery): boolean =>
+  parsed.customFilters.every(
+    ({ name }) => !(name === 'text' && resource.textSearch) && typeof resource.customFilters![name] !== 'function',
+  )
 
 /**
  * `filter[text]` over the fields of the resource's text search that the caller may read (`mayRead`,

@@ -44,8 +44,12 @@ export function filterSchema(resource: ResourceDef): TObject {
     filterableFields(resource).map(([name, f]) => [name, filterFieldSchema(name, f)]),
   )
   for (const name of [...Object.keys(resource.customFilters ?? {}), ...(resource.textSearch ? ['text'] : [])]) {
+    const custom = resource.customFilters?.[name]
+    const words = custom && 'words' in custom ? ` (one of: ${custom.words.join(', ')})` : ''
     properties[name] = Type.Optional(
-      Type.Union([Type.String(), Type.Array(Type.String())], { description: `${name}: a named filter of this list` }),
+      Type.Union([Type.String(), Type.Array(Type.String())], {
+        description: `${name}: a named filter of this list${words}`,
+      }),
     )
   }
   return Type.Object(properties, {

@@ -190,7 +190,12 @@ function parseAnyListQuery(resource: ResourceDef, raw: RawListQuery, ctx: QueryC
     } else {
       for (const [name, spec] of Object.entries(raw.filter)) {
         const path = `filter.${name}`
-        if (own(resource.customFilters, name) || (name === 'text' && resource.textSearch)) {
+        const custom = own(resource.customFilters, name)
+        if (custom && 'words' in custom && !(typeof spec === 'string' && custom.words.includes(spec))) {
+          problems.add(path, `must be one of: ${custom.words.join(', ')}`)
+          continue
+        }
+        if (custom || (name === 'text' && resource.textSearch)) {
           customFilters.push({ name, value: spec })
           continue
         }

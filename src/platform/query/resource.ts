@@ -67,7 +67,7 @@ export interface RelationDef {
    * `assemble` makes a row's value of the relation from them.
    */
   inline?: {
-    columns(ctx: QueryContext): Record<string, RawBuilder<unknown>> | undefined
+    columns(ctx: ShapeContext): Record<string, RawBuilder<unknown>> | undefined
     assemble(values: Record<string, unknown>): unknown
   }
 }
@@ -93,8 +93,30 @@ export interface TextSearchDef {
   text?: (readable: readonly string[], ctx: QueryContext) => RawBuilder<unknown> | undefined
 }
 
-/** A filter key that is not a plain field (e.g. `filter[text]`, `filter[unread]`). */
-export type CustomFilter = (value: unknown, ctx: QueryContext) => Expression<SqlBool>
+/**
+ * What a read compiled once per shape (`shapedStatement`) knows of its request: the tenant and the
+ * reader's user id, both stand-ins that can only be passed on to SQL as parameters.
+ */
+export interface ShapeContext {
+  tenantId: number
+  actor?: { userId: number }
+}
+
+/**
+ * A filter key that is not a plain field (e.g. `filter[text]`, `filter[unread]`). A function may read
+ * all of the request: a read using it is compiled afresh each time.
+ */
+export type CustomFilter = ((value: unknown, ctx: QueryContext) => Expression<SqlBool>) | WordFilter
+
+/**
+ * A custom filter whose value is one word of a fixed list (anything else is a 422 naming the list) and
+ * whose SQL reads of the request only what a `ShapeContext` holds: a read using it is compiled once per
+ * shape, like one with plain filters only (the pending list, S16).
+ */
+export interface WordFilter {
+  words: readonly string[]
+  sql: (word: string, ctx: ShapeContext) => Expression<SqlBool>
+}
 
 export interface ResourceDef {
   name: string

@@ -2,9 +2,16 @@ import type { Readable } from 'node:stream'
 import type { Compilable, CompiledQuery, SelectQueryBuilder } from 'kysely'
 import { notFound } from '../http/errors.js'
 import { shapedStatement, executeCompiled, streamCompiled } from '../db/database.js'
-import { applyListQuery, applySelects, firstBatchOf, presentRows, streamJsonArray } from './apply-query.js'
+import {
+  applyListQuery,
+  applySelects,
+  firstBatchOf,
+  presentRows,
+  shapeableFilters,
+  streamJsonArray,
+} from './apply-query.js'
 import { parseListQuery, parseShowQuery, type ParsedQuery, type RawListQuery } from './parse-query.js'
-import type { QueryContext, ResourceDef, ResourceRow } from './resource.js'
+import type { QueryContext, ResourceDef, ResourceRow, ShapeContext } from './resource.js'
 
 /**
  * The base of a read built once per shape (`shapedStatement`): `build` makes it from `values` (plus the
@@ -26,7 +33,7 @@ type ApplyRead = <DB, TB extends keyof DB, O>(
   ctx: QueryContext,
 ) => Compilable<ResourceRow>
 type ReadStatement<V> = (
-  values: V & { tenantId: number },
+  values: V & ShapeValues,
   resource: ResourceDef,
   parsed: ParsedQuery,
 ) => CompiledQuery<ResourceRow>
@@ -59,10 +66,11 @@ function readStatement<V extends Record<string, unknown>, DB, TB extends keyof D
   const known = byResource.get(resource)
   // eslint-disable-next-line @typescript-eslint/no-unsafe-type-assertion -- stored under `build`: made below for its values
   if (known) return known as ReadStatement<V>
-  const statement = shapedStatement((stood: V & { tenantId: number }, r: ResourceDef, p: ParsedQuery) =>
-    // a plain filter, the select list and the sort read nothing of the context but the tenant id (custom filters are never shaped)
-    // eslint-disable-next-line @typescript-eslint/no-unsafe-type-assertion -- see above: the tenant id is all of it read here
-    apply(build(stood), r, p, { tenantId: stood.tenantId } as QueryContext),
+  const statement = shapedStatement((stood: V & ShapeValues, r: ResourceDef, p: ParsedQuery) =>
+    // plain filters, word filters, the select list, inline relations and the sort read nothing of the
+    // context but the tenant and the reader (readCompiled shapes no read with a filter of another kind)
+    // eslint-disable-next-line @typescript-eslint/no-unsafe-type-assertion -- see above: a ShapeContext is all of it read here
+    apply(build(stood), r, p, shapeContext(stood) as QueryContext),
   )
   byResource.set(resource, statement)
   return statement
@@ -76,11 +84,21 @@ function readCompiled<DB, TB extends keyof DB, O, V extends Record<string, unkno
   parsed: ParsedQuery,
   apply: ApplyRead,
 ): CompiledQuery<ResourceRow> {
-  // a custom filter's SQL may read more of the request than the shape holds: never shaped
-  if (!('build' in base) || parsed.customFilters.length > 0)
+  // a custom filter other than a word filter may read more of the request than the shape holds: never shaped
+  if (!('build' in base) || !shapeableFilters(resource, parsed))
     return apply(built(ctx, base), resource, parsed, ctx).compile()
-  return readStatement(apply, base.build, resource)({ ...base.values, tenantId: ctx.tenantId }, resource, parsed)
+  const values = { ...base.values, tenantId: ctx.tenantId, readerId: ctx.actor?.userId }
+  return readStatement(apply, base.build, resource)(values, resource, parsed)
 }
+
+/** What a shaped read's values add to its base's: the tenant, and the reader for word filters and inline relations. */
+interface ShapeValues {
+  tenantId: number
+  readerId: number | undefined
+}
+
+const shapeContext = ({ tenantId, readerId }: ShapeValues): ShapeContext =>
+  readerId === undefined ? { tenantId } : { tenantId, actor: { userId: readerId } }
 
 /** The rows of `readCompiled`'s statement. */
 const readRows = <DB, TB extends keyof DB, O, V extends Record<string, unknown>>(
