@@ -235,8 +235,10 @@ export interface LoadOptions<T> {
   when?: boolean
   /** Told each answer the page still shows (not one dropped, not `setData`): a form takes what was loaded. */
   onAnswer?: (answer: Answer<T>) => void
-  /** Asks again this many milliseconds after an answer, while it returns a number (a background job's status). */
-  pollAfter?: (data: T) => number | undefined
+  /** Each ask waits this many milliseconds; a change of `deps` meanwhile cancels it (a debounce). */
+  delay?: number
+  /** Asks again (after `delay`) while this holds for the answer: a background job's status. */
+  pollWhile?: (data: T) => boolean
   /** Frees data no longer shown (replaced, dropped or unmounted), e.g. `URL.revokeObjectURL`. */
   release?: (data: T) => void
 }
@@ -260,9 +262,9 @@ export function useLoad<T>(
       setState((s) => (s.loading || s.data !== undefined || s.problem ? { loading: false } : s))
       return
     }
-    const { onAnswer, pollAfter, release } = options
+    const { onAnswer, delay, pollWhile, release } = options
     let live = true
-    let poll: ReturnType<typeof setTimeout> | undefined
+    let timer: ReturnType<typeof setTimeout> | undefined
     const answer = (next: Answer<T>) => {
       if (!live) {
         if (next.data !== undefined) release?.(next.data)
@@ -270,17 +272,19 @@ export function useLoad<T>(
       }
       setState({ ...next, loading: false })
       onAnswer?.(next)
-      const after = next.data !== undefined ? pollAfter?.(next.data) : undefined
-      if (after !== undefined) poll = setTimeout(() => setTick((n) => n + 1), after)
+      if (next.data !== undefined && pollWhile?.(next.data)) setTick((n) => n + 1)
     }
+    const ask = () =>
+      load().then(
+        (result) => answer({ data: result.data, problem: result.error ? asProblem(result.error) : undefined }),
+        (error: unknown) => answer({ problem: asProblem(error) }),
+      )
     setState((s) => ({ ...s, loading: true }))
-    load().then(
-      (result) => answer({ data: result.data, problem: result.error ? asProblem(result.error) : undefined }),
-      (error: unknown) => answer({ problem: asProblem(error) }),
-    )
+    if (delay === undefined) void ask()
+    else timer = setTimeout(() => void ask(), delay)
     return () => {
       live = false
-      clearTimeout(poll)
+      clearTimeout(timer)
     }
   }, [...deps, enabled, tick])
   // what the page showed is freed once it shows something else, or is gone

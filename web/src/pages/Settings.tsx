@@ -86,7 +86,8 @@ function DataExport() {
   // while the archive is being built, its status is asked for every 3 s
   useLoad(() => api.GET('/api/data-exports/{id}', { params: { path: { id: exportId! } } }), [exportId], {
     when: exportId !== undefined && status === 'pending',
-    pollAfter: (answer) => (answer.data.status === 'pending' ? 3000 : undefined),
+    delay: 3000,
+    pollWhile: (answer) => answer.data.status === 'pending',
     onAnswer: (answer) => (answer.data ? setStatus(answer.data.data.status) : setProblem(answer.problem)),
   })
 
