@@ -224,26 +224,77 @@ export interface Loaded<T> {
   setData: (data: T) => void
 }
 
+/** What a load answered: its data, or the problem why not. */
+export interface Answer<T> {
+  data?: T
+  problem?: Problem
+}
+
+export interface LoadOptions<T> {
+  /** `false`: nothing is asked (not loading, no data), e.g. a new record's page or a load that waits for another. */
+  when?: boolean
+  /** Told each answer the page still shows (not one dropped, not `setData`): a form takes what was loaded. */
+  onAnswer?: (answer: Answer<T>) => void
+  /** Each ask waits this many milliseconds; a change of `deps` meanwhile cancels it (a debounce). */
+  delay?: number
+  /** Asks again (after `delay`) while this holds for the answer: a background job's status. */
+  pollWhile?: (data: T) => boolean
+  /** Frees data no longer shown (replaced, dropped or unmounted), e.g. `URL.revokeObjectURL`. */
+  release?: (data: T) => void
+}
+
 /**
  * The app's one way to load what a page shows: loading → data or problem; `reload()` loads again,
  * `setData()` takes a save's answer. An answer that arrives after the page moved on is dropped.
+ * `deps` are the load's key: it runs again when one changes. Requests the page makes on opening
+ * (a "seen" mark) go through here too, keyed so they are sent once per record.
  */
-export function useLoad<T>(load: () => Promise<{ data?: T; error?: unknown }>, deps: unknown[]): Loaded<T> {
-  const [state, setState] = useState<{ data?: T; problem?: Problem; loading: boolean }>({ loading: true })
+export function useLoad<T>(
+  load: () => Promise<{ data?: T; error?: unknown }>,
+  deps: unknown[],
+  options: LoadOptions<T> = {},
+): Loaded<T> {
+  const enabled = options.when !== false
+  const [state, setState] = useState<{ data?: T; problem?: Problem; loading: boolean }>({ loading: enabled })
   const [tick, setTick] = useState(0)
   useEffect(() => {
+    if (!enabled) {
+      setState((s) => (s.loading || s.data !== undefined || s.problem ? { loading: false } : s))
+      return
+    }
+    const { onAnswer, delay, pollWhile, release } = options
     let live = true
+    let timer: ReturnType<typeof setTimeout> | undefined
+    const answer = (next: Answer<T>) => {
+      if (!live) {
+        if (next.data !== undefined) release?.(next.data)
+        return
+      }
+      setState({ ...next, loading: false })
+      onAnswer?.(next)
+      if (next.data !== undefined && pollWhile?.(next.data)) setTick((n) => n + 1)
+    }
+    const ask = () =>
+      load().then(
+        (result) => answer({ data: result.data, problem: result.error ? asProblem(result.error) : undefined }),
+        (error: unknown) => answer({ problem: asProblem(error) }),
+      )
     setState((s) => ({ ...s, loading: true }))
-    load().then(
-      (result) =>
-        live &&
-        setState({ data: result.data, problem: result.error ? asProblem(result.error) : undefined, loading: false }),
-      (error: unknown) => live && setState({ problem: asProblem(error), loading: false }),
-    )
+    if (delay === undefined) void ask()
+    else timer = setTimeout(() => void ask(), delay)
     return () => {
       live = false
+      clearTimeout(timer)
     }
-  }, [...deps, tick])
+  }, [...deps, enabled, tick])
+  // what the page showed is freed once it shows something else, or is gone
+  useEffect(() => {
+    const { data } = state
+    const { release } = options
+    return () => {
+      if (data !== undefined) release?.(data)
+    }
+  }, [state.data])
   const reload = useCallback(() => setTick((n) => n + 1), [])
   const setData = useCallback((data: T) => setState({ data, loading: false }), [])
   return { ...state, reload, setData }

@@ -14,7 +14,7 @@ import {
 } from '../core.ts'
 import { connection, onNotification, unread, type Notification } from '../live.ts'
 import { isPending, network, pendingWrites, replayed, wasQueued } from '../offline.ts'
-import { Checkbox, Empty, PageTitle, ProblemMessage, Select } from '../ui.tsx'
+import { Checkbox, Empty, PageTitle, ProblemMessage, Select, useLoad } from '../ui.tsx'
 
 /** The first render of the inbox with data, for the browser tests' measurement (performance mark). */
 let measured = false
@@ -46,31 +46,33 @@ export function Inbox() {
   // "mark all" is not queued: sent later it would also mark what arrived meanwhile, unseen
   const offline = useStore(network) === 'offline'
 
-  const load = async () => {
-    const filter: FilterOf<'/api/notifications'> = {}
-    if (type) filter.type = type
-    if (onlyUnread) filter.read_at = { null: 'true' }
-    const { data, error } = await api.GET('/api/notifications', {
-      params: { query: { sort: '-created_at', limit: 50, filter } },
-    })
-    if (!data) return setProblem(asProblem(error))
-    setProblem(undefined)
-    setItems(data)
-    setTypes((known) => [...new Set([...known, ...data.map((n) => n.type ?? '')].filter(Boolean))].sort())
-  }
-
-  useEffect(() => {
-    void load()
-  }, [type, onlyUnread])
+  const { reload } = useLoad(
+    () => {
+      const filter: FilterOf<'/api/notifications'> = {}
+      if (type) filter.type = type
+      if (onlyUnread) filter.read_at = { null: 'true' }
+      return api.GET('/api/notifications', { params: { query: { sort: '-created_at', limit: 50, filter } } })
+    },
+    [type, onlyUnread],
+    {
+      // the list is the page's own from here: live records and marks change it in place
+      onAnswer: ({ data, problem }) => {
+        if (!data) return setProblem(problem)
+        setProblem(undefined)
+        setItems(data)
+        setTypes((known) => [...new Set([...known, ...data.map((n) => n.type ?? '')].filter(Boolean))].sort())
+      },
+    },
+  )
 
   // queued marks were sent: the server's answer replaces what was shown
   useEffect(
     () =>
       replayed.subscribe(() => {
-        void load()
+        reload()
         void refreshCount()
       }),
-    [type, onlyUnread],
+    [],
   )
 
   useEffect(() => {

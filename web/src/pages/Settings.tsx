@@ -83,16 +83,13 @@ function DataExport() {
   const [exportId, setExportId] = useState<number>()
   const [status, setStatus] = useState<'pending' | 'ready' | 'failed' | 'expired'>()
   const [problem, setProblem] = useState<Problem>()
-  useEffect(() => {
-    if (exportId === undefined || status !== 'pending') return
-    const timer = setTimeout(() => {
-      void api.GET('/api/data-exports/{id}', { params: { path: { id: exportId } } }).then(({ data, error }) => {
-        if (data) setStatus(data.data.status)
-        else setProblem(asProblem(error))
-      })
-    }, 3000)
-    return () => clearTimeout(timer)
-  }, [exportId, status])
+  // while the archive is being built, its status is asked for every 3 s
+  useLoad(() => api.GET('/api/data-exports/{id}', { params: { path: { id: exportId! } } }), [exportId], {
+    when: exportId !== undefined && status === 'pending',
+    delay: 3000,
+    pollWhile: (answer) => answer.data.status === 'pending',
+    onAnswer: (answer) => (answer.data ? setStatus(answer.data.data.status) : setProblem(answer.problem)),
+  })
 
   const request = async () => {
     setProblem(undefined)

@@ -1,7 +1,7 @@
 import { useEffect, useState } from 'preact/hooks'
 import type { paths } from '../../../clients/typescript/index.ts'
 import { api, asProblem, BASE, isRecord, loadSession, navigate, queryParam, t, textOf, type Problem } from '../core.ts'
-import { Field, Loading, PageTitle, ProblemMessage } from '../ui.tsx'
+import { Field, Loading, PageTitle, ProblemMessage, useLoad } from '../ui.tsx'
 
 type LoginBody = paths['/api/auth/login']['post']['requestBody']['content']['application/json']
 
@@ -34,7 +34,6 @@ export function SignIn() {
   const [password, setPassword] = useState('')
   const [totp, setTotp] = useState('')
   const [mfaToken, setMfaToken] = useState<string>()
-  const [sso, setSso] = useState<string>()
   const [problem, setProblem] = useState<Problem>()
   const [busy, setBusy] = useState(false)
   const [loginCode] = useState(takeLoginCode)
@@ -75,25 +74,20 @@ export function SignIn() {
   }, [loginCode])
 
   // the SSO button is offered when the tenant has single sign-on (its start answers with a redirect)
-  useEffect(() => {
-    setSso(undefined)
-    const slug = tenant.trim()
-    if (!/^[a-z0-9][a-z0-9-]*$/i.test(slug)) return
-    const timer = setTimeout(() => {
-      void api
-        .GET('/api/auth/oidc/{tenant}/start', {
-          params: { path: { tenant: slug }, query: { redirect_uri: ssoReturn() } },
-          redirect: 'manual',
-        })
-        .then(
-          ({ response }) => {
-            if (response.type === 'opaqueredirect') setSso(slug)
-          },
-          () => undefined,
-        )
-    }, 400)
-    return () => clearTimeout(timer)
-  }, [tenant])
+  const slug = tenant.trim()
+  const ssoProbe = useLoad(
+    async () => {
+      const { response } = await api.GET('/api/auth/oidc/{tenant}/start', {
+        params: { path: { tenant: slug }, query: { redirect_uri: ssoReturn() } },
+        redirect: 'manual',
+      })
+      return { data: response.type === 'opaqueredirect' }
+    },
+    [tenant],
+    { when: /^[a-z0-9][a-z0-9-]*$/i.test(slug), delay: 400 },
+  )
+  // hidden while the typed tenant is being probed
+  const sso = ssoProbe.data === true && !ssoProbe.loading ? slug : undefined
 
   const submit = (event: Event) => {
     event.preventDefault()

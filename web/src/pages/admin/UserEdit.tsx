@@ -1,6 +1,6 @@
-import { useEffect, useState } from 'preact/hooks'
+import { useState } from 'preact/hooks'
 import { api, asProblem, can, isRecord, navigate, t, type Problem, type Schemas } from '../../core.ts'
-import { Checkbox, Field, Link, Loading, PageTitle, ProblemMessage, Select, Status } from '../../ui.tsx'
+import { Checkbox, Field, Link, Loading, PageTitle, ProblemMessage, Select, Status, useLoad } from '../../ui.tsx'
 
 type Form = {
   username: string
@@ -29,17 +29,18 @@ const FIELDS = [
 
 /** The picture needs the bearer token: fetched through the client, shown from an object URL. */
 function Picture({ userId, version }: { userId: number; version: string }) {
-  const [src, setSrc] = useState<string>()
-  useEffect(() => {
-    let url: string | undefined
-    void api
-      .GET('/users/{id}/profile-picture', { params: { path: { id: userId } }, parseAs: 'blob' })
-      .then(({ data }) => {
-        if (data) setSrc((url = URL.createObjectURL(data)))
+  const picture = useLoad(
+    async () => {
+      const { data, error } = await api.GET('/users/{id}/profile-picture', {
+        params: { path: { id: userId } },
+        parseAs: 'blob',
       })
-    return () => url && URL.revokeObjectURL(url)
-  }, [userId, version])
-  return src ? <img src={src} alt={t('users.picture')} width={96} height={96} /> : null
+      return { data: data && URL.createObjectURL(data), error }
+    },
+    [userId, version],
+    { release: (url) => URL.revokeObjectURL(url) },
+  )
+  return picture.data ? <img src={picture.data} alt={t('users.picture')} width={96} height={96} /> : null
 }
 
 export default function UserEdit({ params }: { params: Record<string, string> }) {
@@ -55,32 +56,23 @@ export default function UserEdit({ params }: { params: Record<string, string> })
     lang_id: 'en-US',
     active: true,
   })
-  const [user, setUser] = useState<{
-    id?: number
-    username?: string
-    deleted_at?: string | null
-    blacked_out_at?: string | null
-    profile_picture_url?: string | null
-    profile_picture?: string | null
-    active?: boolean
-  }>()
-  const [roles, setRoles] = useState<Array<[string, string]>>([])
   const [problem, setProblem] = useState<Problem>()
   const [status, setStatus] = useState<string>()
   const [exportRequested, setExportRequested] = useState(false)
-  const [loading, setLoading] = useState(!isNew)
+  // a page opened on a user waits for it; one that created a user stays while it loads
+  const [openedNew] = useState(isNew)
 
-  useEffect(() => {
-    void api.GET('/api/roles', { params: { query: { sort: 'name' } } }).then(({ data }) => {
-      const options = (data ?? []).map((r): [string, string] => [String(r.id), r.name ?? ''])
-      setRoles(options)
-      if (isNew && options[0]) setForm((f) => ({ ...f, role_id: f.role_id || options[options.length - 1][0] }))
-    })
-    if (isNew) return
-    void api.GET('/api/users/{id}', { params: { path: { id } } }).then(({ data, error }) => {
-      setLoading(false)
-      if (!data) return setProblem(asProblem(error))
-      setUser(data)
+  const roles = useLoad(() => api.GET('/api/roles', { params: { query: { sort: 'name' } } }), [params.id], {
+    onAnswer: ({ data }) => {
+      const last = data?.[data.length - 1]
+      if (isNew && last) setForm((f) => ({ ...f, role_id: f.role_id || String(last.id) }))
+    },
+  })
+  const roleOptions = (roles.data ?? []).map((r): [string, string] => [String(r.id), r.name ?? ''])
+  const loaded = useLoad(() => api.GET('/api/users/{id}', { params: { path: { id } } }), [params.id], {
+    when: !isNew,
+    onAnswer: ({ data, problem }) => {
+      if (!data) return setProblem(problem)
       setForm({
         username: data.username ?? '',
         first_name: data.first_name ?? '',
@@ -91,8 +83,9 @@ export default function UserEdit({ params }: { params: Record<string, string> })
         lang_id: data.lang_id ?? 'en-US',
         active: data.active ?? true,
       })
-    })
-  }, [params.id])
+    },
+  })
+  const user = loaded.data
 
   const set = (key: keyof Form) => (value: string) => setForm((f) => ({ ...f, [key]: value }))
 
@@ -138,7 +131,7 @@ export default function UserEdit({ params }: { params: Record<string, string> })
     setProblem(undefined)
     if (action === 'delete') return navigate('/admin/users')
     setStatus(action === 'logout' ? t('users.loggedOut') : t('app.saved'))
-    if (action === 'restore') setUser((u) => u && { ...u, deleted_at: null })
+    if (action === 'restore' && user) loaded.setData({ ...user, deleted_at: null })
   }
 
   /** Asks for an archive of this person's data (users.export); it is built in the background. */
@@ -164,11 +157,11 @@ export default function UserEdit({ params }: { params: Record<string, string> })
     })
     if (error) return setProblem(asProblem(error))
     const fresh = await api.GET('/api/users/{id}', { params: { path: { id } } })
-    if (fresh.data) setUser(fresh.data)
+    if (fresh.data) loaded.setData(fresh.data)
     setStatus(t('app.saved'))
   }
 
-  if (loading) return <Loading />
+  if (!openedNew && !user && !loaded.problem) return <Loading />
   const title = isNew ? t('users.new') : t('users.edit', { name: user?.username ?? '' })
   return (
     <>
@@ -222,7 +215,7 @@ export default function UserEdit({ params }: { params: Record<string, string> })
           name="role_id"
           value={form.role_id}
           onValue={set('role_id')}
-          options={roles}
+          options={roleOptions}
           problem={problem}
         />
         <Select

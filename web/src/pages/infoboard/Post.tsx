@@ -20,9 +20,10 @@ export default function Post({ params }: { params: Record<string, string> }) {
   const confirmPending = isPending(useStore(pendingWrites), 'POST', `/api/infoboard/posts/${id}/confirmation`)
   useEffect(() => replayed.subscribe(post.reload), [])
 
-  useEffect(() => {
-    if (post.data) void api.POST('/api/infoboard/posts/{id}/seen', { params: { path: { id } } })
-  }, [post.data?.id])
+  // "seen" is recorded once per post opened, not again when the post is loaded again
+  useLoad(() => api.POST('/api/infoboard/posts/{id}/seen', { params: { path: { id } } }), [post.data?.id], {
+    when: post.data !== undefined,
+  })
 
   const confirm = async () => {
     const { data, error, response } = await api.POST('/api/infoboard/posts/{id}/confirmation', {

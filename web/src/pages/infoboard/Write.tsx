@@ -1,6 +1,6 @@
-import { useEffect, useState } from 'preact/hooks'
+import { useState } from 'preact/hooks'
 import { api, asProblem, navigate, t, type Problem } from '../../core.ts'
-import { Checkbox, Field, Loading, PageTitle, ProblemMessage, Select } from '../../ui.tsx'
+import { Checkbox, Field, Loading, PageTitle, ProblemMessage, Select, useLoad } from '../../ui.tsx'
 
 /** `YYYY-MM-DD HH:MM:SS` (UTC, the API's form) → the value of a datetime-local input (local time). */
 function toLocalInput(value: string | null | undefined): string {
@@ -17,11 +17,9 @@ type When = 'now' | 'schedule' | 'draft'
 /** Writes or edits a post: title, text (paragraphs, bold, links: the server keeps the safe subset), channel, schedule, pin, comments, confirmation. */
 export default function Write({ params }: { params: Record<string, string> }) {
   const id = params.id ? Number(params.id) : undefined
-  const [loaded, setLoaded] = useState(id === undefined)
   const [title, setTitle] = useState('')
   const [body, setBody] = useState('')
   const [channel, setChannel] = useState('')
-  const [channels, setChannels] = useState<Array<[string, string]>>([])
   const [when, setWhen] = useState<When>('now')
   const [at, setAt] = useState('')
   const [pinned, setPinned] = useState(false)
@@ -32,17 +30,16 @@ export default function Write({ params }: { params: Record<string, string> }) {
   const [published, setPublished] = useState(false)
   const [problem, setProblem] = useState<Problem>()
 
-  useEffect(() => {
-    void api
-      .GET('/api/folders', { params: { query: { filter: { type: 'infoboardChannel' }, sort: 'id' } } })
-      .then(({ data }) => {
-        const list = (data ?? []).map((c): [string, string] => [String(c.id), c.name ?? ''])
-        setChannels(list)
-        setChannel((current) => current || list[0]?.[0] || '')
-      })
-    if (id === undefined) return
-    void api.GET('/api/infoboard/posts/{id}', { params: { path: { id } } }).then(({ data, error }) => {
-      if (!data) return setProblem(asProblem(error))
+  const channelList = useLoad(
+    () => api.GET('/api/folders', { params: { query: { filter: { type: 'infoboardChannel' }, sort: 'id' } } }),
+    [id],
+    { onAnswer: ({ data }) => setChannel((current) => current || String(data?.[0]?.id ?? '')) },
+  )
+  const channels = (channelList.data ?? []).map((c): [string, string] => [String(c.id), c.name ?? ''])
+  const post = useLoad(() => api.GET('/api/infoboard/posts/{id}', { params: { path: { id: id! } } }), [id], {
+    when: id !== undefined,
+    onAnswer: ({ data, problem }) => {
+      if (!data) return setProblem(problem)
       setTitle(data.title ?? '')
       setBody(data.body ?? '')
       setChannel(String(data.channel_id ?? ''))
@@ -55,9 +52,9 @@ export default function Write({ params }: { params: Record<string, string> }) {
       setPublished(isPublished)
       setWhen(publishedAt === null || publishedAt === undefined ? 'draft' : isPublished ? 'now' : 'schedule')
       setAt(isPublished ? '' : toLocalInput(publishedAt))
-      setLoaded(true)
-    })
-  }, [id])
+    },
+  })
+  const loaded = id === undefined || post.data !== undefined
 
   const save = async (e: Event) => {
     e.preventDefault()
