@@ -196,6 +196,7 @@ const SQL_IN_QUERIES_MODULES = [
   'folders',
   'languages',
   'manuals',
+  'roles',
   'scim',
   'shared-items',
   'tenants',
