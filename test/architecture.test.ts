@@ -191,6 +191,7 @@ const SQL_IN_QUERIES_MODULES = [
   'automations',
   'backups',
   'calendar',
+  'departments',
   'entity-permissions',
   'filemanager',
   'folders',
