@@ -196,6 +196,7 @@ const SQL_IN_QUERIES_MODULES = [
   'entity-permissions',
   'filemanager',
   'folders',
+  'forms',
   'languages',
   'manuals',
   'roles',
