@@ -197,6 +197,7 @@ const SQL_IN_QUERIES_MODULES = [
   'filemanager',
   'folders',
   'forms',
+  'infoboard',
   'languages',
   'manuals',
   'roles',
