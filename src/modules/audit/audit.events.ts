@@ -1,4 +1,3 @@
-import { sql } from 'kysely'
 import {
   anonymizeAuditFor,
   auditColumns,
@@ -9,6 +8,7 @@ import {
 } from '../../platform/audit/audit-log.js'
 import { currentRequestContext } from '../../platform/audit/request-context.js'
 import type { DomainEvent, DomainEventSubscriber } from '../../platform/events/domain-events.js'
+import { eventTypeIn } from './audit.queries.js'
 
 /**
  * Events that are audited whoever caused them (a job, the CLI, a sign-in without an actor yet), by
@@ -115,7 +115,7 @@ function auditEntries(events: DomainEvent[]): AuditEntry[] {
  * (test/architecture.test.ts).
  */
 export const auditDomainEvent: DomainEventSubscriber = {
-  probe: (_tenantId, type) => sql<boolean>`${type} = any(${Object.keys(ACTIONS)}::text[])`,
+  probe: (_tenantId, type) => eventTypeIn(type, Object.keys(ACTIONS)),
   alongside: {
     values(events) {
       const audited = events.filter((event) => Object.hasOwn(ACTIONS, event.type) && isAdministrative(event))

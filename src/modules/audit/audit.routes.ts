@@ -1,6 +1,5 @@
 import { Type } from 'typebox'
 import type { App, AppDeps } from '../../platform/app-module.js'
-import { requirePermission } from '../../platform/auth/require-permission.js'
 import { errorResponses } from '../../platform/http/schemas.js'
 import { listQuerySchema } from '../../platform/query/list-query-schema.js'
 import { sendList, sendStream } from '../../platform/http/list-response.js'
@@ -9,6 +8,7 @@ import { applyListQuery, presentRows } from '../../platform/query/apply-query.js
 import { parseListQuery } from '../../platform/query/parse-query.js'
 import { listResource } from '../../platform/query/run-query.js'
 import { AUDIT_CSV_COLUMNS, auditResource } from './audit.resource.js'
+import { auditLogQuery } from './audit.service.js'
 
 const Opt = Type.Optional
 export const AuditRecordSchema = Type.Object({
@@ -46,10 +46,7 @@ export async function auditRoutes(app: App, { db }: AppDeps): Promise<void> {
       },
     },
     async (request, reply) => {
-      const actor = request.actor
-      requirePermission(actor, 'audit.view')
-      const ctx = { db, tenantId: actor.tenantId, actor }
-      const base = db.selectFrom('audit_log as l').where('l.tenant_id', '=', actor.tenantId)
+      const { ctx, base } = auditLogQuery(db, request.actor)
       const raw = request.query
       if (wantsCsv(request.headers.accept)) {
         const parsed = parseListQuery(auditResource, raw, ctx)

@@ -48,6 +48,29 @@ export function updateDepartment(
     .executeTakeFirst()
 }
 
+/** The stored department, locked for the update (the audit record's "before"); undefined when the tenant has none such. */
+export function findDepartmentForUpdate(db: Db, tenantId: number, id: number) {
+  return db
+    .selectFrom('departments')
+    .selectAll()
+    .where('tenant_id', '=', tenantId)
+    .where('id', '=', id)
+    .forUpdate()
+    .executeTakeFirst()
+}
+
+/** The department's members' user ids, ascending (its membership before a replacement or deletion). */
+export async function memberIds(db: Db, tenantId: number, departmentId: number): Promise<number[]> {
+  const rows = await db
+    .selectFrom('department_users')
+    .select('user_id')
+    .where('tenant_id', '=', tenantId)
+    .where('department_id', '=', departmentId)
+    .orderBy('user_id')
+    .execute()
+  return rows.map((m) => Number(m.user_id))
+}
+
 export function deleteDepartment(db: Db, tenantId: number, id: number) {
   return db
     .deleteFrom('departments')

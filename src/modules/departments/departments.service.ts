@@ -96,24 +96,8 @@ export function createDepartmentsService({ db }: AppDeps) {
       const { user_ids: userIds, ...sent } = body
       const fields = { ...sent, ...extras }
       // the stored row and members, locked, as the audit records' "before"
-      const before = await trx
-        .selectFrom('departments')
-        .selectAll()
-        .where('tenant_id', '=', actor.tenantId)
-        .where('id', '=', id)
-        .forUpdate()
-        .executeTakeFirst()
-      const membersBefore = userIds
-        ? (
-            await trx
-              .selectFrom('department_users')
-              .select('user_id')
-              .where('tenant_id', '=', actor.tenantId)
-              .where('department_id', '=', id)
-              .orderBy('user_id')
-              .execute()
-          ).map((m) => Number(m.user_id))
-        : []
+      const before = await queries.findDepartmentForUpdate(trx, actor.tenantId, id)
+      const membersBefore = userIds ? await queries.memberIds(trx, actor.tenantId, id) : []
       const updated = await queries.updateDepartment(trx, actor.tenantId, id, fields)
       if (!updated) throw notFound('Department')
       await checkReferences(trx, actor, body)
@@ -152,19 +136,10 @@ export function createDepartmentsService({ db }: AppDeps) {
   async function deleteDepartment(actor: Actor, id: number) {
     requirePermission(actor, 'departments.manage')
     await db.transaction().execute(async (trx) => {
-      const members = await trx
-        .selectFrom('department_users')
-        .select('user_id')
-        .where('tenant_id', '=', actor.tenantId)
-        .where('department_id', '=', id)
-        .execute()
+      const members = await queries.memberIds(trx, actor.tenantId, id)
       const deleted = await queries.deleteDepartment(trx, actor.tenantId, id)
       if (!deleted) throw notFound('Department')
-      await recordMembershipChanges(
-        trx,
-        actor.tenantId,
-        members.map((m) => Number(m.user_id)),
-      )
+      await recordMembershipChanges(trx, actor.tenantId, members)
       await recordDomainEvent(trx, departmentEvent(actor, 'department.deleted', id))
     })
   }

@@ -1,9 +1,9 @@
-import { sql } from 'kysely'
 import { Type } from 'typebox'
 import { defineContent } from '../../platform/content/content-resource.js'
 import { contentBodies } from '../../platform/content/content-routes.js'
 import { IdSchema, Nullable } from '../../platform/http/schemas.js'
 import { folderIdVisibleSql } from '../folders/index.js'
+import { formMessagesViewRule } from './forms.queries.js'
 
 /** Forms, optionally in a form folder whose visibility they inherit. */
 export const forms = defineContent({
@@ -29,9 +29,7 @@ export const formMessages = defineContent({
   fields: { form_id: { type: 'id' }, data: { type: 'json' } },
   parent: { column: 'form_id', resource: forms },
   createBy: { viewersOfParent: true },
-  viewRule: (p, alias) => sql<boolean>`(${p.grant('viewFormMessages', 'form', sql.ref(`${alias}.form_id`))} and exists (
-    select 1 from forms vmf where vmf.tenant_id = ${p.tenantId} and vmf.id = ${sql.ref(`${alias}.form_id`)}
-      and ${p.grant('viewFormMessages', 'folder', sql.ref('vmf.folder_id'))}))`,
+  viewRule: formMessagesViewRule,
   appPath: (row) => `/forms/${row.form_id}/messages/${row.id}`,
 })
 

@@ -1,4 +1,3 @@
-import { sql } from 'kysely'
 import { Type } from 'typebox'
 import { type ContentChange, defineContent } from '../../platform/content/content-resource.js'
 import { contentBodies } from '../../platform/content/content-routes.js'
@@ -13,6 +12,7 @@ import type { Db } from '../../platform/db/schema.js'
 import { IdSchema, TimestampInputSchema } from '../../platform/http/schemas.js'
 import { folderIdVisibleSql } from '../folders/index.js'
 import { enqueueNotifications, sanitizeNotificationBody } from '../notifications/index.js'
+import { commentCreateRule } from './infoboard.queries.js'
 
 export const INFOBOARD_POST_VIEWERS = 'infoboardPost:viewers'
 
@@ -101,9 +101,7 @@ export const infoboardComments = defineContent({
   parent: { column: 'post_id', resource: infoboardPosts },
   createBy: {
     viewersOfParent: true,
-    rule: (p, post) => sql<boolean>`(${sql.ref(`${post}.comments_enabled`)}
-      and ${p.grant('comment', 'infoboardPost', sql.ref(`${post}.id`))}
-      and ${p.grant('comment', 'folder', sql.ref(`${post}.channel_id`))})`,
+    rule: commentCreateRule,
   },
   appPath: (row) => `/infoboard/posts/${row.post_id}#comment-${row.id}`,
 })

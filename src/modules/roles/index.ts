@@ -2,8 +2,6 @@ import type { AppModule } from '../../platform/app-module.js'
 import { rolesRoutes } from './roles.routes.js'
 import { createRolesService } from './roles.service.js'
 
-export { findRoleActive } from './roles.queries.js'
-
 export const rolesModule: AppModule = {
   name: 'roles',
   routes: (app, deps) => rolesRoutes(app, { roles: createRolesService(deps) }),

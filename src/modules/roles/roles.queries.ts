@@ -49,13 +49,13 @@ export async function roleHasUsers(db: Db, tenantId: number, id: number): Promis
   return row !== undefined
 }
 
-/** The role's `active` flag, or undefined when no such role exists in the tenant. */
-export async function findRoleActive(db: Db, tenantId: number, id: number): Promise<boolean | undefined> {
-  const row = await db
+/** The stored role, locked for the update (the audit record's "before"); undefined when the tenant has none such. */
+export function findRoleForUpdate(db: Db, tenantId: number, id: number) {
+  return db
     .selectFrom('roles')
-    .select('active')
+    .selectAll()
     .where('tenant_id', '=', tenantId)
     .where('id', '=', id)
+    .forUpdate()
     .executeTakeFirst()
-  return row?.active
 }

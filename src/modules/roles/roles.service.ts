@@ -94,13 +94,7 @@ export function createRolesService({ db }: AppDeps) {
     requirePermission(actor, 'roles.manage')
     checkPermissions(actor, body.permissions)
     await db.transaction().execute(async (trx) => {
-      const before = await trx
-        .selectFrom('roles')
-        .selectAll()
-        .where('tenant_id', '=', actor.tenantId)
-        .where('id', '=', id)
-        .forUpdate()
-        .executeTakeFirst()
+      const before = await queries.findRoleForUpdate(trx, actor.tenantId, id)
       const updated = await queries.updateRole(trx, actor.tenantId, id, body)
       if (!updated) throw notFound('Role')
       await checkFolder(trx, actor, body.folder_id)
