@@ -49,7 +49,7 @@ import { errorMessage } from './wait.js'
 import { measureScim } from './scim.js'
 import { LIFECYCLE_PARTS, measureLifecycle } from './lifecycle.js'
 import { measurePublish, measureReachCsv } from './reading.js'
-import { measureFirstSync, measureSyncAfterChange } from './sync.js'
+import { measureAccessChange, measureFirstSync, measureSyncAfterChange } from './sync.js'
 import { citusTable, measureCitus, type CitusRow } from './citus.js'
 
 const root = path.resolve(import.meta.dirname, '..')
@@ -391,7 +391,7 @@ async function main(): Promise<void> {
     (part) =>
       ![
         ...['stream', 'fanout', 'webhooks', 'push', 'S13', 'scim', 'lifecycle', 'reach-csv', 'publish'],
-        ...['sync-first', 'sync-change'],
+        ...['sync-first', 'sync-change', 'sync-access'],
         ...LIFECYCLE_PARTS,
       ].includes(part) && !scenarios.some((s) => s.id === part),
   )
@@ -646,6 +646,7 @@ async function main(): Promise<void> {
     rows.push(...(await measureFirstSync({ db: handle.db, apiUrl, tenant: tenants.big, rssMb }, api.pid!)))
   if (runs('sync-change'))
     rows.push(await measureSyncAfterChange({ db: handle.db, apiUrl, tenant: tenants.big, rssMb }))
+  if (runs('sync-access')) rows.push(await measureAccessChange({ db: handle.db, apiUrl, tenant: tenants.big, rssMb }))
   if (runs('scim'))
     rows.push(...(await measureScim({ db: handle.db, apiUrl, tenant: tenants.big, scale, seconds: duration, load })))
   if (runs('fanout') || runs('webhooks') || runs('push') || runs('publish'))
