@@ -118,3 +118,35 @@ test('a Last-Event-ID this server did not send is a 422 naming the header', asyn
     assert.ok(res.json().errors['Last-Event-ID'], bad)
   }
 })
+
+test("a change of the feed on one node hints 'sync' to the tenant's streams on another, a burst as one hint and one after it", async (t) => {
+  const [nodeA, nodeB] = [await node(), await node()]
+  t.after(() => Promise.all([nodeA.close(), nodeB.close()]))
+  const tenant = await given.tenant(db)
+  const other = await given.tenant(db)
+  const user = await given.user(db, tenant)
+  const stranger = await given.user(db, other)
+  const channel = await given.folder(db, tenant, { type: 'infoboardChannel' })
+  const mine = await openStream(nodeA, user.token)
+  const theirs = await openStream(nodeA, stranger.token)
+  t.after(() => [mine, theirs].forEach((stream) => stream.close()))
+  await mine.waitFor(() => mine.events.length >= 1, 'the first count')
+  await theirs.waitFor(() => theirs.events.length >= 1, 'the first count')
+  const hints = (stream: typeof mine) => stream.events.filter((event) => event.event === 'sync')
+
+  const post = (title: string) =>
+    nodeB.inject({
+      method: 'POST',
+      url: '/api/infoboard/posts',
+      headers: { authorization: `Bearer ${tenant.adminToken}` },
+      payload: { channel_id: channel, title, body: '<p>x</p>' },
+    })
+  assert.equal((await post('first')).statusCode, 201)
+  await mine.waitFor(() => hints(mine).length === 1, "the hint of B's write on A")
+  assert.equal(hints(mine)[0]!.id, undefined, 'a hint moves no resume position')
+  for (const title of ['second', 'third', 'fourth']) assert.equal((await post(title)).statusCode, 201)
+  await mine.waitFor(() => hints(mine).length === 2, 'one more hint after the burst')
+  await new Promise((resolve) => setTimeout(resolve, 1500))
+  assert.equal(hints(mine).length, 2, 'a burst within the window is one hint after it')
+  assert.equal(hints(theirs).length, 0, "another tenant's streams hear nothing")
+})

@@ -49,7 +49,7 @@ export async function notificationsRoutes(app: App, { notifications, sending, st
       schema: {
         tags,
         description:
-          'Server-Sent Events: `notification` (a new record) and `count` (`{"unread":N}`); a heartbeat comment every 25 s.',
+          'Server-Sent Events: `notification` (a new record), `count` (`{"unread":N}`) and `sync` (`{}`, no id: something of the change feed changed in the tenant, on any server; at most one a second: sync with your cursor, GET /api/sync); a heartbeat comment every 25 s.',
         response: {
           200: {
             description: 'An event stream (text/event-stream) that stays open',

@@ -6,6 +6,7 @@ import type { Db } from '../../../platform/db/schema.js'
 import { AppError } from '../../../platform/http/errors.js'
 import type { PubSub } from '../../../platform/realtime/pg-pubsub.js'
 import { openEventStream, type EventStream } from '../../../platform/realtime/sse.js'
+import { SYNC_CHANNEL, type SyncChannelMessage } from '../../../platform/sync/change-log.js'
 import { sql } from 'kysely'
 import { listResource } from '../../../platform/query/run-query.js'
 import * as queries from '../notifications.queries.js'
@@ -44,6 +45,13 @@ function isChannelMessage(payload: unknown): payload is NotificationsChannelMess
     (sourceKey === undefined || typeof sourceKey === 'string')
   )
 }
+
+/** A message of the change feed's channel (platform/sync/change-log.ts): the tenant whose feed moved. */
+const isSyncMessage = (payload: unknown): payload is SyncChannelMessage =>
+  typeof payload === 'object' && payload !== null && typeof (payload as { tenant?: unknown }).tenant === 'number'
+
+/** The shortest time between two "sync now" hints to one tenant's streams (a burst of writes is one hint, and one after it). */
+const SYNC_HINT_MS = 1000
 
 export type NotificationStreams = ReturnType<typeof createNotificationStreams>
 
@@ -115,6 +123,30 @@ export function createNotificationStreams({
     pushTo(message.tenantId, tenant, userIds, message.sourceKey).catch((error) =>
       log.warn({ err: error }, 'notification stream push failed'),
     )
+  }
+
+  /**
+   * The "sync now" hint (issue 43, docs/sync.md): something of the change feed changed in the tenant, on
+   * any node. Each of the tenant's streams open here gets one `sync` event (no id: it moves no resume
+   * position) at most once a `SYNC_HINT_MS` window, so a client syncs with its cursor instead of polling.
+   */
+  const hintsHeld = new Map<number, 'sent' | 'again'>()
+  function hintSync(tenantId: number) {
+    const held = hintsHeld.get(tenantId)
+    if (held) {
+      hintsHeld.set(tenantId, 'again')
+      return
+    }
+    for (const set of streams.get(tenantId)?.values() ?? []) for (const state of set) state.stream.send('sync', {})
+    hintsHeld.set(tenantId, 'sent')
+    setTimeout(() => {
+      const again = hintsHeld.get(tenantId) === 'again'
+      hintsHeld.delete(tenantId)
+      if (again) hintSync(tenantId)
+    }, SYNC_HINT_MS).unref()
+  }
+  function onSyncMessage(payload: unknown) {
+    if (isSyncMessage(payload) && streams.has(payload.tenant)) hintSync(payload.tenant)
   }
 
   function add(actor: Actor, state: StreamState) {
@@ -189,7 +221,10 @@ export function createNotificationStreams({
   async function open(actor: Actor, request: FastifyRequest, reply: FastifyReply): Promise<void> {
     const lastEventId = request.headers['last-event-id']
     const resumed = typeof lastEventId === 'string' && lastEventId !== '' ? parsePosition(lastEventId) : undefined
-    subscribed ??= pubsub.subscribe(NOTIFICATIONS_CHANNEL, onMessage).catch((error) => {
+    subscribed ??= Promise.all([
+      pubsub.subscribe(NOTIFICATIONS_CHANNEL, onMessage),
+      pubsub.subscribe(SYNC_CHANNEL, onSyncMessage),
+    ]).catch((error: unknown) => {
       subscribed = undefined
       throw error
     })
