@@ -193,8 +193,11 @@ const SQL_IN_QUERIES_MODULES = [
   'filemanager',
   'folders',
   'languages',
+  'limits',
   'scim',
   'shared-items',
+  'sync',
+  'tasks',
   'tenants',
   'users',
 ]
