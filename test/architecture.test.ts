@@ -194,6 +194,7 @@ const SQL_IN_QUERIES_MODULES = [
   'folders',
   'languages',
   'limits',
+  'retention',
   'scim',
   'shared-items',
   'sync',
