@@ -204,3 +204,30 @@ export function selectGenericNotifications(db: Db, tenantId: number, ids: number
     .where('id', 'in', ids)
     .execute()
 }
+
+/** A stored record's fields a push message is made of. */
+export function findNotificationForPush(db: Db, tenantId: number, id: string) {
+  return db
+    .selectFrom('notifications')
+    .select(['id', 'type', 'created_at', 'notifiable_id', 'data'])
+    .where('tenant_id', '=', tenantId)
+    .where('id', '=', id)
+    .executeTakeFirst()
+}
+
+/** Of the user's own records, those among `ids` (all of them without `ids`). */
+export async function selectOwnNotificationIds(db: Db, tenantId: number, userId: number, ids: string[] | undefined) {
+  const only = ids ? sql`and n.id = any(${ids}::uuid[])` : sql``
+  const { rows } = await sql<{ id: string }>`select n.id from notifications n
+      where n.tenant_id = ${tenantId} and n.notifiable_type = 'user' and n.notifiable_id = ${userId} ${only}`.execute(
+    db,
+  )
+  return rows.map((row) => row.id)
+}
+
+/** The records among `ids` that exist in the tenant. */
+export async function selectExistingNotificationIds(db: Db, tenantId: number, ids: string[]) {
+  const { rows } = await sql<{ id: string }>`select id from notifications
+      where tenant_id = ${tenantId} and id = any(${ids}::uuid[])`.execute(db)
+  return new Set(rows.map((row) => row.id))
+}

@@ -2,7 +2,7 @@ import { type NotNull, sql } from 'kysely'
 import type { Logger } from 'pino'
 import type { Db } from '../../../platform/db/schema.js'
 import { absoluteNotificationUrl, notificationBodyText } from '../sending/body-html.js'
-import { categorySql } from '../preferences/categories.js'
+import { categorySql } from '../preferences/categories.queries.js'
 import { digestEmail } from './email-templates.js'
 import type { Mailer } from './mailer.js'
 
