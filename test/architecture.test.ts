@@ -194,6 +194,7 @@ const SQL_IN_QUERIES_MODULES = [
   'folders',
   'languages',
   'limits',
+  'notifications',
   'retention',
   'scim',
   'shared-items',
