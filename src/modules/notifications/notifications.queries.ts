@@ -146,12 +146,18 @@ export const findMissingUserIds = (db: Db, tenantId: number, ids: number[]) =>
 export const findMissingDepartmentIds = (db: Db, tenantId: number, ids: number[]) =>
   missingIds(db, missingDepartmentsSql(tenantId, ids), ids)
 
+/** A send as it is stored: its text, its sender and the recipients it lists. */
+export interface GenericNotificationValues {
+  title: string
+  body: string
+  url: string
+  userId: number
+  userIds: number[]
+  departmentIds: number[]
+}
+
 /** Stores a send (its listed recipients checked before: `findMissingUserIds`, `findMissingDepartmentIds`). */
-export async function insertGenericNotification(
-  db: Db,
-  tenantId: number,
-  values: { title: string; body: string; url: string; userId: number; userIds: number[]; departmentIds: number[] },
-) {
+export async function insertGenericNotification(db: Db, tenantId: number, values: GenericNotificationValues) {
   const { rows } = await sql<{
     id: number
     title: string
@@ -168,15 +174,7 @@ export async function insertGenericNotification(
 /** The insert of a send, only when `onlyIf` holds; `id` reserved beforehand, or the sequence's next. */
 export function genericNotificationInsert(
   tenantId: number,
-  values: {
-    id?: number
-    title: string
-    body: string
-    url: string
-    userId: number
-    userIds: number[]
-    departmentIds: number[]
-  },
+  values: GenericNotificationValues & { id?: number },
   onlyIf?: RawBuilder<boolean>,
 ) {
   const row = sql`coalesce(${values.id ?? null}::bigint, nextval('global_id_seq')), ${tenantId}::bigint, ${values.title}::text,

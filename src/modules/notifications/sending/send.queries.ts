@@ -2,7 +2,7 @@ import { sql } from 'kysely'
 import { withClause } from '../../../platform/db/database.js'
 import type { Db } from '../../../platform/db/schema.js'
 import { eventWritesSql, type EventWrites } from '../../../platform/events/domain-events.js'
-import { genericNotificationInsert } from '../notifications.queries.js'
+import { genericNotificationInsert, type GenericNotificationValues } from '../notifications.queries.js'
 import type { listedRecordsWrite } from './fan-out.js'
 
 /**
@@ -13,7 +13,7 @@ import type { listedRecordsWrite } from './fan-out.js'
 export async function insertSendInOneStatement(
   db: Db,
   tenantId: number,
-  send: Parameters<typeof genericNotificationInsert>[1] & { id: number },
+  send: GenericNotificationValues & { id: number },
   records: ReturnType<typeof listedRecordsWrite>,
   events: EventWrites,
 ): Promise<boolean> {

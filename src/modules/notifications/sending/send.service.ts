@@ -22,15 +22,6 @@ export const INLINE_FAN_OUT_MAX = 100
 
 export type NotificationsSendService = ReturnType<typeof createNotificationsSendService>
 
-type SendValues = {
-  title: string
-  body: string
-  url: string
-  userId: number
-  userIds: number[]
-  departmentIds: number[]
-}
-
 export function createNotificationsSendService({ db }: Pick<AppDeps, 'db'>) {
   /**
    * Sends a generic notification: validates it, then stores the send, creates the records of a small
@@ -53,7 +44,7 @@ export function createNotificationsSendService({ db }: Pick<AppDeps, 'db'>) {
     }
     problems.throwIfAny()
 
-    const values: SendValues = {
+    const values: queries.GenericNotificationValues = {
       title: body.title,
       body: sanitizeNotificationBody(body.body),
       url: body.url,
@@ -107,7 +98,7 @@ export function createNotificationsSendService({ db }: Pick<AppDeps, 'db'>) {
    */
   async function sendInOneStatement(
     actor: Actor,
-    values: SendValues,
+    values: queries.GenericNotificationValues,
     sentEvent: (id: number) => DomainEvent,
   ): Promise<boolean> {
     const [id] = await reserveIds(db, 1)
