@@ -76,15 +76,18 @@ export async function markUnreadNotifications(
     .execute()
 }
 
-/** SQL: the mark of one own notification, returning `id` and `user_id` (a statement `writeWithSyncChanges` takes). */
-export const markNotificationSql = (db: Db, tenantId: number, userId: number, id: string, change: SeenReadChange) =>
-  sql`${db
+/** The mark of one own notification (its RETURNING added by the caller). */
+const markOwnNotification = (db: Db, tenantId: number, userId: number, id: string, change: SeenReadChange) =>
+  db
     .updateTable('notifications')
     .set(changeSet(change))
     .where('tenant_id', '=', tenantId)
     .where('notifiable_id', '=', userId)
     .where('id', '=', id)
-    .returning(['id', 'notifiable_id as user_id'])}`
+
+/** SQL: the mark of one own notification, returning `id` and `user_id` (a statement `writeWithSyncChanges` takes). */
+export const markNotificationSql = (db: Db, tenantId: number, userId: number, id: string, change: SeenReadChange) =>
+  sql`${markOwnNotification(db, tenantId, userId, id, change).returning(['id', 'notifiable_id as user_id'])}`
 
 export async function markNotification(
   db: Db,
@@ -93,14 +96,7 @@ export async function markNotification(
   id: string,
   change: SeenReadChange,
 ): Promise<{ id: string; notifiable_id: number } | undefined> {
-  return db
-    .updateTable('notifications')
-    .set(changeSet(change))
-    .where('tenant_id', '=', tenantId)
-    .where('notifiable_id', '=', userId)
-    .where('id', '=', id)
-    .returning(['id', 'notifiable_id'])
-    .executeTakeFirst()
+  return markOwnNotification(db, tenantId, userId, id, change).returning(['id', 'notifiable_id']).executeTakeFirst()
 }
 
 /** Deletes up to `batchSize` notifications of a tenant; the number deleted (0 = done). Run it in a transaction with its access change. */
