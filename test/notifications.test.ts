@@ -9,7 +9,7 @@ import { applyListQuery } from '../src/platform/query/apply-query.js'
 import { parseListQuery } from '../src/platform/query/parse-query.js'
 import { notificationResource } from '../src/modules/notifications/notifications.resource.js'
 import { purgeReadNotifications } from '../src/modules/notifications/notifications.jobs.js'
-import { recipientsSql } from '../src/modules/notifications/sending/fan-out.js'
+import { recipientsSql } from '../src/modules/notifications/sending/fan-out.queries.js'
 import { onCitusCluster, skipOnCitus } from './helpers/citus.js'
 
 const db = testDb()

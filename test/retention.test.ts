@@ -5,7 +5,7 @@ import { sql } from 'kysely'
 import pino from 'pino'
 import { buildTestApp, call, testConfig } from './helpers/build-test-app.js'
 import { createRetentionService, DATA_CLASSES } from '../src/modules/retention/index.js'
-import { batchDeleteSql } from '../src/modules/retention/retention.service.js'
+import { batchDeleteSql } from '../src/modules/retention/retention.queries.js'
 import { given, type GivenTenant } from './helpers/given.js'
 import { testDb } from './helpers/test-database.js'
 

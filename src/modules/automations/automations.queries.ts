@@ -24,6 +24,17 @@ export function findAutomation(db: Db, tenantId: number, id: number) {
     .executeTakeFirst()
 }
 
+/** The stored automation, its row locked: the "before" of an update's audit record. */
+export function findAutomationForUpdate(db: Db, tenantId: number, id: number) {
+  return db
+    .selectFrom('automations')
+    .select(['name', 'event', 'active', 'actions'])
+    .where('tenant_id', '=', tenantId)
+    .where('id', '=', id)
+    .forUpdate()
+    .executeTakeFirst()
+}
+
 export function insertAutomation(
   db: Db,
   tenantId: number,

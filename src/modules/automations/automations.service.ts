@@ -126,13 +126,7 @@ export function createAutomationsService({ db, config }: AppDeps, options: { res
     errors.throwIfAny()
     await db.transaction().execute(async (trx) => {
       // the stored row, locked, as the audit record's "before" (actions as clients see them: secrets masked)
-      const stored = await trx
-        .selectFrom('automations')
-        .select(['name', 'event', 'active', 'actions'])
-        .where('tenant_id', '=', actor.tenantId)
-        .where('id', '=', id)
-        .forUpdate()
-        .executeTakeFirst()
+      const stored = await queries.findAutomationForUpdate(trx, actor.tenantId, id)
       if (!stored) throw notFound('Automation')
       await queries.updateAutomation(trx, actor.tenantId, id, {
         name: body.name,

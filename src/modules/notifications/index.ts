@@ -23,7 +23,7 @@ export {
 } from './sending/fan-out.js'
 export type { TargetableLoader } from './notifications.resource.js'
 export { sanitizeNotificationBody } from './sending/body-html.js'
-export { deleteUserSubscriptions } from './push/subscriptions.js'
+export { deleteUserSubscriptions } from './push/subscriptions.queries.js'
 export { createMailer, type Mailer } from './delivery/mailer.js'
 
 export const notificationsModule: AppModule = {

@@ -84,12 +84,7 @@ export function createDeliveryDeps({
 
 /** A stored record as a push message (for a later attempt). */
 async function loadPushMessage(db: Db, appUrl: string, tenantId: number, notificationId: string) {
-  const row = await db
-    .selectFrom('notifications')
-    .select(['id', 'type', 'created_at', 'notifiable_id', 'data'])
-    .where('tenant_id', '=', tenantId)
-    .where('id', '=', notificationId)
-    .executeTakeFirst()
+  const row = await queries.findNotificationForPush(db, tenantId, notificationId)
   return row && pushMessageOf(tenantId, row, appUrl)
 }
 

@@ -76,15 +76,18 @@ export async function markUnreadNotifications(
     .execute()
 }
 
-/** SQL: the mark of one own notification, returning `id` and `user_id` (a statement `writeWithSyncChanges` takes). */
-export const markNotificationSql = (db: Db, tenantId: number, userId: number, id: string, change: SeenReadChange) =>
-  sql`${db
+/** The mark of one own notification (its RETURNING added by the caller). */
+const markOwnNotification = (db: Db, tenantId: number, userId: number, id: string, change: SeenReadChange) =>
+  db
     .updateTable('notifications')
     .set(changeSet(change))
     .where('tenant_id', '=', tenantId)
     .where('notifiable_id', '=', userId)
     .where('id', '=', id)
-    .returning(['id', 'notifiable_id as user_id'])}`
+
+/** SQL: the mark of one own notification, returning `id` and `user_id` (a statement `writeWithSyncChanges` takes). */
+export const markNotificationSql = (db: Db, tenantId: number, userId: number, id: string, change: SeenReadChange) =>
+  sql`${markOwnNotification(db, tenantId, userId, id, change).returning(['id', 'notifiable_id as user_id'])}`
 
 export async function markNotification(
   db: Db,
@@ -93,14 +96,7 @@ export async function markNotification(
   id: string,
   change: SeenReadChange,
 ): Promise<{ id: string; notifiable_id: number } | undefined> {
-  return db
-    .updateTable('notifications')
-    .set(changeSet(change))
-    .where('tenant_id', '=', tenantId)
-    .where('notifiable_id', '=', userId)
-    .where('id', '=', id)
-    .returning(['id', 'notifiable_id'])
-    .executeTakeFirst()
+  return markOwnNotification(db, tenantId, userId, id, change).returning(['id', 'notifiable_id']).executeTakeFirst()
 }
 
 /** Deletes up to `batchSize` notifications of a tenant; the number deleted (0 = done). Run it in a transaction with its access change. */
@@ -146,12 +142,18 @@ export const findMissingUserIds = (db: Db, tenantId: number, ids: number[]) =>
 export const findMissingDepartmentIds = (db: Db, tenantId: number, ids: number[]) =>
   missingIds(db, missingDepartmentsSql(tenantId, ids), ids)
 
+/** A send as it is stored: its text, its sender and the recipients it lists. */
+export interface GenericNotificationValues {
+  title: string
+  body: string
+  url: string
+  userId: number
+  userIds: number[]
+  departmentIds: number[]
+}
+
 /** Stores a send (its listed recipients checked before: `findMissingUserIds`, `findMissingDepartmentIds`). */
-export async function insertGenericNotification(
-  db: Db,
-  tenantId: number,
-  values: { title: string; body: string; url: string; userId: number; userIds: number[]; departmentIds: number[] },
-) {
+export async function insertGenericNotification(db: Db, tenantId: number, values: GenericNotificationValues) {
   const { rows } = await sql<{
     id: number
     title: string
@@ -168,15 +170,7 @@ export async function insertGenericNotification(
 /** The insert of a send, only when `onlyIf` holds; `id` reserved beforehand, or the sequence's next. */
 export function genericNotificationInsert(
   tenantId: number,
-  values: {
-    id?: number
-    title: string
-    body: string
-    url: string
-    userId: number
-    userIds: number[]
-    departmentIds: number[]
-  },
+  values: GenericNotificationValues & { id?: number },
   onlyIf?: RawBuilder<boolean>,
 ) {
   const row = sql`coalesce(${values.id ?? null}::bigint, nextval('global_id_seq')), ${tenantId}::bigint, ${values.title}::text,
@@ -203,4 +197,31 @@ export function selectGenericNotifications(db: Db, tenantId: number, ids: number
     .where('tenant_id', '=', tenantId)
     .where('id', 'in', ids)
     .execute()
+}
+
+/** A stored record's fields a push message is made of. */
+export function findNotificationForPush(db: Db, tenantId: number, id: string) {
+  return db
+    .selectFrom('notifications')
+    .select(['id', 'type', 'created_at', 'notifiable_id', 'data'])
+    .where('tenant_id', '=', tenantId)
+    .where('id', '=', id)
+    .executeTakeFirst()
+}
+
+/** Of the user's own records, those among `ids` (all of them without `ids`). */
+export async function selectOwnNotificationIds(db: Db, tenantId: number, userId: number, ids: string[] | undefined) {
+  const only = ids ? sql`and n.id = any(${ids}::uuid[])` : sql``
+  const { rows } = await sql<{ id: string }>`select n.id from notifications n
+      where n.tenant_id = ${tenantId} and n.notifiable_type = 'user' and n.notifiable_id = ${userId} ${only}`.execute(
+    db,
+  )
+  return rows.map((row) => row.id)
+}
+
+/** The records among `ids` that exist in the tenant. */
+export async function selectExistingNotificationIds(db: Db, tenantId: number, ids: string[]) {
+  const { rows } = await sql<{ id: string }>`select id from notifications
+      where tenant_id = ${tenantId} and id = any(${ids}::uuid[])`.execute(db)
+  return new Set(rows.map((row) => row.id))
 }

@@ -1,8 +1,8 @@
-import { sql } from 'kysely'
 import type { Db } from '../../platform/db/schema.js'
 import { pageQuery, pageRows } from '../../platform/sync/read-pages.js'
 import type { SyncSource } from '../../platform/sync/sync-source.js'
 import { NOTIFICATION_ENTITY } from './notifications.feed.js'
+import * as queries from './notifications.queries.js'
 import { createNotificationsService } from './notifications.service.js'
 
 /**
@@ -16,18 +16,11 @@ export const notificationSyncSource: SyncSource = {
   idType: 'uuid',
   async visibleIds(db, actor, ids) {
     if (ids?.length === 0) return []
-    const only = ids ? sql`and n.id = any(${ids}::uuid[])` : sql``
-    const { rows } = await sql<{ id: string }>`select n.id from notifications n
-      where n.tenant_id = ${actor.tenantId} and n.notifiable_type = 'user' and n.notifiable_id = ${actor.userId} ${only}`.execute(
-      db,
-    )
-    return rows.map((row) => row.id)
+    return queries.selectOwnNotificationIds(db, actor.tenantId, actor.userId, ids)
   },
   async existingIds(db: Db, tenantId, ids) {
     if (ids.length === 0) return new Set()
-    const { rows } = await sql<{ id: string }>`select id from notifications
-      where tenant_id = ${tenantId} and id = any(${ids}::uuid[])`.execute(db)
-    return new Set(rows.map((row) => row.id))
+    return queries.selectExistingNotificationIds(db, tenantId, ids)
   },
   async read(db, actor, page) {
     if ('ids' in page && page.ids.length === 0) return []

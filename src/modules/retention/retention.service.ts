@@ -1,8 +1,6 @@
-import { type RawBuilder, sql } from 'kysely'
 import type { AppDeps } from '../../platform/app-module.js'
 import { actingUserId, type Actor } from '../../platform/auth/actor.js'
 import { requirePermission } from '../../platform/auth/require-permission.js'
-import { insertedRows } from '../../platform/db/database.js'
 import { currentRequestContext } from '../../platform/audit/request-context.js'
 import { recordDomainEvent } from '../../platform/events/domain-events.js'
 import type { Config } from '../../config.js'
@@ -10,6 +8,7 @@ import { createUserServices } from '../users/index.js'
 import type { Db } from '../../platform/db/schema.js'
 import { FieldErrorCollector } from '../../platform/http/errors.js'
 import { recordSyncWrites } from '../../platform/sync/change-log.js'
+import * as queries from './retention.queries.js'
 
 /**
  * One data class of the retention settings: the rows of `table` (key `key`) for which `older(cutOff)`
@@ -20,25 +19,9 @@ interface DataClass {
   defaultDays: (config: Config) => number
   maximumDays?: (config: Config) => number | undefined
   /** Each table the class removes from, with its key and the "older than" condition. */
-  parts: SweptPart[]
+  parts: queries.SweptPart[]
   /** A class whose removal is more than deleting rows: the owning module's own sweep (count only on a dry run). */
   remove?: (deps: AppDeps, tenantId: number, cutOff: Date, dryRun: boolean) => Promise<number>
-}
-
-interface SweptPart {
-  table: string
-  key: string
-  older: (cutOff: RawBuilder<unknown>) => RawBuilder<boolean>
-  /**
-   * The indexed time column the condition bounds: each batch takes the oldest rows in its order, so it
-   * reads them from the index instead of scanning the tenant's heap past younger rows on every batch.
-   */
-  oldestFirst?: string
-  /**
-   * Rows offline clients hold (issue 43): each batch records an access change for the tenant in its
-   * transaction, so the clients' views are recomputed and the rows gone removed.
-   */
-  synced?: boolean
 }
 
 /** Every class a tenant sets a period for, with its documented default (docs/data-protection.md). */
@@ -47,84 +30,44 @@ export const DATA_CLASSES = {
     description: 'read notifications, counted from when they were read',
     defaultDays: (config) => Math.min(180, config.notificationRetentionDays ?? 180),
     maximumDays: (config) => config.notificationRetentionDays,
-    parts: [
-      {
-        table: 'notifications',
-        key: 'id',
-        older: (c) => sql`read_at is not null and read_at < ${c}`,
-        oldestFirst: 'read_at',
-        synced: true,
-      },
-    ],
+    parts: queries.SWEPT_PARTS.notifications_read,
   },
   notifications_unread: {
     description: 'unread notifications, counted from when they were created',
     defaultDays: () => 365,
-    parts: [
-      {
-        table: 'notifications',
-        key: 'id',
-        older: (c) => sql`read_at is null and created_at < ${c}`,
-        oldestFirst: 'created_at',
-        synced: true,
-      },
-    ],
+    parts: queries.SWEPT_PARTS.notifications_unread,
   },
   audit_log: {
     description: 'audit-log entries',
     defaultDays: (config) => config.auditRetentionDays,
     maximumDays: (config) => config.auditRetentionDays,
-    parts: [{ table: 'audit_log', key: 'id', older: (c) => sql`created_at < ${c}`, oldestFirst: 'created_at' }],
+    parts: queries.SWEPT_PARTS.audit_log,
   },
   share_access_log: {
     description: 'records of who opened a shared item',
     defaultDays: () => 180,
-    parts: [
-      { table: 'shared_item_accesses', key: 'id', older: (c) => sql`created_at < ${c}`, oldestFirst: 'created_at' },
-    ],
+    parts: queries.SWEPT_PARTS.share_access_log,
   },
   webhook_deliveries: {
     description: 'finished webhook deliveries (succeeded or failed) and their responses',
     defaultDays: () => 30,
-    parts: [
-      {
-        table: 'webhook_deliveries',
-        key: 'id',
-        older: (c) => sql`status in ('succeeded', 'failed') and created_at < ${c}`,
-        oldestFirst: 'created_at',
-      },
-    ],
+    parts: queries.SWEPT_PARTS.webhook_deliveries,
   },
   stored_emails: {
     description: 'e-mails and push messages the platform sent or stored (outbound messages)',
     defaultDays: () => 30,
-    parts: [{ table: 'outbound_messages', key: 'id', older: (c) => sql`created_at < ${c}`, oldestFirst: 'created_at' }],
+    parts: queries.SWEPT_PARTS.stored_emails,
   },
   sessions: {
     description: 'ended sessions (expired or revoked tokens) and their device, address and browser',
     defaultDays: () => 90,
-    parts: [
-      {
-        table: 'session_activity',
-        key: 'token_id',
-        older: (c) => sql`coalesce(last_used_at, created_at) < ${c} and not exists (
-          select 1 from access_tokens t where t.tenant_id = session_activity.tenant_id and t.id = session_activity.token_id
-            and t.revoked_at is null and t.expires_at > now())`,
-      },
-      {
-        table: 'access_tokens',
-        key: 'id',
-        older: (c) => sql`coalesce(revoked_at, expires_at) < ${c}`,
-      },
-    ],
+    parts: queries.SWEPT_PARTS.sessions,
   },
   data_exports: {
     description:
       'records of data exports whose archive expired or failed (each archive itself is deleted 7 days after it was made)',
     defaultDays: () => 30,
-    parts: [
-      { table: 'data_exports', key: 'id', older: (c) => sql`status in ('expired', 'failed') and created_at < ${c}` },
-    ],
+    parts: queries.SWEPT_PARTS.data_exports,
   },
   deactivated_accounts: {
     description:
@@ -152,21 +95,6 @@ export const each = <T>(f: (key: DataClassKey) => T): Record<DataClassKey, T> =>
 export const DATA_CLASS_KEYS: readonly DataClassKey[] = Object.values(each((k) => k))
 const classOf = (key: DataClassKey): DataClass => DATA_CLASSES[key]
 
-/** Rows per delete statement: each holds its row locks briefly. */
-export const SWEEP_BATCH = 5000
-
-/** One batch of a part's sweep: the oldest SWEEP_BATCH rows past the cut-off (rows another sweep holds are skipped). */
-export function batchDeleteSql(part: SweptPart, tenantId: number, cutOff: RawBuilder<unknown>) {
-  const table = sql.table(part.table)
-  const key = sql.ref(part.key)
-  const order = part.oldestFirst ? sql`order by ${sql.ref(part.oldestFirst)}` : sql``
-  // = any(array(…)): the batch's keys are taken first, then deleted through the primary key; as `in (…)`
-  // the planner may hash-join them against a scan of the whole tenant, once per batch
-  return sql`delete from ${table} where tenant_id = ${tenantId} and ${key} = any(array(
-    select ${key} from ${table} where tenant_id = ${tenantId} and ${part.older(cutOff)}
-    ${order} limit ${SWEEP_BATCH} for update skip locked))`
-}
-
 export type RetentionPeriods = Record<DataClassKey, number>
 
 export function createRetentionService(deps: AppDeps) {
@@ -176,11 +104,7 @@ export function createRetentionService(deps: AppDeps) {
 
   /** The tenant's periods: its own where set, else the default. */
   async function periods(database: Db, tenantId: number): Promise<RetentionPeriods> {
-    const rows = await database
-      .selectFrom('retention_settings')
-      .select(['data_class', 'days'])
-      .where('tenant_id', '=', tenantId)
-      .execute()
+    const rows = await queries.selectRetentionSettings(database, tenantId)
     const own = new Map(rows.map((r) => [r.data_class, r.days]))
     return each((k) => own.get(k) ?? classOf(k).defaultDays(config))
   }
@@ -208,25 +132,14 @@ export function createRetentionService(deps: AppDeps) {
       const reset = DATA_CLASS_KEYS.filter((k) => body[k] === null)
       const now = new Date().toISOString()
       if (set.length > 0)
-        await sql`insert into retention_settings (tenant_id, data_class, days, updated_at)
-          ${insertedRows({
-            alias: 's',
-            leading: [sql`${actor.tenantId}::bigint`],
-            columns: [
-              { name: 'data_class', type: 'text', values: set },
-              { name: 'days', type: 'int', values: set.map((k) => body[k]) },
-              { name: 'updated_at', type: 'timestamptz', values: set.map(() => now) },
-            ],
-          })}
-          on conflict (tenant_id, data_class) do update set days = excluded.days, updated_at = excluded.updated_at`.execute(
+        await queries.upsertRetentionSettings(
           trx,
+          actor.tenantId,
+          set,
+          set.map((k) => body[k]),
+          now,
         )
-      if (reset.length > 0)
-        await trx
-          .deleteFrom('retention_settings')
-          .where('tenant_id', '=', actor.tenantId)
-          .where('data_class', 'in', reset)
-          .execute()
+      if (reset.length > 0) await queries.deleteRetentionSettings(trx, actor.tenantId, reset)
       const after = await periods(trx, actor.tenantId)
       const changes = Object.fromEntries(
         DATA_CLASS_KEYS.filter((k) => before[k] !== after[k]).map((k) => [k, [before[k], after[k]]]),
@@ -263,32 +176,27 @@ export function createRetentionService(deps: AppDeps) {
     const removed: Record<DataClassKey, number> = each(() => 0)
     for (const key of DATA_CLASS_KEYS) {
       const cutOffTime = new Date(now.getTime() - own[key] * 86_400_000)
-      const cutOff = sql`${cutOffTime.toISOString()}::timestamptz`
+      const cutOff = queries.cutOffTimestamp(cutOffTime)
       const { parts, remove } = classOf(key)
       if (remove) removed[key] += await remove(deps, tenantId, cutOffTime, dryRun)
       for (const part of parts) {
-        const table = sql.table(part.table)
         if (dryRun) {
-          const { rows } = await sql<{ n: string }>`
-            select count(*) as n from ${table} where tenant_id = ${tenantId} and ${part.older(cutOff)}`.execute(db)
-          removed[key] += Number(rows[0]!.n)
+          removed[key] += await queries.countSweepable(db, tenantId, part, cutOff)
           continue
         }
         for (;;) {
           const started = performance.now()
-          const result = part.synced
+          const n = part.synced
             ? await db.transaction().execute(async (trx) => {
-                const deleted = await batchDeleteSql(part, tenantId, cutOff).execute(trx)
-                if (Number(deleted.numAffectedRows ?? 0) > 0)
-                  await recordSyncWrites(trx, tenantId, { access: [{ scope: 'tenant' }] })
+                const deleted = await queries.deleteSweptBatch(trx, tenantId, part, cutOff)
+                if (deleted > 0) await recordSyncWrites(trx, tenantId, { access: [{ scope: 'tenant' }] })
                 return deleted
               })
-            : await batchDeleteSql(part, tenantId, cutOff).execute(db)
-          const n = Number(result.numAffectedRows ?? 0)
+            : await queries.deleteSweptBatch(db, tenantId, part, cutOff)
           // each batch is its own statement and transaction: its time is the longest any row lock is held
           onBatch?.(n, performance.now() - started)
           removed[key] += n
-          if (n < SWEEP_BATCH) break
+          if (n < queries.SWEEP_BATCH) break
         }
       }
     }
@@ -314,7 +222,7 @@ export function createRetentionService(deps: AppDeps) {
 
   /** The daily job: every tenant, one after the other. */
   async function sweepAll(): Promise<number> {
-    const tenants = await db.selectFrom('tenants').select('id').orderBy('id').execute()
+    const tenants = await queries.selectTenantIds(db)
     let total = 0
     for (const { id } of tenants) {
       const { removed } = await sweepTenant(Number(id))

@@ -1,7 +1,7 @@
 import { type RawBuilder, sql } from 'kysely'
 import type { Db } from '../../platform/db/schema.js'
 import { filterToSql, scalar, type AttributeMap } from './scim-filter.queries.js'
-import { totalAndPage, versionColumn, type ListPage } from './scim.queries.js'
+import { filteredPage, versionColumn, type ListPage } from './scim.queries.js'
 import { CORE_GROUP } from './scim.schemas.js'
 
 const GROUP_COLUMNS = ['d.id', 'd.name', 'd.external_id', 'd.created_at', 'd.updated_at'] as const
@@ -54,18 +54,11 @@ export async function scimGroupsPage(
   filter: RawBuilder<boolean> | undefined,
   page: ListPage,
 ) {
-  let where = selectGroups(db, tenantId)
-  if (filter) where = where.where(filter)
-  return totalAndPage(
-    () => where.select((eb) => eb.fn.countAll<number>().as('total')).executeTakeFirstOrThrow(),
-    () =>
-      where
-        .select([...GROUP_COLUMNS, versionColumn('d')])
-        .orderBy(sql.ref(page.sortColumn), page.direction)
-        .orderBy('d.id', page.direction)
-        .limit(page.limit)
-        .offset(page.offset)
-        .execute(),
+  return filteredPage(
+    selectGroups(db, tenantId),
+    filter,
+    (where) => where.select([...GROUP_COLUMNS, versionColumn('d')]),
+    'd.id',
     page,
   )
 }

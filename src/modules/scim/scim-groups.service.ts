@@ -4,7 +4,7 @@ import { createDepartmentsService } from '../departments/index.js'
 import { project, projects } from './scim.attributes.js'
 import { ScimError } from './scim.errors.js'
 import { applyPatch, standardOperations, type PatchRules } from './scim.patch.js'
-import { checkIfMatch, listResponse, meta, page, parseId, sortOf, type Meta } from './scim.resources.js'
+import { checkIfMatch, listPage, listResponse, meta, parseId, type Meta } from './scim.resources.js'
 import {
   CORE_GROUP,
   type PatchOpBody,
@@ -133,14 +133,8 @@ export function createScimGroupsService(deps: AppDeps) {
   /** GET /Groups (Entra ID asks with excludedAttributes=members: then no member is read). */
   async function listGroups(actor: Actor, query: ScimListQuery) {
     const filter = query.filter ? queries.groupsFilter(actor.tenantId, query.filter) : undefined
-    const { offset, limit, startIndex } = page(query)
-    const { sortColumn, direction } = sortOf(query, SORTABLE, CORE_GROUP)
-    const { total, rows } = await queries.scimGroupsPage(db, actor.tenantId, filter, {
-      offset,
-      limit,
-      sortColumn,
-      direction,
-    })
+    const listed = listPage(query, SORTABLE, CORE_GROUP)
+    const { total, rows } = await queries.scimGroupsPage(db, actor.tenantId, filter, listed)
     const members = projects(query, 'members', CORE_GROUP)
       ? await membersOf(
           actor.tenantId,
@@ -151,7 +145,7 @@ export function createScimGroupsService(deps: AppDeps) {
     const resources = rows.map((row) =>
       project({ ...present(row, members ? (members.get(row.id) ?? []) : undefined) }, query, CORE_GROUP),
     )
-    return listResponse(resources, total, startIndex)
+    return listResponse(resources, total, listed.startIndex)
   }
 
   /** GET /Groups/{id}. */

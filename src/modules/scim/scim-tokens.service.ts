@@ -1,5 +1,4 @@
 import { hash, randomBytes } from 'node:crypto'
-import { sql } from 'kysely'
 import { actingUserId, type Actor } from '../../platform/auth/actor.js'
 import { requirePermission } from '../../platform/auth/require-permission.js'
 import type { Db } from '../../platform/db/schema.js'
@@ -7,6 +6,7 @@ import { recordDomainEvent } from '../../platform/events/domain-events.js'
 import { assertHoldsEvery } from '../../platform/auth/permissions.js'
 import { invalidField, notFound } from '../../platform/http/errors.js'
 import type { CreateScimTokenBody } from './scim.schemas.js'
+import * as queries from './scim-tokens.queries.js'
 
 const SCIM_TOKEN = /^wpscim_([1-9][0-9]{0,15})_([A-Za-z0-9_-]{43})$/
 const BEARER = /^Bearer\s+(\S{1,300})\s*$/i
@@ -20,35 +20,22 @@ export const generateScimToken = (tenantId: number) => `wpscim_${tenantId}_${ran
 const hashScimToken = (token: string) => hash('sha256', token, 'buffer')
 
 /** The token of an `Authorization: Bearer` header when it has the SCIM form (tenant id and hash). */
-export function scimBearer(header: string | undefined): { tenantId: number; hash: Buffer } | undefined {
+function scimBearer(header: string | undefined): { tenantId: number; hash: Buffer } | undefined {
   const token = header ? BEARER.exec(header)?.[1] : undefined
   const match = token ? SCIM_TOKEN.exec(token) : null
   if (!token || !match) return undefined
   return { tenantId: Number(match[1]), hash: hashScimToken(token) }
 }
 
-/** The unrevoked SCIM token with this hash in the tenant, with its default role's permissions (one routed statement). */
-export function findScimToken(db: Db, tenantId: number, tokenHash: Buffer) {
-  return db
-    .selectFrom('scim_tokens as t')
-    .leftJoin('roles as r', (join) =>
-      join.onRef('r.tenant_id', '=', 't.tenant_id').onRef('r.id', '=', 't.default_role_id'),
-    )
-    .select(['t.id', 't.tenant_id', 't.default_role_id', 'r.permissions'])
-    .where('t.tenant_id', '=', tenantId)
-    .where('t.token_hash', '=', tokenHash)
-    .where('t.revoked_at', 'is', null)
-    .executeTakeFirst()
+/** The unrevoked SCIM token of an `Authorization` header, with its default role's permissions. */
+export async function findScimTokenOfHeader(db: Db, header: string | undefined) {
+  const bearer = scimBearer(header)
+  return bearer ? queries.findScimToken(db, bearer.tenantId, bearer.hash) : undefined
 }
-
-const listed = ['id', 'name', 'default_role_id', 'created_by', 'created_at', 'revoked_at'] as const
 
 /** The role of SCIM-created users when the token names none: the tenant's active role named Employee. */
 async function defaultRole(db: Db, tenantId: number, roleId: number | undefined, creator?: Actor): Promise<number> {
-  let query = db.selectFrom('roles').select(['id', 'active', 'permissions']).where('tenant_id', '=', tenantId)
-  query =
-    roleId === undefined ? query.where('name', '=', 'Employee').orderBy('id').limit(1) : query.where('id', '=', roleId)
-  const role = await query.executeTakeFirst()
+  const role = await queries.findDefaultRole(db, tenantId, roleId)
   if (!role && roleId === undefined)
     throw invalidField('default_role_id', 'is required: the tenant has no role named "Employee"')
   if (!role) throw invalidField('default_role_id', 'does not exist')
@@ -64,17 +51,12 @@ export async function createScimToken(db: Db, tenantId: number, creator: Actor |
   const createdBy = creator ? creator.userId : null
   const token = generateScimToken(tenantId)
   return db.transaction().execute(async (trx) => {
-    const row = await trx
-      .insertInto('scim_tokens')
-      .values({
-        tenant_id: tenantId,
-        name: body.name,
-        token_hash: hashScimToken(token),
-        default_role_id: roleId,
-        created_by: createdBy,
-      })
-      .returning(listed)
-      .executeTakeFirstOrThrow()
+    const row = await queries.insertScimToken(trx, tenantId, {
+      name: body.name,
+      tokenHash: hashScimToken(token),
+      defaultRoleId: roleId,
+      createdBy,
+    })
     // the token itself never: only its name and default role
     await recordDomainEvent(trx, {
       type: 'scimToken.created',
@@ -105,28 +87,17 @@ export function createScimTokensService(db: Db) {
   /** The tenant's SCIM tokens, revoked ones included, without their secret. */
   async function listTokens(actor: Actor) {
     requireManage(actor)
-    return db.selectFrom('scim_tokens').select(listed).where('tenant_id', '=', actor.tenantId).orderBy('id').execute()
+    return queries.selectScimTokens(db, actor.tenantId)
   }
 
   /** Revokes a SCIM token at once (idempotent for a revoked one). */
   async function revokeToken(actor: Actor, id: number): Promise<void> {
     requireManage(actor)
     await db.transaction().execute(async (trx) => {
-      const row = await trx
-        .selectFrom('scim_tokens')
-        .select('revoked_at')
-        .where('tenant_id', '=', actor.tenantId)
-        .where('id', '=', id)
-        .forUpdate()
-        .executeTakeFirst()
+      const row = await queries.findScimTokenForUpdate(trx, actor.tenantId, id)
       if (!row) throw notFound('SCIM token')
       if (row.revoked_at !== null) return
-      await trx
-        .updateTable('scim_tokens')
-        .set({ revoked_at: sql<string>`now()` })
-        .where('tenant_id', '=', actor.tenantId)
-        .where('id', '=', id)
-        .execute()
+      await queries.revokeScimToken(trx, actor.tenantId, id)
       await recordDomainEvent(trx, {
         type: 'scimToken.revoked',
         tenantId: actor.tenantId,

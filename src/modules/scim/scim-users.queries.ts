@@ -1,7 +1,7 @@
 import { type RawBuilder, sql } from 'kysely'
 import type { Db } from '../../platform/db/schema.js'
 import { constant, filterToSql, scalar, type AttributeMap } from './scim-filter.queries.js'
-import { totalAndPage, versionColumn, type ListPage } from './scim.queries.js'
+import { filteredPage, versionColumn, type ListPage } from './scim.queries.js'
 import { CORE_USER, ENTERPRISE_USER } from './scim.schemas.js'
 
 const USER_COLUMNS = [
@@ -80,18 +80,11 @@ export const usersFilter = (tenantId: number, filter: string) =>
 
 /** GET /Users: the users the filter keeps, one page of them and their total. */
 export async function scimUsersPage(db: Db, tenantId: number, filter: RawBuilder<boolean> | undefined, page: ListPage) {
-  let where = selectScimUsers(db, tenantId)
-  if (filter) where = where.where(filter)
-  return totalAndPage(
-    () => where.select((eb) => eb.fn.countAll<number>().as('total')).executeTakeFirstOrThrow(),
-    () =>
-      where
-        .select([...USER_COLUMNS, versionColumn('u')])
-        .orderBy(sql.ref(page.sortColumn), page.direction)
-        .orderBy('u.id', page.direction)
-        .limit(page.limit)
-        .offset(page.offset)
-        .execute(),
+  return filteredPage(
+    selectScimUsers(db, tenantId),
+    filter,
+    (where) => where.select([...USER_COLUMNS, versionColumn('u')]),
+    'u.id',
     page,
   )
 }

@@ -15,9 +15,8 @@ import {
   etag,
   listResponse,
   meta,
-  page,
+  listPage,
   parseId,
-  sortOf,
   type Meta,
 } from './scim.resources.js'
 import {
@@ -231,14 +230,8 @@ export function createScimUsersService(deps: AppDeps) {
   /** GET /Users: the filter runs as SQL; one page and its total. */
   async function listUsers(actor: Actor, query: ScimListQuery) {
     const filter = query.filter ? queries.usersFilter(actor.tenantId, query.filter) : undefined
-    const { offset, limit, startIndex } = page(query)
-    const { sortColumn, direction } = sortOf(query, SORTABLE, CORE_USER)
-    const { total, rows } = await queries.scimUsersPage(db, actor.tenantId, filter, {
-      offset,
-      limit,
-      sortColumn,
-      direction,
-    })
+    const listed = listPage(query, SORTABLE, CORE_USER)
+    const { total, rows } = await queries.scimUsersPage(db, actor.tenantId, filter, listed)
     const groups = projects(query, 'groups', CORE_USER)
       ? await groupsOf(
           actor.tenantId,
@@ -250,7 +243,7 @@ export function createScimUsersService(deps: AppDeps) {
         ENTERPRISE_USER,
       ]),
     )
-    return listResponse(resources, total, startIndex)
+    return listResponse(resources, total, listed.startIndex)
   }
 
   /** GET /Users/{id}. */

@@ -1,4 +1,4 @@
-import { sql } from 'kysely'
+import { type RawBuilder, type SelectQueryBuilder, sql } from 'kysely'
 
 /** The row's version: `updated_at` to the microsecond, as a weak ETag. */
 export const versionColumn = (alias: string) =>
@@ -20,4 +20,34 @@ export async function totalAndPage<R>(
 ): Promise<{ total: number; rows: R[] }> {
   const [counted, read] = await Promise.all([total(), page.limit === 0 ? Promise.resolve([]) : rows()])
   return { total: Number(counted.total), rows: read }
+}
+
+/**
+ * GET /Users and GET /Groups: the rows of `base` the filter keeps, their total and one page of them
+ * (`columns` selected, in the page's order, ties broken by `idColumn`).
+ */
+export function filteredPage<DB, TB extends keyof DB, O, R>(
+  base: SelectQueryBuilder<DB, TB, O>,
+  filter: RawBuilder<boolean> | undefined,
+  columns: (where: SelectQueryBuilder<DB, TB, O>) => SelectQueryBuilder<DB, TB, R>,
+  idColumn: string,
+  page: ListPage,
+) {
+  const where = filter ? base.where(filter) : base
+  return totalAndPage(
+    // generic over the table, the selection's type is not inferred: the count is `total`
+    () =>
+      where
+        .select((eb) => eb.fn.countAll<number>().as('total'))
+        .$castTo<{ total: number }>()
+        .executeTakeFirstOrThrow(),
+    () =>
+      columns(where)
+        .orderBy(sql.ref(page.sortColumn), page.direction)
+        .orderBy(sql.ref(idColumn), page.direction)
+        .limit(page.limit)
+        .offset(page.offset)
+        .execute(),
+    page,
+  )
 }

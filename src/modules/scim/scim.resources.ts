@@ -3,6 +3,7 @@ import { ScimError } from './scim.errors.js'
 import { DEFAULT_COUNT, MAX_RESULTS } from './scim.discovery.js'
 import { normalizePath } from './scim-filter.queries.js'
 import { LIST_RESPONSE, type ScimListQuery } from './scim.schemas.js'
+import type { ListPage } from './scim.queries.js'
 
 /** What every SCIM resource service shares: ids, meta, versions, pages. */
 
@@ -102,6 +103,16 @@ export function sortOf(
   const sortColumn = sortable[query.sortBy ? normalizePath(query.sortBy, coreSchema) : 'id']
   if (!sortColumn) throw new ScimError(400, `Cannot sort by "${query.sortBy}"`, 'invalidValue')
   return { sortColumn, direction: query.sortOrder === 'descending' ? 'desc' : 'asc' }
+}
+
+/** A list's page and ORDER BY as the list queries take them (`page`, then `sortOf`), with its startIndex. */
+export function listPage(
+  query: ScimListQuery,
+  sortable: Readonly<Record<string, string>>,
+  coreSchema: string,
+): ListPage & { startIndex: number } {
+  const { offset, limit, startIndex } = page(query)
+  return { offset, limit, startIndex, ...sortOf(query, sortable, coreSchema) }
 }
 
 export const listResponse = (resources: unknown[], total: number, startIndex: number) => ({

@@ -21,7 +21,7 @@ import {
   scimErrorResponses,
 } from './scim.schemas.js'
 import { createScimGroupsService } from './scim-groups.service.js'
-import { findScimToken, scimBearer } from './scim-tokens.service.js'
+import { findScimTokenOfHeader } from './scim-tokens.service.js'
 import { createScimUsersService } from './scim-users.service.js'
 import { scimActor } from './scim.resources.js'
 
@@ -84,8 +84,7 @@ export async function scimRoutes(root: FastifyInstance, deps: AppDeps): Promise<
       registerScimErrorHandling(scope)
       scope.addContentTypeParser('application/scim+json', { parseAs: 'string' }, boundedJsonParser(scope))
       scope.addHook('onRequest', async (request) => {
-        const bearer = scimBearer(request.headers.authorization)
-        const token = bearer ? await findScimToken(db, bearer.tenantId, bearer.hash) : undefined
+        const token = await findScimTokenOfHeader(db, request.headers.authorization)
         if (!token) throw new ScimError(401, 'Authentication required: send a valid SCIM bearer token')
         request.actor = scimActor(token.tenant_id, token.id, token.permissions ?? [])
         clients.set(request, { defaultRoleId: token.default_role_id })

@@ -1,8 +1,8 @@
-import { sql } from 'kysely'
 import type { DomainEventSubscriber } from '../../platform/events/domain-events.js'
 import { type AccessScope, recordSyncWrites, type SyncChange } from '../../platform/sync/change-log.js'
 import type { SyncSource } from '../../platform/sync/sync-source.js'
 import { syncSources } from './sync-sources.js'
+import { isWatchedType } from './sync.queries.js'
 
 /** User events that may change what the user sees (role, activity, restore): the user's view is recomputed. */
 const USER_EVENTS = ['user.updated', 'user.deleted', 'user.restored', 'user.blackedOut']
@@ -30,7 +30,7 @@ function watchedTypes(): string[] {
  * one-statement writes.)
  */
 export const syncEventSubscriber: DomainEventSubscriber = {
-  probe: (_tenantId, type) => sql<boolean>`(${type} = any(${watchedTypes()}::text[]))`,
+  probe: (_tenantId, type) => isWatchedType(type, watchedTypes()),
   async handle(db, events) {
     const sources = syncSources()
     const inheriting = [...sources.values()].filter((source) => source.containers?.length)

@@ -1,6 +1,6 @@
 import type { Db } from '../../platform/db/schema.js'
 import type { JobHandlers } from '../../platform/jobs/jobs.js'
-import { purgeTenantChanges } from './sync.queries.js'
+import { purgeTenantChanges, selectTenantIds } from './sync.queries.js'
 
 export const SYNC_PURGE_JOB = 'sync:purge'
 export const SYNC_PURGE_CRON = `41 3 * * * ${SYNC_PURGE_JOB}`
@@ -13,7 +13,7 @@ export const SYNC_RETENTION_DAYS = 30
  */
 export async function purgeSyncChanges(db: Db, now = Date.now()): Promise<number> {
   const before = new Date(now - SYNC_RETENTION_DAYS * 24 * 60 * 60 * 1000)
-  const tenants = await db.selectFrom('tenants').select('id').orderBy('id').execute()
+  const tenants = await selectTenantIds(db)
   let purged = 0
   for (const { id } of tenants) purged += await purgeTenantChanges(db, id, before)
   return purged

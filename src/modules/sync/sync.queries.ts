@@ -1,5 +1,5 @@
 import type { Actor } from '../../platform/auth/actor.js'
-import { sql } from 'kysely'
+import { type RawBuilder, sql } from 'kysely'
 import type { Db } from '../../platform/db/schema.js'
 
 /** A client view: entity → the ids the client holds. */
@@ -210,3 +210,10 @@ export async function purgeTenantChanges(db: Db, tenantId: number, before: Date)
     return Number(changes.numAffectedRows ?? 0n) + Number(access.numAffectedRows ?? 0n)
   })
 }
+
+/** Every tenant's id, in id order (the reference table `tenants`): the purge goes tenant by tenant. */
+export const selectTenantIds = (db: Db) => db.selectFrom('tenants').select('id').orderBy('id').execute()
+
+/** The change feed's probe: whether the recorded event's type is one it listens to. */
+export const isWatchedType = (type: RawBuilder<unknown>, watched: string[]) =>
+  sql<boolean>`(${type} = any(${watched}::text[]))`

@@ -1,9 +1,10 @@
-import { sql } from 'kysely'
 import type { Logger } from 'pino'
 import type { Db } from '../../../platform/db/schema.js'
 import type { DeliverPayload } from '../sending/fan-out.js'
 import { absoluteNotificationUrl, notificationBodyText, sanitizeNotificationBody } from '../sending/body-html.js'
 import { mutedChannels } from '../preferences/preferences.js'
+import * as queries from './delivery.queries.js'
+import type { DeliveryRow } from './delivery.queries.js'
 import { immediateEmail } from './email-templates.js'
 import type { Mailer } from './mailer.js'
 import type { PushMessage, PushSender } from '../push/web-push.js'
@@ -14,19 +15,6 @@ export interface DeliveryDeps {
   push: PushSender
   appUrl: string
   log: Logger
-}
-
-interface DeliveryRow {
-  id: string
-  type: string
-  created_at: string
-  notifiable_id: number
-  data: { title?: string; body?: string; url?: string }
-  email: string | null
-  wants_email_notifications: boolean
-  email_digest: 'immediate' | 'daily' | 'weekly'
-  /** Whether the user has a device to push to. */
-  has_push: boolean
 }
 
 /** The push payload's body: plain text, at most 1,000 characters. */
@@ -71,30 +59,7 @@ export function pushMessageOf(
 export async function deliverNotifications(deps: DeliveryDeps, payload: DeliverPayload): Promise<void> {
   const { db, tenantId } = { db: deps.db, tenantId: payload.tenantId }
   if (payload.userIds.length === 0) return
-  const rows = (await db
-    .selectFrom('notifications as n')
-    .innerJoin('users as u', (j) => j.onRef('u.tenant_id', '=', 'n.tenant_id').onRef('u.id', '=', 'n.notifiable_id'))
-    .select([
-      'n.id',
-      'n.type',
-      'n.created_at',
-      'n.notifiable_id',
-      'n.data',
-      'u.email',
-      'u.wants_email_notifications',
-      'u.email_digest',
-    ])
-    .select(
-      sql<boolean>`exists (select 1 from push_subscriptions ps where ps.tenant_id = ${tenantId} and ps.user_id = n.notifiable_id)`.as(
-        'has_push',
-      ),
-    )
-    .where('n.tenant_id', '=', tenantId)
-    .where('n.source_key', '=', payload.sourceKey)
-    .where('n.notifiable_id', 'in', payload.userIds)
-    .where('u.deleted_at', 'is', null)
-    .where('u.active', '=', true)
-    .execute()) as DeliveryRow[]
+  const rows = await queries.selectDeliveryRows(db, tenantId, payload.sourceKey, payload.userIds)
   // digest readers get this one in their next digest instead
   const emailNow = (r: DeliveryRow) =>
     r.wants_email_notifications && r.email !== null && r.email !== '' && r.email_digest === 'immediate'
@@ -119,19 +84,11 @@ export async function deliverNotifications(deps: DeliveryDeps, payload: DeliverP
   const wantEmail = reachable.filter((r) => emailNow(r) && !muted.email.has(r.notifiable_id))
   if (wantEmail.length === 0) return
   const done = new Set(
-    (
-      await db
-        .selectFrom('outbound_messages')
-        .select('notification_id')
-        .where('tenant_id', '=', tenantId)
-        .where('channel', '=', 'email')
-        .where(
-          'notification_id',
-          'in',
-          wantEmail.map((r) => r.id),
-        )
-        .execute()
-    ).map((r) => r.notification_id),
+    await queries.selectEmailedNotificationIds(
+      db,
+      tenantId,
+      wantEmail.map((r) => r.id),
+    ),
   )
 
   const failures: unknown[] = []
@@ -145,21 +102,15 @@ export async function deliverNotifications(deps: DeliveryDeps, payload: DeliverP
       failures.push(error)
       continue
     }
-    await db
-      .insertInto('outbound_messages')
-      .values({
-        tenant_id: tenantId,
-        channel: 'email',
-        status: deps.mailer.transport === 'smtp' ? 'sent' : 'stored',
-        user_id: row.notifiable_id,
-        notification_id: row.id,
-        recipient: message.to,
-        subject: message.subject,
-        body_html: message.html,
-        body_text: message.text,
-      })
-      .onConflict((oc) => oc.columns(['tenant_id', 'channel', 'notification_id']).doNothing())
-      .execute()
+    await queries.insertNotificationEmail(db, tenantId, {
+      status: deps.mailer.transport === 'smtp' ? 'sent' : 'stored',
+      userId: row.notifiable_id,
+      notificationId: row.id,
+      recipient: message.to,
+      subject: message.subject,
+      html: message.html,
+      text: message.text,
+    })
   }
   if (failures.length > 0) throw new AggregateError(failures, `${failures.length} of ${wantEmail.length} emails failed`)
 }

@@ -1,13 +1,11 @@
 import { createPublicKey } from 'node:crypto'
-import { sql } from 'kysely'
 import type { QuotaLimits } from '../../../config.js'
 import type { Actor } from '../../../platform/auth/actor.js'
 import type { Db } from '../../../platform/db/schema.js'
 import { FieldErrorCollector, notFound } from '../../../platform/http/errors.js'
 import { assertQuota } from '../../../platform/limits/quotas.js'
 import type { PushSubscriptionBody } from './push.schemas.js'
-
-const COLUMNS = ['id', 'endpoint', 'expiration_time', 'user_agent', 'created_at', 'updated_at'] as const
+import * as queries from './subscriptions.queries.js'
 
 function decoded(value: string): Buffer {
   return Buffer.from(value.replace(/=+$/, ''), 'base64url')
@@ -63,67 +61,20 @@ export async function subscribe(
     // whether the endpoint is new is read under the quota's lock: a concurrent first subscription of
     // the same endpoint is then seen, and this one is an update that is not counted
     await assertQuota(trx, actor.tenantId, 'push_subscriptions', options.quotas, async () =>
-      (await trx
-        .selectFrom('push_subscriptions')
-        .select('id')
-        .where('tenant_id', '=', actor.tenantId)
-        .where('endpoint', '=', body.endpoint)
-        .executeTakeFirst())
-        ? 0
-        : 1,
+      (await queries.findSubscriptionByEndpoint(trx, actor.tenantId, body.endpoint)) ? 0 : 1,
     )
-    const row = await trx
-      .insertInto('push_subscriptions')
-      .values({
-        tenant_id: actor.tenantId,
-        user_id: actor.userId,
-        endpoint: body.endpoint,
-        p256dh: body.keys.p256dh,
-        auth: body.keys.auth,
-        expiration_time: body.expirationTime ?? null,
-        user_agent: body.user_agent ?? null,
-        updated_at: sql`now()`,
-      })
-      .onConflict((oc) =>
-        oc.columns(['tenant_id', 'endpoint']).doUpdateSet({
-          // the time in VALUES, not in DO UPDATE SET: Citus refuses non-immutable functions there (docs/citus.md)
-          user_id: actor.userId,
-          p256dh: body.keys.p256dh,
-          auth: body.keys.auth,
-          expiration_time: body.expirationTime ?? null,
-          user_agent: body.user_agent ?? null,
-          updated_at: sql`excluded.updated_at`,
-        }),
-      )
-      .returning([...COLUMNS, sql<boolean>`xmax = 0`.as('inserted')])
-      .executeTakeFirstOrThrow()
+    const row = await queries.upsertSubscription(trx, actor.tenantId, actor.userId, body)
     const { inserted, ...subscription } = row
     return { subscription, created: inserted }
   })
 }
 
 export function listOwnSubscriptions(db: Db, actor: Actor) {
-  return db
-    .selectFrom('push_subscriptions')
-    .select(COLUMNS)
-    .where('tenant_id', '=', actor.tenantId)
-    .where('user_id', '=', actor.userId)
-    .orderBy('id')
-    .execute()
+  return queries.selectUserSubscriptions(db, actor.tenantId, actor.userId)
 }
 
 /** Another user's subscription answers like one that does not exist. */
 export async function unsubscribe(db: Db, actor: Actor, id: number): Promise<void> {
-  const deleted = await db
-    .deleteFrom('push_subscriptions')
-    .where('tenant_id', '=', actor.tenantId)
-    .where('user_id', '=', actor.userId)
-    .where('id', '=', id)
-    .executeTakeFirst()
-  if (Number(deleted.numDeletedRows) === 0) throw notFound('Push subscription')
-}
-
-/** A user deleted, blacked out or logged out everywhere: their devices get nothing more (same transaction). */
-export async function deleteUserSubscriptions(db: Db, tenantId: number, userId: number): Promise<void> {
-  await db.deleteFrom('push_subscriptions').where('tenant_id', '=', tenantId).where('user_id', '=', userId).execute()
+  if ((await queries.deleteUserSubscription(db, actor.tenantId, actor.userId, id)) === 0)
+    throw notFound('Push subscription')
 }

@@ -9,6 +9,7 @@ import { secretBoxFor } from '../../../platform/secrets/secret-box.js'
 import { SafeHttpClient, type OutboundResult } from '../../../platform/outbound-http/safe-fetch.js'
 import { retryAfterMs } from '../../../platform/outbound-http/retry-after.js'
 import { groupBy } from '../../../platform/group-by.js'
+import * as queries from './web-push.queries.js'
 
 /** One new notification record of one user, as its devices receive it. */
 export interface PushMessage {
@@ -175,16 +176,11 @@ export function createWebPushSender({ config, log }: { config: Config; log: Logg
       error: outcome.error,
     }
     // the common outcome is one statement; pruning a subscription or scheduling a retry commits with its record
-    if (status !== 'gone' && status !== 'retrying') await db.insertInto('push_deliveries').values(recorded).execute()
+    if (status !== 'gone' && status !== 'retrying') await queries.insertPushDelivery(db, recorded)
     else
       await db.transaction().execute(async (trx) => {
-        await trx.insertInto('push_deliveries').values(recorded).execute()
-        if (status === 'gone')
-          await trx
-            .deleteFrom('push_subscriptions')
-            .where('tenant_id', '=', message.tenantId)
-            .where('id', '=', subscription.id)
-            .execute()
+        await queries.insertPushDelivery(trx, recorded)
+        if (status === 'gone') await queries.deleteSubscription(trx, message.tenantId, subscription.id)
         if (status === 'retrying') {
           const next: PushRetryPayload = {
             tenantId: message.tenantId,
@@ -216,25 +212,17 @@ export function createWebPushSender({ config, log }: { config: Config; log: Logg
     async send(db, messages) {
       if (messages.length === 0) return
       const tenantId = messages[0].tenantId
-      const subscriptions = await db
-        .selectFrom('push_subscriptions')
-        .select(['id', 'user_id', 'endpoint', 'p256dh', 'auth'])
-        .where('tenant_id', '=', tenantId)
-        .where('user_id', 'in', [...new Set(messages.map((m) => m.userId))])
-        .execute()
+      const subscriptions = await queries.selectSubscriptionsOfUsers(db, tenantId, [
+        ...new Set(messages.map((m) => m.userId)),
+      ])
       if (subscriptions.length === 0) return
       const attempted = new Set(
         (
-          await db
-            .selectFrom('push_deliveries')
-            .select(['notification_id', 'subscription_id'])
-            .where('tenant_id', '=', tenantId)
-            .where(
-              'notification_id',
-              'in',
-              messages.map((m) => m.notificationId),
-            )
-            .execute()
+          await queries.selectAttemptedDeliveries(
+            db,
+            tenantId,
+            messages.map((m) => m.notificationId),
+          )
         ).map((r) => `${r.notification_id}:${r.subscription_id}`),
       )
       const byUser = groupBy(subscriptions, (s): number => s.user_id)
@@ -253,22 +241,16 @@ export function createWebPushSender({ config, log }: { config: Config; log: Logg
     payload: PushRetryPayload,
     load: (db: Db, tenantId: number, notificationId: string) => Promise<PushMessage | undefined>,
   ): Promise<void> {
-    const subscription = await db
-      .selectFrom('push_subscriptions')
-      .select(['id', 'user_id', 'endpoint', 'p256dh', 'auth'])
-      .where('tenant_id', '=', payload.tenantId)
-      .where('id', '=', payload.subscriptionId)
-      .executeTakeFirst()
+    const subscription = await queries.findSubscription(db, payload.tenantId, payload.subscriptionId)
     const message = subscription && (await load(db, payload.tenantId, payload.notificationId))
     if (!subscription || !message) return
-    const done = await db
-      .selectFrom('push_deliveries')
-      .select('id')
-      .where('tenant_id', '=', payload.tenantId)
-      .where('notification_id', '=', payload.notificationId)
-      .where('subscription_id', '=', payload.subscriptionId)
-      .where('attempt', '>=', payload.attempt)
-      .executeTakeFirst()
+    const done = await queries.findDeliveryAttempt(
+      db,
+      payload.tenantId,
+      payload.notificationId,
+      payload.subscriptionId,
+      payload.attempt,
+    )
     if (!done) await attempt(db, message, subscription, payload.attempt)
   }
 

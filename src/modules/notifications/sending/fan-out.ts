@@ -1,12 +1,12 @@
-import { insertedRows } from '../../../platform/db/database.js'
-import { type RawBuilder, sql } from 'kysely'
+import type { RawBuilder } from 'kysely'
 import { composedTable } from '../../../platform/composition.js'
 import type { Db } from '../../../platform/db/schema.js'
 import { enqueue, enqueueSql } from '../../../platform/jobs/jobs.js'
 import { publishSql } from '../../../platform/realtime/pg-pubsub.js'
-import { recordSyncWrites, syncChangesSql } from '../../../platform/sync/change-log.js'
-import { NOTIFICATION_ENTITY, notificationChanges } from '../notifications.feed.js'
+import { recordSyncWrites } from '../../../platform/sync/change-log.js'
+import { notificationChanges } from '../notifications.feed.js'
 import { sanitizeNotificationBody } from './body-html.js'
+import * as queries from './fan-out.queries.js'
 
 /** Realtime channel: `{tenantId, userIds (null = everyone of the tenant), sourceKey?}`. */
 export const NOTIFICATIONS_CHANNEL = 'workplace_notifications'
@@ -78,53 +78,6 @@ function chunks<T>(items: T[], size: number): T[][] {
 }
 
 /**
- * SQL: the recipient user ids of `spec` (listed users ∪ department members ∪ the named query; active,
- * non-deleted, non-blacked-out personal accounts). Only the sources a spec names are in the statement,
- * and listed users alone are probed by id: the pool plans a statement once, without its values (generic
- * plans), and for unknown arrays it guessed a department branch of hundreds of members and a join
- * worth hashing every user of the tenant, on each send to one user.
- */
-export function recipientsSql(spec: NotificationSpec, custom: RecipientsQuery | undefined): RawBuilder<{ id: number }> {
-  const t = spec.tenantId
-  const userIds = [...new Set(spec.recipients.userIds ?? [])]
-  const departmentIds = [...new Set(spec.recipients.departmentIds ?? [])]
-  const exceptUserIds = spec.recipients.exceptUserIds ?? []
-  const member =
-    departmentIds.length === 0 && !custom
-      ? sql`u.id = any(${userIds}::bigint[])`
-      : sql`u.id in (${sql.join(
-          [
-            ...(userIds.length > 0 ? [sql`select unnest(${userIds}::bigint[]) as id`] : []),
-            ...(departmentIds.length > 0
-              ? [
-                  sql`select du.user_id from department_users du where du.tenant_id = ${t} and du.department_id = any(${departmentIds}::bigint[])`,
-                ]
-              : []),
-            ...(custom ? [sql`select q.id from (${custom(t, spec.recipients.query!.targetId)}) q`] : []),
-          ],
-          sql` union `,
-        )})`
-  return sql<{ id: number }>`
-    select u.id from users u
-    where u.tenant_id = ${t} and ${member}${exceptUserIds.length > 0 ? sql` and not (u.id = any(${exceptUserIds}::bigint[]))` : sql``}
-      and u.active and u.deleted_at is null and u.blacked_out_at is null and not u.group_account`
-}
-
-/**
- * The recipients of `spec`, resolved in ONE statement, ascending. Resolving once keeps a fan-out
- * linear: chunking the resolution itself re-read the members before each chunk (quadratic).
- */
-async function resolveRecipients(
-  db: Db,
-  spec: NotificationSpec,
-  custom: RecipientsQuery | undefined,
-): Promise<number[]> {
-  const { rows } = await sql<{ ids: number[] }>`
-    select coalesce(array_agg(r.id order by r.id), '{}') as ids from (${recipientsSql(spec, custom)}) r`.execute(db)
-  return rows[0].ids.map(Number)
-}
-
-/**
  * Creates the records of `spec`, set-based: the recipients are resolved once, then inserted
  * CHUNK_SIZE per statement with ON CONFLICT DO NOTHING, so a retry re-runs safely. Each chunk commits
  * with its realtime NOTIFY and its delivery job; an aborted `signal` stops it between chunks. Returns
@@ -136,7 +89,7 @@ export async function fanOutNotifications(db: Db, spec: NotificationSpec, signal
   if (named && !custom) throw new Error(`unknown recipients query "${named.name}"`)
   if (!spec.recipients.userIds?.length && !spec.recipients.departmentIds?.length && !custom) return 0
   let created = 0
-  for (const [index, recipients] of chunks(await resolveRecipients(db, spec, custom), CHUNK_SIZE).entries()) {
+  for (const [index, recipients] of chunks(await queries.selectRecipientIds(db, spec, custom), CHUNK_SIZE).entries()) {
     // shutting down: stop between committed chunks; the retried job resumes (inserts are idempotent)
     if (index > 0 && signal?.aborted)
       throw new Error(`fan-out ${spec.sourceKey} interrupted by shutdown after ${created} records; it resumes on retry`)
@@ -155,7 +108,7 @@ export async function fanOutNotifications(db: Db, spec: NotificationSpec, signal
 export async function fanOutInTransaction(trx: Db, spec: NotificationSpec): Promise<number> {
   // the recipients read first, then their records inserted: two statements Citus routes whole (an
   // insert … select filling the id's default, a volatile function, it evaluates on the coordinator)
-  const recipients = await resolveRecipients(trx, spec, undefined)
+  const recipients = await queries.selectRecipientIds(trx, spec, undefined)
   return recipients.length === 0 ? 0 : insertRecords(trx, spec, recipients)
 }
 
@@ -164,36 +117,12 @@ export async function fanOutInTransaction(trx: Db, spec: NotificationSpec): Prom
  * clients and, in one more statement, its realtime NOTIFY and its delivery job, all in `trx`.
  */
 async function insertRecords(trx: Db, spec: NotificationSpec, recipients: number[]): Promise<number> {
-  const { rows } = await sql<{ id: string; notifiable_id: number }>`
-    insert into notifications (tenant_id, type, notifiable_type, targetable_type, targetable_id, source_key, data, notifiable_id)
-    ${insertedRows({
-      alias: 'r',
-      leading: [
-        sql`${spec.tenantId}::bigint`,
-        sql`${spec.type}::text`,
-        sql`'user'`,
-        sql`${spec.targetableType}::text`,
-        sql`${spec.targetableId}::bigint`,
-        sql`${spec.sourceKey}::text`,
-        sql`${JSON.stringify(spec.data)}::jsonb`,
-      ],
-      columns: [{ name: 'id', type: 'bigint', values: recipients }],
-    })}
-    on conflict (tenant_id, source_key, notifiable_id) do nothing returning id, notifiable_id`.execute(trx)
+  const rows = await queries.insertRecordRows(trx, spec, recipients)
   if (rows.length === 0) return 0
   await recordSyncWrites(trx, spec.tenantId, { changes: notificationChanges(rows) })
   const insertedIds = rows.map((row) => Number(row.notifiable_id)).sort((a, b) => a - b)
-  await sql`select ${recordSignals(spec, insertedIds)}`.execute(trx)
+  await queries.selectSignals(trx, recordSignals(spec, insertedIds))
   return insertedIds.length
-}
-
-/** The insert of one record per recipient (idempotent), only when `onlyIf` holds (the one-statement send). */
-function recordsInsert(spec: NotificationSpec, recipients: RawBuilder<{ id: number }>, onlyIf?: RawBuilder<boolean>) {
-  return sql`insert into notifications (tenant_id, type, notifiable_type, notifiable_id, targetable_type, targetable_id, source_key, data)
-    select ${spec.tenantId}, ${spec.type}, 'user', r.id, ${spec.targetableType}, ${spec.targetableId}, ${spec.sourceKey}, ${JSON.stringify(spec.data)}::jsonb
-    from (${recipients}) r
-    ${onlyIf ? sql`where ${onlyIf}` : sql``}
-    on conflict (tenant_id, source_key, notifiable_id) do nothing`
 }
 
 /** SQL select-list items: the realtime NOTIFY and the delivery job of the records created for `insertedIds` (ascending). */
@@ -207,7 +136,7 @@ function recordSignals(spec: NotificationSpec, insertedIds: number[]): RawBuilde
     key: `notifications:deliver:${spec.sourceKey}:${insertedIds[0]}`,
     maxAttempts: 10,
   })
-  return sql.join([...notices, job])
+  return queries.selectListItems([...notices, job])
 }
 
 /**
@@ -220,15 +149,7 @@ export function listedRecordsWrite(spec: NotificationSpec) {
   const userIds = [...new Set(spec.recipients.userIds ?? [])].sort((a, b) => a - b)
   if (userIds.length === 0 || spec.recipients.departmentIds?.length || spec.recipients.query)
     throw new Error('listedRecordsWrite: a send to listed users only')
-  const recipients = recipientsSql(spec, undefined)
-  return {
-    allRecipients: sql<boolean>`(select count(*) from (${recipients}) r) = ${userIds.length}`,
-    insert: (onlyIf: RawBuilder<boolean>) =>
-      sql`${recordsInsert(spec, recipients, onlyIf)} returning id, notifiable_id as user_id`,
-    /** The records' change records for offline clients (issue 43), `insert` being the CTE `records`. */
-    feed: syncChangesSql(spec.tenantId, NOTIFICATION_ENTITY, 'records'),
-    signals: recordSignals(spec, userIds),
-  }
+  return { ...queries.listedRecordsSql(spec, userIds.length), signals: recordSignals(spec, userIds) }
 }
 
 export interface DeliverPayload {

@@ -1,15 +1,9 @@
-import { sql } from 'kysely'
 import type { AppDeps } from '../../../platform/app-module.js'
 import type { Actor } from '../../../platform/auth/actor.js'
 import type { Db } from '../../../platform/db/schema.js'
 import { requirePermission } from '../../../platform/auth/require-permission.js'
-import { withClause, reserveIds } from '../../../platform/db/database.js'
-import {
-  domainEventWrites,
-  eventWritesSql,
-  recordDomainEvent,
-  type DomainEvent,
-} from '../../../platform/events/domain-events.js'
+import { reserveIds } from '../../../platform/db/database.js'
+import { domainEventWrites, recordDomainEvent, type DomainEvent } from '../../../platform/events/domain-events.js'
 import { FieldErrorCollector } from '../../../platform/http/errors.js'
 import { enqueue } from '../../../platform/jobs/jobs.js'
 import * as queries from '../notifications.queries.js'
@@ -17,6 +11,7 @@ import { MAX_BODY_BYTES, type SendNotificationBody } from '../notifications.sche
 import { isAllowedNotificationUrl, sanitizeNotificationBody } from './body-html.js'
 import { fanOutInTransaction, listedRecordsWrite, type FanOutPayload } from './fan-out.js'
 import { genericNotificationSpec } from '../notifications.jobs.js'
+import { insertSendInOneStatement } from './send.queries.js'
 
 /**
  * A send to at most this many listed users (no departments) creates its records in its own
@@ -26,15 +21,6 @@ import { genericNotificationSpec } from '../notifications.jobs.js'
 export const INLINE_FAN_OUT_MAX = 100
 
 export type NotificationsSendService = ReturnType<typeof createNotificationsSendService>
-
-type SendValues = {
-  title: string
-  body: string
-  url: string
-  userId: number
-  userIds: number[]
-  departmentIds: number[]
-}
 
 export function createNotificationsSendService({ db }: Pick<AppDeps, 'db'>) {
   /**
@@ -58,7 +44,7 @@ export function createNotificationsSendService({ db }: Pick<AppDeps, 'db'>) {
     }
     problems.throwIfAny()
 
-    const values: SendValues = {
+    const values: queries.GenericNotificationValues = {
       title: body.title,
       body: sanitizeNotificationBody(body.body),
       url: body.url,
@@ -112,7 +98,7 @@ export function createNotificationsSendService({ db }: Pick<AppDeps, 'db'>) {
    */
   async function sendInOneStatement(
     actor: Actor,
-    values: SendValues,
+    values: queries.GenericNotificationValues,
     sentEvent: (id: number) => DomainEvent,
   ): Promise<boolean> {
     const [id] = await reserveIds(db, 1)
@@ -122,16 +108,9 @@ export function createNotificationsSendService({ db }: Pick<AppDeps, 'db'>) {
       user_ids: values.userIds,
       department_ids: values.departmentIds,
     })
-    const written = sql<boolean>`exists (select from sent)`
     const events = domainEventWrites([sentEvent(id!)])
     if (!events) return false
-    const eventWrites = eventWritesSql(actor.tenantId, events, written)
-    const records = listedRecordsWrite(spec)
-    const sent = sql`${queries.genericNotificationInsert(actor.tenantId, { ...values, id }, sql`${records.allRecipients} and ${eventWrites.unheeded}`)} returning id`
-    const { rows } =
-      await sql`${withClause([['sent', sent], ['records', records.insert(written)], ...records.feed.ctes, ...eventWrites.ctes])}
-      select ${records.signals}, ${records.feed.notify} from sent`.execute(db)
-    return rows.length > 0
+    return insertSendInOneStatement(db, actor.tenantId, { ...values, id: id! }, listedRecordsWrite(spec), events)
   }
 
   return { sendNotification }

@@ -7,9 +7,9 @@ import { AppError } from '../../../platform/http/errors.js'
 import type { PubSub } from '../../../platform/realtime/pg-pubsub.js'
 import { openEventStream, type EventStream } from '../../../platform/realtime/sse.js'
 import { SYNC_CHANNEL, type SyncChannelMessage } from '../../../platform/sync/change-log.js'
-import { sql } from 'kysely'
 import { listResource } from '../../../platform/query/run-query.js'
 import * as queries from '../notifications.queries.js'
+import * as streamQueries from './stream.queries.js'
 import { NOTIFICATIONS_CHANNEL, type NotificationsChannelMessage } from '../sending/fan-out.js'
 import { notificationResource } from '../notifications.resource.js'
 import {
@@ -94,11 +94,7 @@ export function createNotificationStreams({
   ) {
     const records = new Map<number, Record<string, unknown>>()
     if (sourceKey) {
-      const base = db
-        .selectFrom('notifications as n')
-        .where('n.tenant_id', '=', tenantId)
-        .where('n.notifiable_id', 'in', userIds)
-        .where('n.source_key', '=', sourceKey)
+      const base = streamQueries.selectSourceNotifications(db, tenantId, userIds, sourceKey)
       const rows = pageOf(await listResource({ db, tenantId }, notificationResource, base, { limit: userIds.length }))
       for (const row of rows) records.set(Number(row.notifiable_id), row)
     }
@@ -167,16 +163,7 @@ export function createNotificationStreams({
    * a reconnect replays only what is created from here on.
    */
   async function currentPosition(actor: Actor): Promise<StreamPosition> {
-    const {
-      rows: [row],
-    } = await sql<{ now: number; recent: Array<{ id: string; created: number }> }>`
-      select floor(extract(epoch from now()))::bigint - ${SETTLE_SECONDS}::int as now,
-             coalesce((select json_agg(json_build_object('id', n.id, 'created', floor(extract(epoch from n.created_at))::bigint))
-                from notifications n
-               where n.tenant_id = ${actor.tenantId} and n.notifiable_id = ${actor.userId}
-                 and n.created_at >= now() - make_interval(secs => ${SETTLE_SECONDS}::int)), '[]') as recent`.execute(
-      db,
-    )
+    const row = await streamQueries.findStreamStart(db, actor.tenantId, actor.userId, SETTLE_SECONDS)
     return { watermark: Number(row.now), delivered: new Map(row.recent.map((r) => [r.id, Number(r.created)])) }
   }
 
@@ -188,13 +175,7 @@ export function createNotificationStreams({
     const rows =
       resumed.delivered.length === 0
         ? []
-        : await db
-            .selectFrom('notifications')
-            .select(['id', sql<number>`floor(extract(epoch from created_at))::bigint`.as('created')])
-            .where('tenant_id', '=', actor.tenantId)
-            .where('notifiable_id', '=', actor.userId)
-            .where('id', 'in', resumed.delivered)
-            .execute()
+        : await streamQueries.selectCreatedSeconds(db, actor.tenantId, actor.userId, resumed.delivered)
     return { watermark: resumed.watermark, delivered: new Map(rows.map((r) => [r.id, Number(r.created)])) }
   }
 
@@ -202,9 +183,7 @@ export function createNotificationStreams({
   async function replay(actor: Actor, state: StreamState, seen: string[]): Promise<void> {
     const ctx = { db, tenantId: actor.tenantId }
     for (let offset = 0; ; offset += REPLAY_PAGE) {
-      let base = queries
-        .selectOwnNotifications(db, actor.tenantId, actor.userId)
-        .where('n.created_at', '>=', sql<string>`to_timestamp(${state.position.watermark}::bigint)`)
+      let base = streamQueries.selectOwnNotificationsFrom(db, actor.tenantId, actor.userId, state.position.watermark)
       if (seen.length > 0) base = base.where('n.id', 'not in', seen)
       const page = pageOf(
         await listResource(ctx, notificationResource, base, { sort: 'created_at,id', limit: REPLAY_PAGE, offset }),
