@@ -255,7 +255,8 @@ test('one audit path: an audited change is a domain event; only the audit subscr
  * of `src/modules/`, kebab or camel case, alone or as the head of `<module>.x` / `<module>:x`), a table
  * owned by a module (every table of the schema registry `TABLE_CLASSES` but `PLATFORM_TABLES`) or a
  * permission key (`PERMISSIONS` but `*`). "Names" means inside a string or the text of a template
- * literal (SQL, keys, event types), not in comments, imports or identifiers.
+ * literal (SQL, keys, event types), not in comments, imports or identifiers; a bare module name counts
+ * in a one-word string (a key, a tag), not as a word of prose or SQL (a table is caught as a table).
  */
 const PLATFORM_TABLES: Record<string, string> = {
   kysely_migration: 'the migrator (platform/db/migrate.ts)',
@@ -296,11 +297,9 @@ const PLATFORM_NAMES_DOMAIN: Record<string, string> = {
   'src/platform/http/openapi.ts': 'the OpenAPI tags and security schemes name the access and scim surfaces',
   'src/platform/limits/':
     "fair-use limits count a module's rows (users, automations, push_subscriptions, files) and key SCIM callers",
-  'src/platform/metrics/registry.ts': "a metric label 'limits' (the platform capability, homonym of the module)",
   'src/platform/offboarding/': 'tenant offboarding and backup read and write the tenants row itself',
   'src/platform/privacy/personal-data.ts':
     "a user's personal data across the tables holding it (GDPR export and erasure)",
-  'src/platform/content/': 'the content engine, moving to src/modules/content (issue 40, finding 4)',
 }
 
 const FILE_EXTENSIONS = new Set(['md', 'json', 'jsonl', 'csv', 'ts', 'js', 'sql', 'html'])
@@ -341,7 +340,8 @@ test('platform/ names no module, no table of a module and no permission key (iss
         const [head, tail] = word.split(/[.:]/)
         if (tail && FILE_EXTENSIONS.has(tail)) continue
         if (permissions.has(word)) named.add(`permission ${word}`)
-        else if (modules.includes(word) || (word !== head && modules.includes(head))) named.add(`module ${word}`)
+        else if (word !== head ? modules.includes(head) : modules.includes(word) && !/\s/.test(text))
+          named.add(`module ${word}`)
       }
       for (const table of tables) if (new RegExp(`\\b${table}\\b`).test(text)) named.add(`table ${table}`)
     }

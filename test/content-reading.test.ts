@@ -13,7 +13,7 @@ import {
   runRemindJob,
   type PublishPayload,
   type RemindPayload,
-} from '../src/platform/content/content-reading.js'
+} from '../src/modules/content/index.js'
 import type { FanOutPayload } from '../src/modules/notifications/sending/fan-out.js'
 import { runFanOut } from '../src/modules/notifications/notifications.jobs.js'
 import { call, instrumentTestApp, testConfig } from './helpers/build-test-app.js'

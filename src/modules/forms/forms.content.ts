@@ -1,7 +1,6 @@
 import { sql } from 'kysely'
 import { Type } from 'typebox'
-import { defineContent } from '../../platform/content/content-resource.js'
-import { contentBodies } from '../../platform/content/content-routes.js'
+import { defineContent, contentBodies } from '../content/index.js'
 import { IdSchema, Nullable } from '../../platform/http/schemas.js'
 import { folderIdVisibleSql } from '../folders/index.js'
 

@@ -1,14 +1,15 @@
 import { sql } from 'kysely'
 import { Type } from 'typebox'
-import { type ContentChange, defineContent } from '../../platform/content/content-resource.js'
-import { contentBodies } from '../../platform/content/content-routes.js'
 import {
+  type ContentChange,
+  defineContent,
+  contentBodies,
   CONTENT_REMINDER_RECIPIENTS,
   defineReading,
   readingBodyFields,
   readingContentParts,
   type ReadingDeclaration,
-} from '../../platform/content/content-reading.js'
+} from '../content/index.js'
 import type { Db } from '../../platform/db/schema.js'
 import { IdSchema, TimestampInputSchema } from '../../platform/http/schemas.js'
 import { folderIdVisibleSql } from '../folders/index.js'

@@ -1,7 +1,7 @@
 import { type Expression, type RawBuilder, sql } from 'kysely'
-import { grantAllows, grantAllowsWhen, rowGranteeMatches } from '../access/access-rule.js'
-import type { Actor } from '../auth/actor.js'
-import { can } from '../auth/permissions.js'
+import { grantAllows, grantAllowsWhen, rowGranteeMatches } from '../../platform/access/access-rule.js'
+import type { Actor } from '../../platform/auth/actor.js'
+import { can } from '../../platform/auth/permissions.js'
 
 /**
  * Who a visibility predicate is about. The content rule (module permission, the record's grants,

@@ -1,16 +1,21 @@
-import { composedTable } from '../composition.js'
+import { composedTable } from '../../platform/composition.js'
 import { type RawBuilder, sql } from 'kysely'
 import { Type } from 'typebox'
-import type { Actor } from '../auth/actor.js'
-import { can } from '../auth/permissions.js'
-import type { Db } from '../db/schema.js'
-import { withWorkMem } from '../db/work-mem.js'
-import { recordDomainEvent } from '../events/domain-events.js'
-import { AppError, forbidden, invalidField, notFound } from '../http/errors.js'
-import { Nullable, TimestampSchema } from '../http/schemas.js'
-import { enqueue, jobOf, type JobHandlers } from '../jobs/jobs.js'
-import { defineResource, type CustomFilter, type QueryContext, type RelationDef } from '../query/resource.js'
-import { recordSyncWrites } from '../sync/change-log.js'
+import type { Actor } from '../../platform/auth/actor.js'
+import { can } from '../../platform/auth/permissions.js'
+import type { Db } from '../../platform/db/schema.js'
+import { withWorkMem } from '../../platform/db/work-mem.js'
+import { recordDomainEvent } from '../../platform/events/domain-events.js'
+import { AppError, forbidden, invalidField, notFound } from '../../platform/http/errors.js'
+import { Nullable, TimestampSchema } from '../../platform/http/schemas.js'
+import { enqueue, jobOf, type JobHandlers } from '../../platform/jobs/jobs.js'
+import {
+  defineResource,
+  type CustomFilter,
+  type QueryContext,
+  type RelationDef,
+} from '../../platform/query/resource.js'
+import { recordSyncWrites } from '../../platform/sync/change-log.js'
 import type { Principal } from './content-access.js'
 import { type ContentChange, type ContentResource, type ContentRow, contentRow } from './content-resource.js'
 
@@ -634,7 +639,7 @@ export function defineReading(decl: ReadingDeclaration, content: ContentResource
 
 export type Reading = ReturnType<typeof defineReading>
 
-declare module '../app-module.js' {
+declare module '../../platform/app-module.js' {
   interface AppModule {
     /** The content kinds with publishing and reading confirmations this module owns, by alias (publish job). */
     contentReadings?: Record<string, Reading>
