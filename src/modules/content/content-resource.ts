@@ -2,23 +2,20 @@ import type { Readable } from 'node:stream'
 import { type Expression, type Kysely, type RawBuilder, sql } from 'kysely'
 import type { TSchema } from 'typebox'
 import type { Actor } from '../../platform/auth/actor.js'
-import type { Db } from '../../platform/db/schema.js'
+import type { Db, FolderType } from '../../platform/db/schema.js'
 import { recordDomainEvent } from '../../platform/events/domain-events.js'
 import { FieldErrorCollector, forbidden, notFound } from '../../platform/http/errors.js'
 import type { RawListQuery } from '../../platform/query/parse-query.js'
 import { defineResource, type FieldDef, type ResourceDef } from '../../platform/query/resource.js'
 import { listResource, showResource } from '../../platform/query/run-query.js'
 import type { ViewChain } from '../../platform/access/view-chain.js'
-import { actorPrincipal, type FolderIdVisibleSql, type Principal, userSetPrincipal } from './content-access.js'
+import { isUsableFolder } from '../folders/index.js'
+import { actorPrincipal, type Principal, userSetPrincipal } from './content-access.js'
 
 /** A content record's folder column (contract 30): a folder of one type whose visibility it inherits. */
 export interface ContentFolder {
   column: string
-  type: string
-  /** Module of the folder type (`infoboardChannel` → `infoboard`), for the set-based viewer rule. */
-  module: string
-  /** The folders module's `folderIdVisibleSql`. */
-  visibleSql: FolderIdVisibleSql
+  type: FolderType
 }
 
 export type ContentRow = Record<string, unknown> & { id: number; user_id: number | null }
@@ -232,7 +229,7 @@ export function defineContent(decl: ContentDeclaration): ContentResource {
 
   // a nested record's principal checks its parent's folder with the folder rule too (not `true`)
   const folderOfRecords = decl.folder ?? decl.parent?.resource.folderOfRecords
-  const principal = (actor: Actor) => actorPrincipal(actor, folderOfRecords?.visibleSql ?? (() => sql<boolean>`true`))
+  const principal = (actor: Actor) => actorPrincipal(actor)
   const ctx = (db: Db, actor: Actor) => ({ db, tenantId: actor.tenantId, actor })
 
   /** Records of the tenant visible to the actor, as a query builder under alias `c`. */
@@ -288,11 +285,8 @@ export function defineContent(decl: ContentDeclaration): ContentResource {
     }
     const folder = decl.folder
     const folderId = folder ? values[folder.column] : undefined
-    if (folder && typeof folderId === 'number') {
-      const { rows } = await sql`select 1 from folders f where f.tenant_id = ${actor.tenantId} and f.id = ${folderId}
-        and f.type = ${folder.type} and ${folder.visibleSql(actor, sql.ref('f.id'))}`.execute(db)
-      if (rows.length === 0) errors.add(folder.column, `no such ${folder.type} folder`)
-    }
+    if (folder && typeof folderId === 'number' && !(await isUsableFolder(db, actor, folder.type, folderId)))
+      errors.add(folder.column, `no such ${folder.type} folder`)
   }
 
   async function recordChange(trx: Db, actor: Actor, kind: ChangeKind, row: ContentRow, data: Record<string, unknown>) {
@@ -433,7 +427,7 @@ export function defineContent(decl: ContentDeclaration): ContentResource {
 
   /** SQL: the scanned user row `vu` (role `vr`) can view record `id`: `visibleTo` with the user-set principal. */
   function viewedBySql(tenantId: number, id: number): RawBuilder<boolean> {
-    const p = userSetPrincipal(tenantId, folderOfRecords?.module)
+    const p = userSetPrincipal(tenantId, folderOfRecords?.type)
     return sql<boolean>`exists (
       select 1 from ${table} as v where v.tenant_id = ${tenantId} and v.id = ${id} and ${visibleTo(p, 'v')})`
   }

@@ -2,7 +2,6 @@ import { sql } from 'kysely'
 import { Type } from 'typebox'
 import { defineContent, contentBodies } from '../content/index.js'
 import { IdSchema, Nullable } from '../../platform/http/schemas.js'
-import { folderIdVisibleSql } from '../folders/index.js'
 
 /** Forms, optionally in a form folder whose visibility they inherit. */
 export const forms = defineContent({
@@ -12,7 +11,7 @@ export const forms = defineContent({
   label: 'Form',
   titleColumn: 'name',
   fields: { name: { type: 'string' }, folder_id: { type: 'id' } },
-  folder: { column: 'folder_id', type: 'form', module: 'forms', visibleSql: folderIdVisibleSql },
+  folder: { column: 'folder_id', type: 'form' },
   appPath: (row) => `/forms/${row.id}`,
 })
 

@@ -12,7 +12,6 @@ import {
 } from '../content/index.js'
 import type { Db } from '../../platform/db/schema.js'
 import { IdSchema, TimestampInputSchema } from '../../platform/http/schemas.js'
-import { folderIdVisibleSql } from '../folders/index.js'
 import { enqueueNotifications, sanitizeNotificationBody } from '../notifications/index.js'
 
 export const INFOBOARD_POST_VIEWERS = 'infoboardPost:viewers'
@@ -38,7 +37,7 @@ export const infoboardPosts = defineContent({
     body: { type: 'string' },
     ...parts.fields,
   },
-  folder: { column: 'channel_id', type: 'infoboardChannel', module: 'infoboard', visibleSql: folderIdVisibleSql },
+  folder: { column: 'channel_id', type: 'infoboardChannel' },
   viewRule: parts.viewRule,
   relations: parts.relations,
   defaultRelations: [...parts.defaultRelations],
