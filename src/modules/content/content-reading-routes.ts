@@ -8,7 +8,8 @@ import { applyListQuery, presentRows } from '../../platform/query/apply-query.js
 import { listQuerySchema } from '../../platform/query/list-query-schema.js'
 import { parseListQuery } from '../../platform/query/parse-query.js'
 import { listResource } from '../../platform/query/run-query.js'
-import { MyStateSchema, REACH_CSV_COLUMNS, type Reading, reachUserResource } from './content-reading.js'
+import { REACH_CSV_COLUMNS, reachUserResource } from './content-reach.resource.js'
+import { MyStateSchema, type Reading } from './content-reading.js'
 
 const Counts = {
   audience: Type.Integer(),

@@ -22,21 +22,20 @@ export {
 } from './content-routes.js'
 export { contentShareTarget } from './content-share-target.js'
 export { contentSyncSource } from './content-sync.js'
+export { defineReading, readingBodyFields, readingContentParts, type ReadingDeclaration } from './content-reading.js'
 export {
-  CONTENT_REMINDER_RECIPIENTS,
-  defineReading,
   PUBLISH_JOB,
   type PublishPayload,
   publishJobHandlers,
-  readingBodyFields,
-  readingContentParts,
-  type ReadingDeclaration,
-  readReachDetail,
   REMIND_JOB,
   type RemindPayload,
-  reminderRecipientsSql,
   runPublishJob,
   runRemindJob,
+} from './content-reading.jobs.js'
+export {
+  CONTENT_REMINDER_RECIPIENTS,
+  readReachDetail,
+  reminderRecipientsSql,
   writeReachDetail,
-} from './content-reading.js'
+} from './content-reading.queries.js'
 export { readingRoutes } from './content-reading-routes.js'
