@@ -23,7 +23,7 @@ export function permissionsPage(): string {
     const direct = files.filter((f) => f.text.includes(`'${key}'`)).map((f) => `\`${f.name}\``)
     const module = key.split('.')[0]!
     if (direct.length === 0 && (CONTENT_MODULES as readonly string[]).includes(module))
-      return 'the content resource of the module (`src/platform/content/`), by `<module>.view` / `<module>.manage`'
+      return 'the content resource of the module (`src/modules/content/`), by `<module>.view` / `<module>.manage`'
     return direct.join(', ') || '—'
   }
   const lines = [
