@@ -281,8 +281,6 @@ const PLATFORM_NAMES_DOMAIN: Record<string, string> = {
     'the one numbered, forward-only history of every table (CONTRIBUTING-modules.md); applied migrations are frozen',
   'src/platform/access/access-rule.ts':
     "THE grant rule reads the grants (entity_permissions) and a user's departments; its home is to be entity-permissions",
-  'src/platform/sync/grant-access.ts':
-    'the change feed asks the grants (entity_permissions) which records an access change touched',
   'src/platform/audit/audit-log.ts':
     "the audit writer writes the audit module's audit_log; its subscriber is the only caller",
   'src/platform/auth/actor.ts': "an actor may be a SCIM token (scimTokenId, audited as 'scim:<id>')",
