@@ -254,7 +254,7 @@ test('one audit path: an audited change is a domain event; only the audit subscr
  * `platform/` knows no domain (issue 40, finding 4): no file under `src/platform/` names a module (a folder
  * of `src/modules/`, kebab or camel case, alone or as the head of `<module>.x` / `<module>:x`), a table
  * owned by a module (every table of the schema registry `TABLE_CLASSES` but `PLATFORM_TABLES`) or a
- * permission key (`PERMISSIONS` but `*`). "Names" means inside a string or the text of a template
+ * permission key (`PERMISSIONS` of the roles module, but `*`). "Names" means inside a string or the text of a template
  * literal (SQL, keys, event types), not in comments, imports or identifiers; a bare module name counts
  * in a one-word string (a key, a tag), not as a word of prose or SQL (a table is caught as a table).
  */
@@ -290,8 +290,6 @@ const PLATFORM_NAMES_DOMAIN: Record<string, string> = {
     "session activity is written beside the tokens (the identity module's table)",
   'src/platform/db/change-notices.ts':
     'the actor cache is invalidated by changes of users, roles, department_users, access_tokens',
-  'src/platform/auth/permissions.ts':
-    'the permission list (PERMISSIONS, PERMISSION_GRANTS, DEFAULT_ROLES): roles validate against it before any module is composed; to be composed from AppModule fields',
   'src/platform/http/openapi.ts': 'the OpenAPI tags and security schemes name the access and scim surfaces',
   'src/platform/limits/':
     "fair-use limits count a module's rows (users, automations, push_subscriptions, files) and key SCIM callers",
@@ -319,7 +317,7 @@ async function namedTexts(file: string): Promise<string[]> {
 
 test('platform/ names no module, no table of a module and no permission key (issue 40, finding 4)', async () => {
   const { TABLE_CLASSES } = await import('../src/platform/db/table-classes.js')
-  const { PERMISSIONS } = await import('../src/platform/auth/permissions.js')
+  const { PERMISSIONS } = await import('../src/modules/roles/index.js')
   const modules = (await fs.readdir(path.join(src, 'modules'), { withFileTypes: true }))
     .filter((entry) => entry.isDirectory())
     .flatMap((entry) => [entry.name, entry.name.replace(/-(\w)/g, (_, c: string) => c.toUpperCase())])

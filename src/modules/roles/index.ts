@@ -3,6 +3,7 @@ import { rolesRoutes } from './roles.routes.js'
 import { createRolesService } from './roles.service.js'
 
 export { findRoleActive } from './roles.queries.js'
+export { CONTENT_MODULES, DEFAULT_ROLES, isKnownPermission, PERMISSION_GRANTS, PERMISSIONS } from './permissions.js'
 
 export const rolesModule: AppModule = {
   name: 'roles',
