@@ -259,3 +259,103 @@ test('one audit path: an audited change is a domain event; only the audit subscr
   }
   assert.deepEqual(offenders, [], "record a domain event (recordDomainEvent) in the change's transaction instead")
 })
+
+/**
+ * `platform/` knows no domain (issue 40, finding 4): no file under `src/platform/` names a module (a folder
+ * of `src/modules/`, kebab or camel case, alone or as the head of `<module>.x` / `<module>:x`), a table
+ * owned by a module (every table of the schema registry `TABLE_CLASSES` but `PLATFORM_TABLES`) or a
+ * permission key (`PERMISSIONS` of the roles module, but `*`). "Names" means inside a string or the text of a template
+ * literal (SQL, keys, event types), not in comments, imports or identifiers; a bare module name counts
+ * in a one-word string (a key, a tag), not as a word of prose or SQL (a table is caught as a table).
+ */
+const PLATFORM_TABLES: Record<string, string> = {
+  kysely_migration: 'the migrator (platform/db/migrate.ts)',
+  kysely_migration_lock: 'the migrator (platform/db/migrate.ts)',
+  domain_events: 'the event log (platform/events)',
+  signing_keys: 'the signing keys (platform/keys)',
+  push_vapid_keys: 'the VAPID keys (platform/keys)',
+  outbound_host_leases: 'per-host delivery slots (platform/outbound-http)',
+  rate_limit_counters: 'the rate limiter (platform/limits)',
+  tenant_limits: 'the fair-use limits (platform/limits)',
+  sync_clocks: 'the change feed clock (platform/sync)',
+  sync_changes: 'the change log (platform/sync)',
+  sync_access_changes: 'the change log of access changes (platform/sync)',
+}
+
+/**
+ * Files and folders under `src/platform/` that still name domain words, with why: this list only
+ * shrinks. A key ending in `/` covers a folder.
+ */
+const PLATFORM_NAMES_DOMAIN: Record<string, string> = {
+  'src/platform/db/migrations/':
+    'the one numbered, forward-only history of every table (CONTRIBUTING-modules.md); applied migrations are frozen',
+  'src/platform/access/access-rule.ts':
+    "THE grant rule reads the grants (entity_permissions) and a user's departments; its home is to be entity-permissions",
+  'src/platform/audit/audit-log.ts':
+    "the audit writer writes the audit module's audit_log; its subscriber is the only caller",
+  'src/platform/auth/actor.ts': "an actor may be a SCIM token (scimTokenId, audited as 'scim:<id>')",
+  'src/platform/auth/authenticate.ts': 'the actor is read from users, roles, department_users and access_tokens',
+  'src/platform/auth/tokens.ts': 'access tokens are issued for users (users, user_totp)',
+  'src/platform/auth/session-activity.ts':
+    "session activity is written beside the tokens (the identity module's table)",
+  'src/platform/db/change-notices.ts':
+    'the actor cache is invalidated by changes of users, roles, department_users, access_tokens',
+  'src/platform/http/openapi.ts': 'the OpenAPI tags and security schemes name the access and scim surfaces',
+  'src/platform/limits/':
+    "fair-use limits count a module's rows (users, automations, push_subscriptions, files) and key SCIM callers",
+  'src/platform/offboarding/': 'tenant offboarding and backup read and write the tenants row itself',
+  'src/platform/privacy/personal-data.ts':
+    "a user's personal data across the tables holding it (GDPR export and erasure)",
+}
+
+const FILE_EXTENSIONS = new Set(['md', 'json', 'jsonl', 'csv', 'ts', 'js', 'sql', 'html'])
+
+/** The strings and template-literal texts of a source file (what it names), without comments or imports. */
+async function namedTexts(file: string): Promise<string[]> {
+  const text = await fs.readFile(file, 'utf8')
+  const out: string[] = []
+  const visit = (node: ts.Node): void => {
+    if (ts.isImportDeclaration(node) || ts.isExportDeclaration(node)) return
+    if (ts.isStringLiteralLike(node)) out.push(node.text)
+    else if (ts.isTemplateHead(node) || ts.isTemplateMiddle(node) || ts.isTemplateTail(node)) out.push(node.text)
+    else if (ts.isCallExpression(node) && node.expression.kind === ts.SyntaxKind.ImportKeyword) return
+    node.forEachChild(visit)
+  }
+  visit(ts.createSourceFile(file, text, ts.ScriptTarget.Latest, true))
+  return out
+}
+
+test('platform/ names no module, no table of a module and no permission key (issue 40, finding 4)', async () => {
+  const { TABLE_CLASSES } = await import('../src/platform/db/table-classes.js')
+  const { PERMISSIONS } = await import('../src/modules/roles/index.js')
+  const modules = (await fs.readdir(path.join(src, 'modules'), { withFileTypes: true }))
+    .filter((entry) => entry.isDirectory())
+    .flatMap((entry) => [entry.name, entry.name.replace(/-(\w)/g, (_, c: string) => c.toUpperCase())])
+  const tables = Object.keys(TABLE_CLASSES).filter((table) => !(table in PLATFORM_TABLES))
+  const permissions = new Set(PERMISSIONS.filter((permission) => permission !== '*'))
+  const offenders: string[] = []
+  const excused = new Set<string>()
+  for (const file of await sourceFiles(path.join(src, 'platform'))) {
+    const relative = path.relative(root, file).split(path.sep).join('/')
+    const exception = Object.keys(PLATFORM_NAMES_DOMAIN).find((key) =>
+      key.endsWith('/') ? relative.startsWith(key) : relative === key,
+    )
+    const named = new Set<string>()
+    for (const text of await namedTexts(file)) {
+      for (const word of text.match(/[A-Za-z_][\w-]*(?:[.:][\w*]+)?/g) ?? []) {
+        const [head, tail] = word.split(/[.:]/)
+        if (tail && FILE_EXTENSIONS.has(tail)) continue
+        if (permissions.has(word)) named.add(`permission ${word}`)
+        else if (word !== head ? modules.includes(head) : modules.includes(word) && !/\s/.test(text))
+          named.add(`module ${word}`)
+      }
+      for (const table of tables) if (new RegExp(`\\b${table}\\b`).test(text)) named.add(`table ${table}`)
+    }
+    if (named.size === 0) continue
+    if (exception) excused.add(exception)
+    else offenders.push(`${relative}: ${[...named].sort().join(', ')}`)
+  }
+  assert.deepEqual(offenders, [], 'pass the domain in through AppModule fields or parameters from the module')
+  // an exception no file needs any more is dropped from the list
+  assert.deepEqual([...excused].sort(), Object.keys(PLATFORM_NAMES_DOMAIN).sort())
+})

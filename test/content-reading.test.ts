@@ -13,7 +13,7 @@ import {
   runRemindJob,
   type PublishPayload,
   type RemindPayload,
-} from '../src/platform/content/content-reading.js'
+} from '../src/modules/content/index.js'
 import type { FanOutPayload } from '../src/modules/notifications/sending/fan-out.js'
 import { runFanOut } from '../src/modules/notifications/notifications.jobs.js'
 import { call, instrumentTestApp, testConfig } from './helpers/build-test-app.js'
@@ -766,4 +766,35 @@ test('manual entries: drafts hidden, seen and confirmation as for posts', async 
   assert.deepEqual(await eventsOf(tenant, 'manuals.entry.published'), [entry.id])
   const reach = await call(server, tenant.adminToken, { method: 'GET', url: `/api/manuals/entries/${entry.id}/reach` })
   assert.equal(reach.json().confirmed, 1)
+})
+
+test('reach: a post in a channel below a restricted one reaches only who may view every channel on the path (the folders rule, set-based)', async () => {
+  const server = await app
+  const tenant = await given.tenant(db)
+  const parent = await given.folder(db, tenant, { type: 'infoboardChannel' })
+  const child = await given.folder(db, tenant, { type: 'infoboardChannel', parentId: parent })
+  const member = await given.user(db, tenant, { last_name: 'Member' })
+  const childOnly = await given.user(db, tenant, { last_name: 'ChildOnly' })
+  const outsider = await given.user(db, tenant, { last_name: 'Outsider' })
+  await given.grant(db, tenant, { key: 'view', to: ['user', member.id], on: ['folder', parent] })
+  await given.grant(db, tenant, { key: 'view', to: ['user', member.id], on: ['folder', child] })
+  await given.grant(db, tenant, { key: 'view', to: ['user', childOnly.id], on: ['folder', child] })
+
+  const p = await post(tenant, tenant.adminToken, { channel_id: child, title: 't', body: 'b' })
+  const people = await call(server, tenant.adminToken, {
+    method: 'GET',
+    url: `/api/infoboard/posts/${p.id}/reach/users`,
+  })
+
+  assert.equal(people.statusCode, 200, people.body)
+  const ids = (people.json() as Array<{ id: number }>).map((u) => u.id).sort((a, b) => a - b)
+  assert.deepEqual(
+    ids,
+    [tenant.adminId, member.id].sort((a, b) => a - b),
+  )
+  // one actor sees the same: the parent's grants leave childOnly out, the child's leave the outsider out
+  const show = (token: string) => call(server, token, { method: 'GET', url: `/api/infoboard/posts/${p.id}` })
+  assert.equal((await show(member.token)).statusCode, 200)
+  assert.equal((await show(childOnly.token)).statusCode, 404)
+  assert.equal((await show(outsider.token)).statusCode, 404)
 })

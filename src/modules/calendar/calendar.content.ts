@@ -1,6 +1,5 @@
 import { Type } from 'typebox'
-import { defineContent } from '../../platform/content/content-resource.js'
-import { contentBodies } from '../../platform/content/content-routes.js'
+import { defineContent, contentBodies } from '../content/index.js'
 import { TimestampInputSchema } from '../../platform/http/schemas.js'
 
 /** Stored (`YYYY-MM-DD HH:MM:SS`, UTC) or submitted (ISO 8601) timestamp → epoch ms. */

@@ -1,7 +1,5 @@
 import type { AppModule } from '../../platform/app-module.js'
-import { contentRoutes } from '../../platform/content/content-routes.js'
-import { contentShareTarget } from '../../platform/content/content-share-target.js'
-import { contentSyncSource } from '../../platform/content/content-sync.js'
+import { contentRoutes, contentShareTarget, contentSyncSource } from '../content/index.js'
 import { contentTarget } from '../entity-permissions/index.js'
 import { actorFromGrantToken } from '../shared-items/index.js'
 import { calendarEventBodies, calendarEvents } from './calendar.content.js'

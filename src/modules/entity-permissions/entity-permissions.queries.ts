@@ -269,3 +269,11 @@ export async function contentRecordColumns(
   )
   return rows
 }
+
+/** How many `view` grants one target carries (after the caller's changes in its transaction). */
+export async function countViewGrantsOnTarget(db: Db, tenantId: number, entity: string, id: string): Promise<number> {
+  const { rows } = await sql<{ n: number }>`select count(*)::int as n from entity_permissions
+    where tenant_id = ${tenantId} and target_entity = ${entity} and target_entity_id = ${id}
+      and key = 'view'`.execute(db)
+  return Number(rows[0]?.n ?? 0)
+}

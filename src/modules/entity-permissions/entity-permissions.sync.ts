@@ -3,8 +3,8 @@ import { reserveIds } from '../../platform/db/database.js'
 import type { Db } from '../../platform/db/schema.js'
 import { recordDomainEvents, type DomainEvent } from '../../platform/events/domain-events.js'
 import { FieldErrorCollector, notFound } from '../../platform/http/errors.js'
-import { recordGrantAccessChanges } from '../../platform/sync/grant-access.js'
 import * as queries from './entity-permissions.queries.js'
+import { recordGrantAccessChanges } from './grant-access-changes.js'
 import { presentGrant } from './entity-permissions.resource.js'
 import {
   PERMISSION_ENTITIES,

@@ -1,6 +1,5 @@
 import { Type } from 'typebox'
-import { defineContent } from '../../platform/content/content-resource.js'
-import { contentBodies } from '../../platform/content/content-routes.js'
+import { defineContent, contentBodies } from '../content/index.js'
 import { conflict } from '../../platform/http/errors.js'
 import { IdSchema, Nullable } from '../../platform/http/schemas.js'
 import { directoryHoldsAnything } from './filemanager.queries.js'

@@ -14,7 +14,7 @@ export function viewableFolderTypes(actor: Pick<Actor, 'permissions'>): FolderTy
 
 /**
  * SQL: no folder on the row's path (its ancestors and itself) carries `view` grants that exclude the
- * actor — view grants are effective down the tree. One index scan per row: the view grants whose
+ * viewer (one actor, or each user of a scan: `allowsView`) — view grants are effective down the tree. One index scan per row: the view grants whose
  * target is on the path (`= any(path)` on the grants' unique index); a folder without any such grant
  * (most) costs nothing more, and only a folder on the path that carries grants is decided by THE
  * access rule (`grantAllows`). No per-request set, no per-row walk of the tree
@@ -23,14 +23,17 @@ export function viewableFolderTypes(actor: Pick<Actor, 'permissions'>): FolderTy
  * restricted folder of the tenant, then filters the pairs, and its generic plan did after an analyze
  * (2.1 ms instead of 0.4 for 50 folders of the small tenant; decision 0005, ninth pass).
  */
-function notBlockedByPath(actor: Actor, alias: string): RawBuilder<boolean> {
+function notBlockedByPath(tenantId: number, alias: string, allowsView: AllowsView): RawBuilder<boolean> {
   return sql<boolean>`not exists (
     select 1 from entity_permissions restricting
-    where restricting.tenant_id = ${actor.tenantId} and restricting.target_entity = 'folder'
+    where restricting.tenant_id = ${tenantId} and restricting.target_entity = 'folder'
       and restricting.target_entity_id = any(${sql.ref(`${alias}.path`)}::text[]) and restricting.key = 'view'
-      and not ${grantAllows(actor, 'view', 'folder', sql.ref('restricting.target_entity_id'))}
+      and not ${allowsView(sql.ref('restricting.target_entity_id'))}
     offset 0)`
 }
+
+/** THE access rule for `view` on the folder `folderId`, for whoever the predicate is about. */
+type AllowsView = (folderId: Expression<unknown>) => RawBuilder<boolean>
 
 /**
  * SQL predicate: the folder row under `alias` is visible to the actor (contract 00 §6): the
@@ -41,7 +44,8 @@ export function folderVisibleSql(actor: Actor, alias = 'f'): RawBuilder<boolean>
   if (types.length === 0) return sql<boolean>`false`
   const typeCheck = sql<boolean>`${sql.ref(`${alias}.type`)} in (${sql.join(types)})`
   if (actor.isAdmin) return typeCheck
-  return sql<boolean>`(${typeCheck} and ${notBlockedByPath(actor, alias)})`
+  const allowsView: AllowsView = (folderId) => grantAllows(actor, 'view', 'folder', folderId)
+  return sql<boolean>`(${typeCheck} and ${notBlockedByPath(actor.tenantId, alias, allowsView)})`
 }
 
 /**
@@ -52,6 +56,33 @@ export function folderIdVisibleSql(actor: Actor, folderId: Expression<unknown>):
   return sql<boolean>`(${folderId} is null or exists (
     select 1 from folders vf where vf.tenant_id = ${actor.tenantId} and vf.id = ${folderId} and ${folderVisibleSql(actor, 'vf')}
   ))`
+}
+
+/**
+ * Each user of a scan at once (the content module's "who can view X", set-based): the user's role
+ * permissions as SQL (`can`), and THE access rule with the grantee taken from the scanned row
+ * (`allowsView`). Administrators are not special here: the caller's rule lets `*` through.
+ */
+export interface FolderViewerSet {
+  can(permission: string): RawBuilder<boolean>
+  allowsView: AllowsView
+}
+
+/**
+ * SQL predicate, `folderIdVisibleSql` for each user of a scan: a record in folder `folderId` of `type`
+ * (null → no folder restriction) is visible when the user holds the type's view permission and no
+ * folder on the path carries view grants that leave the user out (the same path rule as for one actor).
+ */
+export function folderIdVisibleToEachSql(
+  tenantId: number,
+  folderId: Expression<unknown>,
+  type: FolderType | undefined,
+  viewers: FolderViewerSet,
+): RawBuilder<boolean> {
+  const typeCheck = type ? viewers.can(viewPermission(type)) : sql<boolean>`true`
+  return sql<boolean>`(${folderId} is null or exists (
+    select 1 from folders vf where vf.tenant_id = ${tenantId} and vf.id = ${folderId}
+      and ${typeCheck} and ${notBlockedByPath(tenantId, 'vf', viewers.allowsView)}))`
 }
 
 /**

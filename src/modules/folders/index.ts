@@ -10,6 +10,8 @@ export { folderReference, type FolderReference } from './folder-references.js'
 export {
   folderVisibleSql,
   folderIdVisibleSql,
+  folderIdVisibleToEachSql,
+  type FolderViewerSet,
   viewableFolderTypes,
   isUsableFolder,
 } from './folders-visibility.queries.js'

@@ -1,8 +1,6 @@
 import { Type } from 'typebox'
-import { defineContent } from '../../platform/content/content-resource.js'
-import { contentBodies } from '../../platform/content/content-routes.js'
+import { defineContent, contentBodies } from '../content/index.js'
 import { IdSchema, Nullable } from '../../platform/http/schemas.js'
-import { folderIdVisibleSql } from '../folders/index.js'
 import { formMessagesViewRule } from './forms.queries.js'
 
 /** Forms, optionally in a form folder whose visibility they inherit. */
@@ -13,7 +11,7 @@ export const forms = defineContent({
   label: 'Form',
   titleColumn: 'name',
   fields: { name: { type: 'string' }, folder_id: { type: 'id' } },
-  folder: { column: 'folder_id', type: 'form', module: 'forms', visibleSql: folderIdVisibleSql },
+  folder: { column: 'folder_id', type: 'form' },
   appPath: (row) => `/forms/${row.id}`,
 })
 

@@ -1,5 +1,5 @@
 import { sql } from 'kysely'
-import type { Principal } from '../../platform/content/content-resource.js'
+import type { Principal } from '../content/index.js'
 
 /**
  * SQL: whether the principal may read the form messages at `alias`: the `viewFormMessages` rule on

@@ -7,11 +7,11 @@ import {
   readReachDetail,
   reminderRecipientsSql,
   writeReachDetail,
-} from '../../platform/content/content-reading.js'
-import { readingRoutes } from '../../platform/content/content-reading-routes.js'
-import { contentRoutes } from '../../platform/content/content-routes.js'
-import { contentShareTarget } from '../../platform/content/content-share-target.js'
-import { contentSyncSource } from '../../platform/content/content-sync.js'
+  readingRoutes,
+  contentRoutes,
+  contentShareTarget,
+  contentSyncSource,
+} from '../content/index.js'
 import { errorResponses } from '../../platform/http/schemas.js'
 import { contentTarget } from '../entity-permissions/index.js'
 import { folderReference } from '../folders/index.js'

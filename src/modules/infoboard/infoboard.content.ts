@@ -1,16 +1,16 @@
 import { Type } from 'typebox'
-import { type ContentChange, defineContent } from '../../platform/content/content-resource.js'
-import { contentBodies } from '../../platform/content/content-routes.js'
 import {
+  type ContentChange,
+  defineContent,
+  contentBodies,
   CONTENT_REMINDER_RECIPIENTS,
   defineReading,
   readingBodyFields,
   readingContentParts,
   type ReadingDeclaration,
-} from '../../platform/content/content-reading.js'
+} from '../content/index.js'
 import type { Db } from '../../platform/db/schema.js'
 import { IdSchema, TimestampInputSchema } from '../../platform/http/schemas.js'
-import { folderIdVisibleSql } from '../folders/index.js'
 import { enqueueNotifications, sanitizeNotificationBody } from '../notifications/index.js'
 import { commentCreateRule } from './infoboard.queries.js'
 
@@ -37,7 +37,7 @@ export const infoboardPosts = defineContent({
     body: { type: 'string' },
     ...parts.fields,
   },
-  folder: { column: 'channel_id', type: 'infoboardChannel', module: 'infoboard', visibleSql: folderIdVisibleSql },
+  folder: { column: 'channel_id', type: 'infoboardChannel' },
   viewRule: parts.viewRule,
   relations: parts.relations,
   defaultRelations: [...parts.defaultRelations],

@@ -1,5 +1,5 @@
 import { sql } from 'kysely'
-import type { Principal } from '../../platform/content/content-resource.js'
+import type { Principal } from '../content/index.js'
 
 /** SQL: whether the principal may comment on the post at `post`: comments on, and the `comment` rule of the post and its channel. */
 export const commentCreateRule = (p: Principal, post: string) =>

@@ -1,15 +1,15 @@
 import type { AppModule } from '../../platform/app-module.js'
-import { contentRoutes } from '../../platform/content/content-routes.js'
-import { contentShareTarget } from '../../platform/content/content-share-target.js'
-import { contentSyncSource } from '../../platform/content/content-sync.js'
-import { contentTarget } from '../entity-permissions/index.js'
-import { grantTokenActorFor } from '../shared-items/index.js'
 import {
+  contentRoutes,
+  contentShareTarget,
+  contentSyncSource,
   CONTENT_REMINDER_RECIPIENTS,
   publishJobHandlers,
   reminderRecipientsSql,
-} from '../../platform/content/content-reading.js'
-import { readingRoutes } from '../../platform/content/content-reading-routes.js'
+  readingRoutes,
+} from '../content/index.js'
+import { contentTarget } from '../entity-permissions/index.js'
+import { grantTokenActorFor } from '../shared-items/index.js'
 import {
   chapterBodies,
   entryBodies,

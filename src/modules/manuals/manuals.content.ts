@@ -1,13 +1,13 @@
 import { Type } from 'typebox'
-import { defineContent } from '../../platform/content/content-resource.js'
-import { contentBodies } from '../../platform/content/content-routes.js'
 import {
+  defineContent,
+  contentBodies,
   CONTENT_REMINDER_RECIPIENTS,
   defineReading,
   readingBodyFields,
   readingContentParts,
   type ReadingDeclaration,
-} from '../../platform/content/content-reading.js'
+} from '../content/index.js'
 import { TimestampInputSchema } from '../../platform/http/schemas.js'
 import { enqueueNotifications } from '../notifications/index.js'
 

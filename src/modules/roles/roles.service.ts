@@ -1,12 +1,7 @@
 import type { AppDeps } from '../../platform/app-module.js'
 import { diff } from '../../platform/audit/audit-log.js'
 import { actingUserId, type Actor } from '../../platform/auth/actor.js'
-import {
-  exceedsOwnPermissions,
-  holdsEvery,
-  isKnownPermission,
-  PERMISSION_BEYOND_ACTOR,
-} from '../../platform/auth/permissions.js'
+import { exceedsOwnPermissions, holdsEvery, PERMISSION_BEYOND_ACTOR } from '../../platform/auth/permissions.js'
 import { requirePermission } from '../../platform/auth/require-permission.js'
 import { downgradeToMfaEnrollment } from '../../platform/auth/tokens.js'
 import { conflict, FieldErrorCollector, invalidField, notFound } from '../../platform/http/errors.js'
@@ -16,6 +11,7 @@ import type { Db } from '../../platform/db/schema.js'
 import { recordDomainEvent } from '../../platform/events/domain-events.js'
 import { recordSyncWrites } from '../../platform/sync/change-log.js'
 import { isUsableFolder } from '../folders/index.js'
+import { isKnownPermission } from './permissions.js'
 import * as queries from './roles.queries.js'
 import { roleResource } from './roles.resource.js'
 import type { CreateRoleBody, UpdateRoleBody } from './roles.schemas.js'

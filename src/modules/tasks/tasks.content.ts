@@ -1,8 +1,6 @@
 import { Type } from 'typebox'
-import { defineContent } from '../../platform/content/content-resource.js'
-import { contentBodies } from '../../platform/content/content-routes.js'
+import { defineContent, contentBodies } from '../content/index.js'
 import { IdSchema, Nullable, TimestampInputSchema } from '../../platform/http/schemas.js'
-import { folderIdVisibleSql } from '../folders/index.js'
 
 /** Task executions, optionally in a taskTemplate folder whose visibility they inherit. */
 export const taskExecutions = defineContent({
@@ -17,7 +15,7 @@ export const taskExecutions = defineContent({
     due_at: { type: 'timestamp' },
     done_at: { type: 'timestamp' },
   },
-  folder: { column: 'folder_id', type: 'taskTemplate', module: 'taskTemplates', visibleSql: folderIdVisibleSql },
+  folder: { column: 'folder_id', type: 'taskTemplate' },
   appPath: (row) => `/tasks/executions/${row.id}`,
 })
 

@@ -1,6 +1,6 @@
 import { sql } from 'kysely'
 import type { Db } from '../../platform/db/schema.js'
-import { DEFAULT_ROLES } from '../../platform/auth/permissions.js'
+import { DEFAULT_ROLES } from '../roles/index.js'
 
 export const insertTenant = (db: Db, slug: string, name: string) =>
   db.insertInto('tenants').values({ slug, name }).returning(['id', 'slug']).executeTakeFirstOrThrow()

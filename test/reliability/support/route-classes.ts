@@ -1,5 +1,5 @@
 import FormData from 'form-data'
-import { PERMISSIONS } from '../../../src/platform/auth/permissions.js'
+import { PERMISSIONS } from '../../../src/modules/roles/index.js'
 import type { TenantFixtures } from './fixtures.js'
 
 /**

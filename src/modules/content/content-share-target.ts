@@ -1,6 +1,6 @@
 import { sql, type RawBuilder, type SelectQueryBuilder } from 'kysely'
-import type { Actor } from '../auth/actor.js'
-import type { Db } from '../db/schema.js'
+import type { Actor } from '../../platform/auth/actor.js'
+import type { Db } from '../../platform/db/schema.js'
 import { contentRow, type ContentResource, type ContentRow } from './content-resource.js'
 
 /** Extra URL variants of a target (file content/download/poster), from its stored row. */

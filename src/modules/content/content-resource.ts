@@ -1,153 +1,28 @@
-import type { Readable } from 'node:stream'
 import { type Expression, type Kysely, type RawBuilder, sql } from 'kysely'
-import type { TSchema } from 'typebox'
-import type { Actor } from '../auth/actor.js'
-import type { Db } from '../db/schema.js'
-import { recordDomainEvent } from '../events/domain-events.js'
-import { FieldErrorCollector, forbidden, notFound } from '../http/errors.js'
-import type { RawListQuery } from '../query/parse-query.js'
-import { defineResource, type FieldDef, type ResourceDef } from '../query/resource.js'
-import { listResource, showResource } from '../query/run-query.js'
-import type { ViewChain } from '../access/view-chain.js'
-import { actorPrincipal, type FolderIdVisibleSql, type Principal, userSetPrincipal } from './content-access.js'
-
-/** A content record's folder column (contract 30): a folder of one type whose visibility it inherits. */
-export interface ContentFolder {
-  column: string
-  type: string
-  /** Module of the folder type (`infoboardChannel` → `infoboard`), for the set-based viewer rule. */
-  module: string
-  /** The folders module's `folderIdVisibleSql`. */
-  visibleSql: FolderIdVisibleSql
-}
-
-export type ContentRow = Record<string, unknown> & { id: number; user_id: number | null }
-export type ChangeKind = 'created' | 'updated' | 'deleted'
-export interface ContentChange {
-  kind: ChangeKind
-  actor: Actor
-  row: ContentRow
-  eventId: string
-  /** The written values as sent (after `prepare`), including non-column switches such as `notify`. */
-  values: Record<string, unknown>
-}
-
-export interface ContentDeclaration {
-  alias: string
-  table: string
-  /** `<module>.view` / `<module>.manage` govern the records. */
-  module: string
-  label: string
-  /** Output fields besides `id, user_id, created_at, updated_at`; their columns are the writable ones. */
-  fields: Record<string, FieldDef>
-  folder?: ContentFolder
-  /** The record lives inside another content record and is visible only where that one is. */
-  parent?: { column: string; resource: ContentResource }
-  /**
-   * The records form a tree by this column (a directory's `parent_id`): a `view` restriction on a
-   * record applies to every record below it, and to what lives in them, like folder trees (issue 33).
-   */
-  tree?: { column: string }
-  /** Body fields naming other content the requester must be able to view (else 422 on the field). */
-  references?: Record<string, ContentResource | 'self'>
-  /** Extra view condition (e.g. form messages: the form's `viewFormMessages` rule). */
-  viewRule?: (p: Principal, alias: string) => RawBuilder<boolean>
-  /** Who may create: `manage` (default) or viewers of the parent passing `createRule`. */
-  createBy?: { viewersOfParent: true; rule?: (p: Principal, parentAlias: string) => RawBuilder<boolean> }
-  /** The front-end path of a record (under APP_URL), from its stored columns. */
-  appPath: (row: ContentRow) => string
-  /** Field checks and normalization of written values (merged with the stored row on update). */
-  prepare?: (
-    values: Record<string, unknown>,
-    merged: Record<string, unknown>,
-    errors: FieldErrorCollector,
-  ) => Record<string, unknown>
-  /** Runs in the change's transaction after the domain event (e.g. queue notifications). */
-  afterChange?: (trx: Db, change: ContentChange) => Promise<void>
-  /** Runs in the delete's transaction before the row goes (e.g. refuse a non-empty directory). */
-  beforeDelete?: (trx: Db, actor: Actor, row: ContentRow) => Promise<void>
-  /** Title for shared-item `url_context`. */
-  titleColumn?: string
-  /** Relations of the output (e.g. the reader's own `my_state`), their response schemas, and which are loaded by default. */
-  relations?: ResourceDef['relations']
-  defaultRelations?: string[]
-  outputs?: Record<string, TSchema>
-  /** Filter keys that are not plain fields (e.g. `filter[confirmation]`). */
-  customFilters?: ResourceDef['customFilters']
-  /** Default list order (default `['id']`), e.g. pinned first. */
-  defaultSort?: string[]
-}
+import type { Actor } from '../../platform/auth/actor.js'
+import type { Db } from '../../platform/db/schema.js'
+import { recordDomainEvent } from '../../platform/events/domain-events.js'
+import { FieldErrorCollector, forbidden, notFound } from '../../platform/http/errors.js'
+import type { RawListQuery } from '../../platform/query/parse-query.js'
+import { defineResource, type FieldDef, type ResourceDef } from '../../platform/query/resource.js'
+import { listResource, showResource } from '../../platform/query/run-query.js'
+import type { ViewChain } from '../../platform/access/view-chain.js'
+import { isUsableFolder } from '../folders/index.js'
+import { actorPrincipal, type Principal, userSetPrincipal } from './content-access.js'
+import type {
+  ChangeKind,
+  ContentChange,
+  ContentDeclaration,
+  ContentFolder,
+  ContentResource,
+  ContentRow,
+  CreateOptions,
+} from './content-declaration.js'
 
 /** What a list's base is built from (`scope`: parent columns pinned to a value). */
 interface ListValues {
   actor: Actor
   scope: Record<string, unknown>
-}
-
-/** What a caller adds to one create. */
-export interface CreateOptions {
-  /**
-   * Runs in the create's transaction before the insert (e.g. a quota's check, which must see and lock
-   * what the tenant keeps in the same transaction); what it throws rolls the create back.
-   */
-  beforeInsert?: (trx: Db) => Promise<void>
-}
-
-/** What a content declaration yields: the rule, the service functions, and what other modules need. */
-export interface ContentResource {
-  alias: string
-  table: string
-  module: string
-  label: string
-  titleColumn?: string
-  resource: ResourceDef
-  columns: string[]
-  /** Response schemas of the declaration's relations (`outputs`). */
-  outputs: Record<string, TSchema>
-  /** The folder the records live in: their own, else their parent's (a comment's post's channel). */
-  folderOfRecords?: ContentFolder
-  visibleTo(p: Principal, alias: string): RawBuilder<boolean>
-  canView(db: Db, actor: Actor, id: number): Promise<boolean>
-  exists(db: Db, tenantId: number, id: number): Promise<boolean>
-  findVisible(db: Db, actor: Actor, id: number): Promise<ContentRow | undefined>
-  findStored(db: Db, tenantId: number, id: number): Promise<ContentRow | undefined>
-  findStoredForViewer(db: Db, actor: Actor, id: number): Promise<{ row: ContentRow; visible: boolean } | undefined>
-  /** SQL: the record under `alias` is visible to `actor` (`visibleTo` with the actor's principal). */
-  visibleToActor(actor: Actor, alias: string): RawBuilder<boolean>
-  /** SQL: the record `id` exists and `actor` can view it (`canView`'s query), for a statement that writes only if so. */
-  viewableSql(db: Db, actor: Actor, id: number): RawBuilder<boolean>
-  list(
-    db: Db,
-    actor: Actor,
-    query: RawListQuery,
-    scope?: Record<string, unknown>,
-  ): Promise<Readable | Record<string, unknown>[]>
-  show(
-    db: Db,
-    actor: Actor,
-    id: number,
-    query?: RawListQuery,
-    bypassVisibility?: boolean,
-  ): Promise<Record<string, unknown>>
-  create(
-    db: Db,
-    actor: Actor,
-    body: Record<string, unknown>,
-    trusted?: Record<string, unknown>,
-    options?: CreateOptions,
-  ): Promise<ContentRow>
-  update(db: Db, actor: Actor, id: number, body: Record<string, unknown>): Promise<ContentRow>
-  remove(db: Db, actor: Actor, id: number): Promise<ContentRow>
-  /**
-   * SQL: the user row `vu` (joined with its role as `vr`) can view record `id` — the content rule with the
-   * grantee taken from the row (`userSetPrincipal`); the reading audience evaluates it once per profile.
-   */
-  viewedBySql(tenantId: number, id: number): RawBuilder<boolean>
-  appUrl(appBase: string, row: ContentRow): string
-  deleteGrantsUnder(trx: Db, tenantId: number, parentId: number): Promise<void>
-  addChild(child: ContentResource): void
-  /** The parts `visibleTo` checks for one stored record (explain access); undefined when it does not exist. */
-  viewChain(db: Db, tenantId: number, id: number): Promise<ViewChain | undefined>
 }
 
 /** The content tables as Kysely sees them: a declaration names its table at run time, its rows are content rows. */
@@ -238,7 +113,7 @@ export function defineContent(decl: ContentDeclaration): ContentResource {
 
   // a nested record's principal checks its parent's folder with the folder rule too (not `true`)
   const folderOfRecords = decl.folder ?? decl.parent?.resource.folderOfRecords
-  const principal = (actor: Actor) => actorPrincipal(actor, folderOfRecords?.visibleSql ?? (() => sql<boolean>`true`))
+  const principal = (actor: Actor) => actorPrincipal(actor)
   const ctx = (db: Db, actor: Actor) => ({ db, tenantId: actor.tenantId, actor })
 
   /** Records of the tenant visible to the actor, as a query builder under alias `c`. */
@@ -308,11 +183,8 @@ export function defineContent(decl: ContentDeclaration): ContentResource {
     }
     const folder = decl.folder
     const folderId = folder ? values[folder.column] : undefined
-    if (folder && typeof folderId === 'number') {
-      const { rows } = await sql`select 1 from folders f where f.tenant_id = ${actor.tenantId} and f.id = ${folderId}
-        and f.type = ${folder.type} and ${folder.visibleSql(actor, sql.ref('f.id'))}`.execute(db)
-      if (rows.length === 0) errors.add(folder.column, `no such ${folder.type} folder`)
-    }
+    if (folder && typeof folderId === 'number' && !(await isUsableFolder(db, actor, folder.type, folderId)))
+      errors.add(folder.column, `no such ${folder.type} folder`)
   }
 
   async function recordChange(trx: Db, actor: Actor, kind: ChangeKind, row: ContentRow, data: Record<string, unknown>) {
@@ -453,7 +325,7 @@ export function defineContent(decl: ContentDeclaration): ContentResource {
 
   /** SQL: the scanned user row `vu` (role `vr`) can view record `id`: `visibleTo` with the user-set principal. */
   function viewedBySql(tenantId: number, id: number): RawBuilder<boolean> {
-    const p = userSetPrincipal(tenantId, folderOfRecords?.module)
+    const p = userSetPrincipal(tenantId, folderOfRecords?.type)
     return sql<boolean>`exists (
       select 1 from ${table} as v where v.tenant_id = ${tenantId} and v.id = ${id} and ${visibleTo(p, 'v')})`
   }
@@ -556,4 +428,5 @@ export function defineContent(decl: ContentDeclaration): ContentResource {
 }
 
 export type { Principal }
+export type { ChangeKind, ContentChange, ContentDeclaration, ContentFolder, ContentResource, ContentRow, CreateOptions }
 export const idRef = (alias: string, column: string): Expression<unknown> => sql.ref(`${alias}.${column}`)

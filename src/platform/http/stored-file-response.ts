@@ -1,6 +1,6 @@
 import { createReadStream } from 'node:fs'
 import type { FastifyReply, FastifyRequest } from 'fastify'
-import { AppError } from '../http/errors.js'
+import { AppError } from './errors.js'
 
 /** RFC 6266 `Content-Disposition`: an ASCII fallback no name can break, plus `filename*` in UTF-8. */
 export function contentDisposition(kind: 'inline' | 'attachment', fileName: string): string {

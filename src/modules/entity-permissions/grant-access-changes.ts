@@ -1,8 +1,8 @@
-import { sql } from 'kysely'
-import type { Db } from '../db/schema.js'
-import { type AccessScope, recordSyncWrites } from './change-log.js'
+import type { Db } from '../../platform/db/schema.js'
+import { type AccessScope, recordSyncWrites } from '../../platform/sync/change-log.js'
+import * as queries from './entity-permissions.queries.js'
 
-/** A grant as the entity-permissions module stores it. */
+/** A grant as this module stores it. */
 export interface GrantFacts {
   key: string
   permission_entity: string
@@ -32,10 +32,7 @@ export async function recordGrantAccessChanges(
   const scopes: AccessScope[] = []
   for (const targetGrants of byTarget.values()) {
     const { target_entity: entity, target_entity_id: id } = targetGrants[0]!
-    const { rows } = await sql<{ n: number }>`select count(*)::int as n from entity_permissions
-      where tenant_id = ${tenantId} and target_entity = ${entity} and target_entity_id = ${String(id)}
-        and key = 'view'`.execute(trx)
-    const remaining = Number(rows[0]?.n ?? 0)
+    const remaining = await queries.countViewGrantsOnTarget(trx, tenantId, entity, String(id))
     const opened = kind === 'deleted' && remaining === 0
     const firstRestriction = kind === 'created' && remaining === targetGrants.length
     if (opened || firstRestriction) {

@@ -1,14 +1,17 @@
 import { type Expression, type RawBuilder, sql } from 'kysely'
-import { grantAllows, grantAllowsWhen, rowGranteeMatches } from '../access/access-rule.js'
-import type { Actor } from '../auth/actor.js'
-import { can } from '../auth/permissions.js'
+import { grantAllows, grantAllowsWhen, rowGranteeMatches } from '../../platform/access/access-rule.js'
+import type { Actor } from '../../platform/auth/actor.js'
+import { can } from '../../platform/auth/permissions.js'
+import type { FolderType } from '../../platform/db/schema.js'
+import { folderIdVisibleSql, folderIdVisibleToEachSql } from '../folders/index.js'
 
 /**
  * Who a visibility predicate is about. The content rule (module permission, the record's grants,
  * its folder, its parent record) is written ONCE against this interface and evaluated for
  *  - one actor: the shared access rule (`grantAllows`) and the folders module's `folderIdVisibleSql`;
- *  - every user of a tenant at once (the `vu`/`vr` aliases of a users ⋈ roles scan): the same rule
- *    with the grantee taken from the row — used for "notify everyone who can view X" (set-based).
+ *  - every user of a tenant at once (the `vu`/`vr` aliases of a users ⋈ roles scan): the same rules
+ *    with the grantee taken from the row (the folders module's `folderIdVisibleToEachSql`) — used for
+ *    "notify everyone who can view X" (set-based).
  */
 export interface Principal {
   tenantId: number
@@ -22,17 +25,14 @@ export interface Principal {
 
 const bool = (value: boolean) => (value ? sql<boolean>`true` : sql<boolean>`false`)
 
-/** Folder visibility for one actor, provided by the folders module (platform never imports modules). */
-export type FolderIdVisibleSql = (actor: Actor, folderId: Expression<unknown>) => RawBuilder<boolean>
-
 /** The principal of one authenticated actor: the shared access rule, unchanged. */
-export function actorPrincipal(actor: Actor, folderIdVisible: FolderIdVisibleSql): Principal {
+export function actorPrincipal(actor: Actor): Principal {
   return {
     tenantId: actor.tenantId,
     isAdmin: bool(actor.isAdmin),
     can: (permission) => bool(can(actor, permission)),
     grant: (key, alias, id) => grantAllows(actor, key, alias, id),
-    folderVisible: (folderId) => folderIdVisible(actor, folderId),
+    folderVisible: (folderId) => folderIdVisibleSql(actor, folderId),
   }
 }
 
@@ -42,21 +42,17 @@ function userGrantAllows(tenantId: number, key: string, alias: string, id: Expre
 }
 
 /**
- * The principal "each user row `vu` of the tenant" (joined with its role as `vr`). Folder view grants
- * are effective down the tree exactly as in the folders module: no folder on the path carries view
- * grants that leave the user out. `folderModule` is the module of the record's folder type.
+ * The principal "each user row `vu` of the tenant" (joined with its role as `vr`). Folder visibility is
+ * the folders module's rule for a set of users; `folderType` is the type of the records' folders.
  */
-export function userSetPrincipal(tenantId: number, folderModule?: string): Principal {
+export function userSetPrincipal(tenantId: number, folderType?: FolderType): Principal {
   const canSql = (permission: string) => sql<boolean>`(vr.permissions && array[${permission}, '*']::text[])`
+  const allowsView = (folderId: Expression<unknown>) => userGrantAllows(tenantId, 'view', 'folder', folderId)
   return {
     tenantId,
     isAdmin: sql<boolean>`('*' = any(vr.permissions))`,
     can: canSql,
     grant: (key, alias, id) => userGrantAllows(tenantId, key, alias, id),
-    folderVisible: (folderId) => sql<boolean>`(${folderId} is null or exists (
-      select 1 from folders vf where vf.tenant_id = ${tenantId} and vf.id = ${folderId}
-        and ${folderModule ? canSql(`${folderModule}.view`) : sql`true`}
-        and not exists (select 1 from unnest(vf.path) as anc(id)
-          where not ${userGrantAllows(tenantId, 'view', 'folder', sql.ref('anc.id'))})))`,
+    folderVisible: (folderId) => folderIdVisibleToEachSql(tenantId, folderId, folderType, { can: canSql, allowsView }),
   }
 }

@@ -1,7 +1,7 @@
 import { sql } from 'kysely'
-import { can } from '../auth/permissions.js'
-import { existingIdsIn, pageQuery, pageRows } from '../sync/read-pages.js'
-import type { SyncSource } from '../sync/sync-source.js'
+import { can } from '../../platform/auth/permissions.js'
+import { existingIdsIn, pageQuery, pageRows } from '../../platform/sync/read-pages.js'
+import type { SyncSource } from '../../platform/sync/sync-source.js'
 import type { ContentResource } from './content-resource.js'
 
 /**

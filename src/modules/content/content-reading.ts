@@ -1,18 +1,20 @@
-import { composedTable } from '../composition.js'
 import { type RawBuilder, sql } from 'kysely'
 import { Type } from 'typebox'
-import type { Actor } from '../auth/actor.js'
-import { can } from '../auth/permissions.js'
-import type { Db } from '../db/schema.js'
-import { withWorkMem } from '../db/work-mem.js'
-import { recordDomainEvent } from '../events/domain-events.js'
-import { AppError, forbidden, invalidField, notFound } from '../http/errors.js'
-import { Nullable, TimestampSchema } from '../http/schemas.js'
-import { enqueue, jobOf, type JobHandlers } from '../jobs/jobs.js'
-import { defineResource, type WordFilter, type QueryContext, type RelationDef } from '../query/resource.js'
-import { recordSyncWrites } from '../sync/change-log.js'
+import type { Actor } from '../../platform/auth/actor.js'
+import { can } from '../../platform/auth/permissions.js'
+import type { Db } from '../../platform/db/schema.js'
+import { withWorkMem } from '../../platform/db/work-mem.js'
+import { recordDomainEvent } from '../../platform/events/domain-events.js'
+import { AppError, forbidden, notFound } from '../../platform/http/errors.js'
+import { Nullable, TimestampSchema } from '../../platform/http/schemas.js'
+import { enqueue } from '../../platform/jobs/jobs.js'
+import type { QueryContext, RelationDef, WordFilter } from '../../platform/query/resource.js'
+import { recordSyncWrites } from '../../platform/sync/change-log.js'
 import type { Principal } from './content-access.js'
 import { type ContentChange, type ContentResource, type ContentRow, contentRow } from './content-resource.js'
+import { type Reach, SMALL_GROUP } from './content-reach.resource.js'
+import { PUBLISH_JOB, type PublishPayload, REMIND_JOB, type RemindPayload } from './content-reading.jobs.js'
+import { readReachDetail } from './content-reading.queries.js'
 
 /**
  * Content that must be read (issue 41, docs/content-reading.md), for any content table with the
@@ -21,37 +23,12 @@ import { type ContentChange, type ContentResource, type ContentRow, contentRow }
  * the reader's own state, the reach of a record and reminders of those still pending.
  */
 
-/** The job that publishes a scheduled record when its time comes. */
-export const PUBLISH_JOB = 'content:publish'
-export interface PublishPayload {
-  alias: string
-  tenantId: number
-  id: number
-}
-
-/** The job that reminds the pending readers of a record at its `confirmation_due_at`. */
-export const REMIND_JOB = 'content:remind'
-/** `due`: the due time the job was scheduled for (a record whose due time changed since has a newer job). */
-export interface RemindPayload extends PublishPayload {
-  due: string
-}
-
 /** The reader's own state of a record (`my_state`). */
 export const MyStateSchema = Type.Object(
   { seen_at: Nullable(TimestampSchema), confirmed_at: Nullable(TimestampSchema) },
   { $id: 'ReadingState' },
 )
 
-/** The recipients query of reminders: the users recorded for a reminder (registered by each reading module under this name). */
-export const CONTENT_REMINDER_RECIPIENTS = 'contentReminder:recipients'
-export const reminderRecipientsSql = (tenantId: number, reminderId: number) =>
-  sql<{ id: number }>`select rr.user_id as id from content_reminder_recipients rr
-    where rr.tenant_id = ${tenantId} and rr.reminder_id = ${reminderId}`
-
-/** Who may see which reach data (tenant setting `reach_detail`, decision docs/decisions/reach-detail.md). */
-export type ReachDetail = 'named' | 'counts_only'
-/** Departments with fewer people in the audience are left out of `by_department` under `counts_only`. */
-export const SMALL_GROUP = 5
 /** Memory of each hash of the reach counts: the candidates of a 100,000-user tenant are hashed, not sorted on disk. */
 const REPORT_WORK_MEM_MB = 64
 
@@ -147,99 +124,6 @@ export const readingBodyFields = (timestampInput: ReturnType<typeof Type.String>
   requires_reading_confirmation: Type.Boolean(),
   confirmation_due_at: Type.Union([timestampInput, Type.Null()]),
 })
-
-/** `{audience, seen, confirmed, pending, by_department}` of a record. */
-export interface Reach {
-  audience: number
-  seen: number
-  confirmed: number
-  pending: number
-  requires_reading_confirmation: boolean
-  reach_detail: ReachDetail
-  by_department: Array<{ id: number; name: string; audience: number; seen: number; confirmed: number; pending: number }>
-}
-
-/** A reach user's row (the per-person list), a list resource with the query conventions and CSV. */
-export const reachUserResource = defineResource({
-  name: 'reachUser',
-  alias: 'a',
-  uniqueKey: 'id',
-  defaultSort: ['last_name', 'first_name', 'id'],
-  fields: {
-    id: { type: 'id' },
-    username: { type: 'string', filterable: true, sortable: true },
-    first_name: { type: 'string', filterable: true, sortable: true },
-    last_name: { type: 'string', filterable: true, sortable: true },
-    role_id: { type: 'id' },
-    role: { type: 'string', sql: sql`ar.name` },
-    departments: {
-      type: 'string',
-      sql: (tenantId) => sql`(select string_agg(ad.name, ', ' order by ad.name) from department_users adu
-        join departments ad on ad.tenant_id = adu.tenant_id and ad.id = adu.department_id
-        where adu.tenant_id = ${tenantId} and adu.user_id = a.id)`,
-    },
-    state: {
-      type: 'string',
-      sql: sql`case when ard.confirmed_at is not null then 'confirmed' when ard.seen_at is not null then 'seen' else 'unseen' end`,
-    },
-    seen_at: { type: 'timestamp', sql: sql`ard.seen_at`, sortable: true },
-    confirmed_at: { type: 'timestamp', sql: sql`ard.confirmed_at`, sortable: true },
-    reminded_at: {
-      type: 'timestamp',
-      sql: (tenantId) => sql`(select max(rm.created_at) from content_reminder_recipients rr
-        join content_reminders rm on rm.tenant_id = rr.tenant_id and rm.id = rr.reminder_id
-        where rr.tenant_id = ${tenantId} and rr.user_id = a.id and rm.target_type = art.target_type and rm.target_id = art.target_id)`,
-    },
-  },
-  customFilters: {
-    /** `filter[state]=pending|seen|confirmed` (pending: no confirmation yet, or not seen when none is asked). */
-    state: (value, ctx) => {
-      if (value === 'seen') return sql<boolean>`ard.seen_at is not null`
-      if (value === 'confirmed') return sql<boolean>`ard.confirmed_at is not null`
-      if (value === 'pending')
-        return ctx.flags?.requiresConfirmation
-          ? sql<boolean>`ard.confirmed_at is null`
-          : sql<boolean>`ard.seen_at is null`
-      throw invalidField('filter.state', 'must be one of: pending, seen, confirmed')
-    },
-  },
-})
-export const REACH_CSV_COLUMNS = [
-  'id',
-  'username',
-  'first_name',
-  'last_name',
-  'role',
-  'departments',
-  'state',
-  'seen_at',
-  'confirmed_at',
-  'reminded_at',
-] as const
-
-/** The tenant's `reach_detail` (no row: `named`). */
-export async function readReachDetail(db: Db, tenantId: number): Promise<ReachDetail> {
-  const row = await db
-    .selectFrom('reading_settings')
-    .select('reach_detail')
-    .where('tenant_id', '=', tenantId)
-    .executeTakeFirst()
-  return row?.reach_detail ?? 'named'
-}
-
-/** Sets the tenant's `reach_detail` (one upsert, routed to the tenant's shard on Citus). */
-export async function writeReachDetail(db: Db, tenantId: number, detail: ReachDetail): Promise<void> {
-  await db
-    .insertInto('reading_settings')
-    .values({ tenant_id: tenantId, reach_detail: detail })
-    .onConflict((oc) =>
-      oc.column('tenant_id').doUpdateSet((eb) => ({
-        reach_detail: eb.ref('excluded.reach_detail'),
-        updated_at: eb.ref('excluded.updated_at'),
-      })),
-    )
-    .execute()
-}
 
 /** The reading service of one content resource. */
 export function defineReading(decl: ReadingDeclaration, content: ContentResource, notices: ReadingNotices) {
@@ -634,44 +518,3 @@ export function defineReading(decl: ReadingDeclaration, content: ContentResource
 }
 
 export type Reading = ReturnType<typeof defineReading>
-
-declare module '../app-module.js' {
-  interface AppModule {
-    /** The content kinds with publishing and reading confirmations this module owns, by alias (publish job). */
-    contentReadings?: Record<string, Reading>
-  }
-}
-
-const readings = composedTable(
-  (modules) => new Map(modules.flatMap((module) => Object.entries(module.contentReadings ?? {}))),
-)
-
-/**
- * The publish job's handler: publishes the record if it is due and not yet published (one
- * conditional update decides, so a job run twice, or by two workers, publishes once). A record
- * rescheduled later is not due yet: its replaced job runs at the new time.
- */
-export function publishJobHandlers(db: Db): JobHandlers {
-  return {
-    [PUBLISH_JOB]: jobOf<PublishPayload>(async (payload) => {
-      await runPublishJob(db, payload)
-    }),
-    [REMIND_JOB]: jobOf<RemindPayload>(async (payload) => {
-      await runRemindJob(db, payload)
-    }),
-  }
-}
-
-/** One run of the reminder job; the number of people reminded, or null when nothing was due. */
-export async function runRemindJob(db: Db, payload: RemindPayload): Promise<number | null> {
-  const reading = readings().get(payload.alias)
-  if (!reading) throw new Error(`no reading content "${payload.alias}"`)
-  return db.transaction().execute((trx) => reading.remindIfDue(trx, payload))
-}
-
-/** One run of the publish job; true when this run published the record. */
-export async function runPublishJob(db: Db, payload: PublishPayload): Promise<boolean> {
-  const reading = readings().get(payload.alias)
-  if (!reading) throw new Error(`no reading content "${payload.alias}"`)
-  return db.transaction().execute((trx) => reading.publishIfDue(trx, payload.tenantId, payload.id, null))
-}
