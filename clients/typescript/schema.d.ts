@@ -1636,8 +1636,8 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * Server-Sent Events: `notification` (a new record) and `count` (`{"unread":N}`); a heartbeat comment every 25 s
-         * @description Server-Sent Events: `notification` (a new record) and `count` (`{"unread":N}`); a heartbeat comment every 25 s.
+         * Notifications stream
+         * @description Server-Sent Events: `notification` (a new record), `count` (`{"unread":N}`) and `sync` (`{}`, no id: something of the change feed changed in the tenant, on any server; at most one a second: sync with your cursor, GET /api/sync); a heartbeat comment every 25 s.
          */
         get: operations["notifications.stream"];
         put?: never;
@@ -9214,7 +9214,7 @@ export interface operations {
                     comments_enabled?: string | string[] | {
                         [key: string]: string | string[];
                     };
-                    /** @description confirmation: a named filter of this list */
+                    /** @description confirmation: a named filter of this list (one of: pending, confirmed) */
                     confirmation?: string | string[];
                     /** @description confirmation_due_at (timestamp): filter[confirmation_due_at]=value, or filter[confirmation_due_at][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
                     confirmation_due_at?: string | string[] | {
@@ -10547,7 +10547,7 @@ export interface operations {
                     comments_enabled?: string | string[] | {
                         [key: string]: string | string[];
                     };
-                    /** @description confirmation: a named filter of this list */
+                    /** @description confirmation: a named filter of this list (one of: pending, confirmed) */
                     confirmation?: string | string[];
                     /** @description confirmation_due_at (timestamp): filter[confirmation_due_at]=value, or filter[confirmation_due_at][op]=value with op one of eq, ne, in, nin, gt, gte, lt, lte, like, null */
                     confirmation_due_at?: string | string[] | {
