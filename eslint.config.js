@@ -39,7 +39,7 @@ export default tseslint.config(
   {
     // a test or benchmark walks parsed responses (light-my-request's json() is `any` itself); what it
     // assumes of them is checked by the assertions that follow
-    files: ['test/**', 'bench/**'],
+    files: ['test/**', 'bench/**', 'src/**/*.test.ts'],
     rules: { '@typescript-eslint/no-unsafe-type-assertion': 'off', '@typescript-eslint/no-explicit-any': 'off' },
   },
   {

@@ -1,7 +1,7 @@
 /**
  * Issue 14: Web Push at scale. A department of up to 5,000 users (the quick seed has 1,000), each with one
  * subscription whose endpoint is a local push service (plain node:http, 201 for every message; the
- * encryption and VAPID signature are verified in test/push.test.ts). One `POST /api/notifications` to the
+ * encryption and VAPID signature are verified in src/modules/notifications/push.test.ts). One `POST /api/notifications` to the
  * department: the time from the 202 until the push service has received a message for every recipient
  * (target: all within 5 s), and the deliveries per second that makes (target ≥ 500/s, like webhooks).
  */

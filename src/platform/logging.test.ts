@@ -1,12 +1,12 @@
 import assert from 'node:assert/strict'
 import { PassThrough } from 'node:stream'
 import { test } from 'node:test'
-import { buildApp } from '../src/app.js'
-import { createLogger } from '../src/platform/logging.js'
-import { pinoWorkerLogger } from '../src/platform/jobs/jobs.js'
-import { testConfig } from './helpers/build-test-app.js'
-import { given } from './helpers/given.js'
-import { testDb } from './helpers/test-database.js'
+import { buildApp } from '../app.js'
+import { createLogger } from './logging.js'
+import { pinoWorkerLogger } from './jobs/jobs.js'
+import { testConfig } from '../../test/helpers/build-test-app.js'
+import { given } from '../../test/helpers/given.js'
+import { testDb } from '../../test/helpers/test-database.js'
 
 const db = testDb()
 

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict'
 import type { FastifyInstance, InjectOptions } from 'fastify'
-import { call } from './helpers/build-test-app.js'
-import type { GivenTenant } from './helpers/given.js'
+import { call } from './build-test-app.js'
+import type { GivenTenant } from './given.js'
 
 export const SCIM_JSON = 'application/scim+json'
 export const USER_SCHEMA = 'urn:ietf:params:scim:schemas:core:2.0:User'

@@ -1,12 +1,12 @@
 import { sql } from 'kysely'
-import { hasGrantAccess } from '../src/platform/access/access-rule.js'
-import { can } from '../src/platform/auth/permissions.js'
-import type { Db } from '../src/platform/db/schema.js'
-import { appModules } from '../src/modules/index.js'
-import { SHARED_ITEM_TYPES, type ShareTargetDef } from '../src/modules/shared-items/index.js'
-import { composeApp } from '../src/platform/composition.js'
-import { buildTestApp } from './helpers/build-test-app.js'
-import type { GivenTenant } from './helpers/given.js'
+import { hasGrantAccess } from '../../src/platform/access/access-rule.js'
+import { can } from '../../src/platform/auth/permissions.js'
+import type { Db } from '../../src/platform/db/schema.js'
+import { appModules } from '../../src/modules/index.js'
+import { SHARED_ITEM_TYPES, type ShareTargetDef } from '../../src/modules/shared-items/index.js'
+import { composeApp } from '../../src/platform/composition.js'
+import { buildTestApp } from './build-test-app.js'
+import type { GivenTenant } from './given.js'
 
 /**
  * Test-only share targets for every shared item type, backed by one throwaway table, so that the

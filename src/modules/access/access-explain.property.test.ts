@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import fc from 'fast-check'
-import { buildTestApp, call } from './helpers/build-test-app.js'
-import { given, type GivenTenant } from './helpers/given.js'
-import { testDb } from './helpers/test-database.js'
+import { buildTestApp, call } from '../../../test/helpers/build-test-app.js'
+import { given, type GivenTenant } from '../../../test/helpers/given.js'
+import { testDb } from '../../../test/helpers/test-database.js'
 
 const db = testDb()
 const app = await buildTestApp()

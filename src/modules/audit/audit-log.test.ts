@@ -3,10 +3,10 @@ import { test } from 'node:test'
 import type { LightMyRequestResponse } from 'fastify'
 import { parse } from 'csv-parse/sync'
 import { sql } from 'kysely'
-import { diff, purgeAuditLog, recordAudit, REDACTED } from '../src/platform/audit/audit-log.js'
-import { buildTestApp, call } from './helpers/build-test-app.js'
-import { given, type GivenTenant } from './helpers/given.js'
-import { testDb } from './helpers/test-database.js'
+import { diff, purgeAuditLog, recordAudit, REDACTED } from '../../platform/audit/audit-log.js'
+import { buildTestApp, call } from '../../../test/helpers/build-test-app.js'
+import { given, type GivenTenant } from '../../../test/helpers/given.js'
+import { testDb } from '../../../test/helpers/test-database.js'
 
 const db = testDb()
 const app = buildTestApp()

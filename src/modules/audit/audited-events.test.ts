@@ -5,15 +5,11 @@ import type { AddressInfo } from 'node:net'
 import { after, test } from 'node:test'
 import { sql } from 'kysely'
 import pino from 'pino'
-import { buildApp } from '../src/app.js'
-import {
-  AUTOMATION_EVENTS,
-  createWebhookDeliverer,
-  type DeliverWebhookPayload,
-} from '../src/modules/automations/index.js'
-import { call, testConfig } from './helpers/build-test-app.js'
-import { given, TEST_PASSWORD, type GivenTenant } from './helpers/given.js'
-import { testDb } from './helpers/test-database.js'
+import { buildApp } from '../../app.js'
+import { AUTOMATION_EVENTS, createWebhookDeliverer, type DeliverWebhookPayload } from '../automations/index.js'
+import { call, testConfig } from '../../../test/helpers/build-test-app.js'
+import { given, TEST_PASSWORD, type GivenTenant } from '../../../test/helpers/given.js'
+import { testDb } from '../../../test/helpers/test-database.js'
 
 // Issue 40: one audit path. A role or department change is a domain event: the audit log and
 // automations both subscribe to it.
@@ -240,7 +236,7 @@ test('an event without a transaction to join (the notification reset) reaches it
 })
 
 test('the automation docs list every event type an automation may listen to', () => {
-  const doc = fs.readFileSync(new URL('../docs/decisions/automations-webhooks.md', import.meta.url), 'utf8')
+  const doc = fs.readFileSync(new URL('../../../docs/decisions/automations-webhooks.md', import.meta.url), 'utf8')
   const missing = AUTOMATION_EVENTS.filter((type) => {
     const dot = type.lastIndexOf('.')
     const [subject, verb] = [type.slice(0, dot), type.slice(dot + 1)]

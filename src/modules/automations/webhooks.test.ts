@@ -6,15 +6,15 @@ import { after, test } from 'node:test'
 import { createLocalJWKSet, calculateJwkThumbprint, jwtVerify, SignJWT, decodeProtectedHeader, type JWK } from 'jose'
 import { sql } from 'kysely'
 import { Webhook } from 'standardwebhooks'
-import { buildApp } from '../src/app.js'
-import { recordDomainEvent } from '../src/platform/events/domain-events.js'
-import { currentSigningKey, rotateSigningKey } from '../src/platform/keys/signing-keys.js'
-import { isBlockedAddress } from '../src/platform/outbound-http/safe-fetch.js'
-import { createWebhookDeliverer, type DeliverWebhookPayload } from '../src/modules/automations/index.js'
-import { standardWebhookSignature } from '../src/modules/automations/webhook-auth.js'
-import { call, testConfig, testSecrets } from './helpers/build-test-app.js'
-import { given, type GivenTenant } from './helpers/given.js'
-import { testDb } from './helpers/test-database.js'
+import { buildApp } from '../../app.js'
+import { recordDomainEvent } from '../../platform/events/domain-events.js'
+import { currentSigningKey, rotateSigningKey } from '../../platform/keys/signing-keys.js'
+import { isBlockedAddress } from '../../platform/outbound-http/safe-fetch.js'
+import { createWebhookDeliverer, type DeliverWebhookPayload } from './index.js'
+import { standardWebhookSignature } from './webhook-auth.js'
+import { call, testConfig, testSecrets } from '../../../test/helpers/build-test-app.js'
+import { given, type GivenTenant } from '../../../test/helpers/given.js'
+import { testDb } from '../../../test/helpers/test-database.js'
 import pino from 'pino'
 
 const db = testDb()
@@ -405,7 +405,7 @@ test('a receiver that always fails: failed after the 7 retries (8 attempts), nex
 })
 
 test('the contract retry schedule is 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h', async () => {
-  const { RETRY_DELAYS_MS, DELIVERY_TIMEOUT_MS } = await import('../src/modules/automations/webhook-delivery.job.js')
+  const { RETRY_DELAYS_MS, DELIVERY_TIMEOUT_MS } = await import('./webhook-delivery.job.js')
   assert.deepEqual(
     RETRY_DELAYS_MS,
     [5, 300, 1800, 7200, 18000, 36000, 36000].map((s) => s * 1000),

@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
-import { call } from './helpers/build-test-app.js'
-import { given } from './helpers/given.js'
-import { testDb } from './helpers/test-database.js'
-import { watchedApp } from './helpers/watched-app.js'
+import { call } from '../../../test/helpers/build-test-app.js'
+import { given } from '../../../test/helpers/given.js'
+import { testDb } from '../../../test/helpers/test-database.js'
+import { watchedApp } from '../../../test/helpers/watched-app.js'
 
 // A reader's own state of a post (`my_state`) is read with the page, not by a second statement
 // (RelationDef.inline): the employee's "to confirm" list is one round trip (issue 41, S16).

@@ -4,8 +4,8 @@ import type { AddressInfo } from 'node:net'
 import { after, test } from 'node:test'
 import { sql } from 'kysely'
 import pino from 'pino'
-import { buildApp } from '../src/app.js'
-import { createWebhookDeliverer, type DeliverWebhookPayload } from '../src/modules/automations/index.js'
+import { buildApp } from '../../app.js'
+import { createWebhookDeliverer, type DeliverWebhookPayload } from '../automations/index.js'
 import {
   PUBLISH_JOB,
   REMIND_JOB,
@@ -13,12 +13,12 @@ import {
   runRemindJob,
   type PublishPayload,
   type RemindPayload,
-} from '../src/modules/content/index.js'
-import type { FanOutPayload } from '../src/modules/notifications/sending/fan-out.js'
-import { runFanOut } from '../src/modules/notifications/notifications.jobs.js'
-import { call, instrumentTestApp, testConfig } from './helpers/build-test-app.js'
-import { given, type GivenTenant, type GivenUser } from './helpers/given.js'
-import { testDb } from './helpers/test-database.js'
+} from './index.js'
+import type { FanOutPayload } from '../notifications/sending/fan-out.js'
+import { runFanOut } from '../notifications/notifications.jobs.js'
+import { call, instrumentTestApp, testConfig } from '../../../test/helpers/build-test-app.js'
+import { given, type GivenTenant, type GivenUser } from '../../../test/helpers/given.js'
+import { testDb } from '../../../test/helpers/test-database.js'
 
 const db = testDb()
 // webhooks go to a real receiver on 127.0.0.1 (private addresses allowed for this file's app)

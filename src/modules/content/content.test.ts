@@ -1,11 +1,11 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import { sql } from 'kysely'
-import type { FanOutPayload } from '../src/modules/notifications/sending/fan-out.js'
-import { runFanOut } from '../src/modules/notifications/notifications.jobs.js'
-import { buildTestApp, call } from './helpers/build-test-app.js'
-import { given, type GivenTenant } from './helpers/given.js'
-import { testDb } from './helpers/test-database.js'
+import type { FanOutPayload } from '../notifications/sending/fan-out.js'
+import { runFanOut } from '../notifications/notifications.jobs.js'
+import { buildTestApp, call } from '../../../test/helpers/build-test-app.js'
+import { given, type GivenTenant } from '../../../test/helpers/given.js'
+import { testDb } from '../../../test/helpers/test-database.js'
 
 const db = testDb()
 

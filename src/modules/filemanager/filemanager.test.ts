@@ -1,10 +1,10 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
-import { issueGrantToken } from '../src/modules/shared-items/index.js'
-import { buildTestApp, call, testSecrets } from './helpers/build-test-app.js'
-import { given, type GivenTenant } from './helpers/given.js'
-import { testDb } from './helpers/test-database.js'
-import { fixture, multipart } from './fixtures/users/forms.js'
+import { issueGrantToken } from '../shared-items/index.js'
+import { buildTestApp, call, testSecrets } from '../../../test/helpers/build-test-app.js'
+import { given, type GivenTenant } from '../../../test/helpers/given.js'
+import { testDb } from '../../../test/helpers/test-database.js'
+import { fixture, multipart } from '../../../test/fixtures/users/forms.js'
 
 const db = testDb()
 const png = fixture('pixel.png')

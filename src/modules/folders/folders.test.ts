@@ -1,12 +1,12 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import { sql } from 'kysely'
-import { buildTestApp, call } from './helpers/build-test-app.js'
-import { given, type GivenTenant } from './helpers/given.js'
-import { testDb } from './helpers/test-database.js'
-import { genericPlanOf } from './helpers/generic-plan.js'
-import { folderVisibleSql } from '../src/modules/folders/folders-visibility.queries.js'
-import { skipOnCitus } from './helpers/citus.js'
+import { buildTestApp, call } from '../../../test/helpers/build-test-app.js'
+import { given, type GivenTenant } from '../../../test/helpers/given.js'
+import { testDb } from '../../../test/helpers/test-database.js'
+import { genericPlanOf } from '../../../test/helpers/generic-plan.js'
+import { folderVisibleSql } from './folders-visibility.queries.js'
+import { skipOnCitus } from '../../../test/helpers/citus.js'
 
 const db = testDb()
 const app = await buildTestApp()

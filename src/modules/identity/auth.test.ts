@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import { sql } from 'kysely'
-import { buildTestApp, call } from './helpers/build-test-app.js'
-import { given, TEST_PASSWORD } from './helpers/given.js'
-import { testDb } from './helpers/test-database.js'
+import { buildTestApp, call } from '../../../test/helpers/build-test-app.js'
+import { given, TEST_PASSWORD } from '../../../test/helpers/given.js'
+import { testDb } from '../../../test/helpers/test-database.js'
 
 const db = testDb()
 const login = async (body: Record<string, unknown>) =>
@@ -202,7 +202,7 @@ test('a token names its tenant: another tenant id in it makes it unknown; tokens
   const moved = user.token.replace(`wp_${tenant.id}_`, `wp_${other.id}_`)
   assert.equal((await call(app, moved, { method: 'GET', url: '/api/users/current' })).statusCode, 401)
 
-  const { hashAccessToken } = await import('../src/platform/auth/tokens.js')
+  const { hashAccessToken } = await import('../../platform/auth/tokens.js')
   const legacy = `wp_${'L'.repeat(20)}${Date.now().toString(36).padStart(23, '0')}`
   await db
     .insertInto('access_tokens')

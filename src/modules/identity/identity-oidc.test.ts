@@ -1,11 +1,11 @@
 import assert from 'node:assert/strict'
 import { after, before, test } from 'node:test'
 import type { FastifyInstance } from 'fastify'
-import { buildApp } from '../src/app.js'
-import { bearer, call, instrumentTestApp, testConfig } from './helpers/build-test-app.js'
-import { given, TEST_PASSWORD, type GivenTenant } from './helpers/given.js'
-import { signInAt, startOidcProvider, type TestProvider } from './helpers/oidc-provider.js'
-import { testDb } from './helpers/test-database.js'
+import { buildApp } from '../../app.js'
+import { bearer, call, instrumentTestApp, testConfig } from '../../../test/helpers/build-test-app.js'
+import { given, TEST_PASSWORD, type GivenTenant } from '../../../test/helpers/given.js'
+import { signInAt, startOidcProvider, type TestProvider } from '../../../test/helpers/oidc-provider.js'
+import { testDb } from '../../../test/helpers/test-database.js'
 
 const db = testDb()
 const CALLBACK = 'http://api.test/api/auth/oidc/callback'

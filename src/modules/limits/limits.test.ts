@@ -9,21 +9,21 @@ import { parseCrontab } from 'graphile-worker'
 import { sql } from 'kysely'
 import pg from 'pg'
 import pino from 'pino'
-import { buildApp } from '../src/app.js'
-import { createWorkplaceClient } from '../clients/typescript/index.js'
-import { registry } from '../src/platform/metrics/index.js'
-import { sweepRateLimitCounters } from '../src/platform/limits/rate-limiter.js'
-import { limitsModule, RATE_LIMIT_SWEEP_JOB } from '../src/modules/limits/index.js'
-import { collectJobs } from '../src/runtime.js'
-import { bearer, instrumentTestApp, testConfig } from './helpers/build-test-app.js'
-import { given } from './helpers/given.js'
-import { inRequest } from './helpers/routable-statements.js'
-import { testDatabaseUrl, testDb } from './helpers/test-database.js'
-import { freshWindow } from './helpers/rate-limit-window.js'
+import { buildApp } from '../../app.js'
+import { createWorkplaceClient } from '../../../clients/typescript/index.js'
+import { registry } from '../../platform/metrics/index.js'
+import { sweepRateLimitCounters } from '../../platform/limits/rate-limiter.js'
+import { limitsModule, RATE_LIMIT_SWEEP_JOB } from './index.js'
+import { collectJobs } from '../../runtime.js'
+import { bearer, instrumentTestApp, testConfig } from '../../../test/helpers/build-test-app.js'
+import { given } from '../../../test/helpers/given.js'
+import { inRequest } from '../../../test/helpers/routable-statements.js'
+import { testDatabaseUrl, testDb } from '../../../test/helpers/test-database.js'
+import { freshWindow } from '../../../test/helpers/rate-limit-window.js'
 
 const OPERATOR = 'operator-test-token-0123456789'
 const run = promisify(execFile)
-const root = path.resolve(import.meta.dirname, '..')
+const root = path.resolve(import.meta.dirname, '../../..')
 
 /** An app (a "node") on the shared test database with these limits; no actor cache (nothing to close). */
 async function node(env: Record<string, string>): Promise<FastifyInstance> {

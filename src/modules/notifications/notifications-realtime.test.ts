@@ -3,9 +3,9 @@ import http from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { test } from 'node:test'
 import Fastify from 'fastify'
-import { createPgPubSub, publish } from '../src/platform/realtime/pg-pubsub.js'
-import { openEventStream } from '../src/platform/realtime/sse.js'
-import { testDatabaseUrl, testDb } from './helpers/test-database.js'
+import { createPgPubSub, publish } from '../../platform/realtime/pg-pubsub.js'
+import { openEventStream } from '../../platform/realtime/sse.js'
+import { testDatabaseUrl, testDb } from '../../../test/helpers/test-database.js'
 
 const db = testDb()
 const until = async (predicate: () => boolean, what: string) => {

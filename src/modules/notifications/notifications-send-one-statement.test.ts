@@ -1,12 +1,12 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import { sql } from 'kysely'
-import { call } from './helpers/build-test-app.js'
-import { given, type GivenTenant } from './helpers/given.js'
-import { testDb } from './helpers/test-database.js'
-import { transactions, watchedApp, writes } from './helpers/watched-app.js'
-import { onCitusCluster } from './helpers/citus.js'
-import type { DeliverPayload } from '../src/modules/notifications/sending/fan-out.js'
+import { call } from '../../../test/helpers/build-test-app.js'
+import { given, type GivenTenant } from '../../../test/helpers/given.js'
+import { testDb } from '../../../test/helpers/test-database.js'
+import { transactions, watchedApp, writes } from '../../../test/helpers/watched-app.js'
+import { onCitusCluster } from '../../../test/helpers/citus.js'
+import type { DeliverPayload } from './sending/fan-out.js'
 
 // A small send to listed users is written by one statement when nothing needs a transaction
 // (decision 0005, "Sixth pass"); these tests watch the statements the app sends.

@@ -5,23 +5,23 @@ import { test } from 'node:test'
 import type { FastifyInstance } from 'fastify'
 import { sql } from 'kysely'
 import pino from 'pino'
-import { buildApp } from '../src/app.js'
-import { createDeliveryDeps, runFanOut } from '../src/modules/notifications/notifications.jobs.js'
-import { deliverNotifications } from '../src/modules/notifications/delivery/delivery.js'
-import { sendDueDigests, DIGEST_ITEMS } from '../src/modules/notifications/delivery/digest.js'
-import type { DeliverPayload, FanOutPayload } from '../src/modules/notifications/sending/fan-out.js'
-import { PUSH_RETRY_JOB, type PushRetryPayload } from '../src/modules/notifications/push/web-push.js'
-import { call, testConfig } from './helpers/build-test-app.js'
-import { given, type GivenTenant, type GivenUser } from './helpers/given.js'
+import { buildApp } from '../../app.js'
+import { createDeliveryDeps, runFanOut } from './notifications.jobs.js'
+import { deliverNotifications } from './delivery/delivery.js'
+import { sendDueDigests, DIGEST_ITEMS } from './delivery/digest.js'
+import type { DeliverPayload, FanOutPayload } from './sending/fan-out.js'
+import { PUSH_RETRY_JOB, type PushRetryPayload } from './push/web-push.js'
+import { call, testConfig } from '../../../test/helpers/build-test-app.js'
+import { given, type GivenTenant, type GivenUser } from '../../../test/helpers/given.js'
 import {
   decryptPushBody,
   startPushService,
   userAgentKeys,
   verifyVapid,
   type UserAgentKeys,
-} from './helpers/push-service.js'
-import { testDb } from './helpers/test-database.js'
-import { startSmtpServer } from './helpers/smtp.js'
+} from '../../../test/helpers/push-service.js'
+import { testDb } from '../../../test/helpers/test-database.js'
+import { startSmtpServer } from '../../../test/helpers/smtp.js'
 
 const db = testDb()
 const silent = pino({ level: 'silent' })

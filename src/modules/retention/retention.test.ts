@@ -3,11 +3,11 @@ import { randomBytes, randomUUID } from 'node:crypto'
 import { test } from 'node:test'
 import { sql } from 'kysely'
 import pino from 'pino'
-import { buildTestApp, call, testConfig } from './helpers/build-test-app.js'
-import { createRetentionService, DATA_CLASSES } from '../src/modules/retention/index.js'
-import { batchDeleteSql } from '../src/modules/retention/retention.queries.js'
-import { given, type GivenTenant } from './helpers/given.js'
-import { testDb } from './helpers/test-database.js'
+import { buildTestApp, call, testConfig } from '../../../test/helpers/build-test-app.js'
+import { createRetentionService, DATA_CLASSES } from './index.js'
+import { batchDeleteSql } from './retention.queries.js'
+import { given, type GivenTenant } from '../../../test/helpers/given.js'
+import { testDb } from '../../../test/helpers/test-database.js'
 
 const db = testDb()
 const DAY = 86_400_000

@@ -1,9 +1,17 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
-import { buildTestApp, call } from './helpers/build-test-app.js'
-import { given } from './helpers/given.js'
-import { testDb } from './helpers/test-database.js'
-import { assertScimError, ENTERPRISE, GROUP_SCHEMA, PATCH_OP, scim, scimToken, USER_SCHEMA } from './scim.support.js'
+import { buildTestApp, call } from '../../../test/helpers/build-test-app.js'
+import { given } from '../../../test/helpers/given.js'
+import { testDb } from '../../../test/helpers/test-database.js'
+import {
+  assertScimError,
+  ENTERPRISE,
+  GROUP_SCHEMA,
+  PATCH_OP,
+  scim,
+  scimToken,
+  USER_SCHEMA,
+} from '../../../test/helpers/scim-support.js'
 
 /**
  * The request sequences Microsoft Entra ID and Okta document for their provisioning and deprovisioning

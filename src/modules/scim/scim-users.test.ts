@@ -1,13 +1,21 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import { sql } from 'kysely'
-import { filterToSql } from '../src/modules/scim/scim-filter.queries.js'
-import { userAttributes } from '../src/modules/scim/scim-users.queries.js'
-import { buildTestApp, call } from './helpers/build-test-app.js'
-import { skipOnCitus } from './helpers/citus.js'
-import { given } from './helpers/given.js'
-import { testDb } from './helpers/test-database.js'
-import { assertScimError, ENTERPRISE, newUser, PATCH_OP, scim, scimToken, USER_SCHEMA } from './scim.support.js'
+import { filterToSql } from './scim-filter.queries.js'
+import { userAttributes } from './scim-users.queries.js'
+import { buildTestApp, call } from '../../../test/helpers/build-test-app.js'
+import { skipOnCitus } from '../../../test/helpers/citus.js'
+import { given } from '../../../test/helpers/given.js'
+import { testDb } from '../../../test/helpers/test-database.js'
+import {
+  assertScimError,
+  ENTERPRISE,
+  newUser,
+  PATCH_OP,
+  scim,
+  scimToken,
+  USER_SCHEMA,
+} from '../../../test/helpers/scim-support.js'
 
 const db = testDb()
 const q = (filter: string) => `/Users?filter=${encodeURIComponent(filter)}`

@@ -3,9 +3,9 @@ import { execFile } from 'node:child_process'
 import path from 'node:path'
 import { test } from 'node:test'
 import { promisify } from 'node:util'
-import { buildTestApp, call } from './helpers/build-test-app.js'
-import { given } from './helpers/given.js'
-import { testDatabaseUrl, testDb } from './helpers/test-database.js'
+import { buildTestApp, call } from '../../../test/helpers/build-test-app.js'
+import { given } from '../../../test/helpers/given.js'
+import { testDatabaseUrl, testDb } from '../../../test/helpers/test-database.js'
 import {
   assertScimError,
   ENTERPRISE,
@@ -15,7 +15,7 @@ import {
   scim,
   scimToken,
   USER_SCHEMA,
-} from './scim.support.js'
+} from '../../../test/helpers/scim-support.js'
 
 const db = testDb()
 
@@ -174,7 +174,7 @@ test('discovery: ServiceProviderConfig, ResourceTypes and Schemas say what is su
 test('CLI: workplace scim token create --tenant <slug> prints a SCIM token once; it works on /scim/v2', async () => {
   const app = await buildTestApp()
   const tenant = await given.tenant(db)
-  const root = path.resolve(import.meta.dirname, '..')
+  const root = path.resolve(import.meta.dirname, '../../..')
   const { stdout } = await promisify(execFile)(
     process.execPath,
     [

@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
-import { buildTestApp, call } from './helpers/build-test-app.js'
-import { given } from './helpers/given.js'
-import { testDb } from './helpers/test-database.js'
-import { givenTarget, useTestShareTargets } from './shared-items.support.js'
+import { buildTestApp, call } from '../../../test/helpers/build-test-app.js'
+import { given } from '../../../test/helpers/given.js'
+import { testDb } from '../../../test/helpers/test-database.js'
+import { givenTarget, useTestShareTargets } from '../../../test/helpers/shared-items-support.js'
 
 const db = testDb()
 const app = await buildTestApp()

@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
-import { buildTestApp, call } from './helpers/build-test-app.js'
-import { given, type GivenTenant } from './helpers/given.js'
-import { testDb } from './helpers/test-database.js'
-import { fixture, multipart } from './fixtures/users/forms.js'
+import { buildTestApp, call } from '../../../test/helpers/build-test-app.js'
+import { given, type GivenTenant } from '../../../test/helpers/given.js'
+import { testDb } from '../../../test/helpers/test-database.js'
+import { fixture, multipart } from '../../../test/fixtures/users/forms.js'
 
 // Shared items against the real content modules (their registered share targets and grant_token routes).
 const db = testDb()

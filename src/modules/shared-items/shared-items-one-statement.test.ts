@@ -1,10 +1,10 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
-import { call } from './helpers/build-test-app.js'
-import { given } from './helpers/given.js'
-import { testDb } from './helpers/test-database.js'
-import { transactions, watchedApp, writes } from './helpers/watched-app.js'
-import { onCitusCluster } from './helpers/citus.js'
+import { call } from '../../../test/helpers/build-test-app.js'
+import { given } from '../../../test/helpers/given.js'
+import { testDb } from '../../../test/helpers/test-database.js'
+import { transactions, watchedApp, writes } from '../../../test/helpers/watched-app.js'
+import { onCitusCluster } from '../../../test/helpers/citus.js'
 
 // The create of a shared item is written by one statement when nothing needs a transaction
 // (decision 0005, "Sixth pass"); these tests watch the statements the app sends.

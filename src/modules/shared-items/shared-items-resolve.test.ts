@@ -1,17 +1,12 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import { decodeJwt, decodeProtectedHeader, generateKeyPair, SignJWT } from 'jose'
-import { buildTestApp, call, testSecrets } from './helpers/build-test-app.js'
-import { given } from './helpers/given.js'
-import { testDb } from './helpers/test-database.js'
-import { givenTarget, useTestShareTargets } from './shared-items.support.js'
-import {
-  actorFromGrantToken,
-  GRANT_TOKEN_TTL_SECONDS,
-  issueGrantToken,
-  verifyGrantToken,
-} from '../src/modules/shared-items/index.js'
-import { AppError } from '../src/platform/http/errors.js'
+import { buildTestApp, call, testSecrets } from '../../../test/helpers/build-test-app.js'
+import { given } from '../../../test/helpers/given.js'
+import { testDb } from '../../../test/helpers/test-database.js'
+import { givenTarget, useTestShareTargets } from '../../../test/helpers/shared-items-support.js'
+import { actorFromGrantToken, GRANT_TOKEN_TTL_SECONDS, issueGrantToken, verifyGrantToken } from './index.js'
+import { AppError } from '../../platform/http/errors.js'
 
 const db = testDb()
 const app = await buildTestApp()

@@ -1,10 +1,10 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
-import { buildTestApp, call } from './helpers/build-test-app.js'
-import { given } from './helpers/given.js'
-import { testDb } from './helpers/test-database.js'
-import { givenTarget, useTestShareTargets } from './shared-items.support.js'
-import { SHARED_ITEM_TYPES } from '../src/modules/shared-items/index.js'
+import { buildTestApp, call } from '../../../test/helpers/build-test-app.js'
+import { given } from '../../../test/helpers/given.js'
+import { testDb } from '../../../test/helpers/test-database.js'
+import { givenTarget, useTestShareTargets } from '../../../test/helpers/shared-items-support.js'
+import { SHARED_ITEM_TYPES } from './index.js'
 
 const db = testDb()
 const app = await buildTestApp()

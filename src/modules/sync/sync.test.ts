@@ -2,17 +2,25 @@ import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import { sql } from 'kysely'
 import pino from 'pino'
-import { buildApp } from '../src/app.js'
-import { sealCursor } from '../src/modules/sync/sync-cursor.js'
-import { purgeTenantChanges } from '../src/modules/sync/sync.queries.js'
-import { purgeReadNotifications, runFanOut } from '../src/modules/notifications/notifications.jobs.js'
-import { createRetentionService } from '../src/modules/retention/retention.service.js'
-import { issueAccessToken } from '../src/platform/auth/tokens.js'
-import { buildTestApp, call, testConfig, testSecrets } from './helpers/build-test-app.js'
-import { fixture, multipart } from './fixtures/users/forms.js'
-import { given, type GivenUser } from './helpers/given.js'
-import { testDb } from './helpers/test-database.js'
-import { applyFeed, type FeedAnswer, key, plain, snapshotState, syncAll, syncRequest } from './helpers/sync-client.js'
+import { buildApp } from '../../app.js'
+import { sealCursor } from './sync-cursor.js'
+import { purgeTenantChanges } from './sync.queries.js'
+import { purgeReadNotifications, runFanOut } from '../notifications/notifications.jobs.js'
+import { createRetentionService } from '../retention/retention.service.js'
+import { issueAccessToken } from '../../platform/auth/tokens.js'
+import { buildTestApp, call, testConfig, testSecrets } from '../../../test/helpers/build-test-app.js'
+import { fixture, multipart } from '../../../test/fixtures/users/forms.js'
+import { given, type GivenUser } from '../../../test/helpers/given.js'
+import { testDb } from '../../../test/helpers/test-database.js'
+import {
+  applyFeed,
+  type FeedAnswer,
+  key,
+  plain,
+  snapshotState,
+  syncAll,
+  syncRequest,
+} from '../../../test/helpers/sync-client.js'
 
 const db = testDb()
 const app = await buildTestApp()

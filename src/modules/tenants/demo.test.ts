@@ -1,11 +1,11 @@
 import assert from 'node:assert/strict'
 import { after, before, test } from 'node:test'
 import type { FastifyInstance } from 'fastify'
-import { buildApp } from '../src/app.js'
-import { runDemo } from '../src/demo.js'
-import type { DemoResult } from '../src/modules/tenants/index.js'
-import { call, testConfig } from './helpers/build-test-app.js'
-import { privateTestDatabase } from './helpers/test-database.js'
+import { buildApp } from '../../app.js'
+import { runDemo } from '../../demo.js'
+import type { DemoResult } from './index.js'
+import { call, testConfig } from '../../../test/helpers/build-test-app.js'
+import { privateTestDatabase } from '../../../test/helpers/test-database.js'
 
 // The demo tenant's slug is unique per database: this file works on a database of its own.
 let database: Awaited<ReturnType<typeof privateTestDatabase>>

@@ -6,12 +6,12 @@ import { after, test } from 'node:test'
 import { sql } from 'kysely'
 import pino from 'pino'
 import yauzl from 'yauzl'
-import { buildTestApp, call, testConfig } from './helpers/build-test-app.js'
-import { given, TEST_PASSWORD } from './helpers/given.js'
-import { testDb } from './helpers/test-database.js'
-import { fixture, multipart } from './fixtures/users/forms.js'
-import { createDataExports, type DataExportJobPayload } from '../src/modules/users/users-data-export.js'
-import { createFileStorage } from '../src/platform/storage/file-storage.js'
+import { buildTestApp, call, testConfig } from '../../../test/helpers/build-test-app.js'
+import { given, TEST_PASSWORD } from '../../../test/helpers/given.js'
+import { testDb } from '../../../test/helpers/test-database.js'
+import { fixture, multipart } from '../../../test/fixtures/users/forms.js'
+import { createDataExports, type DataExportJobPayload } from './users-data-export.js'
+import { createFileStorage } from '../../platform/storage/file-storage.js'
 
 const storageDir = await fs.mkdtemp(path.join(os.tmpdir(), 'workplace-api-exports-'))
 process.env.TEST_STORAGE_DIR = storageDir

@@ -1,10 +1,10 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import { sql } from 'kysely'
-import { buildTestApp, call } from './helpers/build-test-app.js'
-import { given } from './helpers/given.js'
-import { testDb } from './helpers/test-database.js'
-import { csvFixture, fixture, multipart } from './fixtures/users/forms.js'
+import { buildTestApp, call } from '../../../test/helpers/build-test-app.js'
+import { given } from '../../../test/helpers/given.js'
+import { testDb } from '../../../test/helpers/test-database.js'
+import { csvFixture, fixture, multipart } from '../../../test/fixtures/users/forms.js'
 
 const db = testDb()
 type Tenant = Awaited<ReturnType<typeof given.tenant>>

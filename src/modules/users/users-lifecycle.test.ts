@@ -3,10 +3,10 @@ import fs from 'node:fs/promises'
 import path from 'node:path'
 import { test } from 'node:test'
 import { sql } from 'kysely'
-import { buildTestApp, call } from './helpers/build-test-app.js'
-import { given, TEST_PASSWORD } from './helpers/given.js'
-import { testDb } from './helpers/test-database.js'
-import { fixture, multipart } from './fixtures/users/forms.js'
+import { buildTestApp, call } from '../../../test/helpers/build-test-app.js'
+import { given, TEST_PASSWORD } from '../../../test/helpers/given.js'
+import { testDb } from '../../../test/helpers/test-database.js'
+import { fixture, multipart } from '../../../test/fixtures/users/forms.js'
 
 const db = testDb()
 const me = (app: Awaited<ReturnType<typeof buildTestApp>>, token: string) =>

@@ -3,10 +3,10 @@ import fs from 'node:fs/promises'
 import os from 'node:os'
 import path from 'node:path'
 import { after, test } from 'node:test'
-import { buildTestApp, call } from './helpers/build-test-app.js'
-import { given } from './helpers/given.js'
-import { testDb } from './helpers/test-database.js'
-import { fixture, multipart } from './fixtures/users/forms.js'
+import { buildTestApp, call } from '../../../test/helpers/build-test-app.js'
+import { given } from '../../../test/helpers/given.js'
+import { testDb } from '../../../test/helpers/test-database.js'
+import { fixture, multipart } from '../../../test/fixtures/users/forms.js'
 
 // this file counts temporary uploads: a storage of its own, not the one the test files running beside it upload to
 process.env.TEST_STORAGE_DIR = await fs.mkdtemp(path.join(process.env.TEST_STORAGE_DIR!, 'pictures-'))

@@ -1,13 +1,13 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import { sql } from 'kysely'
-import { given } from './helpers/given.js'
-import { testDb } from './helpers/test-database.js'
-import { userResource } from '../src/modules/users/index.js'
-import type { Db } from '../src/platform/db/schema.js'
-import { applyFilters } from '../src/platform/query/apply-query.js'
-import { parseListQuery } from '../src/platform/query/parse-query.js'
-import { skipOnCitus } from './helpers/citus.js'
+import { given } from '../../../test/helpers/given.js'
+import { testDb } from '../../../test/helpers/test-database.js'
+import { userResource } from './index.js'
+import type { Db } from '../../platform/db/schema.js'
+import { applyFilters } from '../../platform/query/apply-query.js'
+import { parseListQuery } from '../../platform/query/parse-query.js'
+import { skipOnCitus } from '../../../test/helpers/citus.js'
 
 const db = testDb()
 

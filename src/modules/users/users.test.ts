@@ -2,9 +2,9 @@ import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import { sql } from 'kysely'
 import pino from 'pino'
-import { buildTestApp, call, testConfig } from './helpers/build-test-app.js'
-import { given, TEST_PASSWORD } from './helpers/given.js'
-import { testDb } from './helpers/test-database.js'
+import { buildTestApp, call, testConfig } from '../../../test/helpers/build-test-app.js'
+import { given, TEST_PASSWORD } from '../../../test/helpers/given.js'
+import { testDb } from '../../../test/helpers/test-database.js'
 
 const db = testDb()
 const BASIC = [
@@ -723,7 +723,7 @@ test('changing dates re-derives a derived active flag; an explicit active stops 
 })
 
 test('the daily job re-derives active for derived users whose dates crossed today, idempotently', async () => {
-  const { deriveActiveForAllTenants } = await import('../src/modules/users/index.js')
+  const { deriveActiveForAllTenants } = await import('./index.js')
   const tenant = await given.tenant(db)
   const starts = await given.user(db, tenant, { active: false, active_derived: true, entering_date: sql`current_date` })
   const leaves = await given.user(db, tenant, {
@@ -756,7 +756,7 @@ test('the daily job re-derives active for derived users whose dates crossed toda
 })
 
 test('the users module registers its jobs under users:verb names, the daily one first', async () => {
-  const { usersModule } = await import('../src/modules/users/index.js')
+  const { usersModule } = await import('./index.js')
   const handlers = usersModule.jobs!({ db, config: testConfig(), log: pino({ level: 'silent' }) })
 
   assert.deepEqual(Object.keys(handlers), ['users:derive-active', 'users:data_export', 'users:data_export_sweep'])

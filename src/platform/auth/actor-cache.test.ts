@@ -10,9 +10,9 @@ import path from 'node:path'
 import { test } from 'node:test'
 import { promisify } from 'node:util'
 import pg from 'pg'
-import { buildTestApp, call } from './helpers/build-test-app.js'
-import { given } from './helpers/given.js'
-import { testDatabaseUrl, testDb } from './helpers/test-database.js'
+import { buildTestApp, call } from '../../../test/helpers/build-test-app.js'
+import { given } from '../../../test/helpers/given.js'
+import { testDatabaseUrl, testDb } from '../../../test/helpers/test-database.js'
 
 const db = testDb()
 const status = async (token: string, url: string) =>
@@ -34,7 +34,7 @@ async function otherProcess<T>(work: (client: pg.Client) => Promise<T>): Promise
  * the notices. Returns that process's backend pid (NOTIFY messages carry the sender's pid).
  */
 async function anotherAppProcess(statement: string): Promise<{ pid: number; failed: boolean }> {
-  const script = path.join(import.meta.dirname, 'fixtures/another-app-process.ts')
+  const script = path.join(import.meta.dirname, '../../../test/fixtures/another-app-process.ts')
   const { stdout, failed } = await promisify(execFile)(process.execPath, [
     '--import',
     'tsx',

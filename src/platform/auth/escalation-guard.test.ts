@@ -6,10 +6,10 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import type { InjectOptions } from 'fastify'
-import { buildTestApp, call } from './helpers/build-test-app.js'
-import { given, TEST_PASSWORD } from './helpers/given.js'
-import { multipart } from './fixtures/users/forms.js'
-import { testDb } from './helpers/test-database.js'
+import { buildTestApp, call } from '../../../test/helpers/build-test-app.js'
+import { given, TEST_PASSWORD } from '../../../test/helpers/given.js'
+import { multipart } from '../../../test/fixtures/users/forms.js'
+import { testDb } from '../../../test/helpers/test-database.js'
 
 const db = testDb()
 

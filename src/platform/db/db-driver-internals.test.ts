@@ -8,9 +8,9 @@ import path from 'node:path'
 import { test } from 'node:test'
 import pg from 'pg'
 import Cursor from 'pg-cursor'
-import { testDatabaseUrl } from './helpers/test-database.js'
+import { testDatabaseUrl } from '../../../test/helpers/test-database.js'
 
-const root = path.resolve(import.meta.dirname, '..')
+const root = path.resolve(import.meta.dirname, '../../..')
 const manifestOf = (dir: string): { version: string; dependencies: Record<string, string> } =>
   JSON.parse(fs.readFileSync(path.join(root, dir, 'package.json'), 'utf8'))
 

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import { sql } from 'kysely'
 import pg from 'pg'
-import { testDatabaseUrl, testDb } from './helpers/test-database.js'
+import { testDatabaseUrl, testDb } from '../../../test/helpers/test-database.js'
 
 const db = testDb()
 
@@ -37,7 +37,7 @@ test(
 )
 
 test('a streamed query is prepared once per connection and reused, in session mode only', async () => {
-  const { createPool, kyselyOn } = await import('../src/platform/db/database.js')
+  const { createPool, kyselyOn } = await import('./database.js')
   for (const mode of ['session', 'transaction'] as const) {
     const pool = createPool(testDatabaseUrl(), { max: 1, poolMode: mode })
     const single = kyselyOn(pool, mode)
@@ -67,7 +67,7 @@ test('a streamed query is prepared once per connection and reused, in session mo
 })
 
 test('executeCompiled runs a compiled statement as a named statement of the pool in session mode, and inside a transaction on its connection', async () => {
-  const { createPool, executeCompiled, kyselyOn } = await import('../src/platform/db/database.js')
+  const { createPool, executeCompiled, kyselyOn } = await import('./database.js')
   for (const mode of ['session', 'transaction'] as const) {
     const pool = createPool(testDatabaseUrl(), { max: 1, poolMode: mode })
     const own = kyselyOn(pool, mode)

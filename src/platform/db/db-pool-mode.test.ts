@@ -2,16 +2,10 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import { sql } from 'kysely'
-import { loadConfig } from '../src/config.js'
-import {
-  applyDatabaseDefaults,
-  createPool,
-  kyselyOn,
-  openDatabase,
-  verifySessionSettings,
-} from '../src/platform/db/database.js'
-import { privateTestDatabase, testDatabaseUrl } from './helpers/test-database.js'
-import { onCitusCluster } from './helpers/citus.js'
+import { loadConfig } from '../../config.js'
+import { applyDatabaseDefaults, createPool, kyselyOn, openDatabase, verifySessionSettings } from './database.js'
+import { privateTestDatabase, testDatabaseUrl } from '../../../test/helpers/test-database.js'
+import { onCitusCluster } from '../../../test/helpers/citus.js'
 
 test('transaction mode sends no startup options and prepares no named statements; session mode does both', async (t) => {
   const database = await privateTestDatabase('poolmode')

@@ -1,12 +1,19 @@
 import assert from 'node:assert/strict'
-import { after, test } from 'node:test'
+import { after, before, test } from 'node:test'
 import { sql } from 'kysely'
-import { distributeCommand, distributionPlan } from '../src/platform/db/distribute.js'
-import { catalogTables, schemaRuleViolations } from '../src/platform/db/schema-rules.js'
-import { closeTestDb, testDb } from './helpers/test-database.js'
-import { onCitusCluster } from './helpers/citus.js'
+import { distributeCommand, distributionPlan } from './distribute.js'
+import { catalogTables, schemaRuleViolations } from './schema-rules.js'
+import { privateTestDatabase } from '../../../test/helpers/test-database.js'
+import { onCitusCluster } from '../../../test/helpers/citus.js'
 
-after(closeTestDb)
+// a database of its own, migrated (and on Citus distributed) for this file: the shared test database
+// also holds what test helpers create beside the migrated schema (the share targets of shared items)
+let database: Awaited<ReturnType<typeof privateTestDatabase>>
+before(async () => {
+  database = await privateTestDatabase('schemarules')
+})
+after(() => database.close())
+const testDb = () => database.db
 
 // docs/citus.md: what Citus needs to distribute every tenant table by tenant_id
 test('the migrated schema follows the rules of distribution by tenant', async () => {

@@ -2,9 +2,9 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import { sql } from 'kysely'
-import { shapedStatement, verifyShapedStatements } from '../src/platform/db/database.js'
-import { given } from './helpers/given.js'
-import { testDb } from './helpers/test-database.js'
+import { shapedStatement, verifyShapedStatements } from './database.js'
+import { given } from '../../../test/helpers/given.js'
+import { testDb } from '../../../test/helpers/test-database.js'
 
 const db = testDb()
 

@@ -1,6 +1,6 @@
 /**
  * How each table is placed on a Citus cluster (docs/citus.md). Every table of the migrated schema
- * must be listed here: the schema-rules test (test/schema-rules.test.ts) fails on an unlisted one,
+ * must be listed here: the schema-rules test (src/platform/db/schema-rules.test.ts) fails on an unlisted one,
  * and `workplace db distribute` refuses to run.
  *
  * - `tenant`: distributed by `tenant_id`, all colocated. Primary key and every unique constraint or

@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
-import { buildTestApp, call } from './helpers/build-test-app.js'
-import { given } from './helpers/given.js'
-import { testDb } from './helpers/test-database.js'
+import { buildTestApp, call } from '../../../test/helpers/build-test-app.js'
+import { given } from '../../../test/helpers/given.js'
+import { testDb } from '../../../test/helpers/test-database.js'
 
 const db = testDb()
 
@@ -134,7 +134,7 @@ test('CORS answers only configured origins', async () => {
 // coordinator + 2 workers: `users_username_uniq_102087`, `tenants_slug_key_102010`); single-node
 // PostgreSQL cannot produce that name, hence the error object here
 test('a unique violation is recognised by its constraint, also under a Citus shard name', async () => {
-  const { isUniqueViolation } = await import('../src/platform/db/pg-errors.js')
+  const { isUniqueViolation } = await import('../db/pg-errors.js')
   assert.equal(isUniqueViolation({ code: '23505', constraint: 'users_username_uniq' }, 'users_username_uniq'), true)
   assert.equal(
     isUniqueViolation({ code: '23505', constraint: 'users_username_uniq_102087' }, 'users_username_uniq'),

@@ -1,13 +1,13 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import type { RouteOptions } from 'fastify'
-import { buildApp } from '../src/app.js'
-import { validationErrors } from '../src/platform/http/validation-messages.js'
-import { createAjv } from '../src/platform/validation/validator.js'
+import { buildApp } from '../../app.js'
+import { validationErrors } from './validation-messages.js'
+import { createAjv } from '../validation/validator.js'
 import { Type } from 'typebox'
-import { buildTestApp, call, testConfig } from './helpers/build-test-app.js'
-import { given } from './helpers/given.js'
-import { testDb } from './helpers/test-database.js'
+import { buildTestApp, call, testConfig } from '../../../test/helpers/build-test-app.js'
+import { given } from '../../../test/helpers/given.js'
+import { testDb } from '../../../test/helpers/test-database.js'
 
 const db = testDb()
 
@@ -72,7 +72,7 @@ test('every JSON body of every route reports all its wrong fields at once, in re
   for (const route of routes) {
     const body = route.schema?.body as { properties?: Record<string, unknown>; content?: unknown } | undefined
     if (!body?.properties || body.content) continue
-    // SCIM answers RFC 7644 errors (400 invalidValue) to SCIM tokens only: test/scim-users.test.ts
+    // SCIM answers RFC 7644 errors (400 invalidValue) to SCIM tokens only: src/modules/scim/scim-users.test.ts
     if (route.url.startsWith('/scim/')) continue
     const method = ([] as string[]).concat(route.method)[0]
     const url = route.url.replace(/:[A-Za-z]+\??/g, '1')

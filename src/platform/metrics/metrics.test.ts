@@ -3,11 +3,11 @@ import type { AddressInfo } from 'node:net'
 import net from 'node:net'
 import { test } from 'node:test'
 import type { FastifyInstance } from 'fastify'
-import { buildApp } from '../src/app.js'
-import { instrumentJobs, recordDelivery } from '../src/platform/metrics/index.js'
-import { buildTestApp, testConfig } from './helpers/build-test-app.js'
-import { given } from './helpers/given.js'
-import { testDb } from './helpers/test-database.js'
+import { buildApp } from '../../app.js'
+import { instrumentJobs, recordDelivery } from './index.js'
+import { buildTestApp, testConfig } from '../../../test/helpers/build-test-app.js'
+import { given } from '../../../test/helpers/given.js'
+import { testDb } from '../../../test/helpers/test-database.js'
 
 const TOKEN = 'metrics-test-token-0123456789'
 
@@ -116,7 +116,7 @@ test('metrics are off by default, and METRICS_PORT serves them on 127.0.0.1 with
 })
 
 test('job outcomes and delivery outcomes are counted', async () => {
-  const { registry } = await import('../src/platform/metrics/index.js')
+  const { registry } = await import('./index.js')
   const jobs = instrumentJobs({
     'test:ok': async () => undefined,
     'test:broken': async () => {

@@ -8,7 +8,7 @@ import { deleteQueuedJobsNaming } from '../jobs/jobs.js'
  * What each text-like column of each tenant table holds, and how an erasure (GDPR Art. 17: black-out,
  * `POST /api/users/{id}/erasure`) treats the person's rows (docs/data-protection.md). Every tenant
  * table is listed, and every column whose type can hold a person's data (text, varchar, json, jsonb,
- * arrays, bytea, inet): the erasure marker test (test/erasure.test.ts) fails on a table or column
+ * arrays, bytea, inet): the erasure marker test (src/modules/users/erasure.test.ts) fails on a table or column
  * without a rule, so a new table is classified before it ships.
  *
  * - `not-personal`: codes, names of the tenant's own objects, ids, configuration; identifies nobody.

@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import Fastify from 'fastify'
-import { instrumentTestApp } from './helpers/build-test-app.js'
-import { echoedSecrets, forgetSecrets, rememberSecrets } from './helpers/secret-echo.js'
+import { instrumentTestApp } from '../../../test/helpers/build-test-app.js'
+import { echoedSecrets, forgetSecrets, rememberSecrets } from '../../../test/helpers/secret-echo.js'
 
 // the run-wide secrets grep that every buildTestApp() app applies to every response (issue 17)
 test('a response that carries a secret an earlier request sent fails its request', async () => {

@@ -81,7 +81,7 @@ export const ROUTE_CLASSES: Record<string, RouteClass> = {
   'POST /api/auth/logout': {
     kind: 'self',
     path: fixed('/api/auth/logout'),
-    skip: "revokes the caller's own token (covered by test/auth.test.ts)",
+    skip: "revokes the caller's own token (covered by src/modules/identity/auth.test.ts)",
   },
 
   // sign-in (issue 34): password reset and single sign-on are public; sessions and factors are one's own
@@ -326,7 +326,7 @@ export const ROUTE_CLASSES: Record<string, RouteClass> = {
   'GET /api/notifications/stream': {
     kind: 'self',
     path: fixed('/api/notifications/stream'),
-    skip: 'an endless Server-Sent Events stream (covered by test/notifications-realtime.test.ts)',
+    skip: 'an endless Server-Sent Events stream (covered by src/modules/notifications/notifications-realtime.test.ts)',
   },
   'GET /api/notifications/type/:targetableType': {
     kind: 'self',
@@ -370,7 +370,7 @@ export const ROUTE_CLASSES: Record<string, RouteClass> = {
   'POST /api/push-subscriptions': {
     kind: 'self',
     path: fixed('/api/push-subscriptions'),
-    skip: "registers the caller's own device (covered by test/push.test.ts)",
+    skip: "registers the caller's own device (covered by src/modules/notifications/push.test.ts)",
   },
   'DELETE /api/push-subscriptions/:id': { kind: 'id', path: (f) => `/api/push-subscriptions/${f.pushSubscriptionId}` },
   'GET /api/users/current/notification-preferences': {
@@ -644,12 +644,12 @@ Object.assign(ROUTE_CLASSES, {
   'GET /api/operator/tenants/:tenant/limits': {
     kind: 'id',
     path: (f) => `/api/operator/tenants/${f.tenant.slug}/limits`,
-    skip: "the operator's token only (OPERATOR_TOKEN), never a tenant's: test/limits.test.ts",
+    skip: "the operator's token only (OPERATOR_TOKEN), never a tenant's: src/modules/limits/limits.test.ts",
   },
   'PUT /api/operator/tenants/:tenant/limits': {
     kind: 'id',
     path: (f) => `/api/operator/tenants/${f.tenant.slug}/limits`,
-    skip: "the operator's token only (OPERATOR_TOKEN), never a tenant's: test/limits.test.ts",
+    skip: "the operator's token only (OPERATOR_TOKEN), never a tenant's: src/modules/limits/limits.test.ts",
   },
 
   // sign-in holes (issue 39): linking an identity to one's own account, or an administrator linking one
@@ -683,12 +683,12 @@ Object.assign(ROUTE_CLASSES, {
   'GET /api/data-exports/:id': {
     kind: 'id',
     path: fixed('/api/data-exports/1'),
-    skip: "no export among the fixtures; another user's export answers as a missing one in test/data-export.test.ts",
+    skip: "no export among the fixtures; another user's export answers as a missing one in src/modules/users/data-export.test.ts",
   },
   'POST /api/data-exports/:id/download-link': {
     kind: 'id',
     path: fixed('/api/data-exports/1/download-link'),
-    skip: "no export among the fixtures; another user's export answers as a missing one in test/data-export.test.ts",
+    skip: "no export among the fixtures; another user's export answers as a missing one in src/modules/users/data-export.test.ts",
   },
   'GET /api/data-exports/download/:token': { kind: 'public', path: fixed('/api/data-exports/download/x') },
   'GET /api/administration/retention': {
@@ -743,9 +743,9 @@ function readingRoutes(base: string, table: string, module: string): Record<stri
   }
 }
 
-/** /scim/v2 takes SCIM tokens only (an access token is a 401 there): its isolation is test/scim.test.ts's. */
+/** /scim/v2 takes SCIM tokens only (an access token is a 401 there): its isolation is src/modules/scim/scim.test.ts's. */
 function scimRoutes(): Record<string, RouteClass> {
-  const skip = 'authenticated by SCIM tokens only; tenant isolation both ways in test/scim.test.ts'
+  const skip = 'authenticated by SCIM tokens only; tenant isolation both ways in src/modules/scim/scim.test.ts'
   const routes = [
     'GET /ServiceProviderConfig',
     'GET /ResourceTypes',
