@@ -4,7 +4,7 @@ import type { Actor } from '../../platform/auth/actor.js'
 import type { Db } from '../../platform/db/schema.js'
 import type { PubSub } from '../../platform/realtime/pg-pubsub.js'
 import { secretBoxFor } from '../../platform/secrets/secret-box.js'
-import { SYNC_CHANNEL } from '../../platform/sync/change-log.js'
+import { isSyncChannelMessage, SYNC_CHANNEL } from '../../platform/sync/change-log.js'
 import type { SyncRecord, SyncSource } from '../../platform/sync/sync-source.js'
 import { openCursor, schemaTag, sealCursor, type SyncCursor, syncReset } from './sync-cursor.js'
 import * as queries from './sync.queries.js'
@@ -188,10 +188,8 @@ export function createSyncService({ db, config, pubsub }: Pick<AppDeps, 'db' | '
   const waiting = new Map<number, Set<() => void>>()
   let listening: Promise<unknown> | undefined
   function onMessage(payload: unknown) {
-    if (typeof payload !== 'object' || payload === null || !('tenant' in payload)) return
-    const { tenant } = payload
-    if (typeof tenant !== 'number') return
-    for (const wake of waiting.get(tenant) ?? []) wake()
+    if (!isSyncChannelMessage(payload)) return
+    for (const wake of waiting.get(payload.tenant) ?? []) wake()
   }
   /** Resolves on the tenant's next change (on any node) or at the deadline; armed before the caller reads. */
   async function armWakeUp(tenantId: number, deadline: number) {

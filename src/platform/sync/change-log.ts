@@ -17,6 +17,10 @@ export interface SyncChannelMessage {
   tenant: number
 }
 
+/** A message of `SYNC_CHANNEL` as `recordSyncWrites` sends it (JSON over NOTIFY): the tenant whose feed moved. */
+export const isSyncChannelMessage = (payload: unknown): payload is SyncChannelMessage =>
+  typeof payload === 'object' && payload !== null && 'tenant' in payload && typeof payload.tenant === 'number'
+
 /** One synced entity changed (created, updated, deleted). `userId`: the one user who may see it (own records). */
 export interface SyncChange {
   entity: string

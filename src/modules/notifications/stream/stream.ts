@@ -6,7 +6,7 @@ import type { Db } from '../../../platform/db/schema.js'
 import { AppError } from '../../../platform/http/errors.js'
 import type { PubSub } from '../../../platform/realtime/pg-pubsub.js'
 import { openEventStream, type EventStream } from '../../../platform/realtime/sse.js'
-import { SYNC_CHANNEL, type SyncChannelMessage } from '../../../platform/sync/change-log.js'
+import { isSyncChannelMessage, SYNC_CHANNEL } from '../../../platform/sync/change-log.js'
 import { listResource } from '../../../platform/query/run-query.js'
 import * as queries from '../notifications.queries.js'
 import * as streamQueries from './stream.queries.js'
@@ -45,10 +45,6 @@ function isChannelMessage(payload: unknown): payload is NotificationsChannelMess
     (sourceKey === undefined || typeof sourceKey === 'string')
   )
 }
-
-/** A message of the change feed's channel (platform/sync/change-log.ts): the tenant whose feed moved. */
-const isSyncMessage = (payload: unknown): payload is SyncChannelMessage =>
-  typeof payload === 'object' && payload !== null && typeof (payload as { tenant?: unknown }).tenant === 'number'
 
 /** The shortest time between two "sync now" hints to one tenant's streams (a burst of writes is one hint, and one after it). */
 const SYNC_HINT_MS = 1000
@@ -142,7 +138,7 @@ export function createNotificationStreams({
     }, SYNC_HINT_MS).unref()
   }
   function onSyncMessage(payload: unknown) {
-    if (isSyncMessage(payload) && streams.has(payload.tenant)) hintSync(payload.tenant)
+    if (isSyncChannelMessage(payload) && streams.has(payload.tenant)) hintSync(payload.tenant)
   }
 
   function add(actor: Actor, state: StreamState) {
