@@ -321,20 +321,33 @@ app.post('/notifications', async (request, reply) => {
   return reply.code(202).send({ status: 'success', data: null })
 })
 
-// S15: confirm a post (again): a repeat is one read, as in the API; the first an upsert, the reader's
-// state back (an upsert on every repeat rewrote the row each time: its dead versions slowed the next
-// scenario, S16, which probes the same user's rows, to a fifth)
+// A post the user may view, written out by hand as the API's rule does it: the module permission and
+// the post's own grants, its channel (no folder on the channel's path may carry view grants that exclude
+// the user) and, unless the user is an editor, published (S15 and S16 are for readers: published only)
+const postVisible = (alias: string) => `${canViewContent('infoboard', 'infoboardPost', `${alias}.id`)}
+  and ${alias}.published_at <= now()
+  and not exists (select 1 from folders f, unnest(f.path) as a(fid)
+    where f.tenant_id = $1 and f.id = ${alias}.channel_id and not ${grantOk('folder', 'a.fid')})`
+// S15: confirm a post (again): the post must be one the user may view (a missing or hidden post is a 404,
+// as in the API); a repeat is then one read, as in the API; the first an upsert, the reader's state back
+// (an upsert on every repeat rewrote the row each time: its dead versions slowed the next scenario, S16,
+// which probes the same user's rows, to a fifth)
 app.post('/infoboard/posts/:id/confirmation', async (request, reply) => {
-  const values = [q(request).tenant, (request.params as { id: string }).id, q(request).user]
+  // $2 is the user, as the access rule's fragments expect
+  const values = [q(request).tenant, q(request).user, (request.params as { id: string }).id]
   const known = await pool.query(
-    `select ${ts('seen_at')} as seen_at, ${ts('confirmed_at')} as confirmed_at from content_reads
-     where tenant_id = $1 and target_type = 'infoboardPost' and target_id = $2 and user_id = $3 and confirmed_at is not null`,
+    `select ${ts('cr.seen_at')} as seen_at, ${ts('cr.confirmed_at')} as confirmed_at
+     from users u join roles r on r.tenant_id = u.tenant_id and r.id = u.role_id
+       join infoboard_posts p on p.tenant_id = $1 and p.id = $3
+       left join content_reads cr on cr.tenant_id = $1 and cr.target_type = 'infoboardPost' and cr.target_id = p.id and cr.user_id = $2
+     where u.tenant_id = $1 and u.id = $2 and p.requires_reading_confirmation and ${postVisible('p')}`,
     values,
   )
-  if (known.rows.length > 0) return reply.code(200).send(known.rows[0])
+  if (known.rows.length === 0) return reply.code(404).send({ status: 404, title: 'Post not found' })
+  if (known.rows[0].confirmed_at !== null) return reply.code(200).send(known.rows[0])
   const { rows } = await pool.query(
     `insert into content_reads as cr (tenant_id, target_type, target_id, user_id, confirmed_at)
-       values ($1, 'infoboardPost', $2, $3, now())
+       values ($1, 'infoboardPost', $3, $2, now())
      on conflict (tenant_id, target_type, target_id, user_id) do update set confirmed_at = coalesce(cr.confirmed_at, now())
      returning ${ts('seen_at')} as seen_at, ${ts('confirmed_at')} as confirmed_at, confirmed_at = now() as created`,
     values,
@@ -342,16 +355,18 @@ app.post('/infoboard/posts/:id/confirmation', async (request, reply) => {
   const { created, ...state } = rows[0]
   return reply.code(created ? 201 : 200).send(state)
 })
-// S16: the posts the user still has to confirm, pinned first, with her state
+// S16: the posts the user still has to confirm (those she may view), pinned first, with her state
 app.get('/infoboard/posts/pending', async (request) => {
   const { rows } = await pool.query(
     `select p.id, p.user_id, p.channel_id, p.title, p.body, p.requires_reading_confirmation, ${ts('p.published_at')} as published_at,
        p.pinned, p.comments_enabled, ${ts('p.confirmation_due_at')} as confirmation_due_at,
        ${ts('p.created_at')} as created_at, ${ts('p.updated_at')} as updated_at,
-       json_build_object('seen_at', ${ts('r.seen_at')}, 'confirmed_at', null) as my_state
-     from infoboard_posts p left join content_reads r on r.tenant_id = p.tenant_id and r.target_type = 'infoboardPost'
-       and r.target_id = p.id and r.user_id = $2
-     where p.tenant_id = $1 and p.requires_reading_confirmation and p.published_at <= now() and r.confirmed_at is null
+       json_build_object('seen_at', ${ts('cr.seen_at')}, 'confirmed_at', null) as my_state
+     from users u join roles r on r.tenant_id = u.tenant_id and r.id = u.role_id
+       join infoboard_posts p on p.tenant_id = $1
+       left join content_reads cr on cr.tenant_id = p.tenant_id and cr.target_type = 'infoboardPost'
+         and cr.target_id = p.id and cr.user_id = $2
+     where u.tenant_id = $1 and u.id = $2 and p.requires_reading_confirmation and cr.confirmed_at is null and ${postVisible('p')}
      order by p.pinned desc, p.id desc limit 50`,
     [q(request).tenant, q(request).user],
   )
