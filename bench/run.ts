@@ -34,6 +34,7 @@ import {
   BULK_TABLES,
   deferSecondaryIndexes,
   RAISED_LIMITS,
+  BENCH_QUOTAS,
   seedTenant,
   type BenchLimits,
   type SeededTenant,
@@ -285,7 +286,7 @@ type Row = Record<string, unknown>
  * applies at once; then one request, so that the next measure starts with the tenant's limits read.
  */
 async function switchLimits(apiUrl: string, tenant: SeededTenant, mode: 'raised' | 'exempt'): Promise<void> {
-  const body = mode === 'raised' ? { ...RAISED_LIMITS, exempt: false } : { exempt: true }
+  const body = { ...(mode === 'raised' ? RAISED_LIMITS : {}), quotas: BENCH_QUOTAS, exempt: mode === 'exempt' }
   const res = await fetch(`${apiUrl}/api/operator/tenants/${tenant.slug}/limits`, {
     method: 'PUT',
     headers: { authorization: `Bearer ${operatorToken}`, 'content-type': 'application/json' },
