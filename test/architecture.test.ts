@@ -303,7 +303,6 @@ const PLATFORM_NAMES_DOMAIN: Record<string, string> = {
   'src/platform/http/openapi.ts': 'the OpenAPI tags and security schemes name the access and scim surfaces',
   'src/platform/limits/':
     "fair-use limits count a module's rows (users, automations, push_subscriptions, files) and key SCIM callers",
-  'src/platform/offboarding/': 'tenant offboarding and backup read and write the tenants row itself',
   'src/platform/privacy/personal-data.ts':
     "a user's personal data across the tables holding it (GDPR export and erasure)",
 }
