@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto'
 import { assertQuota } from '../../platform/limits/quotas.js'
-import { diff } from '../../platform/audit/audit-log.js'
+import { diff } from '../audit/index.js'
 import type { AppDeps } from '../../platform/app-module.js'
 import { actingUserId, type Actor } from '../../platform/auth/actor.js'
 import { recordDomainEvent } from '../../platform/events/domain-events.js'

@@ -8,7 +8,7 @@ import { requirePermission } from '../../platform/auth/require-permission.js'
 import { downgradeToMfaEnrollment, revokeUserTokens } from '../../platform/auth/tokens.js'
 import { isUniqueViolation } from '../../platform/db/pg-errors.js'
 import type { Db, UsersTable } from '../../platform/db/schema.js'
-import { diff } from '../../platform/audit/audit-log.js'
+import { diff } from '../audit/index.js'
 import { recordDomainEvent } from '../../platform/events/domain-events.js'
 import {
   AppError,
