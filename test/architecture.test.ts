@@ -303,8 +303,10 @@ const PLATFORM_NAMES_DOMAIN: Record<string, string> = {
   'src/platform/db/change-notices.ts':
     'the actor cache is invalidated by changes of users, roles, department_users, access_tokens',
   'src/platform/http/openapi.ts': 'the OpenAPI tags and security schemes name the access and scim surfaces',
-  'src/platform/limits/':
-    "fair-use limits count a module's rows (users, automations, push_subscriptions, files) and key SCIM callers",
+  'src/platform/limits/index.ts':
+    "a SCIM token's requests are counted under the key 'scim:<id>' (the key stored in rate_limit_counters)",
+  'src/platform/limits/limits-routes.ts':
+    'the usage and operator routes: their URLs and response schemas spell the quotas (users, automations, push_subscriptions) and the tenants they read',
 }
 
 const FILE_EXTENSIONS = new Set(['md', 'json', 'jsonl', 'csv', 'ts', 'js', 'sql', 'html'])

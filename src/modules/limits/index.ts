@@ -1,5 +1,6 @@
 import type { AppModule } from '../../platform/app-module.js'
 import { sweepRateLimitCounters } from '../../platform/limits/rate-limiter.js'
+import { selectTenantIds } from '../tenants/index.js'
 
 export const RATE_LIMIT_SWEEP_JOB = 'limits:sweep_counters'
 
@@ -12,7 +13,7 @@ export const limitsModule: AppModule = {
   name: 'limits',
   jobs: ({ db }) => ({
     [RATE_LIMIT_SWEEP_JOB]: async () => {
-      await sweepRateLimitCounters(db)
+      await sweepRateLimitCounters(db, await selectTenantIds(db))
     },
   }),
   cron: [`17 * * * * ${RATE_LIMIT_SWEEP_JOB}`],

@@ -106,7 +106,7 @@ export function createUsersLifecycleService(deps: AppDeps, pictures: ProfilePict
       if (!user) throw notFound('User')
       if (user.blacked_out_at !== null) throw new AppError(422, 'blacked_out', 'A blacked-out user cannot be restored')
       if (user.deleted_at === null) throw new AppError(422, 'not_deleted', 'This user is not deleted')
-      await assertQuota(trx, actor.tenantId, 'users', deps.config.limits.quotas)
+      await assertQuota(trx, actor.tenantId, queries.usersQuota, deps.config.limits.quotas)
       await queries.updateUser(trx, actor.tenantId, id, {
         deleted_at: null,
         ...(body.role_id !== undefined ? { role_id: body.role_id } : {}),
