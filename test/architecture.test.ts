@@ -295,7 +295,8 @@ const PLATFORM_NAMES_DOMAIN: Record<string, string> = {
     'the one numbered, forward-only history of every table (CONTRIBUTING-modules.md); applied migrations are frozen',
   'src/platform/access/access-rule.ts':
     "THE grant rule reads the grants (entity_permissions) and a user's departments; its home is to be entity-permissions",
-  'src/platform/auth/actor.ts': "an actor may be a SCIM token (scimTokenId, audited as 'scim:<id>')",
+  'src/platform/auth/actor.ts':
+    "an actor may be a SCIM token (scimTokenId; audited and rate-limited as 'scim:<id>', actorLabel)",
   'src/platform/auth/authenticate.ts': 'the actor is read from users, roles, department_users and access_tokens',
   'src/platform/auth/tokens.ts': 'access tokens are issued for users (users, user_totp)',
   'src/platform/auth/session-activity.ts':
@@ -303,10 +304,6 @@ const PLATFORM_NAMES_DOMAIN: Record<string, string> = {
   'src/platform/db/change-notices.ts':
     'the actor cache is invalidated by changes of users, roles, department_users, access_tokens',
   'src/platform/http/openapi.ts': 'the OpenAPI tags and security schemes name the access and scim surfaces',
-  'src/platform/limits/index.ts':
-    "a SCIM token's requests are counted under the key 'scim:<id>' (the key stored in rate_limit_counters)",
-  'src/platform/limits/limits-routes.ts':
-    'the usage and operator routes: their URLs and response schemas spell the quotas (users, automations, push_subscriptions) and the tenants they read',
 }
 
 const FILE_EXTENSIONS = new Set(['md', 'json', 'jsonl', 'csv', 'ts', 'js', 'sql', 'html'])
