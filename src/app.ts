@@ -31,7 +31,7 @@ import { composeApp } from './platform/composition.js'
 import { verifyShapedStatements } from './platform/db/database.js'
 import { registerWebApp } from './platform/http/web-app.js'
 import { registerLimits } from './platform/limits/index.js'
-import { limitsRoutes } from './platform/limits/limits-routes.js'
+import { limitsRoutes } from './modules/limits/index.js'
 
 declare module 'fastify' {
   interface FastifyContextConfig {

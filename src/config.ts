@@ -68,6 +68,9 @@ export interface QuotaLimits {
   file_bytes: number
 }
 
+/** The quotas by name; each is counted by the module owning its rows (`quotaCounters`, platform/limits/quotas.ts). */
+export const QUOTA_NAMES: readonly (keyof QuotaLimits)[] = ['users', 'automations', 'push_subscriptions', 'file_bytes']
+
 export interface LimitsConfig {
   /** Quotas per tenant (an operator raises them per tenant). */
   quotas: QuotaLimits

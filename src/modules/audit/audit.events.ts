@@ -1,11 +1,5 @@
-import {
-  anonymizeAuditFor,
-  auditColumns,
-  auditInsert,
-  recordAudits,
-  type AuditColumns,
-  type AuditEntry,
-} from '../../platform/audit/audit-log.js'
+import { auditColumns, type AuditColumns, type AuditEntry } from './audit-log.js'
+import { anonymizeAuditFor, auditInsert, recordAudits } from './audit-log.queries.js'
 import { currentRequestContext } from '../../platform/audit/request-context.js'
 import type { DomainEvent, DomainEventSubscriber } from '../../platform/events/domain-events.js'
 import { eventTypeIn } from './audit.queries.js'

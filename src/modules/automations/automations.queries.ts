@@ -1,5 +1,6 @@
 import { type RawBuilder, sql } from 'kysely'
 import type { Db } from '../../platform/db/schema.js'
+import type { QuotaCounter } from '../../platform/limits/quotas.js'
 
 export interface StoredAction {
   type: string
@@ -246,4 +247,10 @@ export async function replaceAutomationActions(
     .where(sql<boolean>`actions = ${JSON.stringify(row.actions)}::jsonb`)
     .executeTakeFirst()
   return Number(updated.numUpdatedRows)
+}
+
+/** The automations quota: the tenant's automations (docs/limits.md). */
+export const automationsQuota: QuotaCounter = {
+  name: 'automations',
+  used: (tenantId) => sql`(select count(*) from automations where tenant_id = ${tenantId})`,
 }

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto'
 import { assertQuota } from '../../platform/limits/quotas.js'
-import { diff } from '../../platform/audit/audit-log.js'
+import { diff } from '../audit/index.js'
 import type { AppDeps } from '../../platform/app-module.js'
 import { actingUserId, type Actor } from '../../platform/auth/actor.js'
 import { recordDomainEvent } from '../../platform/events/domain-events.js'
@@ -90,7 +90,7 @@ export function createAutomationsService({ db, config }: AppDeps, options: { res
     const actions = await checkActions(body.actions, errors)
     errors.throwIfAny()
     const { id } = await db.transaction().execute(async (trx) => {
-      await assertQuota(trx, actor.tenantId, 'automations', config.limits.quotas)
+      await assertQuota(trx, actor.tenantId, queries.automationsQuota, config.limits.quotas)
       const row = await queries.insertAutomation(trx, actor.tenantId, {
         name: body.name,
         event: body.event,

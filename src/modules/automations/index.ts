@@ -9,6 +9,7 @@ import { createAutomationsService } from './automations.service.js'
 import { enqueueDeliveriesForEvents } from './automations.events.js'
 import { createWebhookDeliverer, DELIVER_WEBHOOK_JOB, type DeliverWebhookPayload } from './webhook-delivery.job.js'
 import { jobOf } from '../../platform/jobs/jobs.js'
+import { automationsQuota } from './automations.queries.js'
 
 export { AUTOMATION_EVENTS } from './automations.events.js'
 /** For the demo: an automation stored without URL validation (inactive until an operator sets its URL). */
@@ -25,6 +26,7 @@ export const automationsModule: AppModule = {
   secretHolders: [signingKeySecrets, automationSecrets],
   // every committed domain event enqueues its deliveries inside the recording transaction
   eventSubscribers: [enqueueDeliveriesForEvents],
+  quotaCounters: [automationsQuota],
   jobs: (deps) => {
     const deliverer = createWebhookDeliverer(deps)
     return {

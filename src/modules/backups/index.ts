@@ -1,6 +1,6 @@
 import type { AppDeps, AppModule } from '../../platform/app-module.js'
 import { createPool } from '../../platform/db/database.js'
-import { backupDatabase, pruneBackups } from '../../platform/offboarding/backup.js'
+import { backupDatabase, pruneBackups } from './backup.js'
 
 export const DAILY_BACKUP_JOB = 'backups:daily'
 

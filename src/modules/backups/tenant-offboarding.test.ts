@@ -10,7 +10,7 @@ import { given, type GivenUser } from '../../../test/helpers/given.js'
 import { testDatabaseUrl, testDb } from '../../../test/helpers/test-database.js'
 import { fixture, multipart } from '../../../test/fixtures/users/forms.js'
 import { createPool } from '../../platform/db/database.js'
-import { deleteTenant, exportTenant, importTenant } from '../../platform/offboarding/tenant-archive.js'
+import { deleteTenant, exportTenant, importTenant } from './tenant-archive.js'
 import { tenantTables } from '../../platform/db/table-classes.js'
 
 const storageDir = await fs.mkdtemp(path.join(os.tmpdir(), 'workplace-api-offboarding-'))

@@ -8,6 +8,7 @@ import type { UploadedFile } from '../../platform/http/multipart.js'
 import { assertQuota } from '../../platform/limits/quotas.js'
 import { createFileStorage } from '../../platform/storage/file-storage.js'
 import { files, type UploadFileBody } from './filemanager.content.js'
+import { fileBytesQuota } from './filemanager.queries.js'
 
 const POSTER_TYPES = new Set(['image/jpeg', 'image/png', 'image/gif', 'image/webp'])
 export type FileVariant = 'content' | 'download' | 'poster'
@@ -50,7 +51,7 @@ export function createFilesService({ db, config }: Pick<AppDeps, 'db' | 'config'
         },
         {
           beforeInsert: (trx) =>
-            assertQuota(trx, actor.tenantId, 'file_bytes', config.limits.quotas, kept[0].size + posterSize),
+            assertQuota(trx, actor.tenantId, fileBytesQuota, config.limits.quotas, kept[0].size + posterSize),
         },
       )
       return files.show(db, actor, row.id, {}, true)

@@ -5,6 +5,7 @@ import { grantTokenActorFor } from '../shared-items/index.js'
 import { createFilesService } from './filemanager-files.service.js'
 import { fileRoutes } from './filemanager.routes.js'
 import { directories, directoryBodies, files } from './filemanager.content.js'
+import { fileBytesQuota } from './filemanager.queries.js'
 
 export { directories as filemanagerDirectories, files as filemanagerFiles } from './filemanager.content.js'
 
@@ -38,6 +39,7 @@ export const filemanagerModule: AppModule = {
   },
   grantTargets: [directories, files].map((content) => contentTarget({ ...content, keys: ['view', 'write'] })),
   syncSources: [contentSyncSource(files, { containers: ['filemanagerDirectory'] })],
+  quotaCounters: [fileBytesQuota],
   shareTargets: [
     contentShareTarget(directories),
     contentShareTarget(files, (row, base) => ({

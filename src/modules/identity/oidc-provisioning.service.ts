@@ -5,7 +5,7 @@ import type { Db } from '../../platform/db/schema.js'
 import { recordDomainEvent } from '../../platform/events/domain-events.js'
 import { AppError, conflict } from '../../platform/http/errors.js'
 import { assertQuota } from '../../platform/limits/quotas.js'
-import { insertUser, USERNAME_PATTERN } from '../users/index.js'
+import { insertUser, USERNAME_PATTERN, usersQuota } from '../users/index.js'
 import * as queries from './oidc.queries.js'
 import type { ProviderRow } from './oidc.queries.js'
 import { recordFailedSignIn, signInEligibleUser } from './sign-in.service.js'
@@ -142,7 +142,7 @@ export async function findOrProvisionUser(
     )
   const roleId = provider.default_role_id
   const provision = db.transaction().execute(async (trx) => {
-    await assertQuota(trx, tenantId, 'users', quotas)
+    await assertQuota(trx, tenantId, usersQuota, quotas)
     const created = await insertUser(trx, {
       tenant_id: tenantId,
       username: newUsername,

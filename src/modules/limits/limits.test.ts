@@ -14,6 +14,7 @@ import { createWorkplaceClient } from '../../../clients/typescript/index.js'
 import { registry } from '../../platform/metrics/index.js'
 import { sweepRateLimitCounters } from '../../platform/limits/rate-limiter.js'
 import { limitsModule, RATE_LIMIT_SWEEP_JOB } from './index.js'
+import { selectTenantIds } from '../tenants/index.js'
 import { collectJobs } from '../../runtime.js'
 import { bearer, instrumentTestApp, testConfig } from '../../../test/helpers/build-test-app.js'
 import { given } from '../../../test/helpers/given.js'
@@ -460,7 +461,9 @@ test('the hourly sweep deletes the counters of windows that ended over an hour a
         values (${tenant.id}, 'tenant:read', ${new Date(now - ago * 60_000)}, 1, 1, 10)`.execute(testDb())
   // in a request's scope: its statements are checked like a request's (each routed to one tenant; on
   // Citus under the guard that fails a statement sent to more than one shard)
-  const deleted = await inRequest(() => sweepRateLimitCounters(testDb(), { now, batch: 2 }))
+  const deleted = await inRequest(async () =>
+    sweepRateLimitCounters(testDb(), await selectTenantIds(testDb()), { now, batch: 2 }),
+  )
   assert.ok(deleted >= 8, `deleted ${deleted}`)
   for (const tenant of tenants) {
     const { rows } = await sql<{ window_start: string }>`

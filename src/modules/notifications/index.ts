@@ -12,6 +12,7 @@ export { runFanOut } from './notifications.jobs.js'
 import { selectGenericNotifications } from './notifications.queries.js'
 import { notificationSyncSource } from './notifications.sync.js'
 import { preferencesSyncSource } from './preferences/preferences.sync.js'
+import { pushSubscriptionsQuota } from './push/subscriptions.queries.js'
 
 export { insertDefaultNotificationSettings, notificationSettingExists } from './preferences/settings.queries.js'
 /** For content modules: queue notifications in the transaction of the change, or fan out directly. */
@@ -49,6 +50,7 @@ export const notificationsModule: AppModule = {
   secretHolders: [vapidKeySecrets],
   cron: NOTIFICATION_CRON,
   syncSources: [notificationSyncSource, preferencesSyncSource],
+  quotaCounters: [pushSubscriptionsQuota],
   notificationTargetables: {
     [GENERIC_NOTIFICATION]: async (ctx, ids) => {
       const rows = await selectGenericNotifications(ctx.db, ctx.tenantId, ids)

@@ -1,5 +1,5 @@
 import type { AppDeps } from '../../platform/app-module.js'
-import { diff } from '../../platform/audit/audit-log.js'
+import { diff } from '../audit/index.js'
 import { actingUserId, type Actor } from '../../platform/auth/actor.js'
 import { exceedsOwnPermissions, holdsEvery, PERMISSION_BEYOND_ACTOR } from '../../platform/auth/permissions.js'
 import { requirePermission } from '../../platform/auth/require-permission.js'

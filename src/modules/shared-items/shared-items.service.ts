@@ -3,7 +3,7 @@ import type { AppDeps } from '../../platform/app-module.js'
 import type { Actor } from '../../platform/auth/actor.js'
 import { timestampText } from '../../platform/db/database.js'
 import type { Db } from '../../platform/db/schema.js'
-import { diff } from '../../platform/audit/audit-log.js'
+import { diff } from '../audit/index.js'
 import {
   domainEventWrites,
   recordDomainEvent,

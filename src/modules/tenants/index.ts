@@ -1,4 +1,5 @@
 export { createTenant, findTenantBySlug, TENANT_SLUG, type CreatedTenant } from './tenants.service.js'
+export { selectTenantIds } from './tenants.queries.js'
 export {
   ensureDemoTenant,
   isDatabaseEmpty,

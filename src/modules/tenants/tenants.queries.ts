@@ -31,6 +31,10 @@ export async function markDemo(db: Db, tenantId: number, state: 'seeding' | 'com
     .execute()
 }
 
+/** Every tenant's id, in order (a sweep's tenant-by-tenant pass). */
+export const selectTenantIds = async (db: Db): Promise<number[]> =>
+  (await db.selectFrom('tenants').select('id').orderBy('id').execute()).map(({ id }) => id)
+
 export async function isDatabaseEmpty(db: Db): Promise<boolean> {
   const row = await db.selectFrom('tenants').select('id').limit(1).executeTakeFirst()
   return row === undefined

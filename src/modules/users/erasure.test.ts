@@ -14,7 +14,7 @@ import { fixture, multipart } from '../../../test/fixtures/users/forms.js'
 import { createDataExports } from './users-data-export.js'
 import { createFileStorage } from '../../platform/storage/file-storage.js'
 import { tenantTables } from '../../platform/db/table-classes.js'
-import { PERSONAL_DATA, personalDataRuleGaps } from '../../platform/privacy/personal-data.js'
+import { PERSONAL_DATA, personalDataRuleGaps } from './users-personal-data.js'
 
 // a storage directory of this file's own: the scan below reads all of it
 const storageDir = await fs.mkdtemp(path.join(os.tmpdir(), 'workplace-api-erasure-'))

@@ -9,8 +9,9 @@ import { dataExportRoutes } from './users-data-export.routes.js'
 import { usersRoutes } from './users.routes.js'
 import { createUsersService } from './users.service.js'
 import { userSyncSource } from './users.sync.js'
+import { usersQuota } from './users.queries.js'
 
-export { insertUser, findPresentedUser, departmentsOfUsers } from './users.queries.js'
+export { insertUser, findPresentedUser, departmentsOfUsers, usersQuota } from './users.queries.js'
 export { userResource } from './users.resource.js'
 export { UserSchema, BASIC_USER_FIELDS } from './users.schemas.js'
 export { deriveActiveForAllTenants } from './users.jobs.js'
@@ -46,4 +47,5 @@ export const usersModule: AppModule = {
   jobs: usersJobs,
   cron: [DERIVE_ACTIVE_CRON, DATA_EXPORT_SWEEP_CRON],
   syncSources: [userSyncSource],
+  quotaCounters: [usersQuota],
 }

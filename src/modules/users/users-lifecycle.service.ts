@@ -5,8 +5,8 @@ import { actingUserId, type Actor } from '../../platform/auth/actor.js'
 import { UNUSABLE_PASSWORD_HASH } from '../../platform/auth/passwords.js'
 import { requirePermission } from '../../platform/auth/require-permission.js'
 import { revokeUserTokens } from '../../platform/auth/tokens.js'
-import { diff } from '../../platform/audit/audit-log.js'
-import { erasePersonalData } from '../../platform/privacy/personal-data.js'
+import { diff } from '../audit/index.js'
+import { erasePersonalData } from './users-personal-data.js'
 import { recordDomainEvent } from '../../platform/events/domain-events.js'
 import { AppError, FieldErrorCollector, forbidden, notFound } from '../../platform/http/errors.js'
 import { assertQuota } from '../../platform/limits/quotas.js'
@@ -106,7 +106,7 @@ export function createUsersLifecycleService(deps: AppDeps, pictures: ProfilePict
       if (!user) throw notFound('User')
       if (user.blacked_out_at !== null) throw new AppError(422, 'blacked_out', 'A blacked-out user cannot be restored')
       if (user.deleted_at === null) throw new AppError(422, 'not_deleted', 'This user is not deleted')
-      await assertQuota(trx, actor.tenantId, 'users', deps.config.limits.quotas)
+      await assertQuota(trx, actor.tenantId, queries.usersQuota, deps.config.limits.quotas)
       await queries.updateUser(trx, actor.tenantId, id, {
         deleted_at: null,
         ...(body.role_id !== undefined ? { role_id: body.role_id } : {}),
@@ -122,7 +122,7 @@ export function createUsersLifecycleService(deps: AppDeps, pictures: ProfilePict
   /**
    * Irreversibly erases a user (active or deleted; GDPR Art. 17): the row and its id stay so that
    * authored content keeps its author, now shown under a pseudonym ("Former employee 3f9a2c1b"); every
-   * personal value of every tenant table is deleted or pseudonymised (platform/privacy/personal-data.ts)
+   * personal value of every tenant table is deleted or pseudonymised (users-personal-data.ts)
    * and the profile picture's file is deleted.
    */
   async function blackOutUser(actor: Actor, id: number) {

@@ -1,5 +1,6 @@
 import { type Insertable, type UpdateObject, sql } from 'kysely'
 import type { Database, Db, UsersTable } from '../../platform/db/schema.js'
+import type { QuotaCounter } from '../../platform/limits/quotas.js'
 import { userResource } from './users.resource.js'
 import { languageIds } from '../languages/index.js'
 import { applySelects, presentRows } from '../../platform/query/apply-query.js'
@@ -292,4 +293,10 @@ export async function markLogoutRequested(db: Db, tenantId: number, id: number) 
     rows: [mark],
   } = await sql<{ now: string }>`select clock_timestamp()::text as now`.execute(db)
   return updateUser(db, tenantId, id, { logout_requested_at: sql<Date>`${mark.now}::timestamptz` })
+}
+
+/** The users quota: the tenant's users but the deleted ones (docs/limits.md). */
+export const usersQuota: QuotaCounter = {
+  name: 'users',
+  used: (tenantId) => sql`(select count(*) from users where tenant_id = ${tenantId} and deleted_at is null)`,
 }

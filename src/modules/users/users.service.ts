@@ -8,7 +8,7 @@ import { requirePermission } from '../../platform/auth/require-permission.js'
 import { downgradeToMfaEnrollment, revokeUserTokens } from '../../platform/auth/tokens.js'
 import { isUniqueViolation } from '../../platform/db/pg-errors.js'
 import type { Db, UsersTable } from '../../platform/db/schema.js'
-import { diff } from '../../platform/audit/audit-log.js'
+import { diff } from '../audit/index.js'
 import { recordDomainEvent } from '../../platform/events/domain-events.js'
 import {
   AppError,
@@ -214,7 +214,7 @@ export function createUsersService(deps: AppDeps, pictures: ProfilePictures) {
     return withPicture(actor, upload, picture?.extension, (profilePicture) =>
       guardUsername(() =>
         db.transaction().execute(async (trx) => {
-          await assertQuota(trx, actor.tenantId, 'users', deps.config.limits.quotas)
+          await assertQuota(trx, actor.tenantId, queries.usersQuota, deps.config.limits.quotas)
           const { id } = await queries.insertUser(trx, { ...values, profile_picture: profilePicture ?? null })
           const { password_hash: _hash, tenant_id: _tenant, ...recorded } = values
           await recordDomainEvent(trx, {

@@ -2,6 +2,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import type { LimitsConfig } from '../../config.js'
 import { ConnectionPermits, runWithConnectionPermits } from '../db/connection-gate.js'
 import type { Db } from '../db/schema.js'
+import { actorLabel } from '../auth/actor.js'
 import { AppError } from '../http/errors.js'
 import { rateLimitedRequests } from '../metrics/registry.js'
 import { type Budget, type BudgetState, type Bucket, type Decision, createRateLimiter } from './rate-limiter.js'
@@ -67,7 +68,8 @@ export function createLimits(db: Db, config: LimitsConfig, log: (error: unknown)
 
   function budgets(request: FastifyRequest, limits: EffectiveLimits, bucket: Bucket): Budget[] {
     const actor = request.actor
-    const holder = actor.scimTokenId === undefined ? `token:${actor.tokenId}` : `scim:${actor.scimTokenId}`
+    // a user's token by its id; a client that is no user (a SCIM token) by its label, `scim:<token id>`
+    const holder = actorLabel(actor) ?? `token:${actor.tokenId}`
     return [
       { name: `token-${bucket}`, key: `${holder}:${bucket}`, limit: limits.token[bucket] },
       { name: `tenant-${bucket}`, key: `tenant:${bucket}`, limit: limits.tenant[bucket] },

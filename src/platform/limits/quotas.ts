@@ -1,32 +1,44 @@
 import { type RawBuilder, sql } from 'kysely'
-import type { QuotaLimits } from '../../config.js'
+import { QUOTA_NAMES, type QuotaLimits } from '../../config.js'
+import { composedTable } from '../composition.js'
 import type { Db } from '../db/schema.js'
 import { AppError } from '../http/errors.js'
 
 /** A quota per tenant (docs/limits.md): what a tenant may keep, not how fast it may ask. */
 export type QuotaName = keyof QuotaLimits
-export const QUOTA_NAMES: readonly QuotaName[] = ['users', 'automations', 'push_subscriptions', 'file_bytes']
-
-/** The status of a refusal: 413 for stored bytes (the upload is too large for what is left), 403 for the others. */
-const REFUSED_WITH: Record<QuotaName, 403 | 413> = {
-  users: 403,
-  automations: 403,
-  push_subscriptions: 403,
-  file_bytes: 413,
-}
+export { QUOTA_NAMES }
 
 /**
- * What a tenant keeps of each quota, as a scalar subquery pinned to the tenant (routed to its shard on
- * Citus). Stored bytes are a bigint sum (a tenant passes int4 at 2 GiB), read as a number (int8 parser).
+ * How a quota counts what a tenant keeps, offered by the module owning the rows (its `AppModule`'s
+ * `quotaCounters`, and passed to `assertQuota` by the module adding them).
  */
-const USED: Record<QuotaName, (tenantId: number) => RawBuilder<unknown>> = {
-  users: (tenantId) => sql`(select count(*) from users where tenant_id = ${tenantId} and deleted_at is null)`,
-  automations: (tenantId) => sql`(select count(*) from automations where tenant_id = ${tenantId})`,
-  push_subscriptions: (tenantId) => sql`(select count(*) from push_subscriptions where tenant_id = ${tenantId})`,
-  // a file's own bytes and its poster's (posters are stored beside it, up to 5 MiB each)
-  file_bytes: (tenantId) =>
-    sql`(select coalesce(sum(size + poster_size), 0) from filemanager_files where tenant_id = ${tenantId})`,
+export interface QuotaCounter {
+  name: QuotaName
+  /**
+   * What the tenant keeps now, as a scalar subquery pinned to the tenant (routed to its shard on
+   * Citus). A sum of bytes is a bigint (a tenant passes int4 at 2 GiB), read as a number (int8 parser).
+   */
+  used: (tenantId: number) => RawBuilder<unknown>
+  /** Stored bytes: a refusal is 413 (the upload is too large for what is left) and counts bytes; 403 otherwise. */
+  bytes?: boolean
 }
+
+declare module '../app-module.js' {
+  interface AppModule {
+    /** The counters of the quotas of the rows this module owns (docs/limits.md). */
+    quotaCounters?: QuotaCounter[]
+  }
+}
+
+/** The composed modules' counters, one per quota, in the order of `QUOTA_NAMES`. */
+const counters = composedTable((modules): QuotaCounter[] => {
+  const byName = new Map(modules.flatMap((module) => module.quotaCounters ?? []).map((c) => [c.name, c]))
+  return QUOTA_NAMES.map((name) => {
+    const counter = byName.get(name)
+    if (!counter) throw new Error(`no module counts the ${name} quota (AppModule.quotaCounters)`)
+    return counter
+  })
+})
 
 const isRecord = (value: unknown): value is Record<string, unknown> =>
   typeof value === 'object' && value !== null && !Array.isArray(value)
@@ -45,13 +57,17 @@ export function readQuotaOverrides(stored: unknown): Partial<QuotaLimits> {
 
 /** The quotas in force for a tenant: the defaults with the operator's overrides. */
 export async function tenantQuotas(db: Db, tenantId: number, defaults: QuotaLimits): Promise<QuotaLimits> {
-  const row = await db.selectFrom('tenant_limits').select('limits').where('tenant_id', '=', tenantId).executeTakeFirst()
+  const row = await db
+    .selectFrom('tenant_limits')
+    .select('tenant_limits.limits')
+    .where('tenant_id', '=', tenantId)
+    .executeTakeFirst()
   return { ...defaults, ...readQuotaOverrides(row?.limits) }
 }
 
 /** What a tenant keeps now, per quota (one statement). */
 export async function quotaUsage(db: Db, tenantId: number): Promise<Record<QuotaName, number>> {
-  const columns = QUOTA_NAMES.map((name) => sql`${USED[name](tenantId)}::int8 as ${sql.id(name)}`)
+  const columns = counters().map(({ name, used }) => sql`${used(tenantId)}::int8 as ${sql.id(name)}`)
   const { rows } = await sql<Record<QuotaName, number>>`select ${sql.join(columns)}`.execute(db)
   return rows[0]!
 }
@@ -66,20 +82,21 @@ export async function quotaUsage(db: Db, tenantId: number): Promise<Record<Quota
 export async function assertQuota(
   trx: Db,
   tenantId: number,
-  name: QuotaName,
+  counter: QuotaCounter,
   defaults: QuotaLimits,
   adding: number | (() => Promise<number>) = 1,
 ): Promise<void> {
+  const { name } = counter
   await sql`select pg_advisory_xact_lock(hashtextextended(${`quota:${name}:${tenantId}`}, 0))`.execute(trx)
   const added = typeof adding === 'number' ? adding : await adding()
   if (added <= 0) return
   const limit = (await tenantQuotas(trx, tenantId, defaults))[name]
-  const { rows } = await sql<{ used: number }>`select ${USED[name](tenantId)}::int8 as used`.execute(trx)
+  const { rows } = await sql<{ used: number }>`select ${counter.used(tenantId)}::int8 as used`.execute(trx)
   const used = rows[0]!.used
   if (used + added <= limit) return
-  const amount = name === 'file_bytes' ? `${used} of ${limit} bytes used, ${added} more asked` : `${used} of ${limit}`
+  const amount = counter.bytes ? `${used} of ${limit} bytes used, ${added} more asked` : `${used} of ${limit}`
   throw new AppError(
-    REFUSED_WITH[name],
+    counter.bytes ? 413 : 403,
     'quota_exceeded',
     `Your organisation has reached its ${name} quota (${amount}); an operator can raise it`,
     { quota: [name] },

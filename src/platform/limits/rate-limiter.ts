@@ -211,19 +211,18 @@ const SWEEP_BATCH = 5_000
 
 /**
  * Deletes the counters of windows that ended more than an hour ago (the hourly job
- * `limits:sweep_counters`). Tenant by tenant, the tenants read from the reference table `tenants`,
- * in batches: on Citus each statement is routed to one tenant's shard (docs/citus.md), where one
+ * `limits:sweep_counters`). Tenant by tenant (`tenantIds`: every tenant, read by the caller), in batches: on Citus each statement is routed to one tenant's shard (docs/citus.md), where one
  * cross-tenant DELETE would be a task on every shard and a distributed commit. A tenant without old
  * windows costs one index probe.
  */
 export async function sweepRateLimitCounters(
   db: Db,
+  tenantIds: readonly number[],
   { now = Date.now(), batch = SWEEP_BATCH }: { now?: number; batch?: number } = {},
 ): Promise<number> {
   const before = new Date(now - COUNTER_RETENTION_MS)
-  const tenants = await db.selectFrom('tenants').select('id').orderBy('id').execute()
   let deleted = 0
-  for (const { id } of tenants) {
+  for (const id of tenantIds) {
     for (;;) {
       const result = await sql`
         delete from rate_limit_counters

@@ -57,7 +57,7 @@ export function effectiveLimits(config: LimitsConfig, overrides: LimitOverrides,
 export async function loadTenantLimits(db: Db, tenantId: number, config: LimitsConfig): Promise<EffectiveLimits> {
   const row = await db
     .selectFrom('tenant_limits')
-    .select(['limits', 'exempt'])
+    .select(['tenant_limits.limits', 'tenant_limits.exempt'])
     .where('tenant_id', '=', tenantId)
     .executeTakeFirst()
   return effectiveLimits(config, readOverrides(row?.limits), row?.exempt ?? false)

@@ -1,5 +1,6 @@
 import { sql } from 'kysely'
 import type { Db } from '../../../platform/db/schema.js'
+import type { QuotaCounter } from '../../../platform/limits/quotas.js'
 import type { PushSubscriptionBody } from './push.schemas.js'
 
 const COLUMNS = ['id', 'endpoint', 'expiration_time', 'user_agent', 'created_at', 'updated_at'] as const
@@ -66,4 +67,10 @@ export async function deleteUserSubscription(db: Db, tenantId: number, userId: n
 /** A user deleted, blacked out or logged out everywhere: their devices get nothing more (same transaction). */
 export async function deleteUserSubscriptions(db: Db, tenantId: number, userId: number): Promise<void> {
   await db.deleteFrom('push_subscriptions').where('tenant_id', '=', tenantId).where('user_id', '=', userId).execute()
+}
+
+/** The push subscriptions quota: the tenant's subscriptions, of every user (docs/limits.md). */
+export const pushSubscriptionsQuota: QuotaCounter = {
+  name: 'push_subscriptions',
+  used: (tenantId) => sql`(select count(*) from push_subscriptions where tenant_id = ${tenantId})`,
 }

@@ -60,7 +60,7 @@ export async function subscribe(
   return db.transaction().execute(async (trx) => {
     // whether the endpoint is new is read under the quota's lock: a concurrent first subscription of
     // the same endpoint is then seen, and this one is an update that is not counted
-    await assertQuota(trx, actor.tenantId, 'push_subscriptions', options.quotas, async () =>
+    await assertQuota(trx, actor.tenantId, queries.pushSubscriptionsQuota, options.quotas, async () =>
       (await queries.findSubscriptionByEndpoint(trx, actor.tenantId, body.endpoint)) ? 0 : 1,
     )
     const row = await queries.upsertSubscription(trx, actor.tenantId, actor.userId, body)

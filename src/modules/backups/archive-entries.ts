@@ -3,7 +3,7 @@ import { createReadStream } from 'node:fs'
 import readline from 'node:readline'
 import type { Readable } from 'node:stream'
 import type pg from 'pg'
-import { SettlingCursor } from '../db/database.js'
+import { SettlingCursor } from '../../platform/db/database.js'
 
 const BATCH = 1000
 

@@ -3,13 +3,14 @@ import type { FastifyInstance, FastifyRequest } from 'fastify'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import { Type } from 'typebox'
 import type { Config } from '../../config.js'
-import type { Db } from '../db/schema.js'
-import { AppError, notFound, unauthorized } from '../http/errors.js'
-import { Envelope, envelope, errorResponses } from '../http/schemas.js'
-import { forbidden } from '../http/errors.js'
-import { QUOTA_NAMES, quotaUsage, tenantQuotas } from './quotas.js'
-import type { LimitsHandle } from './index.js'
-import { loadTenantLimits, writeTenantLimits } from './tenant-limits.js'
+import type { Db } from '../../platform/db/schema.js'
+import { AppError, notFound, unauthorized } from '../../platform/http/errors.js'
+import { Envelope, envelope, errorResponses } from '../../platform/http/schemas.js'
+import { forbidden } from '../../platform/http/errors.js'
+import { QUOTA_NAMES, quotaUsage, tenantQuotas } from '../../platform/limits/quotas.js'
+import type { LimitsHandle } from '../../platform/limits/index.js'
+import { loadTenantLimits, writeTenantLimits } from '../../platform/limits/tenant-limits.js'
+import { findTenantBySlug } from '../tenants/index.js'
 
 const Count = Type.Integer({ minimum: 0, maximum: 1_000_000_000 })
 /** Stored bytes (the file_bytes quota): past int4, up to what a JSON number holds exactly. */
@@ -96,7 +97,7 @@ export async function limitsRoutes(
   }
 
   async function tenantId(slug: string): Promise<number> {
-    const tenant = await db.selectFrom('tenants').select('id').where('slug', '=', slug).executeTakeFirst()
+    const tenant = await findTenantBySlug(db, slug)
     if (!tenant) throw new AppError(404, 'not_found', `No tenant "${slug}"`, { tenant: ['unknown tenant'] })
     return tenant.id
   }

@@ -1,4 +1,3 @@
-import { createHash } from 'node:crypto'
 import { createWriteStream } from 'node:fs'
 import fs from 'node:fs/promises'
 import path from 'node:path'
@@ -7,7 +6,15 @@ import { pipeline } from 'node:stream/promises'
 import type pg from 'pg'
 import { fileBytes, insertJsonLines, jsonLines } from './archive-entries.js'
 import yazl from 'yazl'
-import { bumpSequence, entryStream, ident, openZip, primaryKey, tablesInOrder } from './tenant-archive.js'
+import {
+  bumpSequence,
+  entryStream,
+  ident,
+  openZip,
+  primaryKey,
+  tablesInOrder,
+  writeEntryFiles,
+} from './tenant-archive.js'
 
 /**
  * `workplace backup` / `restore` for the embedded default (issue 45): every table of schema `public`
@@ -144,18 +151,7 @@ export async function restoreDatabase(pool: pg.Pool, storageDir: string, file: s
     } finally {
       client.release()
     }
-    for (const [name, expected] of Object.entries(manifest.files)) {
-      const entry = entries.get(`files/${name}`)
-      if (!entry) throw new Error(`the backup has no file ${name}`)
-      const target = path.join(storageDir, ...name.split('/'))
-      if (!path.resolve(target).startsWith(path.resolve(storageDir) + path.sep)) throw new Error(`unsafe path ${name}`)
-      await fs.mkdir(path.dirname(target), { recursive: true })
-      const hash = createHash('sha256')
-      const source = await entryStream(zip, entry)
-      source.on('data', (chunk: Buffer) => hash.update(chunk))
-      await pipeline(source, createWriteStream(target, { mode: 0o640 }))
-      if (hash.digest('hex') !== expected.sha256) throw new Error(`file ${name}: checksum mismatch (damaged backup)`)
-    }
+    await writeEntryFiles(zip, entries, manifest.files, storageDir, 'backup')
     return manifest
   } finally {
     zip.close()

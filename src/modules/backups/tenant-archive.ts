@@ -8,7 +8,7 @@ import type pg from 'pg'
 import { fileBytes, ident, insertJsonLines, jsonLines } from './archive-entries.js'
 import yauzl from 'yauzl'
 import yazl from 'yazl'
-import { tenantTables } from '../db/table-classes.js'
+import { tenantTables } from '../../platform/db/table-classes.js'
 
 /**
  * A tenant's offboarding (issue 45, docs/data-protection.md): `exportTenant` writes one consistent
@@ -184,6 +184,35 @@ export const entryStream = (zip: yauzl.ZipFile, entry: yauzl.Entry) =>
   )
 
 /**
+ * Writes the manifest's files (`files/<name>` entries) under the storage directory, each checked
+ * against its SHA-256; a name leading out of the directory, a missing entry or a mismatch throws
+ * (`what` names the ZIP in the message: a backup or an archive). Returns how many were written.
+ */
+export async function writeEntryFiles(
+  zip: yauzl.ZipFile,
+  entries: Map<string, yauzl.Entry>,
+  files: Record<string, { sha256: string }>,
+  storageDir: string,
+  what: 'backup' | 'archive',
+): Promise<number> {
+  let written = 0
+  for (const [name, expected] of Object.entries(files)) {
+    const entry = entries.get(`files/${name}`)
+    if (!entry) throw new Error(`the ${what} has no file ${name}`)
+    const target = path.join(storageDir, ...name.split('/'))
+    if (!path.resolve(target).startsWith(path.resolve(storageDir) + path.sep)) throw new Error(`unsafe path ${name}`)
+    await fs.mkdir(path.dirname(target), { recursive: true })
+    const hash = createHash('sha256')
+    const source = await entryStream(zip, entry)
+    source.on('data', (chunk: Buffer) => hash.update(chunk))
+    await pipeline(source, createWriteStream(target, { mode: 0o640 }))
+    if (hash.digest('hex') !== expected.sha256) throw new Error(`file ${name}: checksum mismatch (damaged ${what})`)
+    written++
+  }
+  return written
+}
+
+/**
  * Restores an archive into this database: the tenant (same id and slug) must not exist. Every table in
  * one transaction, in batches; row counts and checksums are checked against the manifest; the files
  * are written after the commit.
@@ -234,20 +263,7 @@ export async function importTenant(
     } finally {
       client.release()
     }
-    let files = 0
-    for (const [name, expected] of Object.entries(manifest.files)) {
-      const entry = entries.get(`files/${name}`)
-      if (!entry) throw new Error(`the archive has no file ${name}`)
-      const target = path.join(storageDir, ...name.split('/'))
-      if (!path.resolve(target).startsWith(path.resolve(storageDir) + path.sep)) throw new Error(`unsafe path ${name}`)
-      await fs.mkdir(path.dirname(target), { recursive: true })
-      const hash = createHash('sha256')
-      const source = await entryStream(zip, entry)
-      source.on('data', (chunk: Buffer) => hash.update(chunk))
-      await pipeline(source, createWriteStream(target, { mode: 0o640 }))
-      if (hash.digest('hex') !== expected.sha256) throw new Error(`file ${name}: checksum mismatch (damaged archive)`)
-      files++
-    }
+    const files = await writeEntryFiles(zip, entries, manifest.files, storageDir, 'archive')
     return { tenant: manifest.tenant, tables: imported, files }
   } finally {
     zip.close()

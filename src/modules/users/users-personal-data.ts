@@ -1,8 +1,8 @@
-import { sql } from 'kysely'
-import { anonymizeAuditFor } from '../audit/audit-log.js'
-import type { Db } from '../db/schema.js'
-import { tenantTables } from '../db/table-classes.js'
-import { deleteQueuedJobsNaming } from '../jobs/jobs.js'
+import type { Db } from '../../platform/db/schema.js'
+import { tenantTables } from '../../platform/db/table-classes.js'
+import { deleteQueuedJobsNaming } from '../../platform/jobs/jobs.js'
+import { anonymizeAuditFor } from '../audit/index.js'
+import * as queries from './users-personal-data.queries.js'
 
 /**
  * What each text-like column of each tenant table holds, and how an erasure (GDPR Art. 17: black-out,
@@ -45,7 +45,7 @@ export const PERSONAL_DATA: Readonly<Record<string, TableRule>> = {
   access_tokens: { columns: { device_name: 'personal', token_hash: 'secret' }, erase: deleteBy('user_id') },
   audit_log: {
     // the action stays, with the actor's id (now the pseudonymised account); the values of records
-    // about the person and the IP and user agent of their requests are replaced (platform/audit)
+    // about the person and the IP and user agent of their requests are replaced (the audit module's anonymizeAuditFor)
     columns: {
       action: 'not-personal',
       target_type: 'not-personal',
@@ -133,14 +133,7 @@ export const PERSONAL_DATA: Readonly<Record<string, TableRule>> = {
       source_key: 'not-personal',
       data: 'personal', // the person's inbox; others' records hold titles of authored content
     },
-    erase: async (db, person) => {
-      await db
-        .deleteFrom('notifications')
-        .where('tenant_id', '=', person.tenantId)
-        .where('notifiable_type', '=', 'user')
-        .where('notifiable_id', '=', person.userId)
-        .execute()
-    },
+    erase: queries.deleteNotificationsOf,
   },
   oidc_identities: { columns: { issuer: 'not-personal', subject: 'personal' }, erase: deleteBy('user_id') },
   oidc_providers: {
@@ -169,38 +162,16 @@ export const PERSONAL_DATA: Readonly<Record<string, TableRule>> = {
       payload: 'personal',
     },
     // the person's mail, and any other message sent to their address
-    erase: async (db, person) => {
-      await db
-        .deleteFrom('outbound_messages')
-        .where('tenant_id', '=', person.tenantId)
-        .where((eb) =>
-          person.email
-            ? eb.or([eb('user_id', '=', person.userId), eb(sql`lower(recipient)`, '=', person.email.toLowerCase())])
-            : eb('user_id', '=', person.userId),
-        )
-        .execute()
-    },
+    erase: queries.deleteOutboundMessagesOf,
   },
   password_reset_requests: {
     columns: { ip: 'personal' },
     // rows carry an address only: those the person was seen at (before their sessions are deleted)
-    erase: async (db, person) => {
-      await sql`delete from password_reset_requests
-        where tenant_id = ${person.tenantId} and ip in (
-          select ip from session_activity where tenant_id = ${person.tenantId} and user_id = ${person.userId} and ip is not null
-          union select ip from audit_log where tenant_id = ${person.tenantId} and actor_id = ${person.userId} and ip is not null)`.execute(
-        db,
-      )
-    },
+    erase: queries.deletePasswordResetRequestsSeenWith,
   },
   push_deliveries: {
     columns: { status: 'not-personal', error: 'not-personal' },
-    erase: async (db, person) => {
-      await sql`delete from push_deliveries where tenant_id = ${person.tenantId} and subscription_id in (
-        select id from push_subscriptions where tenant_id = ${person.tenantId} and user_id = ${person.userId})`.execute(
-        db,
-      )
-    },
+    erase: queries.deletePushDeliveriesOf,
   },
   push_subscriptions: {
     columns: { endpoint: 'personal', p256dh: 'secret', auth: 'secret', user_agent: 'personal' },
@@ -285,10 +256,7 @@ export async function erasePersonalData(db: Db, person: ErasedPerson): Promise<v
     const step = rule.erase
     if (step === 'keep' || step === 'users') continue
     if (typeof step === 'function') await step(db, person)
-    else
-      await sql`delete from ${sql.table(table)} where tenant_id = ${person.tenantId} and ${sql.ref(step.deleteBy)} = ${person.userId}`.execute(
-        db,
-      )
+    else await queries.deleteRowsOf(db, person.tenantId, table, step.deleteBy, person.userId)
   }
   // queued jobs (e.g. a password reset asked for the typed email address)
   await deleteQueuedJobsNaming(db, person.tenantId, [person.username, person.email ?? ''])
@@ -302,15 +270,13 @@ const TEXT_LIKE = ['text', 'character varying', 'character', 'json', 'jsonb', 'A
  * exist: one line each, empty when every column is classified.
  */
 export async function personalDataRuleGaps(db: Db): Promise<string[]> {
-  const { rows } = await sql<{ table: string; column: string; type: string }>`
-    select table_name as table, column_name as column, data_type as type
-    from information_schema.columns where table_schema = 'public' order by 1, 2`.execute(db)
+  const rows = await queries.selectPublicColumns(db)
   const gaps: string[] = []
   const tenant = new Set(tenantTables())
   for (const table of tenant) {
     const rule = PERSONAL_DATA[table]
     if (!rule) {
-      gaps.push(`${table}: no personal-data rule (add it to PERSONAL_DATA in src/platform/privacy/personal-data.ts)`)
+      gaps.push(`${table}: no personal-data rule (add it to PERSONAL_DATA in src/modules/users/users-personal-data.ts)`)
       continue
     }
     const columns = rows.filter((r) => r.table === table)
