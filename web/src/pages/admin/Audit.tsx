@@ -1,5 +1,5 @@
 import { useState } from 'preact/hooks'
-import { api, asProblem, formatTime, t, type FilterOf, type Problem } from '../../core.ts'
+import { api, asProblem, downloadBlob, formatTime, t, type FilterOf, type Problem } from '../../core.ts'
 import { DataTable, Field, LoadState, PageTitle, ProblemMessage, useLoad } from '../../ui.tsx'
 
 export default function Audit() {
@@ -31,12 +31,7 @@ export default function Audit() {
       parseAs: 'blob',
     })
     if (!data) return setProblem(asProblem(error))
-    const url = URL.createObjectURL(data)
-    const a = document.createElement('a')
-    a.href = url
-    a.download = 'audit-log.csv'
-    a.click()
-    setTimeout(() => URL.revokeObjectURL(url), 10_000)
+    downloadBlob(data, 'audit-log.csv')
   }
   const problemOf = problem ?? log.problem
   return (

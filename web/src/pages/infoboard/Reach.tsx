@@ -1,5 +1,5 @@
 import { useState } from 'preact/hooks'
-import { api, asProblem, can, formatTime, t, type Problem } from '../../core.ts'
+import { api, asProblem, can, downloadBlob, formatTime, t, type Problem } from '../../core.ts'
 import { DataTable, Link, Loading, LoadState, PageTitle, ProblemMessage, Status, useLoad } from '../../ui.tsx'
 
 function Progress({ label, value, max }: { label: string; value: number; max: number }) {
@@ -48,12 +48,7 @@ export default function Reach({ params }: { params: Record<string, string> }) {
       parseAs: 'blob',
     })
     if (!data) return setProblem(asProblem(error))
-    const url = URL.createObjectURL(data)
-    const a = document.createElement('a')
-    a.href = url
-    a.download = `reach-${id}.csv`
-    a.click()
-    setTimeout(() => URL.revokeObjectURL(url), 10_000)
+    downloadBlob(data, `reach-${id}.csv`)
   }
 
   if (reach.loading) return <Loading />
