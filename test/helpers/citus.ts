@@ -84,15 +84,9 @@ export async function citusWorkers(url: string): Promise<Array<{ host: string; p
   })
 }
 
-/**
- * A database of its own on the cluster of `coordinatorUrl` (the coordinator's and every worker's
- * server get it, with the extensions), its workers registered, migrated and distributed as an
- * operator does it (docs/citus.md, steps 2 to 6). Returns its URL on the coordinator.
- */
-export async function createCitusDatabase(coordinatorUrl: string, name: string): Promise<string> {
-  const workers = await citusWorkers(coordinatorUrl)
-  const coordinator = new URL(coordinatorUrl)
-  const nodes = [
+/** The URLs of the coordinator and of each worker: the coordinator's URL with the worker's host and port. */
+function clusterNodes(coordinatorUrl: string, workers: Array<{ host: string; port: number }>): string[] {
+  return [
     coordinatorUrl,
     ...workers.map((w) => {
       const url = new URL(coordinatorUrl)
@@ -101,6 +95,17 @@ export async function createCitusDatabase(coordinatorUrl: string, name: string):
       return url.toString()
     }),
   ]
+}
+
+/**
+ * A database of its own on the cluster of `coordinatorUrl` (the coordinator's and every worker's
+ * server get it, with the extensions), its workers registered, migrated and distributed as an
+ * operator does it (docs/citus.md, steps 2 to 6). Returns its URL on the coordinator.
+ */
+export async function createCitusDatabase(coordinatorUrl: string, name: string): Promise<string> {
+  const workers = await citusWorkers(coordinatorUrl)
+  const coordinator = new URL(coordinatorUrl)
+  const nodes = clusterNodes(coordinatorUrl, workers)
   for (const node of nodes) {
     await withClient(withDatabase(node, 'postgres'), (c) => c.query(`create database ${c.escapeIdentifier(name)}`))
     await withClient(withDatabase(node, name), (c) =>
@@ -133,15 +138,7 @@ export async function dropCitusDatabase(
   name: string,
   workers: Array<{ host: string; port: number }>,
 ): Promise<void> {
-  const nodes = [
-    coordinatorUrl,
-    ...workers.map((w) => {
-      const url = new URL(coordinatorUrl)
-      url.hostname = w.host
-      url.port = String(w.port)
-      return url.toString()
-    }),
-  ]
+  const nodes = clusterNodes(coordinatorUrl, workers)
   for (const node of nodes) {
     await withClient(withDatabase(node, 'postgres'), (c) =>
       c.query(`drop database if exists ${c.escapeIdentifier(name)} with (force)`),

@@ -104,6 +104,16 @@ export function fieldErrors(problem: Problem | undefined, field: string): string
   return out
 }
 
+/** Hands `blob` to the browser as a download named `filename`; the object URL is freed once the download has begun. */
+export function downloadBlob(blob: Blob, filename: string): void {
+  const url = URL.createObjectURL(blob)
+  const a = document.createElement('a')
+  a.href = url
+  a.download = filename
+  a.click()
+  setTimeout(() => URL.revokeObjectURL(url), 10_000)
+}
+
 /** The API's timestamps are `YYYY-MM-DD HH:MM:SS` in UTC. */
 export function formatTime(value: string | null | undefined): string {
   if (!value) return ''

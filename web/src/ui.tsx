@@ -206,6 +206,36 @@ export function Checkbox(props: {
   )
 }
 
+/**
+ * A table of records: one heading a column, the rows as children. The caption names the table for a
+ * screen reader and stays hidden unless `showCaption`.
+ */
+export function DataTable(props: {
+  columns: string[]
+  caption?: string
+  showCaption?: boolean
+  class?: string
+  children: ComponentChildren
+}) {
+  return (
+    <table class={props.class}>
+      {props.caption !== undefined && (
+        <caption class={props.showCaption ? undefined : 'visually-hidden'}>{props.caption}</caption>
+      )}
+      <thead>
+        <tr>
+          {props.columns.map((column, i) => (
+            <th key={i} scope="col">
+              {column}
+            </th>
+          ))}
+        </tr>
+      </thead>
+      <tbody>{props.children}</tbody>
+    </table>
+  )
+}
+
 /** A polite live region for short confirmations ("Saved."). */
 export function Status({ text }: { text?: string }) {
   return (

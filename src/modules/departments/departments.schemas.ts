@@ -34,13 +34,6 @@ export const CreateDepartmentBodySchema = Type.Object(
 )
 export type CreateDepartmentBody = Static<typeof CreateDepartmentBodySchema>
 
-export const UpdateDepartmentBodySchema = Type.Object(
-  {
-    name: Opt(fields.name),
-    user_ids: Opt(fields.user_ids),
-    folder_id: Opt(fields.folder_id),
-    notification_setting_id: Opt(fields.notification_setting_id),
-  },
-  { additionalProperties: false },
-)
+/** The create body with every field optional. */
+export const UpdateDepartmentBodySchema = Type.Partial(CreateDepartmentBodySchema, { additionalProperties: false })
 export type UpdateDepartmentBody = Static<typeof UpdateDepartmentBodySchema>

@@ -56,16 +56,5 @@ export const CreateFolderBodySchema = Type.Object(
 export type CreateFolderBody = Static<typeof CreateFolderBodySchema>
 
 /** `type` is accepted only when it equals the stored one (it is immutable). */
-export const UpdateFolderBodySchema = Type.Object(
-  {
-    type: Opt(folderFields.type),
-    parent_id: Opt(folderFields.parent_id),
-    lang_id: Opt(folderFields.lang_id),
-    name: Opt(folderFields.name),
-    show_on_menu: Opt(folderFields.show_on_menu),
-    icon_id: Opt(folderFields.icon_id),
-    entity_permissions: Opt(folderFields.entity_permissions),
-  },
-  { additionalProperties: false },
-)
+export const UpdateFolderBodySchema = Type.Partial(CreateFolderBodySchema, { additionalProperties: false })
 export type UpdateFolderBody = Static<typeof UpdateFolderBodySchema>

@@ -4,18 +4,17 @@ import type { FastifyInstance } from 'fastify'
 import { buildApp } from '../../app.js'
 import { bearer, call, instrumentTestApp, testConfig } from '../../../test/helpers/build-test-app.js'
 import { given, TEST_PASSWORD, type GivenTenant } from '../../../test/helpers/given.js'
-import { signInAt, startOidcProvider, type TestProvider } from '../../../test/helpers/oidc-provider.js'
+import { startOidcProvider, type TestProvider } from '../../../test/helpers/oidc-provider.js'
+import { configureOidc, OIDC_CALLBACK, SSO_APP_REDIRECT, ssoCallback } from '../../../test/helpers/oidc-sign-in.js'
 import { testDb } from '../../../test/helpers/test-database.js'
 
 const db = testDb()
-const CALLBACK = 'http://api.test/api/auth/oidc/callback'
-const APP_REDIRECT = 'http://app.test/sso/done'
 const OPERATOR = 'operator-test-token-0123456789'
 let app: FastifyInstance
 let provider: TestProvider
 
 before(async () => {
-  provider = await startOidcProvider(CALLBACK)
+  provider = await startOidcProvider(OIDC_CALLBACK)
   const config = testConfig({ OIDC_ALLOW_PRIVATE_NETWORKS: 'true', OPERATOR_TOKEN: OPERATOR })
   app = await instrumentTestApp(await buildApp({ config, db }))
 })
@@ -23,39 +22,6 @@ after(async () => {
   await app.close()
   await provider.close()
 })
-
-async function configure(tenant: GivenTenant, settings: Record<string, unknown> = {}) {
-  const res = await call(app, tenant.adminToken, {
-    method: 'PUT',
-    url: '/api/administration/oidc',
-    payload: {
-      issuer: provider.issuer,
-      client_id: provider.clientId,
-      client_secret: provider.clientSecret,
-      ...settings,
-    },
-  })
-  assert.equal(res.statusCode, 200, res.body)
-  return res.json()
-}
-
-/** Start → provider login as `sub` → the callback request with the browser cookie of /start (its response is returned). */
-async function ssoCallback(tenant: GivenTenant, sub: string) {
-  const started = await app.inject({
-    method: 'GET',
-    url: `/api/auth/oidc/${tenant.slug}/start?redirect_uri=${encodeURIComponent(APP_REDIRECT)}`,
-  })
-  assert.equal(started.statusCode, 302, started.body)
-  const cookie = String(started.headers['set-cookie']).split(';')[0]!
-  const back = await signInAt(String(started.headers.location), sub, CALLBACK)
-  const url = `${back.pathname}${back.search}`
-  return {
-    response: await app.inject({ method: 'GET', url, headers: { cookie } }),
-    url,
-    cookie,
-    authorization: new URL(String(started.headers.location)),
-  }
-}
 
 /** The one-time login code of the callback's redirect (in its fragment). */
 const loginCodeOf = (location: unknown) =>
@@ -72,24 +38,24 @@ async function linkBy(tenant: GivenTenant, userId: number, sub: string) {
 }
 
 async function ssoLogin(tenant: GivenTenant, sub: string) {
-  const { response } = await ssoCallback(tenant, sub)
+  const { response } = await ssoCallback(app, tenant, sub)
   assert.equal(response.statusCode, 302, response.body)
   const location = new URL(String(response.headers.location))
-  assert.equal(`${location.origin}${location.pathname}`, APP_REDIRECT)
+  assert.equal(`${location.origin}${location.pathname}`, SSO_APP_REDIRECT)
   const code = loginCodeOf(location)
   return app.inject({ method: 'POST', url: '/api/auth/login', payload: { login_code: code } })
 }
 
 test('settings: discovery is checked, the secret is write-only and sealed, tenant.administrate is required', async () => {
   const tenant = await given.tenant(db)
-  const settings = await configure(tenant)
+  const settings = await configureOidc(app, provider, tenant)
   assert.equal(settings.client_secret_set, true)
   assert.equal(settings.client_secret, undefined)
   assert.equal(settings.scopes, 'openid profile email')
   assert.equal(settings.username_claim, 'preferred_username')
   assert.equal(settings.provisioning, 'off')
   assert.equal(settings.password_login, true)
-  assert.equal(settings.redirect_uri, CALLBACK)
+  assert.equal(settings.redirect_uri, OIDC_CALLBACK)
   const stored = await db
     .selectFrom('oidc_providers')
     .select('client_secret')
@@ -142,17 +108,17 @@ test('settings: discovery is checked, the secret is write-only and sealed, tenan
 test('an administrator links an identity; sign-ins find the link (state, nonce, PKCE at the provider)', async () => {
   const tenant = await given.tenant(db)
   const anna = await given.user(db, tenant, { username: 'anna.sso' })
-  await configure(tenant)
+  await configureOidc(app, provider, tenant)
   provider.accounts.set('sub-anna', { sub: 'sub-anna', preferred_username: 'Anna.SSO', email: 'anna@corp.test' })
-  const unlinked = (await ssoCallback(tenant, 'sub-anna')).response
+  const unlinked = (await ssoCallback(app, tenant, 'sub-anna')).response
   assert.equal(unlinked.statusCode, 403, 'never linked by the username claim (issue 39)')
   assert.equal(unlinked.json().code, 'sso_link_required')
   await linkBy(tenant, anna.id, 'sub-anna')
 
-  const { authorization } = await ssoCallback(tenant, 'sub-anna')
+  const { authorization } = await ssoCallback(app, tenant, 'sub-anna')
   assert.equal(authorization.searchParams.get('code_challenge_method'), 'S256')
   assert.ok(authorization.searchParams.get('state') && authorization.searchParams.get('nonce'))
-  assert.equal(authorization.searchParams.get('redirect_uri'), CALLBACK)
+  assert.equal(authorization.searchParams.get('redirect_uri'), OIDC_CALLBACK)
 
   const signedIn = await ssoLogin(tenant, 'sub-anna')
   assert.equal(signedIn.statusCode, 200, signedIn.body)
@@ -179,7 +145,7 @@ test('an administrator links an identity; sign-ins find the link (state, nonce, 
 
 test('provisioning creates an unknown user with the default role when the email domain is allowed', async () => {
   const tenant = await given.tenant(db)
-  await configure(tenant, {
+  await configureOidc(app, provider, tenant, {
     provisioning: 'create',
     default_role_id: tenant.employeeRoleId,
     allowed_email_domains: ['corp.test'],
@@ -205,14 +171,14 @@ test('provisioning creates an unknown user with the default role when the email 
   assert.equal(signedIn.json().user.id, user.id)
 
   provider.accounts.set('sub-outsider', { sub: 'sub-outsider', preferred_username: 'outsider', email: 'x@other.test' })
-  const { response } = await ssoCallback(tenant, 'sub-outsider')
+  const { response } = await ssoCallback(app, tenant, 'sub-outsider')
   assert.equal(response.statusCode, 403)
   assert.equal(response.json().code, 'sso_user_unknown')
 })
 
 test('provisioning at the users quota: 403 quota_exceeded naming it, nothing created; after the operator raises it the sign-in creates the user', async () => {
   const tenant = await given.tenant(db)
-  await configure(tenant, { provisioning: 'create', default_role_id: tenant.employeeRoleId })
+  await configureOidc(app, provider, tenant, { provisioning: 'create', default_role_id: tenant.employeeRoleId })
   provider.accounts.set('sub-quota', {
     sub: 'sub-quota',
     preferred_username: 'quota.hire',
@@ -255,7 +221,7 @@ test('provisioning at the users quota: 403 quota_exceeded naming it, nothing cre
     ).map((r) => `${r.action} ${(r.changes as { reason?: string } | null)?.reason ?? ''}`.trim()),
   })
 
-  const { response } = await ssoCallback(tenant, 'sub-quota')
+  const { response } = await ssoCallback(app, tenant, 'sub-quota')
   assert.equal(response.statusCode, 403, response.body)
   assert.equal(response.headers['content-type'], 'application/problem+json')
   const problem = response.json()
@@ -282,9 +248,9 @@ test('provisioning at the users quota: 403 quota_exceeded naming it, nothing cre
 
 test('an unknown user is refused with sso_user_unknown; a disabled user with sso_user_disabled', async () => {
   const tenant = await given.tenant(db)
-  await configure(tenant)
+  await configureOidc(app, provider, tenant)
   provider.accounts.set('sub-stranger', { sub: 'sub-stranger', preferred_username: 'stranger' })
-  const { response } = await ssoCallback(tenant, 'sub-stranger')
+  const { response } = await ssoCallback(app, tenant, 'sub-stranger')
   assert.equal(response.statusCode, 403)
   assert.equal(response.headers['content-type'], 'application/problem+json')
   assert.equal(response.json().code, 'sso_user_unknown')
@@ -292,7 +258,7 @@ test('an unknown user is refused with sso_user_unknown; a disabled user with sso
   const inactive = await given.user(db, tenant, { username: 'inactive.sso', active: false })
   await linkBy(tenant, inactive.id, 'sub-inactive')
   provider.accounts.set('sub-inactive', { sub: 'sub-inactive', preferred_username: 'inactive.sso' })
-  const refused = (await ssoCallback(tenant, 'sub-inactive')).response
+  const refused = (await ssoCallback(app, tenant, 'sub-inactive')).response
   assert.equal(refused.statusCode, 403)
   assert.equal(refused.json().code, 'sso_user_disabled')
   const failures = await db
@@ -307,7 +273,7 @@ test('an unknown user is refused with sso_user_unknown; a disabled user with sso
 test('wrong state, replayed state, replayed code and an expired login_code are refused', async () => {
   const tenant = await given.tenant(db)
   const replay = await given.user(db, tenant, { username: 'replay.sso' })
-  await configure(tenant)
+  await configureOidc(app, provider, tenant)
   await linkBy(tenant, replay.id, 'sub-replay')
   provider.accounts.set('sub-replay', { sub: 'sub-replay', preferred_username: 'replay.sso' })
 
@@ -318,7 +284,7 @@ test('wrong state, replayed state, replayed code and an expired login_code are r
   assert.equal(wrong.statusCode, 400)
   assert.equal(wrong.json().code, 'oidc_invalid_state')
 
-  const { response, url, cookie } = await ssoCallback(tenant, 'sub-replay')
+  const { response, url, cookie } = await ssoCallback(app, tenant, 'sub-replay')
   assert.equal(response.statusCode, 302)
   const replayed = await app.inject({ method: 'GET', url, headers: { cookie } })
   assert.equal(replayed.statusCode, 400, 'the state is single-use')
@@ -327,7 +293,7 @@ test('wrong state, replayed state, replayed code and an expired login_code are r
   // the used code with the state of a new flow: the provider refuses it
   const started = await app.inject({
     method: 'GET',
-    url: `/api/auth/oidc/${tenant.slug}/start?redirect_uri=${encodeURIComponent(APP_REDIRECT)}`,
+    url: `/api/auth/oidc/${tenant.slug}/start?redirect_uri=${encodeURIComponent(SSO_APP_REDIRECT)}`,
   })
   const freshState = new URL(String(started.headers.location)).searchParams.get('state')!
   const oldCode = new URL(url, 'http://api.test').searchParams.get('code')!
@@ -357,10 +323,10 @@ test('wrong state, replayed state, replayed code and an expired login_code are r
 test('a login_code works once; the redirect_uri must be under APP_URL', async () => {
   const tenant = await given.tenant(db)
   const once = await given.user(db, tenant, { username: 'once.sso' })
-  await configure(tenant)
+  await configureOidc(app, provider, tenant)
   await linkBy(tenant, once.id, 'sub-once')
   provider.accounts.set('sub-once', { sub: 'sub-once', preferred_username: 'once.sso' })
-  const { response } = await ssoCallback(tenant, 'sub-once')
+  const { response } = await ssoCallback(app, tenant, 'sub-once')
   const code = loginCodeOf(response.headers.location)
   assert.equal(
     (await app.inject({ method: 'POST', url: '/api/auth/login', payload: { login_code: code } })).statusCode,
@@ -380,7 +346,7 @@ test('a login_code works once; the redirect_uri must be under APP_URL', async ()
 test('password_login: false refuses password sign-in except for holders of *', async () => {
   const tenant = await given.tenant(db)
   await given.user(db, tenant, { username: 'pw.employee' })
-  await configure(tenant, { password_login: false })
+  await configureOidc(app, provider, tenant, { password_login: false })
   const refused = await app.inject({
     method: 'POST',
     url: '/api/auth/login',
@@ -404,7 +370,7 @@ test('password_login: false refuses password sign-in except for holders of *', a
 
 test('the provider being down: a clear 502 problem, and the server goes on', async () => {
   const tenant = await given.tenant(db)
-  const down = await startOidcProvider(CALLBACK)
+  const down = await startOidcProvider(OIDC_CALLBACK)
   await call(app, tenant.adminToken, {
     method: 'PUT',
     url: '/api/administration/oidc',
@@ -413,7 +379,7 @@ test('the provider being down: a clear 502 problem, and the server goes on', asy
   await down.close()
   const started = await app.inject({
     method: 'GET',
-    url: `/api/auth/oidc/${tenant.slug}/start?redirect_uri=${encodeURIComponent(APP_REDIRECT)}`,
+    url: `/api/auth/oidc/${tenant.slug}/start?redirect_uri=${encodeURIComponent(SSO_APP_REDIRECT)}`,
   })
   assert.equal(started.statusCode, 502)
   assert.equal(started.headers['content-type'], 'application/problem+json')

@@ -16,17 +16,16 @@ import { deriveActiveForAllTenants } from '../users/index.js'
 import { call, instrumentTestApp, testConfig } from '../../../test/helpers/build-test-app.js'
 import { given, TEST_PASSWORD, type GivenTenant } from '../../../test/helpers/given.js'
 import { signInAt, startOidcProvider, type TestProvider } from '../../../test/helpers/oidc-provider.js'
+import { configureOidc, OIDC_CALLBACK, SSO_APP_REDIRECT, ssoCallback } from '../../../test/helpers/oidc-sign-in.js'
 import { testDb } from '../../../test/helpers/test-database.js'
 import { newUser, PATCH_OP, scim, scimToken } from '../../../test/helpers/scim-support.js'
 
 const db = testDb()
-const CALLBACK = 'http://api.test/api/auth/oidc/callback'
-const APP_REDIRECT = 'http://app.test/sso/done'
 let app: FastifyInstance
 let provider: TestProvider
 
 before(async () => {
-  provider = await startOidcProvider(CALLBACK)
+  provider = await startOidcProvider(OIDC_CALLBACK)
   app = await instrumentTestApp(await buildApp({ config: testConfig({ OIDC_ALLOW_PRIVATE_NETWORKS: 'true' }), db }))
 })
 after(async () => {
@@ -80,33 +79,6 @@ async function enrollTotp(token: string): Promise<string> {
 
 // ---- single sign-on ----------------------------------------------------------------------------
 
-async function configure(tenant: GivenTenant, settings: Record<string, unknown> = {}) {
-  const res = await call(app, tenant.adminToken, {
-    method: 'PUT',
-    url: '/api/administration/oidc',
-    payload: {
-      issuer: provider.issuer,
-      client_id: provider.clientId,
-      client_secret: provider.clientSecret,
-      ...settings,
-    },
-  })
-  assert.equal(res.statusCode, 200, res.body)
-}
-
-/** Start (keeping its browser cookie) → the provider's login as `sub` → the callback's response. */
-async function ssoCallback(tenant: GivenTenant, sub: string) {
-  const started = await app.inject({
-    method: 'GET',
-    url: `/api/auth/oidc/${tenant.slug}/start?redirect_uri=${encodeURIComponent(APP_REDIRECT)}`,
-  })
-  assert.equal(started.statusCode, 302, started.body)
-  const cookie = String(started.headers['set-cookie'] ?? '').split(';')[0]
-  const back = await signInAt(String(started.headers.location), sub, CALLBACK)
-  const url = `${back.pathname}${back.search}`
-  return { response: await app.inject({ method: 'GET', url, headers: cookie ? { cookie } : {} }), url, cookie }
-}
-
 /** The login code of a callback's redirect (in the fragment; the query string on the old code). */
 function loginCodeOf(location: string): string | null {
   const url = new URL(location)
@@ -114,7 +86,7 @@ function loginCodeOf(location: string): string | null {
 }
 
 async function ssoLogin(tenant: GivenTenant, sub: string) {
-  const { response } = await ssoCallback(tenant, sub)
+  const { response } = await ssoCallback(app, tenant, sub)
   if (response.statusCode !== 302) return response
   return login({ login_code: loginCodeOf(String(response.headers.location)) })
 }
@@ -129,7 +101,7 @@ const linkOf = (tenantId: number, sub: string) =>
 
 test('finding 1: an IdP account named like the administrator does not sign in as them, nor links', async () => {
   const tenant = await given.tenant(db)
-  await configure(tenant)
+  await configureOidc(app, provider, tenant)
   provider.accounts.set('sub-evil-admin', { sub: 'sub-evil-admin', preferred_username: 'admin' })
   const taken = await ssoLogin(tenant, 'sub-evil-admin')
   assert.equal(taken.statusCode, 403, taken.body)
@@ -140,7 +112,7 @@ test('finding 1: an IdP account named like the administrator does not sign in as
 test('finding 1: an unverified email never links; a verified one only where the tenant allows it', async () => {
   const tenant = await given.tenant(db)
   const boss = await given.user(db, tenant, { username: 'boss', email: 'boss@corp.test' })
-  await configure(tenant, { username_claim: 'email' })
+  await configureOidc(app, provider, tenant, { username_claim: 'email' })
   provider.accounts.set('sub-unverified', {
     sub: 'sub-unverified',
     email: 'boss@corp.test',
@@ -155,7 +127,7 @@ test('finding 1: an unverified email never links; a verified one only where the 
   assert.equal(notAllowed.statusCode, 403, 'verified, but the tenant does not link by email')
   assert.equal(await linkOf(tenant.id, 'sub-verified'), undefined)
 
-  await configure(tenant, { username_claim: 'email', link_by_verified_email: true })
+  await configureOidc(app, provider, tenant, { username_claim: 'email', link_by_verified_email: true })
   assert.equal((await ssoLogin(tenant, 'sub-unverified')).statusCode, 403, 'still not unverified')
   const linked = await ssoLogin(tenant, 'sub-verified')
   assert.equal(linked.statusCode, 200, linked.body)
@@ -165,25 +137,25 @@ test('finding 1: an unverified email never links; a verified one only where the 
 
 test('finding 1: linking from a signed-in session (password) and by an administrator holding the permissions', async () => {
   const tenant = await given.tenant(db)
-  await configure(tenant)
+  await configureOidc(app, provider, tenant)
   const anna = await given.user(db, tenant, { username: 'anna.link' })
   provider.accounts.set('sub-anna-link', { sub: 'sub-anna-link', preferred_username: 'anna.link' })
 
   const wrong = await call(app, anna.token, {
     method: 'POST',
     url: '/api/users/current/oidc-link',
-    payload: { password: 'wrong-password', redirect_uri: APP_REDIRECT },
+    payload: { password: 'wrong-password', redirect_uri: SSO_APP_REDIRECT },
   })
   assert.equal(wrong.statusCode, 422)
   assert.deepEqual(Object.keys(wrong.json().errors), ['password'])
   const started = await call(app, anna.token, {
     method: 'POST',
     url: '/api/users/current/oidc-link',
-    payload: { password: TEST_PASSWORD, redirect_uri: APP_REDIRECT },
+    payload: { password: TEST_PASSWORD, redirect_uri: SSO_APP_REDIRECT },
   })
   assert.equal(started.statusCode, 200, started.body)
   const cookie = String(started.headers['set-cookie']).split(';')[0]!
-  const back = await signInAt(started.json().authorization_url, 'sub-anna-link', CALLBACK)
+  const back = await signInAt(started.json().authorization_url, 'sub-anna-link', OIDC_CALLBACK)
   const done = await app.inject({ method: 'GET', url: `${back.pathname}${back.search}`, headers: { cookie } })
   assert.equal(done.statusCode, 302, done.body)
   assert.deepEqual(await linkOf(tenant.id, 'sub-anna-link'), { user_id: anna.id })
@@ -218,7 +190,7 @@ test('finding 1: linking from a signed-in session (password) and by an administr
 
 test('finding 10: provisioning follows the username rules of POST /api/users (no HTML username)', async () => {
   const tenant = await given.tenant(db)
-  await configure(tenant, { provisioning: 'create', default_role_id: tenant.employeeRoleId })
+  await configureOidc(app, provider, tenant, { provisioning: 'create', default_role_id: tenant.employeeRoleId })
   provider.accounts.set('sub-html', { sub: 'sub-html', preferred_username: '<img src=x onerror=alert(1)>' })
   const refused = await ssoLogin(tenant, 'sub-html')
   assert.equal(refused.statusCode, 403, refused.body)
@@ -234,7 +206,7 @@ test('finding 10: provisioning follows the username rules of POST /api/users (no
 
 test('finding 8: after SSO a user with TOTP is asked for it, unless the ID token shows MFA (amr)', async () => {
   const tenant = await given.tenant(db)
-  await configure(tenant)
+  await configureOidc(app, provider, tenant)
   const carla = await given.user(db, tenant, { username: 'carla.mfa' })
   const secret = await enrollTotp(carla.token)
   await call(app, tenant.adminToken, {
@@ -270,7 +242,7 @@ test('finding 8: after SSO a user with TOTP is asked for it, unless the ID token
 
 test('finding 5: the callback refuses a browser that did not start the sign-in; the code travels in the fragment', async () => {
   const tenant = await given.tenant(db)
-  await configure(tenant)
+  await configureOidc(app, provider, tenant)
   const eve = await given.user(db, tenant, { username: 'eve.csrf' })
   await call(app, tenant.adminToken, {
     method: 'PUT',
@@ -280,19 +252,19 @@ test('finding 5: the callback refuses a browser that did not start the sign-in; 
   provider.accounts.set('sub-eve', { sub: 'sub-eve' })
   const started = await app.inject({
     method: 'GET',
-    url: `/api/auth/oidc/${tenant.slug}/start?redirect_uri=${encodeURIComponent(APP_REDIRECT)}`,
+    url: `/api/auth/oidc/${tenant.slug}/start?redirect_uri=${encodeURIComponent(SSO_APP_REDIRECT)}`,
   })
   const setCookie = String(started.headers['set-cookie'] ?? '')
   assert.match(setCookie, /HttpOnly/i)
   assert.match(setCookie, /SameSite=Lax/i)
   assert.match(setCookie, /Max-Age=\d+/i)
   // the attacker completes the provider's part and hands the callback URL to a victim's browser (no cookie)
-  const back = await signInAt(String(started.headers.location), 'sub-eve', CALLBACK)
+  const back = await signInAt(String(started.headers.location), 'sub-eve', OIDC_CALLBACK)
   const victim = await app.inject({ method: 'GET', url: `${back.pathname}${back.search}` })
   assert.equal(victim.statusCode, 400, victim.body)
   assert.equal(victim.json().code, 'oidc_invalid_state')
 
-  const { response } = await ssoCallback(tenant, 'sub-eve')
+  const { response } = await ssoCallback(app, tenant, 'sub-eve')
   const location = new URL(String(response.headers.location))
   assert.equal(location.searchParams.get('login_code'), null, 'not in the query string')
   assert.ok(new URLSearchParams(location.hash.slice(1)).get('login_code'))
@@ -557,13 +529,13 @@ test('finding 10: a 5,000-level nested JSON body is a 400, never a 500 (SCIM and
 
 test('finding 10: anonymous /start is throttled per tenant and address, and the discovery document is cached', async () => {
   const tenant = await given.tenant(db)
-  await configure(tenant)
+  await configureOidc(app, provider, tenant)
   const before = provider.discoveryFetches()
   const answers = await Promise.all(
     Array.from({ length: 60 }, () =>
       app.inject({
         method: 'GET',
-        url: `/api/auth/oidc/${tenant.slug}/start?redirect_uri=${encodeURIComponent(APP_REDIRECT)}`,
+        url: `/api/auth/oidc/${tenant.slug}/start?redirect_uri=${encodeURIComponent(SSO_APP_REDIRECT)}`,
       }),
     ),
   )

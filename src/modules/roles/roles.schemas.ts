@@ -39,14 +39,6 @@ export const CreateRoleBodySchema = Type.Object(
 )
 export type CreateRoleBody = Static<typeof CreateRoleBodySchema>
 
-export const UpdateRoleBodySchema = Type.Object(
-  {
-    name: Opt(roleFields.name),
-    permissions: Opt(roleFields.permissions),
-    active: Opt(roleFields.active),
-    requires_mfa: Opt(roleFields.requires_mfa),
-    folder_id: Opt(roleFields.folder_id),
-  },
-  { additionalProperties: false },
-)
+/** The create body with every field optional. */
+export const UpdateRoleBodySchema = Type.Partial(CreateRoleBodySchema, { additionalProperties: false })
 export type UpdateRoleBody = Static<typeof UpdateRoleBodySchema>

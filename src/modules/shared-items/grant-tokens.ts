@@ -1,5 +1,5 @@
 import { errors as joseErrors, importJWK, jwtVerify, SignJWT, type JWTPayload } from 'jose'
-import type { Actor } from '../../platform/auth/actor.js'
+import { type Actor, actorOf } from '../../platform/auth/actor.js'
 import type { Db } from '../../platform/db/schema.js'
 import { AppError } from '../../platform/http/errors.js'
 import type { SecretBox } from '../../platform/secrets/secret-box.js'
@@ -108,17 +108,7 @@ async function loadHolder(db: Db, tenantSlug: string, userId: number, issuedAt: 
   if (!tenant) return undefined
   const row = await findTokenHolder(db, tenant.id, userId, issuedAt)
   if (!row) return undefined
-  const permissions = new Set(row.permissions)
-  return {
-    userId: row.user_id,
-    tenantId: row.tenant_id,
-    roleId: row.role_id,
-    departmentIds: row.department_ids.map(Number),
-    permissions,
-    isAdmin: permissions.has('*'),
-    langId: row.lang_id,
-    tokenId: 0,
-  }
+  return actorOf(row, 0)
 }
 
 /** The shared item still exists, still points at the target, still hands out tokens, and `holder` may view it. */

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto'
 import { type Expression, type RawBuilder, sql, type SqlBool } from 'kysely'
 import { grantAllows } from '../../platform/access/access-rule.js'
-import type { Actor } from '../../platform/auth/actor.js'
+import { type Actor, actorColumns } from '../../platform/auth/actor.js'
 import { type CommonTableExpression, insertedRows } from '../../platform/db/database.js'
 import { eventWritesSql } from '../../platform/events/domain-events.js'
 import { syncChangeCtes, syncNotifySql } from '../../platform/sync/change-log.js'
@@ -271,18 +271,7 @@ export const findTokenHolder = (db: Db, tenantId: number, userId: number, issued
   db
     .selectFrom('users as u')
     .innerJoin('roles as r', (join) => join.onRef('r.id', '=', 'u.role_id').onRef('r.tenant_id', '=', 'u.tenant_id'))
-    .select([
-      'u.id as user_id',
-      'u.tenant_id',
-      'u.role_id',
-      'u.lang_id',
-      'r.permissions',
-      sql<
-        number[]
-      >`array(select du.department_id from department_users du where du.tenant_id = ${tenantId} and du.user_id = u.id)`.as(
-        'department_ids',
-      ),
-    ])
+    .select(actorColumns(tenantId))
     .where('u.tenant_id', '=', tenantId)
     .where('u.id', '=', userId)
     .where('u.deleted_at', 'is', null)

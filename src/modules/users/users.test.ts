@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
+import type { FastifyInstance } from 'fastify'
 import { sql } from 'kysely'
 import pino from 'pino'
 import { buildTestApp, call, testConfig } from '../../../test/helpers/build-test-app.js'
@@ -31,6 +32,9 @@ const newUser = (roleId: number, extra: Record<string, unknown> = {}) => ({
   role_id: roleId,
   ...extra,
 })
+/** POST /api/users of `newUser(roleId, extra)`, requested with `token`. */
+const postUser = (app: FastifyInstance, token: string, roleId: number, extra: Record<string, unknown> = {}) =>
+  call(app, token, { method: 'POST', url: '/api/users', payload: newUser(roleId, extra) })
 const events = (tenantId: number, type: string) =>
   db
     .selectFrom('domain_events')
@@ -220,15 +224,11 @@ test('POST /api/users creates a user, answers 201 with the envelope and records 
   const app = await buildTestApp()
   const tenant = await given.tenant(db)
 
-  const res = await call(app, tenant.adminToken, {
-    method: 'POST',
-    url: '/api/users',
-    payload: newUser(tenant.employeeRoleId, {
-      lang_id: 'en-US',
-      email: 'new@example.com',
-      gender: 'diverse',
-      birthdate: '1985-03-04',
-    }),
+  const res = await postUser(app, tenant.adminToken, tenant.employeeRoleId, {
+    lang_id: 'en-US',
+    email: 'new@example.com',
+    gender: 'diverse',
+    birthdate: '1985-03-04',
   })
 
   assert.equal(res.statusCode, 201)
@@ -263,11 +263,7 @@ test('POST /api/users needs users.create', async () => {
   const tenant = await given.tenant(db)
   const viewer = await given.user(db, tenant)
 
-  const res = await call(app, viewer.token, {
-    method: 'POST',
-    url: '/api/users',
-    payload: newUser(tenant.employeeRoleId),
-  })
+  const res = await postUser(app, viewer.token, tenant.employeeRoleId)
 
   assert.equal(res.statusCode, 403)
   assert.equal((await db.selectFrom('users').select('id').where('tenant_id', '=', tenant.id).execute()).length, 2)
@@ -279,16 +275,8 @@ test('a taken username, in any case and even when soft-deleted, answers 409 nami
   await given.user(db, tenant, { username: 'Taken.Name' })
   await given.user(db, tenant, { username: 'gone.name', deleted_at: sql`now()` })
 
-  const live = await call(app, tenant.adminToken, {
-    method: 'POST',
-    url: '/api/users',
-    payload: newUser(tenant.employeeRoleId, { username: 'taken.NAME' }),
-  })
-  const deleted = await call(app, tenant.adminToken, {
-    method: 'POST',
-    url: '/api/users',
-    payload: newUser(tenant.employeeRoleId, { username: 'Gone.Name' }),
-  })
+  const live = await postUser(app, tenant.adminToken, tenant.employeeRoleId, { username: 'taken.NAME' })
+  const deleted = await postUser(app, tenant.adminToken, tenant.employeeRoleId, { username: 'Gone.Name' })
 
   assert.equal(live.statusCode, 409)
   assert.equal(live.headers['content-type'], 'application/problem+json')
@@ -301,26 +289,14 @@ test('the password minimum comes from the tenant setting password_min_length (de
   const app = await buildTestApp()
   const tenant = await given.tenant(db)
 
-  const short = await call(app, tenant.adminToken, {
-    method: 'POST',
-    url: '/api/users',
-    payload: newUser(tenant.employeeRoleId, { password: 'seven77' }),
-  })
+  const short = await postUser(app, tenant.adminToken, tenant.employeeRoleId, { password: 'seven77' })
   await db
     .updateTable('tenants')
     .set({ settings: JSON.stringify({ password_min_length: 12 }) })
     .where('id', '=', tenant.id)
     .execute()
-  const stricter = await call(app, tenant.adminToken, {
-    method: 'POST',
-    url: '/api/users',
-    payload: newUser(tenant.employeeRoleId, { password: 'elevenchars' }),
-  })
-  const fine = await call(app, tenant.adminToken, {
-    method: 'POST',
-    url: '/api/users',
-    payload: newUser(tenant.employeeRoleId, { password: 'twelve-chars' }),
-  })
+  const stricter = await postUser(app, tenant.adminToken, tenant.employeeRoleId, { password: 'elevenchars' })
+  const fine = await postUser(app, tenant.adminToken, tenant.employeeRoleId, { password: 'twelve-chars' })
 
   assert.equal(short.statusCode, 422)
   assert.deepEqual(Object.keys(short.json().errors), ['password'])
@@ -362,15 +338,14 @@ test('personal accounts need names; group accounts store empty names whatever wa
   const app = await buildTestApp()
   const tenant = await given.tenant(db)
 
-  const nameless = await call(app, tenant.adminToken, {
-    method: 'POST',
-    url: '/api/users',
-    payload: newUser(tenant.employeeRoleId, { first_name: ' ', last_name: undefined }),
+  const nameless = await postUser(app, tenant.adminToken, tenant.employeeRoleId, {
+    first_name: ' ',
+    last_name: undefined,
   })
-  const group = await call(app, tenant.adminToken, {
-    method: 'POST',
-    url: '/api/users',
-    payload: newUser(tenant.employeeRoleId, { username: 'store-tablet', group_account: true, first_name: 'Ignored' }),
+  const group = await postUser(app, tenant.adminToken, tenant.employeeRoleId, {
+    username: 'store-tablet',
+    group_account: true,
+    first_name: 'Ignored',
   })
 
   assert.equal(nameless.statusCode, 422)
@@ -384,11 +359,7 @@ test('active is derived from the dates when omitted, and kept when sent', async 
   const app = await buildTestApp()
   const tenant = await given.tenant(db)
   const post = (username: string, extra: Record<string, unknown>) =>
-    call(app, tenant.adminToken, {
-      method: 'POST',
-      url: '/api/users',
-      payload: newUser(tenant.employeeRoleId, { username, ...extra }),
-    })
+    postUser(app, tenant.adminToken, tenant.employeeRoleId, { username, ...extra })
 
   const future = await post('future.starter', { entering_date: '2999-01-01' })
   const left = await post('has.left', { leaving_date: '2000-01-01' })
@@ -417,16 +388,8 @@ test('only an administrator may create a protected (prevent_logout) user', async
   const tenant = await given.tenant(db)
   const creator = await given.user(db, tenant, { roleId: await given.role(db, tenant, ['users.create']) })
 
-  const refused = await call(app, creator.token, {
-    method: 'POST',
-    url: '/api/users',
-    payload: newUser(tenant.employeeRoleId, { prevent_logout: true }),
-  })
-  const allowed = await call(app, tenant.adminToken, {
-    method: 'POST',
-    url: '/api/users',
-    payload: newUser(tenant.employeeRoleId, { prevent_logout: true }),
-  })
+  const refused = await postUser(app, creator.token, tenant.employeeRoleId, { prevent_logout: true })
+  const allowed = await postUser(app, tenant.adminToken, tenant.employeeRoleId, { prevent_logout: true })
 
   assert.equal(refused.statusCode, 403)
   assert.equal(allowed.statusCode, 201)

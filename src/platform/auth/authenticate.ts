@@ -4,7 +4,7 @@ import type { Db } from '../db/schema.js'
 import { executeCompiled } from '../db/database.js'
 import { spanningTenants } from '../db/citus.js'
 import { forbidden, unauthorized } from '../http/errors.js'
-import type { Actor } from './actor.js'
+import { type Actor, actorColumns, actorOf } from './actor.js'
 import type { ActorCache, CachedActor } from './actor-cache.js'
 import { accessTokenKey, accessTokenTenant } from './tokens.js'
 import { noteTokenUse } from './session-activity.js'
@@ -26,22 +26,7 @@ function actorQuery(db: Db, tokenHash: Buffer, tenantId: number) {
     .selectFrom('access_tokens as t')
     .innerJoin('users as u', (join) => join.onRef('u.id', '=', 't.user_id').onRef('u.tenant_id', '=', 't.tenant_id'))
     .innerJoin('roles as r', (join) => join.onRef('r.id', '=', 'u.role_id').onRef('r.tenant_id', '=', 'u.tenant_id'))
-    .select([
-      't.id as token_id',
-      't.expires_at',
-      't.mfa_enrollment_only',
-      'u.id as user_id',
-      'u.tenant_id',
-      'u.role_id',
-      'u.lang_id',
-      'r.permissions',
-      // the tenant named in the subquery itself: Citus routes it to one shard only then (docs/citus.md)
-      sql<
-        number[]
-      >`array(select du.department_id from department_users du where du.tenant_id = ${tenantId} and du.user_id = u.id)`.as(
-        'department_ids',
-      ),
-    ])
+    .select(['t.id as token_id', 't.expires_at', 't.mfa_enrollment_only', ...actorColumns(tenantId)])
     .where('t.token_hash', '=', tokenHash)
     .where('t.tenant_id', '=', tenantId)
     .where('t.revoked_at', 'is', null)
@@ -83,16 +68,8 @@ async function lookupActor(db: Db, token: string, tokenHash: Buffer): Promise<Ca
   const rows = await executeCompiled(db, { ...compiledActorQuery, parameters } as CompiledQuery<NonNullable<ActorRow>>)
   const row = rows[0]
   if (!row) return undefined
-  const permissions = new Set(row.permissions)
   const actor: Actor = {
-    userId: row.user_id,
-    tenantId: row.tenant_id,
-    roleId: row.role_id,
-    departmentIds: row.department_ids.map(Number),
-    permissions,
-    isAdmin: permissions.has('*'),
-    langId: row.lang_id,
-    tokenId: row.token_id,
+    ...actorOf(row, row.token_id),
     ...(row.mfa_enrollment_only ? { mfaEnrollmentOnly: true } : {}),
   }
   return { actor, expiresAt: utcMillis(row.expires_at) }

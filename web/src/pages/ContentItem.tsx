@@ -1,5 +1,5 @@
 import { useState } from 'preact/hooks'
-import { api, asProblem, formatTime, t, type Problem } from '../core.ts'
+import { api, asProblem, downloadBlob, formatTime, t, type Problem } from '../core.ts'
 import { Link, Loading, PageTitle, ProblemMessage, useLoad } from '../ui.tsx'
 
 function text(html: unknown): string {
@@ -93,12 +93,7 @@ export default function ContentItem({ params }: { params: Record<string, string>
       parseAs: 'blob',
     })
     if (!data) return setProblem(asProblem(error))
-    const url = URL.createObjectURL(data)
-    const a = document.createElement('a')
-    a.href = url
-    a.download = name
-    a.click()
-    setTimeout(() => URL.revokeObjectURL(url), 10_000)
+    downloadBlob(data, name)
   }
 
   if (item.loading) return <Loading />

@@ -1,6 +1,6 @@
 import { useState } from 'preact/hooks'
-import { api, asProblem, formatTime, t, type FilterOf, type Problem } from '../../core.ts'
-import { Field, LoadState, PageTitle, ProblemMessage, useLoad } from '../../ui.tsx'
+import { api, asProblem, downloadBlob, formatTime, t, type FilterOf, type Problem } from '../../core.ts'
+import { DataTable, Field, LoadState, PageTitle, ProblemMessage, useLoad } from '../../ui.tsx'
 
 export default function Audit() {
   const [action, setAction] = useState('')
@@ -31,12 +31,7 @@ export default function Audit() {
       parseAs: 'blob',
     })
     if (!data) return setProblem(asProblem(error))
-    const url = URL.createObjectURL(data)
-    const a = document.createElement('a')
-    a.href = url
-    a.download = 'audit-log.csv'
-    a.click()
-    setTimeout(() => URL.revokeObjectURL(url), 10_000)
+    downloadBlob(data, 'audit-log.csv')
   }
   const problemOf = problem ?? log.problem
   return (
@@ -77,33 +72,25 @@ export default function Audit() {
       <ProblemMessage problem={problem} />
       <LoadState loaded={log}>
         {(list) => (
-          <table class="data">
-            <caption class="visually-hidden">{t('audit.title')}</caption>
-            <thead>
-              <tr>
-                <th scope="col">{t('app.created')}</th>
-                <th scope="col">{t('audit.action')}</th>
-                <th scope="col">{t('audit.actor')}</th>
-                <th scope="col">{t('audit.target')}</th>
-                <th scope="col">{t('audit.changes')}</th>
+          <DataTable
+            class="data"
+            caption={t('audit.title')}
+            columns={[t('app.created'), t('audit.action'), t('audit.actor'), t('audit.target'), t('audit.changes')]}
+          >
+            {list.map((r) => (
+              <tr key={r.id}>
+                <td>{formatTime(r.created_at)}</td>
+                <td>{r.action}</td>
+                <td>{r.actor_id ?? '—'}</td>
+                <td>
+                  {r.target_type} {r.target_id}
+                </td>
+                <td>
+                  <code class="changes">{Object.keys(r.changes ?? {}).join(', ')}</code>
+                </td>
               </tr>
-            </thead>
-            <tbody>
-              {list.map((r) => (
-                <tr key={r.id}>
-                  <td>{formatTime(r.created_at)}</td>
-                  <td>{r.action}</td>
-                  <td>{r.actor_id ?? '—'}</td>
-                  <td>
-                    {r.target_type} {r.target_id}
-                  </td>
-                  <td>
-                    <code class="changes">{Object.keys(r.changes ?? {}).join(', ')}</code>
-                  </td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
+            ))}
+          </DataTable>
         )}
       </LoadState>
     </>

@@ -1,7 +1,7 @@
 import { useState } from 'preact/hooks'
 import { api, asProblem, can, formatTime, lang, queryParam, t, type Problem, type Schemas } from '../../core.ts'
 import type { MessageKey } from '../../messages.ts'
-import { Link, LoadState, PageTitle, ProblemMessage, useLoad } from '../../ui.tsx'
+import { DataTable, Link, LoadState, PageTitle, ProblemMessage, useLoad } from '../../ui.tsx'
 
 type Row = Schemas['DataExport'] & { person: string }
 
@@ -95,44 +95,42 @@ export default function DataExports() {
       <div aria-busy={exports.loading ? 'true' : undefined}>
         <LoadState loaded={exports} empty={user !== undefined ? t('exports.emptyOne') : t('exports.empty')}>
           {(list) => (
-            <table class="data">
-              <caption class="visually-hidden">{t('exports.title')}</caption>
-              <thead>
-                <tr>
-                  <th scope="col">{t('exports.person')}</th>
-                  <th scope="col">{t('exports.status')}</th>
-                  <th scope="col">{t('exports.size')}</th>
-                  <th scope="col">{t('exports.requested')}</th>
-                  <th scope="col">{t('exports.readyAt')}</th>
-                  <th scope="col">{t('exports.deletedOn')}</th>
-                  <th scope="col">{t('app.actions')}</th>
+            <DataTable
+              class="data"
+              caption={t('exports.title')}
+              columns={[
+                t('exports.person'),
+                t('exports.status'),
+                t('exports.size'),
+                t('exports.requested'),
+                t('exports.readyAt'),
+                t('exports.deletedOn'),
+                t('app.actions'),
+              ]}
+            >
+              {list.map((e) => (
+                <tr key={e.id}>
+                  <th scope="row">{e.person}</th>
+                  <td class="export-status">{t(STATUS[e.status ?? 'pending'])}</td>
+                  <td>{formatSize(e.size)}</td>
+                  <td>{formatTime(e.created_at)}</td>
+                  <td>{formatTime(e.ready_at) || '—'}</td>
+                  <td>{formatTime(e.expires_at) || '—'}</td>
+                  <td>
+                    {e.status === 'ready' && e.id !== undefined && (
+                      <button
+                        type="button"
+                        class="small"
+                        aria-label={t('exports.downloadOf', { name: e.person, time: formatTime(e.created_at) })}
+                        onClick={() => void download(e.id!)}
+                      >
+                        {t('exports.download')}
+                      </button>
+                    )}
+                  </td>
                 </tr>
-              </thead>
-              <tbody>
-                {list.map((e) => (
-                  <tr key={e.id}>
-                    <th scope="row">{e.person}</th>
-                    <td class="export-status">{t(STATUS[e.status ?? 'pending'])}</td>
-                    <td>{formatSize(e.size)}</td>
-                    <td>{formatTime(e.created_at)}</td>
-                    <td>{formatTime(e.ready_at) || '—'}</td>
-                    <td>{formatTime(e.expires_at) || '—'}</td>
-                    <td>
-                      {e.status === 'ready' && e.id !== undefined && (
-                        <button
-                          type="button"
-                          class="small"
-                          aria-label={t('exports.downloadOf', { name: e.person, time: formatTime(e.created_at) })}
-                          onClick={() => void download(e.id!)}
-                        >
-                          {t('exports.download')}
-                        </button>
-                      )}
-                    </td>
-                  </tr>
-                ))}
-              </tbody>
-            </table>
+              ))}
+            </DataTable>
           )}
         </LoadState>
       </div>

@@ -1,7 +1,7 @@
 import { useState } from 'preact/hooks'
 import { api, asProblem, t, type Problem } from '../../core.ts'
 import { isMessageKey } from '../../messages.ts'
-import { Field, Loading, PageTitle, ProblemMessage, Status, useLoad } from '../../ui.tsx'
+import { DataTable, Field, Loading, PageTitle, ProblemMessage, Status, useLoad } from '../../ui.tsx'
 
 /** The answer of GET/PUT /api/administration/retention, by class key (the server may add classes). */
 type Settings = {
@@ -41,23 +41,19 @@ function SweepPreview() {
       <ProblemMessage problem={problem} />
       <Status text={removed && t('retention.previewDone', { count: total })} />
       {removed && (
-        <table class="data">
-          <caption>{t('retention.previewCaption')}</caption>
-          <thead>
-            <tr>
-              <th scope="col">{t('retention.dataClass')}</th>
-              <th scope="col">{t('retention.entries')}</th>
+        <DataTable
+          class="data"
+          caption={t('retention.previewCaption')}
+          showCaption
+          columns={[t('retention.dataClass'), t('retention.entries')]}
+        >
+          {Object.entries(removed).map(([key, count]) => (
+            <tr key={key}>
+              <th scope="row">{label(key)}</th>
+              <td>{count}</td>
             </tr>
-          </thead>
-          <tbody>
-            {Object.entries(removed).map(([key, count]) => (
-              <tr key={key}>
-                <th scope="row">{label(key)}</th>
-                <td>{count}</td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
+          ))}
+        </DataTable>
       )}
     </section>
   )

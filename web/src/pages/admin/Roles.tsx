@@ -1,6 +1,6 @@
 import { useState } from 'preact/hooks'
 import { api, asProblem, can, t, type Problem } from '../../core.ts'
-import { Field, LoadState, PageTitle, ProblemMessage, useLoad } from '../../ui.tsx'
+import { DataTable, Field, LoadState, PageTitle, ProblemMessage, useLoad } from '../../ui.tsx'
 
 export default function Roles() {
   const roles = useLoad(() => api.GET('/api/roles', { params: { query: { sort: 'name' } } }), [])
@@ -40,23 +40,14 @@ export default function Roles() {
         <h2 id="h-roles">{t('roles.roles')}</h2>
         <LoadState loaded={roles}>
           {(list) => (
-            <table class="data">
-              <caption class="visually-hidden">{t('roles.roles')}</caption>
-              <thead>
-                <tr>
-                  <th scope="col">{t('app.name_')}</th>
-                  <th scope="col">{t('roles.permissions')}</th>
+            <DataTable class="data" caption={t('roles.roles')} columns={[t('app.name_'), t('roles.permissions')]}>
+              {list.map((r) => (
+                <tr key={r.id}>
+                  <td>{r.name}</td>
+                  <td>{(r.permissions ?? []).join(', ')}</td>
                 </tr>
-              </thead>
-              <tbody>
-                {list.map((r) => (
-                  <tr key={r.id}>
-                    <td>{r.name}</td>
-                    <td>{(r.permissions ?? []).join(', ')}</td>
-                  </tr>
-                ))}
-              </tbody>
-            </table>
+              ))}
+            </DataTable>
           )}
         </LoadState>
         {can('roles.manage') && (
@@ -86,23 +77,14 @@ export default function Roles() {
         <h2 id="h-departments">{t('roles.departments')}</h2>
         <LoadState loaded={departments}>
           {(list) => (
-            <table class="data">
-              <caption class="visually-hidden">{t('roles.departments')}</caption>
-              <thead>
-                <tr>
-                  <th scope="col">{t('app.name_')}</th>
-                  <th scope="col">{t('roles.members')}</th>
+            <DataTable class="data" caption={t('roles.departments')} columns={[t('app.name_'), t('roles.members')]}>
+              {list.map((d) => (
+                <tr key={d.id}>
+                  <td>{d.name}</td>
+                  <td>{(d.user_ids ?? []).length}</td>
                 </tr>
-              </thead>
-              <tbody>
-                {list.map((d) => (
-                  <tr key={d.id}>
-                    <td>{d.name}</td>
-                    <td>{(d.user_ids ?? []).length}</td>
-                  </tr>
-                ))}
-              </tbody>
-            </table>
+              ))}
+            </DataTable>
           )}
         </LoadState>
         {can('departments.manage') && (

@@ -2,7 +2,7 @@ import { useState } from 'preact/hooks'
 import { api, asProblem, formatTime, isOneOf, t, type Problem } from '../../core.ts'
 
 const REDIRECT_TYPES = ['redirect', 'redirectWithGrantToken', 'none'] as const
-import { Field, LoadState, PageTitle, ProblemMessage, Select, Status, useLoad } from '../../ui.tsx'
+import { DataTable, Field, LoadState, PageTitle, ProblemMessage, Select, Status, useLoad } from '../../ui.tsx'
 
 const TYPES = [
   'infoboardPost',
@@ -113,62 +113,53 @@ export default function SharedItems() {
       </label>
       <LoadState loaded={items}>
         {(list) => (
-          <table class="data">
-            <caption class="visually-hidden">{t('shared.title')}</caption>
-            <thead>
-              <tr>
-                <th scope="col">{t('shared.type')}</th>
-                <th scope="col">{t('shared.target')}</th>
-                <th scope="col">{t('shared.url')}</th>
-                <th scope="col">{t('app.created')}</th>
-                <th scope="col">{t('app.actions')}</th>
-              </tr>
-            </thead>
-            <tbody>
-              {list.map((s) => (
-                <tr key={s.id}>
-                  <td>{s.type}</td>
-                  <td>
-                    {s.targetable_type} {s.targetable_id}{' '}
-                    {s.deleted_at && <span class="tag">{t('shared.deleted')}</span>}
-                  </td>
-                  <td>
-                    <code class="url">{s.url}</code>
-                  </td>
-                  <td>{formatTime(s.created_at)}</td>
-                  <td class="actions">
+          <DataTable
+            class="data"
+            caption={t('shared.title')}
+            columns={[t('shared.type'), t('shared.target'), t('shared.url'), t('app.created'), t('app.actions')]}
+          >
+            {list.map((s) => (
+              <tr key={s.id}>
+                <td>{s.type}</td>
+                <td>
+                  {s.targetable_type} {s.targetable_id} {s.deleted_at && <span class="tag">{t('shared.deleted')}</span>}
+                </td>
+                <td>
+                  <code class="url">{s.url}</code>
+                </td>
+                <td>{formatTime(s.created_at)}</td>
+                <td class="actions">
+                  <button
+                    type="button"
+                    class="small"
+                    onClick={() => void copy(s.url ?? '')}
+                    aria-label={`${t('shared.copy')}: ${s.type} ${s.targetable_id}`}
+                  >
+                    {t('shared.copy')}
+                  </button>
+                  {s.deleted_at ? (
                     <button
                       type="button"
                       class="small"
-                      onClick={() => void copy(s.url ?? '')}
-                      aria-label={`${t('shared.copy')}: ${s.type} ${s.targetable_id}`}
+                      onClick={() => void restore(s.id!)}
+                      aria-label={`${t('shared.restore')}: ${s.type} ${s.targetable_id}`}
                     >
-                      {t('shared.copy')}
+                      {t('shared.restore')}
                     </button>
-                    {s.deleted_at ? (
-                      <button
-                        type="button"
-                        class="small"
-                        onClick={() => void restore(s.id!)}
-                        aria-label={`${t('shared.restore')}: ${s.type} ${s.targetable_id}`}
-                      >
-                        {t('shared.restore')}
-                      </button>
-                    ) : (
-                      <button
-                        type="button"
-                        class="small danger"
-                        onClick={() => void remove(s.id!)}
-                        aria-label={`${t('app.delete')}: ${s.type} ${s.targetable_id}`}
-                      >
-                        {t('app.delete')}
-                      </button>
-                    )}
-                  </td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
+                  ) : (
+                    <button
+                      type="button"
+                      class="small danger"
+                      onClick={() => void remove(s.id!)}
+                      aria-label={`${t('app.delete')}: ${s.type} ${s.targetable_id}`}
+                    >
+                      {t('app.delete')}
+                    </button>
+                  )}
+                </td>
+              </tr>
+            ))}
+          </DataTable>
         )}
       </LoadState>
     </>

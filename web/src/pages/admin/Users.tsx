@@ -1,6 +1,6 @@
 import { useState } from 'preact/hooks'
 import { api, can, t } from '../../core.ts'
-import { Link, LoadState, PageTitle, useLoad } from '../../ui.tsx'
+import { DataTable, Link, LoadState, PageTitle, useLoad } from '../../ui.tsx'
 
 export default function Users() {
   const [text, setText] = useState('')
@@ -50,27 +50,21 @@ export default function Users() {
       </form>
       <LoadState loaded={users} empty={t('users.empty')}>
         {(list) => (
-          <table class="data">
-            <caption class="visually-hidden">{t('users.title')}</caption>
-            <thead>
-              <tr>
-                <th scope="col">{t('users.username')}</th>
-                <th scope="col">{t('app.name_')}</th>
-                <th scope="col">{t('users.active')}</th>
+          <DataTable
+            class="data"
+            caption={t('users.title')}
+            columns={[t('users.username'), t('app.name_'), t('users.active')]}
+          >
+            {list.map((u) => (
+              <tr key={u.id}>
+                <td>
+                  <Link href={`/admin/users/${u.id}`}>{u.username}</Link>
+                </td>
+                <td>{u.full_name}</td>
+                <td>{u.deleted_at ? t('shared.deleted') : u.active ? t('app.yes') : t('app.no')}</td>
               </tr>
-            </thead>
-            <tbody>
-              {list.map((u) => (
-                <tr key={u.id}>
-                  <td>
-                    <Link href={`/admin/users/${u.id}`}>{u.username}</Link>
-                  </td>
-                  <td>{u.full_name}</td>
-                  <td>{u.deleted_at ? t('shared.deleted') : u.active ? t('app.yes') : t('app.no')}</td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
+            ))}
+          </DataTable>
         )}
       </LoadState>
     </>

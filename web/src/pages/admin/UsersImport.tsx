@@ -1,6 +1,6 @@
 import { useState } from 'preact/hooks'
 import { api, asProblem, t, type Problem } from '../../core.ts'
-import { Checkbox, Link, PageTitle, ProblemMessage, Status } from '../../ui.tsx'
+import { Checkbox, DataTable, Link, PageTitle, ProblemMessage, Status } from '../../ui.tsx'
 
 type Preview = { new_users: Array<Record<string, unknown>>; update_users: Array<Record<string, unknown>> }
 type NewUserRow = Record<string, unknown> & { username: string; password: string; role_id: number }
@@ -112,27 +112,22 @@ export default function UsersImport() {
         fields={['user_data_csv']}
       />
       {rows.length > 0 && (
-        <table class="data row-errors">
-          <caption>{t('import.rowErrors')}</caption>
-          <thead>
-            <tr>
-              <th scope="col">{t('import.row', { line: '' }).trim()}</th>
-              <th scope="col">{t('import.field')}</th>
-              <th scope="col">{t('import.problem')}</th>
+        <DataTable
+          class="data row-errors"
+          caption={t('import.rowErrors')}
+          showCaption
+          columns={[t('import.row', { line: '' }).trim(), t('import.field'), t('import.problem')]}
+        >
+          {rows.map((r) => (
+            <tr key={`${r.line}.${r.field}`}>
+              <th scope="row">{t('import.row', { line: r.line })}</th>
+              <td>
+                <code>{r.field}</code>
+              </td>
+              <td>{r.messages.join('; ')}</td>
             </tr>
-          </thead>
-          <tbody>
-            {rows.map((r) => (
-              <tr key={`${r.line}.${r.field}`}>
-                <th scope="row">{t('import.row', { line: r.line })}</th>
-                <td>
-                  <code>{r.field}</code>
-                </td>
-                <td>{r.messages.join('; ')}</td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
+          ))}
+        </DataTable>
       )}
       {preview && (
         <section aria-labelledby="h-preview">
@@ -141,25 +136,19 @@ export default function UsersImport() {
             {t('import.newUsers', { count: preview.new_users.length })} ·{' '}
             {t('import.updateUsers', { count: preview.update_users.length })}
           </p>
-          <table class="data">
-            <caption class="visually-hidden">{t('import.previewTitle')}</caption>
-            <thead>
-              <tr>
-                <th scope="col">{t('users.username')}</th>
-                <th scope="col">{t('users.firstName')}</th>
-                <th scope="col">{t('users.lastName')}</th>
+          <DataTable
+            class="data"
+            caption={t('import.previewTitle')}
+            columns={[t('users.username'), t('users.firstName'), t('users.lastName')]}
+          >
+            {[...preview.new_users, ...preview.update_users].map((u) => (
+              <tr key={String(u.username ?? u.id)}>
+                <td>{String(u.username ?? '')}</td>
+                <td>{String(u.first_name ?? '')}</td>
+                <td>{String(u.last_name ?? '')}</td>
               </tr>
-            </thead>
-            <tbody>
-              {[...preview.new_users, ...preview.update_users].map((u) => (
-                <tr key={String(u.username ?? u.id)}>
-                  <td>{String(u.username ?? '')}</td>
-                  <td>{String(u.first_name ?? '')}</td>
-                  <td>{String(u.last_name ?? '')}</td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
+            ))}
+          </DataTable>
           <button type="button" class="primary" disabled={busy || total === 0} onClick={() => void commit()}>
             {t('import.confirm', { count: total })}
           </button>

@@ -1,6 +1,6 @@
 import { useState } from 'preact/hooks'
-import { api, asProblem, can, formatTime, t, type Problem } from '../../core.ts'
-import { Link, Loading, LoadState, PageTitle, ProblemMessage, Status, useLoad } from '../../ui.tsx'
+import { api, asProblem, can, downloadBlob, formatTime, t, type Problem } from '../../core.ts'
+import { DataTable, Link, Loading, LoadState, PageTitle, ProblemMessage, Status, useLoad } from '../../ui.tsx'
 
 function Progress({ label, value, max }: { label: string; value: number; max: number }) {
   const percent = max === 0 ? 0 : Math.round((value / max) * 100)
@@ -48,12 +48,7 @@ export default function Reach({ params }: { params: Record<string, string> }) {
       parseAs: 'blob',
     })
     if (!data) return setProblem(asProblem(error))
-    const url = URL.createObjectURL(data)
-    const a = document.createElement('a')
-    a.href = url
-    a.download = `reach-${id}.csv`
-    a.click()
-    setTimeout(() => URL.revokeObjectURL(url), 10_000)
+    downloadBlob(data, `reach-${id}.csv`)
   }
 
   if (reach.loading) return <Loading />
@@ -78,28 +73,25 @@ export default function Reach({ params }: { params: Record<string, string> }) {
         {r.by_department.length === 0 ? (
           <p>{t('app.empty')}</p>
         ) : (
-          <table>
-            <thead>
-              <tr>
-                <th scope="col">{t('infoboard.department')}</th>
-                <th scope="col">{t('infoboard.audienceShort')}</th>
-                <th scope="col">{t('infoboard.seen')}</th>
-                <th scope="col">{t('infoboard.confirmedLabel')}</th>
-                <th scope="col">{t('infoboard.pending')}</th>
+          <DataTable
+            columns={[
+              t('infoboard.department'),
+              t('infoboard.audienceShort'),
+              t('infoboard.seen'),
+              t('infoboard.confirmedLabel'),
+              t('infoboard.pending'),
+            ]}
+          >
+            {r.by_department.map((d) => (
+              <tr key={d.id}>
+                <th scope="row">{d.name}</th>
+                <td>{d.audience}</td>
+                <td>{d.seen}</td>
+                <td>{d.confirmed}</td>
+                <td>{d.pending}</td>
               </tr>
-            </thead>
-            <tbody>
-              {r.by_department.map((d) => (
-                <tr key={d.id}>
-                  <th scope="row">{d.name}</th>
-                  <td>{d.audience}</td>
-                  <td>{d.seen}</td>
-                  <td>{d.confirmed}</td>
-                  <td>{d.pending}</td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
+            ))}
+          </DataTable>
         )}
         {r.reach_detail === 'counts_only' && <p class="hint">{t('infoboard.countsOnly')}</p>}
       </section>
