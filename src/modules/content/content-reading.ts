@@ -10,8 +10,13 @@ import { Nullable, TimestampSchema } from '../../platform/http/schemas.js'
 import { enqueue } from '../../platform/jobs/jobs.js'
 import type { QueryContext, RelationDef, WordFilter } from '../../platform/query/resource.js'
 import { recordSyncWrites } from '../../platform/sync/change-log.js'
-import type { Principal } from './content-access.js'
-import { type ContentChange, type ContentResource, type ContentRow, contentRow } from './content-resource.js'
+import {
+  type ContentChange,
+  type ContentResource,
+  type ContentRow,
+  contentRow,
+  type Principal,
+} from './content-declaration.js'
 import { type Reach, SMALL_GROUP } from './content-reach.resource.js'
 import { PUBLISH_JOB, type PublishPayload, REMIND_JOB, type RemindPayload } from './content-reading.jobs.js'
 import { readReachDetail } from './content-reading.queries.js'

@@ -9,9 +9,9 @@ export {
   type ContentResource,
   type ContentRow,
   contentRow,
-  defineContent,
   type Principal,
-} from './content-resource.js'
+} from './content-declaration.js'
+export { defineContent } from './content-resource.js'
 export {
   contentBodies,
   contentRecordSchema,
