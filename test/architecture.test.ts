@@ -192,6 +192,7 @@ const SQL_IN_QUERIES_MODULES = [
   'automations',
   'backups',
   'calendar',
+  'content',
   'departments',
   'entity-permissions',
   'filemanager',

@@ -1,5 +1,5 @@
 import type { Readable } from 'node:stream'
-import type { RawBuilder } from 'kysely'
+import type { Expression, RawBuilder } from 'kysely'
 import type { TSchema } from 'typebox'
 import type { ViewChain } from '../../platform/access/view-chain.js'
 import type { Actor } from '../../platform/auth/actor.js'
@@ -7,9 +7,27 @@ import type { Db, FolderType } from '../../platform/db/schema.js'
 import type { FieldErrorCollector } from '../../platform/http/errors.js'
 import type { RawListQuery } from '../../platform/query/parse-query.js'
 import type { FieldDef, ResourceDef } from '../../platform/query/resource.js'
-import type { Principal } from './content-access.js'
 
 // What a content module declares (`ContentDeclaration`) and what `defineContent` makes of it (`ContentResource`).
+
+/**
+ * Who a visibility predicate is about. The content rule (module permission, the record's grants,
+ * its folder, its parent record) is written ONCE against this interface and evaluated for
+ *  - one actor: the shared access rule (`grantAllows`) and the folders module's `folderIdVisibleSql`;
+ *  - every user of a tenant at once (the `vu`/`vr` aliases of a users ⋈ roles scan): the same rules
+ *    with the grantee taken from the row (the folders module's `folderIdVisibleToEachSql`) — used for
+ *    "notify everyone who can view X" (set-based).
+ */
+export interface Principal {
+  tenantId: number
+  /** Admin (`*`) bypass as SQL: constant for an actor, per row for the user set. */
+  isAdmin: RawBuilder<boolean>
+  can(permission: string): RawBuilder<boolean>
+  grant(key: string, targetAlias: string, targetId: Expression<unknown>): RawBuilder<boolean>
+  /** The folder with id `folderId` is visible (null → no folder restriction). */
+  folderVisible(folderId: Expression<unknown>): RawBuilder<boolean>
+}
+
 /** A content record's folder column (contract 30): a folder of one type whose visibility it inherits. */
 export interface ContentFolder {
   column: string
@@ -17,6 +35,11 @@ export interface ContentFolder {
 }
 
 export type ContentRow = Record<string, unknown> & { id: number; user_id: number | null }
+
+/** A row of a content table: every one has `id` and `user_id` columns (migration 0060), Kysely sees only names. */
+// eslint-disable-next-line @typescript-eslint/no-unsafe-type-assertion -- Kysely types content tables by name only
+export const contentRow = (row: Record<string, unknown>) => row as ContentRow
+
 export type ChangeKind = 'created' | 'updated' | 'deleted'
 export interface ContentChange {
   kind: ChangeKind

@@ -9,7 +9,8 @@ import { listQuerySchema } from '../../platform/query/list-query-schema.js'
 import { parseListQuery } from '../../platform/query/parse-query.js'
 import { listResource } from '../../platform/query/run-query.js'
 import { REACH_CSV_COLUMNS, reachUserResource } from './content-reach.resource.js'
-import { MyStateSchema, type Reading } from './content-reading.js'
+import type { Reading } from './content-reading.js'
+import { MyStateSchema } from './content-reading.resource.js'
 
 const Counts = {
   audience: Type.Integer(),

@@ -1,23 +1,22 @@
-import { type Expression, type Kysely, type RawBuilder, sql } from 'kysely'
+import type { RawBuilder } from 'kysely'
 import type { Actor } from '../../platform/auth/actor.js'
 import type { Db } from '../../platform/db/schema.js'
 import { recordDomainEvent } from '../../platform/events/domain-events.js'
 import { FieldErrorCollector, forbidden, notFound } from '../../platform/http/errors.js'
 import type { RawListQuery } from '../../platform/query/parse-query.js'
-import { defineResource, type FieldDef, type ResourceDef } from '../../platform/query/resource.js'
+import { defineResource, type ResourceDef } from '../../platform/query/resource.js'
 import { listResource, showResource } from '../../platform/query/run-query.js'
 import type { ViewChain } from '../../platform/access/view-chain.js'
 import { isUsableFolder } from '../folders/index.js'
-import { actorPrincipal, type Principal, userSetPrincipal } from './content-access.js'
+import { actorPrincipal, contentVisibleSql, userSetPrincipal } from './content-access.queries.js'
 import type {
   ChangeKind,
-  ContentChange,
   ContentDeclaration,
-  ContentFolder,
   ContentResource,
   ContentRow,
   CreateOptions,
 } from './content-declaration.js'
+import * as queries from './content-resource.queries.js'
 
 /** What a list's base is built from (`scope`: parent columns pinned to a value). */
 interface ListValues {
@@ -25,28 +24,8 @@ interface ListValues {
   scope: Record<string, unknown>
 }
 
-/** The content tables as Kysely sees them: a declaration names its table at run time, its rows are content rows. */
-type ContentTables = Record<string, Record<string, unknown>>
-// eslint-disable-next-line @typescript-eslint/no-unsafe-type-assertion -- Kysely types tables by name; these are named at run time
-const tables = (db: Db) => db as unknown as Kysely<ContentTables>
-
-/** A row of a content table: every one has `id` and `user_id` columns (migration 0060), Kysely sees only names. */
-// eslint-disable-next-line @typescript-eslint/no-unsafe-type-assertion -- see above
-export const contentRow = (row: Record<string, unknown>) => row as ContentRow
-const contentRowOrUndefined = (row: Record<string, unknown> | undefined) => (row ? contentRow(row) : undefined)
-
 /** A stored reference column's value (an int8 read as a number, or null). */
 const idOrNull = (value: unknown): number | null => (typeof value === 'number' ? value : null)
-
-/** Binds JSON fields for a jsonb column; everything else as is. */
-function columnValues(fields: Record<string, FieldDef>, values: Record<string, unknown>): Record<string, unknown> {
-  const out: Record<string, unknown> = {}
-  for (const [key, value] of Object.entries(values)) {
-    if (!(key in fields)) continue
-    out[key] = fields[key].type === 'json' && value !== null ? JSON.stringify(value) : value
-  }
-  return out
-}
 
 /**
  * The generic content resource (contract 30): one declaration gives the visibility rule (module
@@ -72,58 +51,22 @@ export function defineContent(decl: ContentDeclaration): ContentResource {
     },
   })
   const columns = Object.keys(decl.fields)
-  const table = sql.table(decl.table)
-  const tableAs = (alias: string) => `${decl.table} as ${alias}`
 
   /** SQL: the record under `alias` is visible to the principal (the one content rule). */
-  function visibleTo(p: Principal, alias: string): RawBuilder<boolean> {
-    const parts: RawBuilder<boolean>[] = [p.grant('view', decl.alias, sql.ref(`${alias}.id`))]
-    if (decl.tree) parts.push(notRestrictedAbove(p, alias, decl.tree.column))
-    if (decl.folder) parts.push(p.folderVisible(sql.ref(`${alias}.${decl.folder.column}`)))
-    if (decl.parent) {
-      const pa = `${alias}p`
-      const column = sql.ref(`${alias}.${decl.parent.column}`)
-      parts.push(sql<boolean>`(${column} is null or exists (select 1 from ${sql.table(decl.parent.resource.table)} as ${sql.id(pa)}
-        where ${sql.ref(`${pa}.tenant_id`)} = ${p.tenantId} and ${sql.ref(`${pa}.id`)} = ${column}
-        and ${decl.parent.resource.visibleTo(p, pa)}))`)
-    }
-    if (decl.viewRule) parts.push(decl.viewRule(p, alias))
-    return sql<boolean>`(${p.can(`${decl.module}.view`)} and (${p.isAdmin} or (${sql.join(parts, sql` and `)})))`
-  }
-
-  /**
-   * SQL: no record above the one under `alias` (its parent, the parent's parent, …) carries `view`
-   * grants that exclude the principal. One statement: the ancestors by a recursive walk (tenant-scoped
-   * at every step; `union` ends a cycle), each decided by THE access rule, as the folder path is.
-   */
-  function notRestrictedAbove(p: Principal, alias: string, column: string): RawBuilder<boolean> {
-    const above = `${alias}_above`
-    const up = `${alias}_up`
-    return sql<boolean>`not exists (
-      with recursive ${sql.id(above)}(id) as (
-        select ${sql.ref(`${alias}.${column}`)}
-        union
-        select ${sql.ref(`${up}.${column}`)} from ${table} as ${sql.id(up)}
-          join ${sql.id(above)} on ${sql.ref(`${up}.id`)} = ${sql.ref(`${above}.id`)}
-          where ${sql.ref(`${up}.tenant_id`)} = ${p.tenantId} and ${sql.ref(`${up}.${column}`)} is not null
-      )
-      select 1 from ${sql.id(above)} where ${sql.ref(`${above}.id`)} is not null
-        and not ${p.grant('view', decl.alias, sql.ref(`${above}.id`))})`
-  }
+  const visibleTo: ContentResource['visibleTo'] = (p, alias) => contentVisibleSql(decl, p, alias)
 
   // a nested record's principal checks its parent's folder with the folder rule too (not `true`)
   const folderOfRecords = decl.folder ?? decl.parent?.resource.folderOfRecords
   const principal = (actor: Actor) => actorPrincipal(actor)
   const ctx = (db: Db, actor: Actor) => ({ db, tenantId: actor.tenantId, actor })
 
-  /** Records of the tenant visible to the actor, as a query builder under alias `c`. */
-  function visibleQuery(db: Db, actor: Actor, p: Principal = principal(actor)) {
-    return tables(db).selectFrom(tableAs('c')).where('c.tenant_id', '=', actor.tenantId).where(visibleTo(p, 'c'))
-  }
+  /** The content rule for the actor, for the record under the alias a statement gives. */
+  const visibleToActor = (actor: Actor, alias: string) => visibleTo(principal(actor), alias)
+  const actorCondition = (actor: Actor) => (alias: string) => visibleToActor(actor, alias)
 
   /** The stored row if the actor can view it. */
   async function findVisible(db: Db, actor: Actor, id: number): Promise<ContentRow | undefined> {
-    return contentRowOrUndefined(await visibleQuery(db, actor).selectAll('c').where('c.id', '=', id).executeTakeFirst())
+    return queries.findVisibleContent(db, decl.table, actor.tenantId, id, actorCondition(actor))
   }
 
   /** Whether the actor can view the record (module permission, grants, folder, parent). */
@@ -131,10 +74,7 @@ export function defineContent(decl: ContentDeclaration): ContentResource {
     return (await findVisible(db, actor, id)) !== undefined
   }
 
-  async function exists(db: Db, tenantId: number, id: number): Promise<boolean> {
-    const { rows } = await sql`select 1 from ${table} where tenant_id = ${tenantId} and id = ${id}`.execute(db)
-    return rows.length > 0
-  }
+  const exists = (db: Db, tenantId: number, id: number) => queries.contentExists(db, decl.table, tenantId, id)
 
   /** Lists visible records (filters, sort and limit in the same statement); `scope` pins a parent column. */
   async function list(db: Db, actor: Actor, query: RawListQuery, scope?: Record<string, unknown>) {
@@ -147,17 +87,14 @@ export function defineContent(decl: ContentDeclaration): ContentResource {
   }
 
   // the list's base, built once per shape (shapedStatement): one builder per database handle, for its life
-  const listBases = new WeakMap<Db, (values: ListValues) => ReturnType<typeof visibleQuery>>()
+  const listBases = new WeakMap<Db, (values: ListValues) => queries.VisibleContentQuery>()
   function listBase(db: Db) {
     let build = listBases.get(db)
     if (!build)
       listBases.set(
         db,
-        (build = ({ actor, scope }) => {
-          let base = visibleQuery(db, actor)
-          for (const [column, value] of Object.entries(scope)) base = base.where(`c.${column}`, '=', value)
-          return base
-        }),
+        (build = ({ actor, scope }) =>
+          queries.selectVisibleContentInScope(db, decl.table, actor.tenantId, actorCondition(actor), scope)),
       )
     return build
   }
@@ -165,12 +102,13 @@ export function defineContent(decl: ContentDeclaration): ContentResource {
   /** Shows one record; `bypassVisibility` only for a verified grant token naming exactly this record. */
   async function show(db: Db, actor: Actor, id: number, query: RawListQuery = {}, bypassVisibility = false) {
     if (bypassVisibility) {
-      const base = tables(db).selectFrom(tableAs('c')).where('c.tenant_id', '=', actor.tenantId).where('c.id', '=', id)
+      const base = queries.selectContentById(db, decl.table, actor.tenantId, id)
       return showResource(ctx(db, actor), resource, base, query, decl.label)
     }
     if (!actor.permissions.has('*') && !actor.permissions.has(`${decl.module}.view`))
       throw forbidden(`This requires the "${decl.module}.view" permission`)
-    return showResource(ctx(db, actor), resource, visibleQuery(db, actor).where('c.id', '=', id), query, decl.label)
+    const base = queries.selectVisibleContentById(db, decl.table, actor.tenantId, id, actorCondition(actor))
+    return showResource(ctx(db, actor), resource, base, query, decl.label)
   }
 
   /** 422 on each referenced record or folder the actor cannot see (or of the wrong folder type). */
@@ -209,12 +147,12 @@ export function defineContent(decl: ContentDeclaration): ContentResource {
         throw forbidden(`This requires the "${decl.module}.manage" permission`)
       return
     }
-    if (!parent || !decl.createBy.rule) return
+    const rule = decl.createBy.rule
+    if (!parent || !rule) return
     const p = principal(actor)
-    const { rows } =
-      await sql`select 1 from ${sql.table(parent.resource.table)} as cp where cp.tenant_id = ${actor.tenantId}
-      and cp.id = ${values[parent.column]} and (${p.isAdmin} or ${decl.createBy.rule(p, 'cp')})`.execute(db)
-    if (rows.length === 0) throw forbidden(`You may not add a ${decl.label.toLowerCase()} here`)
+    const parentId = values[parent.column]
+    const allowed = await queries.parentAllowsCreate(db, parent.resource.table, actor.tenantId, parentId, p, rule)
+    if (!allowed) throw forbidden(`You may not add a ${decl.label.toLowerCase()} here`)
   }
 
   /** Creates a record (author = actor); `trusted` columns come from the server (e.g. file sizes). */
@@ -237,17 +175,14 @@ export function defineContent(decl: ContentDeclaration): ContentResource {
     errors.throwIfAny()
     return db.transaction().execute(async (trx) => {
       await options.beforeInsert?.(trx)
-      const row = contentRow(
-        await tables(trx)
-          .insertInto(decl.table)
-          .values({
-            ...columnValues(decl.fields, values),
-            ...trusted,
-            tenant_id: actor.tenantId,
-            user_id: actor.userId,
-          })
-          .returningAll()
-          .executeTakeFirstOrThrow(),
+      const row = await queries.insertContent(
+        trx,
+        decl.table,
+        actor.tenantId,
+        actor.userId,
+        decl.fields,
+        values,
+        trusted,
       )
       await recordChange(trx, actor, 'created', row, { ...values })
       return row
@@ -271,15 +206,7 @@ export function defineContent(decl: ContentDeclaration): ContentResource {
     const values = decl.prepare ? decl.prepare(body, { ...stored, ...body }, errors) : body
     errors.throwIfAny()
     return db.transaction().execute(async (trx) => {
-      const row = contentRowOrUndefined(
-        await tables(trx)
-          .updateTable(decl.table)
-          .set({ ...columnValues(decl.fields, values), updated_at: sql`now()` })
-          .where('tenant_id', '=', actor.tenantId)
-          .where('id', '=', id)
-          .returningAll()
-          .executeTakeFirst(),
-      )
+      const row = await queries.updateContent(trx, decl.table, actor.tenantId, id, decl.fields, values)
       if (!row) throw notFound(decl.label)
       await recordChange(trx, actor, 'updated', row, { ...values })
       return row
@@ -292,82 +219,36 @@ export function defineContent(decl: ContentDeclaration): ContentResource {
     return db.transaction().execute(async (trx) => {
       await decl.beforeDelete?.(trx, actor, stored)
       for (const child of children) await child.deleteGrantsUnder(trx, actor.tenantId, id)
-      await deleteGrants(trx, actor.tenantId, sql`${String(id)}`)
-      const row = contentRowOrUndefined(
-        await tables(trx)
-          .deleteFrom(decl.table)
-          .where('tenant_id', '=', actor.tenantId)
-          .where('id', '=', id)
-          .returningAll()
-          .executeTakeFirst(),
-      )
+      await queries.deleteGrantsOfRecord(trx, decl.alias, actor.tenantId, id)
+      const row = await queries.deleteContent(trx, decl.table, actor.tenantId, id)
       if (!row) throw notFound(decl.label)
       await recordChange(trx, actor, 'deleted', row, {})
       return row
     })
   }
 
-  function deleteGrants(trx: Db, tenantId: number, ids: RawBuilder<unknown>) {
-    return sql`delete from entity_permissions where tenant_id = ${tenantId} and target_entity = ${decl.alias}
-      and target_entity_id in (${ids})`.execute(trx)
-  }
-
   /** Nested records cascade with their parent (foreign key); their grants go here. */
   const children: ContentResource[] = []
   async function deleteGrantsUnder(trx: Db, tenantId: number, parentId: number) {
-    const column = sql.ref(decl.parent!.column)
-    await deleteGrants(
-      trx,
-      tenantId,
-      sql`select id::text from ${table} where tenant_id = ${tenantId} and ${column} = ${parentId}`,
-    )
+    await queries.deleteGrantsOfNested(trx, decl.alias, decl.table, decl.parent!.column, tenantId, parentId)
   }
 
   /** SQL: the scanned user row `vu` (role `vr`) can view record `id`: `visibleTo` with the user-set principal. */
   function viewedBySql(tenantId: number, id: number): RawBuilder<boolean> {
     const p = userSetPrincipal(tenantId, folderOfRecords?.type)
-    return sql<boolean>`exists (
-      select 1 from ${table} as v where v.tenant_id = ${tenantId} and v.id = ${id} and ${visibleTo(p, 'v')})`
+    return queries.recordViewedBySql(decl.table, tenantId, id, (alias) => visibleTo(p, alias))
   }
 
   const appUrl = (appBase: string, row: ContentRow) => `${appBase.replace(/\/$/, '')}${decl.appPath(row)}`
 
-  async function findStored(db: Db, tenantId: number, id: number): Promise<ContentRow | undefined> {
-    return contentRowOrUndefined(
-      await tables(db)
-        .selectFrom(decl.table)
-        .selectAll()
-        .where('tenant_id', '=', tenantId)
-        .where('id', '=', id)
-        .executeTakeFirst(),
-    )
-  }
+  const findStored = (db: Db, tenantId: number, id: number) => queries.findContent(db, decl.table, tenantId, id)
 
-  const visibleToActor = (actor: Actor, alias: string) => visibleTo(principal(actor), alias)
-
-  function viewableSql(db: Db, actor: Actor, id: number): RawBuilder<boolean> {
-    return sql<boolean>`exists (${visibleQuery(db, actor)
-      .select(sql`1`.as('one'))
-      .where('c.id', '=', id)})`
-  }
+  const viewableSql = (db: Db, actor: Actor, id: number) =>
+    queries.visibleContentExistsSql(db, decl.table, actor.tenantId, id, actorCondition(actor))
 
   /** The stored row and whether the actor can view it (`visibleTo`), in one statement; undefined when it does not exist. */
-  async function findStoredForViewer(
-    db: Db,
-    actor: Actor,
-    id: number,
-  ): Promise<{ row: ContentRow; visible: boolean } | undefined> {
-    const found = await tables(db)
-      .selectFrom(tableAs('c'))
-      .selectAll('c')
-      .select(visibleToActor(actor, 'c').as('visible_to_actor'))
-      .where('c.tenant_id', '=', actor.tenantId)
-      .where('c.id', '=', id)
-      .executeTakeFirst()
-    if (!found) return undefined
-    const { visible_to_actor: visible, ...row } = found
-    return { row: contentRow(row), visible: visible === true }
-  }
+  const findStoredForViewer = (db: Db, actor: Actor, id: number) =>
+    queries.findContentForViewer(db, decl.table, actor.tenantId, id, actorCondition(actor))
 
   /** The same parts as `visibleTo`, in its order: module permission and grants of the record, its folder, its parent. */
   async function viewChain(db: Db, tenantId: number, id: number): Promise<ViewChain | undefined> {
@@ -426,7 +307,3 @@ export function defineContent(decl: ContentDeclaration): ContentResource {
   decl.parent?.resource.addChild(self)
   return self
 }
-
-export type { Principal }
-export type { ChangeKind, ContentChange, ContentDeclaration, ContentFolder, ContentResource, ContentRow, CreateOptions }
-export const idRef = (alias: string, column: string): Expression<unknown> => sql.ref(`${alias}.${column}`)

@@ -8,7 +8,7 @@ import type { App } from '../../platform/app-module.js'
 import { grantTokenQuery, registerResourceRoutes } from '../../platform/http/resource-routes.js'
 import { Nullable, TimestampSchema } from '../../platform/http/schemas.js'
 import type { FieldType } from '../../platform/query/resource.js'
-import type { ContentResource } from './content-resource.js'
+import type { ContentResource } from './content-declaration.js'
 
 const OUTPUT: Record<FieldType, () => TSchema> = {
   id: () => Nullable(Type.Integer()),

@@ -1,13 +1,11 @@
-import { sql, type RawBuilder, type SelectQueryBuilder } from 'kysely'
+import type { RawBuilder } from 'kysely'
 import type { Actor } from '../../platform/auth/actor.js'
 import type { Db } from '../../platform/db/schema.js'
-import { contentRow, type ContentResource, type ContentRow } from './content-resource.js'
+import { contentRow, type ContentResource, type ContentRow } from './content-declaration.js'
+import { type AnySelect, leftJoinContentTarget } from './content-resource.queries.js'
 
 /** Extra URL variants of a target (file content/download/poster), from its stored row. */
 export type VariantUrls = (row: ContentRow, baseUrl: string) => Record<string, string>
-
-// eslint-disable-next-line @typescript-eslint/no-explicit-any -- joins a content table named at run time: Kysely cannot type that join
-type AnySelect = SelectQueryBuilder<any, any, any>
 
 /**
  * The share-target shape the shared-items module registers (contract 30), derived from a content
@@ -43,12 +41,9 @@ export function contentShareTarget(content: ContentResource, variants?: VariantU
     },
     /** Left-joins the record (as `t`, its id given as text by `idText`) and the actor's visibility onto the caller's query. */
     joinTarget(query: AnySelect, actor: Actor, idText: RawBuilder<unknown>): AnySelect {
-      // a stored text id that is no well-formed integer matches no record (as parseShareTargetId rejects it)
-      const id = sql`case when ${idText} ~ '^[1-9][0-9]{0,15}$' then (${idText})::bigint end`
-      return query
-        .leftJoin(`${content.table} as t`, (join) => join.on('t.tenant_id', '=', actor.tenantId).on('t.id', '=', id))
-        .selectAll('t')
-        .select(content.visibleToActor(actor, 't').as('visible_to_actor'))
+      return leftJoinContentTarget(query, content.table, actor.tenantId, idText, (t) =>
+        content.visibleToActor(actor, t),
+      )
     },
     /** `describe`'s answer read off a row of a query `joinTarget` extended; undefined when the record does not exist. */
     describeJoined(row: Record<string, unknown>, ctx: { appUrl: string; baseUrl: string }) {

@@ -1,8 +1,8 @@
-import { sql } from 'kysely'
 import { can } from '../../platform/auth/permissions.js'
 import { existingIdsIn, pageQuery, pageRows } from '../../platform/sync/read-pages.js'
 import type { SyncSource } from '../../platform/sync/sync-source.js'
-import type { ContentResource } from './content-resource.js'
+import type { ContentResource } from './content-declaration.js'
+import { selectVisibleContentIds } from './content-resource.queries.js'
 
 /**
  * A content resource as a sync source (issue 43): visibility is the resource's one rule
@@ -19,10 +19,10 @@ export function contentSyncSource(
     ...options,
     async visibleIds(db, actor, ids) {
       if (!can(actor, viewPermission) || ids?.length === 0) return []
-      const only = ids ? sql`and c.id = any(${ids.map(Number)}::bigint[])` : sql``
-      const { rows } = await sql<{ id: number }>`select c.id from ${sql.table(content.table)} as c
-        where c.tenant_id = ${actor.tenantId} ${only} and ${content.visibleToActor(actor, 'c')}`.execute(db)
-      return rows.map((row) => String(row.id))
+      const visible = await selectVisibleContentIds(db, content.table, actor.tenantId, ids, (c) =>
+        content.visibleToActor(actor, c),
+      )
+      return visible.map((id) => String(id))
     },
     existingIds: (db, tenantId, ids) => existingIdsIn(db, content.table, tenantId, ids),
     async read(db, actor, page) {

@@ -9,9 +9,9 @@ export {
   type ContentResource,
   type ContentRow,
   contentRow,
-  defineContent,
   type Principal,
-} from './content-resource.js'
+} from './content-declaration.js'
+export { defineContent } from './content-resource.js'
 export {
   contentBodies,
   contentRecordSchema,
@@ -22,7 +22,8 @@ export {
 } from './content-routes.js'
 export { contentShareTarget } from './content-share-target.js'
 export { contentSyncSource } from './content-sync.js'
-export { defineReading, readingBodyFields, readingContentParts, type ReadingDeclaration } from './content-reading.js'
+export { defineReading, readingBodyFields, type ReadingDeclaration } from './content-reading.js'
+export { readingContentParts } from './content-reading.resource.js'
 export {
   PUBLISH_JOB,
   type PublishPayload,
