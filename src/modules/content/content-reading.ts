@@ -9,7 +9,7 @@ import { AppError, forbidden, notFound } from '../../platform/http/errors.js'
 import { Nullable, TimestampSchema } from '../../platform/http/schemas.js'
 import { enqueue } from '../../platform/jobs/jobs.js'
 import type { QueryContext, RelationDef, WordFilter } from '../../platform/query/resource.js'
-import { recordSyncWrites } from '../../platform/sync/change-log.js'
+import { ownStateChange, recordSyncWrites } from '../../platform/sync/change-log.js'
 import type { Principal } from './content-access.js'
 import { type ContentChange, type ContentResource, type ContentRow, contentRow } from './content-resource.js'
 import { type Reach, SMALL_GROUP } from './content-reach.resource.js'
@@ -233,11 +233,20 @@ export function defineReading(decl: ReadingDeclaration, content: ContentResource
 
   /** Records that the actor opened the record; `created` on the first time. */
   async function markSeen(db: Db, actor: Actor, id: number) {
-    await visible(db, actor, id)
-    const { rows } = await sql<{ seen_at: string; confirmed_at: string | null; created: boolean }>`
+    const { state: before } = await visibleWithState(db, actor, id)
+    // the first time, the actor's `my_state` changes: its change record for the actor's offline clients
+    // (issue 43) rides in the write's transaction; a repeat changes nothing and stays one statement
+    const write = async (trx: Db) => {
+      const result = await sql<{ seen_at: string; confirmed_at: string | null; created: boolean }>`
       insert into content_reads as cr (tenant_id, target_type, target_id, user_id) values (${actor.tenantId}, ${decl.alias}, ${id}, ${actor.userId})
       on conflict (tenant_id, target_type, target_id, user_id) do update set seen_at = cr.seen_at
-      returning seen_at, confirmed_at, (xmax = 0) as created`.execute(db)
+      returning seen_at, confirmed_at, (xmax = 0) as created`.execute(trx)
+      if (result.rows[0].created)
+        await recordSyncWrites(trx, actor.tenantId, { changes: [ownStateChange(decl.alias, id, actor.userId)] })
+      return result
+    }
+    const { rows } =
+      db.isTransaction || before.seen_at !== null ? await write(db) : await db.transaction().execute(write)
     const { created, ...state } = rows[0]
     return { created, state }
   }
@@ -271,9 +280,13 @@ export function defineReading(decl: ReadingDeclaration, content: ContentResource
         }>`update notifications set read_at = now() where tenant_id = ${actor.tenantId}
           and notifiable_type = 'user' and notifiable_id = ${actor.userId}
           and targetable_type = ${decl.alias} and targetable_id = ${id} and read_at is null returning id`.execute(trx)
-        // the marks reach the user's offline clients (issue 43; the entity is the notifications module's)
+        // the marks and the actor's new `my_state` reach the actor's offline clients (issue 43; the
+        // notification entity is the notifications module's)
         await recordSyncWrites(trx, actor.tenantId, {
-          changes: marked.rows.map((row) => ({ entity: 'notification', id: row.id, userId: actor.userId })),
+          changes: [
+            ...marked.rows.map((row) => ({ entity: 'notification', id: row.id, userId: actor.userId })),
+            ownStateChange(decl.alias, id, actor.userId),
+          ],
         })
       }
       return result
