@@ -3,7 +3,9 @@
  * sequences of writes and access changes by an administrator — posts, manual entries, files and
  * calendar events created, edited, deleted; posts moved to another channel; comments and chapters
  * created; forms created in form folders; task executions created in task folders and moved;
- * notifications sent to a user, and marked read by that user; directories created; channels, form
+ * notifications sent to a user, and marked read by that user; posts and manual entries (every other one
+ * asking for a reading confirmation) seen and confirmed by a user, which changes their `my_state`
+ * for that user only; directories created; channels, form
  * and task folders created, renamed, moved, and deleted with their subtree (the posts, forms and task
  * executions in it stay, detached); view grants on folders, posts, chapters, directories, events,
  * forms and task executions to users, a role and a department added and removed; the role's
@@ -161,7 +163,12 @@ async function runSequence(sequence: Step[]): Promise<void> {
       case 'createPost': {
         const channel = pick(folders.infoboardChannel, s.channel)
         if (channel === undefined) break
-        const created = await write('POST', '/api/infoboard/posts', { channel_id: channel, title: 'p', body: 'x' })
+        const created = await write('POST', '/api/infoboard/posts', {
+          channel_id: channel,
+          title: 'p',
+          body: 'x',
+          requires_reading_confirmation: posts.length % 2 === 0,
+        })
         if (created) posts.push(created.id)
         break
       }
@@ -200,6 +207,19 @@ async function runSequence(sequence: Step[]): Promise<void> {
           method: 'PUT',
           url: '/api/notifications',
           payload: { read_at: new Date().toISOString() },
+        })
+        assert.ok(res.statusCode < 500, res.body)
+        break
+      }
+      case 'read': {
+        // the user's own state of the record (`my_state`): seen, or confirmed (422 when none is asked,
+        // 404 when the user does not see the record)
+        const item = s.on === 'post' ? pick(posts, s.item) : pick(entries, s.item)
+        if (!active[s.user] || item === undefined) break
+        const base = s.on === 'post' ? '/api/infoboard/posts' : '/api/manuals/entries'
+        const res = await call(app, users[s.user]!.token, {
+          method: 'POST',
+          url: `${base}/${item}/${s.confirm ? 'confirmation' : 'seen'}`,
         })
         assert.ok(res.statusCode < 500, res.body)
         break
@@ -244,7 +264,11 @@ async function runSequence(sequence: Step[]): Promise<void> {
       }
       case 'createEntry': {
         const chapter = pick(chapters, s.chapter)!
-        const created = await write('POST', `/api/manuals/chapters/${chapter}/entries`, { title: 'e', body: 'x' })
+        const created = await write('POST', `/api/manuals/chapters/${chapter}/entries`, {
+          title: 'e',
+          body: 'x',
+          requires_reading_confirmation: entries.length % 2 === 0,
+        })
         if (created) entries.push(created.id)
         break
       }

@@ -7,7 +7,7 @@ import { recordDomainEvent } from '../../platform/events/domain-events.js'
 import { AppError, forbidden, notFound } from '../../platform/http/errors.js'
 import { enqueue } from '../../platform/jobs/jobs.js'
 import type { QueryContext } from '../../platform/query/resource.js'
-import { recordSyncWrites } from '../../platform/sync/change-log.js'
+import { ownStateChange, recordSyncWrites } from '../../platform/sync/change-log.js'
 import type { ContentChange, ContentResource, ContentRow } from './content-declaration.js'
 import * as reachQueries from './content-reach.queries.js'
 import type { Reach } from './content-reach.resource.js'
@@ -157,8 +157,17 @@ export function defineReading(decl: ReadingDeclaration, content: ContentResource
 
   /** Records that the actor opened the record; `created` on the first time. */
   async function markSeen(db: Db, actor: Actor, id: number) {
-    await visible(db, actor, id)
-    const { created, ...state } = await queries.upsertSeen(db, actor.tenantId, decl.alias, id, actor.userId)
+    const { state: before } = await visibleWithState(db, actor, id)
+    // the first time, the actor's `my_state` changes: its change record for the actor's offline clients
+    // (issue 43) rides in the write's transaction; a repeat changes nothing and stays one statement
+    const write = async (trx: Db) => {
+      const seen = await queries.upsertSeen(trx, actor.tenantId, decl.alias, id, actor.userId)
+      if (seen.created)
+        await recordSyncWrites(trx, actor.tenantId, { changes: [ownStateChange(decl.alias, id, actor.userId)] })
+      return seen
+    }
+    const { created, ...state } =
+      db.isTransaction || before.seen_at !== null ? await write(db) : await db.transaction().execute(write)
     return { created, state }
   }
 
@@ -181,9 +190,13 @@ export function defineReading(decl: ReadingDeclaration, content: ContentResource
       const confirmed = await queries.upsertConfirmation(trx, actor.tenantId, decl.alias, id, actor.userId, at)
       if (confirmed.created) {
         const marked = await queries.markNotificationsOfRecordRead(trx, actor.tenantId, actor.userId, decl.alias, id)
-        // the marks reach the user's offline clients (issue 43; the entity is the notifications module's)
+        // the marks and the actor's new `my_state` reach the actor's offline clients (issue 43; the
+        // notification entity is the notifications module's)
         await recordSyncWrites(trx, actor.tenantId, {
-          changes: marked.map((row) => ({ entity: 'notification', id: row.id, userId: actor.userId })),
+          changes: [
+            ...marked.map((row) => ({ entity: 'notification', id: row.id, userId: actor.userId })),
+            ownStateChange(decl.alias, id, actor.userId),
+          ],
         })
       }
       return confirmed

@@ -8,8 +8,8 @@ export const SYNC_PURGE_CRON = `41 3 * * * ${SYNC_PURGE_JOB}`
 export const SYNC_RETENTION_DAYS = 30
 
 /**
- * Purges old tombstones and access changes, tenant by tenant (on Citus each transaction stays on one
- * tenant's shard), the tenants read from the reference table `tenants`.
+ * Purges old tombstones, readers' own states and access changes, tenant by tenant (on Citus each
+ * transaction stays on one tenant's shard), the tenants read from the reference table `tenants`.
  */
 export async function purgeSyncChanges(db: Db, now = Date.now()): Promise<number> {
   const before = new Date(now - SYNC_RETENTION_DAYS * 24 * 60 * 60 * 1000)

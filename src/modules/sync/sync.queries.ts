@@ -1,6 +1,7 @@
 import type { Actor } from '../../platform/auth/actor.js'
 import { type RawBuilder, sql } from 'kysely'
 import type { Db } from '../../platform/db/schema.js'
+import { OWN_STATE } from '../../platform/sync/change-log.js'
 
 /** A client view: entity → the ids the client holds. */
 export type ViewItems = Record<string, string[]>
@@ -43,7 +44,14 @@ export interface ChangeRow {
   deleted: boolean
 }
 
-/** The changes after `since` up to `until` the user may be concerned by (own records of others excluded), in version order. */
+/** `sync_changes` rows of users' own states of records (`ownStateChange`): entity `<entity>/own`, id `<id>/<user id>`. */
+const ownStateRow = sql<boolean>`entity like ${`%${OWN_STATE}`}`
+
+/**
+ * The changes after `since` up to `until` the user may be concerned by (own records and own states of
+ * others excluded), in version order. A change of the user's own state of a record (`ownStateChange`)
+ * comes as a change of the record itself: the feed re-reads it for this user, with the new state.
+ */
 export async function selectChanges(
   db: Db,
   tenantId: number,
@@ -54,7 +62,12 @@ export async function selectChanges(
 ): Promise<ChangeRow[]> {
   const rows = await db
     .selectFrom('sync_changes')
-    .select(['entity', 'entity_id', 'version', 'deleted'])
+    .select([
+      sql<string>`case when ${ownStateRow} then left(entity, ${-OWN_STATE.length}::int) else entity end`.as('entity'),
+      sql<string>`case when ${ownStateRow} then split_part(entity_id, '/', 1) else entity_id end`.as('entity_id'),
+      'version',
+      'deleted',
+    ])
     .where('tenant_id', '=', tenantId)
     .where('version', '>', since)
     .where('version', '<=', until)
@@ -65,22 +78,39 @@ export async function selectChanges(
   return rows.map((row) => ({ ...row, version: Number(row.version) }))
 }
 
-/** The latest versions of some records of one entity (0 for a record never changed since the feed began). */
+/**
+ * The latest versions of some records of one entity as the user sees them: the record's change or the
+ * user's own state of it (`ownStateChange`), whichever is newer (0 for a record never changed since
+ * the feed began). Primary-key probes for both.
+ */
 export async function selectVersions(
   db: Db,
   tenantId: number,
+  userId: number,
   entity: string,
   ids: string[],
 ): Promise<Map<string, number>> {
   if (ids.length === 0) return new Map()
   const rows = await db
     .selectFrom('sync_changes')
-    .select(['entity_id', 'version'])
+    .select(['entity', 'entity_id', 'version'])
     .where('tenant_id', '=', tenantId)
-    .where('entity', '=', entity)
-    .where('entity_id', '=', sql<string>`any(${ids}::text[])`)
+    .where((eb) =>
+      eb.or([
+        eb.and([eb('entity', '=', entity), eb('entity_id', '=', sql<string>`any(${ids}::text[])`)]),
+        eb.and([
+          eb('entity', '=', `${entity}${OWN_STATE}`),
+          eb('entity_id', '=', sql<string>`any(${ids.map((id) => `${id}/${userId}`)}::text[])`),
+        ]),
+      ]),
+    )
     .execute()
-  return new Map(rows.map((row) => [row.entity_id, Number(row.version)]))
+  const versions = new Map<string, number>()
+  for (const row of rows) {
+    const id = row.entity === entity ? row.entity_id : row.entity_id.split('/')[0]!
+    versions.set(id, Math.max(versions.get(id) ?? 0, Number(row.version)))
+  }
+  return versions
 }
 
 /**
@@ -182,15 +212,16 @@ export async function insertView(
 }
 
 /**
- * Purges one tenant's change records older than `before` (tombstones of deleted records and access
- * changes; the latest versions of live records stay, they are the records' versions) and the client
- * views they made unusable. The clock's horizon rises to the newest purged version first, so a
+ * Purges one tenant's change records older than `before` (tombstones of deleted records, users' own
+ * states of records and access changes; the latest versions of live records stay, they are the
+ * records' versions) and the client views they made unusable. The clock's horizon rises to the newest purged version first, so a
  * cursor from before it answers 410 sync_reset instead of missing a deletion. One transaction.
  */
 export async function purgeTenantChanges(db: Db, tenantId: number, before: Date): Promise<number> {
   return db.transaction().execute(async (trx) => {
     const { rows } = await sql<{ version: string | null }>`select max(version) as version from (
-      select version from sync_changes where tenant_id = ${tenantId} and deleted and changed_at < ${before}
+      select version from sync_changes where tenant_id = ${tenantId} and (deleted or ${ownStateRow})
+        and changed_at < ${before}
       union all
       select version from sync_access_changes where tenant_id = ${tenantId} and created_at < ${before}) old`.execute(
       trx,
@@ -200,10 +231,8 @@ export async function purgeTenantChanges(db: Db, tenantId: number, before: Date)
     await sql`update sync_clocks set horizon = greatest(horizon, ${horizon}::bigint) where tenant_id = ${tenantId}`.execute(
       trx,
     )
-    const changes =
-      await sql`delete from sync_changes where tenant_id = ${tenantId} and deleted and version <= ${horizon}`.execute(
-        trx,
-      )
+    const changes = await sql`delete from sync_changes where tenant_id = ${tenantId} and (deleted or ${ownStateRow})
+      and version <= ${horizon}`.execute(trx)
     const access =
       await sql`delete from sync_access_changes where tenant_id = ${tenantId} and version <= ${horizon}`.execute(trx)
     await sql`delete from sync_views where tenant_id = ${tenantId} and version < ${horizon}`.execute(trx)

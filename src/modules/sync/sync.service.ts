@@ -40,7 +40,7 @@ export function createSyncService({ db, config, pubsub }: Pick<AppDeps, 'db' | '
   /** The upserts of records read for the actor, with their versions. */
   async function upserts(trx: Db, actor: Actor, source: SyncSource, rows: SyncRecord[]): Promise<SyncChange[]> {
     const ids = rows.map((row) => idOf(source, actor, row))
-    const versions = await queries.selectVersions(trx, actor.tenantId, source.entity, ids)
+    const versions = await queries.selectVersions(trx, actor.tenantId, actor.userId, source.entity, ids)
     return rows.map((row, i) => ({
       op: 'upsert' as const,
       entity: source.entity,

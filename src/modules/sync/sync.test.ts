@@ -426,6 +426,68 @@ test('the purge of old tombstones raises the horizon: a cursor from before it an
   assert.deepEqual(ops(await fresh.next()), [`upsert infoboardPost:${later}`])
 })
 
+test("the purge takes readers' own states older than the retention along, and raises the horizon", async () => {
+  const { tenant, admin, alice, bob } = await world()
+  const news = await channel(admin)
+  const postId = await postIn(admin, news)
+  const client = await phone(alice)
+  await ok(call(app, alice.token, { method: 'POST', url: `/api/infoboard/posts/${postId}/seen` }))
+  await ok(call(app, bob.token, { method: 'POST', url: `/api/infoboard/posts/${postId}/seen` }))
+  const ownStates = () =>
+    db
+      .selectFrom('sync_changes')
+      .select(['entity_id', 'user_id'])
+      .where('tenant_id', '=', tenant.id)
+      .where('entity', '=', 'infoboardPost/own')
+      .orderBy('entity_id')
+      .execute()
+  assert.deepEqual(
+    await ownStates(),
+    [alice, bob]
+      .map((user) => ({ entity_id: `${postId}/${user.id}`, user_id: user.id }))
+      .sort((a, b) => (a.entity_id < b.entity_id ? -1 : 1)),
+  )
+
+  const purged = await purgeTenantChanges(db, tenant.id, new Date(Date.now() + 1000))
+  assert.ok(purged >= 2, `purged ${purged} change records`)
+
+  assert.deepEqual(await ownStates(), [])
+  // the post's own row stays (it is the post's version); a cursor from before the purged states answers 410
+  const kept = await db
+    .selectFrom('sync_changes')
+    .select('entity_id')
+    .where('tenant_id', '=', tenant.id)
+    .where('entity', '=', 'infoboardPost')
+    .execute()
+  assert.deepEqual(kept, [{ entity_id: String(postId) }])
+  assert.equal((await syncRequest(app, alice.token, { cursor: client.cursor(), device: 'phone' })).statusCode, 410)
+  const fresh = await phone(alice, 'tablet')
+  const held = fresh.held().get(`infoboardPost:${postId}`) as { my_state: { seen_at: string | null } }
+  assert.notEqual(held.my_state.seen_at, null)
+})
+
+test("an erasure deletes the person's own change records (who read what), not anyone else's", async () => {
+  const { tenant, admin, alice, bob } = await world()
+  const news = await channel(admin)
+  const postId = await postIn(admin, news)
+  for (const user of [alice, bob])
+    await ok(call(app, user.token, { method: 'POST', url: `/api/infoboard/posts/${postId}/seen` }))
+  const owners = async () =>
+    (
+      await db
+        .selectFrom('sync_changes')
+        .select('user_id')
+        .where('tenant_id', '=', tenant.id)
+        .where('user_id', 'is not', null)
+        .execute()
+    ).map((row) => Number(row.user_id))
+  assert.deepEqual((await owners()).sort(), [alice.id, bob.id].sort())
+
+  await ok(call(app, admin, { method: 'POST', url: `/api/users/${alice.id}/erasure` }))
+
+  assert.deepEqual(await owners(), [bob.id])
+})
+
 // ---- the user's own notifications (entity `notification`) ----
 
 /** Sends a notification through the API to listed users (the one-statement way); the ids of `user`'s records of it. */
@@ -501,16 +563,90 @@ test('notifications: a fan-out job, a confirmation marking them read, and a snap
   const [id] = await notificationIdsOf(alice, 'New post')
   assert.deepEqual(ops(await client.next()), [`upsert notification:${id}`])
 
-  // (not through `client.next()`: the post's `my_state` changes too, which the feed does not re-send yet)
+  const bobClient = await phone(bob)
+  const before = client.held().get(`infoboardPost:${String(postId)}`) as { my_state: unknown }
+  assert.deepEqual(before.my_state, { seen_at: null, confirmed_at: null })
+
+  // the confirmation marks the notification read and changes the post's `my_state`: both come back
   await ok(call(app, alice.token, { method: 'POST', url: `/api/infoboard/posts/${String(postId)}/confirmation` }))
-  const confirmed = (
-    await syncRequest(app, alice.token, { cursor: client.cursor(), device: 'phone' })
-  ).json<FeedAnswer>()
-  assert.deepEqual(ops([confirmed]), [`upsert notification:${id}`])
-  const marked = confirmed.changes[0]!
+  const confirmed = await client.next()
+  assert.deepEqual(ops(confirmed).sort(), [`upsert infoboardPost:${String(postId)}`, `upsert notification:${id}`])
+  const marked = confirmed[0]!.changes.find((c) => c.entity === 'notification')!
   assert.ok(marked.op === 'upsert' && marked.data.read_at !== null)
+  const own = await ok(call(app, alice.token, { method: 'GET', url: `/api/infoboard/posts/${String(postId)}` }))
+  assert.deepEqual(client.held().get(`infoboardPost:${String(postId)}`), own)
+  const mine = (own as { my_state: { seen_at: string | null; confirmed_at: string | null } }).my_state
+  assert.ok(mine.confirmed_at !== null && mine.seen_at !== null, JSON.stringify(mine))
+  // alice's state is alice's: bob's feed does not carry the post again
+  assert.deepEqual(ops(await bobClient.next()), [])
   const snapshot = await snapshotState(app, alice.token)
   assert.ok(snapshot.has(`notification:${id}`))
+})
+
+test("a reader's own state: seen and confirmation re-send the post or the manual entry to that reader only", async () => {
+  const { admin, alice, bob } = await world()
+  const news = await channel(admin)
+  const { id: postId } = await post(admin, '/api/infoboard/posts', {
+    channel_id: news,
+    title: 'Read me',
+    body: '<p>x</p>',
+    requires_reading_confirmation: true,
+  })
+  const chapter = await post(admin, '/api/manuals/chapters', { title: 'Safety' })
+  const { id: entryId } = await post(admin, `/api/manuals/chapters/${String(chapter.id)}/entries`, {
+    title: 'Gloves',
+    body: 'x',
+    requires_reading_confirmation: true,
+  })
+  const aliceClient = await phone(alice)
+  const bobClient = await phone(bob)
+  const postKey = `infoboardPost:${String(postId)}`
+  const entryKey = `manualEntry:${String(entryId)}`
+  const stateOf = (k: string) => (aliceClient.held().get(k) as { my_state: Record<string, unknown> }).my_state
+  const versionOf = (answers: FeedAnswer[], k: string) => {
+    const change = answers.flatMap((a) => a.changes).find((c) => key(c) === k)
+    assert.ok(change?.op === 'upsert', `an upsert of ${k}`)
+    return change.version
+  }
+  const snapshotVersion = async (k: string) =>
+    versionOf((await syncAll(app, alice.token, new Map(), { device: 'tablet' })).answers, k)
+  const versionBefore = await snapshotVersion(postKey)
+
+  await ok(call(app, alice.token, { method: 'POST', url: `/api/infoboard/posts/${String(postId)}/seen` }))
+  const seen = await aliceClient.next()
+  assert.deepEqual(ops(seen), [`upsert ${postKey}`])
+  assert.ok(stateOf(postKey).seen_at !== null && stateOf(postKey).confirmed_at === null, 'seen, not confirmed')
+  assert.ok(versionOf(seen, postKey) > versionBefore, 'the version grows with the reader state')
+  assert.equal(await snapshotVersion(postKey), versionOf(seen, postKey))
+  assert.deepEqual(ops(await bobClient.next()), [])
+  // seen again: nothing changed, nothing to send
+  await ok(call(app, alice.token, { method: 'POST', url: `/api/infoboard/posts/${String(postId)}/seen` }))
+  assert.deepEqual(ops(await aliceClient.next()), [])
+
+  await ok(call(app, alice.token, { method: 'POST', url: `/api/infoboard/posts/${String(postId)}/confirmation` }))
+  assert.deepEqual(ops(await aliceClient.next()), [`upsert ${postKey}`])
+  assert.ok(stateOf(postKey).confirmed_at !== null, 'the post confirmed')
+  assert.deepEqual(ops(await bobClient.next()), [])
+  // confirmed again: nothing changed
+  await ok(call(app, alice.token, { method: 'POST', url: `/api/infoboard/posts/${String(postId)}/confirmation` }))
+  assert.deepEqual(ops(await aliceClient.next()), [])
+
+  await ok(call(app, alice.token, { method: 'POST', url: `/api/manuals/entries/${String(entryId)}/seen` }))
+  assert.deepEqual(ops(await aliceClient.next()), [`upsert ${entryKey}`])
+  assert.ok(stateOf(entryKey).seen_at !== null, 'the entry seen')
+  await ok(call(app, alice.token, { method: 'POST', url: `/api/manuals/entries/${String(entryId)}/confirmation` }))
+  assert.deepEqual(ops(await aliceClient.next()), [`upsert ${entryKey}`])
+  assert.ok(stateOf(entryKey).confirmed_at !== null, 'the entry confirmed')
+  assert.deepEqual(ops(await bobClient.next()), [])
+
+  // bob's own confirmation reaches bob, not alice; an edit of the post reaches both, each with their own state
+  await ok(call(app, bob.token, { method: 'POST', url: `/api/infoboard/posts/${String(postId)}/confirmation` }))
+  assert.deepEqual(ops(await bobClient.next()), [`upsert ${postKey}`])
+  assert.deepEqual(ops(await aliceClient.next()), [])
+  await put(admin, `/api/infoboard/posts/${String(postId)}`, { title: 'Read me, edited' })
+  assert.deepEqual(ops(await aliceClient.next()), [`upsert ${postKey}`])
+  assert.deepEqual(ops(await bobClient.next()), [`upsert ${postKey}`])
+  assert.ok(stateOf(postKey).confirmed_at !== null, "the edited post keeps alice's confirmation")
 })
 
 test('notifications: a reset, the retention job and the retention sweep remove them as deleted', async () => {

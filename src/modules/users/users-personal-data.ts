@@ -200,9 +200,11 @@ export const PERSONAL_DATA: Readonly<Record<string, TableRule>> = {
   },
   task_executions: { columns: { title: 'authored' }, erase: 'keep' },
   tenant_limits: { columns: { limits: 'not-personal' }, erase: 'keep' },
-  // the change feed (issue 43): entity names and ids; a client's view is the ids it holds, per device
+  // the change feed (issue 43): entity names and ids; a client's view is the ids it holds, per device.
+  // A change row with a `user_id` is about that person's own record or reading state (who opened or
+  // confirmed what, as content_reads): deleted with them (only they read it, so no cursor misses it)
   sync_clocks: { columns: {}, erase: 'keep' },
-  sync_changes: { columns: { entity: 'not-personal', entity_id: 'not-personal' }, erase: 'keep' },
+  sync_changes: { columns: { entity: 'not-personal', entity_id: 'not-personal' }, erase: deleteBy('user_id') },
   sync_access_changes: { columns: { scope: 'not-personal' }, erase: 'keep' },
   sync_views: { columns: { device: 'personal', items: 'not-personal' }, erase: deleteBy('user_id') },
   user_totp: { columns: { secret: 'secret', recovery_codes: 'secret' }, erase: deleteBy('user_id') },

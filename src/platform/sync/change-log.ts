@@ -29,6 +29,22 @@ export interface SyncChange {
   userId?: number | null
 }
 
+/**
+ * A user's own state of a shared record (a post's `my_state`: seen, confirmed) is part of that
+ * record's data for that user only. Its change record has a key of its own, entity `<entity>/own` and
+ * id `<id>/<user id>`, so it neither overwrites the record's row nor is read by anyone but its user
+ * (`user_id`); the feed reads it as a change of `(<entity>, <id>)` for that user, and purges it after
+ * the tombstones' retention (docs/decisions/0024-sync-feed.md).
+ */
+export const OWN_STATE = '/own'
+
+/** The change record of `userId`'s own state of record `id` of `entity` (see `OWN_STATE`). */
+export const ownStateChange = (entity: string, id: string | number, userId: number): SyncChange => ({
+  entity: `${entity}${OWN_STATE}`,
+  id: `${id}/${userId}`,
+  userId,
+})
+
 /** Whose view may have changed: one user, a role's or a department's members, or every user of the tenant. */
 export type AccessScope = { scope: 'tenant' } | { scope: 'user' | 'role' | 'department'; id: number }
 

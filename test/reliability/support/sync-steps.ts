@@ -53,6 +53,16 @@ export const step = fc.oneof(
   { weight: 1, arbitrary: fc.record({ do: fc.constant('createChapter' as const) }) },
   { weight: 2, arbitrary: fc.record({ do: fc.constant('notify' as const), user: userIndex }) },
   { weight: 1, arbitrary: fc.record({ do: fc.constant('markRead' as const), user: userIndex }) },
+  {
+    weight: 2,
+    arbitrary: fc.record({
+      do: fc.constant('read' as const),
+      user: userIndex,
+      on: fc.constantFrom('post' as const, 'entry' as const),
+      item: small,
+      confirm: fc.boolean(),
+    }),
+  },
   { weight: 1, arbitrary: fc.record({ do: fc.constant('createEntry' as const), chapter: small }) },
   { weight: 1, arbitrary: fc.record({ do: fc.constant('deleteEntry' as const), entry: small }) },
   { weight: 1, arbitrary: fc.record({ do: fc.constant('createDirectory' as const), parent: fc.option(small) }) },
