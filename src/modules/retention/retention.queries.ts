@@ -141,6 +141,3 @@ export async function deleteRetentionSettings(db: Db, tenantId: number, dataClas
     .where('data_class', 'in', dataClasses)
     .execute()
 }
-
-/** Every tenant's id, in id order (the reference table `tenants`): the daily sweep goes tenant by tenant. */
-export const selectTenantIds = (db: Db) => db.selectFrom('tenants').select('id').orderBy('id').execute()

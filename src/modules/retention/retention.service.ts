@@ -5,6 +5,7 @@ import { currentRequestContext } from '../../platform/audit/request-context.js'
 import { recordDomainEvent } from '../../platform/events/domain-events.js'
 import type { Config } from '../../config.js'
 import { createUserServices } from '../users/index.js'
+import { selectTenantIds } from '../tenants/index.js'
 import type { Db } from '../../platform/db/schema.js'
 import { FieldErrorCollector } from '../../platform/http/errors.js'
 import { recordSyncWrites } from '../../platform/sync/change-log.js'
@@ -222,9 +223,9 @@ export function createRetentionService(deps: AppDeps) {
 
   /** The daily job: every tenant, one after the other. */
   async function sweepAll(): Promise<number> {
-    const tenants = await queries.selectTenantIds(db)
+    const tenants = await selectTenantIds(db)
     let total = 0
-    for (const { id } of tenants) {
+    for (const id of tenants) {
       const { removed } = await sweepTenant(Number(id))
       total += Object.values(removed).reduce((a, b) => a + b, 0)
     }

@@ -1,6 +1,7 @@
 import type { Db } from '../../platform/db/schema.js'
 import type { JobHandlers } from '../../platform/jobs/jobs.js'
-import { purgeTenantChanges, selectTenantIds } from './sync.queries.js'
+import { selectTenantIds } from '../tenants/index.js'
+import { purgeTenantChanges } from './sync.queries.js'
 
 export const SYNC_PURGE_JOB = 'sync:purge'
 export const SYNC_PURGE_CRON = `41 3 * * * ${SYNC_PURGE_JOB}`
@@ -15,7 +16,7 @@ export async function purgeSyncChanges(db: Db, now = Date.now()): Promise<number
   const before = new Date(now - SYNC_RETENTION_DAYS * 24 * 60 * 60 * 1000)
   const tenants = await selectTenantIds(db)
   let purged = 0
-  for (const { id } of tenants) purged += await purgeTenantChanges(db, id, before)
+  for (const id of tenants) purged += await purgeTenantChanges(db, id, before)
   return purged
 }
 

@@ -240,9 +240,6 @@ export async function purgeTenantChanges(db: Db, tenantId: number, before: Date)
   })
 }
 
-/** Every tenant's id, in id order (the reference table `tenants`): the purge goes tenant by tenant. */
-export const selectTenantIds = (db: Db) => db.selectFrom('tenants').select('id').orderBy('id').execute()
-
 /** The change feed's probe: whether the recorded event's type is one it listens to. */
 export const isWatchedType = (type: RawBuilder<unknown>, watched: string[]) =>
   sql<boolean>`(${type} = any(${watched}::text[]))`
