@@ -6,6 +6,11 @@ import type pg from 'pg'
 import { SettlingCursor } from '../../platform/db/database.js'
 
 const BATCH = 1000
+/**
+ * A batch also stops at about this many bytes of JSON: some rows are megabytes (a sync client view holds
+ * the ids of everything its user sees, 300,000 in the bench), and 1,000 of them would not be flat memory.
+ */
+const BATCH_BYTES = 8 * 1024 * 1024
 
 /** A table or column name quoted for SQL text (names come from the catalog, never from a request). */
 export const ident = (name: string) => `"${name.replaceAll('"', '""')}"`
@@ -29,13 +34,16 @@ export async function* jsonLines(
   const hash = createHash('sha256')
   const cursor = client.query(new SettlingCursor(text, values))
   let count = 0
+  let size = BATCH
   try {
     for (;;) {
-      const batch: { row: string }[] = await cursor.read(BATCH)
+      const batch: { row: string }[] = await cursor.read(size)
       if (batch.length === 0) break
       const lines = batch.map((r) => `${r.row}\n`).join('')
       hash.update(lines)
       count += batch.length
+      // the next read takes as many rows as fit the byte budget at this batch's row size
+      size = Math.max(1, Math.min(BATCH, Math.floor((batch.length * BATCH_BYTES) / Math.max(1, lines.length))))
       yield lines
     }
   } finally {
@@ -75,6 +83,7 @@ export async function insertJsonLines(
   const overriding = identity.rows.length > 0 ? 'overriding system value' : ''
   const hash = createHash('sha256')
   let batch: string[] = []
+  let batchBytes = 0
   let rows = 0
   const flush = async () => {
     if (batch.length === 0) return
@@ -89,12 +98,14 @@ export async function insertJsonLines(
     )
     rows += batch.length
     batch = []
+    batchBytes = 0
   }
   for await (const line of readline.createInterface({ input, crlfDelay: Infinity })) {
     if (line === '') continue
     hash.update(`${line}\n`)
     batch.push(line)
-    if (batch.length >= BATCH) await flush()
+    batchBytes += line.length
+    if (batch.length >= BATCH || batchBytes >= BATCH_BYTES) await flush()
   }
   await flush()
   if (rows !== expected.rows || hash.digest('hex') !== expected.sha256)
