@@ -11,6 +11,7 @@ const BATCH = 1000
  * the ids of everything its user sees, 300,000 in the bench), and 1,000 of them would not be flat memory.
  */
 const BATCH_BYTES = 8 * 1024 * 1024
+const FIRST_BATCH = 8
 
 /** A table or column name quoted for SQL text (names come from the catalog, never from a request). */
 export const ident = (name: string) => `"${name.replaceAll('"', '""')}"`
@@ -34,7 +35,8 @@ export async function* jsonLines(
   const hash = createHash('sha256')
   const cursor = client.query(new SettlingCursor(text, values))
   let count = 0
-  let size = BATCH
+  // the first read is small: a table of megabyte rows must not arrive 1,000 rows at once
+  let size = FIRST_BATCH
   try {
     for (;;) {
       const batch: { row: string }[] = await cursor.read(size)
