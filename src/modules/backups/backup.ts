@@ -8,10 +8,12 @@ import { fileBytes, insertJsonLines, jsonLines } from './archive-entries.js'
 import yazl from 'yazl'
 import {
   bumpSequence,
+  endWithManifest,
   entryStream,
   ident,
   openZip,
   primaryKey,
+  readManifest,
   tablesInOrder,
   writeEntryFiles,
 } from './tenant-archive.js'
@@ -78,11 +80,7 @@ export async function backupDatabase(pool: pg.Pool, storageDir: string, dir: str
       const bytes = fileBytes(full, ({ count, sha256 }) => (manifest.files[name] = { bytes: count, sha256 }))
       zip.addReadStream(Readable.from(bytes), `files/${name}`)
     }
-    async function* manifestEntry() {
-      yield `${JSON.stringify(manifest, null, 2)}\n`
-    }
-    zip.addReadStream(Readable.from(manifestEntry()), 'manifest.json')
-    zip.end()
+    endWithManifest(zip, manifest)
     await written
     await client.query('commit')
   } catch (error) {
@@ -117,11 +115,7 @@ export async function pruneBackups(dir: string, keep: number): Promise<string[]>
 export async function restoreDatabase(pool: pg.Pool, storageDir: string, file: string): Promise<BackupManifest> {
   const { zip, entries } = await openZip(file)
   try {
-    const manifestEntry = entries.get('manifest.json')
-    if (!manifestEntry) throw new Error('not a workplace backup: manifest.json is missing')
-    let text = ''
-    for await (const chunk of await entryStream(zip, manifestEntry)) text += String(chunk)
-    const parsed: unknown = JSON.parse(text)
+    const parsed = await readManifest(zip, entries, 'workplace backup')
     const format: unknown = parsed !== null && typeof parsed === 'object' ? Reflect.get(parsed, 'format') : undefined
     if (format !== BACKUP_FORMAT) throw new Error('not a workplace backup: unknown manifest format')
     const manifest = parsed as BackupManifest // eslint-disable-line @typescript-eslint/no-unsafe-type-assertion -- its format was checked

@@ -133,12 +133,7 @@ export async function exportTenant(
         })
         zip.addReadStream(Readable.from(bytes), `files/${name}`)
       }
-    // the last entry: read when every other entry has been written, so its counts are complete
-    async function* manifestEntry() {
-      yield `${JSON.stringify(manifest, null, 2)}\n`
-    }
-    zip.addReadStream(Readable.from(manifestEntry()), 'manifest.json')
-    zip.end()
+    endWithManifest(zip, manifest)
     await written
     await client.query('commit')
     return manifest
@@ -184,6 +179,31 @@ export const entryStream = (zip: yauzl.ZipFile, entry: yauzl.Entry) =>
   )
 
 /**
+ * Adds `manifest.json` as the ZIP's last entry and ends it: the entry is read when every other entry
+ * has been written, so the counts and checksums the others fill in are complete.
+ */
+export function endWithManifest(zip: yazl.ZipFile, manifest: object): void {
+  async function* manifestEntry() {
+    yield `${JSON.stringify(manifest, null, 2)}\n`
+  }
+  zip.addReadStream(Readable.from(manifestEntry()), 'manifest.json')
+  zip.end()
+}
+
+/** The parsed `manifest.json` of a ZIP (`what` names it in the error: "workplace backup", "tenant archive"). */
+export async function readManifest(
+  zip: yauzl.ZipFile,
+  entries: Map<string, yauzl.Entry>,
+  what: string,
+): Promise<unknown> {
+  const entry = entries.get('manifest.json')
+  if (!entry) throw new Error(`not a ${what}: manifest.json is missing`)
+  let text = ''
+  for await (const chunk of await entryStream(zip, entry)) text += String(chunk)
+  return JSON.parse(text)
+}
+
+/**
  * Writes the manifest's files (`files/<name>` entries) under the storage directory, each checked
  * against its SHA-256; a name leading out of the directory, a missing entry or a mismatch throws
  * (`what` names the ZIP in the message: a backup or an archive). Returns how many were written.
@@ -224,11 +244,7 @@ export async function importTenant(
 ): Promise<{ tenant: TenantManifest['tenant']; tables: Record<string, number>; files: number }> {
   const { zip, entries } = await openZip(file)
   try {
-    const manifestEntry = entries.get('manifest.json')
-    if (!manifestEntry) throw new Error('not a tenant archive: manifest.json is missing')
-    let text = ''
-    for await (const chunk of await entryStream(zip, manifestEntry)) text += String(chunk)
-    const parsed: unknown = JSON.parse(text)
+    const parsed = await readManifest(zip, entries, 'tenant archive')
     if (!isManifest(parsed)) throw new Error('not a tenant archive: manifest.json is not one')
     const manifest = parsed
     if (manifest.format !== ARCHIVE_FORMAT) throw new Error(`unknown archive format "${manifest.format}"`)

@@ -51,8 +51,8 @@ async function channel(admin: string, name = 'News', parentId: number | null = n
   const f = await post(admin, '/api/folders', { type: 'infoboardChannel', name, parent_id: parentId })
   return Number(f.id)
 }
-async function postIn(admin: string, channelId: number, title = 'Hello') {
-  const p = await post(admin, '/api/infoboard/posts', { channel_id: channelId, title, body: '<p>x</p>' })
+async function postIn(admin: string, channelId: number, title = 'Hello', fields: Record<string, unknown> = {}) {
+  const p = await post(admin, '/api/infoboard/posts', { channel_id: channelId, title, body: '<p>x</p>', ...fields })
   return Number(p.id)
 }
 const grant = (admin: string, to: ['user' | 'role' | 'department', number], on: [string, number]) =>
@@ -541,12 +541,7 @@ test('notifications: a send appears for its recipient only, as its own GET retur
 test('notifications: a fan-out job, a confirmation marking them read, and a snapshot carry them', async () => {
   const { tenant, admin, alice, bob } = await world()
   const news = await channel(admin)
-  const { id: postId } = await post(admin, '/api/infoboard/posts', {
-    channel_id: news,
-    title: 'Read me',
-    body: '<p>x</p>',
-    requires_reading_confirmation: true,
-  })
+  const postId = await postIn(admin, news, 'Read me', { requires_reading_confirmation: true })
   const client = await phone(alice)
   const created = await runFanOut(db, {
     spec: {
@@ -586,12 +581,7 @@ test('notifications: a fan-out job, a confirmation marking them read, and a snap
 test("a reader's own state: seen and confirmation re-send the post or the manual entry to that reader only", async () => {
   const { admin, alice, bob } = await world()
   const news = await channel(admin)
-  const { id: postId } = await post(admin, '/api/infoboard/posts', {
-    channel_id: news,
-    title: 'Read me',
-    body: '<p>x</p>',
-    requires_reading_confirmation: true,
-  })
+  const postId = await postIn(admin, news, 'Read me', { requires_reading_confirmation: true })
   const chapter = await post(admin, '/api/manuals/chapters', { title: 'Safety' })
   const { id: entryId } = await post(admin, `/api/manuals/chapters/${String(chapter.id)}/entries`, {
     title: 'Gloves',
