@@ -44,7 +44,13 @@ export interface CitusBenchOptions {
   rounds: number
   load: (
     url: string,
-    options: { method?: string; body?: string; headers?: Record<string, string>; seconds: number },
+    options: {
+      method?: string
+      body?: string
+      headers?: Record<string, string>
+      seconds: number
+      connections?: number
+    },
   ) => Promise<LoadResult>
   start: (command: string, args: string[], env: Record<string, string>) => ChildProcess
   stop: (child: ChildProcess) => Promise<void>
@@ -141,15 +147,17 @@ export async function measureCitus(options: CitusBenchOptions): Promise<CitusRow
       if (singleStatus !== citusStatus) {
         throw new Error(`${scenario.id}: the single node answered ${singleStatus}, Citus ${citusStatus}`)
       }
-      await options.load(options.single.apiUrl + single.path, { ...single, seconds: options.warmup })
-      await options.load(citusUrl + citus.path, { ...citus, seconds: options.warmup })
+      // each side with the scenario's own connections (S17: one, a report one person opens at a time)
+      const at = { connections: scenario.connections }
+      await options.load(options.single.apiUrl + single.path, { ...single, ...at, seconds: options.warmup })
+      await options.load(citusUrl + citus.path, { ...citus, ...at, seconds: options.warmup })
       const singleRuns: LoadResult[] = []
       const citusRuns: LoadResult[] = []
       for (let i = 0; i < options.rounds; i++) {
         singleRuns.push(
-          await options.load(options.single.apiUrl + single.path, { ...single, seconds: options.seconds }),
+          await options.load(options.single.apiUrl + single.path, { ...single, ...at, seconds: options.seconds }),
         )
-        citusRuns.push(await options.load(citusUrl + citus.path, { ...citus, seconds: options.seconds }))
+        citusRuns.push(await options.load(citusUrl + citus.path, { ...citus, ...at, seconds: options.seconds }))
       }
       const best = (runs: LoadResult[]) => runs.sort((x, y) => y.rps - x.rps)[0]!
       const s = best(singleRuns)
