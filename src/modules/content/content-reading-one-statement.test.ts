@@ -3,7 +3,7 @@ import { test } from 'node:test'
 import { call } from '../../../test/helpers/build-test-app.js'
 import { given } from '../../../test/helpers/given.js'
 import { testDb } from '../../../test/helpers/test-database.js'
-import { watchedApp } from '../../../test/helpers/watched-app.js'
+import { transactions, watchedApp, writes } from '../../../test/helpers/watched-app.js'
 
 // A reader's own state of a post (`my_state`) is read with the page, not by a second statement
 // (RelationDef.inline): the employee's "to confirm" list is one round trip (issue 41, S16).
@@ -62,4 +62,41 @@ test("a list and a show read each post with the reader's own state in one statem
   assert.equal(readsOfStates(statements).length, 1, statements.join('\n---\n'))
   assert.equal(readsOf(statements).length, 1, statements.join('\n---\n'))
   assert.equal(result.json().my_state.confirmed_at, result.json().my_state.seen_at)
+})
+
+// S15 (issue 44): a repeated confirmation answers 200 from the one read of the post with the reader's
+// state; on Citus that read is one router statement on the tenant's worker, outside any transaction.
+// The first confirmation writes in a transaction whose change records take the tenant's sync clock:
+// every write of the tenant waits for that row until the commit, so nothing else runs after it.
+test('a repeated confirmation is one read; a first one holds the sync clock over its change records only', async () => {
+  const tenant = await given.tenant(db)
+  const channel = await given.folder(db, tenant, { type: 'infoboardChannel' })
+  const anna = await given.user(db, tenant)
+  const created = await call(app, tenant.adminToken, {
+    method: 'POST',
+    url: '/api/infoboard/posts',
+    payload: { channel_id: channel, title: 'Fire drill', body: '<p>x</p>', requires_reading_confirmation: true },
+  })
+  assert.equal(created.statusCode, 201, created.body)
+  const url = `/api/infoboard/posts/${created.json().id}/confirmation`
+  await call(app, anna.token, { method: 'GET', url: `/api/infoboard/posts/${created.json().id}` }) // the token looked up
+
+  const first = await watch(() => call(app, anna.token, { method: 'POST', url }))
+  const repeat = await watch(() => call(app, anna.token, { method: 'POST', url }))
+
+  assert.equal(first.result.statusCode, 201, first.result.body)
+  const clock = first.statements.findIndex((text) => /^insert into "?sync_clocks"?/i.test(text.trim()))
+  const commit = first.statements.findIndex((text) => /^commit\b/i.test(text.trim()))
+  assert.ok(clock >= 0 && commit > clock, first.statements.join('\n---\n'))
+  const underClock = first.statements.slice(clock + 1, commit)
+  assert.deepEqual(
+    underClock.map((text) => /^insert into "?(\w+)"?/i.exec(text.trim())?.[1] ?? text),
+    ['sync_changes'],
+    `only the change records between the clock and the commit:\n${first.statements.join('\n---\n')}`,
+  )
+  assert.equal(repeat.result.statusCode, 200, repeat.result.body)
+  const sent = `sent:\n${repeat.statements.join('\n---\n')}`
+  assert.equal(repeat.statements.length, 1, sent)
+  assert.equal(transactions(repeat.statements).length, 0, sent)
+  assert.equal(writes(repeat.statements).length, 0, sent)
 })

@@ -70,6 +70,11 @@ export async function recordSyncWrites(db: Db, tenantId: number, writes: SyncWri
   const access = writes.access ?? []
   if (changes.length === 0 && access.length === 0) return
   if (!db.isTransaction) return db.transaction().execute((trx) => recordSyncWrites(trx, tenantId, writes))
+  // the wake-up first: a NOTIFY is delivered at the commit wherever it stands in the transaction, and
+  // every write of the tenant waits for the clock row until that commit, so the row is held over the
+  // change records' insert and the commit only (on Citus each statement is a hop to the worker too)
+  const message: SyncChannelMessage = { tenant: tenantId }
+  await publish(db, SYNC_CHANNEL, message)
   const version = await nextVersion(db, tenantId)
   if (changes.length > 0) {
     await db
@@ -107,8 +112,6 @@ export async function recordSyncWrites(db: Db, tenantId: number, writes: SyncWri
       )
       .execute()
   }
-  const message: SyncChannelMessage = { tenant: tenantId }
-  await publish(db, SYNC_CHANNEL, message)
 }
 
 /**
