@@ -151,14 +151,6 @@ export const syncNotifySql = (tenantId: number): RawBuilder<unknown> =>
   sql`pg_notify(${SYNC_CHANNEL}, json_build_object('tenant', ${tenantId}::bigint)::text)`
 
 /**
- * A write of one statement with its change records riding along (`syncChangesSql`): `write` is the
- * statement (returning `id` and `user_id` of each record changed), the tenant's clock row is locked only
- * from the ride to the commit (a transaction of `recordSyncWrites` holds it for several round trips, and
- * every write of the tenant waits behind it). The records changed; undefined on a Citus coordinator,
- * where a writing common table expression is evaluated from the coordinator: the caller writes in a
- * transaction with `recordSyncWrites` there.
- */
-/**
  * `writeWithSyncChanges` for a write that must commit with more statements of the caller's transaction
  * `trx` (a fan-out's chunk commits with its delivery job): the change records still ride in the write's
  * statement, so the clock's row is locked from there to the commit, not from a statement of its own. On a
@@ -184,6 +176,14 @@ export async function writeWithSyncChangesInTransaction(
   return rows[0].written ?? []
 }
 
+/**
+ * A write of one statement with its change records riding along (`syncChangesSql`): `write` is the
+ * statement (returning `id` and `user_id` of each record changed), the tenant's clock row is locked only
+ * from the ride to the commit (a transaction of `recordSyncWrites` holds it for several round trips, and
+ * every write of the tenant waits behind it). The records changed; undefined on a Citus coordinator,
+ * where a writing common table expression is evaluated from the coordinator: the caller writes in a
+ * transaction with `recordSyncWrites` there.
+ */
 export async function writeWithSyncChanges(
   db: Db,
   tenantId: number,
