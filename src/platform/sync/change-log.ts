@@ -154,6 +154,32 @@ export const syncNotifySql = (tenantId: number): RawBuilder<unknown> =>
   sql`pg_notify(${SYNC_CHANNEL}, json_build_object('tenant', ${tenantId}::bigint)::text)`
 
 /**
+ * `writeWithSyncChanges` for a write that must commit with more statements of the caller's transaction
+ * `trx` (a fan-out's chunk commits with its delivery job): the change records still ride in the write's
+ * statement, so the clock's row is locked from there to the commit, not from a statement of its own. On a
+ * Citus coordinator (no writing common table expressions there) the write, then `recordSyncWrites`.
+ */
+export async function writeWithSyncChangesInTransaction(
+  trx: Db,
+  tenantId: number,
+  entity: string,
+  write: RawBuilder<unknown>,
+): Promise<Array<{ id: string; user_id: number }>> {
+  if (onCitus()) {
+    const { rows } = await sql<{ id: string; user_id: number }>`${write}`.execute(trx)
+    const changes = rows.map((row) => ({ entity, id: row.id, userId: Number(row.user_id) }))
+    await recordSyncWrites(trx, tenantId, { changes })
+    return rows
+  }
+  const feed = syncChangesSql(tenantId, entity, 'written')
+  const { rows } = await sql<{ written: Array<{ id: string; user_id: number }> | null; notified: unknown }>`
+    ${withClause([['written', write], ...feed.ctes])}
+    select (select json_agg(json_build_object('id', w.id, 'user_id', w.user_id)) from written w) as written,
+      case when exists (select from written) then ${feed.notify} end as notified`.execute(trx)
+  return rows[0].written ?? []
+}
+
+/**
  * A write of one statement with its change records riding along (`syncChangesSql`): `write` is the
  * statement (returning `id` and `user_id` of each record changed), the tenant's clock row is locked only
  * from the ride to the commit (a transaction of `recordSyncWrites` holds it for several round trips, and

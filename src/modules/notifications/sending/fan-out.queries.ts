@@ -1,7 +1,7 @@
 import { type RawBuilder, sql } from 'kysely'
 import { insertedRows } from '../../../platform/db/database.js'
 import type { Db } from '../../../platform/db/schema.js'
-import { syncChangesSql } from '../../../platform/sync/change-log.js'
+import { syncChangesSql, writeWithSyncChangesInTransaction } from '../../../platform/sync/change-log.js'
 import { NOTIFICATION_ENTITY } from '../notifications.feed.js'
 import type { NotificationSpec, RecipientsQuery } from './fan-out.js'
 
@@ -52,9 +52,12 @@ export async function selectRecipientIds(
   return rows[0].ids.map(Number)
 }
 
-/** Inserts one record per recipient of a chunk (idempotent): the records created, with their recipient. */
+/**
+ * Inserts one record per recipient of a chunk (idempotent) with their change records for offline clients
+ * in the same statement (issue 43): the records created, with their recipient (`user_id`).
+ */
 export async function insertRecordRows(trx: Db, spec: NotificationSpec, recipients: number[]) {
-  const { rows } = await sql<{ id: string; notifiable_id: number }>`
+  const insert = sql`
     insert into notifications (tenant_id, type, notifiable_type, targetable_type, targetable_id, source_key, data, notifiable_id)
     ${insertedRows({
       alias: 'r',
@@ -69,8 +72,8 @@ export async function insertRecordRows(trx: Db, spec: NotificationSpec, recipien
       ],
       columns: [{ name: 'id', type: 'bigint', values: recipients }],
     })}
-    on conflict (tenant_id, source_key, notifiable_id) do nothing returning id, notifiable_id`.execute(trx)
-  return rows
+    on conflict (tenant_id, source_key, notifiable_id) do nothing returning id, notifiable_id as user_id`
+  return writeWithSyncChangesInTransaction(trx, spec.tenantId, NOTIFICATION_ENTITY, insert)
 }
 
 /** The insert of one record per recipient (idempotent), only when `onlyIf` holds (the one-statement send). */

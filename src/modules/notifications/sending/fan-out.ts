@@ -3,8 +3,6 @@ import { composedTable } from '../../../platform/composition.js'
 import type { Db } from '../../../platform/db/schema.js'
 import { enqueue, enqueueSql } from '../../../platform/jobs/jobs.js'
 import { publishSql } from '../../../platform/realtime/pg-pubsub.js'
-import { recordSyncWrites } from '../../../platform/sync/change-log.js'
-import { notificationChanges } from '../notifications.feed.js'
 import { sanitizeNotificationBody } from './body-html.js'
 import * as queries from './fan-out.queries.js'
 
@@ -113,14 +111,13 @@ export async function fanOutInTransaction(trx: Db, spec: NotificationSpec): Prom
 }
 
 /**
- * Inserts the records of one chunk of recipients (idempotent), then their change records for offline
+ * Inserts the records of one chunk of recipients (idempotent) with their change records for offline
  * clients and, in one more statement, its realtime NOTIFY and its delivery job, all in `trx`.
  */
 async function insertRecords(trx: Db, spec: NotificationSpec, recipients: number[]): Promise<number> {
   const rows = await queries.insertRecordRows(trx, spec, recipients)
   if (rows.length === 0) return 0
-  await recordSyncWrites(trx, spec.tenantId, { changes: notificationChanges(rows) })
-  const insertedIds = rows.map((row) => Number(row.notifiable_id)).sort((a, b) => a - b)
+  const insertedIds = rows.map((row) => Number(row.user_id)).sort((a, b) => a - b)
   await queries.selectSignals(trx, recordSignals(spec, insertedIds))
   return insertedIds.length
 }
