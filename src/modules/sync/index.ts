@@ -27,3 +27,4 @@ export const syncModule: AppModule = {
 
 export { purgeSyncChanges } from './sync.jobs.js'
 export { syncedGrantTargets } from './sync-sources.js'
+export { deleteViewItemsOf } from './sync-views.queries.js'

@@ -1,10 +1,7 @@
-import type { Actor } from '../../platform/auth/actor.js'
 import { type RawBuilder, sql } from 'kysely'
 import type { Db } from '../../platform/db/schema.js'
 import { OWN_STATE } from '../../platform/sync/change-log.js'
-
-/** A client view: entity → the ids the client holds. */
-export type ViewItems = Record<string, string[]>
+import { pruneChains } from './sync-views.queries.js'
 
 /** The tenant's current version and purge horizon (0 and 0 before its first change). */
 export async function findClock(db: Db, tenantId: number): Promise<{ version: number; horizon: number }> {
@@ -18,8 +15,8 @@ export async function findClock(db: Db, tenantId: number): Promise<{ version: nu
 
 /**
  * What an incremental sync needs to know before anything else, in one statement: the tenant's clock
- * and whether the device still keeps the cursor's client view (its ids are read only when something
- * changed: an idle sync does not read a view of thousands of ids).
+ * and the chain of the cursor's client view if the device still keeps it (null if not; its ids are
+ * read only when something changed).
  */
 export async function findCursorState(
   db: Db,
@@ -27,14 +24,18 @@ export async function findCursorState(
   userId: number,
   device: string,
   viewId: number,
-): Promise<{ version: number; horizon: number; kept: boolean }> {
-  const { rows } = await sql<{ version: string | null; horizon: string | null; kept: boolean }>`
+): Promise<{ version: number; horizon: number; chain: number | null }> {
+  const { rows } = await sql<{ version: string | null; horizon: string | null; chain: string | null }>`
     select (select c.version from sync_clocks c where c.tenant_id = ${tenantId}) as version,
       (select c.horizon from sync_clocks c where c.tenant_id = ${tenantId}) as horizon,
-      exists (select 1 from sync_views v where v.tenant_id = ${tenantId} and v.id = ${viewId}
-        and v.user_id = ${userId} and v.device = ${device}) as kept`.execute(db)
+      (select v.chain from sync_views v where v.tenant_id = ${tenantId} and v.id = ${viewId}
+        and v.user_id = ${userId} and v.device = ${device}) as chain`.execute(db)
   const row = rows[0]!
-  return { version: Number(row.version ?? 0), horizon: Number(row.horizon ?? 0), kept: row.kept }
+  return {
+    version: Number(row.version ?? 0),
+    horizon: Number(row.horizon ?? 0),
+    chain: row.chain === null ? null : Number(row.chain),
+  }
 }
 
 export interface ChangeRow {
@@ -143,74 +144,6 @@ export async function accessChangedSince(
   return row !== undefined
 }
 
-/** The client view a cursor stands for, if it is still kept and belongs to this user and device. */
-export async function findView(
-  db: Db,
-  tenantId: number,
-  userId: number,
-  device: string,
-  id: number,
-): Promise<ViewItems | undefined> {
-  const row = await db
-    .selectFrom('sync_views')
-    .select('items')
-    .where('tenant_id', '=', tenantId)
-    .where('id', '=', id)
-    .where('user_id', '=', userId)
-    .where('device', '=', device)
-    .executeTakeFirst()
-  return row?.items
-}
-
-/**
- * Of a client view, only what an incremental sync without an access change needs: which of the changed
- * records it holds, and how each presented entity was presented (`<entity>#presentation`); undefined
- * when the view is gone. The view's ids are searched in the database, not sent.
- */
-export async function findViewAmong(
-  db: Db,
-  actor: Pick<Actor, 'tenantId' | 'userId'>,
-  device: string,
-  viewId: number,
-  changed: Array<Pick<ChangeRow, 'entity' | 'entity_id'>>,
-): Promise<ViewItems | undefined> {
-  const { rows } = await sql<{ held: Array<[string, string]>; presentations: Record<string, string[]> }>`
-    select (select coalesce(json_agg(json_build_array(c.entity, c.id)), '[]') from unnest(
-          ${changed.map((row) => row.entity)}::text[], ${changed.map((row) => row.entity_id)}::text[]) as c(entity, id)
-        where (v.items -> c.entity) ? c.id) as held,
-      (select coalesce(jsonb_object_agg(e.key, e.value), '{}') from jsonb_each(v.items) e
-        where e.key like '%#presentation') as presentations
-    from sync_views v
-    where v.tenant_id = ${actor.tenantId} and v.id = ${viewId} and v.user_id = ${actor.userId} and v.device = ${device}`.execute(
-    db,
-  )
-  if (!rows[0]) return undefined
-  const items: ViewItems = { ...rows[0].presentations }
-  for (const [entity, id] of rows[0].held) (items[entity] ??= []).push(id)
-  return items
-}
-
-/** Stores a client view; keeps the device's newest `keep` views (older cursors answer 410). */
-export async function insertView(
-  trx: Db,
-  tenantId: number,
-  userId: number,
-  device: string,
-  version: number,
-  items: ViewItems,
-  keep: number,
-): Promise<number> {
-  const row = await trx
-    .insertInto('sync_views')
-    .values({ tenant_id: tenantId, user_id: userId, device, version, items: JSON.stringify(items) })
-    .returning('id')
-    .executeTakeFirstOrThrow()
-  await sql`delete from sync_views where tenant_id = ${tenantId} and user_id = ${userId} and device = ${device}
-    and id < (select v.id from sync_views v where v.tenant_id = ${tenantId} and v.user_id = ${userId} and v.device = ${device}
-      order by v.id desc offset ${keep - 1} limit 1)`.execute(trx)
-  return Number(row.id)
-}
-
 /**
  * Purges one tenant's change records older than `before` (tombstones of deleted records, users' own
  * states of records and access changes; the latest versions of live records stay, they are the
@@ -235,7 +168,9 @@ export async function purgeTenantChanges(db: Db, tenantId: number, before: Date)
       and version <= ${horizon}`.execute(trx)
     const access =
       await sql`delete from sync_access_changes where tenant_id = ${tenantId} and version <= ${horizon}`.execute(trx)
-    await sql`delete from sync_views where tenant_id = ${tenantId} and version < ${horizon}`.execute(trx)
+    const views = await sql<{ chain: string }>`delete from sync_views where tenant_id = ${tenantId}
+      and version < ${horizon} returning chain`.execute(trx)
+    await pruneChains(trx, tenantId, [...new Set(views.rows.map((row) => Number(row.chain)))])
     return Number(changes.numAffectedRows ?? 0n) + Number(access.numAffectedRows ?? 0n)
   })
 }

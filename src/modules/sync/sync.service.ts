@@ -8,6 +8,7 @@ import { isSyncChannelMessage, SYNC_CHANNEL } from '../../platform/sync/change-l
 import type { SyncRecord, SyncSource } from '../../platform/sync/sync-source.js'
 import { openCursor, schemaTag, sealCursor, type SyncCursor, syncReset } from './sync-cursor.js'
 import * as queries from './sync.queries.js'
+import * as views from './sync-views.queries.js'
 import type { SyncChange, SyncQuery, SyncResponse } from './sync.schemas.js'
 import { syncSources } from './sync-sources.js'
 
@@ -58,16 +59,19 @@ export function createSyncService({ db, config, pubsub }: Pick<AppDeps, 'db' | '
   function snapshot(actor: Actor, device: string): Readable {
     async function* chunks() {
       const { version } = await queries.findClock(db, actor.tenantId)
-      const items: queries.ViewItems = {}
+      const items = views.noPairs()
+      const hold = (entity: string, id: string) => {
+        items.entities.push(entity)
+        items.ids.push(id)
+      }
       let separator = ''
       yield '{"changes":['
       for (const source of sources()) {
-        const held: string[] = []
         for (let after: string | null = null; ;) {
           const rows = await source.read(db, actor, { after, limit: READ_BATCH }, urls)
           if (rows.length === 0) break
           const ops = await upserts(db, actor, source, rows)
-          held.push(...ops.map((op) => String(op.id)))
+          for (const op of ops) hold(source.entity, String(op.id))
           let chunk = ''
           for (const op of ops) {
             chunk += `${separator}${JSON.stringify(op)}`
@@ -77,12 +81,13 @@ export function createSyncService({ db, config, pubsub }: Pick<AppDeps, 'db' | '
           if (rows.length < READ_BATCH) break
           after = idOf(source, actor, rows.at(-1)!)
         }
-        items[source.entity] = held
-        if (source.presentation) items[presentationKey(source)] = [source.presentation(actor)]
+        if (source.presentation) hold(presentationKey(source), source.presentation(actor))
       }
       const view = await db
         .transaction()
-        .execute((trx) => queries.insertView(trx, actor.tenantId, actor.userId, device, version, items, KEEP_VIEWS))
+        .execute((trx) =>
+          views.insertSnapshotView(trx, actor.tenantId, { userId: actor.userId, device }, version, items, KEEP_VIEWS),
+        )
       yield `],"cursor":${JSON.stringify(seal(actor, device, view, version))},"has_more":false}`
     }
     return Readable.from(chunks(), { objectMode: false })
@@ -95,7 +100,7 @@ export function createSyncService({ db, config, pubsub }: Pick<AppDeps, 'db' | '
    */
   async function changesSince(actor: Actor, device: string, cursor: SyncCursor): Promise<SyncResponse> {
     const clock = await queries.findCursorState(db, actor.tenantId, actor.userId, device, cursor.view)
-    if (!clock.kept) throw syncReset('older than the cursors kept for this device')
+    if (clock.chain === null) throw syncReset('older than the cursors kept for this device')
     if (cursor.version < clock.horizon) throw syncReset('older than the change records kept')
     const unchanged = { changes: [], cursor: seal(actor, device, cursor.view, cursor.version), has_more: false }
     if (clock.version <= cursor.version) return unchanged
@@ -115,25 +120,36 @@ export function createSyncService({ db, config, pubsub }: Pick<AppDeps, 'db' | '
       until = rows[CHANGES_PAGE - 1]!.version
       rows = await queries.selectChanges(db, actor.tenantId, actor.userId, cursor.version, until, ALL_CHANGES)
     }
+    const owner = { userId: actor.userId, device }
     const wholeView = async () => {
-      const found = await queries.findView(db, actor.tenantId, actor.userId, device, cursor.view)
+      const found = await views.findView(db, actor.tenantId, owner, cursor.view)
       // purged since the first read (a newer cursor of the device, or the retention)
       if (!found) throw syncReset('older than the cursors kept for this device')
       return found
     }
-    // without an access change only the changed records are looked at: of the client view, only which
-    // of them it holds is read (a view holds every record the user sees: 255,000 ids in the bench)
-    let view = accessChanged ? await wholeView() : await queries.findViewAmong(db, actor, device, cursor.view, rows)
+    // without an access change only the changed records are looked at: of the client view, only the
+    // rows of those ids are read (a view holds every record the user sees: 255,000 ids in the bench)
+    const among = {
+      among: { entities: rows.map((row) => row.entity), ids: rows.map((row) => row.entity_id) },
+      keys: sources().map(presentationKey),
+    }
+    let view = accessChanged ? await wholeView() : await views.findView(db, actor.tenantId, owner, cursor.view, among)
     if (!view) throw syncReset('older than the cursors kept for this device')
-    const presentedOtherwise = (source: SyncSource, among: queries.ViewItems) => {
+    const presentedOtherwise = (source: SyncSource, among: views.ViewItems) => {
       const presentation = source.presentation?.(actor)
       return presentation !== undefined && among[presentationKey(source)]?.[0] !== presentation
     }
-    const partial = !accessChanged && !sources().some((source) => presentedOtherwise(source, view!))
-    if (!accessChanged && !partial) view = await wholeView()
+    // presented otherwise (the actor's permissions changed): every id of the view is compared
+    if (!accessChanged && sources().some((source) => presentedOtherwise(source, view!))) view = await wholeView()
     const changes: SyncChange[] = []
-    const moved = new Map<string, { lost: Set<string>; added: string[] }>()
-    let viewChanged = false
+    const lostItems = views.noPairs()
+    const addedItems = views.noPairs()
+    const move = (into: views.ItemPairs, entity: string, ids: Iterable<string>) => {
+      for (const id of ids) {
+        into.entities.push(entity)
+        into.ids.push(id)
+      }
+    }
     for (const source of sources()) {
       const held = new Set(view[source.entity] ?? [])
       const changed = rows.filter((row) => row.entity === source.entity).map((row) => row.entity_id)
@@ -163,23 +179,36 @@ export function createSyncService({ db, config, pubsub }: Pick<AppDeps, 'db' | '
           reason: existing.has(id) ? 'access_lost' : 'deleted',
         })
       }
-      const added = [...got].filter((id) => !held.has(id))
-      if (lost.size > 0 || added.length > 0 || represent) viewChanged = true
-      moved.set(source.entity, { lost, added })
+      move(lostItems, source.entity, lost)
+      move(
+        addedItems,
+        source.entity,
+        [...got].filter((id) => !held.has(id)),
+      )
+      if (represent) {
+        move(lostItems, presentationKey(source), view[presentationKey(source)] ?? [])
+        move(addedItems, presentationKey(source), [source.presentation!(actor)])
+      }
     }
     let viewId = cursor.view
-    if (viewChanged) {
-      const base = partial ? await wholeView() : view
-      const next: queries.ViewItems = {}
-      for (const source of sources()) {
-        const { lost, added } = moved.get(source.entity)!
-        next[source.entity] = [...(base[source.entity] ?? []).filter((id) => !lost.has(id)), ...added]
-        const presentation = source.presentation?.(actor)
-        if (presentation !== undefined) next[presentationKey(source)] = [presentation]
-      }
-      viewId = await db
+    // the next view holds the same ids but these: only the difference is written
+    if (lostItems.ids.length > 0 || addedItems.ids.length > 0) {
+      const base = { view: cursor.view, chain: clock.chain }
+      const next = await db
         .transaction()
-        .execute((trx) => queries.insertView(trx, actor.tenantId, actor.userId, device, until, next, KEEP_VIEWS))
+        .execute((trx) =>
+          views.insertNextView(
+            trx,
+            actor.tenantId,
+            owner,
+            base,
+            { version: until, lost: lostItems, added: addedItems },
+            KEEP_VIEWS,
+          ),
+        )
+      // pruned since the first read (a newer cursor of the device, or the retention)
+      if (next === undefined) throw syncReset('older than the cursors kept for this device')
+      viewId = next
     }
     return { changes, cursor: seal(actor, device, viewId, until), has_more: hasMore }
   }

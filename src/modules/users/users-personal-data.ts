@@ -2,6 +2,7 @@ import type { Db } from '../../platform/db/schema.js'
 import { tenantTables } from '../../platform/db/table-classes.js'
 import { deleteQueuedJobsNaming } from '../../platform/jobs/jobs.js'
 import { anonymizeAuditFor } from '../audit/index.js'
+import { deleteViewItemsOf } from '../sync/index.js'
 import * as queries from './users-personal-data.queries.js'
 
 /**
@@ -206,7 +207,12 @@ export const PERSONAL_DATA: Readonly<Record<string, TableRule>> = {
   sync_clocks: { columns: {}, erase: 'keep' },
   sync_changes: { columns: { entity: 'not-personal', entity_id: 'not-personal' }, erase: deleteBy('user_id') },
   sync_access_changes: { columns: { scope: 'not-personal' }, erase: 'keep' },
-  sync_views: { columns: { device: 'personal', items: 'not-personal' }, erase: deleteBy('user_id') },
+  // the ids a device's views hold: deleted before the views, which name the user (declaration order)
+  sync_view_items: {
+    columns: { entity: 'not-personal', entity_id: 'not-personal' },
+    erase: (db, person) => deleteViewItemsOf(db, person.tenantId, person.userId),
+  },
+  sync_views: { columns: { device: 'personal' }, erase: deleteBy('user_id') },
   user_totp: { columns: { secret: 'secret', recovery_codes: 'secret' }, erase: deleteBy('user_id') },
   users: {
     columns: {

@@ -457,6 +457,7 @@ export interface Database {
   sync_changes: SyncChangesTable
   sync_access_changes: SyncAccessChangesTable
   sync_views: SyncViewsTable
+  sync_view_items: SyncViewItemsTable
 }
 
 /** A tenant's change clock (issue 43): bumped under its row lock, so versions are seen in commit order. */
@@ -489,15 +490,26 @@ export interface SyncAccessChangesTable {
   created_at: ColumnType<string, Date | string | undefined, Date | string>
 }
 
-/** What one client holds at a cursor: entity → ids (the client-view record). */
+/** A client view a cursor names (the client-view record); its ids are rows of its chain in `sync_view_items`. */
 export interface SyncViewsTable {
   id: Id
   tenant_id: number
   user_id: number
   device: string
+  /** The id of the chain's first view (the snapshot's); later views of the device write their differences. */
+  chain: number
   version: number
-  items: ColumnType<Record<string, string[]>, string, string>
   created_at: ColumnType<string, Date | string | undefined, Date | string>
+}
+
+/** An id a chain's views hold: from view `added_in` until view `removed_in` (null while held). */
+export interface SyncViewItemsTable {
+  tenant_id: number
+  chain: number
+  entity: string
+  entity_id: string
+  added_in: number
+  removed_in: number | null
 }
 
 /** Bearer tokens of SCIM clients (identity providers); only the SHA-256 of a token is stored. */

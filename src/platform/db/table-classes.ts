@@ -80,6 +80,8 @@ export const TABLE_CLASSES: Readonly<Record<string, TableClass>> = {
   sync_changes: 'tenant',
   sync_access_changes: 'tenant',
   sync_views: 'tenant',
+  // client views as rows (migration 0225)
+  sync_view_items: 'tenant',
 }
 
 /** Schemas whose tables are all `local` (the job queue keeps its own schema on the coordinator). */
