@@ -152,3 +152,30 @@ test('pruning keeps the rows of the 16 kept views only; the purge drops whole ch
     [],
   )
 })
+
+test("an erasure deletes the rows of the person's views, not anyone else's", async () => {
+  const { tenant, admin, alice, bob } = await world()
+  await postIn(admin, await channel(admin))
+  const chains: number[] = []
+  for (const user of [alice, bob]) {
+    await syncAll(app, user.token, new Map(), { device: 'phone' })
+    const view = await db
+      .selectFrom('sync_views')
+      .select('chain')
+      .where('tenant_id', '=', tenant.id)
+      .where('user_id', '=', user.id)
+      .executeTakeFirstOrThrow()
+    chains.push(Number(view.chain))
+  }
+  const chainsLeft = async () =>
+    (
+      await db.selectFrom('sync_view_items').select('chain').distinct().where('tenant_id', '=', tenant.id).execute()
+    ).map((row) => Number(row.chain))
+  const before = await chainsLeft()
+
+  const res = await call(app, admin, { method: 'POST', url: `/api/users/${alice.id}/erasure` })
+
+  assert.ok(res.statusCode < 300, res.body)
+  assert.deepEqual(before.sort(), [...chains].sort())
+  assert.deepEqual(await chainsLeft(), [chains[1]])
+})
