@@ -1,4 +1,4 @@
-import { sql } from 'kysely'
+import { type RawBuilder, sql } from 'kysely'
 import type { Db } from '../../platform/db/schema.js'
 
 // Client views as rows (decision 0024, 4): a device's views since a snapshot form a chain (named by the
@@ -18,7 +18,7 @@ export interface ItemPairs {
 export const noPairs = (): ItemPairs => ({ entities: [], ids: [] })
 
 /** The rows of chain `i` held at view `view` (the view's own id). */
-const heldAt = (view: number | ReturnType<typeof sql>) =>
+const heldAt = (view: number | RawBuilder<unknown>) =>
   sql`i.added_in <= ${view} and (i.removed_in is null or i.removed_in > ${view})`
 
 const toItems = (rows: Array<{ entity: string | null; entity_id: string | null }>): ViewItems => {
@@ -111,7 +111,7 @@ export async function insertNextView(
   const view = Number(rows[0]!.id)
   const lost = sql`(select c.entity, c.id from unnest(${change.lost.entities}::text[], ${change.lost.ids}::text[]) c(entity, id))`
   const added = sql`(select c.entity, c.id from unnest(${change.added.entities}::text[], ${change.added.ids}::text[]) c(entity, id))`
-  const heldAtBase = (entity: ReturnType<typeof sql>, id: ReturnType<typeof sql>) =>
+  const heldAtBase = (entity: RawBuilder<unknown>, id: RawBuilder<unknown>) =>
     sql`exists (select 1 from sync_view_items i where i.tenant_id = ${tenantId} and i.chain = ${chain}
       and i.entity = ${entity} and i.entity_id = ${id} and ${heldAt(base.view)})`
   await sql`update sync_view_items h set removed_in = ${view}
