@@ -39,13 +39,16 @@ export async function findView(
   viewId: number,
   only?: { among: ItemPairs; keys: string[] },
 ): Promise<ViewItems | undefined> {
+  // per id a probe of the primary key: `offset 0` keeps each subquery apart (not a join the planner may
+  // turn into a scan of the chain while a freshly written chain has no statistics)
   const items = only
-    ? sql`select i.entity, i.entity_id from sync_view_items i
-          where i.tenant_id = ${tenantId} and i.chain = v.chain and ${heldAt(sql`v.id`)}
-            and (i.entity, i.entity_id) in (select c.entity, c.id from unnest(${only.among.entities}::text[], ${only.among.ids}::text[]) c(entity, id))
+    ? sql`select c.entity, c.id as entity_id from unnest(${only.among.entities}::text[], ${only.among.ids}::text[]) c(entity, id)
+          where exists (select 1 from sync_view_items i where i.tenant_id = ${tenantId} and i.chain = v.chain
+            and i.entity = c.entity and i.entity_id = c.id and ${heldAt(sql`v.id`)} offset 0)
         union all
-        select i.entity, i.entity_id from sync_view_items i
-          where i.tenant_id = ${tenantId} and i.chain = v.chain and ${heldAt(sql`v.id`)} and i.entity = any(${only.keys}::text[])`
+        select k.entity, p.entity_id from unnest(${only.keys}::text[]) k(entity)
+          cross join lateral (select i.entity_id from sync_view_items i where i.tenant_id = ${tenantId}
+            and i.chain = v.chain and i.entity = k.entity and ${heldAt(sql`v.id`)} offset 0) p`
     : sql`select i.entity, i.entity_id from sync_view_items i
           where i.tenant_id = ${tenantId} and i.chain = v.chain and ${heldAt(sql`v.id`)}`
   // a left join: one row of nulls for a kept empty view, none for a view gone
