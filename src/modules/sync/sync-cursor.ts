@@ -17,13 +17,20 @@ export interface SyncCursor {
   schema: string
 }
 
-/** The tag of the feed's shape: the protocol and each source's name and schema version. */
-export function schemaTag(sources: readonly SyncSource[]): string {
-  const parts = sources.map((s) => `${s.entity}:${s.schemaVersion ?? 1}`).sort()
-  return createHash('sha256')
-    .update(`${PROTOCOL}|${parts.join(',')}`)
-    .digest('base64url')
-    .slice(0, 12)
+const tags = new WeakMap<ReadonlyMap<string, SyncSource>, string>()
+
+/** The tag of the feed's shape: the protocol and each source's name and schema version (once per composition). */
+export function schemaTag(sources: ReadonlyMap<string, SyncSource>): string {
+  let tag = tags.get(sources)
+  if (tag === undefined) {
+    const parts = [...sources.values()].map((s) => `${s.entity}:${s.schemaVersion ?? 1}`).sort()
+    tag = createHash('sha256')
+      .update(`${PROTOCOL}|${parts.join(',')}`)
+      .digest('base64url')
+      .slice(0, 12)
+    tags.set(sources, tag)
+  }
+  return tag
 }
 
 /** The client must start over without a cursor (problem+json 410, `code: sync_reset`). */

@@ -151,21 +151,29 @@ export async function findView(
   device: string,
   id: number,
 ): Promise<ViewItems | undefined> {
-  const row = await db
-    .selectFrom('sync_views')
-    .select('items')
-    .where('tenant_id', '=', tenantId)
-    .where('id', '=', id)
-    .where('user_id', '=', userId)
-    .where('device', '=', device)
-    .executeTakeFirst()
-  return row?.items
+  // a left join: a kept view without lists (the user saw nothing) is one row of nulls, a view gone none
+  const rows = await db
+    .selectFrom('sync_views as v')
+    .leftJoin('sync_view_lists as l', (join) =>
+      join.onRef('l.tenant_id', '=', 'v.tenant_id').onRef('l.view_id', '=', 'v.id'),
+    )
+    .select(['l.entity', 'l.ids'])
+    .where('v.tenant_id', '=', tenantId)
+    .where('v.id', '=', id)
+    .where('v.user_id', '=', userId)
+    .where('v.device', '=', device)
+    .execute()
+  if (rows.length === 0) return undefined
+  const items: ViewItems = {}
+  for (const row of rows) if (row.entity !== null) items[row.entity] = row.ids ?? []
+  return items
 }
 
 /**
  * Of a client view, only what an incremental sync without an access change needs: which of the changed
  * records it holds, and how each presented entity was presented (`<entity>#presentation`); undefined
- * when the view is gone. The view's ids are searched in the database, not sent.
+ * when the view is gone. Only the lists of the changed records' entities are read, each once (a
+ * list is one compressed value: testing it per changed id would decompress it per id).
  */
 export async function findViewAmong(
   db: Db,
@@ -174,12 +182,15 @@ export async function findViewAmong(
   viewId: number,
   changed: Array<Pick<ChangeRow, 'entity' | 'entity_id'>>,
 ): Promise<ViewItems | undefined> {
+  const entities = changed.map((row) => row.entity)
   const { rows } = await sql<{ held: Array<[string, string]>; presentations: Record<string, string[]> }>`
-    select (select coalesce(json_agg(json_build_array(c.entity, c.id)), '[]') from unnest(
-          ${changed.map((row) => row.entity)}::text[], ${changed.map((row) => row.entity_id)}::text[]) as c(entity, id)
-        where (v.items -> c.entity) ? c.id) as held,
-      (select coalesce(jsonb_object_agg(e.key, e.value), '{}') from jsonb_each(v.items) e
-        where e.key like '%#presentation') as presentations
+    select (select coalesce(json_agg(json_build_array(l.entity, e.id)), '[]')
+        from sync_view_lists l cross join lateral jsonb_array_elements_text(l.ids) e(id)
+        where l.tenant_id = ${actor.tenantId} and l.view_id = v.id and l.entity = any(${[...new Set(entities)]}::text[])
+          and (l.entity, e.id) in (select c.entity, c.id
+            from unnest(${entities}::text[], ${changed.map((row) => row.entity_id)}::text[]) as c(entity, id))) as held,
+      (select coalesce(jsonb_object_agg(l.entity, l.ids), '{}') from sync_view_lists l
+        where l.tenant_id = ${actor.tenantId} and l.view_id = v.id and l.entity like '%#presentation') as presentations
     from sync_views v
     where v.tenant_id = ${actor.tenantId} and v.id = ${viewId} and v.user_id = ${actor.userId} and v.device = ${device}`.execute(
     db,
@@ -190,7 +201,7 @@ export async function findViewAmong(
   return items
 }
 
-/** Stores a client view; keeps the device's newest `keep` views (older cursors answer 410). */
+/** Stores a client view, one list per entity; keeps the device's newest `keep` views (older cursors answer 410). */
 export async function insertView(
   trx: Db,
   tenantId: number,
@@ -202,13 +213,41 @@ export async function insertView(
 ): Promise<number> {
   const row = await trx
     .insertInto('sync_views')
-    .values({ tenant_id: tenantId, user_id: userId, device, version, items: JSON.stringify(items) })
+    .values({ tenant_id: tenantId, user_id: userId, device, version })
     .returning('id')
     .executeTakeFirstOrThrow()
-  await sql`delete from sync_views where tenant_id = ${tenantId} and user_id = ${userId} and device = ${device}
-    and id < (select v.id from sync_views v where v.tenant_id = ${tenantId} and v.user_id = ${userId} and v.device = ${device}
-      order by v.id desc offset ${keep - 1} limit 1)`.execute(trx)
-  return Number(row.id)
+  const view = Number(row.id)
+  const lists = Object.entries(items)
+  if (lists.length > 0)
+    await trx
+      .insertInto('sync_view_lists')
+      .values(
+        lists.map(([entity, ids]) => ({
+          tenant_id: tenantId,
+          view_id: view,
+          user_id: userId,
+          entity,
+          ids: JSON.stringify(ids),
+        })),
+      )
+      .execute()
+  const { rows: pruned } = await sql<{ id: string }>`delete from sync_views
+    where tenant_id = ${tenantId} and user_id = ${userId} and device = ${device}
+      and id < (select v.id from sync_views v where v.tenant_id = ${tenantId} and v.user_id = ${userId} and v.device = ${device}
+        order by v.id desc offset ${keep - 1} limit 1)
+    returning id`.execute(trx)
+  await deleteViewLists(trx, tenantId, pruned)
+  return view
+}
+
+/** The lists of client views deleted (pruned, purged). */
+async function deleteViewLists(trx: Db, tenantId: number, views: Array<{ id: string }>): Promise<void> {
+  if (views.length === 0) return
+  await trx
+    .deleteFrom('sync_view_lists')
+    .where('tenant_id', '=', tenantId)
+    .where('view_id', '=', sql<number>`any(${views.map((view) => view.id)}::bigint[])`)
+    .execute()
 }
 
 /**
@@ -235,7 +274,9 @@ export async function purgeTenantChanges(db: Db, tenantId: number, before: Date)
       and version <= ${horizon}`.execute(trx)
     const access =
       await sql`delete from sync_access_changes where tenant_id = ${tenantId} and version <= ${horizon}`.execute(trx)
-    await sql`delete from sync_views where tenant_id = ${tenantId} and version < ${horizon}`.execute(trx)
+    const { rows: purged } = await sql<{ id: string }>`delete from sync_views
+      where tenant_id = ${tenantId} and version < ${horizon} returning id`.execute(trx)
+    await deleteViewLists(trx, tenantId, purged)
     return Number(changes.numAffectedRows ?? 0n) + Number(access.numAffectedRows ?? 0n)
   })
 }

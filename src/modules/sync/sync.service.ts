@@ -33,7 +33,7 @@ export function createSyncService({ db, config, pubsub }: Pick<AppDeps, 'db' | '
   const box = secretBoxFor(config.secrets)
   const urls = { baseUrl: config.baseUrl, appUrl: config.appUrl }
   const sources = () => [...syncSources().values()]
-  const tag = () => schemaTag(sources())
+  const tag = () => schemaTag(syncSources())
   const seal = (actor: Actor, device: string, view: number, version: number) =>
     sealCursor(box, { tenant: actor.tenantId, user: actor.userId, device, view, version, schema: tag() })
 
@@ -93,12 +93,12 @@ export function createSyncService({ db, config, pubsub }: Pick<AppDeps, 'db' | '
    * changed records are looked at (visibility of those ids, then their data); after one, the user's
    * visible ids are recomputed, set-based, and diffed against the client view the cursor stands for.
    */
-  async function changesSince(actor: Actor, device: string, cursor: SyncCursor): Promise<SyncResponse> {
+  async function changesSince(actor: Actor, device: string, cursor: SyncCursor, sealed: string): Promise<SyncResponse> {
     const clock = await queries.findCursorState(db, actor.tenantId, actor.userId, device, cursor.view)
     if (!clock.kept) throw syncReset('older than the cursors kept for this device')
     if (cursor.version < clock.horizon) throw syncReset('older than the change records kept')
-    const unchanged = { changes: [], cursor: seal(actor, device, cursor.view, cursor.version), has_more: false }
-    if (clock.version <= cursor.version) return unchanged
+    // nothing changed: the client's own cursor still says where it stands (no sealing on the idle path)
+    if (clock.version <= cursor.version) return { changes: [], cursor: sealed, has_more: false }
     const accessChanged = await queries.accessChangedSince(db, actor.tenantId, actor, cursor.version, clock.version)
     let until = clock.version
     let rows = await queries.selectChanges(
@@ -218,11 +218,12 @@ export function createSyncService({ db, config, pubsub }: Pick<AppDeps, 'db' | '
   async function sync(actor: Actor, query: SyncQuery): Promise<SyncResponse | Readable> {
     const device = query.device ?? DEFAULT_DEVICE
     if (query.cursor === undefined) return snapshot(actor, device)
-    let cursor = openCursor(box, query.cursor, actor, device, tag())
+    let sealed = query.cursor
+    let cursor = openCursor(box, sealed, actor, device, tag())
     const deadline = Date.now() + (query.wait ?? 0) * 1000
     for (;;) {
       const wakeUp = query.wait ? await armWakeUp(actor.tenantId, deadline) : undefined
-      const answer = await changesSince(actor, device, cursor).catch((error: unknown) => {
+      const answer = await changesSince(actor, device, cursor, sealed).catch((error: unknown) => {
         wakeUp?.cancel()
         throw error
       })
@@ -230,9 +231,10 @@ export function createSyncService({ db, config, pubsub }: Pick<AppDeps, 'db' | '
         wakeUp?.cancel()
         return answer
       }
-      cursor = openCursor(box, answer.cursor, actor, device, tag())
+      sealed = answer.cursor
+      cursor = openCursor(box, sealed, actor, device, tag())
       await wakeUp.done
-      if (Date.now() >= deadline) return changesSince(actor, device, cursor)
+      if (Date.now() >= deadline) return changesSince(actor, device, cursor, sealed)
     }
   }
 

@@ -206,7 +206,8 @@ export const PERSONAL_DATA: Readonly<Record<string, TableRule>> = {
   sync_clocks: { columns: {}, erase: 'keep' },
   sync_changes: { columns: { entity: 'not-personal', entity_id: 'not-personal' }, erase: deleteBy('user_id') },
   sync_access_changes: { columns: { scope: 'not-personal' }, erase: 'keep' },
-  sync_views: { columns: { device: 'personal', items: 'not-personal' }, erase: deleteBy('user_id') },
+  sync_views: { columns: { device: 'personal' }, erase: deleteBy('user_id') },
+  sync_view_lists: { columns: { entity: 'not-personal', ids: 'not-personal' }, erase: deleteBy('user_id') },
   user_totp: { columns: { secret: 'secret', recovery_codes: 'secret' }, erase: deleteBy('user_id') },
   users: {
     columns: {

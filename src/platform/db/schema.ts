@@ -457,6 +457,7 @@ export interface Database {
   sync_changes: SyncChangesTable
   sync_access_changes: SyncAccessChangesTable
   sync_views: SyncViewsTable
+  sync_view_lists: SyncViewListsTable
 }
 
 /** A tenant's change clock (issue 43): bumped under its row lock, so versions are seen in commit order. */
@@ -489,15 +490,23 @@ export interface SyncAccessChangesTable {
   created_at: ColumnType<string, Date | string | undefined, Date | string>
 }
 
-/** What one client holds at a cursor: entity → ids (the client-view record). */
+/** A client view: what one device was given at a cursor (the client-view record); its ids in `sync_view_lists`. */
 export interface SyncViewsTable {
   id: Id
   tenant_id: number
   user_id: number
   device: string
   version: number
-  items: ColumnType<Record<string, string[]>, string, string>
   created_at: ColumnType<string, Date | string | undefined, Date | string>
+}
+
+/** The ids of one entity a client view holds (a jsonb array of ids as text). */
+export interface SyncViewListsTable {
+  tenant_id: number
+  view_id: number
+  user_id: number
+  entity: string
+  ids: ColumnType<string[], string, string>
 }
 
 /** Bearer tokens of SCIM clients (identity providers); only the SHA-256 of a token is stored. */

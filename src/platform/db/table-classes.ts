@@ -80,6 +80,7 @@ export const TABLE_CLASSES: Readonly<Record<string, TableClass>> = {
   sync_changes: 'tenant',
   sync_access_changes: 'tenant',
   sync_views: 'tenant',
+  sync_view_lists: 'tenant',
 }
 
 /** Schemas whose tables are all `local` (the job queue keeps its own schema on the coordinator). */
