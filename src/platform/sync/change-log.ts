@@ -164,19 +164,13 @@ export async function writeWithSyncChangesInTransaction(
   tenantId: number,
   entity: string,
   write: RawBuilder<unknown>,
-): Promise<Array<{ id: string; user_id: number }>> {
-  if (onCitus()) {
-    const { rows } = await sql<{ id: string; user_id: number }>`${write}`.execute(trx)
-    const changes = rows.map((row) => ({ entity, id: row.id, userId: Number(row.user_id) }))
-    await recordSyncWrites(trx, tenantId, { changes })
-    return rows
-  }
-  const feed = syncChangesSql(tenantId, entity, 'written')
-  const { rows } = await sql<{ written: Array<{ id: string; user_id: number }> | null; notified: unknown }>`
-    ${withClause([['written', write], ...feed.ctes])}
-    select (select json_agg(json_build_object('id', w.id, 'user_id', w.user_id)) from written w) as written,
-      case when exists (select from written) then ${feed.notify} end as notified`.execute(trx)
-  return rows[0].written ?? []
+): Promise<WrittenRecord[]> {
+  if (!onCitus()) return writeWithChangesRiding(trx, tenantId, entity, write)
+  const { rows } = await sql<WrittenRecord>`${write}`.execute(trx)
+  await recordSyncWrites(trx, tenantId, {
+    changes: rows.map((row) => ({ entity, id: row.id, userId: Number(row.user_id) })),
+  })
+  return rows
 }
 
 /**
@@ -192,12 +186,23 @@ export async function writeWithSyncChanges(
   tenantId: number,
   entity: string,
   write: RawBuilder<unknown>,
-): Promise<Array<{ id: string; user_id: number }> | undefined> {
+): Promise<WrittenRecord[] | undefined> {
   if (onCitus() || db.isTransaction) return undefined
+  return writeWithChangesRiding(db, tenantId, entity, write)
+}
+
+/** A record a write changed: its id and the one user it is about. */
+interface WrittenRecord {
+  id: string
+  user_id: number
+}
+
+/** The write and its change records (`syncChangesSql`) in one statement; the wake-up only when it wrote. */
+async function writeWithChangesRiding(db: Db, tenantId: number, entity: string, write: RawBuilder<unknown>) {
   const feed = syncChangesSql(tenantId, entity, 'written')
-  const { rows } = await sql<{ written: Array<{ id: string; user_id: number }>; notified: unknown }>`
+  const { rows } = await sql<{ written: WrittenRecord[] | null; notified: unknown }>`
     ${withClause([['written', write], ...feed.ctes])}
-    select coalesce((select json_agg(json_build_object('id', w.id, 'user_id', w.user_id)) from written w), '[]') as written,
-      ${feed.notify} as notified`.execute(db)
-  return rows[0].written
+    select (select json_agg(json_build_object('id', w.id, 'user_id', w.user_id)) from written w) as written,
+      case when exists (select from written) then ${feed.notify} end as notified`.execute(db)
+  return rows[0]!.written ?? []
 }
