@@ -86,10 +86,16 @@ export interface LimitsConfig {
   maxQueued: number
   /**
    * TENANT_MAX_DB_CONNECTIONS: the node's pool connections one tenant's requests hold at once; more wait
-   * for one (default: TENANT_MAX_IN_FLIGHT, so the in-flight bound is the connection bound and the gate,
-   * which costs every request of the node on Node 20 while it makes one wait, stays off until lowered).
+   * for one. Unset: the tenant's own in-flight bound (TENANT_MAX_IN_FLIGHT or the operator's override), so
+   * the in-flight bound is the connection bound and the gate, which costs every request of the node on
+   * Node 20 while it makes one wait, stays off until an operator sets it lower.
    */
-  maxDbConnections: number
+  maxDbConnections: number | undefined
+  /**
+   * TENANT_FLOOD_SHARE_PERCENT: while another tenant is active on a node, a tenant whose requests wait in
+   * line there gets at most this share of its places' time (default 10; 100: it never yields).
+   */
+  floodSharePercent: number
 }
 
 function integer(env: NodeJS.ProcessEnv, name: string, fallback: number, problems: string[]): number {
@@ -223,7 +229,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       },
       maxInFlight,
       maxQueued: integer(env, 'TENANT_MAX_QUEUED', 256, problems),
-      maxDbConnections: integer(env, 'TENANT_MAX_DB_CONNECTIONS', maxInFlight, problems),
+      maxDbConnections: env.TENANT_MAX_DB_CONNECTIONS
+        ? integer(env, 'TENANT_MAX_DB_CONNECTIONS', 0, problems)
+        : undefined,
+      floodSharePercent: integer(env, 'TENANT_FLOOD_SHARE_PERCENT', 10, problems),
     },
     operatorToken: env.OPERATOR_TOKEN || undefined,
     logLevel: env.LOG_LEVEL || 'info',
@@ -237,7 +246,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     problems.push('SECRETS_KEY must be 32 bytes, base64-encoded')
   if (config.limits.windowSeconds < 1) problems.push('RATE_LIMIT_WINDOW_SECONDS must be at least 1')
   if (config.limits.maxInFlight < 1) problems.push('TENANT_MAX_IN_FLIGHT must be at least 1')
-  if (config.limits.maxDbConnections < 1) problems.push('TENANT_MAX_DB_CONNECTIONS must be at least 1')
+  if (config.limits.maxDbConnections !== undefined && config.limits.maxDbConnections < 1)
+    problems.push('TENANT_MAX_DB_CONNECTIONS must be at least 1')
+  if (config.limits.floodSharePercent < 1 || config.limits.floodSharePercent > 100)
+    problems.push('TENANT_FLOOD_SHARE_PERCENT must be from 1 to 100')
   const fileBytes = config.limits.quotas.file_bytes
   if (Number.isInteger(fileBytes) && !Number.isSafeInteger(fileBytes))
     problems.push('QUOTA_FILE_BYTES must be at most 9007199254740991')

@@ -100,48 +100,44 @@ test('a burst of 3 × the limit through HAProxy across 3 nodes admits the limit 
   }
 })
 
-// Runs and reports, but does not gate the suite: not met on this 2-core machine shared with other runs
-// (load average 12-15). B measured from a thread of its own, 1,000 requests per phase: 4.17×, 4.48×, 2.34× and (2 in flight) 5.20×
-// (decision 0023, "Fairness on 2 shared cores"). A per-node bound caps A's concurrency, not its CPU: one
-// request in flight per node still keeps every node busy with A (268 answers/s). Issue 42 stays open.
-test(
-  "fairness: tenant A floods, tenant B's p99 stays within 2 × its quiet p99",
-  { todo: 'not met on 2 shared cores (2.3-5.2× with per-node bounds): issue 42 stays open' },
-  async () => {
-    const a = await given.tenant(db)
-    const b = await given.tenant(db)
-    const huge = { read: 1_000_000_000, write: 1_000_000_000, expensive: 1_000_000_000 }
-    // no rate limit in the way: the fleet's concurrency bounds (FAIRNESS_LIMITS) do the work
-    await writeTenantLimits(db, a.id, { token: huge, tenant: huge }, false)
-    await writeTenantLimits(db, b.id, { token: huge, tenant: huge }, false)
-    const path = '/api/users?limit=20'
-    // B's measure: the same fixed number of requests in both phases, from a thread of its own
-    const measureB = () =>
-      startLoadThread({ baseUrl: fleet.url, path, token: b.adminToken, connections: 2, ...B_SAMPLE }).report
-    await measureB() // warm-up (every node's caches, plans and connections)
-    const quiet = await measureB()
-    const flood = startLoadThread({
-      baseUrl: fleet.url,
-      path,
-      token: a.adminToken,
-      connections: 30,
-      maxRequests: Number.MAX_SAFE_INTEGER,
-      maxMs: 60_000,
-    })
-    await new Promise((r) => setTimeout(r, 1_000)) // A's lines fill on every node
-    const during = await measureB()
-    flood.stop()
-    const flooded = await flood.report
-    const quietP99 = p99(quiet.latencies)
-    const floodedP99 = p99(during.latencies)
-    console.log(
-      `# B quiet: ${quiet.latencies.length} requests in ${(quiet.elapsedMs / 1000).toFixed(1)} s, p99 ${quietP99.toFixed(1)} ms;` +
-        ` while A floods: ${during.latencies.length} requests in ${(during.elapsedMs / 1000).toFixed(1)} s, p99 ${floodedP99.toFixed(1)} ms` +
-        ` (${(floodedP99 / quietP99).toFixed(2)}×); A: ${JSON.stringify(flooded.byStatus)} in ${(flooded.elapsedMs / 1000).toFixed(1)} s`,
-    )
-    assert.deepEqual(Object.keys(during.byStatus), ['200'], `B's answers: ${JSON.stringify(during.byStatus)}`)
-    assert.equal(during.latencies.length, B_SAMPLE.maxRequests, 'B sent its whole sample while A flooded')
-    assert.ok((flooded.byStatus['200'] ?? 0) > 0, `A was served too: ${JSON.stringify(flooded.byStatus)}`)
-    assert.ok(floodedP99 <= 2 * quietP99, `B's p99 ${floodedP99.toFixed(1)} ms ≤ 2 × ${quietP99.toFixed(1)} ms`)
-  },
-)
+// A per-node bound caps A's concurrency, not its CPU: one request in flight per node kept every node busy
+// with A and B's p99 rose 2.3-5.2× (decision 0023, "Fairness on 2 shared cores"; 4.13× on 7 December before
+// the yield). A flooding tenant now yields to a quiet one (docs/limits.md, TENANT_FLOOD_SHARE_PERCENT at its
+// default): 1.07-1.56× in six runs on the idle machine.
+test("fairness: tenant A floods, tenant B's p99 stays within 2 × its quiet p99", async () => {
+  const a = await given.tenant(db)
+  const b = await given.tenant(db)
+  const huge = { read: 1_000_000_000, write: 1_000_000_000, expensive: 1_000_000_000 }
+  // no rate limit in the way: the fleet's concurrency bounds (FAIRNESS_LIMITS) do the work
+  await writeTenantLimits(db, a.id, { token: huge, tenant: huge }, false)
+  await writeTenantLimits(db, b.id, { token: huge, tenant: huge }, false)
+  const path = '/api/users?limit=20'
+  // B's measure: the same fixed number of requests in both phases, from a thread of its own
+  const measureB = () =>
+    startLoadThread({ baseUrl: fleet.url, path, token: b.adminToken, connections: 2, ...B_SAMPLE }).report
+  await measureB() // warm-up (every node's caches, plans and connections)
+  const quiet = await measureB()
+  const flood = startLoadThread({
+    baseUrl: fleet.url,
+    path,
+    token: a.adminToken,
+    connections: 30,
+    maxRequests: Number.MAX_SAFE_INTEGER,
+    maxMs: 60_000,
+  })
+  await new Promise((r) => setTimeout(r, 1_000)) // A's lines fill on every node
+  const during = await measureB()
+  flood.stop()
+  const flooded = await flood.report
+  const quietP99 = p99(quiet.latencies)
+  const floodedP99 = p99(during.latencies)
+  console.log(
+    `# B quiet: ${quiet.latencies.length} requests in ${(quiet.elapsedMs / 1000).toFixed(1)} s, p99 ${quietP99.toFixed(1)} ms;` +
+      ` while A floods: ${during.latencies.length} requests in ${(during.elapsedMs / 1000).toFixed(1)} s, p99 ${floodedP99.toFixed(1)} ms` +
+      ` (${(floodedP99 / quietP99).toFixed(2)}×); A: ${JSON.stringify(flooded.byStatus)} in ${(flooded.elapsedMs / 1000).toFixed(1)} s`,
+  )
+  assert.deepEqual(Object.keys(during.byStatus), ['200'], `B's answers: ${JSON.stringify(during.byStatus)}`)
+  assert.equal(during.latencies.length, B_SAMPLE.maxRequests, 'B sent its whole sample while A flooded')
+  assert.ok((flooded.byStatus['200'] ?? 0) > 0, `A was served too: ${JSON.stringify(flooded.byStatus)}`)
+  assert.ok(floodedP99 <= 2 * quietP99, `B's p99 ${floodedP99.toFixed(1)} ms ≤ 2 × ${quietP99.toFixed(1)} ms`)
+})

@@ -230,6 +230,55 @@ test('in flight per tenant and node: beyond TENANT_MAX_IN_FLIGHT requests wait b
   }
 })
 
+test('a tenant whose requests wait in line yields its places while another tenant is active on the node; alone, or at a share of 100 %, it never does', async () => {
+  const yielding = await node({ TENANT_MAX_IN_FLIGHT: '1', TENANT_MAX_QUEUED: '1000' })
+  const never = await node({ TENANT_MAX_IN_FLIGHT: '1', TENANT_MAX_QUEUED: '1000', TENANT_FLOOD_SHARE_PERCENT: '100' })
+  const yields = async (tenantId: number) =>
+    (await registry.getSingleMetric('workplace_tenant_yielded_admissions_total')?.get())?.values.find(
+      (v) => v.labels.tenant === String(tenantId),
+    )?.value ?? 0
+  try {
+    await yielding.listen({ port: 0, host: '127.0.0.1' })
+    await never.listen({ port: 0, host: '127.0.0.1' })
+    const base = (app: FastifyInstance) => `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`
+    const get = (app: FastifyInstance, token: string) =>
+      fetch(`${base(app)}/api/users/current`, { headers: bearer(token) }).then((res) => res.status)
+    // enough requests that the tenant's line stays full several times FLOODING_AFTER_MS (60 took 150 ms)
+    const FLOOD = 200
+    const flood = (app: FastifyInstance, token: string) =>
+      Promise.all(Array.from({ length: FLOOD }, () => get(app, token)))
+    const sequentially = async (app: FastifyInstance, token: string, n: number) => {
+      const statuses: number[] = []
+      for (let i = 0; i < n; i++) statuses.push(await get(app, token))
+      return statuses
+    }
+    const alone = await given.tenant(testDb())
+    assert.deepEqual(await flood(yielding, alone.adminToken), Array(FLOOD).fill(200))
+    assert.equal(await yields(alone.id), 0, 'with no other tenant on the node, its line is served back to back')
+
+    const a = await given.tenant(testDb())
+    const b = await given.tenant(testDb())
+    assert.equal(await get(yielding, b.adminToken), 200) // B is active on the node
+    const [flooded, bStatuses] = await Promise.all([
+      flood(yielding, a.adminToken),
+      sequentially(yielding, b.adminToken, 20),
+    ])
+    assert.deepEqual(flooded, Array(FLOOD).fill(200), "A's line is still served, only slower")
+    assert.deepEqual(bStatuses, Array(20).fill(200))
+    assert.ok((await yields(a.id)) >= 1, `A yielded to B: ${await yields(a.id)} admissions held back`)
+    assert.equal(await yields(b.id), 0, 'B, one request at a time, never yields')
+
+    const c = await given.tenant(testDb())
+    const d = await given.tenant(testDb())
+    assert.equal(await get(never, d.adminToken), 200)
+    const [floodedC] = await Promise.all([flood(never, c.adminToken), sequentially(never, d.adminToken, 20)])
+    assert.deepEqual(floodedC, Array(FLOOD).fill(200))
+    assert.equal(await yields(c.id), 0, 'TENANT_FLOOD_SHARE_PERCENT=100 turns the yield off')
+  } finally {
+    await Promise.all([yielding.close(), never.close()])
+  }
+})
+
 test('database connections per tenant and node: at most TENANT_MAX_DB_CONNECTIONS of one tenant at once; another tenant is not held up', async () => {
   const app = await node({ TENANT_MAX_DB_CONNECTIONS: '2', TENANT_MAX_IN_FLIGHT: '32' })
   // a session of the test's own holds a lock on one of A's users: every request that updates that user

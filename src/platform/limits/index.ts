@@ -4,7 +4,7 @@ import { ConnectionPermits, runWithConnectionPermits } from '../db/connection-ga
 import type { Db } from '../db/schema.js'
 import { actorLabel } from '../auth/actor.js'
 import { AppError } from '../http/errors.js'
-import { rateLimitedRequests } from '../metrics/registry.js'
+import { rateLimitedRequests, yieldedAdmissions } from '../metrics/registry.js'
 import { type Budget, type BudgetState, type Bucket, type Decision, createRateLimiter } from './rate-limiter.js'
 import { type EffectiveLimits, createTenantLimitsCache } from './tenant-limits.js'
 
@@ -43,9 +43,44 @@ export function limitHeaders(states: BudgetState[], windowSeconds: number): Reco
   }
 }
 
+/** How recently another tenant's request must have arrived on a node for a flooding tenant to yield to it. */
+export const OTHERS_ACTIVE_MS = 1_000
+/** The longest a flooding tenant's next admission is held back (a slow request must not park its place for long). */
+const MAX_YIELD_MS = 250
+/**
+ * How long a tenant's requests must have waited in line without a break for it to count as flooding a node:
+ * a tenant whose few requests met in line for a moment (two of them on one node) is not flooding.
+ */
+export const FLOODING_AFTER_MS = 100
+
+/**
+ * The two tenants whose requests reached this node last, and when: whether a tenant other than a given one
+ * was active lately, in constant time and memory whatever the number of tenants.
+ */
+function createRecentTenants() {
+  let latest = { tenantId: 0, at: -Infinity }
+  let previous = { tenantId: 0, at: -Infinity }
+  return {
+    seen(tenantId: number, at: number) {
+      if (tenantId === latest.tenantId) latest.at = at
+      else {
+        previous = latest
+        latest = { tenantId, at }
+      }
+    },
+    /** The latest tenant other than this one whose request arrived since then, if any. */
+    otherActiveSince(tenantId: number, since: number): number | undefined {
+      const other = latest.tenantId === tenantId ? previous : latest
+      return other.at >= since ? other.tenantId : undefined
+    },
+  }
+}
+
 interface TenantSlots {
   active: number
   queue: Array<{ admit: () => void; cancelled: boolean }>
+  /** Since when requests of the tenant have waited in line on this node without a break. */
+  waitingSince?: number
   /** The tenant's database connections on this node (when fewer than its requests in flight). */
   permits?: ConnectionPermits
 }
@@ -65,6 +100,28 @@ export function createLimits(db: Db, config: LimitsConfig, log: (error: unknown)
   const limiter = createRateLimiter(db, { windowSeconds: config.windowSeconds, onError: log })
   const tenantLimits = createTenantLimitsCache(db, config, TENANT_LIMITS_TTL_MS)
   const slots = new Map<number, TenantSlots>()
+  const recentTenants = createRecentTenants()
+  const yieldFactor = 100 / config.floodSharePercent - 1
+
+  const flooding = (state: TenantSlots, now: number) =>
+    state.waitingSince !== undefined && now - state.waitingSince >= FLOODING_AFTER_MS
+
+  /**
+   * A tenant whose requests have waited in line on this node for a while is flooding it: while another
+   * tenant, not flooding, was active here lately, a place the flooding tenant frees passes to its next
+   * request only after a pause, so that it holds its places at most TENANT_FLOOD_SHARE_PERCENT of the time
+   * and the other's requests find the node (and the machine) free. A per-node bound caps a tenant's
+   * concurrency, not its share of the CPU (decision 0023). Two flooding tenants do not yield to each other.
+   */
+  function yieldPause(tenantId: number, state: TenantSlots, admittedAt: number, now: number): number {
+    if (yieldFactor === 0 || !flooding(state, now)) return 0
+    const other = recentTenants.otherActiveSince(tenantId, now - OTHERS_ACTIVE_MS)
+    if (other === undefined) return 0
+    const theirs = slots.get(other)
+    if (theirs && flooding(theirs, now)) return 0
+    yieldedAdmissions.inc({ tenant: String(tenantId) })
+    return Math.min(MAX_YIELD_MS, (now - admittedAt) * yieldFactor)
+  }
 
   function budgets(request: FastifyRequest, limits: EffectiveLimits, bucket: Bucket): Budget[] {
     const actor = request.actor
@@ -108,8 +165,9 @@ export function createLimits(db: Db, config: LimitsConfig, log: (error: unknown)
     let tenant = slots.get(tenantId)
     if (!tenant) {
       tenant = { active: 0, queue: [] }
-      // with no more connections than requests in flight, the in-flight bound is the connection bound
-      if (config.maxDbConnections < max) tenant.permits = new ConnectionPermits(config.maxDbConnections)
+      // with no fewer connections than requests in flight, the in-flight bound is the connection bound
+      const connections = config.maxDbConnections ?? max
+      if (connections < max) tenant.permits = new ConnectionPermits(connections)
       slots.set(tenantId, tenant)
     }
     const state = tenant
@@ -117,6 +175,15 @@ export function createLimits(db: Db, config: LimitsConfig, log: (error: unknown)
     let keepsPermit = false
     const kept = () => (keepsPermit = true)
     let waiter: TenantSlots['queue'][number] | undefined
+    let admittedAt = 0
+    const handOver = () => {
+      for (let next = state.queue.shift(); next; next = state.queue.shift()) {
+        if (state.queue.length === 0) state.waitingSince = undefined
+        if (next.cancelled) continue
+        return next.admit()
+      }
+      if (--state.active === 0 && state.queue.length === 0 && (state.permits?.idle ?? true)) slots.delete(tenantId)
+    }
     reply.raw.once('close', () => {
       if (!admitted) {
         if (waiter) waiter.cancelled = true
@@ -124,15 +191,14 @@ export function createLimits(db: Db, config: LimitsConfig, log: (error: unknown)
       }
       // the permit first: the next request in line may keep it
       if (keepsPermit) state.permits?.release()
-      for (let next = state.queue.shift(); next; next = state.queue.shift()) {
-        if (next.cancelled) continue
-        return next.admit()
-      }
-      if (--state.active === 0 && state.queue.length === 0 && (state.permits?.idle ?? true)) slots.delete(tenantId)
+      const pause = yieldPause(tenantId, state, admittedAt, performance.now())
+      if (pause > 0) setTimeout(handOver, pause)
+      else handOver()
     })
     if (state.active < max) {
       state.active++
       admitted = true
+      admittedAt = performance.now()
       return connectionPermit(state, kept)
     }
     if (state.queue.length >= config.maxQueued) {
@@ -151,9 +217,11 @@ export function createLimits(db: Db, config: LimitsConfig, log: (error: unknown)
         cancelled: false,
         admit: () => {
           admitted = true
+          admittedAt = performance.now()
           resolve(connectionPermit(state, kept))
         },
       }
+      if (state.queue.length === 0) state.waitingSince = performance.now()
       state.queue.push(waiter)
     })
   }
@@ -165,6 +233,7 @@ export function createLimits(db: Db, config: LimitsConfig, log: (error: unknown)
    */
   function admit(request: FastifyRequest, reply: FastifyReply): Admission | Promise<Admission> {
     const tenantId = request.actor.tenantId
+    recentTenants.seen(tenantId, performance.now())
     const limits = tenantLimits.get(tenantId)
     if (limits instanceof Promise) return limits.then((l) => withLimits(request, reply, tenantId, l))
     return withLimits(request, reply, tenantId, limits)

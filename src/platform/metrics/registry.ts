@@ -31,6 +31,13 @@ export const rateLimitedRequests = new Counter({
   registers: [registry],
 })
 
+export const yieldedAdmissions = new Counter({
+  name: 'workplace_tenant_yielded_admissions_total',
+  help: 'Admissions of a flooding tenant (requests waiting in line) held back on a node so that other active tenants go first, by tenant id',
+  labelNames: ['tenant'] as const,
+  registers: [registry],
+})
+
 const jobOutcomes = new Counter({
   name: 'workplace_job_runs_total',
   help: 'Job runs by task and outcome (success, failure)',
