@@ -33,7 +33,7 @@ export const rateLimitedRequests = new Counter({
 
 export const yieldedAdmissions = new Counter({
   name: 'workplace_tenant_yielded_admissions_total',
-  help: 'Admissions of a flooding tenant (requests waiting in line) held back on a node so that other active tenants go first, by tenant id',
+  help: 'Admissions of a flooding tenant (requests waiting in line) held back on a node so that the requests of others go first, by tenant id',
   labelNames: ['tenant'] as const,
   registers: [registry],
 })
