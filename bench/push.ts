@@ -109,5 +109,10 @@ export async function measurePush(ctx: PushContext): Promise<Row[]> {
   } finally {
     server.closeAllConnections()
     await new Promise((resolve) => server.close(resolve))
+    // the push service is gone: its 5,000 subscriptions would make every later send to these users (the
+    // publish part's, to the whole tenant) retry pushes against a closed port (41 s instead of 17 s)
+    await sql`delete from push_subscriptions where tenant_id = ${ctx.tenant.tenantId} and endpoint like ${`${origin}/push/%`}`.execute(
+      ctx.db,
+    )
   }
 }
