@@ -10,6 +10,7 @@ import { sql } from 'kysely'
 import pg from 'pg'
 import pino from 'pino'
 import { buildApp } from '../../app.js'
+import { loadConfig } from '../../config.js'
 import { createWorkplaceClient } from '../../../clients/typescript/index.js'
 import { registry } from '../../platform/metrics/index.js'
 import { sweepRateLimitCounters } from '../../platform/limits/rate-limiter.js'
@@ -35,13 +36,17 @@ async function node(env: Record<string, string>): Promise<FastifyInstance> {
 const current = (app: FastifyInstance, token: string, headers: Record<string, string> = {}) =>
   app.inject({ method: 'GET', url: '/api/users/current', headers: { ...bearer(token), ...headers } })
 
-async function limitedSample(tenantId: number, bucket: string, limit: string): Promise<number> {
-  const metric = (await registry.getSingleMetric('workplace_rate_limited_requests_total')?.get())?.values ?? []
-  return (
-    metric.find((v) => v.labels.tenant === String(tenantId) && v.labels.bucket === bucket && v.labels.limit === limit)
-      ?.value ?? 0
-  )
+/** A counter's value for these labels (0 when the series does not exist yet). */
+async function counterValue(name: string, labels: Record<string, string>): Promise<number> {
+  const values = (await registry.getSingleMetric(name)?.get())?.values ?? []
+  return values.find((v) => Object.entries(labels).every(([k, value]) => v.labels[k] === value))?.value ?? 0
 }
+
+const limitedSample = (tenantId: number, bucket: string, limit: string) =>
+  counterValue('workplace_rate_limited_requests_total', { tenant: String(tenantId), bucket, limit })
+
+/** The address of a node listening on a free port of 127.0.0.1. */
+const addressOf = (app: FastifyInstance) => `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`
 
 test('every authenticated answer carries RateLimit-Policy and RateLimit (the draft syntax); public ones none', async () => {
   const app = await node({})
@@ -203,12 +208,11 @@ test('in flight per tenant and node: beyond TENANT_MAX_IN_FLIGHT requests wait b
   try {
     await strict.listen({ port: 0, host: '127.0.0.1' })
     await queued.listen({ port: 0, host: '127.0.0.1' })
-    const base = (app: FastifyInstance) => `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`
     const tenant = await given.tenant(testDb())
     const burst = (app: FastifyInstance) =>
       Promise.all(
         Array.from({ length: 20 }, () =>
-          fetch(`${base(app)}/api/users/current`, { headers: bearer(tenant.adminToken) }).then(async (res) => ({
+          fetch(`${addressOf(app)}/api/users/current`, { headers: bearer(tenant.adminToken) }).then(async (res) => ({
             status: res.status,
             body: await res.text(),
             retryAfter: res.headers.get('retry-after'),
@@ -233,16 +237,13 @@ test('in flight per tenant and node: beyond TENANT_MAX_IN_FLIGHT requests wait b
 test('a tenant whose requests wait in line yields its places while another tenant is active on the node; alone, or at a share of 100 %, it never does', async () => {
   const yielding = await node({ TENANT_MAX_IN_FLIGHT: '1', TENANT_MAX_QUEUED: '1000' })
   const never = await node({ TENANT_MAX_IN_FLIGHT: '1', TENANT_MAX_QUEUED: '1000', TENANT_FLOOD_SHARE_PERCENT: '100' })
-  const yields = async (tenantId: number) =>
-    (await registry.getSingleMetric('workplace_tenant_yielded_admissions_total')?.get())?.values.find(
-      (v) => v.labels.tenant === String(tenantId),
-    )?.value ?? 0
+  const yields = (tenantId: number) =>
+    counterValue('workplace_tenant_yielded_admissions_total', { tenant: String(tenantId) })
   try {
     await yielding.listen({ port: 0, host: '127.0.0.1' })
     await never.listen({ port: 0, host: '127.0.0.1' })
-    const base = (app: FastifyInstance) => `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`
     const get = (app: FastifyInstance, token: string) =>
-      fetch(`${base(app)}/api/users/current`, { headers: bearer(token) }).then((res) => res.status)
+      fetch(`${addressOf(app)}/api/users/current`, { headers: bearer(token) }).then((res) => res.status)
     // enough requests that the tenant's line stays full several times FLOODING_AFTER_MS (60 took 150 ms)
     const FLOOD = 200
     const flood = (app: FastifyInstance, token: string) =>
@@ -279,6 +280,15 @@ test('a tenant whose requests wait in line yields its places while another tenan
   }
 })
 
+test('configuration: TENANT_FLOOD_SHARE_PERCENT from 1 to 100; TENANT_MAX_DB_CONNECTIONS unset follows each tenant, set at least 1', () => {
+  assert.equal(loadConfig({}).limits.floodSharePercent, 10)
+  assert.equal(loadConfig({}).limits.maxDbConnections, undefined)
+  assert.equal(loadConfig({ TENANT_MAX_DB_CONNECTIONS: '3' }).limits.maxDbConnections, 3)
+  for (const share of ['0', '101', 'half'])
+    assert.throws(() => loadConfig({ TENANT_FLOOD_SHARE_PERCENT: share }), /TENANT_FLOOD_SHARE_PERCENT/)
+  assert.throws(() => loadConfig({ TENANT_MAX_DB_CONNECTIONS: '0' }), /TENANT_MAX_DB_CONNECTIONS must be at least 1/)
+})
+
 test('database connections per tenant and node: at most TENANT_MAX_DB_CONNECTIONS of one tenant at once; another tenant is not held up', async () => {
   const app = await node({ TENANT_MAX_DB_CONNECTIONS: '2', TENANT_MAX_IN_FLIGHT: '32' })
   // a session of the test's own holds a lock on one of A's users: every request that updates that user
@@ -297,7 +307,7 @@ test('database connections per tenant and node: at most TENANT_MAX_DB_CONNECTION
     Number((await observer.query<{ n: string }>(`select count(*) as n ${RUNNING_UPDATES}`)).rows[0]!.n)
   try {
     await app.listen({ port: 0, host: '127.0.0.1' })
-    const base = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`
+    const base = addressOf(app)
     const a = await given.tenant(testDb())
     const b = await given.tenant(testDb())
     const target = await given.user(testDb(), a)
@@ -339,7 +349,7 @@ test('the typed client waits Retry-After and retries a 429; with retries: 0 it h
   const app = await node({ RATE_LIMIT_TOKEN_READ: '2', RATE_LIMIT_WINDOW_SECONDS: '1' })
   try {
     await app.listen({ port: 0, host: '127.0.0.1' })
-    const baseUrl = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`
+    const baseUrl = addressOf(app)
     const tenant = await given.tenant(testDb())
     const statuses: number[] = []
     const counting = async (request: Request) => {
