@@ -2,7 +2,8 @@
  * `npm run bench -- --citus [--quick] [--only=S1,S2,…]`: the read and write scenarios also against a
  * Citus coordinator (a coordinator and two workers, scripts/citus.sh; CITUS_URL names a running one's
  * database instead), seeded the same way, in the same run: each scenario's req/s on the single
- * PostgreSQL of the run and on Citus, and Citus / single (docs/citus.md). No target yet.
+ * PostgreSQL of the run and on Citus, and Citus / single (docs/citus.md). No target yet. `afterScenarios`
+ * measures more on the Citus side (the reach CSV, the publish).
  */
 import { spawn, type ChildProcess } from 'node:child_process'
 import fs from 'node:fs/promises'
@@ -56,6 +57,17 @@ export interface CitusBenchOptions {
   stop: (child: ChildProcess) => Promise<void>
   freePort: () => Promise<number>
   waitFor: (url: string) => Promise<void>
+  /** Measurements beyond the S scenarios on the Citus side (publish, the reach CSV), after them. */
+  afterScenarios?: (citus: CitusSide) => Promise<void>
+}
+
+/** The Citus side of the run, as the parts beyond the S scenarios need it. */
+export interface CitusSide {
+  db: Db
+  databaseUrl: string
+  apiUrl: string
+  apiPid: number
+  tenant: SeededTenant
 }
 
 function run(
@@ -178,6 +190,7 @@ export async function measureCitus(options: CitusBenchOptions): Promise<CitusRow
         `citus ${row.id.padEnd(10)} single ${String(row.single_rps).padStart(6)} req/s  citus ${String(row.citus_rps).padStart(6)} req/s  ratio ${row.ratio}  p50 ${row.single_p50} / ${row.citus_p50} ms  errors ${row.errors}`,
       )
     }
+    await options.afterScenarios?.({ db: opened.db, databaseUrl: url, apiUrl: citusUrl, apiPid: api.pid!, tenant })
   } finally {
     if (api) await options.stop(api)
     await handle.close()
