@@ -449,7 +449,9 @@ async function main(): Promise<void> {
     WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true',
     ...(operatorToken ? { OPERATOR_TOKEN: operatorToken } : {}),
   }
-  const api = start(process.execPath, ['bin/workplace.js', 'serve'], {
+  // BENCH_API_NODE_ARGS: Node flags for the measured API process only, e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof`
+  const apiNodeArgs = (process.env.BENCH_API_NODE_ARGS ?? '').split(' ').filter(Boolean)
+  const api = start(process.execPath, [...apiNodeArgs, 'bin/workplace.js', 'serve'], {
     ...apiEnv,
     PORT: String(apiPort),
     WORKER: 'false',
