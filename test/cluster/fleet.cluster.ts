@@ -497,3 +497,91 @@ test(
     assert.ok(fleet.nodes.every((n) => n.proc.child.exitCode === null))
   },
 )
+
+test(
+  '7. a scheduled post that must be confirmed, through the fleet: the two workers publish it once, confirmations sent to every node count once in its reach',
+  { timeout: 120_000 },
+  async () => {
+    await fleet.waitForStates(Object.fromEntries(fleet.nodes.map((n) => [n.name, 'UP'])))
+    const world = await given.tenant(db)
+    const channel = await given.folder(db, world, { type: 'infoboardChannel' })
+    const readers: GivenUser[] = []
+    for (let i = 0; i < 6; i++) readers.push(await given.user(db, world))
+    const publishAt = Date.now() + 3_000
+    const created = await call({
+      method: 'POST',
+      path: '/api/infoboard/posts',
+      token: world.adminToken,
+      body: {
+        channel_id: channel,
+        title: 'Cold room: new safety instruction',
+        body: '<p>Please read and confirm.</p>',
+        requires_reading_confirmation: true,
+        published_at: new Date(publishAt).toISOString(),
+      },
+    })
+    assert.equal(created.status, 201, JSON.stringify(created.body))
+    const id: number = created.body.id
+    const asReader = (reader: GivenUser) =>
+      call({ method: 'GET', path: `/api/infoboard/posts/${id}`, token: reader.token })
+    // before its time every node answers a reader as for a missing post (HAProxy spreads the three)
+    const early = await Promise.all(readers.slice(0, 3).map(asReader))
+    if (Date.now() < publishAt)
+      assert.deepEqual(
+        early.map((o) => o.status),
+        [404, 404, 404],
+      )
+    await waitFor('the post visible to a reader', async () => (await asReader(readers[0]!)).status === 200, 30_000)
+    assert.ok(Date.now() >= publishAt, 'visible before its time')
+
+    // published once: one event, and each reader notified once per notice (created, confirmation required)
+    const notices = async () =>
+      (
+        await sql<{ user_id: number; type: string; n: number }>`
+          select notifiable_id::int as user_id, type, count(*)::int as n from notifications
+          where tenant_id = ${world.id} and targetable_id = ${id} group by 1, 2`.execute(db)
+      ).rows
+    await waitFor(
+      'both notices for every reader',
+      async () => (await notices()).length >= 2 * readers.length && true,
+      30_000,
+    )
+    // a publish run twice (the other worker, a retried job) would show here after a moment
+    await new Promise((resolve) => setTimeout(resolve, 1_000))
+    const sent = await notices()
+    assert.deepEqual(
+      sent.filter((row) => row.n !== 1),
+      [],
+      'a reader notified twice for one notice',
+    )
+    assert.deepEqual(
+      [...new Set(sent.map((row) => row.user_id))].sort((a, b) => a - b),
+      readers.map((r) => r.id).sort((a, b) => a - b),
+      'the readers, and only they (not the author), are notified',
+    )
+    const {
+      rows: [events],
+    } = await sql<{ n: number }>`select count(*)::int as n from domain_events
+      where tenant_id = ${world.id} and type = 'infoboard.post.published' and subject_id = ${String(id)}`.execute(db)
+    assert.equal(events!.n, 1, 'one infoboard.post.published event')
+
+    // four readers confirm twice each, their requests spread over the nodes: 201 then 200
+    const confirmations: number[] = []
+    for (const reader of readers.slice(0, 4))
+      for (let i = 0; i < 2; i++)
+        confirmations.push(
+          (await call({ method: 'POST', path: `/api/infoboard/posts/${id}/confirmation`, token: reader.token })).status,
+        )
+    assert.deepEqual(confirmations, [201, 200, 201, 200, 201, 200, 201, 200])
+    // every node reports the same reach (HAProxy spreads the three reads)
+    const reaches = await Promise.all(
+      [0, 1, 2].map(() => call({ method: 'GET', path: `/api/infoboard/posts/${id}/reach`, token: world.adminToken })),
+    )
+    for (const reach of reaches) {
+      assert.equal(reach.status, 200, JSON.stringify(reach.body))
+      assert.equal(reach.body.confirmed, 4, JSON.stringify(reach.body))
+      assert.equal(reach.body.pending, reach.body.audience - 4, JSON.stringify(reach.body))
+      assert.ok(reach.body.audience >= readers.length, JSON.stringify(reach.body))
+    }
+  },
+)
