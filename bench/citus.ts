@@ -13,6 +13,8 @@ import { openDatabase } from '../src/platform/db/database.js'
 import type { Db } from '../src/platform/db/schema.js'
 import type { Scenario } from './scenarios.js'
 import { seedTenant, type SeededTenant } from './seed.js'
+import { best } from './stats.js'
+import { pollUntil } from './wait.js'
 
 const root = path.resolve(import.meta.dirname, '..')
 
@@ -111,15 +113,18 @@ async function probe(
  * in its own run).
  */
 async function settle(base: string): Promise<void> {
-  const deadline = Date.now() + 30_000
   let quick = 0
-  while (quick < 2 && Date.now() < deadline) {
-    const started = performance.now()
-    const response = await fetch(`${base}/health/ready`).catch(() => undefined)
-    await response?.arrayBuffer()
-    quick = response?.ok && performance.now() - started < 25 ? quick + 1 : 0
-    if (quick < 2) await new Promise((resolve) => setTimeout(resolve, 100))
-  }
+  await pollUntil(
+    async () => {
+      const started = performance.now()
+      const response = await fetch(`${base}/health/ready`).catch(() => undefined)
+      await response?.arrayBuffer()
+      quick = response?.ok && performance.now() - started < 25 ? quick + 1 : 0
+      return quick
+    },
+    (answeredQuickly) => answeredQuickly >= 2,
+    { intervalMs: 100, timeoutMs: 30_000 },
+  )
 }
 
 export async function measureCitus(options: CitusBenchOptions): Promise<CitusRow[]> {
@@ -199,7 +204,6 @@ export async function measureCitus(options: CitusBenchOptions): Promise<CitusRow
         singleRuns.push(await onSingle(options.seconds))
         citusRuns.push(await onCitus(options.seconds))
       }
-      const best = (runs: LoadResult[]) => runs.sort((x, y) => y.rps - x.rps)[0]!
       const s = best(singleRuns)
       const c = best(citusRuns)
       const redirects = scenario.id === 'S10' || scenario.id === 'S11'

@@ -20,6 +20,7 @@ import { createTenant } from '../src/modules/tenants/index.js'
 import { writeTenantLimits } from '../src/platform/limits/tenant-limits.js'
 import { createRateLimiter } from '../src/platform/limits/rate-limiter.js'
 import { limitHeaders } from '../src/platform/limits/index.js'
+import { median } from './stats.js'
 
 const requests = Number(process.argv[2] ?? 5000)
 const rounds = 4
@@ -63,7 +64,6 @@ try {
     times.limited.push(await run(limited.token))
     times.exempt.push(await run(exempt.token))
   }
-  const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!
   const {
     rows: [leases],
   } = await sql<{ used: number; n: number }>`

@@ -53,6 +53,7 @@ import { LIFECYCLE_PARTS, measureLifecycle } from './lifecycle.js'
 import { measurePublish, measureReachCsv } from './reading.js'
 import { measureAccessChange, measureFirstSync, measureSyncAfterChange } from './sync.js'
 import { citusTable, measureCitus, type CitusRow } from './citus.js'
+import { best, median } from './stats.js'
 
 const root = path.resolve(import.meta.dirname, '..')
 const quick = process.argv.includes('--quick')
@@ -392,13 +393,6 @@ function verdict(r: Row): string {
   if (r.pass === undefined) return String(r.status ?? '')
   if (r.pass) return 'pass'
   return r.error ? `FAIL (${String(r.error).replace(/\|/g, '\\|')})` : 'FAIL'
-}
-
-const best = (runs: LoadResult[]) => [...runs].sort((x, y) => y.rps - x.rps)[0]!
-const median = (values: number[]) => {
-  const sorted = [...values].sort((x, y) => x - y)
-  const middle = Math.floor(sorted.length / 2)
-  return sorted.length % 2 === 1 ? sorted[middle]! : (sorted[middle - 1]! + sorted[middle]!) / 2
 }
 
 async function main(): Promise<void> {

@@ -507,7 +507,7 @@ test(
     const channel = await given.folder(db, world, { type: 'infoboardChannel' })
     const readers: GivenUser[] = []
     for (let i = 0; i < 6; i++) readers.push(await given.user(db, world))
-    const publishAt = Date.now() + 3_000
+    const publishAt = Date.now() + 5_000
     const created = await call({
       method: 'POST',
       path: '/api/infoboard/posts',
@@ -526,11 +526,13 @@ test(
       call({ method: 'GET', path: `/api/infoboard/posts/${id}`, token: reader.token })
     // before its time every node answers a reader as for a missing post (HAProxy spreads the three)
     const early = await Promise.all(readers.slice(0, 3).map(asReader))
+    // answered before the time (checked after the answers): else the machine was too slow to tell, and says so
     if (Date.now() < publishAt)
       assert.deepEqual(
         early.map((o) => o.status),
         [404, 404, 404],
       )
+    else console.log('# the early reads were answered after the publication time: not checked')
     await waitFor('the post visible to a reader', async () => (await asReader(readers[0]!)).status === 200, 30_000)
     assert.ok(Date.now() >= publishAt, 'visible before its time')
 
