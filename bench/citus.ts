@@ -14,6 +14,7 @@ import type { Db } from '../src/platform/db/schema.js'
 import type { Scenario } from './scenarios.js'
 import { seedTenant, type SeededTenant } from './seed.js'
 import { best } from './stats.js'
+import type { Load, LoadResult } from './load.js'
 import { pollUntil } from './wait.js'
 
 const root = path.resolve(import.meta.dirname, '..')
@@ -30,13 +31,6 @@ export interface CitusRow {
   errors: number
 }
 
-interface LoadResult {
-  rps: number
-  p50: number
-  errors: number
-  non2xx: number
-}
-
 export interface CitusBenchOptions {
   scenarios: Scenario[]
   /** The single PostgreSQL side: its API's URL, database and seeded tenant. */
@@ -45,16 +39,7 @@ export interface CitusBenchOptions {
   seconds: number
   warmup: number
   rounds: number
-  load: (
-    url: string,
-    options: {
-      method?: string
-      body?: string
-      headers?: Record<string, string>
-      seconds: number
-      connections?: number
-    },
-  ) => Promise<LoadResult>
+  load: Load
   start: (command: string, args: string[], env: Record<string, string>) => ChildProcess
   stop: (child: ChildProcess) => Promise<void>
   freePort: () => Promise<number>

@@ -11,19 +11,9 @@ import type { Db } from '../src/platform/db/schema.js'
 import { Fleet } from '../test/cluster/fleet.js'
 import type { Scenario } from './scenarios.js'
 import type { SeededTenant } from './seed.js'
+import type { Load } from './load.js'
 
 type Row = Record<string, unknown>
-interface LoadResult {
-  rps: number
-  p50: number
-  p99: number
-  errors: number
-  non2xx: number
-}
-type Load = (
-  url: string,
-  options: { method?: string; body?: string; headers?: Record<string, string>; seconds: number },
-) => Promise<LoadResult>
 
 export const FLEET_SCENARIOS = ['S1', 'S2', 'S3', 'S4']
 

@@ -15,7 +15,6 @@ import fs from 'node:fs/promises'
 import os from 'node:os'
 import path from 'node:path'
 import { randomBytes } from 'node:crypto'
-import { spawn } from 'node:child_process'
 import { sql } from 'kysely'
 import { buildApp } from '../src/app.js'
 import { loadConfig } from '../src/config.js'
@@ -27,6 +26,7 @@ import { writeTenantLimits } from '../src/platform/limits/tenant-limits.js'
 import { createRateLimiter } from '../src/platform/limits/rate-limiter.js'
 import { limitHeaders } from '../src/platform/limits/index.js'
 import { median } from './stats.js'
+import { load } from './load.js'
 
 const option = (name: string, fallback: number) =>
   Number(process.argv.find((a) => a.startsWith(`--${name}=`))?.split('=')[1] ?? fallback)
@@ -40,18 +40,6 @@ const seconds = option('seconds', 3)
 /** The machine's CPU time spent busy so far, in ms (every core: this process, PostgreSQL, anything else). */
 function machineBusyMs(): number {
   return os.cpus().reduce((sum, cpu) => sum + cpu.times.user + cpu.times.nice + cpu.times.sys + cpu.times.irq, 0)
-}
-
-/** Requests answered by autocannon (another process) in `seconds`, 50 connections; throws on a refusal. */
-async function loadOverHttp(url: string, token: string): Promise<number> {
-  const args = ['-c', '50', '-d', String(seconds), '-j', '-H', `authorization=Bearer ${token}`, url]
-  const child = spawn(path.join('node_modules', '.bin', 'autocannon'), args, { stdio: ['ignore', 'pipe', 'ignore'] })
-  let out = ''
-  child.stdout.on('data', (d) => (out += d))
-  await new Promise((resolve) => child.on('close', resolve))
-  const result = JSON.parse(out) as { requests: { total: number }; non2xx: number; errors: number }
-  if (result.non2xx > 0 || result.errors > 0) throw new Error(`${result.non2xx} non-2xx, ${result.errors} errors`)
-  return result.requests.total
 }
 
 const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'workplace-limits-cost-'))
@@ -75,6 +63,12 @@ try {
   await writeTenantLimits(handle.db, limited.tenant.id, { token: huge, tenant: huge, max_in_flight: 100_000 }, false)
   await writeTenantLimits(handle.db, exempt.tenant.id, {}, true)
   const url = overHttp ? `${await app.listen({ host: '127.0.0.1', port: 0 })}/api/users/current` : ''
+  /** Requests answered by autocannon (another process) in `seconds`, 50 connections, as S1; throws on a refusal. */
+  const loadOverHttp = async (token: string) => {
+    const result = await load(url, { seconds, headers: { authorization: `Bearer ${token}` } })
+    if (result.non2xx > 0 || result.errors > 0) throw new Error(`${result.non2xx} non-2xx, ${result.errors} errors`)
+    return result.total
+  }
   const byInject = async (token: string) => {
     let sent = 0
     const client = async () => {
@@ -95,7 +89,7 @@ try {
     const machineBefore = machineBusyMs()
     const cpuBefore = process.cpuUsage()
     const start = process.hrtime.bigint()
-    const answered = overHttp ? await loadOverHttp(url, token) : await byInject(token)
+    const answered = overHttp ? await loadOverHttp(token) : await byInject(token)
     const wall = Number(process.hrtime.bigint() - start) / 1000
     const cpu = process.cpuUsage(cpuBefore)
     return {

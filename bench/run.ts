@@ -54,6 +54,7 @@ import { measurePublish, measureReachCsv } from './reading.js'
 import { measureAccessChange, measureFirstSync, measureSyncAfterChange } from './sync.js'
 import { citusTable, measureCitus, type CitusRow } from './citus.js'
 import { best, median } from './stats.js'
+import { load, type LoadResult } from './load.js'
 
 const root = path.resolve(import.meta.dirname, '..')
 const quick = process.argv.includes('--quick')
@@ -142,60 +143,6 @@ function stop(child: ChildProcess): Promise<void> {
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()))
   child.kill('SIGTERM')
   return exited
-}
-
-interface LoadResult {
-  rps: number
-  p50: number
-  p99: number
-  p99_9: number
-  errors: number
-  non2xx: number
-}
-
-/** Runs autocannon in its own process so that load generation does not share the server's event loop. */
-async function load(
-  url: string,
-  options: {
-    method?: string
-    body?: string
-    headers?: Record<string, string>
-    seconds: number
-    idReplacement?: boolean
-    /** Concurrent connections (default 50). */
-    connections?: number
-  },
-): Promise<LoadResult> {
-  const args = [
-    '-c',
-    String(options.connections ?? connections),
-    '-d',
-    String(options.seconds),
-    '-j',
-    '-m',
-    options.method ?? 'GET',
-  ]
-  // `[<id>]` in the body becomes a new id on every request (SCIM creates need a new userName each)
-  if (options.idReplacement) args.push('-I')
-  for (const [k, v] of Object.entries(options.headers ?? {})) args.push('-H', `${k}=${v}`)
-  if (options.body) args.push('-b', options.body, '-H', 'content-type=application/json')
-  args.push(url)
-  const child = spawn(path.join(root, 'node_modules/.bin/autocannon'), args, {
-    cwd: root,
-    stdio: ['ignore', 'pipe', 'ignore'],
-  })
-  let out = ''
-  child.stdout!.on('data', (d) => (out += d))
-  await new Promise((r) => child.on('close', r))
-  const json = JSON.parse(out)
-  return {
-    rps: json.requests.average,
-    p50: json.latency.p50,
-    p99: json.latency.p99,
-    p99_9: json.latency.p99_9,
-    errors: json.errors + json.timeouts,
-    non2xx: json.non2xx,
-  }
 }
 
 async function dropDatabase(url: URL, database: string): Promise<void> {

@@ -10,16 +10,9 @@ import type { Db } from '../src/platform/db/schema.js'
 import { createScimToken } from '../src/modules/scim/index.js'
 import type { SeededTenant } from './seed.js'
 import { errorMessage } from './wait.js'
+import type { Load } from './load.js'
 
 type Row = Record<string, unknown>
-
-interface LoadResult {
-  rps: number
-  p50: number
-  p99: number
-  errors: number
-  non2xx: number
-}
 
 export interface ScimBenchContext {
   db: Db
@@ -27,16 +20,7 @@ export interface ScimBenchContext {
   tenant: SeededTenant
   scale: number
   seconds: number
-  load: (
-    url: string,
-    options: {
-      method?: string
-      body?: string
-      headers?: Record<string, string>
-      seconds: number
-      idReplacement?: boolean
-    },
-  ) => Promise<LoadResult>
+  load: Load
 }
 
 const USER = 'urn:ietf:params:scim:schemas:core:2.0:User'
