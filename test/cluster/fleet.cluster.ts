@@ -543,7 +543,14 @@ test(
           select notifiable_id::int as user_id, type, count(*)::int as n from notifications
           where tenant_id = ${world.id} and targetable_id = ${id} group by 1, 2`.execute(db)
       ).rows
-    await waitFor('both notices for every reader', async () => (await notices()).length >= 2 * readers.length, 30_000)
+    // on a timeout, what was found says which part of the publication is missing
+    await waitFor(
+      'both notices for every reader',
+      async () => (await notices()).length >= 2 * readers.length,
+      30_000,
+    ).catch(async (error: Error) => {
+      throw new Error(`${error.message}; found: ${JSON.stringify(await notices())}`)
+    })
     // a publish run twice (the other worker, a retried job) would show here after a moment
     await new Promise((resolve) => setTimeout(resolve, 1_000))
     const sent = await notices()
