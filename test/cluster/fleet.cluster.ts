@@ -549,7 +549,13 @@ test(
       async () => (await notices()).length >= 2 * readers.length,
       30_000,
     ).catch(async (error: Error) => {
-      throw new Error(`${error.message}; found: ${JSON.stringify(await notices())}`)
+      const { rows: jobs } = await sql`select run_at, attempts, locked_at, locked_by, last_error
+        from graphile_worker.jobs where key = ${`content:publish:infoboardPost:${id}`}`.execute(db)
+      const { rows: due } = await sql`select task_identifier, count(*)::int as n, count(locked_at)::int as locked,
+          min(run_at) as oldest from graphile_worker.jobs where run_at <= now() group by 1`.execute(db)
+      throw new Error(
+        `${error.message}; found: ${JSON.stringify(await notices())}; publish job: ${JSON.stringify(jobs)}; due jobs: ${JSON.stringify(due)}\n${fleet.diagnostics()}`,
+      )
     })
     // a publish run twice (the other worker, a retried job) would show here after a moment
     await new Promise((resolve) => setTimeout(resolve, 1_000))
