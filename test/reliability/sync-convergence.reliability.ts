@@ -15,17 +15,18 @@
  * feed must equal a fresh full snapshot for that user, a remove must name something the client
  * holds (a record never visible never appears) and carry no data.
  *
- * SYNC_RUNS (default 350) sequences per run, SYNC_STEPS (default 30) steps each, checked in SYNC_LANES
- * (default 2) concurrent lanes (lane i with seed SYNC_SEED + i); a failure prints its lane's seed, to
- * replay with SYNC_LANES=1, and the shrunk sequence. A sequence takes 0.33–0.49 s on the 2-core machine
- * while other test runs share it (350 took 117 s; 400 took 184 s and 196 s, 3¼ minutes with the
- * database's start), so 350 fill the about 3 minutes this file may take: not the issue's thousands,
- * which take 6–8 minutes per thousand (SYNC_RUNS=3000 when changing the feed). What remains per
- * sequence is the work checked: a tenant of its own with a known start (a sequence must replay alone,
- * so worlds are not reused: a reset would touch every table and the change log), ~20 HTTP writes, and
- * a fresh snapshot for each sync, reused only while nothing was written since.
+ * SYNC_RUNS (default 2000) sequences per run, SYNC_STEPS (default 30) steps each, checked by
+ * SYNC_PROCESSES (default 2) processes of SYNC_LANES (default 2) concurrent lanes each (lane i of process
+ * p with seed SYNC_SEED + p × lanes + i); a failure prints its lane's seed, to replay with
+ * SYNC_PROCESSES=1 SYNC_LANES=1, and the shrunk sequence. One process is bound by its own event loop
+ * (the app runs in it, about 0.22 s per sequence with two lanes on the 2-core machine); two use the
+ * second core (0.155 s: 2000 sequences in about 5 minutes alone). What remains per sequence is the work
+ * checked: a tenant of its own with a known start (a sequence must replay alone, so worlds are not
+ * reused: a reset would touch every table and the change log), ~20 HTTP writes, and a fresh snapshot for
+ * each sync, reused only while nothing was written since.
  */
 import assert from 'node:assert/strict'
+import { spawn } from 'node:child_process'
 import { after, before, test } from 'node:test'
 import type { FastifyInstance } from 'fastify'
 import fc from 'fast-check'
@@ -47,17 +48,19 @@ import { FOLDER_TYPES, type FolderType, READER, type Step, step, USERS } from '.
 
 const db = testDb()
 const seed = process.env.SYNC_SEED ? Number(process.env.SYNC_SEED) : Date.now() % 2_147_483_647
-const runs = process.env.SYNC_RUNS ? Number(process.env.SYNC_RUNS) : 350
+const runs = process.env.SYNC_RUNS ? Number(process.env.SYNC_RUNS) : 2000
 const steps = process.env.SYNC_STEPS ? Number(process.env.SYNC_STEPS) : 30
 const lanes = process.env.SYNC_LANES ? Number(process.env.SYNC_LANES) : 2
+const processes = process.env.SYNC_PROCESSES ? Number(process.env.SYNC_PROCESSES) : 2
 
 let app: FastifyInstance
 before(async () => {
+  if (processes > 1) return
   // no actor cache: a request that changes an actor (role, department, user) would wait 100+ ms for the
   // cross-node invalidation echo, a fifth of a sequence's time; the feed and its snapshot read the same actor
   ;({ app } = await appWithRouteTable({ AUTH_CACHE: 'false' }))
 })
-after(() => app.close())
+after(() => app?.close())
 
 interface Client {
   /** (cursor, state) pairs the client went through, newest last; a real client keeps only the last. */
@@ -398,13 +401,46 @@ async function runSequence(sequence: Step[]): Promise<void> {
   }
 }
 
+/** This file run again in `processes` processes, each with its share of the runs and seeds of its own. */
+async function inProcesses(): Promise<void> {
+  const outcomes = await Promise.all(
+    Array.from({ length: processes }, (_, p) => {
+      const share = Math.floor(runs / processes) + (p < runs % processes ? 1 : 0)
+      const child = spawn(process.execPath, ['--import', 'tsx', import.meta.filename], {
+        env: {
+          // a test file of its own, reporting as text (not to this runner's serialized channel)
+          ...Object.fromEntries(Object.entries(process.env).filter(([name]) => name !== 'NODE_TEST_CONTEXT')),
+          SYNC_PROCESSES: '1',
+          SYNC_RUNS: String(share),
+          SYNC_SEED: String((seed + p * lanes) % 2_147_483_647),
+        },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      })
+      let output = ''
+      child.stdout.on('data', (d) => (output += d))
+      child.stderr.on('data', (d) => (output += d))
+      return new Promise<{ p: number; code: number | null; output: string }>((resolve) =>
+        child.on('close', (code) => resolve({ p, code, output })),
+      )
+    }),
+  )
+  for (const { p, code, output } of outcomes) {
+    // a failed process's whole output (its seeds, the shrunk sequence); else the line naming its seed and runs
+    const shown = code === 0 ? (output.match(/^.*sync convergence seed.*$/m)?.[0] ?? '') : output.trimEnd()
+    console.log(shown.replace(/^/gm, `# process ${p}: `))
+  }
+  const failed = outcomes.filter((outcome) => outcome.code !== 0).map((outcome) => outcome.p)
+  assert.deepEqual(failed, [], 'processes whose sequences failed (their output is above)')
+}
+
 test(
   'a client that applies the feed holds exactly what a fresh snapshot holds, after every sync',
   { timeout: 30 * 60_000 },
   async () => {
     console.log(
-      `# sync convergence seed ${seed}, ${runs} runs × ${steps} steps in ${lanes} lanes (SYNC_SEED, SYNC_RUNS, SYNC_STEPS, SYNC_LANES)`,
+      `# sync convergence seed ${seed}, ${runs} runs × ${steps} steps in ${processes} processes of ${lanes} lanes (SYNC_SEED, SYNC_RUNS, SYNC_STEPS, SYNC_PROCESSES, SYNC_LANES)`,
     )
+    if (processes > 1) return inProcesses()
     // lane i checks its share of the runs with seed + i, each sequence in a tenant of its own
     const outcomes = await Promise.all(
       Array.from({ length: lanes }, async (_, lane) => {
@@ -417,7 +453,7 @@ test(
     const failed = outcomes.filter((outcome) => outcome.details.failed)
     for (const { laneSeed, numRuns, details } of failed) {
       const error = details.errorInstance
-      console.log(`# replay: SYNC_SEED=${laneSeed} SYNC_LANES=1 SYNC_RUNS=${numRuns}`)
+      console.log(`# replay: SYNC_SEED=${laneSeed} SYNC_PROCESSES=1 SYNC_LANES=1 SYNC_RUNS=${numRuns}`)
       console.log(`# shrunk counterexample: ${JSON.stringify(details.counterexample)}`)
       console.log(`# its failure: ${error instanceof Error ? error.message : String(error)}`)
     }
