@@ -10,7 +10,9 @@
  * `--limits=compare` measures each scenario's API side with the fair-use limits on (BENCH_LIMITS=raised: the whole
  * limiter runs) and without them (the operator's exemption) in alternating rounds against the same baseline, and
  * reports both ratios and the median of the rounds' drops (issue 42: within 0.05); the tenant is switched through the
- * operator's route.
+ * operator's route. `--limits=paired` measures the same cost with both sides loaded at once (two API processes, two
+ * tenants seeded alike, the limited one swapped every round: bench/limits-paired.ts), so that the machine's changes of
+ * speed hit both alike; the drop is the exempt ratio × (1 − the rounds' median of limited ÷ exempt req/s).
  *
  * Issue 15: every scenario reports p99 and p99.9 and a tail check (at 50 connections p99 ≤ 5 × p50);
  * before measuring, one request to the API and one to the baseline must agree in status, content type,
@@ -55,6 +57,7 @@ import { measureAccessChange, measureFirstSync, measureSyncAfterChange } from '.
 import { citusTable, measureCitus, type CitusRow } from './citus.js'
 import { best, median } from './stats.js'
 import { load, type LoadResult } from './load.js'
+import { measurePairedLimits } from './limits-paired.js'
 
 const root = path.resolve(import.meta.dirname, '..')
 const quick = process.argv.includes('--quick')
@@ -81,12 +84,15 @@ if (!['exempt', 'raised', 'defaults'].includes(benchLimits))
   throw new Error('BENCH_LIMITS must be exempt, raised or defaults')
 /** `--limits=compare`: each scenario with the limits on and off, alternating (docs/limits.md, "Tests and the bench"). */
 const limitsArg = process.argv.find((a) => a.startsWith('--limits='))?.slice(9)
-if (limitsArg !== undefined && limitsArg !== 'compare') throw new Error('--limits takes one value: compare')
+if (limitsArg !== undefined && limitsArg !== 'compare' && limitsArg !== 'paired')
+  throw new Error('--limits takes compare or paired')
 const compareLimits = limitsArg === 'compare'
-if (compareLimits && process.env.BENCH_LIMITS)
-  throw new Error('--limits=compare sets the limits itself: unset BENCH_LIMITS')
-/** The operator credential of the API process in `--limits=compare` (a fresh one per run, never logged). */
-const operatorToken = compareLimits ? randomBytes(24).toString('hex') : undefined
+/** `--limits=paired`: the limits' cost with both sides loaded at once (bench/limits-paired.ts). */
+const pairedLimits = limitsArg === 'paired'
+if (limitsArg !== undefined && process.env.BENCH_LIMITS)
+  throw new Error(`--limits=${limitsArg} sets the limits itself: unset BENCH_LIMITS`)
+/** The operator credential of the API processes in `--limits=…` (a fresh one per run, never logged). */
+const operatorToken = limitsArg !== undefined ? randomBytes(24).toString('hex') : undefined
 /** `--citus`: the read and write scenarios also on a Citus coordinator, seeded alike (bench/citus.ts, docs/citus.md). */
 const citusMode = process.argv.includes('--citus')
 /** The graphile-worker schema of the baseline's S14 jobs: apart from the API's queue, so that neither side's jobs slow the other's fetches. */
@@ -406,6 +412,16 @@ async function main(): Promise<void> {
     WORKER: 'false',
   })
   const apiUrl = `http://127.0.0.1:${apiPort}`
+  // `--limits=paired`: a second API process of the same build, serving the second tenant at the same time
+  const pairedPort = pairedLimits && selectedScenarios.length > 0 ? await freePort() : undefined
+  const pairedApi = pairedPort
+    ? start(process.execPath, [...apiNodeArgs, 'bin/workplace.js', 'serve'], {
+        ...apiEnv,
+        PORT: String(pairedPort),
+        WORKER: 'false',
+      })
+    : undefined
+  const pairedApiUrl = `http://127.0.0.1:${pairedPort}`
   let baseline: ChildProcess | undefined
   let baseUrl = ''
   if (selectedScenarios.length > 0) {
@@ -421,6 +437,7 @@ async function main(): Promise<void> {
     baseUrl = `http://127.0.0.1:${basePort}`
   }
   await waitFor(`${apiUrl}/health/ready`)
+  if (pairedApi) await waitFor(`${pairedApiUrl}/health/ready`)
   if (baseline) await waitFor(`${baseUrl}/floor`)
 
   const rows: Row[] = []
@@ -475,17 +492,40 @@ async function main(): Promise<void> {
     // the drop of each round (the two sides of one round met the same machine) and their median
     const drops = exemptRuns.map((run, i) => (run.rps - apiRuns[i]!.rps) / baseRuns[i]!.rps)
     const drop = median(drops)
-    const limitsCost = exempt
-      ? {
-          exempt_rps: Math.round(exempt.rps),
-          exempt_ratio: Number((exempt.rps / b.rps).toFixed(2)),
-          limits_ratio_drop: Number(drop.toFixed(3)),
-          limits_drops: drops.map((d) => Number(d.toFixed(3))),
-          limits_pass: drop <= 0.05,
-        }
-      : {}
     // autocannon counts 3xx as non-2xx: the 302 scenarios (S10, S11) expect them
     const expected3xx = probe.status >= 300 && probe.status < 400
+    const paired =
+      pairedApi && tenant === tenants.big && label === scenario.id && !scenario.server
+        ? await measurePairedLimits(
+            scenario,
+            [
+              { tenant: tenants.big, apiUrl },
+              { tenant: tenants.big2, apiUrl: pairedApiUrl },
+            ],
+            handle.db,
+            switchLimits,
+            { rounds: rounds === 1 ? 2 : 6, seconds: rounds === 1 ? 1 : duration / 2.5, warmup, expected3xx },
+          )
+        : undefined
+    const pairedDrop = paired ? ratio * (1 - paired.quotient) : 0
+    const limitsCost = paired
+      ? {
+          limits_quotient: Number(paired.quotient.toFixed(3)),
+          limits_pairs: paired.pairs.map((q) => Number(q.toFixed(3))),
+          limits_quotients: paired.quotients.map((q) => Number(q.toFixed(3))),
+          limits_ratio_drop: Number(pairedDrop.toFixed(3)),
+          limits_errors: paired.errors,
+          limits_pass: pairedDrop <= 0.05 && paired.errors === 0,
+        }
+      : exempt
+        ? {
+            exempt_rps: Math.round(exempt.rps),
+            exempt_ratio: Number((exempt.rps / b.rps).toFixed(2)),
+            limits_ratio_drop: Number(drop.toFixed(3)),
+            limits_drops: drops.map((d) => Number(d.toFixed(3))),
+            limits_pass: drop <= 0.05,
+          }
+        : {}
     const errors = apiRuns.reduce((s, r) => s + r.errors + (expected3xx ? 0 : r.non2xx), 0)
     const tail = tailCheck(a)
     rows.push({
@@ -512,6 +552,9 @@ async function main(): Promise<void> {
     })
     console.log(
       `${label.padEnd(10)} ${String(Math.round(a.rps)).padStart(7)} req/s  p50 ${a.p50} ms  p99 ${a.p99} ms  p99.9 ${a.p99_9} ms  errors ${errors}  baseline ${Math.round(b.rps)}  ratio ${ratio.toFixed(2)} (target ${scenario.target})  tail p99/p50 ${tail.ratio}${tail.pass ? '' : ' FAIL'}` +
+        (paired
+          ? `  | limits on ÷ exempt at once: median ${limitsCost.limits_quotient} of the pairs ${paired.pairs.map((q) => q.toFixed(3)).join(', ')} (rounds ${paired.quotients.map((q) => q.toFixed(3)).join(', ')}), drop ${limitsCost.limits_ratio_drop} (≤ 0.05)${limitsCost.limits_pass ? '' : ' FAIL'}${paired.errors ? `, ${paired.errors} errors` : ''}`
+          : '') +
         (exempt
           ? `  | limits on ${ratio.toFixed(2)} vs exempt ${limitsCost.exempt_ratio} (${Math.round(exempt.rps)} req/s): median drop ${limitsCost.limits_ratio_drop} of ${drops.map((d) => d.toFixed(3)).join(', ')} (≤ 0.05)${limitsCost.limits_pass ? '' : ' FAIL'}`
           : ''),
@@ -657,6 +700,7 @@ async function main(): Promise<void> {
   })
 
   await stop(api)
+  if (pairedApi) await stop(pairedApi)
   if (baseline) await stop(baseline)
   await handle.close()
   await stopDb()
@@ -672,7 +716,7 @@ async function main(): Promise<void> {
     cpus: os.cpus().length,
     seed_seconds: seedSeconds,
     floor_rps: floorRps ?? null,
-    limits: compareLimits ? 'compare' : benchLimits,
+    limits: limitsArg ?? benchLimits,
     counts: tenants.big.counts,
     rows,
   }
@@ -696,7 +740,15 @@ async function main(): Promise<void> {
             `| ${r.id} | ${r.ratio} | ${r.exempt_ratio} | ${r.exempt_rps} | ${r.limits_ratio_drop} | ${(r.limits_drops as number[]).join(', ')} | ${r.limits_pass ? 'pass' : 'FAIL'} |`,
         )
         .join('\n')}\n`
-    : ''
+    : pairedLimits
+      ? `\n## Fair-use limits on (raised) against exempt, loaded at once (two API processes, two tenants seeded alike)\n\n| id | ratio exempt (this run) | limited ÷ exempt req/s: median of the pairs | each pair's (geometric mean of its two rounds) | each round's | drop: ratio × (1 − median) (≤ 0.05) | errors | pass |\n|---|---|---|---|---|---|---|---|\n${rows
+          .filter((r) => r.limits_pass !== undefined)
+          .map(
+            (r) =>
+              `| ${r.id} | ${r.ratio} | ${r.limits_quotient} | ${(r.limits_pairs as number[]).join(', ')} | ${(r.limits_quotients as number[]).join(', ')} | ${r.limits_ratio_drop} | ${r.limits_errors} | ${r.limits_pass ? 'pass' : 'FAIL'} |`,
+          )
+          .join('\n')}\n`
+      : ''
   const citusMd = citusMode
     ? `\n## Citus (a coordinator and two workers) against the single PostgreSQL of this run\n\n${citusTable(citusRows)}`
     : ''
@@ -708,7 +760,9 @@ async function main(): Promise<void> {
   for (const r of rows)
     if (r.limits_pass !== undefined)
       console.log(
-        `${r.limits_pass ? 'PASS' : 'FAIL'} ${r.id} limits: ratio ${r.ratio} on, ${r.exempt_ratio} exempt (median drop ${r.limits_ratio_drop}, ≤ 0.05)`,
+        r.limits_quotient === undefined
+          ? `${r.limits_pass ? 'PASS' : 'FAIL'} ${r.id} limits: ratio ${r.ratio} on, ${r.exempt_ratio} exempt (median drop ${r.limits_ratio_drop}, ≤ 0.05)`
+          : `${r.limits_pass ? 'PASS' : 'FAIL'} ${r.id} limits: limited ÷ exempt at once ${r.limits_quotient}, ratio ${r.ratio} exempt (drop ${r.limits_ratio_drop}, ≤ 0.05)`,
       )
   for (const r of rows)
     if (r.tail_pass !== undefined)
