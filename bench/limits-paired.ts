@@ -42,6 +42,7 @@ export async function measurePairedLimits(
   switchLimits: SwitchLimits,
   options: { rounds: number; seconds: number; warmup: number; expected3xx: boolean },
 ): Promise<PairedLimits> {
+  if (options.rounds % 2 !== 0) throw new Error('paired rounds come in pairs: give an even number')
   const requests = await Promise.all(sides.map(async (side) => scenario.request(side.tenant, db, side.apiUrl)))
   const connections = scenario.connections
   const loadBoth = (seconds: number) =>

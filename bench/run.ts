@@ -12,7 +12,7 @@
  * reports both ratios and the median of the rounds' drops (issue 42: within 0.05); the tenant is switched through the
  * operator's route. `--limits=paired` measures the same cost with both sides loaded at once (two API processes, two
  * tenants seeded alike, the limited one swapped every round: bench/limits-paired.ts), so that the machine's changes of
- * speed hit both alike; the drop is the exempt ratio × (1 − the rounds' median of limited ÷ exempt req/s).
+ * speed hit both alike; the drop is the exempt ratio × (1 − the median of the pairs of rounds' limited ÷ exempt req/s).
  *
  * Issue 15: every scenario reports p99 and p99.9 and a tail check (at 50 connections p99 ≤ 5 × p50);
  * before measuring, one request to the API and one to the baseline must agree in status, content type,
@@ -406,21 +406,18 @@ async function main(): Promise<void> {
   }
   // BENCH_API_NODE_ARGS: Node flags for the measured API process only, e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof`
   const apiNodeArgs = (process.env.BENCH_API_NODE_ARGS ?? '').split(' ').filter(Boolean)
-  const api = start(process.execPath, [...apiNodeArgs, 'bin/workplace.js', 'serve'], {
-    ...apiEnv,
-    PORT: String(apiPort),
-    WORKER: 'false',
-  })
+  /** A measured API process (no job worker in it) on `port`. */
+  const startApi = (port: number) =>
+    start(process.execPath, [...apiNodeArgs, 'bin/workplace.js', 'serve'], {
+      ...apiEnv,
+      PORT: String(port),
+      WORKER: 'false',
+    })
+  const api = startApi(apiPort)
   const apiUrl = `http://127.0.0.1:${apiPort}`
   // `--limits=paired`: a second API process of the same build, serving the second tenant at the same time
   const pairedPort = pairedLimits && selectedScenarios.length > 0 ? await freePort() : undefined
-  const pairedApi = pairedPort
-    ? start(process.execPath, [...apiNodeArgs, 'bin/workplace.js', 'serve'], {
-        ...apiEnv,
-        PORT: String(pairedPort),
-        WORKER: 'false',
-      })
-    : undefined
+  const pairedApi = pairedPort ? startApi(pairedPort) : undefined
   const pairedApiUrl = `http://127.0.0.1:${pairedPort}`
   let baseline: ChildProcess | undefined
   let baseUrl = ''

@@ -14,6 +14,7 @@ import { LOAD_TEST_LIMITS } from '../helpers/build-test-app.js'
 import { testDatabaseUrl, testDb } from '../helpers/test-database.js'
 import { seedDepartment, waitFor } from '../reliability/support/processes.js'
 import { DELIVER_WEBHOOK_JOB } from '../../src/modules/automations/webhook-delivery.job.js'
+import { PUBLISH_JOB, readingJobKey } from '../../src/modules/content/index.js'
 import { Fleet } from './fleet.js'
 import { runLoad, send, type Operation, type Outcome } from './load.js'
 import { openResumingStream } from './sse-client.js'
@@ -550,7 +551,7 @@ test(
       30_000,
     ).catch(async (error: Error) => {
       const { rows: jobs } = await sql`select run_at, attempts, locked_at, locked_by, last_error
-        from graphile_worker.jobs where key = ${`content:publish:infoboardPost:${id}`}`.execute(db)
+        from graphile_worker.jobs where key = ${readingJobKey(PUBLISH_JOB, 'infoboardPost', id)}`.execute(db)
       const { rows: due } = await sql`select task_identifier, count(*)::int as n, count(locked_at)::int as locked,
           min(run_at) as oldest from graphile_worker.jobs where run_at <= now() group by 1`.execute(db)
       throw new Error(

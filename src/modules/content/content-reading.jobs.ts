@@ -21,6 +21,10 @@ export interface RemindPayload extends PublishPayload {
   due: string
 }
 
+/** The key of a record's one pending publish or remind job (a new schedule replaces the old one's run time). */
+export const readingJobKey = (job: typeof PUBLISH_JOB | typeof REMIND_JOB, alias: string, id: number): string =>
+  `${job}:${alias}:${id}`
+
 declare module '../../platform/app-module.js' {
   interface AppModule {
     /** The content kinds with publishing and reading confirmations this module owns, by alias (publish job). */

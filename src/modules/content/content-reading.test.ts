@@ -8,6 +8,7 @@ import { buildApp } from '../../app.js'
 import { createWebhookDeliverer, type DeliverWebhookPayload } from '../automations/index.js'
 import {
   PUBLISH_JOB,
+  readingJobKey,
   REMIND_JOB,
   runPublishJob,
   runRemindJob,
@@ -78,7 +79,7 @@ async function fanOutFor(sourcePrefix: string) {
 async function publishJobs(id: number) {
   const { rows } = await sql<{ payload: PublishPayload; run_at: Date }>`
     select j.payload, j.run_at from graphile_worker._private_jobs j join graphile_worker._private_tasks t on t.id = j.task_id
-    where t.identifier = ${PUBLISH_JOB} and j.key = ${`${PUBLISH_JOB}:infoboardPost:${id}`}`.execute(db)
+    where t.identifier = ${PUBLISH_JOB} and j.key = ${readingJobKey(PUBLISH_JOB, 'infoboardPost', id)}`.execute(db)
   return rows
 }
 
@@ -573,7 +574,7 @@ test('the automatic reminder at confirmation_due_at: scheduled with the post, mo
     (
       await sql<{ payload: RemindPayload; run_at: Date }>`
         select j.payload, j.run_at from graphile_worker._private_jobs j join graphile_worker._private_tasks t on t.id = j.task_id
-        where t.identifier = ${REMIND_JOB} and j.key = ${`${REMIND_JOB}:infoboardPost:${id}`}`.execute(db)
+        where t.identifier = ${REMIND_JOB} and j.key = ${readingJobKey(REMIND_JOB, 'infoboardPost', id)}`.execute(db)
     ).rows
   // whole seconds: the due time is stored to the second
   const wholeSeconds = (ms: number) => new Date(Math.ceil((Date.now() + ms) / 1000) * 1000).toISOString()

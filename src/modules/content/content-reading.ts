@@ -11,7 +11,13 @@ import { ownStateChange, recordSyncWrites } from '../../platform/sync/change-log
 import type { ContentChange, ContentResource, ContentRow } from './content-declaration.js'
 import * as reachQueries from './content-reach.queries.js'
 import type { Reach } from './content-reach.resource.js'
-import { PUBLISH_JOB, type PublishPayload, REMIND_JOB, type RemindPayload } from './content-reading.jobs.js'
+import {
+  PUBLISH_JOB,
+  type PublishPayload,
+  readingJobKey,
+  REMIND_JOB,
+  type RemindPayload,
+} from './content-reading.jobs.js'
 import * as queries from './content-reading.queries.js'
 
 /**
@@ -91,7 +97,7 @@ export function defineReading(decl: ReadingDeclaration, content: ContentResource
         const payload: PublishPayload = { alias: decl.alias, tenantId: actor.tenantId, id: row.id }
         // one pending job per record: a new schedule replaces the old one's run time (job key)
         await enqueue(trx, PUBLISH_JOB, payload, {
-          key: `${PUBLISH_JOB}:${decl.alias}:${row.id}`,
+          key: readingJobKey(PUBLISH_JOB, decl.alias, row.id),
           runAt: new Date(`${row.published_at.replace(' ', 'T')}Z`),
           maxAttempts: 10,
         })
@@ -111,7 +117,7 @@ export function defineReading(decl: ReadingDeclaration, content: ContentResource
     const { row, actor } = change
     const touched = ['requires_reading_confirmation', 'confirmation_due_at'].some((k) => k in change.values)
     if (change.kind !== 'created' && !touched) return
-    const key = `${REMIND_JOB}:${decl.alias}:${row.id}`
+    const key = readingJobKey(REMIND_JOB, decl.alias, row.id)
     const due =
       typeof row.confirmation_due_at === 'string' ? new Date(`${row.confirmation_due_at.replace(' ', 'T')}Z`) : null
     if (row.requires_reading_confirmation === true && due !== null && due.getTime() > Date.now()) {

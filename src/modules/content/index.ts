@@ -28,6 +28,7 @@ export {
   PUBLISH_JOB,
   type PublishPayload,
   publishJobHandlers,
+  readingJobKey,
   REMIND_JOB,
   type RemindPayload,
   runPublishJob,
