@@ -3,6 +3,7 @@ import http from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { test } from 'node:test'
 import Fastify from 'fastify'
+import { createPool, kyselyOn } from '../../platform/db/database.js'
 import { createPgPubSub, publish } from '../../platform/realtime/pg-pubsub.js'
 import { openEventStream } from '../../platform/realtime/sse.js'
 import { testDatabaseUrl, testDb } from '../../../test/helpers/test-database.js'
@@ -74,4 +75,29 @@ test('LISTEN/NOTIFY reaches every listening connection, and only after commit', 
     [{ n: 1 }, { n: 3 }],
   ])
   await assert.rejects(publish(db, 'bad channel; drop table x', {}))
+})
+
+test('messages published outside a transaction go out several in one statement, in order, each once', async (t) => {
+  const received: unknown[] = []
+  const hub = createPgPubSub({ connectionString: async () => testDatabaseUrl() })
+  t.after(() => hub.close())
+  await hub.subscribe('test_batched_channel', (payload) => received.push(payload))
+  // a pool of its own: each statement checks a connection out once
+  const pool = createPool(testDatabaseUrl(), { max: 2, allowExitOnIdle: true })
+  let statements = 0
+  pool.on('acquire', () => statements++)
+  const own = kyselyOn(pool)
+  t.after(() => own.destroy())
+
+  await Promise.all(Array.from({ length: 50 }, (_, n) => publish(own, 'test_batched_channel', { n })))
+  assert.equal(statements, 1, 'fifty messages published at once: one NOTIFY statement')
+  await publish(own, 'test_batched_channel', { n: 50 })
+  assert.equal(statements, 2, 'a message published once the batch was sent: a statement of its own')
+
+  await until(() => received.length >= 51, 'the 51 messages')
+  await new Promise((resolve) => setTimeout(resolve, 100))
+  assert.deepEqual(
+    received,
+    Array.from({ length: 51 }, (_, n) => ({ n })),
+  )
 })

@@ -4,7 +4,7 @@ import { grantAllows } from '../../platform/access/access-rule.js'
 import { type Actor, actorColumns } from '../../platform/auth/actor.js'
 import { type CommonTableExpression, insertedRows } from '../../platform/db/database.js'
 import { eventWritesSql } from '../../platform/events/domain-events.js'
-import { syncChangeCtes, syncNotifySql } from '../../platform/sync/change-log.js'
+import { syncChangeCtes } from '../../platform/sync/change-log.js'
 import { freshGrantsWrite } from '../entity-permissions/index.js'
 import type { Db } from '../../platform/db/schema.js'
 
@@ -206,7 +206,7 @@ export const targetableIdRef = () => sql.ref('si.targetable_id')
 
 /**
  * The create of a shared item as one statement: the item, its fresh grants, its events' writes and its
- * change record for offline clients (issue 43; the long polls woken), written only if `viewable` (the
+ * change record for offline clients (issue 43; the caller wakes the long polls), written only if `viewable` (the
  * actor may share the target), every grantee exists and no event subscriber has to run in a transaction.
  */
 export function insertSharedItemWithRiders(
@@ -224,8 +224,8 @@ export function insertSharedItemWithRiders(
   const alongside: CommonTableExpression[] = [
     ...(grantsWrite ? [['granted', grantsWrite.insert(written)] as CommonTableExpression] : []),
     ...eventWrites.ctes,
-    // the item's change record, read by everyone (null user); pg_notify is volatile: called once per item
-    ['sync_items', sql`select i.id, null::bigint as user_id, ${syncNotifySql(tenantId)} as notified from inserted i`],
+    // the item's change record, read by everyone (null user); the long polls are woken once committed
+    ['sync_items', sql`select i.id, null::bigint as user_id from inserted i`],
     ...syncChangeCtes(tenantId, 'sharedItem', 'sync_items'),
   ]
   return insertSharedItem(db, tenantId, item, onlyIf, alongside)

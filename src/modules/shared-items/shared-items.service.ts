@@ -12,7 +12,7 @@ import {
   type EventWrites,
 } from '../../platform/events/domain-events.js'
 import { FieldErrorCollector, forbidden, notFound } from '../../platform/http/errors.js'
-import { recordSyncWrites } from '../../platform/sync/change-log.js'
+import { recordSyncWrites, wakeSyncListeners } from '../../platform/sync/change-log.js'
 import type { RawListQuery } from '../../platform/query/parse-query.js'
 import { findResource, listResource, showResource, type ShapedBase } from '../../platform/query/run-query.js'
 import { planFreshGrants, syncEntityPermissions, type GrantColumns } from '../entity-permissions/index.js'
@@ -281,7 +281,9 @@ export function createSharedItemsService({
         events,
       },
     }
-    return findResource(ctx(actor), sharedItemResource, base, {})
+    const created = await findResource(ctx(actor), sharedItemResource, base, {})
+    if (created) await wakeSyncListeners(db, actor.tenantId)
+    return created
   }
 
   /** Creates a shared item of a target the actor may share; the requester becomes its `user_id`. */

@@ -69,15 +69,23 @@ export async function recordSyncWrites(db: Db, tenantId: number, writes: SyncWri
   const changes = [...new Map((writes.changes ?? []).map((c) => [`${c.entity}:${c.id}`, c])).values()]
   const access = writes.access ?? []
   if (changes.length === 0 && access.length === 0) return
-  if (!db.isTransaction) return db.transaction().execute((trx) => recordSyncWrites(trx, tenantId, writes))
+  if (!db.isTransaction) {
+    // the wake-up once committed, batched with others (a NOTIFY in the transaction would take the
+    // database's notify lock at its commit: publish)
+    await db.transaction().execute((trx) => recordChanges(trx, tenantId, changes, access))
+    return wakeSyncListeners(db, tenantId)
+  }
   // the wake-up first: a NOTIFY is delivered at the commit wherever it stands in the transaction, and
   // every write of the tenant waits for the clock row until that commit, so the row is held over the
   // change records' insert and the commit only (on Citus each statement is a hop to the worker too)
-  const message: SyncChannelMessage = { tenant: tenantId }
-  await publish(db, SYNC_CHANNEL, message)
-  const version = await nextVersion(db, tenantId)
+  await wakeSyncListeners(db, tenantId)
+  await recordChanges(db, tenantId, changes, access)
+}
+
+async function recordChanges(trx: Db, tenantId: number, changes: SyncChange[], access: AccessScope[]): Promise<void> {
+  const version = await nextVersion(trx, tenantId)
   if (changes.length > 0) {
-    await db
+    await trx
       .insertInto('sync_changes')
       .values(
         changes.map((c) => ({
@@ -100,7 +108,7 @@ export async function recordSyncWrites(db: Db, tenantId: number, writes: SyncWri
       .execute()
   }
   if (access.length > 0) {
-    await db
+    await trx
       .insertInto('sync_access_changes')
       .values(
         access.map((a) => ({
@@ -129,7 +137,7 @@ export function syncChangesSql(tenantId: number, entity: string, rows: string) {
 
 /**
  * The common table expressions of `syncChangesSql` alone. `tenantId` may be a shaped statement's
- * stand-in (it is only passed on as a parameter); wake the long polls with `syncNotifySql`.
+ * stand-in (it is only passed on as a parameter); wake the long polls with `wakeSyncListeners` once committed.
  */
 export function syncChangeCtes(tenantId: number, entity: string, rows: string): CommonTableExpression[] {
   const written = sql.table(rows)
@@ -149,9 +157,12 @@ export function syncChangeCtes(tenantId: number, entity: string, rows: string): 
   ]
 }
 
-/** The long polls' wake-up (`SyncChannelMessage`) as SQL whose tenant id is a parameter (may be a stand-in). */
-export const syncNotifySql = (tenantId: number): RawBuilder<unknown> =>
-  sql`pg_notify(${SYNC_CHANNEL}, json_build_object('tenant', ${tenantId}::bigint)::text)`
+/**
+ * Wakes the tenant's long polls on every node, once the caller's writes have committed (outside a
+ * transaction: batched, without the database's notify lock at the writes' commit; `publish`).
+ */
+export const wakeSyncListeners = (db: Db, tenantId: number): Promise<void> =>
+  publish(db, SYNC_CHANNEL, { tenant: tenantId } satisfies SyncChannelMessage)
 
 /**
  * `writeWithSyncChanges` for a write that must commit with more statements of the caller's transaction
@@ -165,7 +176,7 @@ export async function writeWithSyncChangesInTransaction(
   entity: string,
   write: RawBuilder<unknown>,
 ): Promise<WrittenRecord[]> {
-  if (!onCitus()) return writeWithChangesRiding(trx, tenantId, entity, write)
+  if (!onCitus()) return writeWithChangesRiding(trx, tenantId, entity, write, 'in the statement')
   const { rows } = await sql<WrittenRecord>`${write}`.execute(trx)
   await recordSyncWrites(trx, tenantId, {
     changes: rows.map((row) => ({ entity, id: row.id, userId: Number(row.user_id) })),
@@ -188,7 +199,9 @@ export async function writeWithSyncChanges(
   write: RawBuilder<unknown>,
 ): Promise<WrittenRecord[] | undefined> {
   if (onCitus() || db.isTransaction) return undefined
-  return writeWithChangesRiding(db, tenantId, entity, write)
+  const written = await writeWithChangesRiding(db, tenantId, entity, write, 'once committed')
+  if (written.length > 0) await wakeSyncListeners(db, tenantId)
+  return written
 }
 
 /** A record a write changed: its id and the one user it is about. */
@@ -197,12 +210,24 @@ interface WrittenRecord {
   user_id: number
 }
 
-/** The write and its change records (`syncChangesSql`) in one statement; the wake-up only when it wrote. */
-async function writeWithChangesRiding(db: Db, tenantId: number, entity: string, write: RawBuilder<unknown>) {
+/**
+ * The write and its change records (`syncChangesSql`) in one statement. The wake-up: in the statement when
+ * it commits with a caller's transaction (only when it wrote), else the caller's, once committed (`publish`
+ * outside a transaction: the statement's commit does not take the database's notify lock).
+ */
+async function writeWithChangesRiding(
+  db: Db,
+  tenantId: number,
+  entity: string,
+  write: RawBuilder<unknown>,
+  wakeUp: 'in the statement' | 'once committed',
+) {
   const feed = syncChangesSql(tenantId, entity, 'written')
+  const notified =
+    wakeUp === 'in the statement' ? sql`case when exists (select from written) then ${feed.notify} end` : sql`null`
   const { rows } = await sql<{ written: WrittenRecord[] | null; notified: unknown }>`
     ${withClause([['written', write], ...feed.ctes])}
     select (select json_agg(json_build_object('id', w.id, 'user_id', w.user_id)) from written w) as written,
-      case when exists (select from written) then ${feed.notify} end as notified`.execute(db)
+      ${notified} as notified`.execute(db)
   return rows[0]!.written ?? []
 }
