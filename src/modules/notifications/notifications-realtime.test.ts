@@ -3,6 +3,7 @@ import http from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { test } from 'node:test'
 import Fastify from 'fastify'
+import { ConnectionPermits, runWithConnectionPermits } from '../../platform/db/connection-gate.js'
 import { createPool, kyselyOn } from '../../platform/db/database.js'
 import { createPgPubSub, publish } from '../../platform/realtime/pg-pubsub.js'
 import { openEventStream } from '../../platform/realtime/sse.js'
@@ -100,4 +101,29 @@ test('messages published outside a transaction go out several in one statement, 
     received,
     Array.from({ length: 51 }, (_, n) => ({ n })),
   )
+})
+
+test('a batch of notices does not wait for the connection permits of the request that opened it', async (t) => {
+  const received: unknown[] = []
+  const hub = createPgPubSub({ connectionString: async () => testDatabaseUrl() })
+  t.after(() => hub.close())
+  await hub.subscribe('test_gated_channel', (payload) => received.push(payload))
+  const own = kyselyOn(createPool(testDatabaseUrl(), { max: 2, allowExitOnIdle: true }))
+  t.after(() => own.destroy())
+  // the request's tenant holds its only connection permit (its other requests): the request's own
+  // checkouts wait, the batch (every sender's) must not
+  const permits = new ConnectionPermits(1)
+  permits.acquire()
+  let sent: Promise<void> = Promise.resolve()
+  const scope = runWithConnectionPermits(permits, () => {
+    sent = publish(own, 'test_gated_channel', { n: 1 })
+  })
+  t.after(() => scope.done())
+  let timer: NodeJS.Timeout | undefined
+  const gated = new Promise((_, reject) => {
+    timer = setTimeout(() => reject(new Error('the batch waited for the request’s permit')), 3000)
+  })
+  await Promise.race([sent, gated]).finally(() => clearTimeout(timer))
+  await until(() => received.length === 1, 'the message')
+  assert.deepEqual(received, [{ n: 1 }])
 })

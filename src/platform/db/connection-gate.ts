@@ -93,3 +93,9 @@ export function runWithConnectionPermits(permits: ConnectionPermits, next: () =>
 export function currentConnectionScope(): ConnectionScope | undefined {
   return scopedRequests === 0 ? undefined : scopes.getStore()
 }
+
+/**
+ * Runs `work` outside any request's connection scope: work done for several requests at once (a batch
+ * of notices) must not wait behind the permits of the one whose code happened to start it.
+ */
+export const outsideConnectionScopes = <T>(work: () => T): T => scopes.exit(work)

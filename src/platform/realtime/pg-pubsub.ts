@@ -1,5 +1,6 @@
 import { type RawBuilder, sql } from 'kysely'
 import pg from 'pg'
+import { outsideConnectionScopes } from '../db/connection-gate.js'
 import type { Db } from '../db/schema.js'
 
 /**
@@ -74,12 +75,15 @@ export function createNoticeQueue(db: Db) {
     send(channel: string, text: string): Promise<void> {
       if (!queued) {
         const batch: NoticeBatch = { channels: [], texts: [], sent: Promise.resolve() }
-        batch.sent = previous.then(async () => {
-          // from here on, messages join the next batch
-          if (queued === batch) queued = undefined
-          await sql`select pg_notify(n.channel, n.text)
-            from unnest(${batch.channels}::text[], ${batch.texts}::text[]) as n(channel, text)`.execute(db)
-        })
+        batch.sent = previous.then(() =>
+          // the batch is every sender's: not gated by the permits of the request that opened it
+          outsideConnectionScopes(async () => {
+            // from here on, messages join the next batch
+            if (queued === batch) queued = undefined
+            await sql`select pg_notify(n.channel, n.text)
+              from unnest(${batch.channels}::text[], ${batch.texts}::text[]) as n(channel, text)`.execute(db)
+          }),
+        )
         previous = batch.sent.catch(() => undefined)
         queued = batch
       }
