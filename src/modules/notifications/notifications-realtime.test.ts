@@ -113,7 +113,7 @@ test('a batch of notices does not wait for the connection permits of the request
   // the request's tenant holds its only connection permit (its other requests): the request's own
   // checkouts wait, the batch (every sender's) must not
   const permits = new ConnectionPermits(1)
-  permits.acquire()
+  assert.equal(permits.acquire(), undefined, 'taken at once')
   let sent: Promise<void> = Promise.resolve()
   const scope = runWithConnectionPermits(permits, () => {
     sent = publish(own, 'test_gated_channel', { n: 1 })

@@ -379,6 +379,51 @@ test('wait long-polls: a change made through another app instance (another node)
   assert.ok(Date.now() - started < 10_000, 'answered on the change, not at the timeout')
 })
 
+test('wait long-polls: writes of one statement wake them once committed (a send to listed users, a mark, a shared item)', async () => {
+  const { admin, alice } = await world([...READER, 'calendar.view'])
+  const event = await post(admin, '/api/calendar/events', {
+    title: 'Inventory',
+    starts_at: '2026-12-01 08:00:00',
+    ends_at: '2026-12-01 12:00:00',
+  })
+  const client = await phone(alice)
+  let cursor = client.cursor()
+  /** Long-polls, makes the write meanwhile, and returns what the woken poll answered. */
+  const wokenBy = async (write: () => Promise<unknown>) => {
+    const started = Date.now()
+    const waiting = syncRequest(app, alice.token, { cursor, device: 'phone', wait: 20 })
+    await new Promise((resolve) => setTimeout(resolve, 300))
+    await write()
+    const answer = (await waiting).json<FeedAnswer>()
+    assert.ok(Date.now() - started < 10_000, 'answered on the change, not at the timeout')
+    cursor = answer.cursor
+    return ops([answer])
+  }
+
+  let sent = 0
+  const sentOps = await wokenBy(async () => {
+    await post(admin, '/api/notifications', { title: 'Now', body: 'x', url: '/x', user_ids: [alice.id] })
+    const list = await ok<Array<{ id: number }>>(call(app, alice.token, { method: 'GET', url: '/api/notifications' }))
+    sent = list[0]!.id
+  })
+  assert.deepEqual(sentOps, [`upsert notification:${sent}`])
+  const markedOps = await wokenBy(() =>
+    put(alice.token, `/api/notifications/${sent}`, { read_at: '2026-12-07 10:00:00' }),
+  )
+  assert.deepEqual(markedOps, [`upsert notification:${sent}`])
+  let item = ''
+  const sharedOps = await wokenBy(async () => {
+    const created = await post(admin, '/api/administration/shared-items', {
+      type: 'calendarEvent',
+      redirect_type: 'redirect',
+      targetable_type: 'calendarEvent',
+      targetable_id: Number(event.id),
+    })
+    item = String(created.id)
+  })
+  assert.deepEqual(sharedOps, [`upsert sharedItem:${item}`])
+})
+
 test('wait without a change answers empty after the seconds asked, with a cursor that continues', async () => {
   const { admin, alice } = await world()
   const news = await channel(admin)

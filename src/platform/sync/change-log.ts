@@ -128,7 +128,7 @@ async function recordChanges(trx: Db, tenantId: number, changes: SyncChange[], a
  * statement's commit) and record a change of each row of the CTE `rows` (columns `id` and `user_id`),
  * only when it has rows; `notify` is the select-list item waking the long polls.
  */
-export function syncChangesSql(tenantId: number, entity: string, rows: string) {
+function syncChangesSql(tenantId: number, entity: string, rows: string) {
   return {
     ctes: syncChangeCtes(tenantId, entity, rows),
     notify: publishSql(SYNC_CHANNEL, { tenant: tenantId } satisfies SyncChannelMessage),

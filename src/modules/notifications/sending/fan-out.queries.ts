@@ -1,7 +1,7 @@
 import { type RawBuilder, sql } from 'kysely'
 import { insertedRows } from '../../../platform/db/database.js'
 import type { Db } from '../../../platform/db/schema.js'
-import { syncChangesSql, writeWithSyncChangesInTransaction } from '../../../platform/sync/change-log.js'
+import { syncChangeCtes, writeWithSyncChangesInTransaction } from '../../../platform/sync/change-log.js'
 import { NOTIFICATION_ENTITY } from '../notifications.feed.js'
 import type { NotificationSpec, RecipientsQuery } from './fan-out.js'
 
@@ -104,6 +104,6 @@ export function listedRecordsSql(spec: NotificationSpec, listedCount: number) {
     allRecipients: sql<boolean>`(select count(*) from (${recipients}) r) = ${listedCount}`,
     insert: (onlyIf: RawBuilder<boolean>) =>
       sql`${recordsInsert(spec, recipients, onlyIf)} returning id, notifiable_id as user_id`,
-    feed: syncChangesSql(spec.tenantId, NOTIFICATION_ENTITY, 'records'),
+    feed: syncChangeCtes(spec.tenantId, NOTIFICATION_ENTITY, 'records'),
   }
 }

@@ -2,7 +2,8 @@ import type { RawBuilder } from 'kysely'
 import { composedTable } from '../../../platform/composition.js'
 import type { Db } from '../../../platform/db/schema.js'
 import { enqueue, enqueueSql } from '../../../platform/jobs/jobs.js'
-import { publishSql } from '../../../platform/realtime/pg-pubsub.js'
+import { publish, publishSql } from '../../../platform/realtime/pg-pubsub.js'
+import { wakeSyncListeners } from '../../../platform/sync/change-log.js'
 import { sanitizeNotificationBody } from './body-html.js'
 import * as queries from './fan-out.queries.js'
 
@@ -118,35 +119,51 @@ async function insertRecords(trx: Db, spec: NotificationSpec, recipients: number
   const rows = await queries.insertRecordRows(trx, spec, recipients)
   if (rows.length === 0) return 0
   const insertedIds = rows.map((row) => Number(row.user_id)).sort((a, b) => a - b)
-  await queries.selectSignals(trx, recordSignals(spec, insertedIds))
+  const notices = recordNotices(spec, insertedIds).map((message) => publishSql(NOTIFICATIONS_CHANNEL, message))
+  await queries.selectSignals(trx, queries.selectListItems([...notices, deliveryJobSql(spec, insertedIds)]))
   return insertedIds.length
 }
 
-/** SQL select-list items: the realtime NOTIFY and the delivery job of the records created for `insertedIds` (ascending). */
-function recordSignals(spec: NotificationSpec, insertedIds: number[]): RawBuilder<unknown> {
-  const notices = chunks(insertedIds, NOTIFY_BATCH).map((batch) => {
-    const message: NotificationsChannelMessage = { tenantId: spec.tenantId, userIds: batch, sourceKey: spec.sourceKey }
-    return publishSql(NOTIFICATIONS_CHANNEL, message)
-  })
+/** The realtime messages of the records created for `insertedIds` (ascending). */
+function recordNotices(spec: NotificationSpec, insertedIds: number[]): NotificationsChannelMessage[] {
+  return chunks(insertedIds, NOTIFY_BATCH).map((batch) => ({
+    tenantId: spec.tenantId,
+    userIds: batch,
+    sourceKey: spec.sourceKey,
+  }))
+}
+
+/** SQL select-list item: the delivery job of the records created for `insertedIds` (ascending). */
+function deliveryJobSql(spec: NotificationSpec, insertedIds: number[]): RawBuilder<unknown> {
   const delivery: DeliverPayload = { tenantId: spec.tenantId, sourceKey: spec.sourceKey, userIds: insertedIds }
-  const job = enqueueSql('notifications:deliver', delivery, {
+  return enqueueSql('notifications:deliver', delivery, {
     key: `notifications:deliver:${spec.sourceKey}:${insertedIds[0]}`,
     maxAttempts: 10,
   })
-  return queries.selectListItems([...notices, job])
 }
 
 /**
  * The records of a new send to listed users only, as parts of one statement that also writes the send
  * (decision 0005, sixth pass): `allRecipients` holds when every listed user is a recipient, so that the
  * records are exactly theirs, known before the insert; `insert` writes them when `onlyIf` holds, and
- * `signals` are the select-list items of their NOTIFY and delivery job.
+ * `job` is the select-list item of their delivery job. `announce` sends their realtime messages and
+ * wakes the long polls, once the statement has committed (decision 0029).
  */
-export function listedRecordsWrite(spec: NotificationSpec) {
+export function listedRecordsWrite(db: Db, spec: NotificationSpec) {
   const userIds = [...new Set(spec.recipients.userIds ?? [])].sort((a, b) => a - b)
   if (userIds.length === 0 || spec.recipients.departmentIds?.length || spec.recipients.query)
     throw new Error('listedRecordsWrite: a send to listed users only')
-  return { ...queries.listedRecordsSql(spec, userIds.length), signals: recordSignals(spec, userIds) }
+  const notices = recordNotices(spec, userIds)
+  return {
+    ...queries.listedRecordsSql(spec, userIds.length),
+    job: deliveryJobSql(spec, userIds),
+    announce: async () => {
+      await Promise.all([
+        ...notices.map((message) => publish(db, NOTIFICATIONS_CHANNEL, message)),
+        wakeSyncListeners(db, spec.tenantId),
+      ])
+    },
+  }
 }
 
 export interface DeliverPayload {

@@ -6,9 +6,9 @@ import { genericNotificationInsert, type GenericNotificationValues } from '../no
 import type { listedRecordsWrite } from './fan-out.js'
 
 /**
- * Writes a send (its `id` reserved), its records, their NOTIFY and delivery job and its events' writes
- * as one statement (decision 0005, sixth pass), only if every listed user is a recipient and no event
- * subscriber has work; whether it wrote them.
+ * Writes a send (its `id` reserved), its records, their change records and delivery job and its events'
+ * writes as one statement (decision 0005, sixth pass), only if every listed user is a recipient and no
+ * event subscriber has work; whether it wrote them (the caller then announces them: `records.announce`).
  */
 export async function insertSendInOneStatement(
   db: Db,
@@ -21,7 +21,7 @@ export async function insertSendInOneStatement(
   const eventWrites = eventWritesSql(tenantId, events, written)
   const sent = sql`${genericNotificationInsert(tenantId, send, sql`${records.allRecipients} and ${eventWrites.unheeded}`)} returning id`
   const { rows } =
-    await sql`${withClause([['sent', sent], ['records', records.insert(written)], ...records.feed.ctes, ...eventWrites.ctes])}
-      select ${records.signals}, ${records.feed.notify} from sent`.execute(db)
+    await sql`${withClause([['sent', sent], ['records', records.insert(written)], ...records.feed, ...eventWrites.ctes])}
+      select ${records.job} from sent`.execute(db)
   return rows.length > 0
 }

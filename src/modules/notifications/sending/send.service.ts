@@ -91,7 +91,7 @@ export function createNotificationsSendService({ db }: Pick<AppDeps, 'db'>) {
 
   /**
    * A small send to listed users as one statement with no transaction of its own (decision 0005,
-   * sixth pass): the send (its id reserved), its records, their NOTIFY and delivery job and the
+   * sixth pass): the send (its id reserved), its records, their delivery job and the
    * `notification.sent` event, written only if every listed user is a recipient and no event
    * subscriber (an active automation) has work. False, with nothing written, otherwise: the
    * transactional way then names the missing users or runs those subscribers.
@@ -110,7 +110,10 @@ export function createNotificationsSendService({ db }: Pick<AppDeps, 'db'>) {
     })
     const events = domainEventWrites([sentEvent(id!)])
     if (!events) return false
-    return insertSendInOneStatement(db, actor.tenantId, { ...values, id: id! }, listedRecordsWrite(spec), events)
+    const records = listedRecordsWrite(db, spec)
+    const wrote = await insertSendInOneStatement(db, actor.tenantId, { ...values, id: id! }, records, events)
+    if (wrote) await records.announce()
+    return wrote
   }
 
   return { sendNotification }
