@@ -7,7 +7,7 @@ import { recordDomainEvent } from '../../platform/events/domain-events.js'
 import { AppError, forbidden, notFound } from '../../platform/http/errors.js'
 import { enqueue } from '../../platform/jobs/jobs.js'
 import type { QueryContext } from '../../platform/query/resource.js'
-import { ownStateChange, recordSyncWrites } from '../../platform/sync/change-log.js'
+import { ownStateChange, recordSyncWrites, type SyncWrites, withSyncWrites } from '../../platform/sync/change-log.js'
 import type { ContentChange, ContentResource, ContentRow } from './content-declaration.js'
 import * as reachQueries from './content-reach.queries.js'
 import type { Reach } from './content-reach.resource.js'
@@ -166,14 +166,15 @@ export function defineReading(decl: ReadingDeclaration, content: ContentResource
     const { state: before } = await visibleWithState(db, actor, id)
     // the first time, the actor's `my_state` changes: its change record for the actor's offline clients
     // (issue 43) rides in the write's transaction; a repeat changes nothing and stays one statement
-    const write = async (trx: Db) => {
+    const write = async (trx: Db, record: (writes: SyncWrites) => Promise<void>) => {
       const seen = await queries.upsertSeen(trx, actor.tenantId, decl.alias, id, actor.userId)
-      if (seen.created)
-        await recordSyncWrites(trx, actor.tenantId, { changes: [ownStateChange(decl.alias, id, actor.userId)] })
+      if (seen.created) await record({ changes: [ownStateChange(decl.alias, id, actor.userId)] })
       return seen
     }
     const { created, ...state } =
-      db.isTransaction || before.seen_at !== null ? await write(db) : await db.transaction().execute(write)
+      before.seen_at !== null
+        ? await write(db, (writes) => recordSyncWrites(db, actor.tenantId, writes))
+        : await withSyncWrites(db, actor.tenantId, write)
     return { created, state }
   }
 
@@ -192,13 +193,13 @@ export function defineReading(decl: ReadingDeclaration, content: ContentResource
     // one transaction of two statements Citus routes whole (a write inside a CTE is not), with the marks'
     // change records for offline clients; the time is a value, not now() (upsertConfirmation says why)
     const at = new Date().toISOString()
-    const write = async (trx: Db) => {
+    const { created, ...state } = await withSyncWrites(db, actor.tenantId, async (trx, record) => {
       const confirmed = await queries.upsertConfirmation(trx, actor.tenantId, decl.alias, id, actor.userId, at)
       if (confirmed.created) {
         const marked = await queries.markNotificationsOfRecordRead(trx, actor.tenantId, actor.userId, decl.alias, id)
         // the marks and the actor's new `my_state` reach the actor's offline clients (issue 43; the
         // notification entity is the notifications module's)
-        await recordSyncWrites(trx, actor.tenantId, {
+        await record({
           changes: [
             ...marked.map((row) => ({ entity: 'notification', id: row.id, userId: actor.userId })),
             ownStateChange(decl.alias, id, actor.userId),
@@ -206,8 +207,7 @@ export function defineReading(decl: ReadingDeclaration, content: ContentResource
         })
       }
       return confirmed
-    }
-    const { created, ...state } = db.isTransaction ? await write(db) : await db.transaction().execute(write)
+    })
     return { created, state }
   }
 

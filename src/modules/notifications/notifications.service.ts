@@ -10,7 +10,7 @@ import type { QueryContext } from '../../platform/query/resource.js'
 import { listResource, showResource } from '../../platform/query/run-query.js'
 import { publish } from '../../platform/realtime/pg-pubsub.js'
 import type { Db } from '../../platform/db/schema.js'
-import { recordSyncWrites, writeWithSyncChanges } from '../../platform/sync/change-log.js'
+import { recordSyncWrites, withSyncWrites, writeWithSyncChanges } from '../../platform/sync/change-log.js'
 import { NOTIFICATION_ENTITY, notificationChanges } from './notifications.feed.js'
 import * as queries from './notifications.queries.js'
 import { NOTIFICATIONS_CHANNEL, type NotificationsChannelMessage } from './sending/fan-out.js'
@@ -45,9 +45,9 @@ export function createNotificationsService({ db, config }: Pick<AppDeps, 'db'> &
 
   /** A mark and its change records for offline clients (issue 43), in one transaction; the records changed. */
   const marked = (actor: Actor, write: (trx: Db) => Promise<{ id: string; notifiable_id: number }[]>) =>
-    db.transaction().execute(async (trx) => {
+    withSyncWrites(db, actor.tenantId, async (trx, record) => {
       const rows = await write(trx)
-      await recordSyncWrites(trx, actor.tenantId, { changes: notificationChanges(rows) })
+      await record({ changes: notificationChanges(rows) })
       return rows.length
     })
 

@@ -379,13 +379,14 @@ test('wait long-polls: a change made through another app instance (another node)
   assert.ok(Date.now() - started < 10_000, 'answered on the change, not at the timeout')
 })
 
-test('wait long-polls: writes of one statement wake them once committed (a send to listed users, a mark, a shared item)', async () => {
+test('wait long-polls: writes of one statement or a transaction of their own wake them once committed (a send, a mark, a shared item, a confirmation)', async () => {
   const { admin, alice } = await world([...READER, 'calendar.view'])
   const event = await post(admin, '/api/calendar/events', {
     title: 'Inventory',
     starts_at: '2026-12-01 08:00:00',
     ends_at: '2026-12-01 12:00:00',
   })
+  const asking = await postIn(admin, await channel(admin), 'Read me', { requires_reading_confirmation: true })
   const client = await phone(alice)
   let cursor = client.cursor()
   /** Long-polls, makes the write meanwhile, and returns what the woken poll answered. */
@@ -422,6 +423,8 @@ test('wait long-polls: writes of one statement wake them once committed (a send 
     item = String(created.id)
   })
   assert.deepEqual(sharedOps, [`upsert sharedItem:${item}`])
+  const confirmedOps = await wokenBy(() => post(alice.token, `/api/infoboard/posts/${asking}/confirmation`, {}))
+  assert.deepEqual(confirmedOps, [`upsert infoboardPost:${asking}`])
 })
 
 test('wait without a change answers empty after the seconds asked, with a cursor that continues', async () => {

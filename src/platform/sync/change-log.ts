@@ -66,23 +66,43 @@ async function nextVersion(trx: Db, tenantId: number): Promise<number> {
 
 /** Records entity changes and access changes of one tenant in the caller's transaction (opens one if `db` is none). */
 export async function recordSyncWrites(db: Db, tenantId: number, writes: SyncWrites): Promise<void> {
-  const changes = [...new Map((writes.changes ?? []).map((c) => [`${c.entity}:${c.id}`, c])).values()]
-  const access = writes.access ?? []
-  if (changes.length === 0 && access.length === 0) return
-  if (!db.isTransaction) {
-    // the wake-up once committed, batched with others (a NOTIFY in the transaction would take the
-    // database's notify lock at its commit: publish)
-    await db.transaction().execute((trx) => recordChanges(trx, tenantId, changes, access))
-    return wakeSyncListeners(db, tenantId)
-  }
+  if (!db.isTransaction) return withSyncWrites(db, tenantId, (_trx, record) => record(writes))
+  if (!hasWrites(writes)) return
   // the wake-up first: a NOTIFY is delivered at the commit wherever it stands in the transaction, and
   // every write of the tenant waits for the clock row until that commit, so the row is held over the
   // change records' insert and the commit only (on Citus each statement is a hop to the worker too)
   await wakeSyncListeners(db, tenantId)
-  await recordChanges(db, tenantId, changes, access)
+  await recordChanges(db, tenantId, writes)
 }
 
-async function recordChanges(trx: Db, tenantId: number, changes: SyncChange[], access: AccessScope[]): Promise<void> {
+/**
+ * Runs `write` in the caller's transaction `db`, or in one of its own; what it records with `record`
+ * (`recordSyncWrites`) wakes the long polls, in a transaction of its own once it has committed (batched,
+ * without the database's notify lock at its commit: decision 0029).
+ */
+export async function withSyncWrites<T>(
+  db: Db,
+  tenantId: number,
+  write: (trx: Db, record: (writes: SyncWrites) => Promise<void>) => Promise<T>,
+): Promise<T> {
+  if (db.isTransaction) return write(db, (writes) => recordSyncWrites(db, tenantId, writes))
+  let recorded = false
+  const result = await db.transaction().execute((trx) =>
+    write(trx, async (writes) => {
+      if (!hasWrites(writes)) return
+      await recordChanges(trx, tenantId, writes)
+      recorded = true
+    }),
+  )
+  if (recorded) await wakeSyncListeners(db, tenantId)
+  return result
+}
+
+const hasWrites = (writes: SyncWrites) => (writes.changes?.length ?? 0) > 0 || (writes.access?.length ?? 0) > 0
+
+async function recordChanges(trx: Db, tenantId: number, writes: SyncWrites): Promise<void> {
+  const changes = [...new Map((writes.changes ?? []).map((c) => [`${c.entity}:${c.id}`, c])).values()]
+  const access = writes.access ?? []
   const version = await nextVersion(trx, tenantId)
   if (changes.length > 0) {
     await trx
