@@ -63,11 +63,11 @@ const noticeQueue = (db: Db) => {
  * Messages published outside a transaction, sent several in one statement. A transaction that NOTIFYs
  * takes a lock of the whole database at its commit and holds it through the commit's WAL flush, so such
  * commits run one at a time, every tenant's (pgbench, 20 clients updating rows of their own: 16,600
- * commits/s, 4,200 with a NOTIFY in each; docs/decisions/0024-sync-feed.md). One statement per batch: a
+ * commits/s, 4,200 with a NOTIFY in each; docs/decisions/0029-notices-after-commit.md). One statement per batch: a
  * message waits for the batch in flight, then goes with every message queued meanwhile (like a group
  * commit), and no write of the API holds that lock for its own commit.
  */
-export function createNoticeQueue(db: Db) {
+function createNoticeQueue(db: Db) {
   let queued: NoticeBatch | undefined
   let previous: Promise<unknown> = Promise.resolve()
   return {
