@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict'
 import http from 'node:http'
 import type { AddressInfo } from 'node:net'
-import { test } from 'node:test'
+import { type TestContext, test } from 'node:test'
 import Fastify from 'fastify'
 import { ConnectionPermits, runWithConnectionPermits } from '../../platform/db/connection-gate.js'
 import { createPool, kyselyOn } from '../../platform/db/database.js'
@@ -78,11 +78,17 @@ test('LISTEN/NOTIFY reaches every listening connection, and only after commit', 
   await assert.rejects(publish(db, 'bad channel; drop table x', {}))
 })
 
-test('messages published outside a transaction go out several in one statement, in order, each once', async (t) => {
+/** What a listener of its own hears on `channel` (closed after the test). */
+async function heardOn(t: TestContext, channel: string): Promise<unknown[]> {
   const received: unknown[] = []
   const hub = createPgPubSub({ connectionString: async () => testDatabaseUrl() })
   t.after(() => hub.close())
-  await hub.subscribe('test_batched_channel', (payload) => received.push(payload))
+  await hub.subscribe(channel, (payload) => received.push(payload))
+  return received
+}
+
+test('messages published outside a transaction go out several in one statement, in order, each once', async (t) => {
+  const received = await heardOn(t, 'test_batched_channel')
   // a pool of its own: each statement checks a connection out once
   const pool = createPool(testDatabaseUrl(), { max: 2, allowExitOnIdle: true })
   let statements = 0
@@ -104,10 +110,7 @@ test('messages published outside a transaction go out several in one statement, 
 })
 
 test('a batch of notices does not wait for the connection permits of the request that opened it', async (t) => {
-  const received: unknown[] = []
-  const hub = createPgPubSub({ connectionString: async () => testDatabaseUrl() })
-  t.after(() => hub.close())
-  await hub.subscribe('test_gated_channel', (payload) => received.push(payload))
+  const received = await heardOn(t, 'test_gated_channel')
   const own = kyselyOn(createPool(testDatabaseUrl(), { max: 2, allowExitOnIdle: true }))
   t.after(() => own.destroy())
   // the request's tenant holds its only connection permit (its other requests): the request's own

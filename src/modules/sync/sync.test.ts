@@ -356,6 +356,17 @@ test('a device keeps its last 16 cursors: an older one answers 410', async () =>
   assert.equal(res.statusCode, 410)
 })
 
+/** Long-polls (`wait=20`) from `cursor`, makes `write` meanwhile, and returns the answer, given well before the timeout. */
+async function wokenBy(user: GivenUser, cursor: string, write: () => Promise<unknown>): Promise<FeedAnswer> {
+  const started = Date.now()
+  const waiting = syncRequest(app, user.token, { cursor, device: 'phone', wait: 20 })
+  await new Promise((resolve) => setTimeout(resolve, 300))
+  await write()
+  const answer = (await waiting).json<FeedAnswer>()
+  assert.ok(Date.now() - started < 10_000, 'answered on the change, not at the timeout')
+  return answer
+}
+
 test('wait long-polls: a change made through another app instance (another node) answers at once', async (t) => {
   const { admin, alice } = await world()
   const news = await channel(admin)
@@ -363,20 +374,19 @@ test('wait long-polls: a change made through another app instance (another node)
   const otherNode = await buildApp({ config: testConfig(), db })
   t.after(() => otherNode.close())
 
-  const started = Date.now()
-  const waiting = syncRequest(app, alice.token, { cursor: client.cursor(), device: 'phone', wait: 20 })
-  await new Promise((resolve) => setTimeout(resolve, 300))
-  const created = await otherNode.inject({
-    method: 'POST',
-    url: '/api/infoboard/posts',
-    headers: { authorization: `Bearer ${admin}` },
-    payload: { channel_id: news, title: 'Live', body: 'x' },
+  let created = 0
+  const answer = await wokenBy(alice, client.cursor(), async () => {
+    const res = await otherNode.inject({
+      method: 'POST',
+      url: '/api/infoboard/posts',
+      headers: { authorization: `Bearer ${admin}` },
+      payload: { channel_id: news, title: 'Live', body: 'x' },
+    })
+    assert.equal(res.statusCode, 201, res.body)
+    created = res.json<{ id: number }>().id
   })
-  assert.equal(created.statusCode, 201, created.body)
-  const answer = (await waiting).json<FeedAnswer>()
 
-  assert.deepEqual(ops([answer]), [`upsert infoboardPost:${String(created.json<{ id: number }>().id)}`])
-  assert.ok(Date.now() - started < 10_000, 'answered on the change, not at the timeout')
+  assert.deepEqual(ops([answer]), [`upsert infoboardPost:${created}`])
 })
 
 test('wait long-polls: writes of one statement or a transaction of their own wake them once committed (a send, a mark, a shared item, a confirmation)', async () => {
@@ -389,31 +399,26 @@ test('wait long-polls: writes of one statement or a transaction of their own wak
   const asking = await postIn(admin, await channel(admin), 'Read me', { requires_reading_confirmation: true })
   const client = await phone(alice)
   let cursor = client.cursor()
-  /** Long-polls, makes the write meanwhile, and returns what the woken poll answered. */
-  const wokenBy = async (write: () => Promise<unknown>) => {
-    const started = Date.now()
-    const waiting = syncRequest(app, alice.token, { cursor, device: 'phone', wait: 20 })
-    await new Promise((resolve) => setTimeout(resolve, 300))
-    await write()
-    const answer = (await waiting).json<FeedAnswer>()
-    assert.ok(Date.now() - started < 10_000, 'answered on the change, not at the timeout')
+  /** The long poll woken by `write`, and the cursor moved on past its answer. */
+  const opsWokenBy = async (write: () => Promise<unknown>) => {
+    const answer = await wokenBy(alice, cursor, write)
     cursor = answer.cursor
     return ops([answer])
   }
 
   let sent = 0
-  const sentOps = await wokenBy(async () => {
+  const sentOps = await opsWokenBy(async () => {
     await post(admin, '/api/notifications', { title: 'Now', body: 'x', url: '/x', user_ids: [alice.id] })
     const list = await ok<Array<{ id: number }>>(call(app, alice.token, { method: 'GET', url: '/api/notifications' }))
     sent = list[0]!.id
   })
   assert.deepEqual(sentOps, [`upsert notification:${sent}`])
-  const markedOps = await wokenBy(() =>
+  const markedOps = await opsWokenBy(() =>
     put(alice.token, `/api/notifications/${sent}`, { read_at: '2026-12-07 10:00:00' }),
   )
   assert.deepEqual(markedOps, [`upsert notification:${sent}`])
   let item = ''
-  const sharedOps = await wokenBy(async () => {
+  const sharedOps = await opsWokenBy(async () => {
     const created = await post(admin, '/api/administration/shared-items', {
       type: 'calendarEvent',
       redirect_type: 'redirect',
@@ -423,7 +428,7 @@ test('wait long-polls: writes of one statement or a transaction of their own wak
     item = String(created.id)
   })
   assert.deepEqual(sharedOps, [`upsert sharedItem:${item}`])
-  const confirmedOps = await wokenBy(() => post(alice.token, `/api/infoboard/posts/${asking}/confirmation`, {}))
+  const confirmedOps = await opsWokenBy(() => post(alice.token, `/api/infoboard/posts/${asking}/confirmation`, {}))
   assert.deepEqual(confirmedOps, [`upsert infoboardPost:${asking}`])
 })
 

@@ -28,9 +28,8 @@ function checkChannel(channel: string): void {
  * has committed), the message joins the process's next batch (`noticeQueue`): resolves once sent.
  */
 export async function publish(db: Db, channel: string, payload: unknown): Promise<void> {
-  const text = noticeText(channel, payload)
-  if (db.isTransaction) await sql`select pg_notify(${channel}, ${text})`.execute(db)
-  else await noticeQueue(db).send(channel, text)
+  if (db.isTransaction) await sql`select ${publishSql(channel, payload)}`.execute(db)
+  else await noticeQueue(db).send(channel, noticeText(channel, payload))
 }
 
 /** `publish` as an SQL call, for a statement that makes it together with other calls (e.g. `enqueueSql`). */
