@@ -1,25 +1,38 @@
 import type { Actor } from '../../platform/auth/actor.js'
 import { type RawBuilder, sql } from 'kysely'
 import type { Db } from '../../platform/db/schema.js'
-import { OWN_STATE } from '../../platform/sync/change-log.js'
+import { OWN_STATE, type PendingChanges, pendingChangesSql, settleSyncClock } from '../../platform/sync/change-log.js'
 
 /** A client view: entity → the ids the client holds. */
 export type ViewItems = Record<string, string[]>
 
-/** The tenant's current version and purge horizon (0 and 0 before its first change). */
-export async function findClock(db: Db, tenantId: number): Promise<{ version: number; horizon: number }> {
-  const row = await db
-    .selectFrom('sync_clocks')
-    .select(['version', 'horizon'])
-    .where('tenant_id', '=', tenantId)
-    .executeTakeFirst()
-  return { version: Number(row?.version ?? 0), horizon: Number(row?.horizon ?? 0) }
+/** A tenant's clock as a reader finds it: its version, its purge horizon and its pending change records. */
+export interface ClockState {
+  version: number
+  horizon: number
+  pending: PendingChanges
+}
+
+const clockState = (row: { version: string | null; horizon: string | null; changes: string; access: string }) => ({
+  version: Number(row.version ?? 0),
+  horizon: Number(row.horizon ?? 0),
+  pending: { changes: Number(row.changes), access: Number(row.access) },
+})
+
+/** The tenant's clock (0 and 0 before its first change) and its pending change records, in one statement. */
+export async function findClock(db: Db, tenantId: number): Promise<ClockState> {
+  const pending = pendingChangesSql(tenantId)
+  const { rows } = await sql<{ version: string | null; horizon: string | null; changes: string; access: string }>`
+    select (select c.version from sync_clocks c where c.tenant_id = ${tenantId}) as version,
+      (select c.horizon from sync_clocks c where c.tenant_id = ${tenantId}) as horizon,
+      ${pending.changes} as changes, ${pending.access} as access`.execute(db)
+  return clockState(rows[0]!)
 }
 
 /**
- * What an incremental sync needs to know before anything else, in one statement: the tenant's clock
- * and whether the device still keeps the cursor's client view (its ids are read only when something
- * changed: an idle sync does not read a view of thousands of ids).
+ * What an incremental sync needs to know before anything else, in one statement: the tenant's clock,
+ * its pending change records and whether the device still keeps the cursor's client view (its ids are
+ * read only when something changed: an idle sync does not read a view of thousands of ids).
  */
 export async function findCursorState(
   db: Db,
@@ -27,14 +40,29 @@ export async function findCursorState(
   userId: number,
   device: string,
   viewId: number,
-): Promise<{ version: number; horizon: number; kept: boolean }> {
-  const { rows } = await sql<{ version: string | null; horizon: string | null; kept: boolean }>`
+): Promise<ClockState & { kept: boolean }> {
+  const pending = pendingChangesSql(tenantId)
+  const { rows } = await sql<{
+    version: string | null
+    horizon: string | null
+    changes: string
+    access: string
+    kept: boolean
+  }>`
     select (select c.version from sync_clocks c where c.tenant_id = ${tenantId}) as version,
       (select c.horizon from sync_clocks c where c.tenant_id = ${tenantId}) as horizon,
+      ${pending.changes} as changes, ${pending.access} as access,
       exists (select 1 from sync_views v where v.tenant_id = ${tenantId} and v.id = ${viewId}
         and v.user_id = ${userId} and v.device = ${device}) as kept`.execute(db)
   const row = rows[0]!
-  return { version: Number(row.version ?? 0), horizon: Number(row.horizon ?? 0), kept: row.kept }
+  return { ...clockState(row), kept: row.kept }
+}
+
+/** The clock once the pending change records it counted are numbered (`settleSyncClock`). */
+export async function settledClock<T extends ClockState>(db: Db, tenantId: number, state: T): Promise<T> {
+  if (state.pending.changes + state.pending.access === 0) return state
+  const clock = await settleSyncClock(db, tenantId, state.pending)
+  return { ...state, ...clock, pending: { changes: 0, access: 0 } }
 }
 
 export interface ChangeRow {
@@ -93,7 +121,15 @@ export async function selectVersions(
   if (ids.length === 0) return new Map()
   const rows = await db
     .selectFrom('sync_changes')
-    .select(['entity', 'entity_id', 'version'])
+    .select([
+      'entity',
+      'entity_id',
+      // a change still pending (committed after this sync numbered the pending ones) will be numbered
+      // above the clock: the version the client keeps for it until then is never ahead of the real one
+      sql<string>`coalesce(version, (select c.version + 1 from sync_clocks c where c.tenant_id = ${tenantId}), 1)`.as(
+        'version',
+      ),
+    ])
     .where('tenant_id', '=', tenantId)
     .where((eb) =>
       eb.or([
@@ -254,9 +290,12 @@ async function deleteViewLists(trx: Db, tenantId: number, views: Array<{ id: str
  * Purges one tenant's change records older than `before` (tombstones of deleted records, users' own
  * states of records and access changes; the latest versions of live records stay, they are the
  * records' versions) and the client views they made unusable. The clock's horizon rises to the newest purged version first, so a
- * cursor from before it answers 410 sync_reset instead of missing a deletion. One transaction.
+ * cursor from before it answers 410 sync_reset instead of missing a deletion. One transaction, once the
+ * pending records are numbered.
  */
 export async function purgeTenantChanges(db: Db, tenantId: number, before: Date): Promise<number> {
+  // pending records old enough to purge (no one synced since) are numbered first, like a reader's
+  await settledClock(db, tenantId, await findClock(db, tenantId))
   return db.transaction().execute(async (trx) => {
     const { rows } = await sql<{ version: string | null }>`select max(version) as version from (
       select version from sync_changes where tenant_id = ${tenantId} and (deleted or ${ownStateRow})

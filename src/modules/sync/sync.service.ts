@@ -57,7 +57,7 @@ export function createSyncService({ db, config, pubsub }: Pick<AppDeps, 'db' | '
    */
   function snapshot(actor: Actor, device: string): Readable {
     async function* chunks() {
-      const { version } = await queries.findClock(db, actor.tenantId)
+      const { version } = await queries.settledClock(db, actor.tenantId, await queries.findClock(db, actor.tenantId))
       const items: queries.ViewItems = {}
       let separator = ''
       yield '{"changes":['
@@ -94,8 +94,9 @@ export function createSyncService({ db, config, pubsub }: Pick<AppDeps, 'db' | '
    * visible ids are recomputed, set-based, and diffed against the client view the cursor stands for.
    */
   async function changesSince(actor: Actor, device: string, cursor: SyncCursor, sealed: string): Promise<SyncResponse> {
-    const clock = await queries.findCursorState(db, actor.tenantId, actor.userId, device, cursor.view)
-    if (!clock.kept) throw syncReset('older than the cursors kept for this device')
+    const state = await queries.findCursorState(db, actor.tenantId, actor.userId, device, cursor.view)
+    if (!state.kept) throw syncReset('older than the cursors kept for this device')
+    const clock = await queries.settledClock(db, actor.tenantId, state)
     if (cursor.version < clock.horizon) throw syncReset('older than the change records kept')
     // nothing changed: the client's own cursor still says where it stands (no sealing on the idle path)
     if (clock.version <= cursor.version) return { changes: [], cursor: sealed, has_more: false }

@@ -5,6 +5,7 @@ import pino from 'pino'
 import { buildApp } from '../../app.js'
 import { sealCursor } from './sync-cursor.js'
 import { purgeTenantChanges } from './sync.queries.js'
+import { recordSyncWrites } from '../../platform/sync/change-log.js'
 import { purgeReadNotifications, runFanOut } from '../notifications/notifications.jobs.js'
 import { createRetentionService } from '../retention/retention.service.js'
 import { issueAccessToken } from '../../platform/auth/tokens.js'
@@ -339,7 +340,12 @@ test('410 sync_reset (problem+json naming the cursor): tampered, another user, a
   })
   await reset(alice.token, { cursor: otherShape, device: 'phone' }, /changed shape/)
   await postIn(admin, await channel(admin))
-  await db.updateTable('sync_clocks').set({ horizon: 1_000_000_000 }).where('tenant_id', '=', tenant.id).execute()
+  // as a purge far ahead would leave it (the clock's row exists once a reader numbered a change)
+  await db
+    .insertInto('sync_clocks')
+    .values({ tenant_id: tenant.id, version: 0, horizon: 1_000_000_000 })
+    .onConflict((oc) => oc.column('tenant_id').doUpdateSet({ horizon: 1_000_000_000 }))
+    .execute()
   await reset(alice.token, { cursor, device: 'phone' }, /older than/)
 })
 
@@ -354,6 +360,78 @@ test('a device keeps its last 16 cursors: an older one answers 410', async () =>
   }
   const res = await syncRequest(app, alice.token, { cursor: first, device: 'phone' })
   assert.equal(res.statusCode, 410)
+})
+
+/** Opens a transaction that records a change of `entity` `id` for `tenantId` and stays open until `commit()`. */
+async function openWrite(tenantId: number, entity: string, id: number) {
+  let commit!: () => void
+  const released = new Promise<void>((resolve) => (commit = resolve))
+  let recorded!: () => void
+  const ready = new Promise<void>((resolve) => (recorded = resolve))
+  const done = db.transaction().execute(async (trx) => {
+    await recordSyncWrites(trx, tenantId, { changes: [{ entity, id }] })
+    recorded()
+    await released
+  })
+  await ready
+  return {
+    commit: async () => {
+      commit()
+      await done
+    },
+  }
+}
+
+const within = <T>(ms: number, what: string, work: Promise<T>) =>
+  Promise.race([
+    work,
+    new Promise<never>((_, reject) => setTimeout(() => reject(new Error(`${what}: still waiting after ${ms} ms`)), ms)),
+  ])
+
+test("a tenant's writes do not wait for each other's commits: a change record takes no clock", async () => {
+  const { tenant, admin, alice } = await world()
+  const news = await channel(admin)
+  const postId = await postIn(admin, news)
+  const other = await postIn(admin, news, 'Other')
+  const client = await phone(alice)
+  // a write of another record of the tenant, its change recorded, not yet committed
+  const open = await openWrite(tenant.id, 'infoboardPost', other)
+  let second: number
+  try {
+    // more writes of the tenant, each with its change record, commit meanwhile
+    await within(5000, 'the edit', put(admin, `/api/infoboard/posts/${postId}`, { title: 'Edited meanwhile' }))
+    second = await within(5000, 'a new post', postIn(admin, news, 'Second'))
+    assert.deepEqual(ops(await client.next()).sort(), [
+      `upsert infoboardPost:${postId}`,
+      `upsert infoboardPost:${second}`,
+    ])
+  } finally {
+    await open.commit()
+  }
+  assert.deepEqual(ops(await client.next()), [`upsert infoboardPost:${other}`])
+})
+
+test('a change committed after a sync numbered the pending ones comes with the next sync, never skipped', async () => {
+  const { tenant, admin, alice } = await world()
+  const news = await channel(admin)
+  const postId = await postIn(admin, news)
+  const other = await postIn(admin, news, 'Other')
+  const client = await phone(alice)
+  const open = await openWrite(tenant.id, 'infoboardPost', postId)
+  let committed = false
+  try {
+    await put(admin, `/api/infoboard/posts/${other}`, { title: 'Other, edited' })
+    // this sync numbers the edit; the open write's record is not visible to it yet
+    assert.deepEqual(ops(await client.next()), [`upsert infoboardPost:${other}`])
+    await open.commit()
+    committed = true
+    const answers = await client.next()
+    assert.deepEqual(ops(answers), [`upsert infoboardPost:${postId}`])
+    const change = answers[0]!.changes[0]!
+    assert.ok(change.op === 'upsert' && change.version > 0, `a numbered version: ${JSON.stringify(change)}`)
+  } finally {
+    if (!committed) await open.commit()
+  }
 })
 
 /** Long-polls (`wait=20`) from `cursor`, makes `write` meanwhile, and returns the answer, given well before the timeout. */

@@ -473,7 +473,8 @@ export interface SyncChangesTable {
   tenant_id: number
   entity: string
   entity_id: string
-  version: number
+  /** Null while pending: given by the next reader of the tenant's feed (`settleSyncClock`). */
+  version: number | null
   deleted: boolean
   /** The one user who may see the entity (own records such as notifications), else null. */
   user_id: number | null
@@ -484,7 +485,8 @@ export interface SyncChangesTable {
 export interface SyncAccessChangesTable {
   id: Id
   tenant_id: number
-  version: number
+  /** Null while pending (see `SyncChangesTable.version`). */
+  version: number | null
   scope: 'tenant' | 'user' | 'role' | 'department'
   scope_id: number | null
   created_at: ColumnType<string, Date | string | undefined, Date | string>

@@ -6,9 +6,11 @@ import { publish, publishSql } from '../realtime/pg-pubsub.js'
 
 /**
  * The write side of the change feed (issue 43, docs/decisions/0024-sync-feed.md): what a transaction
- * changed for offline clients, recorded in that transaction. Every recording takes the next version of
- * the tenant's clock (`sync_clocks`) and holds that row's lock until commit, so a reader that sees
- * version V has also seen every change at or below V: versions become visible in commit order.
+ * changed for offline clients, recorded in that transaction without a version (pending). A writer never
+ * takes the tenant's clock (`sync_clocks`), so a tenant's writes do not wait for each other's commits. The
+ * next reader of the tenant's feed numbers the pending records it sees, all committed, in a transaction of
+ * its own that holds the clock row (`settleSyncClock`): a reader that sees version V has seen every change
+ * numbered up to V, and a change committed later is numbered above V.
  */
 
 /** The channel that wakes long-polling syncs (on every node: the NOTIFY is delivered with the commit). */
@@ -53,24 +55,11 @@ export interface SyncWrites {
   access?: AccessScope[]
 }
 
-/** Takes the tenant's next version; the row stays locked until the caller's transaction ends. */
-async function nextVersion(trx: Db, tenantId: number): Promise<number> {
-  const row = await trx
-    .insertInto('sync_clocks')
-    .values({ tenant_id: tenantId, version: 1 })
-    .onConflict((oc) => oc.column('tenant_id').doUpdateSet((eb) => ({ version: eb('sync_clocks.version', '+', 1) })))
-    .returning('version')
-    .executeTakeFirstOrThrow()
-  return Number(row.version)
-}
-
 /** Records entity changes and access changes of one tenant in the caller's transaction (opens one if `db` is none). */
 export async function recordSyncWrites(db: Db, tenantId: number, writes: SyncWrites): Promise<void> {
   if (!db.isTransaction) return withSyncWrites(db, tenantId, (_trx, record) => record(writes))
   if (!hasWrites(writes)) return
-  // the wake-up first: a NOTIFY is delivered at the commit wherever it stands in the transaction, and
-  // every write of the tenant waits for the clock row until that commit, so the row is held over the
-  // change records' insert and the commit only (on Citus each statement is a hop to the worker too)
+  // in the caller's transaction the wake-up is delivered with its commit
   await wakeSyncListeners(db, tenantId)
   await recordChanges(db, tenantId, writes)
 }
@@ -103,7 +92,6 @@ const hasWrites = (writes: SyncWrites) => (writes.changes?.length ?? 0) > 0 || (
 async function recordChanges(trx: Db, tenantId: number, writes: SyncWrites): Promise<void> {
   const changes = [...new Map((writes.changes ?? []).map((c) => [`${c.entity}:${c.id}`, c])).values()]
   const access = writes.access ?? []
-  const version = await nextVersion(trx, tenantId)
   if (changes.length > 0) {
     await trx
       .insertInto('sync_changes')
@@ -112,14 +100,14 @@ async function recordChanges(trx: Db, tenantId: number, writes: SyncWrites): Pro
           tenant_id: tenantId,
           entity: c.entity,
           entity_id: String(c.id),
-          version,
+          version: null,
           deleted: c.deleted ?? false,
           user_id: c.userId ?? null,
         })),
       )
       .onConflict((oc) =>
         oc.columns(['tenant_id', 'entity', 'entity_id']).doUpdateSet((eb) => ({
-          version: eb.ref('excluded.version'),
+          version: eb.ref('excluded.version'), // pending again
           deleted: eb.ref('excluded.deleted'),
           user_id: eb.ref('excluded.user_id'),
           changed_at: eb.ref('excluded.changed_at'),
@@ -133,7 +121,7 @@ async function recordChanges(trx: Db, tenantId: number, writes: SyncWrites): Pro
       .values(
         access.map((a) => ({
           tenant_id: tenantId,
-          version,
+          version: null,
           scope: a.scope,
           scope_id: a.scope === 'tenant' ? null : a.id,
         })),
@@ -144,9 +132,8 @@ async function recordChanges(trx: Db, tenantId: number, writes: SyncWrites): Pro
 
 /**
  * `recordSyncWrites` of records a caller's single statement writes (no transaction of its own, decision
- * 0005): common table expressions that take the tenant's next version (its row lock held to the
- * statement's commit) and record a change of each row of the CTE `rows` (columns `id` and `user_id`),
- * only when it has rows; `notify` is the select-list item waking the long polls.
+ * 0005): a common table expression recording a pending change of each row of the CTE `rows` (columns `id`
+ * and `user_id`); `notify` is the select-list item waking the long polls.
  */
 function syncChangesSql(tenantId: number, entity: string, rows: string) {
   return {
@@ -163,14 +150,9 @@ export function syncChangeCtes(tenantId: number, entity: string, rows: string): 
   const written = sql.table(rows)
   return [
     [
-      'sync_clock',
-      sql`insert into sync_clocks (tenant_id, version) select ${tenantId}::bigint, 1 where exists (select from ${written})
-          on conflict (tenant_id) do update set version = sync_clocks.version + 1 returning version`,
-    ],
-    [
       'sync_recorded',
       sql`insert into sync_changes (tenant_id, entity, entity_id, version, deleted, user_id)
-          select ${tenantId}::bigint, ${entity}, r.id::text, c.version, false, r.user_id from ${written} r cross join sync_clock c
+          select ${tenantId}::bigint, ${entity}, r.id::text, null, false, r.user_id from ${written} r
           on conflict (tenant_id, entity, entity_id) do update set version = excluded.version,
             deleted = excluded.deleted, user_id = excluded.user_id, changed_at = excluded.changed_at`,
     ],
@@ -187,8 +169,8 @@ export const wakeSyncListeners = (db: Db, tenantId: number): Promise<void> =>
 /**
  * `writeWithSyncChanges` for a write that must commit with more statements of the caller's transaction
  * `trx` (a fan-out's chunk commits with its delivery job): the change records still ride in the write's
- * statement, so the clock's row is locked from there to the commit, not from a statement of its own. On a
- * Citus coordinator (no writing common table expressions there) the write, then `recordSyncWrites`.
+ * statement. On a Citus coordinator (no writing common table expressions there) the write, then
+ * `recordSyncWrites`.
  */
 export async function writeWithSyncChangesInTransaction(
   trx: Db,
@@ -206,9 +188,8 @@ export async function writeWithSyncChangesInTransaction(
 
 /**
  * A write of one statement with its change records riding along (`syncChangesSql`): `write` is the
- * statement (returning `id` and `user_id` of each record changed), the tenant's clock row is locked only
- * from the ride to the commit (a transaction of `recordSyncWrites` holds it for several round trips, and
- * every write of the tenant waits behind it). The records changed; undefined on a Citus coordinator,
+ * statement (returning `id` and `user_id` of each record changed): one round trip, no transaction. The
+ * records changed; undefined on a Citus coordinator,
  * where a writing common table expression is evaluated from the coordinator: the caller writes in a
  * transaction with `recordSyncWrites` there.
  */
@@ -250,4 +231,51 @@ async function writeWithChangesRiding(
     select (select json_agg(json_build_object('id', w.id, 'user_id', w.user_id)) from written w) as written,
       ${notified} as notified`.execute(db)
   return rows[0]!.written ?? []
+}
+
+/** Pending change records of a tenant (written, not yet numbered), as a reader counted them. */
+export interface PendingChanges {
+  changes: number
+  access: number
+}
+
+/** SQL: the tenant's pending change records, counted from their partial indexes (a probe each when none). */
+export const pendingChangesSql = (tenantId: number) => ({
+  changes: sql<string>`(select count(*) from sync_changes p where p.tenant_id = ${tenantId} and p.version is null)`,
+  access: sql<string>`(select count(*) from sync_access_changes p where p.tenant_id = ${tenantId} and p.version is null)`,
+})
+
+/**
+ * Numbers a tenant's pending change records (decision 0024, 7), in a transaction that holds the clock row:
+ * the clock first moves past as many versions as `pending` counted, then at most that many of the records
+ * pending now (oldest first) take the versions reserved for them; the rest stay pending for the next
+ * reader. A reserved version left unused is a gap, which nothing reads. The tenant's clock afterwards.
+ */
+export async function settleSyncClock(
+  db: Db,
+  tenantId: number,
+  pending: PendingChanges,
+): Promise<{ version: number; horizon: number }> {
+  return db.transaction().execute(async (trx) => {
+    const reserved = pending.changes + pending.access
+    const { rows } = await sql<{ version: string; horizon: string }>`
+      insert into sync_clocks (tenant_id, version) values (${tenantId}, ${reserved})
+      on conflict (tenant_id) do update set version = sync_clocks.version + ${reserved}::bigint
+      returning version, horizon`.execute(trx)
+    const clock = { version: Number(rows[0]!.version), horizon: Number(rows[0]!.horizon) }
+    const base = clock.version - reserved
+    if (pending.changes > 0)
+      await sql`update sync_changes s set version = ${base}::bigint + p.n
+        from (select tenant_id, entity, entity_id, row_number() over (order by changed_at, entity, entity_id) as n
+          from sync_changes where tenant_id = ${tenantId} and version is null) p
+        where s.tenant_id = ${tenantId} and p.tenant_id = s.tenant_id and s.entity = p.entity and s.entity_id = p.entity_id
+          and p.n <= ${pending.changes} and s.version is null`.execute(trx)
+    if (pending.access > 0)
+      await sql`update sync_access_changes a set version = ${base + pending.changes}::bigint + p.n
+        from (select tenant_id, id, row_number() over (order by created_at, id) as n
+          from sync_access_changes where tenant_id = ${tenantId} and version is null) p
+        where a.tenant_id = ${tenantId} and p.tenant_id = a.tenant_id and a.id = p.id
+          and p.n <= ${pending.access} and a.version is null`.execute(trx)
+    return clock
+  })
 }
