@@ -16,6 +16,7 @@ import { deliverNotifications } from './delivery/delivery.js'
 import type { DeliverPayload, FanOutPayload } from './sending/fan-out.js'
 import { enqueueNotifications } from './index.js'
 import { INLINE_FAN_OUT_MAX } from './sending/send.service.js'
+import { settleSyncClock } from '../../platform/sync/change-log.js'
 
 const db = testDb()
 const silent = pino({ level: 'silent' })
@@ -301,7 +302,7 @@ test('fan-out of a large department inserts in chunks and stays idempotent', asy
   assert.equal(await count(), 2500)
 })
 
-test('a fan-out writes time-ordered record ids and one change record per record, one feed version per chunk', async (t) => {
+test('a fan-out writes time-ordered record ids and one pending change record per record; a reader numbers them one by one', async (t) => {
   const { rows: server } = await sql<{ v7: boolean }>`select to_regprocedure('uuidv7()') is not null as v7`.execute(db)
   if (!server[0]!.v7) return t.skip('this PostgreSQL has no uuidv7() (before 18): random ids stay')
   const { job } = await largeSend()
@@ -309,24 +310,33 @@ test('a fan-out writes time-ordered record ids and one change record per record,
   await runFanOut(db, job)
 
   const tenantId = 'spec' in job ? job.spec.tenantId : job.tenantId
-  const records = await db
-    .selectFrom('notifications as n')
-    .leftJoin('sync_changes as c', (join) =>
-      join
-        .onRef('c.tenant_id', '=', 'n.tenant_id')
-        .on('c.entity', '=', 'notification')
-        .on('c.entity_id', '=', sql<string>`n.id::text`),
-    )
-    .select(['n.id', 'n.notifiable_id', 'c.user_id as change_user_id', 'c.version'])
-    .where('n.tenant_id', '=', tenantId)
-    .execute()
-  assert.equal(records.length, 2500)
+  const records = () =>
+    db
+      .selectFrom('notifications as n')
+      .leftJoin('sync_changes as c', (join) =>
+        join
+          .onRef('c.tenant_id', '=', 'n.tenant_id')
+          .on('c.entity', '=', 'notification')
+          .on('c.entity_id', '=', sql<string>`n.id::text`),
+      )
+      .select(['n.id', 'n.notifiable_id', 'c.user_id as change_user_id', 'c.version'])
+      .where('n.tenant_id', '=', tenantId)
+      .execute()
+  const written = await records()
+  assert.equal(written.length, 2500)
   assert.ok(
-    records.every((r) => r.id[14] === '7'),
+    written.every((r) => r.id[14] === '7'),
     'UUID version 7: a chunk appends to the primary keys of notifications and sync_changes',
   )
-  assert.ok(records.every((r) => r.change_user_id !== null && Number(r.change_user_id) === Number(r.notifiable_id)))
-  assert.equal(new Set(records.map((r) => r.version)).size, 3, 'one version of the tenant clock per chunk of 1,000')
+  assert.ok(written.every((r) => r.change_user_id !== null && Number(r.change_user_id) === Number(r.notifiable_id)))
+  assert.ok(
+    written.every((r) => r.version === null),
+    'pending: the fan-out never takes the tenant clock',
+  )
+  await settleSyncClock(db, tenantId, { changes: 2500, access: 0 })
+  const numbered = await records()
+  assert.equal(new Set(numbered.map((r) => r.version)).size, 2500, 'a version per change record')
+  assert.ok(numbered.every((r) => r.version !== null))
 })
 
 test('an aborted fan-out stops between committed chunks and the retry completes it exactly once', async () => {
