@@ -250,6 +250,7 @@ export const pendingChangesSql = (tenantId: number) => ({
  * the clock first moves past as many versions as `pending` counted, then at most that many of the records
  * pending now (oldest first) take the versions reserved for them; the rest stay pending for the next
  * reader. A reserved version left unused is a gap, which nothing reads. The tenant's clock afterwards.
+ * Two readers at once: the second waits for the clock row, then numbers what is still pending.
  */
 export async function settleSyncClock(
   db: Db,
@@ -264,18 +265,21 @@ export async function settleSyncClock(
       returning version, horizon`.execute(trx)
     const clock = { version: Number(rows[0]!.version), horizon: Number(rows[0]!.horizon) }
     const base = clock.version - reserved
+    // each pending row found by its physical address (ctid): a join on the key lets the planner, which
+    // sees few pending rows, scan the pending ones once per pending row. A row rewritten since has moved:
+    // it stays pending, for the next reader.
     if (pending.changes > 0)
       await sql`update sync_changes s set version = ${base}::bigint + p.n
-        from (select tenant_id, entity, entity_id, row_number() over (order by changed_at, entity, entity_id) as n
-          from sync_changes where tenant_id = ${tenantId} and version is null) p
-        where s.tenant_id = ${tenantId} and p.tenant_id = s.tenant_id and s.entity = p.entity and s.entity_id = p.entity_id
-          and p.n <= ${pending.changes} and s.version is null`.execute(trx)
+        from (select ctid as row, row_number() over (order by changed_at, entity, entity_id) as n
+          from sync_changes where tenant_id = ${tenantId} and version is null
+          order by changed_at, entity, entity_id limit ${pending.changes}) p
+        where s.ctid = p.row and s.tenant_id = ${tenantId} and s.version is null`.execute(trx)
     if (pending.access > 0)
       await sql`update sync_access_changes a set version = ${base + pending.changes}::bigint + p.n
-        from (select tenant_id, id, row_number() over (order by created_at, id) as n
-          from sync_access_changes where tenant_id = ${tenantId} and version is null) p
-        where a.tenant_id = ${tenantId} and p.tenant_id = a.tenant_id and a.id = p.id
-          and p.n <= ${pending.access} and a.version is null`.execute(trx)
+        from (select ctid as row, row_number() over (order by created_at, id) as n
+          from sync_access_changes where tenant_id = ${tenantId} and version is null
+          order by created_at, id limit ${pending.access}) p
+        where a.ctid = p.row and a.tenant_id = ${tenantId} and a.version is null`.execute(trx)
     return clock
   })
 }
