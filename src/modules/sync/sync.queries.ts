@@ -1,33 +1,21 @@
 import type { Actor } from '../../platform/auth/actor.js'
 import { type RawBuilder, sql } from 'kysely'
 import type { Db } from '../../platform/db/schema.js'
-import { OWN_STATE, type PendingChanges, pendingChangesSql, settleSyncClock } from '../../platform/sync/change-log.js'
+import {
+  OWN_STATE,
+  readSyncClock,
+  settleSyncClock,
+  syncClockColumns,
+  type SyncClockRow,
+  type SyncClockState,
+  syncClockState,
+} from '../../platform/sync/change-log.js'
 
 /** A client view: entity → the ids the client holds. */
 export type ViewItems = Record<string, string[]>
 
-/** A tenant's clock as a reader finds it: its version, its purge horizon and its pending change records. */
-export interface ClockState {
-  version: number
-  horizon: number
-  pending: PendingChanges
-}
-
-const clockState = (row: { version: string | null; horizon: string | null; changes: string; access: string }) => ({
-  version: Number(row.version ?? 0),
-  horizon: Number(row.horizon ?? 0),
-  pending: { changes: Number(row.changes), access: Number(row.access) },
-})
-
 /** The tenant's clock (0 and 0 before its first change) and its pending change records, in one statement. */
-export async function findClock(db: Db, tenantId: number): Promise<ClockState> {
-  const pending = pendingChangesSql(tenantId)
-  const { rows } = await sql<{ version: string | null; horizon: string | null; changes: string; access: string }>`
-    select (select c.version from sync_clocks c where c.tenant_id = ${tenantId}) as version,
-      (select c.horizon from sync_clocks c where c.tenant_id = ${tenantId}) as horizon,
-      ${pending.changes} as changes, ${pending.access} as access`.execute(db)
-  return clockState(rows[0]!)
-}
+export const findClock = readSyncClock
 
 /**
  * What an incremental sync needs to know before anything else, in one statement: the tenant's clock,
@@ -40,28 +28,19 @@ export async function findCursorState(
   userId: number,
   device: string,
   viewId: number,
-): Promise<ClockState & { kept: boolean }> {
-  const pending = pendingChangesSql(tenantId)
-  const { rows } = await sql<{
-    version: string | null
-    horizon: string | null
-    changes: string
-    access: string
-    kept: boolean
-  }>`
-    select (select c.version from sync_clocks c where c.tenant_id = ${tenantId}) as version,
-      (select c.horizon from sync_clocks c where c.tenant_id = ${tenantId}) as horizon,
-      ${pending.changes} as changes, ${pending.access} as access,
+): Promise<SyncClockState & { kept: boolean }> {
+  const { rows } = await sql<SyncClockRow & { kept: boolean }>`
+    select ${syncClockColumns(tenantId)},
       exists (select 1 from sync_views v where v.tenant_id = ${tenantId} and v.id = ${viewId}
         and v.user_id = ${userId} and v.device = ${device}) as kept`.execute(db)
   const row = rows[0]!
-  return { ...clockState(row), kept: row.kept }
+  return { ...syncClockState(row), kept: row.kept }
 }
 
 /** The clock once the pending change records it counted are numbered (`settleSyncClock`). */
-export async function settledClock<T extends ClockState>(db: Db, tenantId: number, state: T): Promise<T> {
+export async function settledClock<T extends SyncClockState>(db: Db, tenantId: number, state: T): Promise<T> {
   if (state.pending.changes + state.pending.access === 0) return state
-  const clock = await settleSyncClock(db, tenantId, state.pending)
+  const clock = await settleSyncClock(db, tenantId)
   return { ...state, ...clock, pending: { changes: 0, access: 0 } }
 }
 

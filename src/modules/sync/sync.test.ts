@@ -434,6 +434,28 @@ test('a change committed after a sync numbered the pending ones comes with the n
   }
 })
 
+test('readers at once number a change once: the clock moves by the records numbered, with no gaps', async () => {
+  const { tenant, admin, alice } = await world()
+  const news = await channel(admin)
+  const devices = await Promise.all(Array.from({ length: 8 }, (_, i) => phone(alice, `device-${i}`)))
+  const clock = async () =>
+    Number(
+      (await db.selectFrom('sync_clocks').select('version').where('tenant_id', '=', tenant.id).executeTakeFirst())
+        ?.version ?? 0,
+    )
+  const before = await clock()
+  const postId = await postIn(admin, news)
+
+  const answers = await Promise.all(devices.map((device) => device.next()))
+
+  for (const answer of answers) assert.deepEqual(ops(answer), [`upsert infoboardPost:${postId}`])
+  const numbered = await sql<{ n: string }>`select (select count(*) from sync_changes where tenant_id = ${tenant.id}
+      and version > ${before}) + (select count(*) from sync_access_changes where tenant_id = ${tenant.id}
+      and version > ${before}) as n`.execute(db)
+  assert.ok(Number(numbered.rows[0]!.n) >= 1)
+  assert.equal((await clock()) - before, Number(numbered.rows[0]!.n), 'one version per record numbered')
+})
+
 /** Long-polls (`wait=20`) from `cursor`, makes `write` meanwhile, and returns the answer, given well before the timeout. */
 async function wokenBy(user: GivenUser, cursor: string, write: () => Promise<unknown>): Promise<FeedAnswer> {
   const started = Date.now()

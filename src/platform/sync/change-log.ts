@@ -239,26 +239,60 @@ export interface PendingChanges {
   access: number
 }
 
-/** SQL: the tenant's pending change records, counted from their partial indexes (a probe each when none). */
-export const pendingChangesSql = (tenantId: number) => ({
-  changes: sql<string>`(select count(*) from sync_changes p where p.tenant_id = ${tenantId} and p.version is null)`,
-  access: sql<string>`(select count(*) from sync_access_changes p where p.tenant_id = ${tenantId} and p.version is null)`,
-})
+/** A tenant's clock as a reader finds it: its version, its purge horizon and its pending change records. */
+export interface SyncClockState {
+  version: number
+  horizon: number
+  pending: PendingChanges
+}
+
+/** A row of `syncClockColumns`. */
+export interface SyncClockRow {
+  version: string | null
+  horizon: string | null
+  changes: string
+  access: string
+}
 
 /**
- * Numbers a tenant's pending change records (decision 0024, 7), in a transaction that holds the clock row:
- * the clock first moves past as many versions as `pending` counted, then at most that many of the records
- * pending now (oldest first) take the versions reserved for them; the rest stay pending for the next
- * reader. A reserved version left unused is a gap, which nothing reads. The tenant's clock afterwards.
- * Two readers at once: the second waits for the clock row, then numbers what is still pending.
+ * SQL select-list items of a tenant's clock (`version`, `horizon`: null before its first numbering) and
+ * of its pending change records counted from their partial indexes (`changes`, `access`: a probe each
+ * when none is pending).
  */
-export async function settleSyncClock(
-  db: Db,
-  tenantId: number,
-  pending: PendingChanges,
-): Promise<{ version: number; horizon: number }> {
+export const syncClockColumns = (tenantId: number) =>
+  sql`(select c.version from sync_clocks c where c.tenant_id = ${tenantId}) as version,
+    (select c.horizon from sync_clocks c where c.tenant_id = ${tenantId}) as horizon,
+    (select count(*) from sync_changes p where p.tenant_id = ${tenantId} and p.version is null) as changes,
+    (select count(*) from sync_access_changes p where p.tenant_id = ${tenantId} and p.version is null) as access`
+
+export const syncClockState = (row: SyncClockRow): SyncClockState => ({
+  version: Number(row.version ?? 0),
+  horizon: Number(row.horizon ?? 0),
+  pending: { changes: Number(row.changes), access: Number(row.access) },
+})
+
+/** The tenant's clock and its pending change records, in one statement. */
+export async function readSyncClock(db: Db, tenantId: number): Promise<SyncClockState> {
+  const { rows } = await sql<SyncClockRow>`select ${syncClockColumns(tenantId)}`.execute(db)
+  return syncClockState(rows[0]!)
+}
+
+/**
+ * Numbers a tenant's pending change records (decision 0024, 2), one reader at a time (a transaction
+ * advisory lock: the readers a wake-up sends at once queue there and find nothing left to number, without
+ * a write of their own to commit). Under the lock the pending records are counted again, the clock row
+ * moves up by that many versions, and at most that many records still pending, oldest first, take them;
+ * the rest stay pending for the next reader. A version left unused is a gap, which nothing reads. The
+ * clock row's lock keeps this true where the advisory lock is not shared (Citus nodes other than the
+ * coordinator). The tenant's clock afterwards.
+ */
+export async function settleSyncClock(db: Db, tenantId: number): Promise<{ version: number; horizon: number }> {
   return db.transaction().execute(async (trx) => {
+    await sql`select pg_advisory_xact_lock(hashtextextended(${`sync-clock:${tenantId}`}, 0))`.execute(trx)
+    // counted again under the lock: what the reader before this one numbered is not pending any more
+    const { version, horizon, pending } = await readSyncClock(trx, tenantId)
     const reserved = pending.changes + pending.access
+    if (reserved === 0) return { version, horizon }
     const { rows } = await sql<{ version: string; horizon: string }>`
       insert into sync_clocks (tenant_id, version) values (${tenantId}, ${reserved})
       on conflict (tenant_id) do update set version = sync_clocks.version + ${reserved}::bigint
