@@ -265,6 +265,7 @@ export const syncClockColumns = (tenantId: number) =>
     (select count(*) from sync_changes p where p.tenant_id = ${tenantId} and p.version is null) as changes,
     (select count(*) from sync_access_changes p where p.tenant_id = ${tenantId} and p.version is null) as access`
 
+/** The clock state of a `syncClockColumns` row. */
 export const syncClockState = (row: SyncClockRow): SyncClockState => ({
   version: Number(row.version ?? 0),
   horizon: Number(row.horizon ?? 0),
