@@ -14,8 +14,9 @@ import {
 /** A client view: entity → the ids the client holds. */
 export type ViewItems = Record<string, string[]>
 
-/** The tenant's clock (0 and 0 before its first change) and its pending change records, in one statement. */
-export const findClock = readSyncClock
+/** The tenant's clock (0 and 0 before its first numbering), its pending change records numbered first. */
+export const findSettledClock = async (db: Db, tenantId: number) =>
+  settledClock(db, tenantId, await readSyncClock(db, tenantId))
 
 /**
  * What an incremental sync needs to know before anything else, in one statement: the tenant's clock,
@@ -274,7 +275,7 @@ async function deleteViewLists(trx: Db, tenantId: number, views: Array<{ id: str
  */
 export async function purgeTenantChanges(db: Db, tenantId: number, before: Date): Promise<number> {
   // pending records old enough to purge (no one synced since) are numbered first, like a reader's
-  await settledClock(db, tenantId, await findClock(db, tenantId))
+  await findSettledClock(db, tenantId)
   return db.transaction().execute(async (trx) => {
     const { rows } = await sql<{ version: string | null }>`select max(version) as version from (
       select version from sync_changes where tenant_id = ${tenantId} and (deleted or ${ownStateRow})

@@ -57,7 +57,7 @@ export function createSyncService({ db, config, pubsub }: Pick<AppDeps, 'db' | '
    */
   function snapshot(actor: Actor, device: string): Readable {
     async function* chunks() {
-      const { version } = await queries.settledClock(db, actor.tenantId, await queries.findClock(db, actor.tenantId))
+      const { version } = await queries.findSettledClock(db, actor.tenantId)
       const items: queries.ViewItems = {}
       let separator = ''
       yield '{"changes":['

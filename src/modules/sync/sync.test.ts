@@ -375,11 +375,26 @@ async function openWrite(tenantId: number, entity: string, id: number) {
   })
   await ready
   return {
+    /** Commits the write (again: waits for the same commit). */
     commit: async () => {
       commit()
       await done
     },
   }
+}
+
+/**
+ * Alice's phone synced over two posts; then a write recording a change of the first (`pending`) is left
+ * open, not committed, while the test writes to the second (`free`).
+ */
+async function phoneBesideAnOpenWrite() {
+  const { tenant, admin, alice } = await world()
+  const news = await channel(admin)
+  const pending = await postIn(admin, news)
+  const free = await postIn(admin, news, 'Other')
+  const client = await phone(alice)
+  const open = await openWrite(tenant.id, 'infoboardPost', pending)
+  return { admin, news, pending, free, client, open }
 }
 
 const within = <T>(ms: number, what: string, work: Promise<T>) =>
@@ -389,49 +404,34 @@ const within = <T>(ms: number, what: string, work: Promise<T>) =>
   ])
 
 test("a tenant's writes do not wait for each other's commits: a change record takes no clock", async () => {
-  const { tenant, admin, alice } = await world()
-  const news = await channel(admin)
-  const postId = await postIn(admin, news)
-  const other = await postIn(admin, news, 'Other')
-  const client = await phone(alice)
-  // a write of another record of the tenant, its change recorded, not yet committed
-  const open = await openWrite(tenant.id, 'infoboardPost', other)
-  let second: number
+  const { admin, news, pending, free, client, open } = await phoneBesideAnOpenWrite()
   try {
-    // more writes of the tenant, each with its change record, commit meanwhile
-    await within(5000, 'the edit', put(admin, `/api/infoboard/posts/${postId}`, { title: 'Edited meanwhile' }))
-    second = await within(5000, 'a new post', postIn(admin, news, 'Second'))
+    // more writes of the tenant, each with its change record, commit while the first is open
+    await within(5000, 'the edit', put(admin, `/api/infoboard/posts/${free}`, { title: 'Edited meanwhile' }))
+    const second = await within(5000, 'a new post', postIn(admin, news, 'Second'))
     assert.deepEqual(ops(await client.next()).sort(), [
-      `upsert infoboardPost:${postId}`,
+      `upsert infoboardPost:${free}`,
       `upsert infoboardPost:${second}`,
     ])
   } finally {
     await open.commit()
   }
-  assert.deepEqual(ops(await client.next()), [`upsert infoboardPost:${other}`])
+  assert.deepEqual(ops(await client.next()), [`upsert infoboardPost:${pending}`])
 })
 
 test('a change committed after a sync numbered the pending ones comes with the next sync, never skipped', async () => {
-  const { tenant, admin, alice } = await world()
-  const news = await channel(admin)
-  const postId = await postIn(admin, news)
-  const other = await postIn(admin, news, 'Other')
-  const client = await phone(alice)
-  const open = await openWrite(tenant.id, 'infoboardPost', postId)
-  let committed = false
+  const { admin, pending, free, client, open } = await phoneBesideAnOpenWrite()
   try {
-    await put(admin, `/api/infoboard/posts/${other}`, { title: 'Other, edited' })
+    await put(admin, `/api/infoboard/posts/${free}`, { title: 'Other, edited' })
     // this sync numbers the edit; the open write's record is not visible to it yet
-    assert.deepEqual(ops(await client.next()), [`upsert infoboardPost:${other}`])
-    await open.commit()
-    committed = true
-    const answers = await client.next()
-    assert.deepEqual(ops(answers), [`upsert infoboardPost:${postId}`])
-    const change = answers[0]!.changes[0]!
-    assert.ok(change.op === 'upsert' && change.version > 0, `a numbered version: ${JSON.stringify(change)}`)
+    assert.deepEqual(ops(await client.next()), [`upsert infoboardPost:${free}`])
   } finally {
-    if (!committed) await open.commit()
+    await open.commit()
   }
+  const answers = await client.next()
+  assert.deepEqual(ops(answers), [`upsert infoboardPost:${pending}`])
+  const change = answers[0]!.changes[0]!
+  assert.ok(change.op === 'upsert' && change.version > 0, `a numbered version: ${JSON.stringify(change)}`)
 })
 
 test('readers at once number a change once: the clock moves by the records numbered, with no gaps', async () => {

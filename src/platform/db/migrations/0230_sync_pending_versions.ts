@@ -2,9 +2,9 @@ import { type Kysely, sql } from 'kysely'
 
 // Frozen: migrations are forward-only. `Kysely<unknown>`: the schema type moves on without them.
 // The change feed's versions are given when read, not when written (issue 43, docs/decisions/0024-sync-feed.md,
-// decision 7): a writer records its changes without a version (pending) and never takes the tenant's
+// decision 2): a writer records its changes without a version (pending) and never takes the tenant's
 // clock row, so a tenant's writes no longer wait for each other's commits. A reader that finds pending
-// records numbers them in a transaction of its own that takes the clock row, then reads up to the clock.
+// records numbers them in a transaction of its own (one reader at a time), then reads up to the clock.
 export async function up(db: Kysely<unknown>): Promise<void> {
   await sql`alter table sync_changes alter column version drop not null`.execute(db)
   await sql`alter table sync_access_changes alter column version drop not null`.execute(db)
