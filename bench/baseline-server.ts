@@ -404,3 +404,5 @@ app.get('/infoboard/posts/:id/reach', async (request) => {
 
 await app.listen({ port: Number(process.env.PORT ?? 0), host: '127.0.0.1' })
 process.stdout.write(`listening ${(app.server.address() as { port: number }).port}\n`)
+// an orderly exit on the harness's SIGTERM, so `--cpu-prof` (BENCH_BASELINE_NODE_ARGS) writes its profile
+process.once('SIGTERM', () => process.exit(0))

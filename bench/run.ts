@@ -424,7 +424,9 @@ async function main(): Promise<void> {
   if (selectedScenarios.length > 0) {
     const basePort = await freePort()
     // the API's APP_URL and BASE_URL default to its own address: the baseline builds the same Location headers
-    baseline = start(process.execPath, ['--import', 'tsx', 'bench/baseline-server.ts'], {
+    // BENCH_BASELINE_NODE_ARGS: the same for the baseline's process (profiling both sides of a ratio)
+    const baselineNodeArgs = (process.env.BENCH_BASELINE_NODE_ARGS ?? '').split(' ').filter(Boolean)
+    baseline = start(process.execPath, [...baselineNodeArgs, '--import', 'tsx', 'bench/baseline-server.ts'], {
       DATABASE_URL: url,
       PORT: String(basePort),
       APP_URL: apiUrl,

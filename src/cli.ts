@@ -60,7 +60,7 @@ const COMMANDS: Record<string, { usage: string; summary: string }> = {
   },
   limits: {
     usage:
-      'limits show|set --tenant <slug> [--token-read N] [--token-write N] [--token-expensive N] [--tenant-read N] [--tenant-write N] [--tenant-expensive N] [--max-in-flight N] [--quota-users N] [--quota-automations N] [--quota-push-subscriptions N] [--quota-file-bytes N] [--exempt|--no-exempt]',
+      'limits show|set --tenant <slug> [--token-read N] [--token-write N] [--token-expensive N] [--tenant-read N] [--tenant-write N] [--tenant-expensive N] [--max-in-flight N] [--max-db-connections N] [--quota-users N] [--quota-automations N] [--quota-push-subscriptions N] [--quota-file-bytes N] [--exempt|--no-exempt]',
     summary:
       "show or set a tenant's fair-use limits (set: replaces the overrides; an option not given = the default; docs/limits.md)",
   },
@@ -241,6 +241,7 @@ async function limitsCommand(config: Config, sub: string, args: string[]): Promi
     'tenant-write',
     'tenant-expensive',
     'max-in-flight',
+    'max-db-connections',
     'quota-users',
     'quota-automations',
     'quota-push-subscriptions',
@@ -261,14 +262,16 @@ async function limitsCommand(config: Config, sub: string, args: string[]): Promi
     const raw = (values as Record<string, unknown>)[name]
     if (raw === undefined) return undefined
     const value = Number(raw)
-    if (!Number.isSafeInteger(value) || value < (name === 'max-in-flight' ? 1 : 0))
-      throw new UsageError(`--${name} takes a non-negative integer`)
+    const bound = name.startsWith('max-')
+    if (!Number.isSafeInteger(value) || value < (bound ? 1 : 0))
+      throw new UsageError(`--${name} takes a ${bound ? 'positive' : 'non-negative'} integer`)
     return value
   }
   const overrides: LimitOverrides = {
     token: { read: count('token-read'), write: count('token-write'), expensive: count('token-expensive') },
     tenant: { read: count('tenant-read'), write: count('tenant-write'), expensive: count('tenant-expensive') },
     max_in_flight: count('max-in-flight'),
+    max_db_connections: count('max-db-connections'),
     quotas: {
       users: count('quota-users'),
       automations: count('quota-automations'),
@@ -293,7 +296,7 @@ async function limitsCommand(config: Config, sub: string, args: string[]): Promi
           `Limits of ${values.tenant} per ${config.limits.windowSeconds} s window${limits.exempt ? ' (exempt: none applies)' : ''}:`,
           `  per token:  read ${limits.token.read}  write ${limits.token.write}  expensive ${limits.token.expensive}`,
           `  per tenant: read ${limits.tenant.read}  write ${limits.tenant.write}  expensive ${limits.tenant.expensive}`,
-          `  in flight per node: ${limits.max_in_flight}`,
+          `  in flight per node: ${limits.max_in_flight}  database connections per node: ${limits.max_db_connections}`,
           `  quotas: users ${limits.quotas.users}  automations ${limits.quotas.automations}  push subscriptions ${limits.quotas.push_subscriptions}  file bytes ${limits.quotas.file_bytes}`,
           '',
         ].join('\n'),

@@ -3168,6 +3168,9 @@ export interface components {
             };
             rate_limits: {
                 exempt: boolean;
+                /** @description database connections the organisation's requests hold at once, per node */
+                max_db_connections: number;
+                /** @description requests of the organisation in flight at once, per node */
                 max_in_flight: number;
                 tenant: {
                     expensive: number;

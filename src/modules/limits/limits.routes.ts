@@ -24,6 +24,7 @@ const LimitsBodySchema = Type.Object(
     token: Type.Optional(BucketsSchema),
     tenant: Type.Optional(BucketsSchema),
     max_in_flight: Type.Optional(Type.Integer({ minimum: 1, maximum: 100_000 })),
+    max_db_connections: Type.Optional(Type.Integer({ minimum: 1, maximum: 100_000 })),
     quotas: Type.Optional(
       Type.Object(
         {
@@ -45,6 +46,7 @@ const EffectiveSchema = Type.Object({
   token: Buckets,
   tenant: Buckets,
   max_in_flight: Type.Integer(),
+  max_db_connections: Type.Integer(),
   exempt: Type.Boolean(),
   window_seconds: Type.Integer(),
   quotas: Type.Object({ users: Count, automations: Count, push_subscriptions: Count, file_bytes: Bytes }),
@@ -66,7 +68,10 @@ const UsageSchema = Type.Object(
       window_seconds: Type.Integer(),
       token: Buckets,
       tenant: Buckets,
-      max_in_flight: Type.Integer(),
+      max_in_flight: Type.Integer({ description: 'requests of the organisation in flight at once, per node' }),
+      max_db_connections: Type.Integer({
+        description: "database connections the organisation's requests hold at once, per node",
+      }),
       exempt: Type.Boolean(),
     }),
   },

@@ -289,10 +289,11 @@ test('configuration: TENANT_FLOOD_SHARE_PERCENT from 1 to 100; TENANT_MAX_DB_CON
   assert.throws(() => loadConfig({ TENANT_MAX_DB_CONNECTIONS: '0' }), /TENANT_MAX_DB_CONNECTIONS must be at least 1/)
 })
 
-test('database connections per tenant and node: at most TENANT_MAX_DB_CONNECTIONS of one tenant at once; another tenant is not held up', async () => {
-  const app = await node({ TENANT_MAX_DB_CONNECTIONS: '2', TENANT_MAX_IN_FLIGHT: '32' })
-  // a session of the test's own holds a lock on one of A's users: every request that updates that user
-  // waits on it in PostgreSQL, holding its database connection
+/**
+ * A node listening, two tenants, and a user of A locked by the test's own session: every request that
+ * updates that user waits on the lock in PostgreSQL, holding its database connection.
+ */
+async function lockedUserScene(app: FastifyInstance) {
   const locker = new pg.Client({ connectionString: testDatabaseUrl() })
   await locker.connect()
   // another session reads pg_stat_activity: inside the locker's transaction it would read one snapshot
@@ -303,44 +304,123 @@ test('database connections per tenant and node: at most TENANT_MAX_DB_CONNECTION
   // each holding its connection
   const RUNNING_UPDATES = `from pg_stat_activity where datname = current_database() and pid <> pg_backend_pid()
     and state = 'active' and query ilike 'select % from "users" %for update%'`
+  await app.listen({ port: 0, host: '127.0.0.1' })
+  const base = addressOf(app)
+  const a = await given.tenant(testDb())
+  const b = await given.tenant(testDb())
+  const target = await given.user(testDb(), a)
   const waitingOnLocks = async () =>
     Number((await observer.query<{ n: string }>(`select count(*) as n ${RUNNING_UPDATES}`)).rows[0]!.n)
-  try {
-    await app.listen({ port: 0, host: '127.0.0.1' })
-    const base = addressOf(app)
-    const a = await given.tenant(testDb())
-    const b = await given.tenant(testDb())
-    const target = await given.user(testDb(), a)
-    const rename = (token: string, userId: number, name: string) =>
+  return {
+    base,
+    a,
+    b,
+    waitingOnLocks,
+    /** The sessions waiting on the lock, to name them in a failed assertion. */
+    activity: async () =>
+      JSON.stringify(
+        (await observer.query(`select wait_event_type, wait_event, left(query, 40) as query ${RUNNING_UPDATES}`)).rows,
+      ),
+    /** Waits (at most 10 s) until at least `count` of A's requests hold a connection waiting on the lock. */
+    async untilWaiting(count: number) {
+      const deadline = Date.now() + 10_000
+      while ((await waitingOnLocks()) < count && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50))
+    },
+    lock: async () => {
+      await locker.query('begin')
+      await locker.query('select id from users where tenant_id = $1 and id = $2 for update', [a.id, target.id])
+    },
+    unlock: () => locker.query('commit'),
+    /** Renames A's locked user (or `userId` with `token`): its status once answered. */
+    rename: (name: string, token = a.adminToken, userId = target.id) =>
       fetch(`${base}/api/users/${userId}`, {
         method: 'PUT',
         headers: { ...bearer(token), 'content-type': 'application/json' },
         body: JSON.stringify({ first_name: name }),
-      }).then((res) => res.status)
-    await locker.query('begin')
-    await locker.query('select id from users where tenant_id = $1 and id = $2 for update', [a.id, target.id])
-    const renames = Array.from({ length: 6 }, (_, i) => rename(a.adminToken, target.id, `Renamed ${i}`))
-    const deadline = Date.now() + 10_000
-    while ((await waitingOnLocks()) < 2 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50))
-    // time for the other four to reach the database, were they not held back
-    await new Promise((r) => setTimeout(r, 1_500))
-    const waiting = await waitingOnLocks()
-    const activity = await observer.query(
-      `select wait_event_type, wait_event, left(query, 40) as query ${RUNNING_UPDATES}`,
-    )
-    assert.equal(waiting, 2, `two of A's six requests hold a connection, not six: ${JSON.stringify(activity.rows)}`)
-    // B is not held up by A's requests waiting for connections: it reads and writes at once
-    const [current, renamed] = await Promise.all([
-      fetch(`${base}/api/users/current`, { headers: bearer(b.adminToken) }).then((res) => res.status),
-      rename(b.adminToken, b.adminId, 'Quick'),
-    ])
-    assert.deepEqual([current, renamed], [200, 200])
-    assert.equal(await waitingOnLocks(), 2, "A's four others still wait for a connection of their own tenant")
-    await locker.query('commit')
-    assert.deepEqual(await Promise.all(renames), [200, 200, 200, 200, 200, 200], "then A's requests are served in turn")
+      }).then((res) => res.status),
+    async end() {
+      await locker.query('rollback').catch(() => undefined)
+      await Promise.all([locker.end(), observer.end()])
+    },
+  }
+}
+
+test('database connections per tenant and node: at most TENANT_MAX_DB_CONNECTIONS of one tenant at once; another tenant is not held up', async () => {
+  const app = await node({ TENANT_MAX_DB_CONNECTIONS: '2', TENANT_MAX_IN_FLIGHT: '32' })
+  try {
+    const scene = await lockedUserScene(app)
+    try {
+      await scene.lock()
+      const renames = Array.from({ length: 6 }, (_, i) => scene.rename(`Renamed ${i}`))
+      await scene.untilWaiting(2)
+      // time for the other four to reach the database, were they not held back
+      await new Promise((r) => setTimeout(r, 1_500))
+      const waiting = await scene.waitingOnLocks()
+      assert.equal(waiting, 2, `two of A's six requests hold a connection, not six: ${await scene.activity()}`)
+      // B is not held up by A's requests waiting for connections: it reads and writes at once
+      const [current, renamed] = await Promise.all([
+        fetch(`${scene.base}/api/users/current`, { headers: bearer(scene.b.adminToken) }).then((res) => res.status),
+        scene.rename('Quick', scene.b.adminToken, scene.b.adminId),
+      ])
+      assert.deepEqual([current, renamed], [200, 200])
+      assert.equal(await scene.waitingOnLocks(), 2, "A's four others still wait for a connection of their own tenant")
+      await scene.unlock()
+      assert.deepEqual(
+        await Promise.all(renames),
+        [200, 200, 200, 200, 200, 200],
+        "then A's requests are served in turn",
+      )
+    } finally {
+      await scene.end()
+    }
   } finally {
-    await locker.query('rollback').catch(() => undefined)
-    await Promise.all([locker.end(), observer.end()])
+    await app.close()
+  }
+})
+
+test("the operator's max_db_connections bounds one tenant's connections; a change reaches its requests in line", async () => {
+  // no node-wide connection bound: a tenant's bound is its in-flight bound unless an operator sets one
+  const app = await node({ TENANT_MAX_DB_CONNECTIONS: '', TENANT_MAX_IN_FLIGHT: '32', OPERATOR_TOKEN: OPERATOR })
+  try {
+    const scene = await lockedUserScene(app)
+    const url = `/api/operator/tenants/${scene.a.slug}/limits`
+    const put = (payload: object) => app.inject({ method: 'PUT', url, headers: bearer(OPERATOR), payload })
+    try {
+      assert.equal((await app.inject({ method: 'GET', url, headers: bearer(OPERATOR) })).json().max_db_connections, 32)
+      for (const invalid of [0, 1.5, 'many']) {
+        const refused = await put({ max_db_connections: invalid })
+        assert.equal(refused.statusCode, 422, String(invalid))
+        assert.ok(refused.json().errors.max_db_connections, JSON.stringify(refused.json()))
+      }
+      const set = await put({ max_db_connections: 1 })
+      assert.equal(set.statusCode, 200)
+      assert.equal(set.json().max_db_connections, 1)
+      assert.equal(set.json().max_in_flight, 32, 'the in-flight bound is unchanged')
+      const usage = await app.inject({
+        method: 'GET',
+        url: '/api/administration/usage',
+        headers: bearer(scene.a.adminToken),
+      })
+      assert.equal(usage.json().data.rate_limits.max_db_connections, 1, "the tenant's administrators see it")
+      await scene.lock()
+      const renames = Array.from({ length: 4 }, (_, i) => scene.rename(`Renamed ${i}`))
+      await scene.untilWaiting(1)
+      await new Promise((r) => setTimeout(r, 1_000))
+      assert.equal(await scene.waitingOnLocks(), 1, `one connection, not four: ${await scene.activity()}`)
+      // raised while three wait: the tenant's next request brings the new bound, and two of them go on
+      assert.equal((await put({ max_db_connections: 3 })).json().max_db_connections, 3)
+      const next = fetch(`${scene.base}/api/users/current`, { headers: bearer(scene.a.adminToken) })
+      await scene.untilWaiting(3)
+      await new Promise((r) => setTimeout(r, 500))
+      assert.equal(await scene.waitingOnLocks(), 3, `three connections after the raise: ${await scene.activity()}`)
+      await scene.unlock()
+      assert.deepEqual(await Promise.all(renames), [200, 200, 200, 200])
+      assert.equal((await next).status, 200)
+      assert.equal((await put({})).json().max_db_connections, 32, 'without an override it follows max_in_flight')
+    } finally {
+      await scene.end()
+    }
+  } finally {
     await app.close()
   }
 })
@@ -483,7 +563,18 @@ test('CLI: workplace limits set raises a tenant limit and quota, limits show pri
     ).stdout
   const set = JSON.parse(
     await cli([
-      ...['limits', 'set', '--tenant', tenant.slug, '--token-read', '7', '--quota-users', '9'],
+      ...[
+        'limits',
+        'set',
+        '--tenant',
+        tenant.slug,
+        '--token-read',
+        '7',
+        '--quota-users',
+        '9',
+        '--max-db-connections',
+        '4',
+      ],
       ...['--quota-file-bytes', String(5 * 1024 ** 4), '--json'],
     ]),
   )
@@ -491,9 +582,15 @@ test('CLI: workplace limits set raises a tenant limit and quota, limits show pri
   assert.equal(set.quotas.users, 9)
   assert.equal(set.quotas.file_bytes, 5 * 1024 ** 4, 'bytes past int4')
   assert.equal(set.exempt, false)
+  assert.equal(set.max_db_connections, 4)
+  await assert.rejects(
+    cli(['limits', 'set', '--tenant', tenant.slug, '--max-db-connections', '0']),
+    /--max-db-connections takes a positive integer/,
+  )
   const shown = await cli(['limits', 'show', '--tenant', tenant.slug])
   assert.match(shown, /per token: {2}read 7 {2}write 300/)
   assert.match(shown, /file bytes 5497558138880\n/)
+  assert.match(shown, /database connections per node: 4\n/, 'the set before the refused one is kept')
   const app = await node({})
   try {
     const res = await current(app, tenant.adminToken)

@@ -10,7 +10,7 @@ export class ConnectionPermits {
   inUse = 0
   private readonly waiting: Array<() => void> = []
 
-  constructor(readonly max: number) {}
+  constructor(public max: number) {}
 
   /** Takes a permit: at once while one is free (synchronous), else when a holder gives one back. */
   acquire(): void | Promise<void> {
@@ -30,9 +30,26 @@ export class ConnectionPermits {
 
   /** Gives a permit back: to the first waiter (it keeps counting as taken), else to the free ones. */
   release(): void {
-    const next = this.waiting.shift()
+    // above a lowered bound, the permit is not handed on
+    const next = this.inUse > this.max ? undefined : this.waiting.shift()
     if (next) next()
     else this.inUse--
+  }
+
+  /**
+   * A new bound (an operator changed the tenant's): raised, waiters take the permits now free at once;
+   * lowered, the permits taken above it are not handed on when given back.
+   */
+  resize(max: number): void {
+    this.max = max
+    for (let next = this.waiting.shift(); next; next = this.waiting.shift()) {
+      if (this.inUse >= this.max) {
+        this.waiting.unshift(next)
+        return
+      }
+      this.inUse++
+      next()
+    }
   }
 
   get idle(): boolean {

@@ -160,17 +160,33 @@ export function createLimits(db: Db, config: LimitsConfig, log: (error: unknown)
     kept()
   }
 
+  /**
+   * The tenant's connection permits on this node: none while it has no fewer connections than requests in
+   * flight (the in-flight bound is the connection bound); permits once made follow the tenant's bound (an
+   * operator's change applies to the requests in line at the tenant's next request).
+   */
+  function boundConnections(state: TenantSlots, limits: EffectiveLimits): void {
+    const connections = limits.max_db_connections
+    if (state.permits) {
+      if (state.permits.max !== connections) state.permits.resize(connections)
+    } else if (connections < limits.max_in_flight) state.permits = new ConnectionPermits(connections)
+  }
+
   /** Takes a place among the tenant's requests in flight on this node (or waits for one, behind its own tenant). */
-  function enter(tenantId: number, max: number, bucket: Bucket, reply: FastifyReply): Admission | Promise<Admission> {
+  function enter(
+    tenantId: number,
+    limits: EffectiveLimits,
+    bucket: Bucket,
+    reply: FastifyReply,
+  ): Admission | Promise<Admission> {
     let tenant = slots.get(tenantId)
     if (!tenant) {
       tenant = { active: 0, queue: [] }
-      // with no fewer connections than requests in flight, the in-flight bound is the connection bound
-      const connections = config.maxDbConnections ?? max
-      if (connections < max) tenant.permits = new ConnectionPermits(connections)
       slots.set(tenantId, tenant)
     }
     const state = tenant
+    const max = limits.max_in_flight
+    boundConnections(state, limits)
     let admitted = false
     let keepsPermit = false
     const kept = () => (keepsPermit = true)
@@ -262,7 +278,7 @@ export function createLimits(db: Db, config: LimitsConfig, log: (error: unknown)
     if (!decision.allowed) throw refuse(tenantId, bucket, decision)
     reply.headers(limitHeaders(decision.states, config.windowSeconds))
     if (reply.request.routeOptions.config.inFlightLimit === false) return
-    return enter(tenantId, limits.max_in_flight, bucket, reply)
+    return enter(tenantId, limits, bucket, reply)
   }
 
   return { admit, forget: (tenantId: number) => tenantLimits.forget(tenantId), sweep: limiter.sweep }

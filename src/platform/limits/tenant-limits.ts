@@ -8,6 +8,11 @@ export interface EffectiveLimits {
   token: BucketLimits
   tenant: BucketLimits
   max_in_flight: number
+  /**
+   * The node's pool connections the tenant's requests hold at once: the operator's, else
+   * TENANT_MAX_DB_CONNECTIONS, else `max_in_flight` (no bound of its own: the in-flight bound is it).
+   */
+  max_db_connections: number
   /** The operator exempted the tenant (e.g. the bench's load): no rate or concurrency limit applies. */
   exempt: boolean
 }
@@ -17,6 +22,7 @@ export interface LimitOverrides {
   token?: Partial<BucketLimits>
   tenant?: Partial<BucketLimits>
   max_in_flight?: number
+  max_db_connections?: number
   quotas?: Partial<QuotaLimits>
 }
 
@@ -37,18 +43,22 @@ export function readOverrides(stored: unknown): LimitOverrides {
     }
     overrides[scope] = scoped
   }
-  const inFlight = stored.max_in_flight
-  if (typeof inFlight === 'number' && Number.isInteger(inFlight) && inFlight >= 1) overrides.max_in_flight = inFlight
+  for (const bound of ['max_in_flight', 'max_db_connections'] as const) {
+    const value = stored[bound]
+    if (typeof value === 'number' && Number.isInteger(value) && value >= 1) overrides[bound] = value
+  }
   const quotas = readQuotaOverrides(stored)
   if (Object.keys(quotas).length > 0) overrides.quotas = quotas
   return overrides
 }
 
 export function effectiveLimits(config: LimitsConfig, overrides: LimitOverrides, exempt: boolean): EffectiveLimits {
+  const maxInFlight = overrides.max_in_flight ?? config.maxInFlight
   return {
     token: { ...config.token, ...overrides.token },
     tenant: { ...config.tenant, ...overrides.tenant },
-    max_in_flight: overrides.max_in_flight ?? config.maxInFlight,
+    max_in_flight: maxInFlight,
+    max_db_connections: overrides.max_db_connections ?? config.maxDbConnections ?? maxInFlight,
     exempt,
   }
 }
