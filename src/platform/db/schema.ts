@@ -466,6 +466,8 @@ export interface SyncClocksTable {
   version: ColumnType<number, number | undefined, number>
   /** Change records at or below this version were purged: older cursors answer 410 sync_reset. */
   horizon: ColumnType<number, number | undefined, number>
+  /** Every record still pending changed at or after this (the probes start here); null: anywhere. */
+  pending_from: ColumnType<Date | null, Date | null | undefined, Date | null>
 }
 
 /** The latest change of one synced entity (one row per entity, upserted). */

@@ -255,6 +255,15 @@ export interface SyncClockRow {
 }
 
 /**
+ * Where the tenant's pending records can start (`sync_clocks.pending_from`, set by each numbering): the
+ * records numbered before it leave dead entries in the pending partial indexes until a vacuum of the whole
+ * table, and a probe that started at the tenant's first entry walked them all (a burst of 100,000: 386
+ * index pages a probe).
+ */
+const pendingFrom = (tenantId: number) =>
+  sql`coalesce((select c.pending_from from sync_clocks c where c.tenant_id = ${tenantId}), '-infinity')`
+
+/**
  * SQL select-list items of a tenant's clock (`version`, `horizon`: null before its first numbering) and
  * of its pending change records counted from their partial indexes (`changes`, `access`: a probe each
  * when none is pending).
@@ -262,8 +271,21 @@ export interface SyncClockRow {
 export const syncClockColumns = (tenantId: number) =>
   sql`(select c.version from sync_clocks c where c.tenant_id = ${tenantId}) as version,
     (select c.horizon from sync_clocks c where c.tenant_id = ${tenantId}) as horizon,
-    (select count(*) from sync_changes p where p.tenant_id = ${tenantId} and p.version is null) as changes,
-    (select count(*) from sync_access_changes p where p.tenant_id = ${tenantId} and p.version is null) as access`
+    (select count(*) from sync_changes p where p.tenant_id = ${tenantId} and p.version is null
+      and p.changed_at >= ${pendingFrom(tenantId)}) as changes,
+    (select count(*) from sync_access_changes p where p.tenant_id = ${tenantId} and p.version is null
+      and p.created_at >= ${pendingFrom(tenantId)}) as access`
+
+/**
+ * The earliest start of a transaction of this database still running (or now): a record written by a
+ * transaction that has not committed yet changed at or after it (`changed_at` and `created_at` are the
+ * writer's `now()`, its transaction's start). Null when a session of the database is hidden from this
+ * role (`pg_stat_activity` shows it without its state): the probes then start at the first entry.
+ */
+const EARLIEST_RUNNING = sql<{ pending_from: string | null }>`
+  select (case when bool_or(a.state is null) then null else least(now(), min(a.xact_start)) end)::text as pending_from
+    from pg_stat_activity a
+   where a.datname = current_database() and a.backend_type = 'client backend' and a.pid <> pg_backend_pid()`
 
 /** The clock state of a `syncClockColumns` row. */
 export const syncClockState = (row: SyncClockRow): SyncClockState => ({
@@ -290,6 +312,8 @@ export async function readSyncClock(db: Db, tenantId: number): Promise<SyncClock
 export async function settleSyncClock(db: Db, tenantId: number): Promise<{ version: number; horizon: number }> {
   return db.transaction().execute(async (trx) => {
     await sql`select pg_advisory_xact_lock(hashtextextended(${`sync-clock:${tenantId}`}, 0))`.execute(trx)
+    // before the count: a record it does not see was written by a transaction running now, or started later
+    const { rows: running } = await EARLIEST_RUNNING.execute(trx)
     // counted again under the lock: what the reader before this one numbered is not pending any more
     const { version, horizon, pending } = await readSyncClock(trx, tenantId)
     const reserved = pending.changes + pending.access
@@ -306,15 +330,19 @@ export async function settleSyncClock(db: Db, tenantId: number): Promise<{ versi
     if (pending.changes > 0)
       await sql`update sync_changes s set version = ${base}::bigint + p.n
         from (select ctid as row, row_number() over (order by changed_at, entity, entity_id) as n
-          from sync_changes where tenant_id = ${tenantId} and version is null
+          from sync_changes where tenant_id = ${tenantId} and version is null and changed_at >= ${pendingFrom(tenantId)}
           order by changed_at, entity, entity_id limit ${pending.changes}) p
         where s.ctid = p.row and s.tenant_id = ${tenantId} and s.version is null`.execute(trx)
     if (pending.access > 0)
       await sql`update sync_access_changes a set version = ${base + pending.changes}::bigint + p.n
         from (select ctid as row, row_number() over (order by created_at, id) as n
-          from sync_access_changes where tenant_id = ${tenantId} and version is null
+          from sync_access_changes where tenant_id = ${tenantId} and version is null and created_at >= ${pendingFrom(tenantId)}
           order by created_at, id limit ${pending.access}) p
         where a.ctid = p.row and a.tenant_id = ${tenantId} and a.version is null`.execute(trx)
+    // last: the numbering above still starts where the records left pending by the reader before could
+    // as text, in microseconds: the driver's timestamps are the API's, in seconds
+    await sql`update sync_clocks set pending_from = ${running[0]?.pending_from ?? null}::timestamptz
+      where tenant_id = ${tenantId}`.execute(trx)
     return clock
   })
 }
