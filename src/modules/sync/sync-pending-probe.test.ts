@@ -3,9 +3,10 @@ import { test } from 'node:test'
 import { sql } from 'kysely'
 import { buildApp } from '../../app.js'
 import { syncClockColumns } from '../../platform/sync/change-log.js'
-import { bearer, testConfig } from '../../../test/helpers/build-test-app.js'
+import { testConfig } from '../../../test/helpers/build-test-app.js'
 import { given } from '../../../test/helpers/given.js'
 import { privateTestDatabase } from '../../../test/helpers/test-database.js'
+import { syncRequest } from '../../../test/helpers/sync-client.js'
 
 const BURST = 20_000
 
@@ -17,8 +18,7 @@ test("after a burst is numbered, an idle sync's probe starts past it (no walk ov
   try {
     const tenant = await given.tenant(database.db)
     const sync = async (cursor?: string) => {
-      const query = new URLSearchParams({ device: 'phone', ...(cursor ? { cursor } : {}) })
-      const res = await app.inject({ method: 'GET', url: `/api/sync?${query}`, headers: bearer(tenant.adminToken) })
+      const res = await syncRequest(app, tenant.adminToken, { cursor, device: 'phone' })
       assert.equal(res.statusCode, 200, res.body)
       return res.json<{ changes: unknown[]; cursor: string }>()
     }
@@ -50,9 +50,8 @@ test("after a burst is numbered, an idle sync's probe starts past it (no walk ov
     assert.ok(pages < 20, `an idle probe reads ${pages} pages`)
 
     // a record written afterwards is found, and comes with the next sync
-    const later = await sql`insert into sync_changes (tenant_id, entity, entity_id, version)
+    await sql`insert into sync_changes (tenant_id, entity, entity_id, version)
       values (${tenant.id}, 'burst', 'late', null)`.execute(database.db)
-    assert.equal(Number(later.numAffectedRows), 1)
     const next = await sync(numbered.cursor)
     const after = await database.db
       .selectFrom('sync_clocks')
